@@ -1,0 +1,178 @@
+//! Error codes and the structured `data` of every error the daemon returns.
+//!
+//! Standard JSON-RPC codes are used where one fits (an unknown server, tool or invalid arguments
+//! are all `-32602`, as the reference protocol has it); failures of an upstream MCP server use the
+//! implementation-defined range `-32000..=-32099`. The `data` member always carries an
+//! [`ErrorData`], tagged by `kind`, so a program can tell the cases apart without parsing messages.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// JSON-RPC error codes.
+pub mod code {
+    /// The request body is not valid JSON.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// The body is JSON but not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Missing or ill-typed params, unknown server or tool, or arguments that fail the tool's schema.
+    pub const INVALID_PARAMS: i32 = -32602;
+    /// A fault inside the daemon, or a tool whose discovered schema cannot be compiled.
+    pub const INTERNAL_ERROR: i32 = -32603;
+    /// The MCP server is not connected (failed to start, exited, or still connecting).
+    pub const SERVER_UNAVAILABLE: i32 = -32001;
+    /// The call did not finish within its timeout; the MCP server was sent a cancellation.
+    pub const TIMEOUT: i32 = -32002;
+    /// The MCP server answered with a JSON-RPC error of its own.
+    pub const UPSTREAM_ERROR: i32 = -32003;
+}
+
+/// The structured `data` of an error, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[non_exhaustive]
+pub enum ErrorData {
+    /// The request params are missing, or a member has the wrong type.
+    InvalidParams {
+        /// The method whose params were wrong.
+        method: String,
+        /// What was wrong, naming the member.
+        message: String,
+    },
+    /// No configured server has this name.
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+        /// Every configured server.
+        known_servers: Vec<String>,
+    },
+    /// The server offers no tool of this name.
+    UnknownTool {
+        /// The server asked for.
+        server: String,
+        /// The tool asked for.
+        tool: String,
+        /// Every tool the server offers.
+        known_tools: Vec<String>,
+    },
+    /// The arguments do not satisfy the tool's `inputSchema`; nothing was sent to the server.
+    InvalidArguments {
+        /// The server of the tool.
+        server: String,
+        /// The tool whose schema failed.
+        tool: String,
+        /// Each failing location, in document order.
+        errors: Vec<ArgumentError>,
+    },
+    /// The tool's discovered `inputSchema` is not a valid JSON Schema.
+    InvalidSchema {
+        /// The server of the tool.
+        server: String,
+        /// The tool with the bad schema.
+        tool: String,
+        /// Why the schema was rejected.
+        message: String,
+    },
+    /// The server is not connected.
+    ServerUnavailable {
+        /// The server asked for.
+        server: String,
+        /// Its state, as in `listServers`.
+        state: String,
+        /// Why it is not connected, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_error: Option<String>,
+    },
+    /// The server's process exited (or its connection closed) while the call was pending.
+    ServerExited {
+        /// The server that went away.
+        server: String,
+        /// How it ended, e.g. `exit code 1` or `signal 9 (SIGKILL)`, when known.
+        exit: String,
+        /// Its last lines of stderr, oldest first.
+        stderr_tail: Vec<String>,
+    },
+    /// The call timed out; a `notifications/cancelled` was sent to the server.
+    Timeout {
+        /// The server of the tool.
+        server: String,
+        /// The method or tool that timed out.
+        tool: String,
+        /// The timeout that expired, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// The MCP server answered with a JSON-RPC error.
+    Upstream {
+        /// The server that answered.
+        server: String,
+        /// Its error code.
+        code: i64,
+        /// Its error message.
+        message: String,
+        /// Its error data, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Value>,
+    },
+    /// A fault inside the daemon; the details are in its log.
+    Internal {
+        /// A short description.
+        message: String,
+    },
+}
+
+impl ErrorData {
+    /// The JSON-RPC code that goes with this kind of error.
+    pub fn code(&self) -> i32 {
+        match self {
+            ErrorData::InvalidParams { .. }
+            | ErrorData::UnknownServer { .. }
+            | ErrorData::UnknownTool { .. }
+            | ErrorData::InvalidArguments { .. } => code::INVALID_PARAMS,
+            ErrorData::InvalidSchema { .. } | ErrorData::Internal { .. } => code::INTERNAL_ERROR,
+            ErrorData::ServerUnavailable { .. } | ErrorData::ServerExited { .. } => {
+                code::SERVER_UNAVAILABLE
+            }
+            ErrorData::Timeout { .. } => code::TIMEOUT,
+            ErrorData::Upstream { .. } => code::UPSTREAM_ERROR,
+        }
+    }
+}
+
+/// One way in which arguments fail a schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentError {
+    /// JSON Pointer to the failing value in the arguments (`""` for the whole object).
+    pub path: String,
+    /// JSON Pointer to the schema keyword that failed, e.g. `/properties/limit/type`.
+    pub schema_path: String,
+    /// What was wrong, in words.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_data_is_tagged_by_kind_in_camel_case() {
+        let data = ErrorData::UnknownTool {
+            server: "demo".into(),
+            tool: "nope".into(),
+            known_tools: vec!["sql_query".into()],
+        };
+        let json = serde_json::to_value(&data).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "kind": "unknownTool",
+                "server": "demo",
+                "tool": "nope",
+                "knownTools": ["sql_query"],
+            })
+        );
+        assert_eq!(serde_json::from_value::<ErrorData>(json).unwrap(), data);
+        assert_eq!(data.code(), code::INVALID_PARAMS);
+    }
+}

@@ -1,0 +1,304 @@
+//! Params and results of every method.
+//!
+//! Where a result is an MCP object passed through unnarrowed (a tool as discovered, a
+//! `CallToolResult`, a resource's contents) it is a `serde_json::Value`: the daemon must not drop
+//! fields it does not know. Params structs accept and ignore unknown members so that newer clients
+//! keep working within major version 1.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Method names.
+pub mod name {
+    /// Handshake: identity, protocol version, operations and capabilities.
+    pub const GET_BRIDGE_INFO: &str = "getBridgeInfo";
+    /// Every configured server with its tool count.
+    pub const LIST_SERVERS: &str = "listServers";
+    /// One server's tools, one line each.
+    pub const LIST_TOOLS: &str = "listTools";
+    /// One tool, complete, as discovered.
+    pub const DESCRIBE_TOOL: &str = "describeTool";
+    /// Validate arguments and call a tool.
+    pub const CALL_TOOL: &str = "callTool";
+    /// One server's resources.
+    pub const LIST_RESOURCES: &str = "listResources";
+    /// One server's resource templates.
+    pub const LIST_RESOURCE_TEMPLATES: &str = "listResourceTemplates";
+    /// Read one resource.
+    pub const READ_RESOURCE: &str = "readResource";
+
+    /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
+    pub const ALL: &[&str] = &[
+        GET_BRIDGE_INFO,
+        LIST_SERVERS,
+        LIST_TOOLS,
+        DESCRIBE_TOOL,
+        CALL_TOOL,
+        LIST_RESOURCES,
+        LIST_RESOURCE_TEMPLATES,
+        READ_RESOURCE,
+    ];
+}
+
+/// Params of methods that name one server: `listTools`, `listResources`, `listResourceTemplates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerParams {
+    /// The server's name, as in the config.
+    pub server: String,
+}
+
+/// Params of `describeTool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DescribeToolParams {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+}
+
+/// Params of `callTool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolParams {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's arguments; omitted means `{}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Timeout for this call in milliseconds, overriding the server's `timeoutMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The calling agent's session, for per-session state such as traces and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Params of `readResource`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadResourceParams {
+    /// The server's name.
+    pub server: String,
+    /// The resource's URI.
+    pub uri: String,
+}
+
+/// Result of `getBridgeInfo`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BridgeInfo {
+    /// Which protocol this is.
+    pub bridge_protocol: BridgeProtocol,
+    /// Which implementation serves it.
+    pub server_implementation: Implementation,
+    /// Every method served.
+    pub operations: Vec<String>,
+    /// What the bridge can do.
+    pub capabilities: BridgeCapabilities,
+    /// The MCP side: the protocol version we speak to servers and our client identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_mcp: Option<UpstreamMcp>,
+}
+
+/// `bridgeProtocol` of the handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeProtocol {
+    /// Always [`crate::BRIDGE_PROTOCOL_NAME`].
+    pub name: String,
+    /// Clients refuse a major other than theirs.
+    pub major: u32,
+    /// `major.minor`.
+    pub version: String,
+}
+
+/// A name and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// Name of the implementation.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// `capabilities` of the handshake.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeCapabilities {
+    /// How requests authenticate.
+    pub authentication: AuthenticationCapability,
+    /// Tool discovery and calls.
+    pub tools: ToolsCapability,
+    /// Resource discovery and reads.
+    pub resources: ResourcesCapability,
+    /// How calls are cancelled.
+    pub cancellation: CancellationCapability,
+}
+
+/// `capabilities.authentication`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthenticationCapability {
+    /// Always true: every request needs the token.
+    pub required: bool,
+    /// Always `"bearer"`.
+    pub scheme: String,
+}
+
+/// `capabilities.tools`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// `listTools` and `describeTool` are served.
+    pub discovery: bool,
+    /// `callTool` is served.
+    pub calls: bool,
+    /// Arguments are validated against the tool's `inputSchema` before dispatch.
+    pub input_schema_validation: bool,
+    /// The dialect assumed when a schema names none.
+    pub json_schema_dialect: String,
+    /// Every dialect understood.
+    pub supported_json_schema_dialects: Vec<String>,
+}
+
+/// `capabilities.resources`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourcesCapability {
+    /// `listResources` is served.
+    pub list: bool,
+    /// `listResourceTemplates` is served.
+    pub templates: bool,
+    /// `readResource` is served.
+    pub read: bool,
+}
+
+/// `capabilities.cancellation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancellationCapability {
+    /// `callTool` accepts `timeoutMs`.
+    pub per_call_timeout: bool,
+    /// The MCP notification sent to a server when a call is abandoned.
+    pub upstream_notification: String,
+}
+
+/// `upstreamMcp` of the handshake.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamMcp {
+    /// The MCP protocol version requested from every server.
+    pub protocol_version: String,
+    /// Our identity as an MCP client.
+    pub implementation: Implementation,
+    /// Our capabilities as an MCP client.
+    pub capabilities: Value,
+}
+
+/// Result of `listServers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListServersResult {
+    /// Every configured server, in config order.
+    pub servers: Vec<ServerSummary>,
+}
+
+/// One server in `listServers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerSummary {
+    /// The server's name, as in the config.
+    pub name: String,
+    /// How many tools it offers (0 unless `ready`).
+    pub tool_count: usize,
+    /// Up to three of its tool names.
+    pub examples: Vec<String>,
+    /// Its connection state.
+    pub state: ServerState,
+    /// How it is reached.
+    pub transport: TransportKind,
+    /// The description from the config, else the server's own `instructions` first line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Tags from the config.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Why it is not `ready`, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Connection state of a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Starting, or its MCP handshake or discovery is under way.
+    Connecting,
+    /// Connected and its catalog is known.
+    Ready,
+    /// It could not be started or its handshake failed.
+    Failed,
+    /// It was connected and has exited or closed its connection.
+    Exited,
+    /// `enabled: false` in the config.
+    Disabled,
+}
+
+impl ServerState {
+    /// The state's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Ready => "ready",
+            ServerState::Failed => "failed",
+            ServerState::Exited => "exited",
+            ServerState::Disabled => "disabled",
+        }
+    }
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TransportKind {
+    /// A child process speaking MCP over stdin/stdout.
+    Stdio,
+    /// A remote server speaking MCP Streamable HTTP.
+    Http,
+}
+
+/// Result of `listTools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListToolsResult {
+    /// The server asked for.
+    pub server: String,
+    /// Its tools, in the order the server listed them.
+    pub tools: Vec<ToolSummary>,
+}
+
+/// One tool in `listTools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSummary {
+    /// The tool's name.
+    pub name: String,
+    /// Its description (empty when the server gave none).
+    pub description: String,
+    /// Whether it declares an `outputSchema` (and so returns `structuredContent`).
+    pub has_structured_output: bool,
+}
+
+/// Result of `listResources`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResourcesResult {
+    /// The server asked for.
+    pub server: String,
+    /// Its resources, each as the server described it.
+    pub resources: Vec<Value>,
+}
+
+/// Result of `listResourceTemplates`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResourceTemplatesResult {
+    /// The server asked for.
+    pub server: String,
+    /// Its resource templates, each as the server described it.
+    pub templates: Vec<Value>,
+}
