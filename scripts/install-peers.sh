@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install the pinned MCP peer servers the end-to-end tests run against, inside the checkout:
+#   node_modules/   from package.json + package-lock.json (npm ci)
+#   .peers/venv/    from requirements-peers.txt (a Python venv)
+# Idempotent and fast when nothing changed: each half writes a stamp file holding the hash of its
+# lock file and skips the install while the hash matches and the installed entry points exist.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+peers_dir="$root/.peers"
+venv="$peers_dir/venv"
+mkdir -p "$peers_dir"
+
+hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
+
+# Node peers: everything, filesystem, memory.
+node_stamp="$peers_dir/npm.stamp"
+node_hash="$(hash_of package.json package-lock.json)"
+if [[ -f "$node_stamp" && "$(cat "$node_stamp")" == "$node_hash" \
+      && -x node_modules/.bin/mcp-server-everything \
+      && -x node_modules/.bin/mcp-server-filesystem \
+      && -x node_modules/.bin/mcp-server-memory ]]; then
+    echo "install-peers: node peers up to date"
+else
+    command -v npm >/dev/null || { echo "install-peers: npm not found (Node 20+ is needed)" >&2; exit 1; }
+    echo "install-peers: npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$node_hash" > "$node_stamp"
+fi
+
+# Python peers: mcp-server-time and the mcp SDK for tests/fixtures/structured_server.py.
+python_stamp="$peers_dir/pip.stamp"
+python="${PYTHON:-python3}"
+python_hash="$(hash_of requirements-peers.txt)"
+if [[ -f "$python_stamp" && "$(cat "$python_stamp")" == "$python_hash" \
+      && -x "$venv/bin/python" && -x "$venv/bin/mcp-server-time" ]]; then
+    echo "install-peers: python peers up to date"
+else
+    command -v "$python" >/dev/null || { echo "install-peers: $python not found (Python 3.10+ is needed)" >&2; exit 1; }
+    if [[ ! -x "$venv/bin/python" ]]; then
+        echo "install-peers: creating $venv"
+        "$python" -m venv "$venv"
+    fi
+    echo "install-peers: pip install -r requirements-peers.txt"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-peers.txt
+    echo "$python_hash" > "$python_stamp"
+fi
