@@ -1,1 +1,68 @@
-fn main() {}
+//! `tool-cli`: the thin client of the tool-cli daemon.
+//!
+//! It parses the command line ([`args`]), finds the daemon and speaks JSON-RPC to it over one
+//! HTTP/1.1 connection ([`connection`]), runs the command ([`run`]) and renders the result for
+//! people and agents ([`render`]). Every failure is an [`error::Error`] with a documented exit
+//! code. The client is started once per command, often by an agent in a loop, so it stays small:
+//! a current-thread tokio runtime, a bare hyper connection, no TLS.
+
+mod args;
+mod base64;
+mod connection;
+mod error;
+mod render;
+mod run;
+
+use std::io::Read as _;
+use std::process::ExitCode;
+
+use crate::error::{Error, exit};
+
+fn main() -> ExitCode {
+    let args_env = args::ArgsEnv {
+        timeout_ms: std::env::var(tool_cli_protocol::env::TIMEOUT_MS).ok(),
+    };
+    let read_stdin = || {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    };
+    let invocation = match args::parse(std::env::args_os(), &args_env, read_stdin) {
+        Ok(invocation) => invocation,
+        Err(args::ParseOutcome::Clap(error)) => {
+            // clap formats help, version and grammar errors itself, with exit 0 or 2.
+            let _ = error.print();
+            return exit_code(error.exit_code());
+        }
+        Err(args::ParseOutcome::Usage(error)) => return report(&error),
+    };
+    for warning in &invocation.warnings {
+        eprintln!("tool-cli: warning: {warning}");
+    }
+    match execute(invocation) {
+        Ok(()) => exit_code(exit::OK),
+        Err(error) => report(&error),
+    }
+}
+
+fn execute(invocation: args::Invocation) -> Result<(), Error> {
+    let endpoint =
+        connection::resolve_endpoint(&connection::EndpointEnv::from_process(), |path| {
+            std::fs::read_to_string(path)
+        })?;
+    // One command is a few sequential requests: a current-thread runtime starts fastest.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))?;
+    runtime.block_on(run::run(invocation, endpoint))
+}
+
+fn report(error: &Error) -> ExitCode {
+    eprintln!("tool-cli: error: {error}");
+    exit_code(error.exit_code())
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
