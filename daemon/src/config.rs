@@ -1,0 +1,648 @@
+//! The servers config: the `mcpServers` JSON format users already have (Claude Desktop, Cursor).
+//!
+//! Loading is split in two so the rules can be unit-tested without files or environment:
+//! [`parse`] turns text plus an environment lookup into a validated [`Config`], and [`load`] does
+//! the I/O (finding and reading the file). Every error names the file, the server and the field,
+//! and says what was expected, because a daemon that will not start is only as helpful as its
+//! message.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Default per-call timeout of a server without `timeoutMs`.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Name of the bundled demo server in the default config.
+pub const DEMO_SERVER_NAME: &str = "demo";
+
+/// A validated config: every enabled and disabled server, in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Where it came from, for messages.
+    pub source: ConfigSource,
+    /// The servers, in the order the file lists them.
+    pub servers: Vec<ServerConfig>,
+}
+
+/// Where a config came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigSource {
+    /// A file on disk.
+    File(PathBuf),
+    /// The bundled default (the demo server).
+    BundledDefault,
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigSource::File(path) => write!(f, "{}", path.display()),
+            ConfigSource::BundledDefault => f.write_str("<bundled default config>"),
+        }
+    }
+}
+
+/// One configured MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Its name: the first word of `tool-cli SERVER`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// A description shown by `listServers`.
+    pub description: Option<String>,
+    /// Tags shown by `listServers`.
+    pub tags: Vec<String>,
+    /// `false` keeps it listed but never started.
+    pub enabled: bool,
+    /// Default timeout of each call to it.
+    pub call_timeout: Duration,
+}
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransportConfig {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program to run (looked up on `PATH` when it has no slash).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the child's small allow-listed environment.
+        env: BTreeMap<String, String>,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server speaking MCP Streamable HTTP.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Extra request headers (for example `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Why a config was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or `<bundled default config>`).
+    pub source: String,
+    /// The server, when the error is inside one.
+    pub server: Option<String>,
+    /// The field, when the error is about one.
+    pub field: Option<String>,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "config {}", self.source)?;
+        if let Some(server) = &self.server {
+            write!(f, ": server \"{server}\"")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field \"{field}\"")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Finds the config file: `--config`, then `TOOL_CLI_CONFIG`, then
+/// `~/.config/tool-cli/servers.json` when it exists. `None` means the bundled default.
+pub fn locate(
+    cli_path: Option<PathBuf>,
+    env_path: Option<PathBuf>,
+    home: Option<PathBuf>,
+) -> Option<PathBuf> {
+    if let Some(path) = cli_path.or(env_path.filter(|p| !p.as_os_str().is_empty())) {
+        return Some(path);
+    }
+    let user_default = home?.join(".config/tool-cli/servers.json");
+    user_default.is_file().then_some(user_default)
+}
+
+/// Reads and parses the config at `path`, or builds the bundled default when `path` is `None`.
+/// `self_exe` is the daemon's own executable, which the default config runs as the demo server.
+pub fn load(
+    path: Option<&Path>,
+    self_exe: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let Some(path) = path else {
+        return Ok(bundled_default(self_exe));
+    };
+    let source = ConfigSource::File(path.to_path_buf());
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
+        source: source.to_string(),
+        server: None,
+        field: None,
+        message: format!("cannot read the file: {err}; expected a readable JSON file"),
+    })?;
+    parse(&text, source, env)
+}
+
+/// The config used when the user has none: the demo server, run from our own executable, so a
+/// fresh machine needs neither Node nor Python.
+pub fn bundled_default(self_exe: &Path) -> Config {
+    Config {
+        source: ConfigSource::BundledDefault,
+        servers: vec![ServerConfig {
+            name: DEMO_SERVER_NAME.to_owned(),
+            transport: TransportConfig::Stdio {
+                command: self_exe.to_string_lossy().into_owned(),
+                args: vec!["demo-server".to_owned()],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            description: Some(
+                "bundled demo: read-only SQL over a sample shop database (customers, products, orders)"
+                    .to_owned(),
+            ),
+            tags: vec!["demo".to_owned(), "sql".to_owned()],
+            enabled: true,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }],
+    }
+}
+
+/// The JSON shape of one entry of `mcpServers`. Unknown fields are refused so that a typo
+/// (`"arg"` for `"args"`) is reported instead of silently ignored.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawServer {
+    #[serde(rename = "type", alias = "transport")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    description: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    enabled: Option<bool>,
+    /// Alias understood for configs written for other clients.
+    #[serde(alias = "disabled")]
+    disabled_flag: Option<bool>,
+    timeout_ms: Option<u64>,
+}
+
+/// Parses config text. `env` looks up variables for `${VAR}` substitution.
+pub fn parse(
+    text: &str,
+    source: ConfigSource,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, ConfigError> {
+    let source_name = source.to_string();
+    let error = |server: Option<&str>, field: Option<&str>, message: String| ConfigError {
+        source: source_name.clone(),
+        server: server.map(str::to_owned),
+        field: field.map(str::to_owned),
+        message,
+    };
+
+    let root: Value = serde_json::from_str(text).map_err(|err| {
+        error(
+            None,
+            None,
+            format!(
+                "invalid JSON at line {} column {}: {err}",
+                err.line(),
+                err.column()
+            ),
+        )
+    })?;
+    let Some(root) = root.as_object() else {
+        return Err(error(
+            None,
+            None,
+            "expected a JSON object with an \"mcpServers\" object".to_owned(),
+        ));
+    };
+    let servers = match root.get("mcpServers").or_else(|| root.get("servers")) {
+        Some(Value::Object(servers)) => servers,
+        Some(_) => {
+            return Err(error(
+                None,
+                Some("mcpServers"),
+                "expected an object mapping server names to their settings".to_owned(),
+            ));
+        }
+        None => {
+            return Err(error(
+                None,
+                Some("mcpServers"),
+                "missing; expected {\"mcpServers\": {\"name\": {\"command\": ...}}}".to_owned(),
+            ));
+        }
+    };
+
+    let mut parsed = Vec::with_capacity(servers.len());
+    for (name, raw) in servers {
+        parsed.push(
+            parse_server(name, raw, env)
+                .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?,
+        );
+    }
+    Ok(Config {
+        source,
+        servers: parsed,
+    })
+}
+
+type FieldError = (Option<String>, String);
+
+fn parse_server(
+    name: &str,
+    raw: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerConfig, FieldError> {
+    if let Err(message) = check_server_name(name) {
+        return Err((None, message));
+    }
+    if !raw.is_object() {
+        return Err((
+            None,
+            "expected an object with \"command\" or \"url\"".to_owned(),
+        ));
+    }
+    let raw: RawServer = RawServer::deserialize(raw).map_err(|err| {
+        let message = err.to_string();
+        // serde names the offending field in its message; lift it into the field slot.
+        let field = message.split('`').nth(1).map(str::to_owned).filter(|_| {
+            message.starts_with("unknown field") || message.starts_with("invalid type")
+        });
+        let hint = if message.starts_with("unknown field") {
+            "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
+             enabled, timeoutMs"
+        } else {
+            ""
+        };
+        (field, format!("{message}{hint}"))
+    })?;
+
+    let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
+    let transport = match kind.as_deref() {
+        Some("stdio") => stdio_transport(&raw, env)?,
+        Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
+            http_transport(&raw, env)?
+        }
+        Some("sse") => {
+            return Err((
+                Some("type".to_owned()),
+                "the legacy SSE transport is not supported; expected \"stdio\" or \"http\" \
+                 (Streamable HTTP)"
+                    .to_owned(),
+            ));
+        }
+        Some(other) => {
+            return Err((
+                Some("type".to_owned()),
+                format!("unknown transport \"{other}\"; expected \"stdio\" or \"http\""),
+            ));
+        }
+        None => match (&raw.command, &raw.url) {
+            (Some(_), None) => stdio_transport(&raw, env)?,
+            (None, Some(_)) => http_transport(&raw, env)?,
+            (Some(_), Some(_)) => {
+                return Err((
+                    None,
+                    "has both \"command\" and \"url\"; expected one: \"command\" for a stdio \
+                     server or \"url\" for a Streamable HTTP server"
+                        .to_owned(),
+                ));
+            }
+            (None, None) => {
+                return Err((
+                    None,
+                    "has neither \"command\" nor \"url\"; expected \"command\" (stdio) or \
+                     \"url\" (Streamable HTTP)"
+                        .to_owned(),
+                ));
+            }
+        },
+    };
+
+    let call_timeout = match raw.timeout_ms {
+        Some(0) => {
+            return Err((
+                Some("timeoutMs".to_owned()),
+                "must be a positive number of milliseconds".to_owned(),
+            ));
+        }
+        Some(ms) => Duration::from_millis(ms),
+        None => DEFAULT_CALL_TIMEOUT,
+    };
+    let enabled = raw.enabled.unwrap_or(true) && !raw.disabled_flag.unwrap_or(false);
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        transport,
+        description: raw.description,
+        tags: raw.tags,
+        enabled,
+        call_timeout,
+    })
+}
+
+/// Server names become CLI words and JSON keys; keep them to a safe, typeable alphabet.
+fn check_server_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid server name \"{name}\"; expected 1-64 characters of letters, digits, \
+             '-', '_' or '.', not starting with '-'"
+        ))
+    }
+}
+
+fn stdio_transport(
+    raw: &RawServer,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<TransportConfig, FieldError> {
+    let command = match raw.command.as_deref().map(str::trim) {
+        Some(command) if !command.is_empty() => command.to_owned(),
+        Some(_) => {
+            return Err((
+                Some("command".to_owned()),
+                "is empty; expected the program to run".to_owned(),
+            ));
+        }
+        None => {
+            return Err((
+                Some("command".to_owned()),
+                "missing; a stdio server needs the program to run".to_owned(),
+            ));
+        }
+    };
+    if raw.url.is_some() {
+        return Err((
+            Some("url".to_owned()),
+            "a stdio server takes \"command\", not \"url\"".to_owned(),
+        ));
+    }
+    let mut child_env = BTreeMap::new();
+    for (key, value) in &raw.env {
+        if key.starts_with(tool_cli_protocol::env::PREFIX) {
+            return Err((
+                Some(format!("env.{key}")),
+                "TOOL_CLI_* variables are never passed to MCP servers (they would leak the \
+                 daemon's token); remove it"
+                    .to_owned(),
+            ));
+        }
+        let value = substitute(value, env).map_err(|m| (Some(format!("env.{key}")), m))?;
+        child_env.insert(key.clone(), value);
+    }
+    Ok(TransportConfig::Stdio {
+        command,
+        args: raw.args.clone(),
+        env: child_env,
+        cwd: raw.cwd.clone(),
+    })
+}
+
+fn http_transport(
+    raw: &RawServer,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<TransportConfig, FieldError> {
+    let Some(url) = raw.url.as_deref() else {
+        return Err((
+            Some("url".to_owned()),
+            "missing; a Streamable HTTP server needs its endpoint URL".to_owned(),
+        ));
+    };
+    if raw.command.is_some() {
+        return Err((
+            Some("command".to_owned()),
+            "an http server takes \"url\", not \"command\"".to_owned(),
+        ));
+    }
+    let url = substitute(url, env).map_err(|m| (Some("url".to_owned()), m))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err((
+            Some("url".to_owned()),
+            format!("\"{url}\" is not an http:// or https:// URL"),
+        ));
+    }
+    let mut headers = BTreeMap::new();
+    for (key, value) in &raw.headers {
+        let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
+        headers.insert(key.clone(), value);
+    }
+    Ok(TransportConfig::Http { url, headers })
+}
+
+/// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
+/// an empty string: an empty API key fails later, far from its cause. `$$` is a literal `$`.
+pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('$') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        if let Some(after_dollar) = after.strip_prefix('$') {
+            out.push('$');
+            rest = after_dollar;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let Some(end) = body.find('}') else {
+                return Err(format!(
+                    "unterminated \"${{\" in \"{text}\"; expected ${{NAME}}"
+                ));
+            };
+            let name = &body[..end];
+            let valid = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return Err(format!(
+                    "\"${{{name}}}\" is not a valid variable reference; expected ${{NAME}} with \
+                     letters, digits and '_'"
+                ));
+            }
+            match env(name) {
+                Some(value) => out.push_str(&value),
+                None => {
+                    return Err(format!(
+                        "references ${{{name}}}, which is not set in the daemon's environment"
+                    ));
+                }
+            }
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Reads the `mcpServers` object of an arbitrary JSON value; used by tests that build configs.
+#[cfg(test)]
+fn servers_of(value: &Value) -> &serde_json::Map<String, Value> {
+    value["mcpServers"].as_object().unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "API_KEY" => Some("secret".to_owned()),
+            "PORT" => Some("8080".to_owned()),
+            _ => None,
+        }
+    }
+
+    fn parse_json(value: Value) -> Result<Config, ConfigError> {
+        parse(
+            &value.to_string(),
+            ConfigSource::File("/c.json".into()),
+            &env,
+        )
+    }
+
+    #[test]
+    fn parses_stdio_and_http_servers_in_file_order() {
+        let value = json!({"mcpServers": {
+            "zeta": {"command": "node", "args": ["x.js"], "env": {"KEY": "${API_KEY}"},
+                     "description": "z", "tags": ["a"], "timeoutMs": 5000},
+            "alpha": {"url": "http://127.0.0.1:${PORT}/mcp",
+                      "headers": {"Authorization": "Bearer ${API_KEY}"}, "enabled": false}
+        }});
+        assert_eq!(servers_of(&value).len(), 2);
+        let config = parse_json(value).unwrap();
+        assert_eq!(config.servers[0].name, "zeta");
+        assert_eq!(
+            config.servers[0].transport,
+            TransportConfig::Stdio {
+                command: "node".into(),
+                args: vec!["x.js".into()],
+                env: BTreeMap::from([("KEY".into(), "secret".into())]),
+                cwd: None,
+            }
+        );
+        assert_eq!(config.servers[0].call_timeout, Duration::from_secs(5));
+        assert_eq!(
+            config.servers[1].transport,
+            TransportConfig::Http {
+                url: "http://127.0.0.1:8080/mcp".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
+            }
+        );
+        assert!(!config.servers[1].enabled);
+    }
+
+    #[test]
+    fn errors_name_the_file_server_and_field() {
+        let err =
+            parse_json(json!({"mcpServers": {"s": {"command": "x", "env": {"A": "${NOPE}"}}}}))
+                .unwrap_err();
+        assert_eq!(err.server.as_deref(), Some("s"));
+        assert_eq!(err.field.as_deref(), Some("env.A"));
+        assert!(err.to_string().contains("/c.json"), "{err}");
+        assert!(err.to_string().contains("${NOPE}"), "{err}");
+
+        let err = parse_json(json!({"mcpServers": {"s": {"type": "sse", "url": "http://x"}}}))
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("type"));
+
+        let err = parse_json(json!({"mcpServers": {"s": {"type": "carrier-pigeon"}}})).unwrap_err();
+        assert!(err.message.contains("unknown transport"), "{err}");
+
+        let err = parse_json(json!({"mcpServers": {"s": {"args": ["a"]}}})).unwrap_err();
+        assert!(
+            err.message.contains("neither \"command\" nor \"url\""),
+            "{err}"
+        );
+
+        let err =
+            parse_json(json!({"mcpServers": {"s": {"command": "x", "arg": []}}})).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("arg"));
+
+        let err = parse_json(json!({"mcpServers": {"s": {"command": 7}}})).unwrap_err();
+        assert!(err.message.contains("invalid type"), "{err}");
+
+        let err = parse_json(json!({"mcpServers": {"s": {"url": "ftp://x"}}})).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("url"));
+
+        let err = parse_json(json!({"mcpServers": {"s": {"command": "x",
+            "env": {"TOOL_CLI_TOKEN": "t"}}}}))
+        .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("env.TOOL_CLI_TOKEN"));
+
+        let err = parse_json(json!({"mcpServers": {"bad name": {"command": "x"}}})).unwrap_err();
+        assert!(err.message.contains("invalid server name"), "{err}");
+
+        let err = parse_json(json!({"servers": 3})).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("mcpServers"));
+
+        let err = parse_json(json!({})).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("mcpServers"));
+
+        let err = parse(
+            "{\"mcpServers\": ",
+            ConfigSource::File("/c.json".into()),
+            &env,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("invalid JSON at line 1"), "{err}");
+    }
+
+    #[test]
+    fn substitution_handles_escapes_and_bad_references() {
+        assert_eq!(substitute("a${PORT}b", &env).unwrap(), "a8080b");
+        assert_eq!(
+            substitute("cost $$5 and $x", &env).unwrap(),
+            "cost $5 and $x"
+        );
+        assert!(substitute("${", &env).unwrap_err().contains("unterminated"));
+        assert!(
+            substitute("${1A}", &env)
+                .unwrap_err()
+                .contains("not a valid")
+        );
+        assert!(
+            substitute("${MISSING}", &env)
+                .unwrap_err()
+                .contains("not set")
+        );
+    }
+
+    #[test]
+    fn locate_prefers_cli_then_env() {
+        assert_eq!(
+            locate(Some("/a".into()), Some("/b".into()), None),
+            Some(PathBuf::from("/a"))
+        );
+        assert_eq!(
+            locate(None, Some("/b".into()), None),
+            Some(PathBuf::from("/b"))
+        );
+        assert_eq!(
+            locate(None, Some("".into()), Some("/nonexistent-home".into())),
+            None
+        );
+    }
+}

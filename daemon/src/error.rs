@@ -1,0 +1,220 @@
+//! The daemon's error type: every way a request can fail, with what the caller needs to fix it.
+//!
+//! Handlers and the pool return [`Error`]; only the RPC layer (`rpc.rs`) turns it into a
+//! JSON-RPC error object, through [`Error::to_data`], so codes and `data` shapes are decided in
+//! one place and defined in `tool-cli-protocol`.
+
+use tool_cli_protocol::{ArgumentError, ErrorData};
+
+/// A failed request.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The params are missing or ill-typed.
+    #[error("invalid params for {method}: {message}")]
+    InvalidParams {
+        /// The method.
+        method: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// No server of that name.
+    #[error("unknown server \"{server}\"; known servers: {}", known_servers.join(", "))]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+        /// Every configured server.
+        known_servers: Vec<String>,
+    },
+    /// The server has no such tool.
+    #[error(
+        "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
+        list_preview(known_tools)
+    )]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// The tool asked for.
+        tool: String,
+        /// Every tool of the server.
+        known_tools: Vec<String>,
+    },
+    /// Arguments failed the tool's input schema.
+    #[error(
+        "arguments for {server}/{tool} do not match its input schema: {}",
+        describe_errors(errors)
+    )]
+    InvalidArguments {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Each failure.
+        errors: Vec<ArgumentError>,
+    },
+    /// The tool's own schema cannot be compiled.
+    #[error("the input schema of {server}/{tool} is not a valid JSON Schema: {message}")]
+    InvalidSchema {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// The server is not connected.
+    #[error("server \"{server}\" is {state}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    ServerUnavailable {
+        /// The server.
+        server: String,
+        /// Its state name.
+        state: &'static str,
+        /// Why.
+        last_error: Option<String>,
+    },
+    /// The server went away while the request was pending.
+    #[error("server \"{server}\" exited while the request was pending ({exit})")]
+    ServerExited {
+        /// The server.
+        server: String,
+        /// How it ended.
+        exit: String,
+        /// Its last stderr lines.
+        stderr_tail: Vec<String>,
+    },
+    /// The request timed out and was cancelled upstream.
+    #[error("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The tool or method.
+        tool: String,
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// The server answered with an error.
+    #[error("server \"{server}\" returned an error: {message} (code {code})")]
+    Upstream {
+        /// The server.
+        server: String,
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+        /// Its data.
+        data: Option<serde_json::Value>,
+    },
+    /// Something failed inside the daemon.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn list_preview(names: &[String]) -> String {
+    const SHOWN: usize = 20;
+    if names.len() <= SHOWN {
+        names.join(", ")
+    } else {
+        format!(
+            "{}, … ({} more)",
+            names[..SHOWN].join(", "),
+            names.len() - SHOWN
+        )
+    }
+}
+
+fn describe_errors(errors: &[ArgumentError]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            let path = if e.path.is_empty() { "(root)" } else { &e.path };
+            format!("{path}: {}", e.message)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Error {
+    /// The structured `data` for the wire.
+    pub fn to_data(&self) -> ErrorData {
+        match self {
+            Error::InvalidParams { method, message } => ErrorData::InvalidParams {
+                method: method.clone(),
+                message: message.clone(),
+            },
+            Error::UnknownServer {
+                server,
+                known_servers,
+            } => ErrorData::UnknownServer {
+                server: server.clone(),
+                known_servers: known_servers.clone(),
+            },
+            Error::UnknownTool {
+                server,
+                tool,
+                known_tools,
+            } => ErrorData::UnknownTool {
+                server: server.clone(),
+                tool: tool.clone(),
+                known_tools: known_tools.clone(),
+            },
+            Error::InvalidArguments {
+                server,
+                tool,
+                errors,
+            } => ErrorData::InvalidArguments {
+                server: server.clone(),
+                tool: tool.clone(),
+                errors: errors.clone(),
+            },
+            Error::InvalidSchema {
+                server,
+                tool,
+                message,
+            } => ErrorData::InvalidSchema {
+                server: server.clone(),
+                tool: tool.clone(),
+                message: message.clone(),
+            },
+            Error::ServerUnavailable {
+                server,
+                state,
+                last_error,
+            } => ErrorData::ServerUnavailable {
+                server: server.clone(),
+                state: (*state).to_owned(),
+                last_error: last_error.clone(),
+            },
+            Error::ServerExited {
+                server,
+                exit,
+                stderr_tail,
+            } => ErrorData::ServerExited {
+                server: server.clone(),
+                exit: exit.clone(),
+                stderr_tail: stderr_tail.clone(),
+            },
+            Error::Timeout {
+                server,
+                tool,
+                timeout_ms,
+            } => ErrorData::Timeout {
+                server: server.clone(),
+                tool: tool.clone(),
+                timeout_ms: *timeout_ms,
+            },
+            Error::Upstream {
+                server,
+                code,
+                message,
+                data,
+            } => ErrorData::Upstream {
+                server: server.clone(),
+                code: *code,
+                message: message.clone(),
+                data: data.clone(),
+            },
+            Error::Internal(message) => ErrorData::Internal {
+                message: message.clone(),
+            },
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The tool-cli daemon: one pool of MCP servers behind a local, authenticated JSON-RPC endpoint.
+//!
+//! See `ARCHITECTURE.md` for the map. In short: [`config`] reads the servers file, [`pool`] holds
+//! one MCP client connection per server, [`pipeline`] is the one path every call takes
+//! (resolve, validate, execute, trace), `rpc` maps methods onto it and is the only place errors
+//! become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`] layer.
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod pipeline;
+pub mod pool;
+mod rpc;
+pub mod runtime_file;
+pub mod server;
+mod validate;

@@ -1,0 +1,487 @@
+//! Stdio servers: spawning the child ourselves and the MCP transport over its pipes.
+//!
+//! rmcp's own child-process transport would inherit our whole environment, read stdout lines of
+//! any length and hide the exit status, so we spawn the child here (own process group, an
+//! allow-listed environment, stderr drained into a bounded ring) and implement rmcp's
+//! [`Transport`] over its stdin/stdout. The transport also taps the raw JSON of the responses we
+//! pass through to clients, so `describeTool` and `callTool` are never narrowed to the fields
+//! rmcp's types know.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
+
+use super::stderr::StderrRing;
+
+/// Variables a child inherits from the daemon's environment; everything else (and every
+/// `TOOL_CLI_*` variable in particular) is withheld unless the config sets it.
+pub(crate) const ENV_ALLOW_LIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// Largest line we accept from a server's stdout. A bigger message closes the connection.
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How long a child gets after its stdin closes before SIGTERM, and after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// How a child process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExitInfo {
+    /// `exit code 1`, `signal 9 (SIGKILL)`, …
+    pub(crate) description: String,
+}
+
+/// A running child: its process group and how to learn of its exit.
+pub(crate) struct ChildProcess {
+    /// Process id of the child, which is also its process group id.
+    pid: i32,
+    exit: watch::Receiver<Option<ExitInfo>>,
+    pub(crate) stderr: Arc<StderrRing>,
+}
+
+impl ChildProcess {
+    /// Spawns `command` for server `server`, returning the child and its stdout/stdin.
+    pub(crate) fn spawn(
+        server: &str,
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        cwd: Option<&PathBuf>,
+    ) -> std::io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
+        let mut cmd = Command::new(command);
+        cmd.args(args)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group, so stopping it also stops whatever it spawned (`npx` and
+            // `uvx` put the real server in a grandchild).
+            .process_group(0)
+            .kill_on_drop(true);
+        for name in ENV_ALLOW_LIST {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+        cmd.envs(env);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            cmd.pre_exec(|| {
+                // If the daemon dies without cleaning up (SIGKILL), the child dies with it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        let pid = child.id().map(|id| id as i32).unwrap_or(0);
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+
+        let stderr = Arc::new(StderrRing::new(server));
+        tokio::spawn(Arc::clone(&stderr).drain(stderr_pipe));
+
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            let description = match child.wait().await {
+                Ok(status) => describe_exit(status),
+                Err(err) => format!("unknown exit ({err})"),
+            };
+            tracing::info!(server, exit = %description, "server process exited");
+            // Whatever the leader left behind in its group goes too.
+            kill_group(pid, libc::SIGKILL);
+            let _ = exit_tx.send(Some(ExitInfo { description }));
+        });
+        Ok((
+            ChildProcess {
+                pid,
+                exit: exit_rx,
+                stderr,
+            },
+            stdout,
+            stdin,
+        ))
+    }
+
+    /// How the child ended, if it has.
+    pub(crate) fn exit_info(&self) -> Option<ExitInfo> {
+        self.exit.borrow().clone()
+    }
+
+    /// Waits up to `limit` for the child to exit and returns how it ended.
+    pub(crate) async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
+        let mut exit = self.exit.clone();
+        match tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await {
+            Ok(Ok(info)) => info.clone(),
+            _ => None,
+        }
+    }
+
+    /// Stops the child's whole process group: the caller has closed its stdin already; give it a
+    /// moment to exit on its own, then SIGTERM, then SIGKILL.
+    pub(crate) async fn stop(&self) {
+        if self.wait_exit(STOP_GRACE / 3).await.is_some() {
+            return;
+        }
+        kill_group(self.pid, libc::SIGTERM);
+        if self.wait_exit(STOP_GRACE).await.is_some() {
+            return;
+        }
+        kill_group(self.pid, libc::SIGKILL);
+        self.wait_exit(STOP_GRACE).await;
+    }
+}
+
+fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 0 {
+        // SAFETY: kill has no memory-safety preconditions; a group that is gone gives ESRCH.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        format!("exit code {code}")
+    } else if let Some(signal) = status.signal() {
+        format!("signal {signal} ({})", signal_name(signal))
+    } else {
+        status.to_string()
+    }
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "other",
+    }
+}
+
+/// Raw JSON results of the requests whose results we pass through unnarrowed, keyed by the
+/// JSON text of the request id. Only ids registered when the request was sent are kept, and the
+/// caller takes (or forgets) each one, so the map holds at most the requests in flight.
+#[derive(Default)]
+pub(crate) struct RawResults {
+    inner: Mutex<RawResultsInner>,
+}
+
+#[derive(Default)]
+struct RawResultsInner {
+    wanted: HashSet<String>,
+    results: HashMap<String, Value>,
+}
+
+impl RawResults {
+    fn want(&self, id: String) {
+        self.inner.lock().unwrap().wanted.insert(id);
+    }
+
+    fn offer(&self, id: String, result: &Value) {
+        let mut inner = self.inner.lock().unwrap();
+        if inner.wanted.remove(&id) {
+            inner.results.insert(id, result.clone());
+        }
+    }
+
+    /// The raw result of request `id`, if it arrived.
+    pub(crate) fn take(&self, id: &str) -> Option<Value> {
+        let mut inner = self.inner.lock().unwrap();
+        inner.wanted.remove(id);
+        inner.results.remove(id)
+    }
+
+    /// How many entries are held; for tests of boundedness.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        let inner = self.inner.lock().unwrap();
+        inner.wanted.len() + inner.results.len()
+    }
+}
+
+/// The JSON text of an rmcp request id, matching `Value::to_string` of the id on the wire.
+pub(crate) fn id_key(id: &rmcp::model::RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// rmcp transport over a child's stdin/stdout with bounded reads.
+pub(crate) struct StdioTransport {
+    outgoing: Option<mpsc::Sender<Vec<u8>>>,
+    incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
+    raw: Arc<RawResults>,
+}
+
+impl StdioTransport {
+    /// Starts the reader and writer tasks. `closed` receives why the stream ended.
+    pub(crate) fn new(
+        server: &str,
+        stdout: impl AsyncRead + Send + Unpin + 'static,
+        mut stdin: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+        max_message_bytes: usize,
+        raw: Arc<RawResults>,
+        closed: Arc<Mutex<Option<String>>>,
+    ) -> StdioTransport {
+        let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+        tokio::spawn(async move {
+            while let Some(bytes) = out_rx.recv().await {
+                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin closes the pipe: the polite way to ask an MCP server to exit.
+        });
+
+        let (in_tx, in_rx) = mpsc::channel(256);
+        let reader_raw = Arc::clone(&raw);
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            let reason =
+                read_messages(&server, stdout, max_message_bytes, &reader_raw, &in_tx).await;
+            tracing::debug!(server, reason, "stdout closed");
+            *closed.lock().unwrap() = Some(reason);
+        });
+        StdioTransport {
+            outgoing: Some(out_tx),
+            incoming: in_rx,
+            raw,
+        }
+    }
+}
+
+/// Reads newline-delimited JSON-RPC messages until the stream ends; returns why it ended.
+async fn read_messages(
+    server: &str,
+    stdout: impl AsyncRead + Unpin,
+    max_message_bytes: usize,
+    raw: &RawResults,
+    sink: &mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+) -> String {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut line = Vec::new();
+    let mut ignored_lines = 0u64;
+    loop {
+        line.clear();
+        match read_line_capped(&mut reader, &mut line, max_message_bytes).await {
+            Ok(LineRead::Eof) => return "the server closed its stdout".to_owned(),
+            Ok(LineRead::TooLong) => {
+                tracing::warn!(server, max_message_bytes, "message over the size limit");
+                return format!(
+                    "the server sent a message larger than the {max_message_bytes}-byte limit"
+                );
+            }
+            Ok(LineRead::Line) => {}
+            Err(err) => return format!("reading the server's stdout failed: {err}"),
+        }
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        let Some(message) = decode(text, raw) else {
+            ignored_lines += 1;
+            // Banners and stray prints happen; log the first few, then every thousandth.
+            if ignored_lines <= 5 || ignored_lines.is_multiple_of(1000) {
+                let preview = String::from_utf8_lossy(&text[..text.len().min(200)]);
+                tracing::warn!(server, ignored_lines, %preview, "ignoring a non-JSON-RPC line on stdout");
+            }
+            continue;
+        };
+        if sink.send(message).await.is_err() {
+            return "the connection was closed".to_owned();
+        }
+    }
+}
+
+/// Parses one line; taps the raw result of responses we want unnarrowed.
+fn decode(text: &[u8], raw: &RawResults) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let value: Value = serde_json::from_slice(text).ok()?;
+    if let (Some(id), Some(result)) = (value.get("id"), value.get("result")) {
+        raw.offer(id.to_string(), result);
+    }
+    ServerJsonRpcMessage::deserialize(&value).ok()
+}
+
+use serde::Deserialize as _;
+
+enum LineRead {
+    Line,
+    Eof,
+    TooLong,
+}
+
+/// Reads up to and excluding the next `\n` into `line`, never buffering more than `max` bytes.
+async fn read_line_capped(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<LineRead> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            // A final line without a newline still counts.
+            return Ok(if line.is_empty() {
+                LineRead::Eof
+            } else {
+                LineRead::Line
+            });
+        }
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..at], Some(at)),
+            None => (available, None),
+        };
+        if line.len() + chunk.len() > max {
+            return Ok(LineRead::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let consumed = found.map_or(chunk.len(), |at| at + 1);
+        reader.consume(consumed);
+        if found.is_some() {
+            return Ok(LineRead::Line);
+        }
+    }
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &item
+            && matches!(
+                request.request,
+                ClientRequest::CallToolRequest(_)
+                    | ClientRequest::ListToolsRequest(_)
+                    | ClientRequest::ListResourcesRequest(_)
+                    | ClientRequest::ListResourceTemplatesRequest(_)
+                    | ClientRequest::ReadResourceRequest(_)
+            )
+        {
+            self.raw.want(id_key(&request.id));
+        }
+        let outgoing = self.outgoing.clone();
+        let encoded = serde_json::to_vec(&item).map(|mut bytes| {
+            bytes.push(b'\n');
+            bytes
+        });
+        async move {
+            let bytes = encoded.map_err(std::io::Error::other)?;
+            let Some(outgoing) = outgoing else {
+                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+            };
+            outgoing
+                .send(bytes)
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.outgoing = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn read_all(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            match read_line_capped(&mut reader, &mut line, max).await.unwrap() {
+                LineRead::Line => out.push(Ok(String::from_utf8(line).unwrap())),
+                LineRead::Eof => return out,
+                LineRead::TooLong => {
+                    out.push(Err("too long"));
+                    return out;
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_across_small_buffers_and_capped() {
+        assert_eq!(
+            read_all(b"abc\ndefgh\nij", 10).await,
+            vec![Ok("abc".into()), Ok("defgh".into()), Ok("ij".into())]
+        );
+        assert_eq!(
+            read_all(b"abc\n0123456789ab\n", 10).await,
+            vec![Ok("abc".into()), Err("too long")]
+        );
+        assert_eq!(
+            read_all(b"0123456789\n", 10).await,
+            vec![Ok("0123456789".into())]
+        );
+    }
+
+    #[test]
+    fn only_wanted_raw_results_are_kept() {
+        let raw = RawResults::default();
+        raw.offer("1".into(), &serde_json::json!({"a": 1}));
+        assert_eq!(raw.len(), 0);
+        raw.want("2".into());
+        raw.offer("2".into(), &serde_json::json!({"b": 2}));
+        assert_eq!(raw.take("2"), Some(serde_json::json!({"b": 2})));
+        raw.want("3".into());
+        assert_eq!(raw.take("3"), None);
+        assert_eq!(raw.len(), 0);
+    }
+
+    #[test]
+    fn decode_skips_garbage_and_taps_results() {
+        let raw = RawResults::default();
+        assert!(decode(b"Starting server...", &raw).is_none());
+        raw.want("7".into());
+        let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"x-extra":true}}"#;
+        assert!(decode(line, &raw).is_some());
+        assert_eq!(raw.take("7").unwrap()["x-extra"], true);
+    }
+}

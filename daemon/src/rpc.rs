@@ -1,0 +1,236 @@
+//! The JSON-RPC methods: params in, results or errors out.
+//!
+//! This is the only place a daemon [`Error`] becomes a JSON-RPC error object; handlers stay thin
+//! and delegate to the [`Orchestrator`].
+
+use std::sync::Arc;
+
+use jsonrpsee::RpcModule;
+use jsonrpsee::types::{ErrorObjectOwned, Params};
+use serde::de::DeserializeOwned;
+use tool_cli_protocol::methods::{
+    AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
+    CancellationCapability, DescribeToolParams, Implementation, ReadResourceParams,
+    ResourcesCapability, ServerParams, ToolsCapability, UpstreamMcp, name,
+};
+
+use crate::error::Error;
+use crate::pipeline::Orchestrator;
+
+/// Builds the module serving every method of the protocol.
+pub(crate) fn module(orchestrator: Arc<Orchestrator>) -> RpcModule<Orchestrator> {
+    let mut module = RpcModule::from_arc(orchestrator);
+    module
+        .register_method(name::GET_BRIDGE_INFO, |_, _, _| {
+            Ok::<_, ErrorObjectOwned>(bridge_info())
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::LIST_SERVERS, |_, orchestrator, _| {
+            Ok::<_, ErrorObjectOwned>(orchestrator.list_servers())
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::LIST_TOOLS, |params, orchestrator, _| async move {
+            let params: ServerParams = parse(name::LIST_TOOLS, &params, SERVER_SHAPE)?;
+            orchestrator
+                .list_tools(&params.server)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::DESCRIBE_TOOL, |params, orchestrator, _| async move {
+            let params: DescribeToolParams = parse(
+                name::DESCRIBE_TOOL,
+                &params,
+                r#"{"server": string, "tool": string}"#,
+            )?;
+            orchestrator
+                .describe_tool(&params.server, &params.tool)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::CALL_TOOL, |params, orchestrator, _| async move {
+            let params: CallToolParams = parse(
+                name::CALL_TOOL,
+                &params,
+                r#"{"server": string, "tool": string, "arguments"?: object, "timeoutMs"?: integer}"#,
+            )?;
+            orchestrator.call_tool(params).await.map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::LIST_RESOURCES, |params, orchestrator, _| async move {
+            let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
+            orchestrator
+                .list_resources(&params.server)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::LIST_RESOURCE_TEMPLATES,
+            |params, orchestrator, _| async move {
+                let params: ServerParams =
+                    parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
+                orchestrator
+                    .list_resource_templates(&params.server)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(name::READ_RESOURCE, |params, orchestrator, _| async move {
+            let params: ReadResourceParams = parse(
+                name::READ_RESOURCE,
+                &params,
+                r#"{"server": string, "uri": string}"#,
+            )?;
+            orchestrator
+                .read_resource(&params.server, &params.uri)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+}
+
+const SERVER_SHAPE: &str = r#"{"server": string}"#;
+
+/// Parses params into `T`, with an error that names the member and the expected shape.
+fn parse<T: DeserializeOwned>(
+    method: &str,
+    params: &Params<'_>,
+    expected: &str,
+) -> Result<T, ErrorObjectOwned> {
+    let invalid = |message: String| {
+        to_rpc_error(Error::InvalidParams {
+            method: method.to_owned(),
+            message,
+        })
+    };
+    let Some(text) = params.as_str() else {
+        return Err(invalid(format!("missing params; expected {expected}")));
+    };
+    serde_json::from_str(text).map_err(|err| {
+        let message = err.to_string();
+        // serde_json appends a position inside the params text, which helps nobody here.
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_owned();
+        invalid(format!("{message}; expected {expected}"))
+    })
+}
+
+/// The one conversion of daemon errors into JSON-RPC errors.
+pub(crate) fn to_rpc_error(error: Error) -> ErrorObjectOwned {
+    if let Error::Internal(message) = &error {
+        tracing::error!(%message, "internal error");
+    }
+    let data = error.to_data();
+    ErrorObjectOwned::owned(data.code(), error.to_string(), Some(data))
+}
+
+/// The `getBridgeInfo` result.
+pub(crate) fn bridge_info() -> BridgeInfo {
+    BridgeInfo {
+        bridge_protocol: BridgeProtocol {
+            name: tool_cli_protocol::BRIDGE_PROTOCOL_NAME.to_owned(),
+            major: tool_cli_protocol::BRIDGE_PROTOCOL_MAJOR,
+            version: tool_cli_protocol::BRIDGE_PROTOCOL_VERSION.to_owned(),
+        },
+        server_implementation: Implementation {
+            name: tool_cli_protocol::IMPLEMENTATION_NAME.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        },
+        operations: name::ALL.iter().map(|&m| m.to_owned()).collect(),
+        capabilities: BridgeCapabilities {
+            authentication: AuthenticationCapability {
+                required: true,
+                scheme: "bearer".to_owned(),
+            },
+            tools: ToolsCapability {
+                discovery: true,
+                calls: true,
+                input_schema_validation: true,
+                json_schema_dialect: tool_cli_protocol::DEFAULT_JSON_SCHEMA_DIALECT.to_owned(),
+                supported_json_schema_dialects: tool_cli_protocol::SUPPORTED_JSON_SCHEMA_DIALECTS
+                    .iter()
+                    .map(|&d| d.to_owned())
+                    .collect(),
+            },
+            resources: ResourcesCapability {
+                list: true,
+                templates: true,
+                read: true,
+            },
+            cancellation: CancellationCapability {
+                per_call_timeout: true,
+                upstream_notification: "notifications/cancelled".to_owned(),
+            },
+        },
+        upstream_mcp: Some(UpstreamMcp {
+            protocol_version: crate::pool::MCP_PROTOCOL_VERSION.to_string(),
+            implementation: Implementation {
+                name: tool_cli_protocol::IMPLEMENTATION_NAME.to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+            capabilities: crate::pool::client_capabilities_json(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn params_errors_name_the_member_and_the_shape() {
+        let params = Params::new(Some(r#"{"server": 5}"#));
+        let err = parse::<ServerParams>("listTools", &params, SERVER_SHAPE).unwrap_err();
+        assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
+        let data: Value = serde_json::from_str(err.data().unwrap().get()).unwrap();
+        assert_eq!(data["kind"], "invalidParams");
+        let message = data["message"].as_str().unwrap();
+        assert!(message.contains("invalid type: integer `5`"), "{message}");
+        assert!(
+            message.contains(r#"expected {"server": string}"#),
+            "{message}"
+        );
+
+        let err = parse::<ServerParams>("listTools", &Params::new(None), SERVER_SHAPE).unwrap_err();
+        assert!(
+            err.message().contains("missing params"),
+            "{}",
+            err.message()
+        );
+
+        let params = Params::new(Some("{}"));
+        let err = parse::<ServerParams>("listTools", &params, SERVER_SHAPE).unwrap_err();
+        assert!(
+            err.message().contains("missing field `server`"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn bridge_info_announces_protocol_one_and_every_operation() {
+        let info = serde_json::to_value(bridge_info()).unwrap();
+        assert_eq!(info["bridgeProtocol"]["name"], "tool-cli-bridge");
+        assert_eq!(info["bridgeProtocol"]["major"], 1);
+        assert_eq!(
+            info["operations"].as_array().unwrap().len(),
+            name::ALL.len()
+        );
+        assert_eq!(info["upstreamMcp"]["protocolVersion"], "2025-11-25");
+    }
+}

@@ -1,0 +1,181 @@
+//! The runtime file through which clients find a daemon without environment variables.
+//!
+//! It holds the token, so it is created 0600 in a 0700 directory, never through a symlink, and
+//! written under a temporary name then renamed into place so a reader never sees half a file.
+//! A file left by a daemon that no longer runs is replaced; one owned by a live daemon is left
+//! alone (this daemon is then reachable through `TOOL_CLI_PORT`/`TOOL_CLI_TOKEN` only).
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+
+use tool_cli_protocol::runtime::{RUNTIME_FILE_NAME, RuntimeFile, runtime_dir};
+
+/// Removes the runtime file on drop, if it is still ours.
+#[derive(Debug)]
+pub struct RuntimeFileGuard {
+    path: PathBuf,
+    pid: u32,
+}
+
+/// The runtime directory for this user and environment.
+pub fn default_dir() -> PathBuf {
+    runtime_dir(
+        std::env::var_os(tool_cli_protocol::env::RUNTIME_DIR).map(PathBuf::from),
+        std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        std::env::temp_dir(),
+        // SAFETY: getuid cannot fail and has no preconditions.
+        unsafe { libc::getuid() },
+    )
+}
+
+/// Writes the runtime file in `dir`. Returns `Ok(None)` when a live daemon owns it already.
+pub fn write(dir: &Path, contents: &RuntimeFile) -> Result<Option<RuntimeFileGuard>, String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|err| format!("cannot create runtime directory {}: {err}", dir.display()))?;
+    let meta = fs::symlink_metadata(dir)
+        .map_err(|err| format!("cannot inspect runtime directory {}: {err}", dir.display()))?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(format!(
+            "runtime directory {} is not a plain directory",
+            dir.display()
+        ));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|err| {
+            format!(
+                "cannot restrict runtime directory {} to 0700: {err}",
+                dir.display()
+            )
+        })?;
+    }
+
+    let path = dir.join(RUNTIME_FILE_NAME);
+    if let Some(owner) =
+        read(&path).filter(|other| other.pid != contents.pid && pid_alive(other.pid))
+    {
+        tracing::warn!(
+            path = %path.display(),
+            pid = owner.pid,
+            "another running daemon owns the runtime file; leaving it in place"
+        );
+        return Ok(None);
+    }
+
+    let temp = dir.join(format!(".{RUNTIME_FILE_NAME}.{}.tmp", contents.pid));
+    let _ = fs::remove_file(&temp);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&temp)
+        .map_err(|err| format!("cannot create {}: {err}", temp.display()))?;
+    let json = serde_json::to_vec_pretty(contents).expect("runtime file serializes");
+    file.write_all(&json)
+        .and_then(|()| file.sync_all())
+        .map_err(|err| format!("cannot write {}: {err}", temp.display()))?;
+    fs::rename(&temp, &path).map_err(|err| {
+        format!(
+            "cannot move the runtime file into {}: {err}",
+            path.display()
+        )
+    })?;
+    Ok(Some(RuntimeFileGuard {
+        path,
+        pid: contents.pid,
+    }))
+}
+
+fn read(path: &Path) -> Option<RuntimeFile> {
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks for existence and permission.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+impl RuntimeFileGuard {
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RuntimeFileGuard {
+    fn drop(&mut self) {
+        if read(&self.path).is_some_and(|file| file.pid == self.pid) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contents(pid: u32) -> RuntimeFile {
+        RuntimeFile {
+            host: "127.0.0.1".into(),
+            port: 4000,
+            token: "t".repeat(64),
+            pid,
+            version: "0".into(),
+        }
+    }
+
+    #[test]
+    fn written_private_and_removed_on_drop_and_stale_files_replaced() {
+        let dir = std::env::temp_dir().join(format!("tool-cli-rt-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        // A stale file from a dead daemon (pid beyond the kernel's maximum) is replaced.
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join(RUNTIME_FILE_NAME),
+            serde_json::to_vec(&contents(u32::MAX - 1)).unwrap(),
+        )
+        .unwrap();
+
+        let me = std::process::id();
+        let guard = write(&dir, &contents(me)).unwrap().unwrap();
+        let mode = fs::metadata(guard.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(read(guard.path()).unwrap().pid, me);
+        let path = guard.path().to_path_buf();
+        drop(guard);
+        assert!(!path.exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_live_owner_is_left_alone() {
+        let dir = std::env::temp_dir().join(format!("tool-cli-rt-live-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        // pid 1 is always alive.
+        fs::write(
+            dir.join(RUNTIME_FILE_NAME),
+            serde_json::to_vec(&contents(1)).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            write(&dir, &contents(std::process::id()))
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(read(&dir.join(RUNTIME_FILE_NAME)).unwrap().pid, 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
