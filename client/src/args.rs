@@ -209,7 +209,7 @@ where
     T: Into<OsString> + Clone,
 {
     let matches = Cli::command()
-        .try_get_matches_from(args)
+        .try_get_matches_from(hoist_subcommand(args))
         .map_err(ParseOutcome::Clap)?;
     let cli = Cli::from_arg_matches(&matches).map_err(ParseOutcome::Clap)?;
     let usage = ParseOutcome::Usage;
@@ -242,7 +242,7 @@ where
                     "expected one ARGS_JSON word after SERVER TOOL, got {}: {}; quote the \
                      whole object in single quotes, e.g. '{{\"query\": \"select 1\"}}'",
                     cli.arguments.len(),
-                    cli.arguments.join(" ")
+                    crate::render::truncate(&cli.arguments.join(" "), 80)
                 ))));
             }
             (Some(server), Some(tool), [text]) => {
@@ -272,6 +272,36 @@ where
         timeout_ms,
         warnings,
     })
+}
+
+/// Moves a `resource` that stands in the SERVER position in front of any flags before it.
+///
+/// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
+/// argument came before it, which is what keeps `tool-cli demo resource` a tool named
+/// `resource`; but a global flag also counts as an argument, so `tool-cli --json resource list`
+/// would lose the subcommand. Global flags are accepted after the subcommand too, so moving the
+/// word first changes nothing else. A `--` ends the scan: after it every word is positional.
+fn hoist_subcommand<I, T>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let mut index = 1;
+    while let Some(word) = args.get(index).and_then(|word| word.to_str()) {
+        match word {
+            "--" => break,
+            "--out" | "--timeout" => index += 2,
+            flag if flag.starts_with('-') && flag != "-" => index += 1,
+            "resource" => {
+                let word = args.remove(index);
+                args.insert(1, word);
+                break;
+            }
+            _ => break,
+        }
+    }
+    args
 }
 
 /// The request timeout: `--timeout` wins over `TOOL_CLI_TIMEOUT_MS`, which wins over the default.
@@ -658,8 +688,16 @@ mod tests {
     #[test]
     fn global_flags_work_with_resource_subcommands() {
         let invocation = parse_ok(&["--json", "resource", "list", "--timeout", "100"]);
+        assert_eq!(invocation.command, Command::ListResources { server: None });
         assert!(invocation.json);
         assert_eq!(invocation.timeout_ms, 100);
+        let invocation = parse_ok(&["--timeout=7", "resource", "--json", "templates"]);
+        assert_eq!(
+            invocation.command,
+            Command::ListResourceTemplates { server: None }
+        );
+        assert!(invocation.json);
+        assert_eq!(invocation.timeout_ms, 7);
         let invocation = parse_ok(&["resource", "read", "file:///a.png", "--out", "a.png"]);
         assert_eq!(invocation.out, Some(PathBuf::from("a.png")));
     }
@@ -694,6 +732,77 @@ mod tests {
             Command::DescribeTool {
                 server: "resource".into(),
                 tool: "list".into()
+            }
+        );
+    }
+
+    #[test]
+    fn hoisting_moves_only_a_resource_in_server_position() {
+        let hoisted = |args: &[&str]| -> Vec<String> {
+            hoist_subcommand(args.iter().copied())
+                .into_iter()
+                .map(|word| word.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            hoisted(&[
+                "t",
+                "--json",
+                "--out",
+                "f",
+                "--timeout",
+                "5",
+                "resource",
+                "list"
+            ]),
+            [
+                "t",
+                "resource",
+                "--json",
+                "--out",
+                "f",
+                "--timeout",
+                "5",
+                "list"
+            ]
+        );
+        assert_eq!(
+            hoisted(&["t", "--out=f", "resource"]),
+            ["t", "resource", "--out=f"]
+        );
+        assert_eq!(
+            hoisted(&["t", "demo", "resource"]),
+            ["t", "demo", "resource"]
+        );
+        assert_eq!(hoisted(&["t", "--", "resource"]), ["t", "--", "resource"]);
+        assert_eq!(
+            hoisted(&["t", "--out", "resource"]),
+            ["t", "--out", "resource"]
+        );
+    }
+
+    #[test]
+    fn resource_as_a_tool_name_after_a_server() {
+        assert_eq!(
+            command(&["demo", "resource"]),
+            Command::DescribeTool {
+                server: "demo".into(),
+                tool: "resource".into()
+            }
+        );
+        assert_eq!(
+            command(&["--json", "--", "demo", "resource", "{}"]),
+            Command::CallTool {
+                server: "demo".into(),
+                tool: "resource".into(),
+                arguments: Map::new()
+            }
+        );
+        assert_eq!(
+            command(&["demo", "--json", "resource"]),
+            Command::DescribeTool {
+                server: "demo".into(),
+                tool: "resource".into()
             }
         );
     }

@@ -315,11 +315,11 @@ mod tests {
     use std::io;
 
     use serde_json::json;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
     use super::*;
     use crate::error::exit;
+    use crate::test_support::fake_daemon;
 
     fn env(port: Option<&str>, token: Option<&str>) -> EndpointEnv {
         EndpointEnv {
@@ -457,68 +457,8 @@ mod tests {
         }
     }
 
-    /// A minimal HTTP/1.1 peer: answers each request on one connection with the next canned
-    /// status and body, and reports the requests it saw.
-    async fn fake_daemon(
-        answers: Vec<(u16, String)>,
-    ) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let task = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut seen = Vec::new();
-            let mut buffer = Vec::new();
-            for (status, body) in answers {
-                let request = loop {
-                    if let Some(request) = take_request(&mut buffer) {
-                        break request;
-                    }
-                    let mut chunk = [0u8; 4096];
-                    let read = socket.read(&mut chunk).await.unwrap();
-                    if read == 0 {
-                        return seen;
-                    }
-                    buffer.extend_from_slice(&chunk[..read]);
-                };
-                seen.push(request);
-                let response = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
-                     content-length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                socket.write_all(response.as_bytes()).await.unwrap();
-            }
-            seen
-        });
-        (port, task)
-    }
-
-    /// Splits one complete request (headers and a content-length body) off the buffer.
-    fn take_request(buffer: &mut Vec<u8>) -> Option<String> {
-        let text = String::from_utf8_lossy(buffer).into_owned();
-        let header_end = text.find("\r\n\r\n")? + 4;
-        let length: usize = text[..header_end]
-            .lines()
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("content-length")
-                    .then(|| value.trim().parse().ok())?
-            })
-            .unwrap_or(0);
-        if buffer.len() < header_end + length {
-            return None;
-        }
-        let request = text[..header_end + length].to_owned();
-        buffer.drain(..header_end + length);
-        Some(request)
-    }
-
     fn endpoint(port: u16) -> Endpoint {
-        Endpoint {
-            host: "127.0.0.1".into(),
-            port,
-            token: "secret".into(),
-        }
+        crate::test_support::endpoint(port)
     }
 
     #[tokio::test]

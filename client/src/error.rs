@@ -190,14 +190,15 @@ fn describe_rpc_error(
             known_servers,
         } => {
             write!(f, "unknown server {server:?}")?;
+            if known_servers.is_empty() {
+                f.write_str("; no server is configured")?;
+            } else {
+                write!(f, " (known servers: {})", known_servers.join(", "))?;
+            }
             if let Some(guess) = did_you_mean(&server, &known_servers) {
                 write!(f, "; did you mean {guess:?}?")?;
             }
-            if known_servers.is_empty() {
-                f.write_str("; no server is configured")
-            } else {
-                write!(f, "; known servers: {}", known_servers.join(", "))
-            }
+            Ok(())
         }
         ErrorData::UnknownTool {
             server,
@@ -205,14 +206,15 @@ fn describe_rpc_error(
             known_tools,
         } => {
             write!(f, "server {server:?} has no tool {tool:?}")?;
+            if known_tools.is_empty() {
+                f.write_str("; it offers no tools")?;
+            } else {
+                write!(f, " (its tools: {})", known_tools.join(", "))?;
+            }
             if let Some(guess) = did_you_mean(&tool, &known_tools) {
                 write!(f, "; did you mean {guess:?}?")?;
             }
-            if known_tools.is_empty() {
-                f.write_str("; it offers no tools")
-            } else {
-                write!(f, "; its tools: {}", known_tools.join(", "))
-            }
+            Ok(())
         }
         ErrorData::InvalidArguments {
             server,
@@ -384,8 +386,8 @@ mod tests {
         assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
         assert_eq!(
             error.to_string(),
-            "server \"demo\" has no tool \"sql_qurey\"; did you mean \"sql_query\"?; \
-             its tools: sql_query, describe_schema"
+            "server \"demo\" has no tool \"sql_qurey\" (its tools: sql_query, \
+             describe_schema); did you mean \"sql_query\"?"
         );
     }
 
@@ -398,7 +400,7 @@ mod tests {
         assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
         assert_eq!(
             error.to_string(),
-            "unknown server \"github\"; known servers: demo"
+            "unknown server \"github\" (known servers: demo)"
         );
     }
 

@@ -12,6 +12,8 @@ mod connection;
 mod error;
 mod render;
 mod run;
+#[cfg(test)]
+mod test_support;
 
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -55,7 +57,8 @@ fn execute(invocation: args::Invocation) -> Result<(), Error> {
         .enable_time()
         .build()
         .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))?;
-    runtime.block_on(run::run(invocation, endpoint))
+    let mut stdout = std::io::stdout().lock();
+    runtime.block_on(run::run(invocation, endpoint, &mut stdout))
 }
 
 fn report(error: &Error) -> ExitCode {

@@ -137,15 +137,16 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
 
     if let Some(output_schema) = tool.get("outputSchema").filter(|schema| schema.is_object()) {
         let _ = write!(text, "Output: structured JSON (outputSchema: ");
-        let fields: Vec<&str> = output_schema
+        let fields: Vec<Value> = output_schema
             .get("properties")
             .and_then(Value::as_object)
-            .map(|properties| properties.keys().map(String::as_str).collect())
+            .map(|properties| properties.keys().cloned().map(Value::String).collect())
             .unwrap_or_default();
         if fields.is_empty() {
             text.push_str(&type_summary(output_schema, output_schema, 0));
         } else {
-            let _ = write!(text, "object with {}", fields.join(", "));
+            let names = list_values(&fields).replace('"', "");
+            let _ = write!(text, "object with {names}");
         }
         text.push_str(")\n");
     }
@@ -197,10 +198,11 @@ fn describe_parameter(
     }
     text.push_str(&line);
     text.push('\n');
+    // The schema view is where details matter (defaults, clamping, formats): the whole
+    // description, not its first sentence.
     if let Some(description) = schema.get("description").and_then(Value::as_str) {
-        let description = one_line(description, SUMMARY_WIDTH * 3);
-        if !description.is_empty() {
-            let _ = writeln!(text, "{indent}    {description}");
+        for line in description.trim().lines() {
+            let _ = writeln!(text, "{indent}    {}", line.trim_end());
         }
     }
     if depth > NESTING_MAX {
@@ -652,23 +654,32 @@ fn list_values(values: &[Value]) -> String {
     parts.join(", ")
 }
 
-/// The first line of a description, cut at its first sentence when that is shorter, and
+/// The first paragraph of a description, cut at its first sentence when that is shorter, and
 /// truncated at a word boundary to at most `max` characters with an ellipsis.
 pub(crate) fn one_line(text: &str, max: usize) -> String {
-    let line = text
+    // Descriptions are often hard-wrapped: the first paragraph, not the first line, is the unit.
+    let paragraph = text
         .lines()
         .map(str::trim)
-        .find(|line| !line.is_empty())
-        .unwrap_or_default();
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let line = paragraph.as_str();
     // A sentence ends at ". " (not inside "e.g. foo" usually, which is rare enough in a summary).
     let sentence = match line.find(". ") {
         Some(end) => &line[..=end],
         None => line,
     };
-    if sentence.chars().count() <= max {
-        return sentence.to_owned();
+    truncate(sentence, max)
+}
+
+/// `text` when it has at most `max` characters, else cut at a word boundary with an ellipsis.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
     }
-    let cut: String = sentence.chars().take(max.saturating_sub(1)).collect();
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
     let cut = match cut.rfind(' ') {
         Some(space) if space > max / 2 => &cut[..space],
         _ => cut.as_str(),
@@ -892,7 +903,10 @@ next: `tool-cli demo TOOL` shows a tool's parameters and an example call
     #[test]
     fn one_line_takes_the_first_sentence_and_truncates_at_a_word() {
         assert_eq!(one_line("First. Second.", 100), "First.");
-        assert_eq!(one_line("\n\n  Line one\nline two", 100), "Line one");
+        assert_eq!(
+            one_line("\n\n  Line one\nline two.\n\nNext paragraph", 100),
+            "Line one line two."
+        );
         assert_eq!(one_line("version 1.2 is out", 100), "version 1.2 is out");
         let long = "word ".repeat(40);
         let cut = one_line(&long, 30);

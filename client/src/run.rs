@@ -6,7 +6,7 @@
 //! the raw result (`--json`) or the human rendering from [`crate::render`], to stdout or to the
 //! `--out` file with a one-line summary.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -33,7 +33,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(2);
 
 /// Runs the invocation against the daemon at `endpoint`.
-pub(crate) async fn run(invocation: Invocation, endpoint: Endpoint) -> Result<(), Error> {
+/// The body goes to `stdout` (the process's stdout in `main`, a buffer in tests).
+pub(crate) async fn run(
+    invocation: Invocation,
+    endpoint: Endpoint,
+    stdout: &mut dyn Write,
+) -> Result<(), Error> {
     let timeout = Duration::from_millis(invocation.timeout_ms);
     let connection = Connection::open(&endpoint, CONNECT_TIMEOUT.min(timeout)).await?;
     let mut session = Session {
@@ -41,9 +46,10 @@ pub(crate) async fn run(invocation: Invocation, endpoint: Endpoint) -> Result<()
         timeout,
     };
     session.check_bridge().await?;
-    let output = Output {
+    let mut output = Output {
         json: invocation.json,
         out: invocation.out.as_deref(),
+        stdout,
     };
 
     match invocation.command {
@@ -109,10 +115,10 @@ pub(crate) async fn run(invocation: Invocation, endpoint: Endpoint) -> Result<()
             Ok(())
         }
         Command::ListResources { server } => {
-            list_resources(&mut session, &output, server, Listing::Resources).await
+            list_resources(&mut session, &mut output, server, Listing::Resources).await
         }
         Command::ListResourceTemplates { server } => {
-            list_resources(&mut session, &output, server, Listing::Templates).await
+            list_resources(&mut session, &mut output, server, Listing::Templates).await
         }
         Command::ReadResource { server, uri, meta } => {
             let server = match server {
@@ -132,7 +138,7 @@ pub(crate) async fn run(invocation: Invocation, endpoint: Endpoint) -> Result<()
             if meta {
                 return output.emit_text(&render::resource_meta(&result));
             }
-            emit_resource_body(&output, &uri, &result)
+            emit_resource_body(&mut output, &uri, &result)
         }
     }
 }
@@ -259,7 +265,7 @@ impl Listing {
 /// `resource list` / `resource templates`, for one server or every ready one.
 async fn list_resources(
     session: &mut Session,
-    output: &Output<'_>,
+    output: &mut Output<'_>,
     server: Option<String>,
     listing: Listing,
 ) -> Result<(), Error> {
@@ -379,7 +385,7 @@ fn offers_no_resources(error: &Error) -> bool {
 
 /// `resource read` without `--json` / `--meta`: text to stdout, or every content's bytes to the
 /// `--out` file; binary content is refused without `--out`.
-fn emit_resource_body(output: &Output<'_>, uri: &str, result: &Value) -> Result<(), Error> {
+fn emit_resource_body(output: &mut Output<'_>, uri: &str, result: &Value) -> Result<(), Error> {
     let contents = render::resource_contents(result);
     if let Some(path) = output.out {
         let mut bytes = Vec::new();
@@ -420,48 +426,289 @@ fn emit_resource_body(output: &Output<'_>, uri: &str, result: &Value) -> Result<
 struct Output<'a> {
     json: bool,
     out: Option<&'a Path>,
+    stdout: &'a mut dyn Write,
 }
 
 impl Output<'_> {
-    fn emit_json(&self, value: &Value) -> Result<(), Error> {
+    fn emit_json(&mut self, value: &Value) -> Result<(), Error> {
         self.emit_bytes(render::pretty(value).as_bytes())
     }
 
-    fn emit_text(&self, text: &str) -> Result<(), Error> {
-        if text.is_empty() {
-            return self.emit_bytes(b"");
-        }
-        if text.ends_with('\n') {
+    fn emit_text(&mut self, text: &str) -> Result<(), Error> {
+        if text.is_empty() || text.ends_with('\n') {
             self.emit_bytes(text.as_bytes())
         } else {
             self.emit_bytes(format!("{text}\n").as_bytes())
         }
     }
 
-    fn emit_bytes(&self, bytes: &[u8]) -> Result<(), Error> {
+    fn emit_bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
         match self.out {
             Some(path) => self.write_file(path, bytes),
-            None => write_stdout(bytes),
+            None => self.write_stdout(bytes),
         }
     }
 
-    fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    fn write_file(&mut self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
         std::fs::write(path, bytes).map_err(|source| Error::Io {
             action: format!("write {}", path.display()),
             source,
         })?;
-        write_stdout(format!("wrote {} bytes to {}\n", bytes.len(), path.display()).as_bytes())
+        let summary = format!("wrote {} bytes to {}\n", bytes.len(), path.display());
+        self.write_stdout(summary.as_bytes())
+    }
+
+    /// A closed pipe (`tool-cli ... | head`) is not an error worth reporting.
+    fn write_stdout(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        match self
+            .stdout
+            .write_all(bytes)
+            .and_then(|()| self.stdout.flush())
+        {
+            Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+                action: "write to stdout".to_owned(),
+                source: error,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
-/// Writes to stdout; a closed pipe (`tool-cli ... | head`) is not an error worth reporting.
-fn write_stdout(bytes: &[u8]) -> Result<(), Error> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
-            action: "write to stdout".to_owned(),
-            source: error,
-        }),
-        _ => Ok(()),
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::args::{ArgsEnv, parse};
+    use crate::error::exit;
+    use crate::test_support::{bridge_info, endpoint, fake_daemon, result, rpc_error};
+
+    /// Runs a command line against a scripted daemon; returns the outcome, stdout, and the
+    /// requests the daemon saw.
+    async fn run_against(
+        args: &[&str],
+        answers: Vec<(u16, String)>,
+    ) -> (Result<(), Error>, String, Vec<String>) {
+        let (port, daemon) = fake_daemon(answers).await;
+        let argv = std::iter::once("tool-cli").chain(args.iter().copied());
+        let invocation = parse(argv, &ArgsEnv::default(), || Ok(String::new())).unwrap();
+        let mut stdout = Vec::new();
+        let outcome = run(invocation, endpoint(port), &mut stdout).await;
+        let seen = daemon.await.unwrap();
+        (outcome, String::from_utf8(stdout).unwrap(), seen)
+    }
+
+    fn servers(states: &[(&str, &str)]) -> (u16, String) {
+        let servers: Vec<Value> = states
+            .iter()
+            .map(|(name, state)| {
+                json!({"name": name, "toolCount": 1, "examples": ["t"], "state": state,
+                       "transport": "stdio"})
+            })
+            .collect();
+        result(json!({ "servers": servers }))
+    }
+
+    #[tokio::test]
+    async fn incompatible_bridge_is_refused_before_the_command() {
+        let answers = vec![result(json!({
+            "bridgeProtocol": {"name": "tool-cli-bridge", "major": 2, "version": "2.0"}
+        }))];
+        let (outcome, stdout, seen) = run_against(&["demo"], answers).await;
+        let error = outcome.unwrap_err();
+        assert!(
+            matches!(error, Error::IncompatibleBridge { major: 2, .. }),
+            "{error:?}"
+        );
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert_eq!(stdout, "");
+        assert_eq!(seen.len(), 1, "nothing is sent after a refused handshake");
+    }
+
+    #[tokio::test]
+    async fn call_passes_timeout_and_prints_structured_content() {
+        let answers = vec![
+            bridge_info(),
+            result(json!({"content": [{"type": "text", "text": "{}"}],
+                          "structuredContent": {"n": 1}})),
+        ];
+        let (outcome, stdout, seen) =
+            run_against(&["demo", "t", r#"{"a": 1}"#, "--timeout", "1234"], answers).await;
+        outcome.unwrap();
+        assert_eq!(stdout, "{\n  \"n\": 1\n}\n");
+        assert!(
+            seen[0].contains(r#""method":"getBridgeInfo""#),
+            "{}",
+            seen[0]
+        );
+        assert!(
+            seen[1].contains(
+                r#""params":{"server":"demo","tool":"t","arguments":{"a":1},"timeoutMs":1234}"#
+            ),
+            "{}",
+            seen[1]
+        );
+    }
+
+    #[tokio::test]
+    async fn tool_error_goes_to_stderr_with_its_exit_code_and_json_still_prints() {
+        let error_result = json!({"content": [{"type": "text", "text": "boom"}], "isError": true});
+        let (outcome, stdout, _) = run_against(
+            &["demo", "t", "{}"],
+            vec![bridge_info(), result(error_result.clone())],
+        )
+        .await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::TOOL_ERROR);
+        assert_eq!(error.to_string(), "demo/t reported an error:\nboom");
+        assert_eq!(stdout, "");
+        let (outcome, stdout, _) = run_against(
+            &["demo", "t", "{}", "--json"],
+            vec![bridge_info(), result(error_result.clone())],
+        )
+        .await;
+        assert_eq!(outcome.unwrap_err().exit_code(), exit::TOOL_ERROR);
+        assert_eq!(
+            serde_json::from_str::<Value>(&stdout).unwrap(),
+            error_result
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_exit_with_invalid_params() {
+        let data = json!({"kind": "invalidArguments", "server": "demo", "tool": "t",
+            "errors": [{"path": "/a", "schemaPath": "/properties/a/type", "message": "bad"}]});
+        let answers = vec![bridge_info(), rpc_error(-32602, "invalid arguments", data)];
+        let (outcome, _, _) = run_against(&["demo", "t", r#"{"a": 1}"#], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
+        assert!(error.to_string().contains("/a: bad"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn resource_list_across_servers_reports_partial_failure() {
+        let unavailable = json!({"kind": "serverUnavailable", "server": "b", "state": "exited"});
+        let answers = vec![
+            bridge_info(),
+            servers(&[("a", "ready"), ("b", "ready"), ("c", "failed")]),
+            result(json!({"server": "a", "resources": [
+                {"uri": "a://one", "name": "one"},
+                {"uri": "skill://hidden/SKILL.md", "name": "skill"},
+            ]})),
+            rpc_error(-32001, "server unavailable", unavailable),
+        ];
+        let (outcome, stdout, seen) = run_against(&["resource", "list", "--json"], answers).await;
+        outcome.unwrap();
+        assert_eq!(seen.len(), 4, "the failed server c is not asked");
+        let printed: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(printed["status"], "partial");
+        assert_eq!(
+            printed["results"][0],
+            json!({"server": "a", "resources": [{"uri": "a://one", "name": "one"}]})
+        );
+        assert_eq!(printed["results"][1]["server"], "b");
+        assert!(
+            printed["results"][1]["error"]
+                .as_str()
+                .unwrap()
+                .contains("exited")
+        );
+    }
+
+    #[tokio::test]
+    async fn resource_list_fails_when_every_server_fails() {
+        let upstream = |server: &str| {
+            rpc_error(
+                -32003,
+                "upstream",
+                json!({"kind": "upstream", "server": server, "code": -32603, "message": "x"}),
+            )
+        };
+        let answers = vec![
+            bridge_info(),
+            servers(&[("a", "ready"), ("b", "ready")]),
+            upstream("a"),
+            upstream("b"),
+        ];
+        let (outcome, stdout, _) = run_against(&["resource", "templates"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_ne!(error.exit_code(), exit::OK);
+        assert!(
+            error.to_string().contains("failed on every server"),
+            "{error}"
+        );
+        assert_eq!(stdout, "");
+    }
+
+    #[tokio::test]
+    async fn server_without_resources_is_an_empty_group_not_a_failure() {
+        let not_found = json!({"kind": "upstream", "server": "b", "code": -32601,
+                               "message": "Method not found"});
+        let answers = vec![
+            bridge_info(),
+            servers(&[("a", "ready"), ("b", "ready")]),
+            result(json!({"server": "a", "resources": []})),
+            rpc_error(-32003, "upstream", not_found),
+        ];
+        let (outcome, stdout, _) = run_against(&["--json", "resource", "list"], answers).await;
+        outcome.unwrap();
+        let printed: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(printed["status"], "ok");
+        assert_eq!(
+            printed["results"][1],
+            json!({"server": "b", "resources": []})
+        );
+    }
+
+    #[tokio::test]
+    async fn read_picks_the_only_ready_server_and_refuses_binary_without_out() {
+        let blob = json!({"contents": [{"uri": "a://logo", "mimeType": "image/png",
+                                        "blob": "iVBORw0KGgo="}]});
+        let answers = vec![
+            bridge_info(),
+            servers(&[("a", "ready"), ("b", "failed")]),
+            result(blob.clone()),
+        ];
+        let (outcome, stdout, seen) = run_against(&["resource", "read", "a://logo"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::USAGE);
+        assert!(error.to_string().contains("--out FILE"), "{error}");
+        assert_eq!(stdout, "");
+        assert!(
+            seen[2].contains(r#""params":{"server":"a","uri":"a://logo"}"#),
+            "{}",
+            seen[2]
+        );
+
+        let directory = std::env::temp_dir().join(format!("tool-cli-test-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let path = directory.join("logo.png");
+        let path_text = path.to_str().unwrap();
+        let answers = vec![bridge_info(), result(blob)];
+        let (outcome, stdout, _) = run_against(
+            &[
+                "resource", "read", "--server", "a", "a://logo", "--out", path_text,
+            ],
+            answers,
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"\x89PNG\r\n\x1a\n");
+        assert_eq!(stdout, format!("wrote 8 bytes to {path_text}\n"));
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[tokio::test]
+    async fn read_without_server_needs_exactly_one_ready() {
+        let answers = vec![bridge_info(), servers(&[("a", "ready"), ("b", "ready")])];
+        let (outcome, _, _) = run_against(&["resource", "read", "x://y"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::USAGE);
+        assert!(
+            error
+                .to_string()
+                .contains("several servers are ready (a, b)"),
+            "{error}"
+        );
     }
 }
