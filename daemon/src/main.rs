@@ -215,6 +215,10 @@ async fn serve(
                 let _ = writeln!(stdout, "export {}={}", env::PORT, local.port());
                 let _ = writeln!(stdout, "export {}={}", env::TOKEN, token.expose());
                 let _ = stdout.flush();
+                drop(stdout);
+                // Close our end of stdout so `eval "$(tool-cli-daemon --print-env &)"` sees EOF
+                // and returns while the daemon keeps running. Nothing else writes to stdout.
+                release_stdout();
             }
         })
     };
@@ -236,6 +240,18 @@ async fn serve(
             ExitCode::SUCCESS
         }
         Err(err) => fail(1, format!("serving failed: {err}")),
+    }
+}
+
+/// Points stdout at /dev/null, closing the pipe a harness may be reading to its end.
+fn release_stdout() {
+    if let Ok(devnull) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: dup2 onto fd 1 with a valid, open descriptor; std's stdout handle stays
+        // usable (it now writes to /dev/null).
+        unsafe {
+            libc::dup2(devnull.as_raw_fd(), libc::STDOUT_FILENO);
+        }
     }
 }
 

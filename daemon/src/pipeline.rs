@@ -64,7 +64,8 @@ impl Orchestrator {
                     instructions
                         .as_deref()
                         .and_then(|text| text.lines().find(|line| !line.trim().is_empty()))
-                        .map(|line| line.trim().to_owned())
+                        // Instructions are often markdown; a heading marker is noise here.
+                        .map(|line| line.trim().trim_start_matches('#').trim().to_owned())
                 });
                 ServerSummary {
                     name: server.config.name.clone(),

@@ -602,6 +602,11 @@ impl Session {
                 tool: label.to_owned(),
                 timeout_ms: timeout.as_millis() as u64,
             },
+            ServiceError::TransportSend(error) if self.process.is_none() => Error::ServerExited {
+                server: self.server.clone(),
+                exit: format!("the HTTP transport failed: {error}"),
+                stderr_tail: Vec::new(),
+            },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 // The stream ends a moment before the exit status is known; wait for it briefly
                 // so the error can say how the server ended.
