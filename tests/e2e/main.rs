@@ -1,1 +1,15 @@
+//! The one end-to-end test binary: the real `tool-cli-daemon` and `tool-cli` binaries against the
+//! bundled demo server and real MCP peers (`scripts/install-peers.sh` installs them), over real
+//! loopback sockets and real processes. Each module covers one area; the shared harness (starting
+//! and stopping daemons and peers, the HTTP client, config builders) is the `tool_cli_tests` lib.
+//!
+//! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
+mod bad_inputs;
+mod cli;
+mod concurrency;
+mod config;
+mod failures;
+mod lifecycle;
+mod peers;
+mod snapshots;
