@@ -10,6 +10,8 @@ use std::fmt;
 
 use tool_cli_protocol::{ErrorData, ErrorObject, MAX_TIMEOUT_MS, code};
 
+use crate::render::truncate;
+
 /// Exit codes, as documented in `--help`.
 pub(crate) mod exit {
     /// Success.
@@ -167,6 +169,10 @@ impl fmt::Display for Error {
     }
 }
 
+/// Longest excerpt of an error's free-form `data` in a message: it stays readable when a server
+/// attaches a large payload.
+const DATA_EXCERPT: usize = 300;
+
 /// Turns a JSON-RPC error into advice, using its structured `data` when it is one of ours.
 fn describe_rpc_error(
     f: &mut fmt::Formatter<'_>,
@@ -180,7 +186,7 @@ fn describe_rpc_error(
             error.message, error.code
         )?;
         if let Some(data) = &error.data {
-            write!(f, "; data: {data}")?;
+            write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
         }
         return Ok(());
     };
@@ -298,7 +304,7 @@ fn describe_rpc_error(
                 "server {server:?} answered with an error: {message} (code {code})"
             )?;
             if let Some(data) = data {
-                write!(f, "; data: {data}")?;
+                write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
             }
             Ok(())
         }

@@ -103,6 +103,10 @@ pub(crate) async fn run(
             if output.json {
                 output.emit_json(&result)?;
             } else if !rendered.is_error {
+                if rendered.body.is_empty() {
+                    // Say so on stderr, so an empty stdout is not mistaken for a hang or a bug.
+                    eprintln!("tool-cli: note: {server}/{tool} returned no content");
+                }
                 output.emit_text(&rendered.body)?;
             }
             if rendered.is_error {
