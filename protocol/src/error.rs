@@ -30,7 +30,11 @@ pub mod code {
 
 /// The structured `data` of an error, tagged by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum ErrorData {
     /// The request params are missing, or a member has the wrong type.

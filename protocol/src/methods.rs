@@ -209,9 +209,12 @@ pub struct ServerSummary {
     pub tool_count: usize,
     /// Up to three of its tool names.
     pub examples: Vec<String>,
-    /// Its connection state.
+    /// Its connection state. Absent from the reference bridge, whose listed servers are
+    /// connected, so it defaults to `ready`.
+    #[serde(default)]
     pub state: ServerState,
-    /// How it is reached.
+    /// How it is reached (`unknown` when a bridge does not say).
+    #[serde(default)]
     pub transport: TransportKind,
     /// The description from the config, else the server's own `instructions` first line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,13 +228,14 @@ pub struct ServerSummary {
 }
 
 /// Connection state of a server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum ServerState {
     /// Starting, or its MCP handshake or discovery is under way.
     Connecting,
     /// Connected and its catalog is known.
+    #[default]
     Ready,
     /// It could not be started or its handshake failed.
     Failed,
@@ -239,6 +243,9 @@ pub enum ServerState {
     Exited,
     /// `enabled: false` in the config.
     Disabled,
+    /// A state this version does not know (a newer bridge within major 1).
+    #[serde(other)]
+    Unknown,
 }
 
 impl ServerState {
@@ -250,18 +257,24 @@ impl ServerState {
             ServerState::Failed => "failed",
             ServerState::Exited => "exited",
             ServerState::Disabled => "disabled",
+            ServerState::Unknown => "unknown",
         }
     }
 }
 
 /// How a server is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum TransportKind {
     /// A child process speaking MCP over stdin/stdout.
     Stdio,
     /// A remote server speaking MCP Streamable HTTP.
     Http,
+    /// Not said, or a transport this version does not know.
+    #[default]
+    #[serde(other)]
+    Unknown,
 }
 
 /// Result of `listTools`.
@@ -301,4 +314,26 @@ pub struct ListResourceTemplatesResult {
     pub server: String,
     /// Its resource templates, each as the server described it.
     pub templates: Vec<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_server_entries_without_our_fields_still_parse() {
+        let entry: ServerSummary = serde_json::from_value(serde_json::json!({
+            "name": "github", "toolCount": 40, "examples": ["search_code"]
+        }))
+        .unwrap();
+        assert_eq!(entry.state, ServerState::Ready);
+        assert_eq!(entry.transport, TransportKind::Unknown);
+
+        let entry: ServerSummary = serde_json::from_value(serde_json::json!({
+            "name": "x", "toolCount": 0, "examples": [], "state": "hibernating", "transport": "ws"
+        }))
+        .unwrap();
+        assert_eq!(entry.state, ServerState::Unknown);
+        assert_eq!(entry.transport, TransportKind::Unknown);
+    }
 }
