@@ -100,8 +100,8 @@ pub enum Error {
         code: i64,
         /// Its message.
         message: String,
-        /// Its data.
-        data: Option<serde_json::Value>,
+        /// Its data (boxed: it is rare and would make every `Result` larger).
+        data: Option<Box<serde_json::Value>>,
     },
     /// Something failed inside the daemon.
     #[error("internal error: {0}")]
@@ -210,7 +210,7 @@ impl Error {
                 server: server.clone(),
                 code: *code,
                 message: message.clone(),
-                data: data.clone(),
+                data: data.as_deref().cloned(),
             },
             Error::Internal(message) => ErrorData::Internal {
                 message: message.clone(),

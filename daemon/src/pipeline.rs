@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tool_cli_protocol::methods::{
     CallToolParams, ListResourceTemplatesResult, ListResourcesResult, ListServersResult,
     ListToolsResult, ServerSummary, ToolSummary,
@@ -169,7 +169,7 @@ impl Orchestrator {
                 tool: params.tool.clone(),
                 known_tools: session.catalog.names(),
             })?;
-        let arguments = params.arguments.clone().unwrap_or_else(Map::new);
+        let arguments = params.arguments.clone().unwrap_or_default();
         let validator = tool.validator().map_err(|message| Error::InvalidSchema {
             server: server.config.name.clone(),
             tool: tool.name.clone(),

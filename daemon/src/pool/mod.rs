@@ -595,7 +595,7 @@ impl Session {
                 server: self.server.clone(),
                 code: error.code.0.into(),
                 message: error.message.into_owned(),
-                data: error.data,
+                data: error.data.map(Box::new),
             },
             ServiceError::Timeout { .. } => Error::Timeout {
                 server: self.server.clone(),
