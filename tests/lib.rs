@@ -203,65 +203,77 @@ pub struct HttpPeer {
 impl HttpPeer {
     /// `@modelcontextprotocol/server-everything` in `streamableHttp` mode on a free port.
     pub fn everything() -> HttpPeer {
-        let port = free_port();
-        let mut command = Command::new(which("node"));
-        command
-            .arg(node_peer("mcp-server-everything"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string());
-        HttpPeer::start(command, port, "server-everything streamableHttp")
+        HttpPeer::start("server-everything streamableHttp", |port| {
+            let mut command = Command::new(which("node"));
+            command
+                .arg(node_peer("mcp-server-everything"))
+                .arg("streamableHttp")
+                .env("PORT", port.to_string());
+            command
+        })
     }
 
     /// The Python fixture in `--http` mode on a free port.
     pub fn python_fixture() -> HttpPeer {
-        let port = free_port();
-        let mut command = Command::new(venv_python());
-        command
-            .arg(python_fixture_path())
-            .arg("--http")
-            .arg(port.to_string());
-        HttpPeer::start(command, port, "structured_server.py --http")
+        HttpPeer::start("structured_server.py --http", |port| {
+            let mut command = Command::new(venv_python());
+            command
+                .arg(python_fixture_path())
+                .arg("--http")
+                .arg(port.to_string());
+            command
+        })
     }
 
-    fn start(mut command: Command, port: u16, what: &str) -> HttpPeer {
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|err| panic!("cannot start {what}: {err}"));
-        let stderr = capture(child.stderr.take().expect("piped stderr"));
-        let mut peer = HttpPeer {
-            child: Some(child),
-            port,
-            stderr,
-        };
-        let deadline = Instant::now() + STARTUP_TIMEOUT;
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return peer;
-            }
-            if let Some(status) = peer
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!(
-                    "{what} exited with {status} before accepting connections on port {port}; \
-                     stderr:\n{}",
+    /// Starts the peer on a free port. A port found free can be taken by another test before the
+    /// peer binds it, so the peer counts as up only once it accepts connections *and* has logged
+    /// its port (both peers do); a peer that lost the race exits and is retried on a new port.
+    fn start(what: &str, command_for_port: impl Fn(u16) -> Command) -> HttpPeer {
+        const ATTEMPTS: usize = 3;
+        let mut last_failure = String::new();
+        for _ in 0..ATTEMPTS {
+            let port = free_port();
+            let mut command = command_for_port(port);
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .process_group(0);
+            let mut child = command
+                .spawn()
+                .unwrap_or_else(|err| panic!("cannot start {what}: {err}"));
+            let stderr = capture(child.stderr.take().expect("piped stderr"));
+            let mut peer = HttpPeer {
+                child: Some(child),
+                port,
+                stderr,
+            };
+            let deadline = Instant::now() + STARTUP_TIMEOUT;
+            loop {
+                let logged_port = text_of(&peer.stderr).contains(&port.to_string());
+                if logged_port && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return peer;
+                }
+                if let Some(status) = peer
+                    .child
+                    .as_mut()
+                    .and_then(|c| c.try_wait().ok().flatten())
+                {
+                    last_failure = format!(
+                        "{what} exited with {status} before serving on port {port}; stderr:\n{}",
+                        text_of(&peer.stderr)
+                    );
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{what} did not serve on port {port} within {STARTUP_TIMEOUT:?}; stderr:\n{}",
                     text_of(&peer.stderr)
                 );
+                thread::sleep(Duration::from_millis(25));
             }
-            assert!(
-                Instant::now() < deadline,
-                "{what} did not accept connections on port {port} within {STARTUP_TIMEOUT:?}; \
-                 stderr:\n{}",
-                text_of(&peer.stderr)
-            );
-            thread::sleep(Duration::from_millis(25));
         }
+        panic!("{what} failed to start {ATTEMPTS} times; last time: {last_failure}")
     }
 
     /// The loopback port it listens on.

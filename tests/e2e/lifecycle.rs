@@ -134,3 +134,45 @@ fn an_explicit_port_is_used() {
     assert_eq!(daemon.port, port);
     daemon.call("getBridgeInfo", Value::Null);
 }
+
+#[test]
+fn token_file_sets_the_token() {
+    let dir = tool_cli_tests::scratch();
+    let token = "cd".repeat(32);
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{token}\n")).expect("write token file");
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {}}),
+        DaemonOptions {
+            args: vec![
+                "--token-file".into(),
+                token_file.to_string_lossy().into_owned(),
+            ],
+            ..DaemonOptions::default()
+        },
+    );
+    assert_eq!(daemon.token, token);
+    daemon.call("listServers", Value::Null);
+}
+
+#[test]
+fn the_daemons_variables_never_reach_a_server() {
+    let token = "9f".repeat(32);
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"everything": everything_stdio()}}),
+        DaemonOptions {
+            token: Some(token.clone()),
+            ..DaemonOptions::default()
+        },
+    );
+    // server-everything's get-env returns its whole environment.
+    let env = text_content(&daemon.call_tool("everything", "get-env", json!({})));
+    assert!(
+        !env.contains(&token),
+        "the bearer token leaked to a server: {env}"
+    );
+    assert!(
+        !env.contains("TOOL_CLI_"),
+        "TOOL_CLI_* variables leaked to a server: {env}"
+    );
+}
