@@ -19,9 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest,
+    ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ReadResourceRequest,
+    ReadResourceRequestParams,
 };
 use rmcp::service::{PeerRequestOptions, RunningServiceCancellationToken};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -504,6 +505,31 @@ impl Drop for RawGuard<'_> {
     }
 }
 
+/// Tells the server a request is abandoned when the future awaiting it is dropped (the RPC client
+/// went away): without this the server would keep working for no one.
+struct AbandonGuard {
+    peer: Option<Peer<RoleClient>>,
+    request_id: rmcp::model::RequestId,
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let request_id = self.request_id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let notice = CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("the client of the tool-cli daemon went away".to_owned()),
+                );
+                let _ = peer.notify_cancelled(notice).await;
+            });
+        }
+    }
+}
+
 impl Session {
     /// Sends one request and returns its result as JSON, unnarrowed when the transport tapped it.
     async fn request(
@@ -524,7 +550,13 @@ impl Session {
             raw: self.raw.as_deref(),
             key: id_key(&handle.id),
         };
+        let mut abandon = AbandonGuard {
+            peer: Some(self.peer.clone()),
+            request_id: handle.id.clone(),
+        };
         let outcome = handle.await_response().await;
+        // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
+        abandon.peer = None;
         let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
         match outcome {
             Ok(result) => match raw {
