@@ -1,0 +1,388 @@
+//! In-process daemon tests: the production `server::run` and `Pool` on `127.0.0.1:0`, driven
+//! over real loopback HTTP, with real MCP servers as child processes (the bundled demo server
+//! and the fault-injection fixture).
+//!
+//! Unlike the end-to-end tests these see the daemon's internals (the pool after shutdown), and
+//! they start in milliseconds, so they cover the request path's edge cases.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tool_cli_daemon::auth::Token;
+use tool_cli_daemon::config::{self, ConfigSource};
+use tool_cli_daemon::pipeline::Orchestrator;
+use tool_cli_daemon::pool::{Pool, PoolOptions};
+use tool_cli_tests::{eventually, http_post, live_processes_in_group, parse_response};
+
+struct InProcess {
+    port: u16,
+    token: String,
+    pool: Arc<Pool>,
+    shutdown: Mutex<Option<oneshot::Sender<()>>>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+fn fault_server() -> PathBuf {
+    tool_cli_tests::bin_dir().join("tool-cli-fault-server")
+}
+
+impl InProcess {
+    /// Starts a daemon whose servers are given as `mcpServers` JSON; `{dir}` in a string is
+    /// replaced by a fresh temp dir.
+    async fn start(servers: Value) -> Arc<InProcess> {
+        let dir = tempfile::tempdir().unwrap();
+        let text = json!({ "mcpServers": servers })
+            .to_string()
+            .replace("{dir}", dir.path().to_str().unwrap());
+        let config = config::parse(&text, ConfigSource::File("test.json".into()), &|_| None)
+            .expect("test config is valid");
+        let pool = Pool::new(&config, PoolOptions::default());
+        pool.start().await;
+        let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool)));
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let token = Token::generate();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let served = tokio::spawn(tool_cli_daemon::server::run(
+            listener,
+            token.clone(),
+            orchestrator,
+            async {
+                let _ = stop.await;
+            },
+            Duration::from_secs(5),
+        ));
+        Arc::new(InProcess {
+            port,
+            token: token.expose().to_owned(),
+            pool,
+            shutdown: Mutex::new(Some(shutdown)),
+            served,
+            _dir: dir,
+        })
+    }
+
+    async fn post(&self, body: Vec<u8>, token: Option<String>) -> (u16, Vec<u8>) {
+        let port = self.port;
+        tokio::task::spawn_blocking(move || {
+            let auth = token.map(|t| format!("Bearer {t}"));
+            let headers: Vec<(&str, &str)> = auth
+                .as_deref()
+                .map(|a| vec![("Authorization", a)])
+                .unwrap_or_default();
+            http_post(port, "/", &headers, &body)
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let (status, body) = self
+            .post(body.to_string().into_bytes(), Some(self.token.clone()))
+            .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    fn begin_shutdown(&self) {
+        if let Some(shutdown) = self.shutdown.lock().unwrap().take() {
+            let _ = shutdown.send(());
+        }
+    }
+
+    /// Stops serving (draining in-flight requests), then closes the pool.
+    async fn stop(self: Arc<Self>) {
+        self.begin_shutdown();
+        let this = Arc::into_inner(self).expect("no request still holds the daemon");
+        this.served.await.unwrap().unwrap();
+        this.pool.shutdown().await;
+    }
+}
+
+fn demo() -> Value {
+    json!({
+        "command": env!("CARGO_BIN_EXE_tool-cli-daemon"),
+        "args": ["demo-server", "--db", "{dir}/demo.sqlite"]
+    })
+}
+
+fn fault(args: &[&str]) -> Value {
+    json!({ "command": fault_server(), "args": args })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_need_the_token_and_get_one_answer_each() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#.to_vec();
+
+    let (status, reply) = daemon.post(body.clone(), None).await;
+    assert_eq!((status, reply.len()), (401, 0));
+    let (status, _) = daemon.post(body.clone(), Some("f".repeat(64))).await;
+    assert_eq!(status, 401);
+    let (status, reply) = daemon.post(body, Some(daemon.token.clone())).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        parse_response(&reply).result.unwrap()["bridgeProtocol"]["name"],
+        "tool-cli-bridge"
+    );
+
+    // A batch gets one answer per request, each with its own id.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": "a", "method": "listServers"},
+        {"jsonrpc": "2.0", "id": "b", "method": "nope"},
+        {"jsonrpc": "2.0", "id": "c", "method": "listTools", "params": {"server": "demo"}},
+    ]);
+    let (_, reply) = daemon
+        .post(batch.to_string().into_bytes(), Some(daemon.token.clone()))
+        .await;
+    let replies: Vec<Value> = serde_json::from_slice(&reply).unwrap();
+    let mut ids: Vec<&str> = replies.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["a", "b", "c"]);
+    let unknown = replies.iter().find(|r| r["id"] == "b").unwrap();
+    assert_eq!(unknown["error"]["code"], -32601);
+
+    // Batches are capped.
+    let huge: Vec<Value> = (0..101)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "getBridgeInfo"}))
+        .collect();
+    let (_, reply) = daemon
+        .post(
+            Value::from(huge).to_string().into_bytes(),
+            Some(daemon.token.clone()),
+        )
+        .await;
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert!(
+        reply["error"]["message"].as_str().unwrap().contains("atch"),
+        "{reply}"
+    );
+
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_server_answers_through_the_pipeline() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "demo", "tool": "sql_query",
+                   "arguments": {"sql": "SELECT count(*) AS n FROM customers"}}),
+        )
+        .await;
+    assert_eq!(reply["result"]["structuredContent"]["rows"][0]["n"], 50);
+
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": 1, "bogus": true}}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+    assert_eq!(reply["error"]["data"]["kind"], "invalidArguments");
+    let paths: Vec<&str> = reply["error"]["data"]["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"/sql"), "{paths:?}");
+    assert!(paths.contains(&""), "{paths:?}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_to_one_server_are_pipelined_not_serialized() {
+    let daemon = InProcess::start(json!({ "fault": fault(&[]) })).await;
+
+    // A call that never answers is in flight while 50 others complete.
+    let hanging = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "fault", "tool": "hang", "arguments": {}, "timeoutMs": 3000}),
+                )
+                .await
+        })
+    };
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        let daemon = Arc::clone(&daemon);
+        calls.push(tokio::spawn(async move {
+            let nonce = format!("nonce-{i}");
+            let reply = daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "fault", "tool": "echo", "arguments": {"nonce": nonce}}),
+                )
+                .await;
+            (nonce, reply)
+        }));
+    }
+    for call in calls {
+        let (nonce, reply) = call.await.unwrap();
+        assert_eq!(
+            reply["result"]["structuredContent"]["nonce"], nonce,
+            "{reply}"
+        );
+    }
+    assert!(
+        !hanging.is_finished(),
+        "the hanging call cannot have been answered"
+    );
+    // It ends with its own timeout, not with the others.
+    let reply = hanging.await.unwrap();
+    assert_eq!(reply["error"]["code"], -32002);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_cancels_upstream_and_the_server_keeps_serving() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({ "fault": fault(&["--record", &record_path]) })).await;
+
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "hang", "arguments": {}, "timeoutMs": 200}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    assert_eq!(reply["error"]["data"]["timeoutMs"], 200);
+
+    // The server got the call and then its cancellation, naming the same request id.
+    let recorded = || -> Vec<Value> {
+        std::fs::read_to_string(record.path())
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    assert!(eventually(Duration::from_secs(5), || recorded()
+        .iter()
+        .any(|m| m["method"] == "notifications/cancelled")));
+    let recorded = recorded();
+    let call = recorded
+        .iter()
+        .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "hang")
+        .expect("the hang call reached the server");
+    let cancel = recorded
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap();
+    assert_eq!(cancel["params"]["requestId"], call["id"]);
+
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "echo", "arguments": {"nonce": "after"}}),
+        )
+        .await;
+    assert_eq!(reply["result"]["structuredContent"]["nonce"], "after");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
+    let daemon = InProcess::start(json!({ "fault": fault(&[]), "demo": demo() })).await;
+    let pending = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "fault", "tool": "hang", "arguments": {}}),
+                )
+                .await
+        })
+    };
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "crash", "arguments": {"code": 7}}),
+        )
+        .await;
+    for reply in [reply, pending.await.unwrap()] {
+        let data = &reply["error"]["data"];
+        assert_eq!(data["kind"], "serverExited", "{reply}");
+        assert_eq!(data["server"], "fault");
+        assert!(
+            data["exit"].as_str().unwrap().contains("exit code 7"),
+            "{reply}"
+        );
+        assert!(
+            data["stderrTail"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|line| line.as_str().unwrap().contains("crashing with 7")),
+            "{reply}"
+        );
+    }
+    // The other server is unaffected.
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": "SELECT 1 AS one"}}),
+        )
+        .await;
+    assert_eq!(reply["result"]["structuredContent"]["rows"][0]["one"], 1);
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
+    let daemon = InProcess::start(json!({
+        "fault": fault(&["--ignore-sigterm", "--ignore-stdin-eof", "--spawn-grandchild-at-start"]),
+    }))
+    .await;
+    let env = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "env", "arguments": {}}),
+        )
+        .await;
+    let pgid = env["result"]["structuredContent"]["pgid"].as_i64().unwrap() as i32;
+    assert!(
+        live_processes_in_group(pgid).len() >= 2,
+        "server and grandchild run"
+    );
+
+    let slow = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "fault", "tool": "sleep", "arguments": {"ms": 700}}),
+                )
+                .await
+        })
+    };
+    // Let the call reach the server, then ask the daemon to stop.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    daemon.begin_shutdown();
+    let reply = slow.await.unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "slept 700",
+        "{reply}"
+    );
+    daemon.stop().await;
+    // The server ignores both stdin EOF and SIGTERM: only the SIGKILL to its group stops it,
+    // and its grandchild with it.
+    assert!(
+        live_processes_in_group(pgid).is_empty(),
+        "left: {:?}",
+        live_processes_in_group(pgid)
+    );
+}
