@@ -1,7 +1,7 @@
 //! The MCP pool: one client connection per configured server, and its catalog.
 //!
 //! Every enabled server connects concurrently at start-up; a server that fails is recorded with
-//! its error and never holds up the others. Each connected server is a [`Session`]: an rmcp
+//! its error and never holds up the others. Each connected server is a `Session`: an rmcp
 //! client peer (stdio child or Streamable HTTP), the tools it listed, and for stdio the child
 //! process. A monitor task per session notices when the connection ends and records why, so a
 //! pending call fails with an error naming the server, its exit status and its last stderr lines.
