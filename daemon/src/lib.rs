@@ -14,4 +14,5 @@ pub mod resilience;
 mod rpc;
 pub mod runtime_file;
 pub mod server;
+mod shape;
 mod validate;

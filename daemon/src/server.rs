@@ -13,6 +13,7 @@ use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 
 use crate::auth::{AuthLayer, Token};
 use crate::pipeline::Orchestrator;
+use crate::shape::RequestShapeLayer;
 
 /// Most requests in one JSON-RPC batch.
 const MAX_BATCH_LEN: u32 = 100;
@@ -26,9 +27,12 @@ pub async fn run(
     grace: Duration,
 ) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
-    let http_middleware = tower::ServiceBuilder::new().layer(AuthLayer::new(token));
+    let http_middleware = tower::ServiceBuilder::new()
+        .layer(AuthLayer::new(token))
+        .layer(RequestShapeLayer);
     let config = ServerConfig::builder()
         .http_only()
+        .max_request_body_size(crate::shape::MAX_REQUEST_BODY_BYTES as u32)
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH_LEN))
         .build();
     let server = Server::builder()
