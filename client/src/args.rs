@@ -2,7 +2,7 @@
 //!
 //! The heart of the client is a positional grammar, `tool-cli [SERVER] [TOOL] [ARGS_JSON]`, where
 //! each extra word goes one step deeper in the progressive discovery (servers, then tools, then one
-//! schema, then a call), next to a `resource` subcommand. clap does the tokenising, `--help` and
+//! schema, then a call), next to the `resource` and `health` subcommands. clap does the tokenising, `--help` and
 //! `--version`; everything it cannot express (the JSON must be an object, `-` reads stdin, the
 //! timeout is clamped rather than refused) is checked here. The module does no I/O of its own:
 //! the environment and stdin come in as arguments, so every form is unit-tested without a process.
@@ -42,6 +42,8 @@ pub(crate) enum Command {
         /// `--meta`: print uri, mime type and size instead of the body.
         meta: bool,
     },
+    /// `tool-cli health`: every server's state, restarts, load, latency and breaker.
+    Health,
 }
 
 /// A parsed command line: the command and how to present its result.
@@ -94,6 +96,13 @@ Resources:
   The `resource` subcommand wins over a server named `resource`; reach such a server with
   `tool-cli -- resource [TOOL] [ARGS_JSON]`.
 
+Health:
+  tool-cli health [--json]              per server: state, restarts, uptime, calls/errors,
+                                        in-flight/queued, p50/p95 latency, circuit breaker
+  health exits 1 when any server is unhealthy, so scripts can check it: every enabled server
+  must be ready (disabled ones don't count). Like `resource`, the subcommand wins over a server
+  named `health`; reach such a server with `tool-cli -- health [TOOL] [ARGS_JSON]`.
+
 Environment:
   TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read
                                  from the daemon's runtime file (daemon.json)
@@ -104,7 +113,9 @@ Environment:
 
 Exit codes:
   0  success
-  1  other error (including errors of the MCP server itself)
+  1  other error (including errors of the MCP server itself), an unhealthy server in
+     `tool-cli health`, or a server that is busy or whose circuit breaker is open (both
+     transient: the message says when to retry)
   2  usage error: bad command line or arguments that are not a JSON object
   3  cannot reach the daemon (no port or token found, connection refused, connect timeout)
   4  the daemon refused the token (HTTP 401/403)
@@ -118,7 +129,8 @@ Exit codes:
     name = "tool-cli",
     version,
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
-                      tool-cli resource <list|templates|read> [OPTIONS]",
+                      tool-cli resource <list|templates|read> [OPTIONS]\n       \
+                      tool-cli health [--json]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -166,6 +178,13 @@ enum TopSubcommand {
     Resource {
         #[command(subcommand)]
         action: ResourceAction,
+    },
+    /// Show server health, exit 1 if any is unhealthy (wins over a server named `health`)
+    Health {
+        // Collected rather than refused by clap, so that `tool-cli health TOOL` (meant for a
+        // server named `health`) gets a message that says how to reach that server.
+        #[arg(hide = true)]
+        words: Vec<String>,
     },
 }
 
@@ -219,6 +238,17 @@ where
         resolve_timeout(cli.output.timeout.as_deref(), env, &mut warnings).map_err(usage)?;
 
     let command = match cli.subcommand {
+        Some(TopSubcommand::Health { words }) => {
+            if !words.is_empty() {
+                return Err(usage(Error::Usage(format!(
+                    "`tool-cli health` takes no arguments, got {}; to reach a server named \
+                     `health`, put `--` first: `tool-cli -- health {}`",
+                    words.len(),
+                    crate::render::truncate(&words.join(" "), 80)
+                ))));
+            }
+            Command::Health
+        }
         Some(TopSubcommand::Resource { action }) => match action {
             ResourceAction::List { server } => Command::ListResources { server },
             ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
@@ -274,12 +304,13 @@ where
     })
 }
 
-/// Moves a `resource` that stands in the SERVER position in front of any flags before it.
+/// Moves a subcommand name (`resource`, `health`) that stands in the SERVER position in front of
+/// any flags before it.
 ///
 /// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
 /// argument came before it, which is what keeps `tool-cli demo resource` a tool named
 /// `resource`; but a global flag also counts as an argument, so `tool-cli --json resource list`
-/// would lose the subcommand. Global flags are accepted after the subcommand too, so moving the
+/// (or `tool-cli --json health`) would lose the subcommand. Global flags are accepted after the subcommand too, so moving the
 /// word first changes nothing else. A `--` ends the scan: after it every word is positional.
 fn hoist_subcommand<I, T>(args: I) -> Vec<OsString>
 where
@@ -293,7 +324,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" => {
+            "resource" | "health" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;
@@ -776,6 +807,11 @@ mod tests {
         );
         assert_eq!(hoisted(&["t", "--", "resource"]), ["t", "--", "resource"]);
         assert_eq!(
+            hoisted(&["t", "--json", "health"]),
+            ["t", "health", "--json"]
+        );
+        assert_eq!(hoisted(&["t", "--", "health"]), ["t", "--", "health"]);
+        assert_eq!(
             hoisted(&["t", "--out", "resource"]),
             ["t", "--out", "resource"]
         );
@@ -805,6 +841,64 @@ mod tests {
                 tool: "resource".into()
             }
         );
+    }
+
+    #[test]
+    fn health_subcommand_with_flags_anywhere() {
+        for args in [
+            &["health"][..],
+            &["health", "--json"],
+            &["--json", "health"],
+            &["--timeout", "500", "health", "--json"],
+        ] {
+            let invocation = parse_ok(args);
+            assert_eq!(invocation.command, Command::Health, "{args:?}");
+            assert_eq!(invocation.json, args.contains(&"--json"), "{args:?}");
+        }
+        assert_eq!(parse_ok(&["--timeout=500", "health"]).timeout_ms, 500);
+    }
+
+    #[test]
+    fn health_subcommand_wins_and_double_dash_reaches_a_server_named_health() {
+        assert_eq!(
+            command(&["--", "health"]),
+            Command::ListTools {
+                server: "health".into()
+            }
+        );
+        assert_eq!(
+            command(&["--json", "--", "health", "check", "{}"]),
+            Command::CallTool {
+                server: "health".into(),
+                tool: "check".into(),
+                arguments: Map::new()
+            }
+        );
+        assert_eq!(
+            command(&["demo", "health"]),
+            Command::DescribeTool {
+                server: "demo".into(),
+                tool: "health".into()
+            }
+        );
+        let message = usage_error(&["health", "check", "{}"]);
+        assert!(message.contains("takes no arguments, got 2"), "{message}");
+        assert!(
+            message.contains("`tool-cli -- health check {}`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn help_documents_the_health_exit_code() {
+        let help = clap_error(&["--help"]).render().to_string();
+        assert!(
+            help.contains("health exits 1 when any server is unhealthy, so scripts can check it"),
+            "{help}"
+        );
+        assert!(help.contains("tool-cli health [--json]"), "{help}");
+        let help = clap_error(&["health", "--help"]).render().to_string();
+        assert!(help.contains("exit 1 if any is unhealthy"), "{help}");
     }
 
     #[test]

@@ -16,7 +16,11 @@ use crate::render::truncate;
 pub(crate) mod exit {
     /// Success.
     pub(crate) const OK: i32 = 0;
-    /// Any other error, including errors the MCP server itself reported.
+    /// Any other error, including errors the MCP server itself reported, a server that is busy
+    /// (`-32004`) or whose circuit breaker is open (`-32005`), and `tool-cli health` finding an
+    /// enabled server that is not ready. Busy and open-breaker errors are transient, yet they
+    /// get no code of their own: the wait before a retry is in their message, and keeping the
+    /// documented set at 0-7 matters more to the scripts already branching on it.
     pub(crate) const OTHER: i32 = 1;
     /// Bad command line, or tool arguments that are not a JSON object.
     pub(crate) const USAGE: i32 = 2;
@@ -72,6 +76,12 @@ pub(crate) enum Error {
         tool: String,
         text: String,
     },
+    /// `tool-cli health` found enabled servers that are not ready: `(name, state)` of each, and
+    /// how many servers are enabled. The table has already been printed.
+    Unhealthy {
+        unhealthy: Vec<(String, String)>,
+        enabled: usize,
+    },
     /// Reading or writing a local file failed.
     Io {
         action: String,
@@ -94,10 +104,14 @@ impl Error {
             Error::Rpc { error, .. } => match error.code {
                 code::INVALID_PARAMS => exit::INVALID_PARAMS,
                 code::TIMEOUT => exit::TIMEOUT,
+                // Transient overload or failure of one server: "other", with the retry hint in
+                // the message (see `exit::OTHER` for why there is no code of their own).
+                code::BUSY | code::CIRCUIT_OPEN => exit::OTHER,
                 _ => exit::OTHER,
             },
             Error::ToolReported { .. } => exit::TOOL_ERROR,
-            Error::Http { .. }
+            Error::Unhealthy { .. }
+            | Error::Http { .. }
             | Error::Transport(_)
             | Error::Protocol(_)
             | Error::IncompatibleBridge { .. }
@@ -163,6 +177,19 @@ impl fmt::Display for Error {
                 } else {
                     write!(f, ":\n{}", text.trim_end())
                 }
+            }
+            Error::Unhealthy { unhealthy, enabled } => {
+                let listed: Vec<String> = unhealthy
+                    .iter()
+                    .map(|(server, state)| format!("{server} ({state})"))
+                    .collect();
+                write!(
+                    f,
+                    "{} of {enabled} enabled servers {} not ready: {}",
+                    unhealthy.len(),
+                    if unhealthy.len() == 1 { "is" } else { "are" },
+                    listed.join(", ")
+                )
             }
             Error::Io { action, source } => write!(f, "cannot {action}: {source}"),
         }
@@ -307,6 +334,36 @@ fn describe_rpc_error(
                 write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
             }
             Ok(())
+        }
+        ErrorData::Busy {
+            server,
+            in_flight,
+            queued,
+            retry_after_ms,
+        } => write!(
+            f,
+            "server {server:?} is busy: {in_flight} {} in flight and {queued} queued fill its \
+             limit, so the call was not sent; this is transient, retry in {retry_after_ms} ms",
+            if in_flight == 1 { "call" } else { "calls" }
+        ),
+        ErrorData::CircuitOpen {
+            server,
+            retry_after_ms,
+            last_error,
+        } => {
+            write!(
+                f,
+                "server {server:?} is failing: its circuit breaker opened after repeated \
+                 failures"
+            )?;
+            if let Some(last_error) = last_error {
+                write!(f, " (last error: {})", truncate(&last_error, DATA_EXCERPT))?;
+            }
+            write!(
+                f,
+                " and refuses calls without sending them; this is transient, retry in \
+                 {retry_after_ms} ms (`tool-cli health` shows the breaker)"
+            )
         }
         ErrorData::Internal { message } => write!(
             f,
@@ -464,6 +521,63 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "server \"gh\" is not available (state: failed): spawn npx: not found"
+        );
+    }
+
+    #[test]
+    fn busy_names_the_load_and_when_to_retry() {
+        let error = rpc(
+            code::BUSY,
+            json!({"kind": "busy", "server": "demo", "inFlight": 4, "queued": 16,
+                   "retryAfterMs": 250}),
+        );
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert_eq!(
+            error.to_string(),
+            "server \"demo\" is busy: 4 calls in flight and 16 queued fill its limit, so the \
+             call was not sent; this is transient, retry in 250 ms"
+        );
+    }
+
+    #[test]
+    fn circuit_open_names_the_last_error_and_when_to_retry() {
+        let error = rpc(
+            code::CIRCUIT_OPEN,
+            json!({"kind": "circuitOpen", "server": "gh", "retryAfterMs": 12000,
+                   "lastError": "connection reset"}),
+        );
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert_eq!(
+            error.to_string(),
+            "server \"gh\" is failing: its circuit breaker opened after repeated failures \
+             (last error: connection reset) and refuses calls without sending them; this is \
+             transient, retry in 12000 ms (`tool-cli health` shows the breaker)"
+        );
+        let without_last_error = rpc(
+            code::CIRCUIT_OPEN,
+            json!({"kind": "circuitOpen", "server": "gh", "retryAfterMs": 5}),
+        );
+        let message = without_last_error.to_string();
+        assert!(
+            message.contains("repeated failures and refuses calls"),
+            "{message}"
+        );
+        assert!(message.contains("retry in 5 ms"), "{message}");
+    }
+
+    #[test]
+    fn unhealthy_lists_each_server_with_its_state() {
+        let error = Error::Unhealthy {
+            unhealthy: vec![
+                ("gh".into(), "down".into()),
+                ("slow".into(), "circuitOpen".into()),
+            ],
+            enabled: 3,
+        };
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert_eq!(
+            error.to_string(),
+            "2 of 3 enabled servers are not ready: gh (down), slow (circuitOpen)"
         );
     }
 

@@ -8,7 +8,11 @@
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
-use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, ServerState};
+use tool_cli_protocol::meta;
+use tool_cli_protocol::methods::{
+    BreakerHealth, HealthResult, LatencySummary, ListServersResult, ListToolsResult, ServerHealth,
+    ServerState,
+};
 
 use crate::base64;
 
@@ -60,12 +64,174 @@ pub(crate) fn servers(result: &ListServersResult) -> String {
                 text,
                 "{:name_width$}  error: {}",
                 "",
-                one_line(error, SUMMARY_WIDTH * 2)
+                flatten(error, SUMMARY_WIDTH * 2)
             );
         }
     }
     text.push_str("\nnext: `tool-cli SERVER` lists a server's tools\n");
+    if result
+        .servers
+        .iter()
+        .any(|server| is_unhealthy(server.state))
+    {
+        text.push_str("      `tool-cli health` shows restarts, last errors and circuit breakers\n");
+    }
     text
+}
+
+/// Whether a server counts against `tool-cli health`: it is enabled and not `ready`. A server
+/// still `connecting` counts too, so a script waiting for the daemon can poll until exit 0;
+/// a state this version does not know counts, since it is not known to be ready.
+pub(crate) fn is_unhealthy(state: ServerState) -> bool {
+    !matches!(state, ServerState::Ready | ServerState::Disabled)
+}
+
+/// Marks a row of `tool-cli health` whose server is unhealthy. A plain character rather than a
+/// colour: the reader is often an agent, and the output is often a pipe.
+const UNHEALTHY_MARK: &str = "!";
+
+/// `tool-cli health`: a table with one row per server, unhealthy rows marked with `!`, and each
+/// server's last error on its own indented line.
+pub(crate) fn health(result: &HealthResult) -> String {
+    if result.servers.is_empty() {
+        return "no servers are configured; add some to the daemon's config file \
+                (TOOL_CLI_CONFIG)\n"
+            .to_owned();
+    }
+    let header = [
+        "SERVER",
+        "STATE",
+        "RESTARTS",
+        "UPTIME",
+        "CALLS/ERRORS",
+        "IN-FLIGHT/QUEUED",
+        "P50/P95",
+        "BREAKER",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let rows: Vec<Vec<String>> = result.servers.iter().map(health_row).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            std::iter::once(&header)
+                .chain(&rows)
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let format_row = |mark: &str, row: &[String]| -> String {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let line = format!("{mark:<1} {}", cells.join("  "));
+        format!("{}\n", line.trim_end())
+    };
+
+    let mut text = format_row("", &header);
+    for (server, row) in result.servers.iter().zip(&rows) {
+        let mark = if is_unhealthy(server.state) {
+            UNHEALTHY_MARK
+        } else {
+            ""
+        };
+        text.push_str(&format_row(mark, row));
+        if let Some(error) = &server.last_error {
+            let _ = writeln!(
+                text,
+                "    last error: {}",
+                flatten(error, SUMMARY_WIDTH * 2)
+            );
+        }
+    }
+    text
+}
+
+/// The cells of one server's row, in the order of the header.
+fn health_row(server: &ServerHealth) -> Vec<String> {
+    vec![
+        truncate(&server.name, NAME_COLUMN_MAX),
+        server.state.as_str().to_owned(),
+        server.restarts.to_string(),
+        server
+            .uptime_ms
+            .map(human_duration)
+            .unwrap_or_else(|| "-".to_owned()),
+        format!("{}/{}", server.calls, server.errors),
+        format!("{}/{}", server.in_flight, server.queued),
+        latency(server.latency_ms.as_ref()),
+        breaker(&server.breaker),
+    ]
+}
+
+/// `12ms/80ms`, or `-` before any call has been measured.
+fn latency(summary: Option<&LatencySummary>) -> String {
+    match summary {
+        Some(summary) if summary.samples > 0 => format!(
+            "{}/{}",
+            human_milliseconds(summary.p50),
+            human_milliseconds(summary.p95)
+        ),
+        _ => "-".to_owned(),
+    }
+}
+
+/// `closed`, `halfOpen`, or `open, retry in 12s`.
+fn breaker(breaker: &BreakerHealth) -> String {
+    match breaker.retry_after_ms {
+        Some(retry_after_ms) if breaker.state == "open" => {
+            // Rounded up, so that "retry in 1s" is never too early.
+            let seconds = retry_after_ms.div_ceil(1000);
+            format!("open, retry in {}", human_duration(seconds * 1000))
+        }
+        _ => breaker.state.clone(),
+    }
+}
+
+/// A latency: `0.4ms`, `12ms`, `1.5s`.
+fn human_milliseconds(milliseconds: f64) -> String {
+    if milliseconds < 10.0 {
+        format!("{milliseconds:.1}ms")
+    } else if milliseconds < 1000.0 {
+        format!("{milliseconds:.0}ms")
+    } else {
+        format!("{:.1}s", milliseconds / 1000.0)
+    }
+}
+
+/// A duration to the second, its two largest units: `42s`, `3m12s`, `2h05m`, `3d04h`.
+pub(crate) fn human_duration(milliseconds: u64) -> String {
+    let seconds = milliseconds / 1000;
+    let (minutes, hours, days) = (seconds / 60, seconds / 3600, seconds / 86_400);
+    if minutes == 0 {
+        format!("{seconds}s")
+    } else if hours == 0 {
+        format!("{minutes}m{:02}s", seconds % 60)
+    } else if days == 0 {
+        format!("{hours}h{:02}m", minutes % 60)
+    } else {
+        format!("{days}d{:02}h", hours % 24)
+    }
+}
+
+/// The warning for a call result that the daemon served from its cache because the server was
+/// failing (`_meta["tool-cli/degraded"]`), or `None` for a fresh result.
+pub(crate) fn degraded_warning(server: &str, result: &Value) -> Option<String> {
+    let degraded = result.get("_meta")?.get(meta::DEGRADED)?;
+    let reason = degraded
+        .get("reason")
+        .and_then(Value::as_str)
+        .map(|reason| flatten(reason, SUMMARY_WIDTH))
+        .unwrap_or_else(|| "no reason given".to_owned());
+    let age = match degraded.get("ageMs").and_then(Value::as_u64) {
+        Some(age_ms) => format!(" from {} ago", human_duration(age_ms)),
+        None => String::new(),
+    };
+    Some(format!(
+        "server {server:?} is failing; this is a cached result{age} ({reason})"
+    ))
 }
 
 /// `tool-cli SERVER`: one line per tool, name and the first sentence of its description.
@@ -674,6 +840,12 @@ pub(crate) fn one_line(text: &str, max: usize) -> String {
     truncate(sentence, max)
 }
 
+/// Every run of whitespace (newlines included) as one space, truncated like [`truncate`]: for
+/// error messages, where every sentence matters but a line must stay a line.
+fn flatten(text: &str, max: usize) -> String {
+    truncate(&text.split_whitespace().collect::<Vec<_>>().join(" "), max)
+}
+
 /// `text` when it has at most `max` characters, else cut at a word boundary with an ellipsis.
 pub(crate) fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -862,8 +1034,189 @@ slow        connecting
 off         disabled
 
 next: `tool-cli SERVER` lists a server's tools
+      `tool-cli health` shows restarts, last errors and circuit breakers
 "
         );
+    }
+
+    #[test]
+    fn servers_not_ready_show_their_error_and_point_to_health() {
+        let mut restarting = server("gh", ServerState::Restarting, &[]);
+        restarting.error = Some("exit code 1.\nstderr: boom".into());
+        let mut down = server("db", ServerState::Down, &[]);
+        down.error = Some("gave up after 5 restarts".into());
+        let result = ListServersResult {
+            servers: vec![server("demo", ServerState::Ready, &["q"]), restarting, down],
+        };
+        assert_eq!(
+            servers(&result),
+            "\
+demo  1 tool      (e.g. q)
+gh    restarting
+      error: exit code 1. stderr: boom
+db    down
+      error: gave up after 5 restarts
+
+next: `tool-cli SERVER` lists a server's tools
+      `tool-cli health` shows restarts, last errors and circuit breakers
+"
+        );
+    }
+
+    fn server_health(name: &str, state: ServerState) -> ServerHealth {
+        ServerHealth {
+            name: name.into(),
+            state,
+            transport: TransportKind::Stdio,
+            last_error: None,
+            restarts: 0,
+            uptime_ms: None,
+            calls: 0,
+            errors: 0,
+            in_flight: 0,
+            queued: 0,
+            latency_ms: None,
+            breaker: BreakerHealth {
+                state: "closed".into(),
+                retry_after_ms: None,
+            },
+        }
+    }
+
+    #[test]
+    fn health_table_marks_unhealthy_rows_and_shows_last_errors() {
+        let mut demo = server_health("demo", ServerState::Ready);
+        demo.uptime_ms = Some(192_400);
+        demo.calls = 42;
+        demo.errors = 1;
+        demo.in_flight = 2;
+        demo.queued = 3;
+        demo.latency_ms = Some(LatencySummary {
+            p50: 12.3,
+            p95: 1480.0,
+            samples: 42,
+        });
+        let mut github = server_health("github", ServerState::CircuitOpen);
+        github.restarts = 5;
+        github.uptime_ms = Some(7_500_000);
+        github.calls = 9;
+        github.errors = 9;
+        github.latency_ms = Some(LatencySummary {
+            p50: 0.42,
+            p95: 3.0,
+            samples: 9,
+        });
+        github.breaker = BreakerHealth {
+            state: "open".into(),
+            retry_after_ms: Some(11_200),
+        };
+        github.last_error = Some("upstream: rate limited\n  try later".into());
+        let mut off = server_health("off", ServerState::Disabled);
+        off.transport = TransportKind::Http;
+        let result = HealthResult {
+            servers: vec![demo, github, off],
+        };
+        assert_eq!(
+            health(&result),
+            "  SERVER  STATE        RESTARTS  UPTIME  CALLS/ERRORS  IN-FLIGHT/QUEUED  P50/P95      BREAKER
+  demo    ready        0         3m12s   42/1          2/3               12ms/1.5s    closed
+! github  circuitOpen  5         2h05m   9/9           0/0               0.4ms/3.0ms  open, retry in 12s
+    last error: upstream: rate limited try later
+  off     disabled     0         -       0/0           0/0               -            closed
+"
+        );
+    }
+
+    #[test]
+    fn every_state_but_ready_and_disabled_is_unhealthy() {
+        for state in [ServerState::Ready, ServerState::Disabled] {
+            assert!(!is_unhealthy(state), "{state:?}");
+        }
+        for state in [
+            ServerState::Connecting,
+            ServerState::Failed,
+            ServerState::Exited,
+            ServerState::Restarting,
+            ServerState::Down,
+            ServerState::Degraded,
+            ServerState::CircuitOpen,
+            ServerState::Unknown,
+        ] {
+            assert!(is_unhealthy(state), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn health_without_servers_says_where_to_add_them() {
+        let text = health(&HealthResult { servers: vec![] });
+        assert!(text.contains("no servers are configured"), "{text}");
+    }
+
+    #[test]
+    fn health_parses_the_wire_format() {
+        let result: HealthResult = serde_json::from_value(json!({"servers": [{
+            "name": "demo", "state": "restarting", "transport": "stdio",
+            "lastError": "exit code 1", "restarts": 2, "calls": 3, "errors": 1,
+            "inFlight": 0, "queued": 0, "breaker": {"state": "halfOpen"}
+        }]}))
+        .unwrap();
+        let text = health(&result);
+        assert!(
+            text.contains("! demo    restarting  2         -       3/1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("halfOpen\n    last error: exit code 1\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn human_durations_keep_two_units() {
+        assert_eq!(human_duration(0), "0s");
+        assert_eq!(human_duration(999), "0s");
+        assert_eq!(human_duration(42_000), "42s");
+        assert_eq!(human_duration(192_000), "3m12s");
+        assert_eq!(human_duration(3_600_000), "1h00m");
+        assert_eq!(human_duration(7_500_000), "2h05m");
+        assert_eq!(human_duration(273_600_000), "3d04h");
+    }
+
+    #[test]
+    fn breaker_rounds_the_retry_up() {
+        let open = |retry_after_ms| BreakerHealth {
+            state: "open".into(),
+            retry_after_ms: Some(retry_after_ms),
+        };
+        assert_eq!(breaker(&open(1)), "open, retry in 1s");
+        assert_eq!(breaker(&open(1000)), "open, retry in 1s");
+        assert_eq!(breaker(&open(90_001)), "open, retry in 1m31s");
+        let without_hint = BreakerHealth {
+            state: "open".into(),
+            retry_after_ms: None,
+        };
+        assert_eq!(breaker(&without_hint), "open");
+    }
+
+    #[test]
+    fn degraded_results_get_a_warning_and_fresh_ones_none() {
+        let cached = json!({
+            "content": [{"type": "text", "text": "42"}],
+            "_meta": {"tool-cli/attempts": 3,
+                      "tool-cli/degraded": {"reason": "circuit open", "ageMs": 42_500}}
+        });
+        assert_eq!(
+            degraded_warning("demo", &cached).as_deref(),
+            Some("server \"demo\" is failing; this is a cached result from 42s ago (circuit open)")
+        );
+        let without_details = json!({"_meta": {"tool-cli/degraded": {}}});
+        assert_eq!(
+            degraded_warning("demo", &without_details).as_deref(),
+            Some("server \"demo\" is failing; this is a cached result (no reason given)")
+        );
+        let fresh = json!({"content": [], "_meta": {"tool-cli/attempts": 1, "other": {}}});
+        assert_eq!(degraded_warning("demo", &fresh), None);
+        assert_eq!(degraded_warning("demo", &json!({"content": []})), None);
     }
 
     #[test]

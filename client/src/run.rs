@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tool_cli_protocol::methods::{
-    BridgeProtocol, CallToolParams, DescribeToolParams, ListServersResult, ListToolsResult,
-    ReadResourceParams, ServerParams, ServerState, name,
+    BridgeProtocol, CallToolParams, DescribeToolParams, HealthResult, ListServersResult,
+    ListToolsResult, ReadResourceParams, ServerParams, ServerState, name,
 };
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME, code};
 
@@ -99,6 +99,10 @@ pub(crate) async fn run(
                 .connection
                 .call(name::CALL_TOOL, Some(params), timeout + CALL_TIMEOUT_MARGIN)
                 .await?;
+            // On stderr and whatever the format: stdout stays the result, as the tool gave it.
+            if let Some(warning) = render::degraded_warning(&server, &result) {
+                eprintln!("tool-cli: warning: {warning}");
+            }
             let rendered = render::call_result(&result);
             if output.json {
                 output.emit_json(&result)?;
@@ -118,6 +122,7 @@ pub(crate) async fn run(
             }
             Ok(())
         }
+        Command::Health => health(&mut session, &mut output).await,
         Command::ListResources { server } => {
             list_resources(&mut session, &mut output, server, Listing::Resources).await
         }
@@ -232,6 +237,45 @@ fn describe_states(servers: &ListServersResult) -> String {
         .map(|server| format!("{}: {}", server.name, server.state.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `tool-cli health`: the table (or the raw result), then exit 1 when an enabled server is not
+/// ready, so that a script can poll it.
+async fn health(session: &mut Session, output: &mut Output<'_>) -> Result<(), Error> {
+    let result = match session.call_value(name::HEALTH, None::<()>).await {
+        Ok(result) => result,
+        Err(Error::Rpc { error, .. }) if error.code == code::METHOD_NOT_FOUND => {
+            return Err(Error::Other(
+                "this daemon does not serve `health`; it is older than this tool-cli, so \
+                 restart it with a newer tool-cli-daemon (`tool-cli` still lists the servers' \
+                 states)"
+                    .to_owned(),
+            ));
+        }
+        Err(error) => return Err(error),
+    };
+    // Parsed even for --json: the exit code depends on the states.
+    let servers: HealthResult = parse_result(name::HEALTH, result.clone())?;
+    if output.json {
+        output.emit_json(&result)?;
+    } else {
+        output.emit_text(&render::health(&servers))?;
+    }
+    let unhealthy: Vec<(String, String)> = servers
+        .servers
+        .iter()
+        .filter(|server| render::is_unhealthy(server.state))
+        .map(|server| (server.name.clone(), server.state.as_str().to_owned()))
+        .collect();
+    if unhealthy.is_empty() {
+        return Ok(());
+    }
+    let enabled = servers
+        .servers
+        .iter()
+        .filter(|server| server.state != ServerState::Disabled)
+        .count();
+    Err(Error::Unhealthy { unhealthy, enabled })
 }
 
 /// Which of the two resource listings.
@@ -587,6 +631,122 @@ mod tests {
         let error = outcome.unwrap_err();
         assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
         assert!(error.to_string().contains("/a: bad"), "{error}");
+    }
+
+    fn health_entry(name: &str, state: &str) -> Value {
+        json!({"name": name, "state": state, "transport": "stdio", "restarts": 0,
+               "calls": 0, "errors": 0, "inFlight": 0, "queued": 0,
+               "breaker": {"state": "closed"}})
+    }
+
+    #[tokio::test]
+    async fn health_exits_zero_when_every_enabled_server_is_ready() {
+        let answers = vec![
+            bridge_info(),
+            result(json!({"servers": [
+                health_entry("demo", "ready"),
+                health_entry("off", "disabled"),
+            ]})),
+        ];
+        let (outcome, stdout, seen) = run_against(&["health"], answers).await;
+        outcome.unwrap();
+        assert!(seen[1].contains(r#""method":"health""#), "{}", seen[1]);
+        assert!(stdout.starts_with("  SERVER  STATE"), "{stdout}");
+        assert!(stdout.contains("\n  demo    ready"), "{stdout}");
+        assert!(!stdout.contains('!'), "{stdout}");
+    }
+
+    #[tokio::test]
+    async fn health_prints_the_table_then_exits_one_for_unhealthy_servers() {
+        let mut down = health_entry("gh", "down");
+        down["lastError"] = json!("spawn npx: not found");
+        let health = json!({"servers": [
+            health_entry("demo", "ready"),
+            down,
+            health_entry("off", "disabled"),
+        ]});
+        let (outcome, stdout, _) =
+            run_against(&["health"], vec![bridge_info(), result(health.clone())]).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert_eq!(
+            error.to_string(),
+            "1 of 2 enabled servers is not ready: gh (down)"
+        );
+        assert!(stdout.contains("\n! gh      down"), "{stdout}");
+        assert!(
+            stdout.contains("\n    last error: spawn npx: not found\n"),
+            "{stdout}"
+        );
+
+        // --json prints the raw result, and the exit code is the same.
+        let (outcome, stdout, _) = run_against(
+            &["health", "--json"],
+            vec![bridge_info(), result(health.clone())],
+        )
+        .await;
+        assert_eq!(outcome.unwrap_err().exit_code(), exit::OTHER);
+        assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), health);
+    }
+
+    #[tokio::test]
+    async fn health_on_an_older_daemon_says_so() {
+        let answers = vec![
+            bridge_info(),
+            rpc_error(-32601, "Method not found", json!(null)),
+        ];
+        let (outcome, stdout, _) = run_against(&["health"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert!(
+            error.to_string().contains("does not serve `health`"),
+            "{error}"
+        );
+        assert_eq!(stdout, "");
+    }
+
+    #[tokio::test]
+    async fn degraded_result_still_prints_on_stdout() {
+        let cached = json!({
+            "content": [{"type": "text", "text": "cached rows"}],
+            "_meta": {"tool-cli/degraded": {"reason": "server down", "ageMs": 5000}}
+        });
+        let (outcome, stdout, _) = run_against(
+            &["demo", "t", "{}"],
+            vec![bridge_info(), result(cached.clone())],
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(stdout, "cached rows\n");
+        let (outcome, stdout, _) = run_against(
+            &["demo", "t", "{}", "--json"],
+            vec![bridge_info(), result(cached.clone())],
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), cached);
+    }
+
+    #[tokio::test]
+    async fn busy_and_circuit_open_exit_one_with_a_retry_hint() {
+        for (code, data) in [
+            (
+                -32004,
+                json!({"kind": "busy", "server": "demo", "inFlight": 1, "queued": 0,
+                       "retryAfterMs": 100}),
+            ),
+            (
+                -32005,
+                json!({"kind": "circuitOpen", "server": "demo", "retryAfterMs": 100}),
+            ),
+        ] {
+            let answers = vec![bridge_info(), rpc_error(code, "refused", data)];
+            let (outcome, stdout, _) = run_against(&["demo", "t", "{}"], answers).await;
+            let error = outcome.unwrap_err();
+            assert_eq!(error.exit_code(), exit::OTHER);
+            assert!(error.to_string().contains("retry in 100 ms"), "{error}");
+            assert_eq!(stdout, "");
+        }
     }
 
     #[tokio::test]
