@@ -62,7 +62,20 @@ pub struct ServerConfig {
     pub enabled: bool,
     /// Default timeout of each call to it.
     pub call_timeout: Duration,
+    /// Most calls executing at once.
+    pub max_concurrent: usize,
+    /// Most calls waiting for a slot; more are refused as busy.
+    pub max_queued: usize,
+    /// How long a read-only tool's last good result may be served while the server fails;
+    /// `None` turns the degradation cache off.
+    pub cache_ttl: Option<Duration>,
 }
+
+/// Default `maxConcurrent`.
+pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+/// Default `maxQueued`.
+pub const DEFAULT_MAX_QUEUED: usize = 64;
 
 /// How a server is reached.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +182,9 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             tags: vec!["demo".to_owned(), "sql".to_owned()],
             enabled: true,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_queued: DEFAULT_MAX_QUEUED,
+            cache_ttl: None,
         }],
     }
 }
@@ -197,6 +213,9 @@ struct RawServer {
     #[serde(alias = "disabled")]
     disabled_flag: Option<bool>,
     timeout_ms: Option<u64>,
+    max_concurrent: Option<usize>,
+    max_queued: Option<usize>,
+    cache_ttl_ms: Option<u64>,
 }
 
 /// Parses config text. `env` looks up variables for `${VAR}` substitution.
@@ -286,7 +305,7 @@ fn parse_server(
         });
         let hint = if message.starts_with("unknown field") {
             "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
-             enabled, timeoutMs"
+             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs"
         } else {
             ""
         };
@@ -345,6 +364,16 @@ fn parse_server(
         Some(ms) => Duration::from_millis(ms),
         None => DEFAULT_CALL_TIMEOUT,
     };
+    let max_concurrent = match raw.max_concurrent {
+        Some(0) => {
+            return Err((
+                Some("maxConcurrent".to_owned()),
+                "must be at least 1".to_owned(),
+            ));
+        }
+        Some(n) => n,
+        None => DEFAULT_MAX_CONCURRENT,
+    };
     let enabled = raw.enabled.unwrap_or(true) && !raw.disabled_flag.unwrap_or(false);
     Ok(ServerConfig {
         name: name.to_owned(),
@@ -353,6 +382,12 @@ fn parse_server(
         tags: raw.tags,
         enabled,
         call_timeout,
+        max_concurrent,
+        max_queued: raw.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
+        cache_ttl: raw
+            .cache_ttl_ms
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis),
     })
 }
 

@@ -103,6 +103,30 @@ pub enum Error {
         /// Its data (boxed: it is rare and would make every `Result` larger).
         data: Option<Box<serde_json::Value>>,
     },
+    /// The server's concurrency limit and queue are full.
+    #[error(
+        "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; retry in about {retry_after_ms} ms"
+    )]
+    Busy {
+        /// The server.
+        server: String,
+        /// Calls executing.
+        in_flight: usize,
+        /// Calls waiting.
+        queued: usize,
+        /// Suggested wait.
+        retry_after_ms: u64,
+    },
+    /// The server's circuit breaker is open.
+    #[error("server \"{server}\" is failing and its circuit breaker is open; nothing was sent; retry in {retry_after_ms} ms{}", last_error.as_ref().map(|e| format!(" (last failure: {e})")).unwrap_or_default())]
+    CircuitOpen {
+        /// The server.
+        server: String,
+        /// When a probe will be allowed.
+        retry_after_ms: u64,
+        /// The failure that opened it.
+        last_error: Option<String>,
+    },
     /// Something failed inside the daemon.
     #[error("internal error: {0}")]
     Internal(String),
@@ -211,6 +235,26 @@ impl Error {
                 code: *code,
                 message: message.clone(),
                 data: data.as_deref().cloned(),
+            },
+            Error::Busy {
+                server,
+                in_flight,
+                queued,
+                retry_after_ms,
+            } => ErrorData::Busy {
+                server: server.clone(),
+                in_flight: *in_flight,
+                queued: *queued,
+                retry_after_ms: *retry_after_ms,
+            },
+            Error::CircuitOpen {
+                server,
+                retry_after_ms,
+                last_error,
+            } => ErrorData::CircuitOpen {
+                server: server.clone(),
+                retry_after_ms: *retry_after_ms,
+                last_error: last_error.clone(),
             },
             Error::Internal(message) => ErrorData::Internal {
                 message: message.clone(),

@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod pipeline;
 pub mod pool;
+pub mod reaper;
 pub mod resilience;
 mod rpc;
 pub mod runtime_file;

@@ -65,6 +65,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Internal: the watchdog that stops the servers' process groups if the daemon dies.
+    #[command(hide = true)]
+    Reaper,
     /// Run the bundled demo MCP server on stdin/stdout (the default config starts it).
     DemoServer {
         /// The sample SQLite database (created on first use).
@@ -77,6 +80,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::DemoServer { db }) => run_demo_server(db),
+        Some(Command::Reaper) => {
+            tool_cli_daemon::reaper::run(std::io::stdin().lock());
+            ExitCode::SUCCESS
+        }
         None => run_daemon(cli),
     }
 }
@@ -158,6 +165,9 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Err(err) => return fail(1, format!("cannot read the bound address: {err}")),
     };
 
+    if let Err(err) = tool_cli_daemon::reaper::install(&self_exe) {
+        tracing::warn!(%err, "no reaper process; servers' children may outlive a killed daemon");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -199,6 +209,7 @@ async fn serve(
         &config,
         PoolOptions {
             max_message_bytes: cli.max_message_bytes,
+            ..PoolOptions::default()
         },
     );
     let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool)));

@@ -1,23 +1,29 @@
 //! The call pipeline: every tool call, from any client, takes this one path.
 //!
-//! resolve server → wait for its session → resolve tool → validate arguments → execute with a
-//! timeout (cancelled upstream on expiry) → record a trace. Later stages (policy, routing,
-//! circuit breakers, retries, dry-run, cost) are added here, never as side doors, so the
-//! invariant "no tool is called without passing validation" holds in one place.
+//! resolve server → wait for its session → resolve tool → validate arguments → bulkhead (bounded
+//! concurrency and queue) → [retry loop: circuit breaker → execute with a timeout, cancelled
+//! upstream on expiry] → degradation cache → record a trace. Later stages (policy, routing,
+//! dry-run, cost) are added here, never as side doors, so the invariant "no tool is called
+//! without passing validation" holds in one place.
 //!
 //! The discovery methods live here too, since they share resolution and waiting.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tool_cli_protocol::methods::{
-    CallToolParams, ListResourceTemplatesResult, ListResourcesResult, ListServersResult,
-    ListToolsResult, ServerSummary, ToolSummary,
+    BreakerHealth, CallToolParams, HealthResult, LatencySummary, ListResourceTemplatesResult,
+    ListResourcesResult, ListServersResult, ListToolsResult, ServerHealth, ServerState,
+    ServerSummary, ToolSummary,
 };
 
 use crate::error::Error;
 use crate::pool::{ListKind, Pool, Server, Session, Status};
+use crate::resilience::backoff::random_jitter;
+use crate::resilience::breaker::{BreakerState, Outcome, Refusal};
+use crate::resilience::cache::{CacheKey, is_cacheable};
+use crate::resilience::retry::{FailureClass, RetryPolicy, run_with_retries, safe_to_resend};
 
 /// How many tool names `listServers` gives as examples.
 const EXAMPLE_TOOLS: usize = 3;
@@ -48,9 +54,9 @@ impl Orchestrator {
                 let status = server.status();
                 let (tool_count, examples, instructions) = match &status {
                     Status::Ready(session) => (
-                        session.catalog.len(),
+                        session.catalog().len(),
                         session
-                            .catalog
+                            .catalog()
                             .tools()
                             .iter()
                             .take(EXAMPLE_TOOLS)
@@ -92,7 +98,7 @@ impl Orchestrator {
     pub async fn list_tools(&self, server: &str) -> Result<ListToolsResult, Error> {
         let (server, session) = self.session(server).await?;
         let tools = session
-            .catalog
+            .catalog()
             .tools()
             .iter()
             .map(|tool| ToolSummary {
@@ -110,14 +116,12 @@ impl Orchestrator {
     /// `describeTool`: the tool exactly as the server listed it.
     pub async fn describe_tool(&self, server: &str, tool: &str) -> Result<Value, Error> {
         let (server, session) = self.session(server).await?;
-        let tool = session
-            .catalog
-            .get(tool)
-            .ok_or_else(|| Error::UnknownTool {
-                server: server.config.name.clone(),
-                tool: tool.to_owned(),
-                known_tools: session.catalog.names(),
-            })?;
+        let catalog = session.catalog();
+        let tool = catalog.get(tool).ok_or_else(|| Error::UnknownTool {
+            server: server.config.name.clone(),
+            tool: tool.to_owned(),
+            known_tools: catalog.names(),
+        })?;
         Ok(tool.raw.clone())
     }
 
@@ -130,10 +134,15 @@ impl Orchestrator {
         match &outcome {
             Ok(result) => {
                 let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+                let attempts = result
+                    .pointer(&format!("/_meta/{}", tool_cli_protocol::meta::ATTEMPTS))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(1);
                 tracing::info!(
                     target: "tool_cli::trace",
                     session_id = params.session_id.as_deref().unwrap_or(""),
                     elapsed_ms,
+                    attempts,
                     is_error,
                     "call finished"
                 );
@@ -150,6 +159,7 @@ impl Orchestrator {
     }
 
     async fn call_tool_inner(&self, params: &CallToolParams) -> Result<Value, Error> {
+        let server = self.pool.server(&params.server)?;
         let timeout = match params.timeout_ms {
             Some(0) => {
                 return Err(Error::InvalidParams {
@@ -158,17 +168,21 @@ impl Orchestrator {
                 });
             }
             Some(ms) => Duration::from_millis(ms.min(tool_cli_protocol::MAX_TIMEOUT_MS)),
-            None => self.pool.server(&params.server)?.config.call_timeout,
+            None => server.config.call_timeout,
         };
-        let (server, session) = self.session(&params.server).await?;
-        let tool = session
-            .catalog
+
+        // Resolve and validate against the catalog as it is now: nothing is sent otherwise.
+        let session = server.session(timeout).await?;
+        let catalog = session.catalog();
+        let tool = catalog
             .get(&params.tool)
+            .cloned()
             .ok_or_else(|| Error::UnknownTool {
                 server: server.config.name.clone(),
                 tool: params.tool.clone(),
-                known_tools: session.catalog.names(),
+                known_tools: catalog.names(),
             })?;
+        drop(session);
         let arguments = params.arguments.clone().unwrap_or_default();
         let validator = tool.validator().map_err(|message| Error::InvalidSchema {
             server: server.config.name.clone(),
@@ -183,7 +197,211 @@ impl Orchestrator {
                 errors,
             });
         }
-        session.call_tool(&tool.name, arguments, timeout).await
+
+        let annotations = tool.raw.get("annotations").cloned().unwrap_or(Value::Null);
+        let cache_key = (server.cache.is_some() && is_cacheable(&annotations)).then(|| {
+            CacheKey::new(
+                &server.config.name,
+                &tool.name,
+                &Value::Object(arguments.clone()),
+            )
+        });
+
+        // One concurrency slot covers the call and its retries.
+        let _permit = server
+            .bulkhead
+            .acquire()
+            .await
+            .map_err(|busy| Error::Busy {
+                server: server.config.name.clone(),
+                in_flight: busy.in_flight,
+                queued: busy.queued,
+                retry_after_ms: busy.retry_after_hint.as_millis() as u64,
+            })?;
+        let (outcome, attempts) = run_with_retries(
+            &RetryPolicy::default(),
+            safe_to_resend(&annotations),
+            classify,
+            |_attempt| self.attempt(server, &tool.name, &arguments, timeout),
+            random_jitter,
+        )
+        .await;
+
+        match outcome {
+            Ok(mut result) => {
+                if let (Some(key), Some(cache)) = (cache_key, &server.cache) {
+                    cache
+                        .lock()
+                        .unwrap()
+                        .put(key, result.clone(), tokio::time::Instant::now());
+                }
+                set_meta(
+                    &mut result,
+                    tool_cli_protocol::meta::ATTEMPTS,
+                    attempts.into(),
+                );
+                Ok(result)
+            }
+            Err(error) => {
+                let cached = match (&cache_key, &server.cache) {
+                    (Some(key), Some(cache)) if server_is_failing(&error) => cache
+                        .lock()
+                        .unwrap()
+                        .get_fresh_with_age(key, tokio::time::Instant::now()),
+                    _ => None,
+                };
+                let Some((mut result, age)) = cached else {
+                    return Err(error);
+                };
+                tracing::warn!(%error, age_ms = age.as_millis() as u64, "serving a cached result");
+                set_meta(
+                    &mut result,
+                    tool_cli_protocol::meta::DEGRADED,
+                    serde_json::json!({
+                        "reason": error.to_string(),
+                        "ageMs": age.as_millis() as u64,
+                    }),
+                );
+                set_meta(
+                    &mut result,
+                    tool_cli_protocol::meta::ATTEMPTS,
+                    attempts.into(),
+                );
+                Ok(result)
+            }
+        }
+    }
+
+    /// One attempt: ask the breaker, wait for a live session, execute with the timeout, and
+    /// record the outcome for the breaker and `health`.
+    async fn attempt(
+        &self,
+        server: &Server,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let admission = server
+            .breaker
+            .lock()
+            .unwrap()
+            .try_acquire(tokio::time::Instant::now())
+            .map_err(|refusal| Error::CircuitOpen {
+                server: server.config.name.clone(),
+                retry_after_ms: match refusal {
+                    Refusal::Open { retry_after, .. } => retry_after.as_millis() as u64,
+                    // One probe is running; it decides within its timeout.
+                    Refusal::ProbeInFlight => timeout.as_millis() as u64,
+                },
+                last_error: server.stats.lock().unwrap().last_error.clone(),
+            })?;
+        let session = match server.session(timeout).await {
+            Ok(session) => session,
+            Err(error) => {
+                server.breaker.lock().unwrap().abandon(admission);
+                return Err(error);
+            }
+        };
+        let started = Instant::now();
+        let result = session.call_tool(tool, arguments.clone(), timeout).await;
+        let failure = match &result {
+            Err(error @ (Error::ServerExited { .. } | Error::Timeout { .. })) => {
+                Some(error.to_string())
+            }
+            // The server answered (a result, an `isError` result or its own JSON-RPC error): it
+            // is alive, whatever the tool thought of the arguments.
+            _ => None,
+        };
+        let outcome = if failure.is_some() {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        server
+            .breaker
+            .lock()
+            .unwrap()
+            .record(admission, outcome, tokio::time::Instant::now());
+        server
+            .stats
+            .lock()
+            .unwrap()
+            .record(started.elapsed(), failure);
+        result
+    }
+
+    /// `health`: every server's state, restarts, calls, errors, latency and breaker.
+    pub fn health(&self) -> HealthResult {
+        let now = tokio::time::Instant::now();
+        let servers = self
+            .pool
+            .servers()
+            .iter()
+            .map(|server| {
+                let status = server.status();
+                let (breaker_state, failing) = {
+                    let breaker = server.breaker.lock().unwrap();
+                    let counts = breaker.window_counts(now);
+                    // Degraded: at least half of the recent calls failed.
+                    (
+                        breaker.state(now),
+                        counts.failures > 0 && counts.failures * 2 >= counts.calls(),
+                    )
+                };
+                let (state, breaker) = match breaker_state {
+                    BreakerState::Closed => (
+                        ServerState::Degraded,
+                        BreakerHealth {
+                            state: "closed".to_owned(),
+                            retry_after_ms: None,
+                        },
+                    ),
+                    BreakerState::Open { until } => (
+                        ServerState::CircuitOpen,
+                        BreakerHealth {
+                            state: "open".to_owned(),
+                            retry_after_ms: Some(
+                                until.saturating_duration_since(now).as_millis() as u64
+                            ),
+                        },
+                    ),
+                    BreakerState::HalfOpen { .. } => (
+                        ServerState::Degraded,
+                        BreakerHealth {
+                            state: "halfOpen".to_owned(),
+                            retry_after_ms: None,
+                        },
+                    ),
+                };
+                let state = match (&status, breaker.state.as_str()) {
+                    (Status::Ready(_), "closed") if !failing => ServerState::Ready,
+                    (Status::Ready(_), _) => state,
+                    (other, _) => other.state(),
+                };
+                let (in_flight, queued) = server.bulkhead.snapshot();
+                let stats = server.stats.lock().unwrap();
+                ServerHealth {
+                    name: server.config.name.clone(),
+                    state,
+                    transport: server.transport_kind(),
+                    last_error: status
+                        .error()
+                        .map(str::to_owned)
+                        .or_else(|| stats.last_error.clone()),
+                    restarts: server.restarts(),
+                    uptime_ms: server.uptime().map(|d| d.as_millis() as u64),
+                    calls: stats.calls,
+                    errors: stats.errors,
+                    in_flight,
+                    queued,
+                    latency_ms: stats
+                        .percentiles()
+                        .map(|(p50, p95, samples)| LatencySummary { p50, p95, samples }),
+                    breaker,
+                }
+            })
+            .collect();
+        HealthResult { servers }
     }
 
     /// `listResources`. A server without the resources capability has none.
@@ -225,5 +443,47 @@ impl Orchestrator {
     pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, Error> {
         let (server, session) = self.session(server).await?;
         session.read_resource(uri, server.config.call_timeout).await
+    }
+}
+
+/// How the retry loop treats a failed attempt.
+fn classify(error: &Error) -> FailureClass {
+    match error {
+        // Not connected (yet): the request never left.
+        Error::ServerUnavailable { state, .. } if matches!(*state, "connecting" | "restarting") => {
+            FailureClass::Transient {
+                may_have_reached_server: false,
+            }
+        }
+        // Sent, and then the server went away or went quiet: it may have acted on it.
+        Error::ServerExited { .. } | Error::Timeout { .. } => FailureClass::Transient {
+            may_have_reached_server: true,
+        },
+        _ => FailureClass::Terminal,
+    }
+}
+
+/// Whether an error says the server is failing (as opposed to the call being wrong), which is
+/// when a cached result of a read-only tool may stand in.
+fn server_is_failing(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::ServerExited { .. }
+            | Error::Timeout { .. }
+            | Error::CircuitOpen { .. }
+            | Error::ServerUnavailable { .. }
+    )
+}
+
+/// Sets `_meta[key]` on a result object, creating `_meta` when absent.
+fn set_meta(result: &mut Value, key: &str, value: Value) {
+    let Some(object) = result.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(key.to_owned(), value);
     }
 }

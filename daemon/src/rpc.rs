@@ -26,6 +26,11 @@ pub(crate) fn module(orchestrator: Arc<Orchestrator>) -> RpcModule<Orchestrator>
         })
         .expect("method names are unique");
     module
+        .register_method(name::HEALTH, |_, orchestrator, _| {
+            Ok::<_, ErrorObjectOwned>(orchestrator.health())
+        })
+        .expect("method names are unique");
+    module
         .register_method(name::LIST_SERVERS, |_, orchestrator, _| {
             Ok::<_, ErrorObjectOwned>(orchestrator.list_servers())
         })

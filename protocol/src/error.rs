@@ -26,6 +26,10 @@ pub mod code {
     pub const TIMEOUT: i32 = -32002;
     /// The MCP server answered with a JSON-RPC error of its own.
     pub const UPSTREAM_ERROR: i32 = -32003;
+    /// The server's concurrency limit and wait queue are full; retry later.
+    pub const BUSY: i32 = -32004;
+    /// The server's circuit breaker is open after repeated failures; retry after the cooldown.
+    pub const CIRCUIT_OPEN: i32 = -32005;
 }
 
 /// The structured `data` of an error, tagged by `kind`.
@@ -118,6 +122,27 @@ pub enum ErrorData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Value>,
     },
+    /// The server has as many calls in flight and queued as it may; nothing was sent.
+    Busy {
+        /// The busy server.
+        server: String,
+        /// Calls executing.
+        in_flight: usize,
+        /// Calls waiting.
+        queued: usize,
+        /// A suggested wait before retrying, in milliseconds.
+        retry_after_ms: u64,
+    },
+    /// The server's circuit breaker is open; nothing was sent.
+    CircuitOpen {
+        /// The server.
+        server: String,
+        /// Milliseconds until a probe call will be allowed.
+        retry_after_ms: u64,
+        /// The failure that opened it, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_error: Option<String>,
+    },
     /// A fault inside the daemon; the details are in its log.
     Internal {
         /// A short description.
@@ -139,6 +164,8 @@ impl ErrorData {
             }
             ErrorData::Timeout { .. } => code::TIMEOUT,
             ErrorData::Upstream { .. } => code::UPSTREAM_ERROR,
+            ErrorData::Busy { .. } => code::BUSY,
+            ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
         }
     }
 }

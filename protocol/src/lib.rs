@@ -53,6 +53,15 @@ pub const SUPPORTED_JSON_SCHEMA_DIALECTS: &[&str] = &[
     "http://json-schema.org/draft-07/schema#",
 ];
 
+/// Keys the daemon adds to a `CallToolResult`'s `_meta` (everything else is the server's own).
+pub mod meta {
+    /// How many attempts the call took (1 unless a transient failure was retried).
+    pub const ATTEMPTS: &str = "tool-cli/attempts";
+    /// Present when the server was failing and a cached result of a read-only tool was served
+    /// instead: `{"reason": string, "ageMs": integer}`.
+    pub const DEGRADED: &str = "tool-cli/degraded";
+}
+
 /// Names of the environment variables of the protocol.
 pub mod env {
     /// Client side: the daemon's TCP port.

@@ -26,6 +26,8 @@ pub mod name {
     pub const LIST_RESOURCE_TEMPLATES: &str = "listResourceTemplates";
     /// Read one resource.
     pub const READ_RESOURCE: &str = "readResource";
+    /// Per-server health: state, restarts, calls, errors, latency, breaker (ours).
+    pub const HEALTH: &str = "health";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -37,6 +39,7 @@ pub mod name {
         LIST_RESOURCES,
         LIST_RESOURCE_TEMPLATES,
         READ_RESOURCE,
+        HEALTH,
     ];
 }
 
@@ -241,6 +244,15 @@ pub enum ServerState {
     Failed,
     /// It was connected and has exited or closed its connection.
     Exited,
+    /// It failed or exited and will be started again after a backoff delay.
+    Restarting,
+    /// It kept failing and is parked; it is not restarted again.
+    Down,
+    /// Connected, but calls have been failing recently (health only).
+    Degraded,
+    /// Connected, but its circuit breaker is open: calls are refused until the cooldown ends
+    /// (health only).
+    CircuitOpen,
     /// `enabled: false` in the config.
     Disabled,
     /// A state this version does not know (a newer bridge within major 1).
@@ -256,6 +268,10 @@ impl ServerState {
             ServerState::Ready => "ready",
             ServerState::Failed => "failed",
             ServerState::Exited => "exited",
+            ServerState::Restarting => "restarting",
+            ServerState::Down => "down",
+            ServerState::Degraded => "degraded",
+            ServerState::CircuitOpen => "circuitOpen",
             ServerState::Disabled => "disabled",
             ServerState::Unknown => "unknown",
         }
@@ -275,6 +291,69 @@ pub enum TransportKind {
     #[default]
     #[serde(other)]
     Unknown,
+}
+
+/// Result of `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthResult {
+    /// Every configured server, in config order.
+    pub servers: Vec<ServerHealth>,
+}
+
+/// One server in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerHealth {
+    /// The server's name.
+    pub name: String,
+    /// Its state: the connection state, refined to `degraded` or `circuitOpen` when connected.
+    pub state: ServerState,
+    /// How it is reached.
+    #[serde(default)]
+    pub transport: TransportKind,
+    /// The last error: why it failed, exited or why its last call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// How many times it has been restarted.
+    pub restarts: u32,
+    /// Milliseconds since its current connection was established, when connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_ms: Option<u64>,
+    /// Tool calls that reached the execution stage.
+    pub calls: u64,
+    /// Of those, how many failed (timeouts, exits, transport failures; not tool `isError`).
+    pub errors: u64,
+    /// Calls executing now.
+    pub in_flight: usize,
+    /// Calls waiting for a concurrency slot.
+    pub queued: usize,
+    /// Latency of recent calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<LatencySummary>,
+    /// The circuit breaker.
+    pub breaker: BreakerHealth,
+}
+
+/// Latency percentiles of recent calls, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// How many recent calls these are computed over.
+    pub samples: usize,
+}
+
+/// State of a server's circuit breaker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerHealth {
+    /// `closed`, `open` or `halfOpen`.
+    pub state: String,
+    /// While open: milliseconds until a probe call is allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Result of `listTools`.

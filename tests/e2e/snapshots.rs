@@ -69,61 +69,62 @@ fn get_bridge_info() {
     check(
         &info,
         expect![[r#"
-        {
-          "bridgeProtocol": {
-            "name": "tool-cli-bridge",
-            "major": 1,
-            "version": "1.0"
-          },
-          "serverImplementation": {
-            "name": "tool-cli-daemon-rs",
-            "version": "<version>"
-          },
-          "operations": [
-            "getBridgeInfo",
-            "listServers",
-            "listTools",
-            "describeTool",
-            "callTool",
-            "listResources",
-            "listResourceTemplates",
-            "readResource"
-          ],
-          "capabilities": {
-            "authentication": {
-              "required": true,
-              "scheme": "bearer"
-            },
-            "tools": {
-              "discovery": true,
-              "calls": true,
-              "inputSchemaValidation": true,
-              "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
-              "supportedJsonSchemaDialects": [
-                "https://json-schema.org/draft/2020-12/schema",
-                "https://json-schema.org/draft/2019-09/schema",
-                "http://json-schema.org/draft-07/schema#"
-              ]
-            },
-            "resources": {
-              "list": true,
-              "templates": true,
-              "read": true
-            },
-            "cancellation": {
-              "perCallTimeout": true,
-              "upstreamNotification": "notifications/cancelled"
-            }
-          },
-          "upstreamMcp": {
-            "protocolVersion": "2025-11-25",
-            "implementation": {
-              "name": "tool-cli-daemon-rs",
-              "version": "<version>"
-            },
-            "capabilities": {}
-          }
-        }"#]],
+            {
+              "bridgeProtocol": {
+                "name": "tool-cli-bridge",
+                "major": 1,
+                "version": "1.0"
+              },
+              "serverImplementation": {
+                "name": "tool-cli-daemon-rs",
+                "version": "<version>"
+              },
+              "operations": [
+                "getBridgeInfo",
+                "listServers",
+                "listTools",
+                "describeTool",
+                "callTool",
+                "listResources",
+                "listResourceTemplates",
+                "readResource",
+                "health"
+              ],
+              "capabilities": {
+                "authentication": {
+                  "required": true,
+                  "scheme": "bearer"
+                },
+                "tools": {
+                  "discovery": true,
+                  "calls": true,
+                  "inputSchemaValidation": true,
+                  "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+                  "supportedJsonSchemaDialects": [
+                    "https://json-schema.org/draft/2020-12/schema",
+                    "https://json-schema.org/draft/2019-09/schema",
+                    "http://json-schema.org/draft-07/schema#"
+                  ]
+                },
+                "resources": {
+                  "list": true,
+                  "templates": true,
+                  "read": true
+                },
+                "cancellation": {
+                  "perCallTimeout": true,
+                  "upstreamNotification": "notifications/cancelled"
+                }
+              },
+              "upstreamMcp": {
+                "protocolVersion": "2025-11-25",
+                "implementation": {
+                  "name": "tool-cli-daemon-rs",
+                  "version": "<version>"
+                },
+                "capabilities": {}
+              }
+            }"#]],
     );
 }
 
@@ -352,38 +353,41 @@ fn call_tool_sql_query_first_page() {
     check(
         &result,
         expect![[r#"
-        {
-          "content": [
             {
-              "type": "text",
-              "text": "{\"columns\":[\"id\",\"name\"],\"rows\":[{\"id\":1,\"name\":\"Ada Okafor\"},{\"id\":2,\"name\":\"Bruno Tanaka\"}],\"offset\":0,\"effective_page_size\":2,\"returned_rows\":2,\"total_rows_matched\":50,\"total_rows_exact\":true,\"has_more\":true,\"next_offset\":2}"
-            }
-          ],
-          "structuredContent": {
-            "columns": [
-              "id",
-              "name"
-            ],
-            "rows": [
-              {
-                "id": 1,
-                "name": "Ada Okafor"
+              "content": [
+                {
+                  "type": "text",
+                  "text": "{\"columns\":[\"id\",\"name\"],\"rows\":[{\"id\":1,\"name\":\"Ada Okafor\"},{\"id\":2,\"name\":\"Bruno Tanaka\"}],\"offset\":0,\"effective_page_size\":2,\"returned_rows\":2,\"total_rows_matched\":50,\"total_rows_exact\":true,\"has_more\":true,\"next_offset\":2}"
+                }
+              ],
+              "structuredContent": {
+                "columns": [
+                  "id",
+                  "name"
+                ],
+                "rows": [
+                  {
+                    "id": 1,
+                    "name": "Ada Okafor"
+                  },
+                  {
+                    "id": 2,
+                    "name": "Bruno Tanaka"
+                  }
+                ],
+                "offset": 0,
+                "effective_page_size": 2,
+                "returned_rows": 2,
+                "total_rows_matched": 50,
+                "total_rows_exact": true,
+                "has_more": true,
+                "next_offset": 2
               },
-              {
-                "id": 2,
-                "name": "Bruno Tanaka"
+              "isError": false,
+              "_meta": {
+                "tool-cli/attempts": 1
               }
-            ],
-            "offset": 0,
-            "effective_page_size": 2,
-            "returned_rows": 2,
-            "total_rows_matched": 50,
-            "total_rows_exact": true,
-            "has_more": true,
-            "next_offset": 2
-          },
-          "isError": false
-        }"#]],
+            }"#]],
     );
 }
 
@@ -441,63 +445,66 @@ fn call_tool_describe_schema() {
     check(
         &redact(one, &["/content/0/text"]),
         expect![[r#"
-        {
-          "content": [
             {
-              "type": "text",
-              "text": "<text>"
-            }
-          ],
-          "structuredContent": {
-            "tables": [
-              {
-                "name": "products",
-                "kind": "table",
-                "row_count": 30,
-                "columns": [
+              "content": [
+                {
+                  "type": "text",
+                  "text": "<text>"
+                }
+              ],
+              "structuredContent": {
+                "tables": [
                   {
-                    "name": "id",
-                    "declared_type": "INTEGER",
-                    "not_null": false,
-                    "primary_key": true,
-                    "default_value": null
-                  },
-                  {
-                    "name": "name",
-                    "declared_type": "TEXT",
-                    "not_null": true,
-                    "primary_key": false,
-                    "default_value": null
-                  },
-                  {
-                    "name": "category",
-                    "declared_type": "TEXT",
-                    "not_null": true,
-                    "primary_key": false,
-                    "default_value": null
-                  },
-                  {
-                    "name": "price_cents",
-                    "declared_type": "INTEGER",
-                    "not_null": true,
-                    "primary_key": false,
-                    "default_value": null
-                  },
-                  {
-                    "name": "stock",
-                    "declared_type": "INTEGER",
-                    "not_null": true,
-                    "primary_key": false,
-                    "default_value": null
+                    "name": "products",
+                    "kind": "table",
+                    "row_count": 30,
+                    "columns": [
+                      {
+                        "name": "id",
+                        "declared_type": "INTEGER",
+                        "not_null": false,
+                        "primary_key": true,
+                        "default_value": null
+                      },
+                      {
+                        "name": "name",
+                        "declared_type": "TEXT",
+                        "not_null": true,
+                        "primary_key": false,
+                        "default_value": null
+                      },
+                      {
+                        "name": "category",
+                        "declared_type": "TEXT",
+                        "not_null": true,
+                        "primary_key": false,
+                        "default_value": null
+                      },
+                      {
+                        "name": "price_cents",
+                        "declared_type": "INTEGER",
+                        "not_null": true,
+                        "primary_key": false,
+                        "default_value": null
+                      },
+                      {
+                        "name": "stock",
+                        "declared_type": "INTEGER",
+                        "not_null": true,
+                        "primary_key": false,
+                        "default_value": null
+                      }
+                    ],
+                    "foreign_keys": [],
+                    "sql": "CREATE TABLE products (\n    id INTEGER PRIMARY KEY,\n    name TEXT NOT NULL,\n    category TEXT NOT NULL,\n    price_cents INTEGER NOT NULL CHECK (price_cents > 0),\n    stock INTEGER NOT NULL CHECK (stock >= 0)\n)"
                   }
-                ],
-                "foreign_keys": [],
-                "sql": "CREATE TABLE products (\n    id INTEGER PRIMARY KEY,\n    name TEXT NOT NULL,\n    category TEXT NOT NULL,\n    price_cents INTEGER NOT NULL CHECK (price_cents > 0),\n    stock INTEGER NOT NULL CHECK (stock >= 0)\n)"
+                ]
+              },
+              "isError": false,
+              "_meta": {
+                "tool-cli/attempts": 1
               }
-            ]
-          },
-          "isError": false
-        }"#]],
+            }"#]],
     );
 }
 

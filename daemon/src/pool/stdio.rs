@@ -105,6 +105,7 @@ impl ChildProcess {
         }
         let mut child = cmd.spawn()?;
         let pid = child.id().map(|id| id as i32).unwrap_or(0);
+        crate::reaper::register(pid);
         let stdout = child.stdout.take().expect("stdout is piped");
         let stdin = child.stdin.take().expect("stdin is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
@@ -122,6 +123,7 @@ impl ChildProcess {
             tracing::info!(server, exit = %description, "server process exited");
             // Whatever the leader left behind in its group goes too.
             kill_group(pid, libc::SIGKILL);
+            crate::reaper::unregister(pid);
             let _ = exit_tx.send(Some(ExitInfo { description }));
         });
         Ok((
@@ -161,6 +163,16 @@ impl ChildProcess {
         }
         kill_group(self.pid, libc::SIGKILL);
         self.wait_exit(STOP_GRACE).await;
+    }
+}
+
+impl Drop for ChildProcess {
+    /// A child nobody holds any more is never left running: this is what stops a server whose
+    /// connection attempt was abandoned (on shutdown, say).
+    fn drop(&mut self) {
+        if self.exit.borrow().is_none() {
+            kill_group(self.pid, libc::SIGKILL);
+        }
     }
 }
 

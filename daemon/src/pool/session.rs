@@ -1,0 +1,471 @@
+//! One live MCP connection: the rmcp client peer, its tool catalog, and for stdio the child.
+//!
+//! A session is established once (handshake, then the first tool listing) and ends when its
+//! connection does; the supervisor in `pool/mod.rs` then decides whether to start a new one.
+//! Requests go through [`Session::request`], which returns the raw JSON result when the transport
+//! tapped it, so what clients see is what the server sent. The catalog is swapped whole when the
+//! server announces `notifications/tools/list_changed` (bursts coalesced), so a removed tool stops
+//! being callable at once.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest,
+    ListToolsRequest, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
+use serde_json::{Map, Value};
+use tokio::sync::{Notify, watch};
+
+use super::catalog::Catalog;
+use super::stdio::{ChildProcess, RawResults, id_key};
+use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
+use crate::error::Error;
+
+/// How long a server gets to start, complete the MCP handshake and list its tools.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many pages of a paginated list we follow before deciding the server is looping.
+const MAX_PAGES: usize = 1000;
+
+/// How long after a `list_changed` notification the catalog is refreshed; notifications arriving
+/// meanwhile are folded into the same refresh.
+const LIST_CHANGED_COALESCE: Duration = Duration::from_millis(50);
+
+/// A live MCP connection to one server.
+pub(crate) struct Session {
+    server: String,
+    peer: Peer<RoleClient>,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Raw results tapped from the wire (stdio only; HTTP results are re-serialized).
+    raw: Option<Arc<RawResults>>,
+    pub(crate) process: Option<Arc<ChildProcess>>,
+    /// Why the stdio stream ended, when it has.
+    stream_closed: Arc<Mutex<Option<String>>>,
+    cancel: Mutex<Option<RunningServiceCancellationToken>>,
+    /// Becomes true once the session's service loop has ended.
+    ended: watch::Receiver<bool>,
+    pub(crate) supports_resources: bool,
+    pub(crate) instructions: Option<String>,
+}
+
+/// Resolves when a session's service loop has ended.
+pub(crate) type ServiceDone = tokio::task::JoinHandle<()>;
+
+/// Our MCP client side: identity, and what to do when a server announces a new tool list.
+#[derive(Clone)]
+struct PoolClient {
+    config: ClientConfig,
+    tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for PoolClient {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // A stored permit: a burst of notifications wakes the refresher once.
+        self.tools_changed.notify_one();
+    }
+}
+
+pub(crate) fn client_config() -> ClientConfig {
+    let mut config = ClientConfig::new(
+        ClientCapabilities::default(),
+        rmcp::model::Implementation::new(
+            tool_cli_protocol::IMPLEMENTATION_NAME,
+            env!("CARGO_PKG_VERSION"),
+        ),
+    );
+    config.protocol_version = MCP_PROTOCOL_VERSION;
+    config
+}
+
+/// Runs the MCP handshake over `transport` and lists the server's tools.
+pub(crate) async fn establish<T, E, A>(
+    name: &str,
+    transport: T,
+    raw: Option<Arc<RawResults>>,
+    process: Option<Arc<ChildProcess>>,
+    stream_closed: Arc<Mutex<Option<String>>>,
+) -> Result<(Arc<Session>, ServiceDone), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let tools_changed = Arc::new(Notify::new());
+    let client = PoolClient {
+        config: client_config(),
+        tools_changed: Arc::clone(&tools_changed),
+    };
+    let service = tokio::time::timeout(CONNECT_TIMEOUT, client.serve(transport))
+        .await
+        .map_err(|_| {
+            format!(
+                "no answer to the MCP initialize request within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            )
+        })?
+        .map_err(|err| format!("the MCP handshake failed: {err}"))?;
+    let peer = service.peer().clone();
+    let info = peer.peer_info();
+    let supports_resources = info
+        .as_ref()
+        .is_some_and(|info| info.capabilities.resources.is_some());
+    let supports_tools = info
+        .as_ref()
+        .is_none_or(|info| info.capabilities.tools.is_some());
+    let instructions = info.as_ref().and_then(|info| info.instructions.clone());
+    let cancel = service.cancellation_token();
+    let (ended_tx, ended_rx) = watch::channel(false);
+    let done = tokio::spawn(async move {
+        let _ = service.waiting().await;
+        let _ = ended_tx.send(true);
+    });
+    let session = Arc::new(Session {
+        server: name.to_owned(),
+        peer,
+        catalog: RwLock::new(Arc::new(Catalog::default())),
+        raw,
+        process,
+        stream_closed,
+        cancel: Mutex::new(Some(cancel)),
+        ended: ended_rx,
+        supports_resources,
+        instructions,
+    });
+    if supports_tools {
+        if let Err(err) = session.refresh_catalog().await {
+            session.close().await;
+            return Err(format!("listing its tools failed: {err}"));
+        }
+        tokio::spawn(refresh_on_list_changed(
+            Arc::downgrade(&session),
+            tools_changed,
+        ));
+    }
+    Ok((session, done))
+}
+
+/// Keeps a session's catalog fresh until the session goes away.
+async fn refresh_on_list_changed(session: Weak<Session>, tools_changed: Arc<Notify>) {
+    loop {
+        tools_changed.notified().await;
+        tokio::time::sleep(LIST_CHANGED_COALESCE).await;
+        let Some(session) = session.upgrade() else {
+            return;
+        };
+        if *session.ended.borrow() {
+            return;
+        }
+        match session.refresh_catalog().await {
+            Ok(count) => {
+                tracing::info!(server = %session.server, tools = count, "tool list changed")
+            }
+            Err(error) => {
+                tracing::warn!(server = %session.server, %error, "refreshing the tool list failed")
+            }
+        }
+    }
+}
+
+pub(crate) async fn connect_http(
+    name: &str,
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<(Arc<Session>, ServiceDone), String> {
+    use hyper::http::{HeaderName, HeaderValue};
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    let mut custom = HashMap::new();
+    for (key, value) in headers {
+        if key.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            config = config.auth_header(token.to_owned());
+            continue;
+        }
+        let key = HeaderName::try_from(key.as_str())
+            .map_err(|err| format!("header name \"{key}\" is invalid: {err}"))?;
+        let value = HeaderValue::try_from(value.as_str())
+            .map_err(|err| format!("header \"{key}\" has an invalid value: {err}"))?;
+        custom.insert(key, value);
+    }
+    config = config
+        .custom_headers(custom)
+        .reinit_on_expired_session(true);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    establish(name, transport, None, None, Arc::new(Mutex::new(None))).await
+}
+
+/// Which paginated list to fetch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+}
+
+impl ListKind {
+    fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools/list",
+            ListKind::Resources => "resources/list",
+            ListKind::ResourceTemplates => "resources/templates/list",
+        }
+    }
+
+    fn items_key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+        }
+    }
+
+    fn request(self, cursor: Option<String>) -> ClientRequest {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        match self {
+            ListKind::Tools => {
+                ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params))
+            }
+            ListKind::Resources => {
+                ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(params))
+            }
+            ListKind::ResourceTemplates => ClientRequest::ListResourceTemplatesRequest(
+                ListResourceTemplatesRequest::with_param(params),
+            ),
+        }
+    }
+}
+
+/// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
+struct RawGuard<'a> {
+    raw: Option<&'a RawResults>,
+    key: String,
+}
+
+impl Drop for RawGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw {
+            raw.take(&self.key);
+        }
+    }
+}
+
+/// Tells the server a request is abandoned when the future awaiting it is dropped (the RPC client
+/// went away): without this the server would keep working for no one.
+struct AbandonGuard {
+    peer: Option<Peer<RoleClient>>,
+    request_id: rmcp::model::RequestId,
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let request_id = self.request_id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let notice = CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("the client of the tool-cli daemon went away".to_owned()),
+                );
+                let _ = peer.notify_cancelled(notice).await;
+            });
+        }
+    }
+}
+
+impl Session {
+    /// The current tool catalog.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap())
+    }
+
+    /// Lists the tools again and swaps the catalog; returns how many there are.
+    async fn refresh_catalog(&self) -> Result<usize, Error> {
+        let tools = self.list_all(ListKind::Tools, CONNECT_TIMEOUT).await?;
+        let catalog = Arc::new(Catalog::new(tools));
+        let count = catalog.len();
+        *self.catalog.write().unwrap() = catalog;
+        Ok(count)
+    }
+
+    /// Whether its connection has ended.
+    pub(crate) fn has_ended(&self) -> bool {
+        *self.ended.borrow()
+    }
+
+    /// Sends one request and returns its result as JSON, unnarrowed when the transport tapped it.
+    async fn request(
+        &self,
+        request: ClientRequest,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let handle = self
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
+            .await;
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.service_error(err, label, timeout).await),
+        };
+        let guard = RawGuard {
+            raw: self.raw.as_deref(),
+            key: id_key(&handle.id),
+        };
+        let mut abandon = AbandonGuard {
+            peer: Some(self.peer.clone()),
+            request_id: handle.id.clone(),
+        };
+        let outcome = handle.await_response().await;
+        // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
+        abandon.peer = None;
+        let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
+        match outcome {
+            Ok(result) => match raw {
+                Some(raw) => Ok(raw),
+                None => serde_json::to_value(&result)
+                    .map_err(|err| Error::Internal(format!("re-encoding a result: {err}"))),
+            },
+            Err(err) => Err(self.service_error(err, label, timeout).await),
+        }
+    }
+
+    /// Calls a tool; the result is the server's complete `CallToolResult`.
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        self.request(request, tool, timeout).await
+    }
+
+    /// Reads a resource; the result is the server's complete `ReadResourceResult`.
+    pub(crate) async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Value, Error> {
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+            ReadResourceRequestParams::new(uri),
+        ));
+        self.request(request, "resources/read", timeout).await
+    }
+
+    /// Fetches every page of a list, following `nextCursor`.
+    pub(crate) async fn list_all(
+        &self,
+        kind: ListKind,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self
+                .request(kind.request(cursor.clone()), kind.method(), timeout)
+                .await?;
+            if let Some(Value::Array(page_items)) = page.get(kind.items_key()) {
+                items.extend(page_items.iter().cloned());
+            }
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|next| !next.is_empty())
+                .map(str::to_owned);
+            if next.is_none() || next == cursor {
+                return Ok(items);
+            }
+            cursor = next;
+        }
+        Err(Error::Upstream {
+            server: self.server.clone(),
+            code: tool_cli_protocol::code::INTERNAL_ERROR.into(),
+            message: format!("{} returned more than {MAX_PAGES} pages", kind.method()),
+            data: None,
+        })
+    }
+
+    async fn service_error(&self, err: ServiceError, label: &str, timeout: Duration) -> Error {
+        match err {
+            ServiceError::McpError(error) => Error::Upstream {
+                server: self.server.clone(),
+                code: error.code.0.into(),
+                message: error.message.into_owned(),
+                data: error.data.map(Box::new),
+            },
+            ServiceError::Timeout { .. } => Error::Timeout {
+                server: self.server.clone(),
+                tool: label.to_owned(),
+                timeout_ms: timeout.as_millis() as u64,
+            },
+            ServiceError::TransportSend(error) if self.process.is_none() => Error::ServerExited {
+                server: self.server.clone(),
+                exit: format!("the HTTP transport failed: {error}"),
+                stderr_tail: Vec::new(),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                // The stream ends a moment before the exit status is known; wait for it briefly
+                // so the error can say how the server ended.
+                let mut ended = self.ended.clone();
+                let _ = tokio::time::timeout(
+                    Duration::from_millis(500),
+                    ended.wait_for(|ended| *ended),
+                )
+                .await;
+                Error::ServerExited {
+                    server: self.server.clone(),
+                    exit: self.describe_end().await,
+                    stderr_tail: self
+                        .process
+                        .as_ref()
+                        .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
+                        .unwrap_or_default(),
+                }
+            }
+            other => Error::Internal(format!("{label} on server \"{}\": {other}", self.server)),
+        }
+    }
+
+    /// Why the connection ended: the stream's close reason (an oversized message, say) and the
+    /// exit status for a child.
+    pub(crate) async fn describe_end(&self) -> String {
+        let closed = self.stream_closed.lock().unwrap().clone();
+        let exit = match &self.process {
+            Some(process) => match process.wait_exit(Duration::from_millis(500)).await {
+                Some(exit) => Some(exit),
+                None => process.exit_info(),
+            },
+            None => None,
+        };
+        match (closed, exit) {
+            (Some(closed), Some(exit)) if !closed.starts_with("the server closed its stdout") => {
+                format!("{closed}; the process ended with {}", exit.description)
+            }
+            (_, Some(exit)) => format!("the process ended with {}", exit.description),
+            (Some(closed), None) => closed,
+            (None, None) => "the connection closed".to_owned(),
+        }
+    }
+
+    /// Ends the session: the service stops (closing the child's stdin), then the child's group
+    /// is stopped.
+    pub(crate) async fn close(&self) {
+        if let Some(cancel) = self.cancel.lock().unwrap().take() {
+            cancel.cancel();
+        }
+        let mut ended = self.ended.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(2), ended.wait_for(|e| *e)).await;
+        if let Some(process) = &self.process {
+            process.stop().await;
+        }
+    }
+}
