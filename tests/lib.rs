@@ -187,6 +187,49 @@ pub fn python_fixture() -> Value {
     json!({"command": venv_python(), "args": [python_fixture_path()]})
 }
 
+/// The `tool-cli-fault-server` fixture binary (`cargo build -p tool-cli-fault-server`), built
+/// next to the daemon.
+pub fn fault_server_bin() -> PathBuf {
+    binary("tool-cli-fault-server")
+}
+
+/// A config entry for the fault-injection fixture with these flags (see its `args.rs`).
+pub fn fault_server(args: &[&str]) -> Value {
+    json!({"command": fault_server_bin(), "args": args})
+}
+
+/// [`fault_server`] that appends every message it receives to `record` (`--record`), so a test
+/// can count what reached the server: `initialize` per spawn, `tools/call` per attempt,
+/// `notifications/cancelled`. The file is appended to across restarts.
+pub fn fault_server_recording(record: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--record".to_owned(), record.to_string_lossy().into_owned()];
+    all.extend(args.iter().map(|arg| (*arg).to_owned()));
+    json!({"command": fault_server_bin(), "args": all})
+}
+
+/// Every JSON message in a fault server's `--record` file, in arrival order; lines that are not
+/// JSON are left out, and a file not created yet reads as empty.
+pub fn recorded_messages(record: &Path) -> Vec<Value> {
+    let text = match std::fs::read_to_string(record) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(err) => panic!("read {}: {err}", record.display()),
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// How many recorded messages have this `method` (and, for `tools/call`, this tool name when
+/// `tool` is given).
+pub fn count_recorded(record: &Path, method: &str, tool: Option<&str>) -> usize {
+    recorded_messages(record)
+        .iter()
+        .filter(|message| message["method"] == method)
+        .filter(|message| tool.is_none_or(|tool| message["params"]["name"] == tool))
+        .count()
+}
+
 /// A free loopback port: bind `127.0.0.1:0`, read the port, release it.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
@@ -631,15 +674,24 @@ fn clear_tool_cli_env(command: &mut Command) {
 
 /// POSTs `body` to `127.0.0.1:port` at `path` with `headers`; returns the status and the body.
 /// A minimal HTTP/1.1 client: one request per connection, `Content-Length` or chunked bodies.
+/// Panics on any I/O failure; [`try_http_post`] returns it instead.
 pub fn http_post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Vec<u8>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))
-        .unwrap_or_else(|err| panic!("connect to 127.0.0.1:{port}: {err}"));
-    stream
-        .set_read_timeout(Some(REQUEST_TIMEOUT))
-        .expect("set read timeout");
-    stream
-        .set_write_timeout(Some(REQUEST_TIMEOUT))
-        .expect("set write timeout");
+    try_http_post(port, path, headers, body)
+        .unwrap_or_else(|err| panic!("POST {path} to 127.0.0.1:{port}: {err}"))
+}
+
+/// [`http_post`] that reports a refused, reset or malformed exchange as an error, for tests where
+/// an unanswered request is the outcome under test (a daemon shutting down mid-request).
+pub fn try_http_post(
+    port: u16,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<(u16, Vec<u8>)> {
+    let malformed = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
     let mut request = format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n",
@@ -649,27 +701,25 @@ pub fn http_post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .expect("write request head");
-    stream.write_all(body).expect("write request body");
-    stream.flush().expect("flush request");
+    stream.write_all(request.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()?;
 
     let mut reader = BufReader::new(stream);
     let mut status_line = String::new();
-    reader
-        .read_line(&mut status_line)
-        .expect("read status line");
+    reader.read_line(&mut status_line)?;
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("bad HTTP status line {status_line:?}"));
+        .ok_or_else(|| malformed(format!("bad HTTP status line {status_line:?}")))?;
     let mut content_length = None;
     let mut chunked = false;
     loop {
         let mut line = String::new();
-        reader.read_line(&mut line).expect("read header line");
+        if reader.read_line(&mut line)? == 0 {
+            return Err(malformed("the connection closed inside the headers".into()));
+        }
         let line = line.trim_end();
         if line.is_empty() {
             break;
@@ -688,26 +738,26 @@ pub fn http_post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -
     if chunked {
         loop {
             let mut size_line = String::new();
-            reader.read_line(&mut size_line).expect("read chunk size");
+            reader.read_line(&mut size_line)?;
             let size_text = size_line.trim().split(';').next().unwrap_or("");
             let size = usize::from_str_radix(size_text, 16)
-                .unwrap_or_else(|_| panic!("bad chunk size line {size_line:?}"));
+                .map_err(|_| malformed(format!("bad chunk size line {size_line:?}")))?;
             if size == 0 {
                 break;
             }
             let start = body.len();
             body.resize(start + size, 0);
-            reader.read_exact(&mut body[start..]).expect("read chunk");
+            reader.read_exact(&mut body[start..])?;
             let mut crlf = [0u8; 2];
-            reader.read_exact(&mut crlf).expect("read chunk end");
+            reader.read_exact(&mut crlf)?;
         }
     } else if let Some(length) = content_length {
         body.resize(length, 0);
-        reader.read_exact(&mut body).expect("read body");
+        reader.read_exact(&mut body)?;
     } else {
-        reader.read_to_end(&mut body).expect("read body to end");
+        reader.read_to_end(&mut body)?;
     }
-    (status, body)
+    Ok((status, body))
 }
 
 /// Parses a JSON-RPC 2.0 response body, panicking with the body when it is not one.
@@ -887,6 +937,28 @@ pub fn live_processes_in_group(pgid: i32) -> Vec<i32> {
             |&pid| matches!(proc_stat(pid), Some((state, _, pgrp)) if pgrp == pgid && state != 'Z'),
         )
         .collect()
+}
+
+/// Whether `pid` is a live (non-zombie) process. A zombie counts as gone: it runs nothing, and
+/// an init that does not reap would keep it around for ever.
+pub fn process_is_alive(pid: i32) -> bool {
+    matches!(proc_stat(pid), Some((state, _, _)) if state != 'Z')
+}
+
+/// The parent of `pid` (zombies included), if it exists.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    proc_stat(pid).map(|(_, ppid, _)| ppid)
+}
+
+/// The resident set size of `pid` in KiB, from `VmRSS` in `/proc/<pid>/status`.
+pub fn vm_rss_kib(pid: u32) -> u64 {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("read {path}: {err}"));
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS line in {path}:\n{status}"))
 }
 
 /// Waits up to `timeout` for `condition`, polling; returns whether it became true.

@@ -12,4 +12,5 @@ mod config;
 mod failures;
 mod lifecycle;
 mod peers;
+mod resilience;
 mod snapshots;
