@@ -18,6 +18,10 @@ use crate::shape::RequestShapeLayer;
 /// Most requests in one JSON-RPC batch.
 const MAX_BATCH_LEN: u32 = 100;
 
+/// Most connections at once. Every agent process on the machine may hold one, and a slow tool
+/// call holds one for its whole duration, so this is well above jsonrpsee's default of 100.
+const MAX_CONNECTIONS: u32 = 1024;
+
 /// Serves the protocol on `listener` until `shutdown` resolves, then drains for up to `grace`.
 pub async fn run(
     listener: TcpListener,
@@ -33,6 +37,7 @@ pub async fn run(
     let config = ServerConfig::builder()
         .http_only()
         .max_request_body_size(crate::shape::MAX_REQUEST_BODY_BYTES as u32)
+        .max_connections(MAX_CONNECTIONS)
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH_LEN))
         .build();
     let server = Server::builder()

@@ -1039,7 +1039,10 @@ fn sigterm_with_200_concurrent_calls_answers_each_accepted_call_once_and_leaves_
         "each call answered once"
     );
     assert_eq!(answered.len() + refused_count, CALLS);
-    assert!(!answered.is_empty(), "some calls were accepted");
+    // The connection limit is well above 200 and the grace period longer than the calls: every
+    // call is accepted and finishes with its result.
+    assert_eq!(refused_count, 0, "no call is refused");
+    assert_eq!(slept, CALLS, "every call in flight at SIGTERM finished");
 
     let status = daemon
         .wait_for_exit(SHUTDOWN_TIMEOUT)
