@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The call-latency benchmark: build the release client and daemon, then run
+# daemon/benches/call_latency.rs, which prints a markdown table of medians and ratios against a
+# direct rmcp baseline measured in the same run (see docs/benchmarks.md).
+#
+# Iteration counts come from the environment:
+#   TOOL_CLI_BENCH_CALLS      timed in-process calls per measurement (default 2000)
+#   TOOL_CLI_BENCH_PROCESSES  timed process runs per measurement     (default 200)
+#   TOOL_CLI_BENCH_ROUNDS     rounds the measurements interleave in  (default 20)
+# CARGO_TARGET_DIR is honoured; both cargo commands below use the same one, which is where the
+# bench finds the `tool-cli` binary (next to `tool-cli-daemon`).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+cargo build --release -p tool-cli -p tool-cli-daemon
+# The `bench` profile inherits `release`. The first time, it still recompiles the dependencies
+# whose features the dev-dependencies change (tokio); later runs are incremental.
+cargo bench -p tool-cli-daemon --bench call_latency
