@@ -9,6 +9,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod pipeline;
+pub mod policy;
 pub mod pool;
 pub mod reaper;
 pub mod resilience;
