@@ -2,7 +2,7 @@
 //!
 //! The heart of the client is a positional grammar, `tool-cli [SERVER] [TOOL] [ARGS_JSON]`, where
 //! each extra word goes one step deeper in the progressive discovery (servers, then tools, then one
-//! schema, then a call), next to the `resource` and `health` subcommands. clap does the tokenising, `--help` and
+//! schema, then a call), next to the `resource`, `health` and `token` subcommands. clap does the tokenising, `--help` and
 //! `--version`; everything it cannot express (the JSON must be an object, `-` reads stdin, the
 //! timeout is clamped rather than refused) is checked here. The module does no I/O of its own:
 //! the environment and stdin come in as arguments, so every form is unit-tested without a process.
@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
+use tool_cli_protocol::methods::MintTokenParams;
 use tool_cli_protocol::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
 use crate::error::Error;
@@ -44,6 +45,12 @@ pub(crate) enum Command {
     },
     /// `tool-cli health`: every server's state, restarts, load, latency and breaker.
     Health,
+    /// `tool-cli token mint ...`: a scoped child token.
+    MintToken(MintTokenParams),
+    /// `tool-cli token revoke TOKEN_ID`.
+    RevokeToken { token_id: String },
+    /// `tool-cli token list`.
+    ListTokens,
 }
 
 /// A parsed command line: the command and how to present its result.
@@ -56,6 +63,8 @@ pub(crate) struct Invocation {
     pub(crate) out: Option<PathBuf>,
     /// Request timeout in milliseconds, already clamped to the protocol's maximum.
     pub(crate) timeout_ms: u64,
+    /// `--yes`: confirm a destructive tool call (`"confirm": true`); ignored by other commands.
+    pub(crate) confirm: bool,
     /// Things worth telling the user that do not stop the command (e.g. a clamped timeout).
     pub(crate) warnings: Vec<String>,
 }
@@ -103,10 +112,25 @@ Health:
   must be ready (disabled ones don't count). Like `resource`, the subcommand wins over a server
   named `health`; reach such a server with `tool-cli -- health [TOOL] [ARGS_JSON]`.
 
+Destructive tools:
+  tool-cli SERVER TOOL ARGS_JSON --yes  a tool marked destructive runs only with --yes
+                                        (without it: exit 9, nothing is run)
+
+Tokens (with the daemon's own token; hand a minted one to a sub-agent as TOOL_CLI_TOKEN):
+  tool-cli token mint [--server GLOB]... [--tool SERVER/TOOL_GLOB]... [--read-only]
+                      [--ttl SECONDS] [--label TEXT]
+                                        prints only the new token on stdout, a summary on
+                                        stderr: TOKEN=$(tool-cli token mint --server demo)
+  tool-cli token list [--json]          live minted tokens: id, label, expiry, scope
+  tool-cli token revoke TOKEN_ID        exit 1 when no live token has that id
+  The subcommand wins over a server named `token`; reach it with `tool-cli -- token ...`.
+
 Environment:
   TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read
                                  from the daemon's runtime file (daemon.json)
   TOOL_CLI_HOST                  address of the daemon (default 127.0.0.1)
+  TOOL_CLI_SOCKET                the daemon's Unix socket, used instead of TCP; a runtime file
+                                 naming a socket is used too, unless TOOL_CLI_PORT is set
   TOOL_CLI_TIMEOUT_MS            request timeout, like --timeout (default 30000, at most 300000)
   TOOL_CLI_RUNTIME_DIR           directory of the runtime file (default $XDG_RUNTIME_DIR/tool-cli)
   Start a daemon with: eval \"$(tool-cli-daemon --print-env)\"
@@ -121,7 +145,11 @@ Exit codes:
   4  the daemon refused the token (HTTP 401/403)
   5  invalid params: unknown server or tool, arguments that fail the tool's input schema
   6  the tool ran and reported an error (isError: true)
-  7  timed out (no answer within --timeout, or the daemon's call timeout)";
+  7  timed out (no answer within --timeout, or the daemon's call timeout)
+  8  the listener did not prove it holds the token, so the token was not sent (a stale
+     TOOL_CLI_PORT or TOOL_CLI_SOCKET, another program there, or a revoked token)
+  9  not permitted: the token's scope or the daemon's policy forbids it, or a destructive
+     tool needs --yes";
 
 /// clap's view of the command line; converted to a [`Command`] by [`parse`].
 #[derive(Debug, Parser)]
@@ -130,7 +158,8 @@ Exit codes:
     version,
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
-                      tool-cli health [--json]",
+                      tool-cli health [--json]\n       \
+                      tool-cli token <mint|list|revoke> [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -153,12 +182,12 @@ struct Cli {
     arguments: Vec<String>,
 
     #[command(flatten)]
-    output: OutputFlags,
+    global: GlobalFlags,
 }
 
 /// Flags accepted anywhere on the line, before or after the positionals and in subcommands.
 #[derive(Debug, Args)]
-struct OutputFlags {
+struct GlobalFlags {
     /// Print the complete raw JSON result (complete schema, complete CallToolResult, ...)
     #[arg(long, global = true)]
     json: bool,
@@ -170,6 +199,10 @@ struct OutputFlags {
     /// Request timeout in milliseconds [default: 30000, at most 300000]
     #[arg(long, global = true, value_name = "MS", allow_hyphen_values = true)]
     timeout: Option<String>,
+
+    /// Confirm a call of a destructive tool (without it the daemon refuses, exit 9)
+    #[arg(long, global = true)]
+    yes: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,6 +218,45 @@ enum TopSubcommand {
         // server named `health`) gets a message that says how to reach that server.
         #[arg(hide = true)]
         words: Vec<String>,
+    },
+    /// Mint, list and revoke scoped tokens (wins over a server named `token`)
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Mint a scoped token; prints only the token on stdout (--json: the whole result)
+    Mint {
+        /// Only servers matching this glob (`*`, `?`); repeatable [default: every server]
+        #[arg(long = "server", value_name = "GLOB")]
+        servers: Vec<String>,
+
+        /// Only tools matching SERVER/TOOL_GLOB, e.g. `fs/read_*`; repeatable [default: every tool]
+        #[arg(long = "tool", value_name = "SERVER/TOOL_GLOB")]
+        tools: Vec<String>,
+
+        /// Only tools annotated read-only (readOnlyHint)
+        #[arg(long)]
+        read_only: bool,
+
+        /// Lifetime in seconds (at most 30 days) [default: until the daemon stops]
+        #[arg(long, value_name = "SECONDS")]
+        ttl: Option<u64>,
+
+        /// A label shown by `tool-cli token list`
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+    },
+    /// List live minted tokens (never their secrets)
+    List,
+    /// Revoke a minted token; exit 1 when no live token has that id
+    Revoke {
+        /// The token's id, as printed by `mint` and `list` (or the token itself)
+        #[arg(value_name = "TOKEN_ID")]
+        token_id: String,
     },
 }
 
@@ -235,7 +307,7 @@ where
 
     let mut warnings = Vec::new();
     let timeout_ms =
-        resolve_timeout(cli.output.timeout.as_deref(), env, &mut warnings).map_err(usage)?;
+        resolve_timeout(cli.global.timeout.as_deref(), env, &mut warnings).map_err(usage)?;
 
     let command = match cli.subcommand {
         Some(TopSubcommand::Health { words }) => {
@@ -249,6 +321,7 @@ where
             }
             Command::Health
         }
+        Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
         Some(TopSubcommand::Resource { action }) => match action {
             ResourceAction::List { server } => Command::ListResources { server },
             ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
@@ -297,14 +370,79 @@ where
 
     Ok(Invocation {
         command,
-        json: cli.output.json,
-        out: cli.output.out,
+        json: cli.global.json,
+        out: cli.global.out,
         timeout_ms,
+        confirm: cli.global.yes,
         warnings,
     })
 }
 
-/// Moves a subcommand name (`resource`, `health`) that stands in the SERVER position in front of
+/// `tool-cli token ...`, with the checks that need no daemon.
+fn token_command(action: TokenAction) -> Result<Command, Error> {
+    match action {
+        TokenAction::Mint {
+            servers,
+            tools,
+            read_only,
+            ttl,
+            label,
+        } => {
+            for glob in &tools {
+                let well_formed = glob
+                    .split_once('/')
+                    .is_some_and(|(server, tool)| !server.is_empty() && !tool.is_empty());
+                if !well_formed {
+                    return Err(Error::Usage(format!(
+                        "--tool takes SERVER/TOOL_GLOB, e.g. `--tool 'fs/read_*'`, got {glob:?}"
+                    )));
+                }
+            }
+            if ttl == Some(0) {
+                return Err(Error::Usage(
+                    "--ttl must be at least 1 second; leave it out for a token that lives \
+                     until the daemon stops"
+                        .to_owned(),
+                ));
+            }
+            let non_empty = |globs: Vec<String>| (!globs.is_empty()).then_some(globs);
+            Ok(Command::MintToken(MintTokenParams {
+                servers: non_empty(servers),
+                tools: non_empty(tools),
+                read_only,
+                ttl_seconds: ttl,
+                label,
+            }))
+        }
+        TokenAction::List => Ok(Command::ListTokens),
+        TokenAction::Revoke { token_id } => {
+            use tool_cli_protocol::identity::is_token_id;
+            let token_id = token_id.trim();
+            if is_token_id(token_id) {
+                return Ok(Command::RevokeToken {
+                    token_id: token_id.to_owned(),
+                });
+            }
+            // The token itself names its id, so `tool-cli token revoke "$TOKEN"` works too.
+            let is_token = token_id.len() == tool_cli_protocol::TOKEN_BYTES * 2
+                && token_id.bytes().all(|byte| byte.is_ascii_hexdigit());
+            if is_token {
+                return Ok(Command::RevokeToken {
+                    token_id: crate::identity::token_id(token_id),
+                });
+            }
+            // Not echoed: a mistyped argument here may well be a secret.
+            Err(Error::Usage(format!(
+                "expected a token id (16 lowercase hex characters, as printed by `tool-cli \
+                 token mint` and `tool-cli token list`) or the token itself, got {} characters \
+                 that are neither",
+                token_id.chars().count()
+            )))
+        }
+    }
+}
+
+/// Moves a subcommand name (`resource`, `health`, `token`) that stands in the SERVER position in front of
 /// any flags before it.
 ///
 /// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
@@ -324,7 +462,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" => {
+            "resource" | "health" | "token" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;
@@ -768,7 +906,7 @@ mod tests {
     }
 
     #[test]
-    fn hoisting_moves_only_a_resource_in_server_position() {
+    fn hoisting_moves_only_a_subcommand_in_server_position() {
         let hoisted = |args: &[&str]| -> Vec<String> {
             hoist_subcommand(args.iter().copied())
                 .into_iter()
@@ -811,6 +949,11 @@ mod tests {
             ["t", "health", "--json"]
         );
         assert_eq!(hoisted(&["t", "--", "health"]), ["t", "--", "health"]);
+        assert_eq!(
+            hoisted(&["t", "--yes", "--json", "token", "list"]),
+            ["t", "token", "--yes", "--json", "list"]
+        );
+        assert_eq!(hoisted(&["t", "--", "token"]), ["t", "--", "token"]);
         assert_eq!(
             hoisted(&["t", "--out", "resource"]),
             ["t", "--out", "resource"]
@@ -949,6 +1092,159 @@ mod tests {
                 assert!(error.to_string().contains("TOOL_CLI_TIMEOUT_MS"))
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn yes_confirms_a_call_anywhere_on_the_line() {
+        for args in [
+            &["--yes", "demo", "drop", "{}"][..],
+            &["demo", "drop", "{}", "--yes"],
+            &["demo", "--yes", "drop", "{}"],
+        ] {
+            let invocation = parse_ok(args);
+            assert!(invocation.confirm, "{args:?}");
+            assert!(
+                matches!(invocation.command, Command::CallTool { .. }),
+                "{args:?}"
+            );
+        }
+        assert!(!parse_ok(&["demo", "drop", "{}"]).confirm);
+    }
+
+    #[test]
+    fn token_mint_collects_repeated_globs_and_options() {
+        assert_eq!(
+            command(&["token", "mint"]),
+            Command::MintToken(MintTokenParams::default())
+        );
+        let invocation = parse_ok(&[
+            "--json",
+            "token",
+            "mint",
+            "--server",
+            "demo",
+            "--server=fs*",
+            "--tool",
+            "fs/read_*",
+            "--read-only",
+            "--ttl",
+            "3600",
+            "--label",
+            "sub-agent 1",
+        ]);
+        assert!(invocation.json);
+        assert_eq!(
+            invocation.command,
+            Command::MintToken(MintTokenParams {
+                servers: Some(vec!["demo".into(), "fs*".into()]),
+                tools: Some(vec!["fs/read_*".into()]),
+                read_only: true,
+                ttl_seconds: Some(3600),
+                label: Some("sub-agent 1".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn token_mint_refuses_malformed_tool_globs_and_zero_ttl() {
+        for glob in ["read_*", "/read_*", "fs/"] {
+            let message = usage_error(&["token", "mint", "--tool", glob]);
+            assert!(message.contains("SERVER/TOOL_GLOB"), "{glob}: {message}");
+        }
+        let message = usage_error(&["token", "mint", "--ttl", "0"]);
+        assert!(message.contains("at least 1 second"), "{message}");
+        assert_eq!(
+            clap_error(&["token", "mint", "--ttl", "-5"]).exit_code(),
+            exit::USAGE
+        );
+        assert_eq!(
+            clap_error(&["token", "mint", "--ttl", "1h"]).exit_code(),
+            exit::USAGE
+        );
+    }
+
+    #[test]
+    fn token_list_and_revoke() {
+        assert_eq!(command(&["token", "list"]), Command::ListTokens);
+        assert_eq!(command(&["--json", "token", "list"]), Command::ListTokens);
+        assert_eq!(
+            command(&["token", "revoke", "a8ae6e6ee929abea"]),
+            Command::RevokeToken {
+                token_id: "a8ae6e6ee929abea".into()
+            }
+        );
+        // The token itself is turned into its id, and never sent.
+        let token = "0123456789abcdef".repeat(4);
+        assert_eq!(
+            command(&["token", "revoke", &token]),
+            Command::RevokeToken {
+                token_id: "a8ae6e6ee929abea".into()
+            }
+        );
+        let message = usage_error(&["token", "revoke", "A8AE6E6EE929ABEA-secret"]);
+        assert!(message.contains("expected a token id"), "{message}");
+        assert!(
+            !message.contains("secret"),
+            "the argument is not echoed: {message}"
+        );
+        assert_eq!(clap_error(&["token", "revoke"]).exit_code(), exit::USAGE);
+    }
+
+    #[test]
+    fn token_subcommand_wins_and_double_dash_reaches_a_server_named_token() {
+        assert_eq!(clap_error(&["token"]).exit_code(), exit::USAGE);
+        assert_eq!(
+            command(&["--", "token"]),
+            Command::ListTools {
+                server: "token".into()
+            }
+        );
+        assert_eq!(
+            command(&["--", "token", "mint", "{}"]),
+            Command::CallTool {
+                server: "token".into(),
+                tool: "mint".into(),
+                arguments: Map::new()
+            }
+        );
+        assert_eq!(
+            command(&["demo", "token"]),
+            Command::DescribeTool {
+                server: "demo".into(),
+                tool: "token".into()
+            }
+        );
+        assert_eq!(
+            command(&["--timeout", "5", "token", "list"]),
+            Command::ListTokens
+        );
+    }
+
+    #[test]
+    fn help_documents_the_new_exit_codes_tokens_and_socket() {
+        let help = clap_error(&["--help"]).render().to_string();
+        for needle in [
+            "8  the listener did not prove it holds the token",
+            "9  not permitted",
+            "--yes",
+            "TOOL_CLI_SOCKET",
+            "tool-cli token mint",
+            "TOKEN=$(tool-cli token mint --server demo)",
+            "tool-cli -- token",
+        ] {
+            assert!(help.contains(needle), "help lacks {needle}:\n{help}");
+        }
+        let help = clap_error(&["token", "mint", "--help"])
+            .render()
+            .to_string();
+        for needle in [
+            "--server <GLOB>",
+            "--tool <SERVER/TOOL_GLOB>",
+            "--read-only",
+            "--ttl",
+        ] {
+            assert!(help.contains(needle), "mint help lacks {needle}:\n{help}");
         }
     }
 }

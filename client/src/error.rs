@@ -19,8 +19,8 @@ pub(crate) mod exit {
     /// Any other error, including errors the MCP server itself reported, a server that is busy
     /// (`-32004`) or whose circuit breaker is open (`-32005`), and `tool-cli health` finding an
     /// enabled server that is not ready. Busy and open-breaker errors are transient, yet they
-    /// get no code of their own: the wait before a retry is in their message, and keeping the
-    /// documented set at 0-7 matters more to the scripts already branching on it.
+    /// get no code of their own: the wait before a retry is in their message, and a code of
+    /// their own would change the meaning of 1 for the scripts already branching on it.
     pub(crate) const OTHER: i32 = 1;
     /// Bad command line, or tool arguments that are not a JSON object.
     pub(crate) const USAGE: i32 = 2;
@@ -34,6 +34,14 @@ pub(crate) mod exit {
     pub(crate) const TOOL_ERROR: i32 = 6;
     /// No answer in time, on our side or the daemon's (`-32002`).
     pub(crate) const TIMEOUT: i32 = 7;
+    /// The listener did not prove it holds the token (`POST /identity`), so the token was not
+    /// sent: a stale `TOOL_CLI_PORT` or `TOOL_CLI_SOCKET`, another program there, or a daemon
+    /// that does not know this token. Distinct from 3 and 4 because nothing should retry it
+    /// blindly: the address itself is suspect.
+    pub(crate) const IDENTITY: i32 = 8;
+    /// Forbidden (`-32006`): the token's scope or the daemon's policy does not allow this, or a
+    /// destructive tool needs `--yes`.
+    pub(crate) const FORBIDDEN: i32 = 9;
 }
 
 /// How to get a daemon, appended to every "cannot reach" message.
@@ -52,6 +60,13 @@ pub(crate) enum Error {
     Connect { address: String, reason: String },
     /// The TCP connection did not complete in time.
     ConnectTimeout { address: String, timeout_ms: u64 },
+    /// The listener did not prove it holds the token, which was therefore not sent.
+    /// `address` is `host:port` or the socket's path; `reason` says what the answer was.
+    IdentityUnproven {
+        address: String,
+        unix_socket: bool,
+        reason: String,
+    },
     /// HTTP 401 or 403.
     AuthRefused { status: u16 },
     /// Any other unexpected HTTP status.
@@ -100,10 +115,12 @@ impl Error {
                 exit::UNREACHABLE
             }
             Error::AuthRefused { .. } => exit::AUTH,
+            Error::IdentityUnproven { .. } => exit::IDENTITY,
             Error::Timeout { .. } => exit::TIMEOUT,
             Error::Rpc { error, .. } => match error.code {
                 code::INVALID_PARAMS => exit::INVALID_PARAMS,
                 code::TIMEOUT => exit::TIMEOUT,
+                code::FORBIDDEN => exit::FORBIDDEN,
                 // Transient overload or failure of one server: "other", with the retry hint in
                 // the message (see `exit::OTHER` for why there is no code of their own).
                 code::BUSY | code::CIRCUIT_OPEN => exit::OTHER,
@@ -139,6 +156,23 @@ impl fmt::Display for Error {
                 "cannot reach the tool-cli daemon at {address}: no connection within \
                  {timeout_ms} ms; check TOOL_CLI_HOST and TOOL_CLI_PORT, or {START_HINT}"
             ),
+            Error::IdentityUnproven {
+                address,
+                unix_socket,
+                reason,
+            } => {
+                let (variable, place) = if *unix_socket {
+                    ("TOOL_CLI_SOCKET", "socket")
+                } else {
+                    ("TOOL_CLI_PORT", "port")
+                };
+                write!(
+                    f,
+                    "the listener at {address} did not prove it holds the token, so the token \
+                     was not sent (a stale {variable}, or another program on that {place}?); \
+                     {reason}"
+                )
+            }
             Error::AuthRefused { status } => write!(
                 f,
                 "the daemon refused the token (HTTP {status}); is TOOL_CLI_TOKEN from this \
@@ -365,6 +399,29 @@ fn describe_rpc_error(
                  {retry_after_ms} ms (`tool-cli health` shows the breaker)"
             )
         }
+        ErrorData::NotPermitted {
+            server,
+            tool,
+            reason,
+        } => {
+            let subject = match (server.is_empty(), tool) {
+                (_, Some(tool)) => format!("tool {tool:?} of server {server:?}"),
+                (false, None) => format!("server {server:?}"),
+                (true, None) => method.to_owned(),
+            };
+            let prefix = format!("{subject} is not permitted");
+            // A daemon may already say it all in `reason`; the prefix is not repeated then.
+            if reason.starts_with(&prefix) {
+                f.write_str(&reason)
+            } else {
+                write!(f, "{prefix}: {reason}")
+            }
+        }
+        ErrorData::ConfirmationRequired { server, tool } => write!(
+            f,
+            "tool {tool:?} of server {server:?} is destructive; run it again with --yes to \
+             confirm"
+        ),
         ErrorData::Internal { message } => write!(
             f,
             "the daemon failed internally: {message}; its log has the details"
@@ -608,6 +665,94 @@ mod tests {
             Error::NoDaemon("no daemon found".into())
                 .to_string()
                 .contains("tool-cli-daemon --print-env")
+        );
+    }
+
+    #[test]
+    fn confirmation_required_says_to_add_yes() {
+        let error = rpc(
+            code::FORBIDDEN,
+            json!({"kind": "confirmationRequired", "server": "db", "tool": "drop_table"}),
+        );
+        assert_eq!(error.exit_code(), exit::FORBIDDEN);
+        assert_eq!(
+            error.to_string(),
+            "tool \"drop_table\" of server \"db\" is destructive; run it again with --yes to \
+             confirm"
+        );
+    }
+
+    #[test]
+    fn not_permitted_gives_its_reason() {
+        let error = rpc(
+            code::FORBIDDEN,
+            json!({"kind": "notPermitted", "server": "fs", "tool": "write_file",
+                   "reason": "the token allows read-only tools only"}),
+        );
+        assert_eq!(error.exit_code(), exit::FORBIDDEN);
+        assert_eq!(
+            error.to_string(),
+            "tool \"write_file\" of server \"fs\" is not permitted: the token allows \
+             read-only tools only"
+        );
+        let server_only = rpc(
+            code::FORBIDDEN,
+            json!({"kind": "notPermitted", "server": "gh", "reason": "not in the token's servers"}),
+        );
+        assert_eq!(
+            server_only.to_string(),
+            "server \"gh\" is not permitted: not in the token's servers"
+        );
+        let no_server = rpc(
+            code::FORBIDDEN,
+            json!({"kind": "notPermitted", "server": "",
+                   "reason": "only the owner token may mint tokens"}),
+        );
+        assert_eq!(
+            no_server.to_string(),
+            "callTool is not permitted: only the owner token may mint tokens"
+        );
+        // A reason that already says it all is not prefixed twice.
+        let whole = rpc(
+            code::FORBIDDEN,
+            json!({"kind": "notPermitted", "server": "demo", "tool": "sql_query",
+                   "reason": "tool \"sql_query\" of server \"demo\" is not permitted: scope"}),
+        );
+        assert_eq!(
+            whole.to_string(),
+            "tool \"sql_query\" of server \"demo\" is not permitted: scope"
+        );
+        // A forbidden error of a kind we do not know still exits 9.
+        assert_eq!(
+            rpc(code::FORBIDDEN, json!({"kind": "somethingNew"})).exit_code(),
+            exit::FORBIDDEN
+        );
+    }
+
+    #[test]
+    fn unproven_identity_exits_eight_and_names_the_variable() {
+        let tcp = Error::IdentityUnproven {
+            address: "127.0.0.1:4567".into(),
+            unix_socket: false,
+            reason: "it answered HTTP 404".into(),
+        };
+        assert_eq!(tcp.exit_code(), exit::IDENTITY);
+        assert_eq!(
+            tcp.to_string(),
+            "the listener at 127.0.0.1:4567 did not prove it holds the token, so the token was \
+             not sent (a stale TOOL_CLI_PORT, or another program on that port?); it answered \
+             HTTP 404"
+        );
+        let unix = Error::IdentityUnproven {
+            address: "/run/d.sock".into(),
+            unix_socket: true,
+            reason: "its proof is wrong".into(),
+        };
+        assert_eq!(unix.exit_code(), exit::IDENTITY);
+        assert!(
+            unix.to_string()
+                .contains("(a stale TOOL_CLI_SOCKET, or another program on that socket?)"),
+            "{unix}"
         );
     }
 }

@@ -1,7 +1,8 @@
 //! `tool-cli`: the thin client of the tool-cli daemon.
 //!
 //! It parses the command line ([`args`]), finds the daemon and speaks JSON-RPC to it over one
-//! HTTP/1.1 connection ([`connection`]), runs the command ([`run`]) and renders the result for
+//! HTTP/1.1 connection ([`connection`]) once the daemon proved it holds the token ([`identity`]),
+//! runs the command ([`run`]) and renders the result for
 //! people and agents ([`render`]). Every failure is an [`error::Error`] with a documented exit
 //! code. The client is started once per command, often by an agent in a loop, so it stays small:
 //! a current-thread tokio runtime, a bare hyper connection, no TLS.
@@ -10,6 +11,7 @@ mod args;
 mod base64;
 mod connection;
 mod error;
+mod identity;
 mod render;
 mod run;
 #[cfg(test)]

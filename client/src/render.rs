@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 use tool_cli_protocol::meta;
 use tool_cli_protocol::methods::{
-    BreakerHealth, HealthResult, LatencySummary, ListServersResult, ListToolsResult, ServerHealth,
-    ServerState,
+    BreakerHealth, HealthResult, LatencySummary, ListServersResult, ListTokensResult,
+    ListToolsResult, MintTokenResult, ServerHealth, ServerState,
 };
 
 use crate::base64;
@@ -214,6 +214,114 @@ pub(crate) fn human_duration(milliseconds: u64) -> String {
     } else {
         format!("{days}d{:02}h", hours % 24)
     }
+}
+
+/// The stderr line after `tool-cli token mint`, whose stdout is only the token:
+/// `minted token <id>: <scope>, expires 2025-01-02 03:04:05 UTC (in 1h00m)`.
+pub(crate) fn minted_summary(minted: &MintTokenResult, now_seconds: u64) -> String {
+    let lifetime = match minted.expires_at {
+        Some(expires_at) => format!("expires {}", expiry(expires_at, now_seconds)),
+        None => "never expires (it lives until the daemon stops)".to_owned(),
+    };
+    format!(
+        "minted token {}: {}, {lifetime}",
+        minted.token_id,
+        flatten(&minted.scope, SUMMARY_WIDTH * 2)
+    )
+}
+
+/// `tool-cli token list`: one row per live minted token, the scope last because it is the
+/// longest and varies most.
+pub(crate) fn tokens(result: &ListTokensResult, now_seconds: u64) -> String {
+    if result.tokens.is_empty() {
+        return "no minted tokens; mint one with `tool-cli token mint`\n".to_owned();
+    }
+    let rows: Vec<Vec<String>> = result
+        .tokens
+        .iter()
+        .map(|token| {
+            vec![
+                token.token_id.clone(),
+                token
+                    .label
+                    .as_deref()
+                    .map(|label| flatten(label, NAME_COLUMN_MAX))
+                    .unwrap_or_else(|| "-".to_owned()),
+                token
+                    .expires_at
+                    .map(|expires_at| expiry(expires_at, now_seconds))
+                    .unwrap_or_else(|| "never".to_owned()),
+                flatten(&token.scope, SUMMARY_WIDTH * 2),
+            ]
+        })
+        .collect();
+    table(&["ID", "LABEL", "EXPIRES", "SCOPE"], &rows)
+}
+
+/// Left-aligned columns two spaces apart, trailing spaces trimmed.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            std::iter::once(&header)
+                .chain(rows)
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = String::new();
+    for row in std::iter::once(&header).chain(rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let _ = writeln!(text, "{}", cells.join("  ").trim_end());
+    }
+    text
+}
+
+/// An expiry time: `2025-01-02 03:04:05 UTC (in 1h00m)`, or `(expired)` once past.
+pub(crate) fn expiry(expires_at: u64, now_seconds: u64) -> String {
+    let when = match expires_at.checked_sub(now_seconds) {
+        Some(left) if left > 0 => format!("in {}", human_duration(left.saturating_mul(1000))),
+        _ => "expired".to_owned(),
+    };
+    format!("{} ({when})", utc_timestamp(expires_at))
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`: UTC because the client has no
+/// time-zone database, and a fixed format that sorts and compares as text.
+pub(crate) fn utc_timestamp(epoch_seconds: u64) -> String {
+    let (days, seconds) = (epoch_seconds / 86_400, epoch_seconds % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for days on or after the epoch).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let shifted = days + 719_468;
+    let era = shifted / 146_097;
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
 }
 
 /// The warning for a call result that the daemon served from its cache because the server was
@@ -1486,5 +1594,77 @@ demo:
         assert_eq!(human_size(1023), "1023 bytes");
         assert_eq!(human_size(1536), "1.5 KiB");
         assert_eq!(human_size(3 * 1024 * 1024), "3.0 MiB");
+    }
+
+    #[test]
+    fn utc_timestamps_match_an_independent_calendar() {
+        // Expected values from Python's datetime.fromtimestamp(t, UTC).
+        for (seconds, text) in [
+            (0, "1970-01-01 00:00:00 UTC"),
+            (951_782_400, "2000-02-29 00:00:00 UTC"),
+            (951_868_799, "2000-02-29 23:59:59 UTC"),
+            (1_763_760_896, "2025-11-21 21:34:56 UTC"),
+            (4_102_444_800, "2100-01-01 00:00:00 UTC"),
+            (253_402_300_799, "9999-12-31 23:59:59 UTC"),
+        ] {
+            assert_eq!(utc_timestamp(seconds), text);
+        }
+    }
+
+    #[test]
+    fn minted_summary_names_id_scope_and_expiry() {
+        let now = 1_763_760_896;
+        let mut minted = MintTokenResult {
+            token: "t".repeat(64),
+            token_id: "a8ae6e6ee929abea".into(),
+            scope: "servers demo; read-only tools".into(),
+            expires_at: Some(now + 3600),
+        };
+        let summary = minted_summary(&minted, now);
+        assert_eq!(
+            summary,
+            "minted token a8ae6e6ee929abea: servers demo; read-only tools, expires \
+             2025-11-21 22:34:56 UTC (in 1h00m)"
+        );
+        assert!(
+            !summary.contains(&minted.token),
+            "the secret stays on stdout"
+        );
+        minted.expires_at = None;
+        assert!(
+            minted_summary(&minted, now)
+                .ends_with(", never expires (it lives until the daemon stops)")
+        );
+    }
+
+    #[test]
+    fn token_table_lists_id_label_expiry_and_scope() {
+        use tool_cli_protocol::methods::TokenInfo;
+        let now = 1_763_760_896;
+        let result = ListTokensResult {
+            tokens: vec![
+                TokenInfo {
+                    token_id: "0011223344556677".into(),
+                    scope: "every server; read-only tools".into(),
+                    label: Some("reviewer".into()),
+                    expires_at: Some(now + 90),
+                },
+                TokenInfo {
+                    token_id: "8899aabbccddeeff".into(),
+                    scope: "servers demo".into(),
+                    label: None,
+                    expires_at: None,
+                },
+            ],
+        };
+        assert_eq!(
+            tokens(&result, now),
+            "ID                LABEL     EXPIRES                             SCOPE\n\
+             0011223344556677  reviewer  2025-11-21 21:36:26 UTC (in 1m30s)  every server; \
+             read-only tools\n\
+             8899aabbccddeeff  -         never                               servers demo\n"
+        );
+        assert!(tokens(&ListTokensResult { tokens: vec![] }, now).starts_with("no minted tokens"));
+        assert_eq!(expiry(now, now), "2025-11-21 21:34:56 UTC (expired)");
     }
 }

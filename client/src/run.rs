@@ -1,8 +1,10 @@
 //! Carrying out one [`Command`]: handshake, the method calls it needs, and the output.
 //!
 //! This is the only module that both talks to the daemon and writes to stdout or files. It keeps
-//! the order every command follows: connect, `getBridgeInfo` (refusing a bridge of another
-//! protocol or major version), the command's own requests on the same connection, then either
+//! the order every command follows: connect, the identity check (made by the connection before
+//! its first request, so the token is sent only to a listener that proved it holds it),
+//! `getBridgeInfo` (refusing a bridge of another protocol or major version), the command's own
+//! requests on the same connection, then either
 //! the raw result (`--json`) or the human rendering from [`crate::render`], to stdout or to the
 //! `--out` file with a one-line summary.
 
@@ -14,7 +16,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tool_cli_protocol::methods::{
     BridgeProtocol, CallToolParams, DescribeToolParams, HealthResult, ListServersResult,
-    ListToolsResult, ReadResourceParams, ServerParams, ServerState, name,
+    ListTokensResult, ListToolsResult, MintTokenParams, MintTokenResult, ReadResourceParams,
+    RevokeTokenParams, RevokeTokenResult, ServerParams, ServerState, name,
 };
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME, code};
 
@@ -94,6 +97,8 @@ pub(crate) async fn run(
                 arguments: Some(arguments),
                 timeout_ms: Some(invocation.timeout_ms),
                 session_id: None,
+                // Sent only when given, so a plain call stays exactly what it was.
+                confirm: invocation.confirm.then_some(true),
             };
             let result = session
                 .connection
@@ -123,6 +128,41 @@ pub(crate) async fn run(
             Ok(())
         }
         Command::Health => health(&mut session, &mut output).await,
+        Command::MintToken(params) => mint_token(&mut session, &mut output, params).await,
+        Command::RevokeToken { token_id } => {
+            let params = RevokeTokenParams {
+                token_id: token_id.clone(),
+            };
+            let result = session
+                .call_value(name::REVOKE_TOKEN, Some(params))
+                .await
+                .map_err(|error| older_daemon(error, "token revoke"))?;
+            if output.json {
+                output.emit_json(&result)?;
+            }
+            let revoked: RevokeTokenResult = parse_result(name::REVOKE_TOKEN, result)?;
+            if !revoked.revoked {
+                return Err(Error::Other(format!(
+                    "no live token has id {token_id}: it was never minted by this daemon, was \
+                     already revoked, or expired; `tool-cli token list` shows the live ones"
+                )));
+            }
+            if output.json {
+                return Ok(());
+            }
+            output.emit_text(&format!("revoked {token_id}"))
+        }
+        Command::ListTokens => {
+            let result = session
+                .call_value(name::LIST_TOKENS, None::<()>)
+                .await
+                .map_err(|error| older_daemon(error, "token list"))?;
+            if output.json {
+                return output.emit_json(&result);
+            }
+            let tokens: ListTokensResult = parse_result(name::LIST_TOKENS, result)?;
+            output.emit_text(&render::tokens(&tokens, epoch_seconds_now()))
+        }
         Command::ListResources { server } => {
             list_resources(&mut session, &mut output, server, Listing::Resources).await
         }
@@ -276,6 +316,48 @@ async fn health(session: &mut Session, output: &mut Output<'_>) -> Result<(), Er
         .filter(|server| server.state != ServerState::Disabled)
         .count();
     Err(Error::Unhealthy { unhealthy, enabled })
+}
+
+/// `tool-cli token mint`: only the token on stdout, so `TOKEN=$(tool-cli token mint ...)` works,
+/// and a one-line summary on stderr; `--json` prints the whole result instead.
+async fn mint_token(
+    session: &mut Session,
+    output: &mut Output<'_>,
+    params: MintTokenParams,
+) -> Result<(), Error> {
+    let result = session
+        .call_value(name::MINT_TOKEN, Some(params))
+        .await
+        .map_err(|error| older_daemon(error, "token mint"))?;
+    if output.json {
+        return output.emit_json(&result);
+    }
+    let minted: MintTokenResult = parse_result(name::MINT_TOKEN, result)?;
+    output.emit_text(&minted.token)?;
+    eprintln!(
+        "tool-cli: {}",
+        render::minted_summary(&minted, epoch_seconds_now())
+    );
+    Ok(())
+}
+
+/// A "method not found" from a daemon that predates the token methods, said plainly.
+fn older_daemon(error: Error, command: &str) -> Error {
+    match error {
+        Error::Rpc { error, .. } if error.code == code::METHOD_NOT_FOUND => Error::Other(format!(
+            "this daemon does not serve `tool-cli {command}`; it is older than this tool-cli, \
+             so restart it with a newer tool-cli-daemon"
+        )),
+        other => other,
+    }
+}
+
+/// Now, in seconds since the Unix epoch, for "expires in ..." (0 if the clock is before 1970).
+fn epoch_seconds_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or(0)
 }
 
 /// Which of the two resource listings.
@@ -529,7 +611,9 @@ mod tests {
     use super::*;
     use crate::args::{ArgsEnv, parse};
     use crate::error::exit;
-    use crate::test_support::{bridge_info, endpoint, fake_daemon, result, rpc_error};
+    use crate::test_support::{
+        Identity, TOKEN, bridge_info, endpoint, fake_daemon, fake_listener, result, rpc_error,
+    };
 
     /// Runs a command line against a scripted daemon; returns the outcome, stdout, and the
     /// requests the daemon saw.
@@ -874,5 +958,178 @@ mod tests {
                 .contains("several servers are ready (a, b)"),
             "{error}"
         );
+    }
+
+    #[tokio::test]
+    async fn yes_sends_confirm_and_its_absence_sends_nothing() {
+        let done = || result(json!({"content": [{"type": "text", "text": "dropped"}]}));
+        let (outcome, stdout, seen) =
+            run_against(&["db", "drop", "{}", "--yes"], vec![bridge_info(), done()]).await;
+        outcome.unwrap();
+        assert_eq!(stdout, "dropped\n");
+        assert!(seen[1].contains(r#""confirm":true"#), "{}", seen[1]);
+        let (_, _, seen) = run_against(&["db", "drop", "{}"], vec![bridge_info(), done()]).await;
+        assert!(!seen[1].contains("confirm"), "{}", seen[1]);
+    }
+
+    #[tokio::test]
+    async fn destructive_tool_without_yes_exits_nine() {
+        let data = json!({"kind": "confirmationRequired", "server": "db", "tool": "drop"});
+        let answers = vec![
+            bridge_info(),
+            rpc_error(-32006, "confirmation required", data),
+        ];
+        let (outcome, stdout, _) = run_against(&["db", "drop", "{}"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::FORBIDDEN);
+        assert_eq!(
+            error.to_string(),
+            "tool \"drop\" of server \"db\" is destructive; run it again with --yes to confirm"
+        );
+        assert_eq!(stdout, "");
+    }
+
+    fn minted() -> Value {
+        json!({"token": "f".repeat(64), "tokenId": "0011223344556677",
+               "scope": "servers demo; read-only tools", "expiresAt": 4_102_444_800_u64})
+    }
+
+    #[tokio::test]
+    async fn mint_prints_only_the_token_on_stdout() {
+        let (outcome, stdout, seen) = run_against(
+            &[
+                "token",
+                "mint",
+                "--server",
+                "demo",
+                "--read-only",
+                "--ttl",
+                "60",
+            ],
+            vec![bridge_info(), result(minted())],
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(stdout, format!("{}\n", "f".repeat(64)));
+        assert!(
+            seen[1].contains(
+                r#""method":"mintToken","params":{"servers":["demo"],"readOnly":true,"ttlSeconds":60}"#
+            ),
+            "{}",
+            seen[1]
+        );
+        // --json: the whole result.
+        let (outcome, stdout, _) = run_against(
+            &["token", "mint", "--json"],
+            vec![bridge_info(), result(minted())],
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap(), minted());
+    }
+
+    #[tokio::test]
+    async fn mint_with_a_minted_token_is_not_permitted() {
+        let data = json!({"kind": "notPermitted", "server": "",
+                          "reason": "only the owner token may mint tokens"});
+        let answers = vec![bridge_info(), rpc_error(-32006, "not permitted", data)];
+        let (outcome, stdout, _) = run_against(&["token", "mint"], answers).await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::FORBIDDEN);
+        assert!(
+            error.to_string().contains("only the owner token may mint"),
+            "{error}"
+        );
+        assert_eq!(stdout, "");
+    }
+
+    #[tokio::test]
+    async fn revoke_says_revoked_or_exits_one_when_unknown() {
+        let (outcome, stdout, seen) = run_against(
+            &["token", "revoke", "0011223344556677"],
+            vec![bridge_info(), result(json!({"revoked": true}))],
+        )
+        .await;
+        outcome.unwrap();
+        assert_eq!(stdout, "revoked 0011223344556677\n");
+        assert!(
+            seen[1].contains(r#""params":{"tokenId":"0011223344556677"}"#),
+            "{}",
+            seen[1]
+        );
+        let (outcome, stdout, _) = run_against(
+            &["token", "revoke", "0011223344556677"],
+            vec![bridge_info(), result(json!({"revoked": false}))],
+        )
+        .await;
+        let error = outcome.unwrap_err();
+        assert_eq!(error.exit_code(), exit::OTHER);
+        assert!(
+            error
+                .to_string()
+                .starts_with("no live token has id 0011223344556677"),
+            "{error}"
+        );
+        assert_eq!(stdout, "");
+    }
+
+    #[tokio::test]
+    async fn token_list_prints_a_table() {
+        let listed = json!({"tokens": [{"tokenId": "0011223344556677", "scope": "every server",
+                                        "label": "ci"}]});
+        let (outcome, stdout, seen) =
+            run_against(&["token", "list"], vec![bridge_info(), result(listed)]).await;
+        outcome.unwrap();
+        assert!(seen[1].contains(r#""method":"listTokens""#), "{}", seen[1]);
+        assert_eq!(
+            stdout,
+            "ID                LABEL  EXPIRES  SCOPE\n0011223344556677  ci     never    every server\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn token_commands_on_an_older_daemon_say_so() {
+        let answers = vec![
+            bridge_info(),
+            rpc_error(-32601, "Method not found", json!(null)),
+        ];
+        let (outcome, _, _) = run_against(&["token", "list"], answers).await;
+        let error = outcome.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("does not serve `tool-cli token list`"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_listener_that_cannot_prove_its_identity_never_gets_the_token() {
+        let wrong = json!({"proof": "ab".repeat(32)}).to_string();
+        let (port, listener) =
+            fake_listener(Identity::Answer(200, wrong), vec![bridge_info()]).await;
+        let invocation = parse(
+            ["tool-cli", "demo", "t", "{}", "--yes"],
+            &ArgsEnv::default(),
+            || Ok(String::new()),
+        )
+        .unwrap();
+        let mut stdout = Vec::new();
+        let error = run(invocation, endpoint(port), &mut stdout)
+            .await
+            .unwrap_err();
+        assert_eq!(error.exit_code(), exit::IDENTITY);
+        assert!(
+            error.to_string().starts_with(&format!(
+                "the listener at 127.0.0.1:{port} did not prove it holds the token, so the \
+                 token was not sent"
+            )),
+            "{error}"
+        );
+        assert_eq!(stdout, b"");
+        let seen = listener.await.unwrap();
+        assert_eq!(seen.len(), 1, "only the identity check was sent: {seen:?}");
+        assert!(seen[0].starts_with("POST /identity "), "{}", seen[0]);
+        assert!(!seen[0].contains(TOKEN), "{}", seen[0]);
     }
 }

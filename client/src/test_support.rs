@@ -2,23 +2,31 @@
 //!
 //! The peer speaks just enough HTTP/1.1 to answer requests on one kept-alive connection with
 //! canned responses, so the transport and the command flow run their production code over a real
-//! socket without needing the real daemon (its end-to-end tests live in the `tests` crate).
+//! socket (TCP or Unix) without needing the real daemon (its end-to-end tests live in the `tests`
+//! crate). It answers the identity check (`POST /identity`) the way the daemon does, computing
+//! the proof from the request it received, unless a test scripts another answer.
+
+use std::path::Path;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::connection::Endpoint;
+use crate::connection::{Endpoint, Target};
 
-/// The endpoint of a fake daemon on `port`, with token `secret`.
+/// The token every scripted daemon holds.
+pub(crate) const TOKEN: &str = "secret";
+
+/// The endpoint of a fake daemon on `port`, with token [`TOKEN`].
 pub(crate) fn endpoint(port: u16) -> Endpoint {
     Endpoint {
-        host: "127.0.0.1".into(),
-        port,
-        token: "secret".into(),
+        target: Target::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        token: TOKEN.into(),
     }
 }
-
 /// An HTTP 200 answer carrying a JSON-RPC result.
 pub(crate) fn result(value: Value) -> (u16, String) {
     (
@@ -46,40 +54,143 @@ pub(crate) fn bridge_info() -> (u16, String) {
     }))
 }
 
-/// A minimal HTTP/1.1 peer: answers each request on one connection with the next canned
-/// status and body, and reports the requests it saw.
+/// How the scripted peer answers `POST /identity`.
+#[derive(Debug, Clone)]
+pub(crate) enum Identity {
+    /// Like the daemon: the right proof for the nonce and `Host` received, 403 for another
+    /// token id.
+    Honest,
+    /// This status and body, whatever was asked.
+    Answer(u16, String),
+    /// Close the connection without answering.
+    Close,
+}
+
+/// A scripted daemon on loopback TCP that proves its identity honestly; the task yields the
+/// JSON-RPC requests it saw (the identity check is verified and left out).
 pub(crate) async fn fake_daemon(
+    answers: Vec<(u16, String)>,
+) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
+    let (port, task) = fake_listener(Identity::Honest, answers).await;
+    (
+        port,
+        tokio::spawn(async move { rpc_requests(task.await.unwrap()) }),
+    )
+}
+
+/// A scripted peer on loopback TCP with any identity behaviour; the task yields every request
+/// it saw, the identity check included.
+pub(crate) async fn fake_listener(
+    identity: Identity,
     answers: Vec<(u16, String)>,
 ) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let task = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut seen = Vec::new();
-        let mut buffer = Vec::new();
-        for (status, body) in answers {
-            let request = loop {
-                if let Some(request) = take_request(&mut buffer) {
-                    break request;
-                }
-                let mut chunk = [0u8; 4096];
-                let read = socket.read(&mut chunk).await.unwrap();
-                if read == 0 {
-                    return seen;
-                }
-                buffer.extend_from_slice(&chunk[..read]);
-            };
-            seen.push(request);
-            let response = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
-                 content-length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            socket.write_all(response.as_bytes()).await.unwrap();
-        }
-        seen
+        serve(&mut socket, identity, answers).await
     });
     (port, task)
+}
+
+/// A scripted daemon on a Unix socket at `path`, proving its identity honestly; the task yields
+/// the JSON-RPC requests it saw.
+pub(crate) fn fake_daemon_on_socket(
+    path: &Path,
+    answers: Vec<(u16, String)>,
+) -> tokio::task::JoinHandle<Vec<String>> {
+    let listener = tokio::net::UnixListener::bind(path).unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        rpc_requests(serve(&mut socket, Identity::Honest, answers).await)
+    })
+}
+
+/// The requests minus the identity check, which must come first and carry no token.
+fn rpc_requests(mut seen: Vec<String>) -> Vec<String> {
+    if let Some(first) = seen.first() {
+        assert!(is_identity_request(first), "{first}");
+        assert!(!first.contains(TOKEN), "{first}");
+    }
+    seen.retain(|request| !is_identity_request(request));
+    seen
+}
+
+fn is_identity_request(request: &str) -> bool {
+    request.starts_with("POST /identity ")
+}
+
+/// Answers requests on one connection: identity checks as `identity` says, every other request
+/// with the next canned status and body. Returns every request seen once the client closes the
+/// connection or sends a request with no answer left; the socket stays open for the caller.
+pub(crate) async fn serve<S>(
+    socket: &mut S,
+    identity: Identity,
+    answers: Vec<(u16, String)>,
+) -> Vec<String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut answers = answers.into_iter();
+    let mut seen = Vec::new();
+    let mut buffer = Vec::new();
+    loop {
+        let request = loop {
+            if let Some(request) = take_request(&mut buffer) {
+                break request;
+            }
+            let mut chunk = [0u8; 4096];
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return seen,
+                Ok(read) => buffer.extend_from_slice(&chunk[..read]),
+            }
+        };
+        let answer = if is_identity_request(&request) {
+            match &identity {
+                Identity::Honest => Some(honest_identity_answer(&request)),
+                Identity::Answer(status, body) => Some((*status, body.clone())),
+                Identity::Close => None,
+            }
+        } else {
+            answers.next()
+        };
+        seen.push(request);
+        let Some((status, body)) = answer else {
+            return seen;
+        };
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if socket.write_all(response.as_bytes()).await.is_err() {
+            return seen;
+        }
+    }
+}
+
+/// What the daemon answers to an identity check for [`TOKEN`].
+fn honest_identity_answer(request: &str) -> (u16, String) {
+    use tool_cli_protocol::identity::{NONCE_HEADER, TOKEN_ID_HEADER, is_nonce};
+    let nonce = header(request, NONCE_HEADER).unwrap_or_default();
+    let host = header(request, "host").unwrap_or_default();
+    assert!(is_nonce(&nonce), "{request}");
+    assert!(header(request, "authorization").is_none(), "{request}");
+    if header(request, TOKEN_ID_HEADER) != Some(crate::identity::token_id(TOKEN)) {
+        return (403, String::new());
+    }
+    let proof = crate::identity::proof(TOKEN, &nonce, &host);
+    (200, json!({ "proof": proof }).to_string())
+}
+
+/// The value of a header of a raw request, by case-insensitive name.
+pub(crate) fn header(request: &str, name: &str) -> Option<String> {
+    let mut headers = request.lines().skip(1).take_while(|line| !line.is_empty());
+    headers.find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        key.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_owned())
+    })
 }
 
 /// Splits one complete request (headers and a content-length body) off the buffer.
