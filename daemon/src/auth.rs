@@ -1,22 +1,24 @@
-//! The bearer token: generating it, loading one a harness passes in, and checking requests.
+//! Tokens: the owner token, scoped child tokens minted from it, and looking a request's token up.
 //!
-//! The check runs in a tower layer in front of jsonrpsee, so a request without the token is
-//! answered 401 before its body is read. Tokens are compared in constant time over fixed-length
-//! SHA-free digests: both sides are hex strings of a known length, so we compare the presented
-//! bytes against the expected bytes with `subtle` after checking the length, which leaks only the
-//! length (public: every token is 64 hex characters).
+//! A presented token is hashed (SHA-256) before anything is compared, so every comparison is of
+//! two fixed-length digests: the owner's in constant time (`subtle`), minted ones by a map lookup
+//! on the digest, which tells an attacker nothing because choosing a digest would mean inverting
+//! SHA-256. Token secrets never leave this module except in `mintToken`'s answer, and `Token`'s
+//! `Debug` is redacted so none reaches a log.
 
-use std::future::Future;
+use std::collections::HashMap;
 use std::path::Path;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use hyper::{Request, Response, StatusCode, header};
-use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
+use hmac::{Hmac, KeyInit as _, Mac as _};
 use rand::RngExt as _;
+use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq;
 use tool_cli_protocol::TOKEN_BYTES;
+use tool_cli_protocol::methods::{MintTokenParams, MintTokenResult, TokenInfo};
+
+use crate::policy::{PolicyError, Scope};
 
 /// A bearer token, kept out of `Debug` output so it never reaches a log.
 #[derive(Clone)]
@@ -51,8 +53,10 @@ impl Token {
         Ok(Token(text.into()))
     }
 
-    /// Reads a token from a file (its first line).
+    /// Reads a token from a file (its first line). The file must not be writable by anyone but
+    /// its owner: whoever can write it can choose the daemon's token.
     pub fn from_file(path: &Path) -> Result<Token, String> {
+        crate::config::check_private(path, "token file")?;
         let text = std::fs::read_to_string(path)
             .map_err(|err| format!("cannot read token file {}: {err}", path.display()))?;
         Token::from_text(text.lines().next().unwrap_or(""))
@@ -64,14 +68,21 @@ impl Token {
         &self.0
     }
 
-    /// Whether an `Authorization` header value carries this token.
-    pub fn matches_header(&self, header_value: &[u8]) -> bool {
-        let Some(presented) = header_value.strip_prefix(b"Bearer ") else {
-            return false;
-        };
-        let expected = self.0.as_bytes();
-        // Length is not secret (all our tokens have the same length); the content is.
-        presented.len() == expected.len() && bool::from(presented.ct_eq(expected))
+    fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.0.as_bytes()).into()
+    }
+
+    /// The public id: the first 8 bytes of the SHA-256 digest, as hex.
+    pub fn id(&self) -> String {
+        hex(&self.digest()[..8])
+    }
+
+    /// The identity proof for a nonce and the `Host` the client dialed.
+    pub fn prove(&self, nonce_hex: &str, host: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(self.0.as_bytes())
+            .expect("HMAC takes keys of any length");
+        mac.update(tool_cli_protocol::identity::message(nonce_hex, host).as_bytes());
+        hex(&mac.finalize().into_bytes())
     }
 }
 
@@ -85,79 +96,161 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Tower layer that refuses requests without the token.
-#[derive(Clone)]
-pub struct AuthLayer {
-    token: Token,
+/// What a request's token allows: attached to the request by the gate, read by the handlers.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// The token's public id.
+    pub token_id: String,
+    /// Whether it is the owner token (which alone may mint and revoke).
+    pub is_owner: bool,
+    /// What it may see and call.
+    pub scope: Arc<Scope>,
 }
 
-impl AuthLayer {
-    /// A layer checking for `token`.
-    pub fn new(token: Token) -> AuthLayer {
-        AuthLayer { token }
+struct Minted {
+    token: Token,
+    scope: Arc<Scope>,
+    label: Option<String>,
+}
+
+/// The owner token and every minted token.
+pub struct TokenStore {
+    owner: Token,
+    owner_digest: [u8; 32],
+    owner_scope: Arc<Scope>,
+    /// Minted tokens by the digest of their secret; a std lock, never held across an await.
+    minted: RwLock<HashMap<[u8; 32], Minted>>,
+}
+
+impl std::fmt::Debug for TokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenStore").finish_non_exhaustive()
     }
 }
 
-impl<S> tower::Layer<S> for AuthLayer {
-    type Service = AuthService<S>;
+/// Seconds since the Unix epoch.
+fn epoch_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
-    fn layer(&self, inner: S) -> Self::Service {
-        AuthService {
-            inner,
-            token: self.token.clone(),
+impl TokenStore {
+    /// A store whose owner token is `owner`.
+    pub fn new(owner: Token) -> TokenStore {
+        TokenStore {
+            owner_digest: owner.digest(),
+            owner,
+            owner_scope: Arc::new(Scope::unrestricted()),
+            minted: RwLock::new(HashMap::new()),
         }
     }
-}
 
-/// The service [`AuthLayer`] wraps around the RPC server.
-#[derive(Clone)]
-pub struct AuthService<S> {
-    inner: S,
-    token: Token,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S, B> tower::Service<HttpRequest<B>> for AuthService<S>
-where
-    S: tower::Service<HttpRequest<B>, Response = HttpResponse> + Send,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-{
-    type Response = HttpResponse;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<HttpResponse, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+    /// The owner token.
+    pub fn owner(&self) -> &Token {
+        &self.owner
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let mut authorized = request
-            .headers()
-            .get_all(header::AUTHORIZATION)
-            .iter()
-            .map(|value| self.token.matches_header(value.as_bytes()));
-        // Exactly one Authorization header, and it must match: a duplicated header is refused
-        // rather than letting either copy win.
-        let ok = matches!((authorized.next(), authorized.next()), (Some(true), None));
-        if !ok {
-            return Box::pin(async { Ok(unauthorized()) });
+    /// The grant of an `Authorization` header value, if it carries a live token.
+    pub fn authenticate(&self, header_value: &[u8], now: SystemTime) -> Option<Grant> {
+        let presented = header_value.strip_prefix(b"Bearer ")?;
+        let digest: [u8; 32] = Sha256::digest(presented).into();
+        if bool::from(digest.ct_eq(&self.owner_digest)) {
+            return Some(Grant {
+                token_id: self.owner.id(),
+                is_owner: true,
+                scope: Arc::clone(&self.owner_scope),
+            });
         }
-        Box::pin(self.inner.call(request))
+        let minted = self.minted.read().unwrap();
+        let entry = minted.get(&digest)?;
+        if entry.scope.is_expired(now) {
+            return None;
+        }
+        Some(Grant {
+            token_id: entry.token.id(),
+            is_owner: false,
+            scope: Arc::clone(&entry.scope),
+        })
     }
-}
 
-fn unauthorized() -> HttpResponse {
-    Response::builder()
-        .status(StatusCode::UNAUTHORIZED)
-        .header(header::WWW_AUTHENTICATE, "Bearer")
-        .body(HttpBody::empty())
-        .expect("static response parts are valid")
+    /// The live token with this public id, for the identity proof.
+    pub fn by_id(&self, id: &str, now: SystemTime) -> Option<Token> {
+        if self.owner.id() == id {
+            return Some(self.owner.clone());
+        }
+        self.minted
+            .read()
+            .unwrap()
+            .values()
+            .find(|entry| entry.token.id() == id && !entry.scope.is_expired(now))
+            .map(|entry| entry.token.clone())
+    }
+
+    /// Mints a scoped token.
+    pub fn mint(
+        &self,
+        params: MintTokenParams,
+        now: SystemTime,
+    ) -> Result<MintTokenResult, PolicyError> {
+        let scope = Scope::from_params(
+            params.servers,
+            params.tools,
+            params.read_only,
+            params.ttl_seconds,
+            now,
+        )?;
+        let token = Token::generate();
+        let result = MintTokenResult {
+            token: token.expose().to_owned(),
+            token_id: token.id(),
+            scope: scope.describe(now),
+            expires_at: scope.expires_at.map(epoch_seconds),
+        };
+        let mut minted = self.minted.write().unwrap();
+        // Forget expired tokens while we are here, so the map never grows without bound.
+        minted.retain(|_, entry| !entry.scope.is_expired(now));
+        minted.insert(
+            token.digest(),
+            Minted {
+                token,
+                scope: Arc::new(scope),
+                label: params.label,
+            },
+        );
+        Ok(result)
+    }
+
+    /// Revokes a minted token; false when no live token has that id.
+    pub fn revoke(&self, token_id: &str) -> bool {
+        let mut minted = self.minted.write().unwrap();
+        let before = minted.len();
+        minted.retain(|_, entry| entry.token.id() != token_id);
+        minted.len() != before
+    }
+
+    /// Every live minted token, without secrets.
+    pub fn list(&self, now: SystemTime) -> Vec<TokenInfo> {
+        let minted = self.minted.read().unwrap();
+        let mut tokens: Vec<TokenInfo> = minted
+            .values()
+            .filter(|entry| !entry.scope.is_expired(now))
+            .map(|entry| TokenInfo {
+                token_id: entry.token.id(),
+                scope: entry.scope.describe(now),
+                label: entry.label.clone(),
+                expires_at: entry.scope.expires_at.map(epoch_seconds),
+            })
+            .collect();
+        tokens.sort_by(|a, b| a.token_id.cmp(&b.token_id));
+        tokens
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -168,25 +261,74 @@ mod tests {
         assert!(a.expose().bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a.expose(), b.expose());
         assert_eq!(format!("{a:?}"), "Token(<redacted>)");
+        assert_eq!(a.id().len(), 16);
     }
 
     #[test]
-    fn header_must_match_exactly() {
-        let token = Token::from_text(&"ab".repeat(32)).unwrap();
+    fn proof_and_id_match_independent_vectors() {
+        // Computed with Python: hashlib.sha256(b"a"*64).hexdigest()[:16], and
+        // hmac.new(b"a"*64, b"tool-cli-identity-v1\n" + b"0"*64 + b"\n127.0.0.1:4000",
+        //          hashlib.sha256).hexdigest()
+        let token = Token::from_text(&"a".repeat(64)).unwrap();
+        assert_eq!(token.id(), EXPECTED_ID);
+        assert_eq!(
+            token.prove(&"0".repeat(64), "127.0.0.1:4000"),
+            EXPECTED_PROOF
+        );
+    }
+
+    const EXPECTED_ID: &str = "ffe054fe7ae0cb6d";
+    const EXPECTED_PROOF: &str = "05aa51204e0feab9a11826a8769a1bef4911a9da701ad4c591c44e984ce478b0";
+
+    #[test]
+    fn only_exact_live_tokens_authenticate() {
+        let store = TokenStore::new(Token::from_text(&"ab".repeat(32)).unwrap());
+        let now = SystemTime::now();
         let good = format!("Bearer {}", "ab".repeat(32));
-        assert!(token.matches_header(good.as_bytes()));
-        assert!(!token.matches_header(good.to_uppercase().as_bytes()));
-        assert!(!token.matches_header(&good.as_bytes()[..good.len() - 1]));
-        assert!(!token.matches_header(format!("{good}a").as_bytes()));
-        assert!(!token.matches_header(format!("{good} ").as_bytes()));
-        assert!(!token.matches_header("ab".repeat(32).as_bytes()));
-        assert!(!token.matches_header(b"Bearer "));
-    }
+        let owner = store.authenticate(good.as_bytes(), now).unwrap();
+        assert!(owner.is_owner);
+        for bad in [
+            good.to_uppercase(),
+            good[..good.len() - 1].to_owned(),
+            format!("{good}a"),
+            format!("{good} "),
+            "ab".repeat(32),
+            "Bearer ".to_owned(),
+            format!("bearer {}", "ab".repeat(32)),
+        ] {
+            assert!(store.authenticate(bad.as_bytes(), now).is_none(), "{bad}");
+        }
 
-    #[test]
-    fn harness_tokens_must_be_long_and_printable() {
-        assert!(Token::from_text("short").is_err());
-        assert!(Token::from_text(&format!("{} x", "a".repeat(40))).is_err());
-        assert!(Token::from_text(&format!("  {}\n", "a".repeat(40))).is_ok());
+        let minted = store
+            .mint(
+                MintTokenParams {
+                    servers: Some(vec!["demo".into()]),
+                    read_only: true,
+                    ttl_seconds: Some(60),
+                    label: Some("sub-agent".into()),
+                    ..MintTokenParams::default()
+                },
+                now,
+            )
+            .unwrap();
+        let header = format!("Bearer {}", minted.token);
+        let grant = store.authenticate(header.as_bytes(), now).unwrap();
+        assert!(!grant.is_owner);
+        assert_eq!(grant.token_id, minted.token_id);
+        assert!(grant.scope.permits_server("demo"));
+        assert!(!grant.scope.permits_server("other"));
+        assert_eq!(store.list(now).len(), 1);
+        assert_eq!(store.list(now)[0].label.as_deref(), Some("sub-agent"));
+        assert!(store.by_id(&minted.token_id, now).is_some());
+
+        // Expired: refused, and not offered for the identity proof.
+        let later = now + Duration::from_secs(61);
+        assert!(store.authenticate(header.as_bytes(), later).is_none());
+        assert!(store.by_id(&minted.token_id, later).is_none());
+
+        // Revoked: refused.
+        assert!(store.revoke(&minted.token_id));
+        assert!(!store.revoke(&minted.token_id));
+        assert!(store.authenticate(header.as_bytes(), now).is_none());
     }
 }

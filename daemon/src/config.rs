@@ -14,6 +14,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::policy::ServerPolicy;
+
 /// Default per-call timeout of a server without `timeoutMs`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -69,6 +71,8 @@ pub struct ServerConfig {
     /// How long a read-only tool's last good result may be served while the server fails;
     /// `None` turns the degradation cache off.
     pub cache_ttl: Option<Duration>,
+    /// Which of its tools may be seen and called, and which need confirmation.
+    pub policy: ServerPolicy,
 }
 
 /// Default `maxConcurrent`.
@@ -153,6 +157,12 @@ pub fn load(
         return Ok(bundled_default(self_exe));
     };
     let source = ConfigSource::File(path.to_path_buf());
+    check_private(path, "config file").map_err(|message| ConfigError {
+        source: source.to_string(),
+        server: None,
+        field: None,
+        message,
+    })?;
     let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
         source: source.to_string(),
         server: None,
@@ -160,6 +170,26 @@ pub fn load(
         message: format!("cannot read the file: {err}; expected a readable JSON file"),
     })?;
     parse(&text, source, env)
+}
+
+/// Refuses a file that anyone but its owner may write: such a file lets another user choose
+/// which programs the daemon runs (a config) or its token (a token file). A missing file is left
+/// for the reader to report.
+pub fn check_private(path: &Path, what: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(format!(
+            "the {what} {} has mode {mode:o}, writable by other users; refusing it (fix with: \
+             chmod go-w {})",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The config used when the user has none: the demo server, run from our own executable, so a
@@ -185,6 +215,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_queued: DEFAULT_MAX_QUEUED,
             cache_ttl: None,
+            policy: ServerPolicy::default(),
         }],
     }
 }
@@ -216,6 +247,15 @@ struct RawServer {
     max_concurrent: Option<usize>,
     max_queued: Option<usize>,
     cache_ttl_ms: Option<u64>,
+    // Read by `ServerPolicy::from_json`; named here so they are not refused as unknown.
+    #[serde(rename = "allowTools")]
+    _allow_tools: Option<Value>,
+    #[serde(rename = "denyTools")]
+    _deny_tools: Option<Value>,
+    #[serde(rename = "destructiveTools")]
+    _destructive_tools: Option<Value>,
+    #[serde(rename = "confirmDestructive")]
+    _confirm_destructive: Option<Value>,
 }
 
 /// Parses config text. `env` looks up variables for `${VAR}` substitution.
@@ -291,12 +331,13 @@ fn parse_server(
     if let Err(message) = check_server_name(name) {
         return Err((None, message));
     }
-    if !raw.is_object() {
+    let Some(entry) = raw.as_object() else {
         return Err((
             None,
             "expected an object with \"command\" or \"url\"".to_owned(),
         ));
-    }
+    };
+    let policy = ServerPolicy::from_json(entry).map_err(|err| (None, err.to_string()))?;
     let raw: RawServer = RawServer::deserialize(raw).map_err(|err| {
         let message = err.to_string();
         // serde names the offending field in its message; lift it into the field slot.
@@ -305,7 +346,8 @@ fn parse_server(
         });
         let hint = if message.starts_with("unknown field") {
             "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
-             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs"
+             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, allowTools, denyTools, \
+             destructiveTools, confirmDestructive"
         } else {
             ""
         };
@@ -388,6 +430,7 @@ fn parse_server(
             .cache_ttl_ms
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis),
+        policy,
     })
 }
 

@@ -127,9 +127,40 @@ pub enum Error {
         /// The failure that opened it.
         last_error: Option<String>,
     },
+    /// The token's scope or the config's policy forbids it.
+    #[error("{}", describe_refusal(server, tool.as_deref(), reason))]
+    NotPermitted {
+        /// The server.
+        server: String,
+        /// The tool, when the refusal is about one.
+        tool: Option<String>,
+        /// Why, and what would be allowed.
+        reason: String,
+    },
+    /// A destructive tool called without `"confirm": true`.
+    #[error(
+        "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": \
+         true in callTool (tool-cli: --yes)"
+    )]
+    ConfirmationRequired {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// Something failed inside the daemon.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
+    match (server, tool) {
+        (server, Some(tool)) => {
+            format!("tool \"{tool}\" of server \"{server}\" is not permitted: {reason}")
+        }
+        ("", None) => format!("not permitted: {reason}"),
+        (server, None) => format!("server \"{server}\" is not permitted: {reason}"),
+    }
 }
 
 fn list_preview(names: &[String]) -> String {
@@ -256,8 +287,62 @@ impl Error {
                 retry_after_ms: *retry_after_ms,
                 last_error: last_error.clone(),
             },
+            Error::NotPermitted {
+                server,
+                tool,
+                reason,
+            } => ErrorData::NotPermitted {
+                server: server.clone(),
+                tool: tool.clone(),
+                reason: reason.clone(),
+            },
+            Error::ConfirmationRequired { server, tool } => ErrorData::ConfirmationRequired {
+                server: server.clone(),
+                tool: tool.clone(),
+            },
             Error::Internal(message) => ErrorData::Internal {
                 message: message.clone(),
+            },
+        }
+    }
+}
+
+impl From<crate::policy::Denial> for Error {
+    fn from(denial: crate::policy::Denial) -> Error {
+        use crate::policy::Denial;
+        let reason = denial.to_string();
+        match denial {
+            Denial::ConfirmationRequired { server, tool } => {
+                Error::ConfirmationRequired { server, tool }
+            }
+            Denial::ServerNotPermitted { server, scope } => Error::NotPermitted {
+                server,
+                tool: None,
+                reason: format!(
+                    "this token's scope ({scope}) does not include it; use a token whose scope \
+                     does"
+                ),
+            },
+            Denial::ToolNotPermitted {
+                server,
+                tool,
+                reason,
+            } => Error::NotPermitted {
+                server,
+                tool: Some(tool),
+                reason,
+            },
+            Denial::ScopeExpired { .. } => Error::NotPermitted {
+                server: String::new(),
+                tool: None,
+                reason,
+            },
+            // `Denial` is non-exhaustive: a new kind of refusal is still a refusal.
+            #[allow(unreachable_patterns)]
+            _ => Error::NotPermitted {
+                server: String::new(),
+                tool: None,
+                reason,
             },
         }
     }

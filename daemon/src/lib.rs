@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod config;
 pub mod error;
+mod gate;
 pub mod pipeline;
 pub mod policy;
 pub mod pool;
@@ -16,5 +17,5 @@ pub mod resilience;
 mod rpc;
 pub mod runtime_file;
 pub mod server;
-mod shape;
+pub mod shape;
 mod validate;

@@ -8,11 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use tool_cli_daemon::auth::Token;
+use std::os::unix::net::UnixListener;
+
+use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
 use tool_cli_daemon::pipeline::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::runtime_file;
+use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RuntimeFile;
 
@@ -61,6 +64,19 @@ struct Cli {
     /// Largest message accepted from a stdio server, in bytes.
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]
     max_message_bytes: usize,
+
+    /// Largest request body accepted from a client, in bytes.
+    #[arg(long, default_value_t = tool_cli_daemon::shape::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    max_body_bytes: usize,
+
+    /// Listen on this Unix socket (created 0600 in a 0700 directory) instead of TCP.
+    #[arg(long, value_name = "PATH", conflicts_with = "port")]
+    socket: Option<PathBuf>,
+
+    /// Accept requests carrying this `Origin` header (browser pages); repeat for more. By
+    /// default any request with an `Origin` is refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -90,7 +106,11 @@ fn main() -> ExitCode {
 
 fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        // jsonrpsee traces whole HTTP requests, `Authorization` header included: never let a
+        // token reach the log, whatever RUST_LOG says.
+        .add_directive("jsonrpsee-server=debug".parse().expect("a valid directive"))
+        .add_directive("jsonrpsee-core=debug".parse().expect("a valid directive"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -151,18 +171,26 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Err(err) => return fail(EXIT_CONFIG, err),
     };
 
-    let listener = match TcpListener::bind((cli.host.as_str(), cli.port)) {
-        Ok(listener) => listener,
-        Err(err) => {
-            return fail(
-                1,
-                format!("cannot listen on {}:{}: {err}", cli.host, cli.port),
-            );
+    let (listener, endpoint) = match &cli.socket {
+        Some(path) => match bind_socket(path) {
+            Ok(listener) => (Listener::Unix(listener), Endpoint::Socket(path.clone())),
+            Err(err) => return fail(1, err),
+        },
+        None => {
+            let listener = match TcpListener::bind((cli.host.as_str(), cli.port)) {
+                Ok(listener) => listener,
+                Err(err) => {
+                    return fail(
+                        1,
+                        format!("cannot listen on {}:{}: {err}", cli.host, cli.port),
+                    );
+                }
+            };
+            match listener.local_addr() {
+                Ok(local) => (Listener::Tcp(listener), Endpoint::Tcp(local)),
+                Err(err) => return fail(1, format!("cannot read the bound address: {err}")),
+            }
         }
-    };
-    let local = match listener.local_addr() {
-        Ok(addr) => addr,
-        Err(err) => return fail(1, format!("cannot read the bound address: {err}")),
     };
 
     if let Err(err) = tool_cli_daemon::reaper::install(&self_exe) {
@@ -172,18 +200,99 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(serve(cli, config, token, listener, local))
+    runtime.block_on(serve(cli, config, token, listener, endpoint))
+}
+
+/// Where clients reach us.
+enum Endpoint {
+    Tcp(std::net::SocketAddr),
+    Socket(PathBuf),
+}
+
+/// Creates the Unix socket safely: its directory is a real directory (not a symlink) that only
+/// we can enter, and no existing file is reused (a stale socket nobody listens on is replaced).
+fn bind_socket(path: &std::path::Path) -> Result<UnixListener, String> {
+    use std::os::unix::fs::{
+        DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, PermissionsExt as _,
+    };
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|err| {
+                format!(
+                    "cannot create the socket directory {}: {err}",
+                    dir.display()
+                )
+            })?;
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|err| {
+        format!(
+            "cannot inspect the socket directory {}: {err}",
+            dir.display()
+        )
+    })?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Err(format!(
+            "the socket directory {} is not a plain directory (a symlink?); refusing it",
+            dir.display()
+        ));
+    }
+    if meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "the socket directory {} must be owned by you and mode 0700 (it is {:o}); \
+             fix with: chmod 700 {}",
+            dir.display(),
+            meta.permissions().mode() & 0o777,
+            dir.display()
+        ));
+    }
+    if let Ok(existing) = std::fs::symlink_metadata(path) {
+        let stale = existing.file_type().is_socket()
+            && std::os::unix::net::UnixStream::connect(path).is_err();
+        if !stale {
+            return Err(format!(
+                "{} already exists; refusing to reuse it (another daemon's socket, or not a \
+                 socket at all)",
+                path.display()
+            ));
+        }
+        std::fs::remove_file(path)
+            .map_err(|err| format!("cannot remove the stale socket {}: {err}", path.display()))?;
+    }
+    // Created 0600 from the start: no window in which another user could connect.
+    // SAFETY: umask only changes this process's file creation mask; we restore it at once,
+    // before any other thread exists.
+    let previous = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(path);
+    unsafe { libc::umask(previous) };
+    bound.map_err(|err| format!("cannot listen on {}: {err}", path.display()))
 }
 
 async fn serve(
     cli: Cli,
     config: config::Config,
     token: Token,
-    listener: TcpListener,
-    local: std::net::SocketAddr,
+    listener: Listener,
+    endpoint: Endpoint,
 ) -> ExitCode {
+    let (host, port, socket) = match &endpoint {
+        Endpoint::Tcp(local) => (local.ip().to_string(), local.port(), None),
+        Endpoint::Socket(path) => (
+            "localhost".to_owned(),
+            0,
+            Some(path.to_string_lossy().into_owned()),
+        ),
+    };
     tracing::info!(
-        address = %local,
+        address = %socket.clone().unwrap_or_else(|| format!("{host}:{port}")),
         config = %config.source,
         servers = config.servers.len(),
         "tool-cli-daemon starting"
@@ -191,11 +300,12 @@ async fn serve(
     let runtime_guard = match runtime_file::write(
         &runtime_file::default_dir(),
         &RuntimeFile {
-            host: local.ip().to_string(),
-            port: local.port(),
+            host,
+            port,
             token: token.expose().to_owned(),
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            socket: socket.clone(),
         },
     ) {
         Ok(guard) => guard,
@@ -222,10 +332,17 @@ async fn serve(
         let print_env = cli.print_env;
         tokio::spawn(async move {
             pool.start().await;
-            tracing::info!(port = local.port(), "ready");
+            tracing::info!(port, "ready");
             if print_env {
                 let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "export {}={}", env::PORT, local.port());
+                match &socket {
+                    Some(path) => {
+                        let _ = writeln!(stdout, "export {}={}", env::SOCKET, shell_quote(path));
+                    }
+                    None => {
+                        let _ = writeln!(stdout, "export {}={}", env::PORT, port);
+                    }
+                }
                 let _ = writeln!(stdout, "export {}={}", env::TOKEN, token.expose());
                 let _ = stdout.flush();
                 drop(stdout);
@@ -238,15 +355,22 @@ async fn serve(
 
     let served = tool_cli_daemon::server::run(
         listener,
-        token,
+        Arc::new(TokenStore::new(token)),
         Arc::clone(&orchestrator),
         shutdown_signal(),
-        Duration::from_millis(cli.shutdown_grace_ms),
+        ServeOptions {
+            grace: Duration::from_millis(cli.shutdown_grace_ms),
+            max_body_bytes: cli.max_body_bytes,
+            allowed_origins: cli.allowed_origins.clone(),
+        },
     )
     .await;
     starter.abort();
     pool.shutdown().await;
     drop(runtime_guard);
+    if let Endpoint::Socket(path) = &endpoint {
+        let _ = std::fs::remove_file(path);
+    }
     match served {
         Ok(()) => {
             tracing::info!("stopped");
@@ -254,6 +378,11 @@ async fn serve(
         }
         Err(err) => fail(1, format!("serving failed: {err}")),
     }
+}
+
+/// Quotes a path for a POSIX shell's `eval`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Points stdout at /dev/null, closing the pipe a harness may be reading to its end.

@@ -1,6 +1,7 @@
 //! The call pipeline: every tool call, from any client, takes this one path.
 //!
-//! resolve server → wait for its session → resolve tool → validate arguments → bulkhead (bounded
+//! resolve server → wait for its session → resolve tool → policy (token scope, config allow/deny,
+//! confirmation of destructive tools) → validate arguments → bulkhead (bounded
 //! concurrency and queue) → [retry loop: circuit breaker → execute with a timeout, cancelled
 //! upstream on expiry] → degradation cache → record a trace. Later stages (policy, routing,
 //! dry-run, cost) are added here, never as side doors, so the invariant "no tool is called
@@ -9,7 +10,7 @@
 //! The discovery methods live here too, since they share resolution and waiting.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value};
 use tool_cli_protocol::methods::{
@@ -18,8 +19,10 @@ use tool_cli_protocol::methods::{
     ServerSummary, ToolSummary,
 };
 
+use crate::auth::Grant;
 use crate::error::Error;
-use crate::pool::{ListKind, Pool, Server, Session, Status};
+use crate::policy::{Denial, check_call, visible_tool};
+use crate::pool::{Catalog, CatalogTool, ListKind, Pool, Server, Session, Status};
 use crate::resilience::backoff::random_jitter;
 use crate::resilience::breaker::{BreakerState, Outcome, Refusal};
 use crate::resilience::cache::{CacheKey, is_cacheable};
@@ -44,26 +47,86 @@ impl Orchestrator {
         &self.pool
     }
 
-    /// `listServers`.
-    pub fn list_servers(&self) -> ListServersResult {
+    /// The server called `name`, if the grant may see it. A server outside the scope is named
+    /// as not permitted; an unknown one lists only the servers the grant may see.
+    fn resolve(
+        &self,
+        name: &str,
+        grant: &Grant,
+        tool: Option<&str>,
+    ) -> Result<&Arc<Server>, Error> {
+        let server = self.pool.server(name).map_err(|error| match error {
+            Error::UnknownServer {
+                server,
+                known_servers,
+            } => Error::UnknownServer {
+                server,
+                known_servers: known_servers
+                    .into_iter()
+                    .filter(|name| grant.scope.permits_server(name))
+                    .collect(),
+            },
+            other => other,
+        })?;
+        let now = SystemTime::now();
+        if grant.scope.is_expired(now) || !grant.scope.permits_server(name) {
+            let scope = grant.scope.describe(now);
+            // Asked for a tool: say the tool is out of scope, which is what the caller tried.
+            return Err(match tool {
+                Some(tool) => Denial::ToolNotPermitted {
+                    server: name.to_owned(),
+                    tool: tool.to_owned(),
+                    reason: format!(
+                        "this token's scope ({scope}) does not include it; use a token whose \
+                         scope includes \"{name}/{tool}\""
+                    ),
+                },
+                None => Denial::ServerNotPermitted {
+                    server: name.to_owned(),
+                    scope,
+                },
+            }
+            .into());
+        }
+        Ok(server)
+    }
+
+    /// Whether the grant may see `tool` of `server`.
+    fn visible(grant: &Grant, server: &Server, tool: &CatalogTool) -> bool {
+        let annotations = tool.raw.get("annotations").unwrap_or(&Value::Null);
+        visible_tool(
+            &grant.scope,
+            &server.config.policy,
+            &server.config.name,
+            &tool.name,
+            annotations,
+        )
+    }
+
+    /// `listServers`: the servers the grant may see, with the tools it may see.
+    pub fn list_servers(&self, grant: &Grant) -> ListServersResult {
         let servers = self
             .pool
             .servers()
             .iter()
+            .filter(|server| grant.scope.permits_server(&server.config.name))
             .map(|server| {
                 let status = server.status();
                 let (tool_count, examples, instructions) = match &status {
-                    Status::Ready(session) => (
-                        session.catalog().len(),
-                        session
-                            .catalog()
+                    Status::Ready(session) => {
+                        let catalog = session.catalog();
+                        let visible: Vec<String> = catalog
                             .tools()
                             .iter()
-                            .take(EXAMPLE_TOOLS)
+                            .filter(|tool| Self::visible(grant, server, tool))
                             .map(|tool| tool.name.clone())
-                            .collect(),
-                        session.instructions.clone(),
-                    ),
+                            .collect();
+                        (
+                            visible.len(),
+                            visible.into_iter().take(EXAMPLE_TOOLS).collect(),
+                            session.instructions.clone(),
+                        )
+                    }
                     _ => (0, Vec::new(), None),
                 };
                 let description = server.config.description.clone().or_else(|| {
@@ -88,19 +151,25 @@ impl Orchestrator {
         ListServersResult { servers }
     }
 
-    async fn session(&self, server: &str) -> Result<(&Arc<Server>, Arc<Session>), Error> {
-        let server = self.pool.server(server)?;
+    async fn session(
+        &self,
+        server: &str,
+        grant: &Grant,
+        tool: Option<&str>,
+    ) -> Result<(&Arc<Server>, Arc<Session>), Error> {
+        let server = self.resolve(server, grant, tool)?;
         let session = server.session(server.config.call_timeout).await?;
         Ok((server, session))
     }
 
-    /// `listTools`.
-    pub async fn list_tools(&self, server: &str) -> Result<ListToolsResult, Error> {
-        let (server, session) = self.session(server).await?;
+    /// `listTools`: the tools the grant may see.
+    pub async fn list_tools(&self, server: &str, grant: &Grant) -> Result<ListToolsResult, Error> {
+        let (server, session) = self.session(server, grant, None).await?;
         let tools = session
             .catalog()
             .tools()
             .iter()
+            .filter(|tool| Self::visible(grant, server, tool))
             .map(|tool| ToolSummary {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
@@ -114,22 +183,60 @@ impl Orchestrator {
     }
 
     /// `describeTool`: the tool exactly as the server listed it.
-    pub async fn describe_tool(&self, server: &str, tool: &str) -> Result<Value, Error> {
-        let (server, session) = self.session(server).await?;
+    pub async fn describe_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        grant: &Grant,
+    ) -> Result<Value, Error> {
+        let (server, session) = self.session(server, grant, Some(tool)).await?;
         let catalog = session.catalog();
-        let tool = catalog.get(tool).ok_or_else(|| Error::UnknownTool {
-            server: server.config.name.clone(),
-            tool: tool.to_owned(),
-            known_tools: catalog.names(),
-        })?;
+        let tool = self.tool(server, &catalog, tool, grant)?;
         Ok(tool.raw.clone())
+    }
+
+    /// Resolves a tool the grant may see: an unknown one lists only visible tools, a hidden
+    /// one says why it is not permitted.
+    fn tool(
+        &self,
+        server: &Server,
+        catalog: &Catalog,
+        tool: &str,
+        grant: &Grant,
+    ) -> Result<Arc<CatalogTool>, Error> {
+        let Some(found) = catalog.get(tool) else {
+            return Err(Error::UnknownTool {
+                server: server.config.name.clone(),
+                tool: tool.to_owned(),
+                known_tools: catalog
+                    .tools()
+                    .iter()
+                    .filter(|tool| Self::visible(grant, server, tool))
+                    .map(|tool| tool.name.clone())
+                    .collect(),
+            });
+        };
+        if !Self::visible(grant, server, found) {
+            let annotations = found.raw.get("annotations").unwrap_or(&Value::Null);
+            // Confirmation never hides a tool, so this is a scope or policy refusal.
+            check_call(
+                &grant.scope,
+                &server.config.policy,
+                &server.config.name,
+                &found.name,
+                annotations,
+                true,
+                SystemTime::now(),
+            )?;
+        }
+        Ok(Arc::clone(found))
     }
 
     /// `callTool`: the pipeline.
     #[tracing::instrument(skip_all, fields(server = %params.server, tool = %params.tool))]
-    pub async fn call_tool(&self, params: CallToolParams) -> Result<Value, Error> {
+    pub async fn call_tool(&self, params: CallToolParams, grant: &Grant) -> Result<Value, Error> {
         let started = Instant::now();
-        let outcome = self.call_tool_inner(&params).await;
+        let outcome = self.call_tool_inner(&params, grant).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &outcome {
             Ok(result) => {
@@ -158,8 +265,12 @@ impl Orchestrator {
         outcome
     }
 
-    async fn call_tool_inner(&self, params: &CallToolParams) -> Result<Value, Error> {
-        let server = self.pool.server(&params.server)?;
+    async fn call_tool_inner(
+        &self,
+        params: &CallToolParams,
+        grant: &Grant,
+    ) -> Result<Value, Error> {
+        let server = self.resolve(&params.server, grant, Some(&params.tool))?;
         let timeout = match params.timeout_ms {
             Some(0) => {
                 return Err(Error::InvalidParams {
@@ -174,15 +285,20 @@ impl Orchestrator {
         // Resolve and validate against the catalog as it is now: nothing is sent otherwise.
         let session = server.session(timeout).await?;
         let catalog = session.catalog();
-        let tool = catalog
-            .get(&params.tool)
-            .cloned()
-            .ok_or_else(|| Error::UnknownTool {
-                server: server.config.name.clone(),
-                tool: params.tool.clone(),
-                known_tools: catalog.names(),
-            })?;
+        let tool = self.tool(server, &catalog, &params.tool, grant)?;
         drop(session);
+        // Policy: the token's scope, the config's allow/deny lists, and confirmation of
+        // destructive tools.
+        let annotations = tool.raw.get("annotations").cloned().unwrap_or(Value::Null);
+        check_call(
+            &grant.scope,
+            &server.config.policy,
+            &server.config.name,
+            &tool.name,
+            &annotations,
+            params.confirm == Some(true),
+            SystemTime::now(),
+        )?;
         let arguments = params.arguments.clone().unwrap_or_default();
         let validator = tool.validator().map_err(|message| Error::InvalidSchema {
             server: server.config.name.clone(),
@@ -198,7 +314,6 @@ impl Orchestrator {
             });
         }
 
-        let annotations = tool.raw.get("annotations").cloned().unwrap_or(Value::Null);
         let cache_key = (server.cache.is_some() && is_cacheable(&annotations)).then(|| {
             CacheKey::new(
                 &server.config.name,
@@ -330,13 +445,15 @@ impl Orchestrator {
         result
     }
 
-    /// `health`: every server's state, restarts, calls, errors, latency and breaker.
-    pub fn health(&self) -> HealthResult {
+    /// `health`: the state, restarts, calls, errors, latency and breaker of every server the
+    /// grant may see.
+    pub fn health(&self, grant: &Grant) -> HealthResult {
         let now = tokio::time::Instant::now();
         let servers = self
             .pool
             .servers()
             .iter()
+            .filter(|server| grant.scope.permits_server(&server.config.name))
             .map(|server| {
                 let status = server.status();
                 let (breaker_state, failing) = {
@@ -405,8 +522,12 @@ impl Orchestrator {
     }
 
     /// `listResources`. A server without the resources capability has none.
-    pub async fn list_resources(&self, server: &str) -> Result<ListResourcesResult, Error> {
-        let (server, session) = self.session(server).await?;
+    pub async fn list_resources(
+        &self,
+        server: &str,
+        grant: &Grant,
+    ) -> Result<ListResourcesResult, Error> {
+        let (server, session) = self.session(server, grant, None).await?;
         let resources = if session.supports_resources {
             session
                 .list_all(ListKind::Resources, server.config.call_timeout)
@@ -424,8 +545,9 @@ impl Orchestrator {
     pub async fn list_resource_templates(
         &self,
         server: &str,
+        grant: &Grant,
     ) -> Result<ListResourceTemplatesResult, Error> {
-        let (server, session) = self.session(server).await?;
+        let (server, session) = self.session(server, grant, None).await?;
         let templates = if session.supports_resources {
             session
                 .list_all(ListKind::ResourceTemplates, server.config.call_timeout)
@@ -440,8 +562,13 @@ impl Orchestrator {
     }
 
     /// `readResource`: the server's complete result.
-    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<Value, Error> {
-        let (server, session) = self.session(server).await?;
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        grant: &Grant,
+    ) -> Result<Value, Error> {
+        let (server, session) = self.session(server, grant, None).await?;
         session.read_resource(uri, server.config.call_timeout).await
     }
 }

@@ -374,11 +374,22 @@ impl Scope {
         })
     }
 
-    /// Whether the token may use `server` at all.
+    /// Whether the token may use `server` at all: its server globs include it, and, when the
+    /// scope names tools, one of the tool globs could name a tool of it (`fs/read_*` permits
+    /// only `fs`; a glob whose server part is a wildcard, such as `*/read_*`, permits any).
     pub fn permits_server(&self, server: &str) -> bool {
-        self.servers
+        let by_servers = self
+            .servers
             .as_deref()
-            .is_none_or(|globs| any_glob_matches(globs, server))
+            .is_none_or(|globs| any_glob_matches(globs, server));
+        let by_tools = self.tools.as_deref().is_none_or(|globs| {
+            globs.iter().any(|glob| match glob.split_once('/') {
+                Some((server_part, _)) => glob_match(server_part, server),
+                // No slash: a wildcard may span it, so the glob may reach any server.
+                None => true,
+            })
+        });
+        by_servers && by_tools
     }
 
     /// Whether the token may see and call `tool` of `server`, whose MCP `annotations` object is
@@ -605,6 +616,33 @@ pub fn visible_tool(
     annotations: &Value,
 ) -> bool {
     scope.permits_tool(server, tool, annotations) && policy.permits_tool(tool)
+}
+
+#[cfg(test)]
+mod server_from_tools_tests {
+    use super::*;
+
+    #[test]
+    fn tool_globs_narrow_the_servers_a_scope_reaches() {
+        let now = SystemTime::UNIX_EPOCH;
+        let scope =
+            Scope::from_params(None, Some(vec!["alpha/ec*".into()]), false, None, now).unwrap();
+        assert!(scope.permits_server("alpha"));
+        assert!(!scope.permits_server("beta"));
+        let scope =
+            Scope::from_params(None, Some(vec!["*/read_*".into()]), false, None, now).unwrap();
+        assert!(scope.permits_server("beta"));
+        let scope = Scope::from_params(
+            Some(vec!["a*".into()]),
+            Some(vec!["beta/x".into()]),
+            false,
+            None,
+            now,
+        )
+        .unwrap();
+        assert!(!scope.permits_server("beta"), "server globs still apply");
+        assert!(!scope.permits_server("alpha"), "no tool glob reaches alpha");
+    }
 }
 
 #[cfg(test)]
@@ -1301,7 +1339,7 @@ mod tests {
         };
         let scope = Scope {
             servers: Some(globs(&["git"])),
-            tools: Some(globs(&["git/none"])),
+            tools: Some(globs(&["*/none"])),
             read_only: true,
             expires_at: None,
         };

@@ -5,101 +5,199 @@
 
 use std::sync::Arc;
 
-use jsonrpsee::RpcModule;
+use std::time::SystemTime;
+
 use jsonrpsee::types::{ErrorObjectOwned, Params};
+use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
-    CancellationCapability, DescribeToolParams, Implementation, ReadResourceParams,
-    ResourcesCapability, ServerParams, ToolsCapability, UpstreamMcp, name,
+    CancellationCapability, DescribeToolParams, Implementation, ListTokensResult, MintTokenParams,
+    ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
+    ToolsCapability, UpstreamMcp, name,
 };
 
+use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
 use crate::pipeline::Orchestrator;
 
+/// What every handler can reach.
+pub(crate) struct Context {
+    orchestrator: Arc<Orchestrator>,
+    tokens: Arc<TokenStore>,
+}
+
+/// The grant the gate attached to the request. Every request that reaches a handler has one;
+/// a missing grant (a bug) is refused rather than treated as the owner.
+fn grant(extensions: &Extensions) -> Result<&Grant, ErrorObjectOwned> {
+    extensions
+        .get::<Grant>()
+        .ok_or_else(|| to_rpc_error(Error::Internal("request without a grant".to_owned())))
+}
+
+/// Refuses token management to anything but the owner token.
+fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
+    if grant.is_owner {
+        return Ok(());
+    }
+    Err(to_rpc_error(Error::NotPermitted {
+        server: String::new(),
+        tool: None,
+        reason: format!(
+            "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
+             list tokens"
+        ),
+    }))
+}
+
 /// Builds the module serving every method of the protocol.
-pub(crate) fn module(orchestrator: Arc<Orchestrator>) -> RpcModule<Orchestrator> {
-    let mut module = RpcModule::from_arc(orchestrator);
+pub(crate) fn module(
+    orchestrator: Arc<Orchestrator>,
+    tokens: Arc<TokenStore>,
+) -> RpcModule<Context> {
+    let mut module = RpcModule::new(Context {
+        orchestrator,
+        tokens,
+    });
     module
         .register_method(name::GET_BRIDGE_INFO, |_, _, _| {
             Ok::<_, ErrorObjectOwned>(bridge_info())
         })
         .expect("method names are unique");
     module
-        .register_method(name::HEALTH, |_, orchestrator, _| {
-            Ok::<_, ErrorObjectOwned>(orchestrator.health())
+        .register_method(name::HEALTH, |_, context, extensions| {
+            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?))
         })
         .expect("method names are unique");
     module
-        .register_method(name::LIST_SERVERS, |_, orchestrator, _| {
-            Ok::<_, ErrorObjectOwned>(orchestrator.list_servers())
+        .register_method(name::LIST_SERVERS, |_, context, extensions| {
+            Ok::<_, ErrorObjectOwned>(context.orchestrator.list_servers(grant(extensions)?))
         })
         .expect("method names are unique");
     module
-        .register_async_method(name::LIST_TOOLS, |params, orchestrator, _| async move {
+        .register_async_method(name::LIST_TOOLS, |params, context, extensions| async move {
             let params: ServerParams = parse(name::LIST_TOOLS, &params, SERVER_SHAPE)?;
-            orchestrator
-                .list_tools(&params.server)
-                .await
-                .map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_async_method(name::DESCRIBE_TOOL, |params, orchestrator, _| async move {
-            let params: DescribeToolParams = parse(
-                name::DESCRIBE_TOOL,
-                &params,
-                r#"{"server": string, "tool": string}"#,
-            )?;
-            orchestrator
-                .describe_tool(&params.server, &params.tool)
-                .await
-                .map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_async_method(name::CALL_TOOL, |params, orchestrator, _| async move {
-            let params: CallToolParams = parse(
-                name::CALL_TOOL,
-                &params,
-                r#"{"server": string, "tool": string, "arguments"?: object, "timeoutMs"?: integer}"#,
-            )?;
-            orchestrator.call_tool(params).await.map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_async_method(name::LIST_RESOURCES, |params, orchestrator, _| async move {
-            let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
-            orchestrator
-                .list_resources(&params.server)
+            context
+                .orchestrator
+                .list_tools(&params.server, grant(&extensions)?)
                 .await
                 .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
         .register_async_method(
-            name::LIST_RESOURCE_TEMPLATES,
-            |params, orchestrator, _| async move {
-                let params: ServerParams =
-                    parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
-                orchestrator
-                    .list_resource_templates(&params.server)
+            name::DESCRIBE_TOOL,
+            |params, context, extensions| async move {
+                let params: DescribeToolParams = parse(
+                    name::DESCRIBE_TOOL,
+                    &params,
+                    r#"{"server": string, "tool": string}"#,
+                )?;
+                context
+                    .orchestrator
+                    .describe_tool(&params.server, &params.tool, grant(&extensions)?)
                     .await
                     .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
     module
-        .register_async_method(name::READ_RESOURCE, |params, orchestrator, _| async move {
-            let params: ReadResourceParams = parse(
-                name::READ_RESOURCE,
+        .register_async_method(name::CALL_TOOL, |params, context, extensions| async move {
+            let params: CallToolParams = parse(
+                name::CALL_TOOL,
                 &params,
-                r#"{"server": string, "uri": string}"#,
+                r#"{"server": string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean}"#,
             )?;
-            orchestrator
-                .read_resource(&params.server, &params.uri)
+            context
+                .orchestrator
+                .call_tool(params, grant(&extensions)?)
                 .await
                 .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::LIST_RESOURCES,
+            |params, context, extensions| async move {
+                let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
+                context
+                    .orchestrator
+                    .list_resources(&params.server, grant(&extensions)?)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::LIST_RESOURCE_TEMPLATES,
+            |params, context, extensions| async move {
+                let params: ServerParams =
+                    parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
+                context
+                    .orchestrator
+                    .list_resource_templates(&params.server, grant(&extensions)?)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::READ_RESOURCE,
+            |params, context, extensions| async move {
+                let params: ReadResourceParams = parse(
+                    name::READ_RESOURCE,
+                    &params,
+                    r#"{"server": string, "uri": string}"#,
+                )?;
+                context
+                    .orchestrator
+                    .read_resource(&params.server, &params.uri, grant(&extensions)?)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(name::MINT_TOKEN, |params, context, extensions| {
+            owner_only(grant(extensions)?, name::MINT_TOKEN)?;
+            let params: MintTokenParams = if params.as_str().is_none() {
+                MintTokenParams::default()
+            } else {
+                parse(
+                    name::MINT_TOKEN,
+                    &params,
+                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
+                )?
+            };
+            context
+                .tokens
+                .mint(params, SystemTime::now())
+                .map_err(|error| {
+                    to_rpc_error(Error::InvalidParams {
+                        method: name::MINT_TOKEN.to_owned(),
+                        message: error.to_string(),
+                    })
+                })
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::REVOKE_TOKEN, |params, context, extensions| {
+            owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
+            let params: RevokeTokenParams =
+                parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
+            Ok::<_, ErrorObjectOwned>(RevokeTokenResult {
+                revoked: context.tokens.revoke(&params.token_id),
+            })
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::LIST_TOKENS, |_, context, extensions| {
+            owner_only(grant(extensions)?, name::LIST_TOKENS)?;
+            Ok::<_, ErrorObjectOwned>(ListTokensResult {
+                tokens: context.tokens.list(SystemTime::now()),
+            })
         })
         .expect("method names are unique");
     module

@@ -129,6 +129,7 @@ mod tests {
             token: "t".repeat(64),
             pid,
             version: "0".into(),
+            socket: None,
         }
     }
 

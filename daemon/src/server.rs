@@ -1,17 +1,24 @@
-//! The HTTP transport: jsonrpsee over an already-bound listener, behind the auth layer.
+//! The transport: our own accept loop over a TCP or Unix listener, hyper HTTP/1.1 per
+//! connection, and jsonrpsee as the tower service behind the gate.
 //!
-//! `main` and the tests call the same [`run`] with a listener on `127.0.0.1:0` and a shutdown
-//! future, so tests exercise the production path. Shutdown stops accepting, gives in-flight
-//! requests a grace period to finish, and then returns so the caller can close the pool.
+//! Owning the loop (instead of jsonrpsee's built-in server) is what gives us a header-read
+//! timeout (slow-loris clients are dropped), a connection cap that refuses at accept time, the
+//! same code for TCP and Unix sockets, and graceful shutdown: stop accepting, let requests in
+//! flight finish within the grace period, then return so the caller can close the pool. `main`
+//! and the tests call the same [`run`] with a listener on `127.0.0.1:0`.
 
 use std::future::Future;
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 
-use crate::auth::{AuthLayer, Token};
+use crate::auth::TokenStore;
+use crate::gate::{Gate, GateLayer};
 use crate::pipeline::Orchestrator;
 use crate::shape::RequestShapeLayer;
 
@@ -19,40 +26,180 @@ use crate::shape::RequestShapeLayer;
 const MAX_BATCH_LEN: u32 = 100;
 
 /// Most connections at once. Every agent process on the machine may hold one, and a slow tool
-/// call holds one for its whole duration, so this is well above jsonrpsee's default of 100.
-const MAX_CONNECTIONS: u32 = 1024;
+/// call holds one for its whole duration; beyond this, new connections are closed at once.
+const MAX_CONNECTIONS: usize = 1024;
 
-/// Serves the protocol on `listener` until `shutdown` resolves, then drains for up to `grace`.
+/// How long a client may take to send a request's head; slower connections are dropped.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the daemon listens.
+#[derive(Debug)]
+pub enum Listener {
+    /// Loopback TCP: the `Host` check applies.
+    Tcp(std::net::TcpListener),
+    /// A Unix socket: reachable only through the file system, and only by the same user.
+    Unix(std::os::unix::net::UnixListener),
+}
+
+/// Settings of the transport.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// How long requests in flight get to finish after the shutdown signal.
+    pub grace: Duration,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// `Origin` values allowed (browser pages); empty refuses every request with an `Origin`.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            grace: Duration::from_secs(10),
+            max_body_bytes: crate::shape::DEFAULT_MAX_BODY_BYTES,
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {}
+
+/// Serves the protocol on `listener` until `shutdown` resolves, then drains for up to
+/// `options.grace`.
 pub async fn run(
-    listener: TcpListener,
-    token: Token,
+    listener: Listener,
+    tokens: Arc<TokenStore>,
     orchestrator: Arc<Orchestrator>,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
+    options: ServeOptions,
 ) -> std::io::Result<()> {
-    listener.set_nonblocking(true)?;
-    let http_middleware = tower::ServiceBuilder::new()
-        .layer(AuthLayer::new(token))
-        .layer(RequestShapeLayer);
+    let hosts = match &listener {
+        Listener::Tcp(listener) => Gate::loopback_hosts(listener.local_addr()?.port()),
+        Listener::Unix(_) => Vec::new(),
+    };
+    let gate = Arc::new(Gate {
+        tokens: Arc::clone(&tokens),
+        hosts,
+        origins: options.allowed_origins.clone(),
+        max_body_bytes: options.max_body_bytes,
+    });
     let config = ServerConfig::builder()
         .http_only()
-        .max_request_body_size(crate::shape::MAX_REQUEST_BODY_BYTES as u32)
-        .max_connections(MAX_CONNECTIONS)
+        // The shape layer enforces the real limit; jsonrpsee's must not be lower.
+        .max_request_body_size(u32::try_from(options.max_body_bytes).unwrap_or(u32::MAX))
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH_LEN))
         .build();
-    let server = Server::builder()
+    let http_middleware = tower::ServiceBuilder::new()
+        .layer(GateLayer::new(gate))
+        .layer(RequestShapeLayer::new(options.max_body_bytes));
+    let builder = Server::builder()
         .set_config(config)
         .set_http_middleware(http_middleware)
-        .build_from_tcp(listener)?;
-    let handle = server.start(crate::rpc::module(orchestrator));
-    shutdown.await;
+        .to_service_builder()
+        // Our accept loop enforces the limit; jsonrpsee's own guard (100 by default) would
+        // answer 429 below it.
+        .max_connections(MAX_CONNECTIONS as u32);
+    let methods: jsonrpsee::Methods = crate::rpc::module(orchestrator, Arc::clone(&tokens)).into();
+    let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
+
+    enum Accepting {
+        Tcp(tokio::net::TcpListener),
+        Unix(tokio::net::UnixListener),
+    }
+    let accepting = match listener {
+        Listener::Tcp(listener) => {
+            listener.set_nonblocking(true)?;
+            Accepting::Tcp(tokio::net::TcpListener::from_std(listener)?)
+        }
+        Listener::Unix(listener) => {
+            listener.set_nonblocking(true)?;
+            Accepting::Unix(tokio::net::UnixListener::from_std(listener)?)
+        }
+    };
+    let accept = || async {
+        match &accepting {
+            Accepting::Tcp(listener) => listener.accept().await.map(|(stream, _)| {
+                let _ = stream.set_nodelay(true);
+                Box::new(stream) as Box<dyn Stream>
+            }),
+            Accepting::Unix(listener) => {
+                let (stream, _) = listener.accept().await?;
+                // Only our own user may talk to us, whatever the socket's mode says.
+                let same_user = stream
+                    .peer_cred()
+                    .is_ok_and(|cred| cred.uid() == unsafe { libc::getuid() });
+                if !same_user {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        "a peer of another user",
+                    ));
+                }
+                Ok(Box::new(stream) as Box<dyn Stream>)
+            }
+        }
+    };
+
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut tasks = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = accept() => match accepted {
+                Ok(stream) => stream,
+                Err(error) => {
+                    tracing::debug!(%error, "accept failed");
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    if !matches!(error.kind(), std::io::ErrorKind::PermissionDenied) {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+            // Reap finished connections so the set does not grow.
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            tracing::warn!(
+                limit = MAX_CONNECTIONS,
+                "connection limit reached; closing a new connection"
+            );
+            continue;
+        };
+        let service = builder.clone().build(methods.clone(), stop_handle.clone());
+        let stopped = stop_handle.clone().shutdown();
+        tasks.spawn(async move {
+            let _permit = permit;
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            tokio::pin!(connection, stopped);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = &mut stopped => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+
     tracing::info!("shutting down: no new requests; draining those in flight");
-    let _ = handle.stop();
-    if tokio::time::timeout(grace, handle.stopped()).await.is_err() {
+    drop(accepting);
+    let _ = server_handle.stop();
+    let drained = tokio::time::timeout(options.grace, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
         tracing::warn!(
-            grace_ms = grace.as_millis() as u64,
+            grace_ms = options.grace.as_millis() as u64,
             "requests still in flight after the grace period"
         );
+        tasks.abort_all();
     }
     Ok(())
 }

@@ -11,25 +11,40 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http_body_util::{BodyExt as _, Limited};
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode, header};
 use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Largest request body accepted (jsonrpsee's own default).
-pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// Default largest request body accepted.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Tower layer answering `-32600` for JSON that is not a request.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct RequestShapeLayer;
+/// Tower layer answering `-32600` for JSON that is not a request, and `-32603` for a handler
+/// that panicked.
+#[derive(Clone, Copy)]
+pub(crate) struct RequestShapeLayer {
+    max_body_bytes: usize,
+}
+
+impl RequestShapeLayer {
+    pub(crate) fn new(max_body_bytes: usize) -> RequestShapeLayer {
+        RequestShapeLayer { max_body_bytes }
+    }
+}
 
 impl<S> tower::Layer<S> for RequestShapeLayer {
     type Service = RequestShapeService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RequestShapeService { inner }
+        RequestShapeService {
+            inner,
+            max_body_bytes: self.max_body_bytes,
+        }
     }
 }
 
@@ -37,6 +52,7 @@ impl<S> tower::Layer<S> for RequestShapeLayer {
 #[derive(Clone)]
 pub(crate) struct RequestShapeService<S> {
     inner: S,
+    max_body_bytes: usize,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -62,28 +78,53 @@ where
         // ready one serves this request.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        let max_body_bytes = self.max_body_bytes;
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let bytes = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
+            let bytes = match Limited::new(body, max_body_bytes).collect().await {
                 Ok(collected) => collected.to_bytes(),
-                Err(_) => return Ok(plain_status(StatusCode::PAYLOAD_TOO_LARGE)),
+                Err(error) if error.is::<LengthLimitError>() => {
+                    return Ok(plain_status(StatusCode::PAYLOAD_TOO_LARGE));
+                }
+                // The body ended early or broke (a Content-Length that lied, say).
+                Err(_) => return Ok(plain_status(StatusCode::BAD_REQUEST)),
             };
-            if let Shape::NotARequest = shape(&bytes) {
-                return Ok(invalid_request());
+            let shape = shape(&bytes);
+            match shape {
+                Shape::NotARequest => return Ok(invalid_request()),
+                Shape::NotUtf8 => return Ok(parse_error()),
+                _ => {}
             }
-            let request =
-                Request::from_parts(parts, HttpBody::new(http_body_util::Full::new(bytes)));
-            inner.call(request).await
+            let request = Request::from_parts(
+                parts,
+                HttpBody::new(http_body_util::Full::new(bytes.clone())),
+            );
+            // A panicking handler answers its request with -32603; the daemon keeps serving.
+            match AssertUnwindSafe(inner.call(request)).catch_unwind().await {
+                // Notifications are run, but JSON-RPC sends nothing back for them.
+                Ok(Ok(_)) if shape == Shape::Notifications => {
+                    Ok(plain_status(StatusCode::NO_CONTENT))
+                }
+                Ok(response) => response,
+                Err(_) => {
+                    tracing::error!("a request handler panicked; answered -32603");
+                    Ok(internal_error(&bytes))
+                }
+            }
         })
     }
 }
 
 #[derive(Debug, PartialEq, Eq)]
 enum Shape {
-    /// Let jsonrpsee answer: a request, a notification, a batch, or malformed JSON.
+    /// Let jsonrpsee answer: a request, a batch with a request in it, or malformed JSON.
     PassThrough,
-    /// Valid JSON that is not a request and carries no id.
+    /// Notifications only: jsonrpsee runs them; the client gets no body.
+    Notifications,
+    /// Valid JSON that is not a request (or a request with an id JSON-RPC does not allow).
     NotARequest,
+    /// Not UTF-8, so not JSON at all.
+    NotUtf8,
 }
 
 /// The members that decide the shape, borrowed from the body.
@@ -97,22 +138,46 @@ struct Probe<'a> {
     jsonrpc: Option<&'a RawValue>,
 }
 
+impl Probe<'_> {
+    fn is_notification(&self) -> bool {
+        self.id.is_none()
+            && self.method.is_some_and(|m| m.get().starts_with('"'))
+            && self.jsonrpc.is_some_and(|v| v.get() == r#""2.0""#)
+    }
+
+    /// JSON-RPC ids are strings, numbers or null; we take integers that fit 64 bits.
+    fn has_valid_id(&self) -> bool {
+        self.id.is_some_and(|id| {
+            let text = id.get();
+            text.starts_with('"') || text == "null" || text.parse::<u64>().is_ok()
+        })
+    }
+}
+
 fn shape(body: &[u8]) -> Shape {
+    // JSON is UTF-8: anything else is malformed, which jsonrpsee reports as such.
+    if std::str::from_utf8(body).is_err() {
+        return Shape::NotUtf8;
+    }
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
-        return Shape::PassThrough;
+        return match serde_json::from_slice::<Vec<Probe<'_>>>(body) {
+            Ok(batch) if !batch.is_empty() && batch.iter().all(Probe::is_notification) => {
+                Shape::Notifications
+            }
+            _ => Shape::PassThrough,
+        };
     }
     match serde_json::from_slice::<Probe<'_>>(body) {
-        Ok(probe) => {
-            let is_notification = probe.id.is_none()
-                && probe.method.is_some_and(|m| m.get().starts_with('"'))
-                && probe.jsonrpc.is_some_and(|v| v.get() == r#""2.0""#);
-            if probe.id.is_some() || is_notification {
+        Ok(probe) if probe.id.is_some() => {
+            if probe.has_valid_id() {
                 Shape::PassThrough
             } else {
                 Shape::NotARequest
             }
         }
+        Ok(probe) if probe.is_notification() => Shape::Notifications,
+        Ok(_) => Shape::NotARequest,
         // Not an object: valid JSON of another kind is not a request; anything else is
         // malformed and jsonrpsee says so.
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
@@ -120,6 +185,37 @@ fn shape(body: &[u8]) -> Shape {
         }
         Err(_) => Shape::PassThrough,
     }
+}
+
+/// The `-32603` answer to a request whose handler panicked, with the request's id when it has
+/// one (a batch gets a single error with a null id).
+fn internal_error(body: &[u8]) -> HttpResponse {
+    let id = serde_json::from_slice::<Probe<'_>>(body)
+        .ok()
+        .and_then(|probe| probe.id.map(|id| id.get().to_owned()))
+        .unwrap_or_else(|| "null".to_owned());
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"Internal error: the daemon failed while handling this request; see its log","data":{{"kind":"internal","message":"handler panicked"}}}}}}"#
+    );
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body))
+        .expect("static response parts are valid")
+}
+
+fn parse_error() -> HttpResponse {
+    json_response(
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not UTF-8, so it is not JSON"}}"#,
+    )
+}
+
+fn json_response(body: &'static str) -> HttpResponse {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body))
+        .expect("static response parts are valid")
 }
 
 fn invalid_request() -> HttpResponse {
@@ -146,14 +242,23 @@ mod tests {
     fn only_valid_json_that_is_not_a_request_is_caught() {
         for body in [
             r#"{"jsonrpc":"2.0","id":1,"method":"listServers"}"#,
-            r#"{"jsonrpc":"2.0","method":"note"}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"listServers"}"#,
             r#"{"id":1}"#,
             r#"[{"hello":1}]"#,
+            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#,
+            "[]",
             r#"{"jsonrpc":"2.0","id":1,"#,
             "not json",
             "",
         ] {
             assert_eq!(shape(body.as_bytes()), Shape::PassThrough, "{body}");
+        }
+        assert_eq!(shape(b"{\"method\":\"\xff\"}"), Shape::NotUtf8);
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"note"}"#,
+            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#,
+        ] {
+            assert_eq!(shape(body.as_bytes()), Shape::Notifications, "{body}");
         }
         for body in [
             r#"{"hello":"world"}"#,
@@ -162,6 +267,10 @@ mod tests {
             "null",
             r#"{"jsonrpc":"1.0","method":"x"}"#,
             r#"{"jsonrpc":"2.0","method":7}"#,
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#,
         ] {
             assert_eq!(shape(body.as_bytes()), Shape::NotARequest, "{body}");
         }

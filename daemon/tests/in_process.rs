@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
-use tool_cli_daemon::auth::Token;
+use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config::{self, ConfigSource};
 use tool_cli_daemon::pipeline::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
+use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_tests::{eventually, http_post, live_processes_in_group, parse_response};
 
 struct InProcess {
@@ -49,13 +50,16 @@ impl InProcess {
         let token = Token::generate();
         let (shutdown, stop) = oneshot::channel::<()>();
         let served = tokio::spawn(tool_cli_daemon::server::run(
-            listener,
-            token.clone(),
+            Listener::Tcp(listener),
+            Arc::new(TokenStore::new(token.clone())),
             orchestrator,
             async {
                 let _ = stop.await;
             },
-            Duration::from_secs(5),
+            ServeOptions {
+                grace: Duration::from_secs(5),
+                ..ServeOptions::default()
+            },
         ));
         Arc::new(InProcess {
             port,

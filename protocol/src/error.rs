@@ -30,6 +30,8 @@ pub mod code {
     pub const BUSY: i32 = -32004;
     /// The server's circuit breaker is open after repeated failures; retry after the cooldown.
     pub const CIRCUIT_OPEN: i32 = -32005;
+    /// The token's scope or the config's policy forbids this, or it needs confirmation.
+    pub const FORBIDDEN: i32 = -32006;
 }
 
 /// The structured `data` of an error, tagged by `kind`.
@@ -143,6 +145,23 @@ pub enum ErrorData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         last_error: Option<String>,
     },
+    /// The token's scope or the config's policy does not allow this.
+    NotPermitted {
+        /// The server asked for.
+        server: String,
+        /// The tool asked for, when the refusal is about a tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// Why, in words: the token's scope or the config's policy.
+        reason: String,
+    },
+    /// The tool is destructive; call again with `"confirm": true` to run it.
+    ConfirmationRequired {
+        /// The server.
+        server: String,
+        /// The destructive tool.
+        tool: String,
+    },
     /// A fault inside the daemon; the details are in its log.
     Internal {
         /// A short description.
@@ -166,6 +185,9 @@ impl ErrorData {
             ErrorData::Upstream { .. } => code::UPSTREAM_ERROR,
             ErrorData::Busy { .. } => code::BUSY,
             ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
+            ErrorData::NotPermitted { .. } | ErrorData::ConfirmationRequired { .. } => {
+                code::FORBIDDEN
+            }
         }
     }
 }

@@ -53,6 +53,48 @@ pub const SUPPORTED_JSON_SCHEMA_DIALECTS: &[&str] = &[
     "http://json-schema.org/draft-07/schema#",
 ];
 
+/// The daemon's proof of identity, asked for before a client sends its token.
+///
+/// A client that found a port in a stale variable must not hand its token to whatever listens
+/// there now. So before the first authenticated request it sends `POST /identity` with no
+/// `Authorization` and no body, and the headers [`identity::NONCE_HEADER`] (32 random bytes, 64
+/// lowercase hex) and [`identity::TOKEN_ID_HEADER`] (the id of its token (`identity::TOKEN_ID_RULE`)). The
+/// daemon answers `200 {"proof": <64 hex>}` with HMAC-SHA256 keyed by the token over
+/// [`identity::message`], which binds the proof to the nonce and to the `Host` the client dialed
+/// (so a listener cannot relay the challenge to the real daemon on another port). An unknown
+/// token id gets 403. The client compares the proof in constant time and only then sends the
+/// token.
+pub mod identity {
+    /// Path of the challenge.
+    pub const PATH: &str = "/identity";
+    /// Header carrying the client's nonce.
+    pub const NONCE_HEADER: &str = "x-tool-cli-nonce";
+    /// Header carrying the id of the token the daemon must prove it holds.
+    pub const TOKEN_ID_HEADER: &str = "x-tool-cli-token-id";
+    /// Domain separation for the proof.
+    pub const CONTEXT: &str = "tool-cli-identity-v1";
+
+    /// The message the proof is computed over.
+    pub fn message(nonce_hex: &str, host: &str) -> String {
+        format!("{CONTEXT}\n{nonce_hex}\n{host}")
+    }
+
+    /// The public id of a token: the first 8 bytes of its SHA-256, as 16 lowercase hex
+    /// characters. Computed by the caller (this crate has no hash function); this documents
+    /// the rule and checks the shape.
+    pub fn is_token_id(text: &str) -> bool {
+        text.len() == 16 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+
+    /// Whether a nonce has the required shape (64 lowercase hex characters).
+    pub fn is_nonce(text: &str) -> bool {
+        text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    }
+
+    /// The token id rule, for documentation links.
+    pub const TOKEN_ID_RULE: &str = "first 8 bytes of SHA-256(token), lowercase hex";
+}
+
 /// Keys the daemon adds to a `CallToolResult`'s `_meta` (everything else is the server's own).
 pub mod meta {
     /// How many attempts the call took (1 unless a transient failure was retried).
@@ -78,6 +120,8 @@ pub mod env {
     pub const CONFIG: &str = "TOOL_CLI_CONFIG";
     /// Both sides: the directory holding the runtime file, overriding the default location.
     pub const RUNTIME_DIR: &str = "TOOL_CLI_RUNTIME_DIR";
+    /// Client side: the daemon's Unix socket, used instead of `TOOL_CLI_PORT`.
+    pub const SOCKET: &str = "TOOL_CLI_SOCKET";
     /// Prefix shared by every variable above; none of them is ever passed to an MCP server.
     pub const PREFIX: &str = "TOOL_CLI_";
 }

@@ -28,6 +28,12 @@ pub mod name {
     pub const READ_RESOURCE: &str = "readResource";
     /// Per-server health: state, restarts, calls, errors, latency, breaker (ours).
     pub const HEALTH: &str = "health";
+    /// Mint a scoped child token (owner token only; ours).
+    pub const MINT_TOKEN: &str = "mintToken";
+    /// Revoke a minted token (owner token only; ours).
+    pub const REVOKE_TOKEN: &str = "revokeToken";
+    /// List minted tokens, without their secrets (owner token only; ours).
+    pub const LIST_TOKENS: &str = "listTokens";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -40,6 +46,9 @@ pub mod name {
         LIST_RESOURCE_TEMPLATES,
         READ_RESOURCE,
         HEALTH,
+        MINT_TOKEN,
+        REVOKE_TOKEN,
+        LIST_TOKENS,
     ];
 }
 
@@ -76,6 +85,84 @@ pub struct CallToolParams {
     /// The calling agent's session, for per-session state such as traces and cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Explicit confirmation for a destructive tool (`destructiveHint: true`, or marked
+    /// destructive in the config); without it such a call is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<bool>,
+}
+
+/// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MintTokenParams {
+    /// Globs on server names the token may use (`*`, `?`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<String>>,
+    /// Globs on `server/tool` the token may call, e.g. `fs/read_*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Only tools annotated `readOnlyHint: true`.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Lifetime in seconds (at most 30 days); omitted means until the daemon stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<u64>,
+    /// A label for `listTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Result of `mintToken`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MintTokenResult {
+    /// The new token: hand it to the sub-agent as `TOOL_CLI_TOKEN`.
+    pub token: String,
+    /// Its public id, for `revokeToken` and the identity check.
+    pub token_id: String,
+    /// What it may do, in words.
+    pub scope: String,
+    /// When it expires, in seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+/// Params of `revokeToken`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokeTokenParams {
+    /// The `tokenId` returned by `mintToken`.
+    pub token_id: String,
+}
+
+/// Result of `revokeToken`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RevokeTokenResult {
+    /// Whether a token was revoked (false when the id was unknown).
+    pub revoked: bool,
+}
+
+/// Result of `listTokens`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListTokensResult {
+    /// Every live minted token.
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// A minted token, without its secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    /// Its public id.
+    pub token_id: String,
+    /// What it may do, in words.
+    pub scope: String,
+    /// Its label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// When it expires, in seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
 }
 
 /// Params of `readResource`.

@@ -26,6 +26,9 @@ pub struct RuntimeFile {
     pub pid: u32,
     /// Version of the daemon.
     pub version: String,
+    /// The Unix socket the daemon listens on instead of TCP (`--socket`); `port` is 0 then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
 }
 
 /// The runtime directory, from the values of `TOOL_CLI_RUNTIME_DIR`, `XDG_RUNTIME_DIR`, the

@@ -211,8 +211,14 @@ fn exit_codes_say_what_went_wrong() {
     assert_exit(&tool_error, 6);
 
     let wrong_token = "f".repeat(64);
+    // A token the daemon does not know is never sent: the daemon cannot prove it holds it.
     let refused = daemon.run_client(&[], &[("TOOL_CLI_TOKEN", wrong_token.as_str())]);
-    assert_exit(&refused, 4);
+    assert_exit(&refused, 8);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("token was not sent"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 #[test]

@@ -88,7 +88,10 @@ fn get_bridge_info() {
                 "listResources",
                 "listResourceTemplates",
                 "readResource",
-                "health"
+                "health",
+                "mintToken",
+                "revokeToken",
+                "listTokens"
               ],
               "capabilities": {
                 "authentication": {

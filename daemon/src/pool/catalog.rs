@@ -73,6 +73,7 @@ impl Catalog {
         self.by_name.get(name).map(|&i| &self.tools[i])
     }
 
+    #[cfg(test)]
     pub(crate) fn names(&self) -> Vec<String> {
         self.tools.iter().map(|tool| tool.name.clone()).collect()
     }

@@ -35,6 +35,7 @@ use crate::resilience::breaker::{BreakerConfig, CircuitBreaker};
 use crate::resilience::bulkhead::Bulkhead;
 use crate::resilience::cache::ResultCache;
 use crate::resilience::restart::{Decision, RestartPolicy, RestartTracker};
+pub(crate) use catalog::{Catalog, CatalogTool};
 pub(crate) use session::{ListKind, Session};
 pub(crate) use stats::CallStats;
 use stdio::{ChildProcess, RawResults, StdioTransport};

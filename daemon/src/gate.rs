@@ -1,0 +1,361 @@
+//! The request gate: every check that needs only the request head, in one tower layer, before
+//! any body is read.
+//!
+//! In order: only `POST`; a `Host` naming this daemon (loopback or `localhost` with our port),
+//! which stops DNS rebinding; no foreign `Origin` (a browser page); a JSON content type (which a
+//! browser cannot send cross-origin without a preflight we refuse); no query string (a token must
+//! never travel in a URL, where logs and histories keep it); a known path;
+//! and exactly one `Authorization: Bearer` header carrying a live token, whose [`Grant`] is
+//! attached to the request for the handlers. No response ever carries CORS headers. The
+//! unauthenticated `/identity` challenge is answered here too: it needs no body and proves the
+//! daemon holds the token before the client sends it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
+use tool_cli_protocol::identity;
+
+use crate::auth::{Grant, TokenStore};
+
+/// What the gate lets through.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    /// Every token.
+    pub(crate) tokens: Arc<TokenStore>,
+    /// Accepted `Host` values (lowercase); empty disables the check (a Unix socket, which no
+    /// browser can reach).
+    pub(crate) hosts: Vec<String>,
+    /// Accepted `Origin` values; a request without `Origin` is not from a browser page.
+    pub(crate) origins: Vec<String>,
+    /// Largest body accepted.
+    pub(crate) max_body_bytes: usize,
+}
+
+impl Gate {
+    /// The `Host` values that name a daemon listening on `port` on loopback.
+    pub(crate) fn loopback_hosts(port: u16) -> Vec<String> {
+        vec![
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ]
+    }
+
+    /// Decides on a request head: `Ok(Some(grant))` to pass it on, `Ok(None)` for the identity
+    /// challenge (answered by [`Gate::identity`]), `Err(response)` to refuse it.
+    fn check(
+        &self,
+        method: &Method,
+        uri: &hyper::Uri,
+        headers: &HeaderMap,
+    ) -> Result<Option<Grant>, HttpResponse> {
+        if method != Method::POST {
+            let mut response = status(StatusCode::METHOD_NOT_ALLOWED);
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return Err(response);
+        }
+        if !self.hosts.is_empty() {
+            let mut hosts = headers.get_all(header::HOST).iter();
+            let host_ok = match (hosts.next(), hosts.next()) {
+                (Some(host), None) => host
+                    .to_str()
+                    .is_ok_and(|host| self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))),
+                _ => false,
+            };
+            if !host_ok {
+                return Err(status(StatusCode::FORBIDDEN));
+            }
+        }
+        for origin in headers.get_all(header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .is_ok_and(|origin| self.origins.iter().any(|ok| ok == origin));
+            if !allowed {
+                return Err(status(StatusCode::FORBIDDEN));
+            }
+        }
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return Err(status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        if uri.query().is_some() {
+            return Err(status(StatusCode::BAD_REQUEST));
+        }
+        match uri.path() {
+            "/" => {}
+            identity::PATH => return Ok(None),
+            _ => return Err(status(StatusCode::NOT_FOUND)),
+        }
+        let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
+        let grant = match (authorizations.next(), authorizations.next()) {
+            (Some(value), None) => self
+                .tokens
+                .authenticate(value.as_bytes(), SystemTime::now()),
+            _ => None,
+        };
+        let Some(grant) = grant else {
+            let mut response = status(StatusCode::UNAUTHORIZED);
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Err(response);
+        };
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > self.max_body_bytes as u64) {
+            return Err(status(StatusCode::PAYLOAD_TOO_LARGE));
+        }
+        Ok(Some(grant))
+    }
+
+    /// Answers the identity challenge from the request head alone.
+    fn identity(&self, headers: &HeaderMap) -> HttpResponse {
+        let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+        let (Some(nonce), Some(token_id)) = (
+            text(identity::NONCE_HEADER),
+            text(identity::TOKEN_ID_HEADER),
+        ) else {
+            return status(StatusCode::BAD_REQUEST);
+        };
+        if !identity::is_nonce(nonce) || !identity::is_token_id(token_id) {
+            return status(StatusCode::BAD_REQUEST);
+        }
+        let Some(token) = self.tokens.by_id(token_id, SystemTime::now()) else {
+            return status(StatusCode::FORBIDDEN);
+        };
+        let host = text(header::HOST.as_str()).unwrap_or("");
+        let body = format!(r#"{{"proof":"{}"}}"#, token.prove(nonce, host));
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(HttpBody::from(body))
+            .expect("static response parts are valid")
+    }
+}
+
+fn status(code: StatusCode) -> HttpResponse {
+    Response::builder()
+        .status(code)
+        .body(HttpBody::empty())
+        .expect("static response parts are valid")
+}
+
+/// Tower layer applying a [`Gate`].
+#[derive(Clone)]
+pub(crate) struct GateLayer {
+    gate: Arc<Gate>,
+}
+
+impl GateLayer {
+    pub(crate) fn new(gate: Arc<Gate>) -> GateLayer {
+        GateLayer { gate }
+    }
+}
+
+impl<S> tower::Layer<S> for GateLayer {
+    type Service = GateService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GateService {
+            inner,
+            gate: Arc::clone(&self.gate),
+        }
+    }
+}
+
+/// The service of [`GateLayer`].
+#[derive(Clone)]
+pub(crate) struct GateService<S> {
+    inner: S,
+    gate: Arc<Gate>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, B> tower::Service<HttpRequest<B>> for GateService<S>
+where
+    S: tower::Service<HttpRequest<B>, Response = HttpResponse> + Send,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<HttpResponse, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        match self
+            .gate
+            .check(request.method(), request.uri(), request.headers())
+        {
+            Ok(Some(grant)) => {
+                request.extensions_mut().insert(grant);
+                Box::pin(self.inner.call(request))
+            }
+            Ok(None) => {
+                let response = self.gate.identity(request.headers());
+                Box::pin(async { Ok(response) })
+            }
+            Err(response) => Box::pin(async { Ok(response) }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Token;
+
+    fn gate() -> Gate {
+        Gate {
+            tokens: Arc::new(TokenStore::new(Token::from_text(&"ab".repeat(32)).unwrap())),
+            hosts: Gate::loopback_hosts(4000),
+            origins: vec!["http://allowed.example".to_owned()],
+            max_body_bytes: 1024,
+        }
+    }
+
+    fn head(method: &str, uri: &str, headers: &[(&str, &str)]) -> (Method, hyper::Uri, HeaderMap) {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.append(
+                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        (method.parse().unwrap(), uri.parse().unwrap(), map)
+    }
+
+    fn verdict(method: &str, uri: &str, headers: &[(&str, &str)]) -> u16 {
+        let (method, uri, headers) = head(method, uri, headers);
+        match gate().check(&method, &uri, &headers) {
+            Ok(Some(_)) => 200,
+            Ok(None) => 0,
+            Err(response) => response.status().as_u16(),
+        }
+    }
+
+    const BEARER: &str = "Bearer abababababababababababababababababababababababababababababababab";
+
+    #[test]
+    fn each_rule_has_its_status() {
+        let ok = [
+            ("host", "127.0.0.1:4000"),
+            ("content-type", "application/json"),
+            ("authorization", BEARER),
+        ];
+        assert_eq!(verdict("POST", "/", &ok), 200);
+        assert_eq!(verdict("GET", "/", &ok), 405);
+        assert_eq!(verdict("OPTIONS", "/", &ok), 405);
+        for host in [
+            "evil.example",
+            "localhost.evil.example",
+            "127.0.0.1:4001",
+            "127.0.0.1",
+        ] {
+            let headers = [ok[1], ok[2], ("host", host)];
+            assert_eq!(verdict("POST", "/", &headers), 403, "{host}");
+        }
+        assert_eq!(verdict("POST", "/", &ok[1..]), 403, "missing host");
+        assert_eq!(
+            verdict("POST", "/", &[ok[0], ok[0], ok[1], ok[2]]),
+            403,
+            "two hosts"
+        );
+        assert_eq!(
+            verdict("POST", "/", &[("host", "LOCALHOST:4000"), ok[1], ok[2]]),
+            200
+        );
+        for origin in ["http://evil.example", "null", "http://localhost:4001"] {
+            let headers = [ok[0], ok[1], ok[2], ("origin", origin)];
+            assert_eq!(verdict("POST", "/", &headers), 403, "{origin}");
+        }
+        let allowed = [ok[0], ok[1], ok[2], ("origin", "http://allowed.example")];
+        assert_eq!(verdict("POST", "/", &allowed), 200);
+        assert_eq!(verdict("POST", "/?token=x", &ok), 400);
+        assert_eq!(verdict("POST", "/other", &ok), 404);
+        assert_eq!(
+            verdict("POST", "/", &[ok[0], ("content-type", "text/plain"), ok[2]]),
+            415
+        );
+        assert_eq!(
+            verdict(
+                "POST",
+                "/",
+                &[
+                    ok[0],
+                    ("content-type", "application/json; charset=utf-8"),
+                    ok[2]
+                ]
+            ),
+            200
+        );
+        assert_eq!(verdict("POST", "/", &ok[..2]), 401);
+        assert_eq!(verdict("POST", "/", &[ok[0], ok[1], ok[2], ok[2]]), 401);
+        assert_eq!(
+            verdict(
+                "POST",
+                "/",
+                &[ok[0], ok[1], ok[2], ("content-length", "2048")]
+            ),
+            413
+        );
+        assert_eq!(verdict("POST", "/identity", &[ok[0], ok[1]]), 0);
+        assert_eq!(verdict("POST", "/identity", &[ok[0]]), 415);
+    }
+
+    #[test]
+    fn identity_proves_the_token_for_the_host_dialed() {
+        let gate = gate();
+        let token = gate.tokens.owner().clone();
+        let nonce = "1".repeat(64);
+        let (_, _, headers) = head(
+            "POST",
+            "/identity",
+            &[
+                ("host", "127.0.0.1:4000"),
+                (identity::NONCE_HEADER, &nonce),
+                (identity::TOKEN_ID_HEADER, &token.id()),
+            ],
+        );
+        let response = gate.identity(&headers);
+        assert_eq!(response.status(), StatusCode::OK);
+
+        let (_, _, headers) = head(
+            "POST",
+            "/identity",
+            &[
+                ("host", "127.0.0.1:4000"),
+                (identity::NONCE_HEADER, &nonce),
+                (identity::TOKEN_ID_HEADER, "0000000000000000"),
+            ],
+        );
+        assert_eq!(gate.identity(&headers).status(), StatusCode::FORBIDDEN);
+        let (_, _, headers) = head(
+            "POST",
+            "/identity",
+            &[
+                (identity::NONCE_HEADER, "short"),
+                (identity::TOKEN_ID_HEADER, &token.id()),
+            ],
+        );
+        assert_eq!(gate.identity(&headers).status(), StatusCode::BAD_REQUEST);
+    }
+}
