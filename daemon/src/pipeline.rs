@@ -521,24 +521,33 @@ impl Orchestrator {
         HealthResult { servers }
     }
 
-    /// `listResources`. A server without the resources capability has none.
+    /// Every page of a resource list of a server the grant may see; a server without the
+    /// resources capability has none.
+    async fn resource_list(
+        &self,
+        server: &str,
+        grant: &Grant,
+        kind: ListKind,
+    ) -> Result<(String, Vec<Value>), Error> {
+        let (server, session) = self.session(server, grant, None).await?;
+        let items = if session.supports_resources {
+            session.list_all(kind, server.config.call_timeout).await?
+        } else {
+            Vec::new()
+        };
+        Ok((server.config.name.clone(), items))
+    }
+
+    /// `listResources`.
     pub async fn list_resources(
         &self,
         server: &str,
         grant: &Grant,
     ) -> Result<ListResourcesResult, Error> {
-        let (server, session) = self.session(server, grant, None).await?;
-        let resources = if session.supports_resources {
-            session
-                .list_all(ListKind::Resources, server.config.call_timeout)
-                .await?
-        } else {
-            Vec::new()
-        };
-        Ok(ListResourcesResult {
-            server: server.config.name.clone(),
-            resources,
-        })
+        let (server, resources) = self
+            .resource_list(server, grant, ListKind::Resources)
+            .await?;
+        Ok(ListResourcesResult { server, resources })
     }
 
     /// `listResourceTemplates`.
@@ -547,18 +556,10 @@ impl Orchestrator {
         server: &str,
         grant: &Grant,
     ) -> Result<ListResourceTemplatesResult, Error> {
-        let (server, session) = self.session(server, grant, None).await?;
-        let templates = if session.supports_resources {
-            session
-                .list_all(ListKind::ResourceTemplates, server.config.call_timeout)
-                .await?
-        } else {
-            Vec::new()
-        };
-        Ok(ListResourceTemplatesResult {
-            server: server.config.name.clone(),
-            templates,
-        })
+        let (server, templates) = self
+            .resource_list(server, grant, ListKind::ResourceTemplates)
+            .await?;
+        Ok(ListResourceTemplatesResult { server, templates })
     }
 
     /// `readResource`: the server's complete result.
