@@ -390,3 +390,43 @@ async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
         live_processes_in_group(pgid)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_follows_every_page_of_the_tool_list() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({
+        "paged": fault(&["--tools-page-size", "4", "--extra-tools", "21", "--record", &record_path]),
+    }))
+    .await;
+    let reply = daemon.rpc("listTools", json!({"server": "paged"})).await;
+    let names: Vec<&str> = reply["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    // The fixture's 13 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
+    assert_eq!(names.len(), 34, "{names:?}");
+    assert_eq!(names.first(), Some(&"echo"));
+    assert_eq!(names.last(), Some(&"extra_20"));
+    let pages = std::fs::read_to_string(record.path())
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"tools/list\""))
+        .count();
+    assert_eq!(pages, 9);
+
+    // A tool from the last page is callable.
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "paged", "tool": "extra_20", "arguments": {"nonce": "last"}}),
+        )
+        .await;
+    assert_eq!(
+        reply["result"]["structuredContent"]["nonce"], "last",
+        "{reply}"
+    );
+    daemon.stop().await;
+}
