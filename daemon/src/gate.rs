@@ -54,13 +54,9 @@ impl Gate {
         method: &Method,
         uri: &hyper::Uri,
         headers: &HeaderMap,
-    ) -> Result<Option<Grant>, HttpResponse> {
+    ) -> Result<Option<Grant>, StatusCode> {
         if method != Method::POST {
-            let mut response = status(StatusCode::METHOD_NOT_ALLOWED);
-            response
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            return Err(response);
+            return Err(StatusCode::METHOD_NOT_ALLOWED);
         }
         if !self.hosts.is_empty() {
             let mut hosts = headers.get_all(header::HOST).iter();
@@ -71,7 +67,7 @@ impl Gate {
                 _ => false,
             };
             if !host_ok {
-                return Err(status(StatusCode::FORBIDDEN));
+                return Err(StatusCode::FORBIDDEN);
             }
         }
         for origin in headers.get_all(header::ORIGIN) {
@@ -79,7 +75,7 @@ impl Gate {
                 .to_str()
                 .is_ok_and(|origin| self.origins.iter().any(|ok| ok == origin));
             if !allowed {
-                return Err(status(StatusCode::FORBIDDEN));
+                return Err(StatusCode::FORBIDDEN);
             }
         }
         let json = headers
@@ -88,15 +84,15 @@ impl Gate {
             .and_then(|value| value.split(';').next())
             .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
         if !json {
-            return Err(status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+            return Err(StatusCode::UNSUPPORTED_MEDIA_TYPE);
         }
         if uri.query().is_some() {
-            return Err(status(StatusCode::BAD_REQUEST));
+            return Err(StatusCode::BAD_REQUEST);
         }
         match uri.path() {
             "/" => {}
             identity::PATH => return Ok(None),
-            _ => return Err(status(StatusCode::NOT_FOUND)),
+            _ => return Err(StatusCode::NOT_FOUND),
         }
         let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
         let grant = match (authorizations.next(), authorizations.next()) {
@@ -106,18 +102,14 @@ impl Gate {
             _ => None,
         };
         let Some(grant) = grant else {
-            let mut response = status(StatusCode::UNAUTHORIZED);
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Err(response);
+            return Err(StatusCode::UNAUTHORIZED);
         };
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.parse::<u64>().ok());
         if declared.is_some_and(|length| length > self.max_body_bytes as u64) {
-            return Err(status(StatusCode::PAYLOAD_TOO_LARGE));
+            return Err(StatusCode::PAYLOAD_TOO_LARGE);
         }
         Ok(Some(grant))
     }
@@ -145,6 +137,22 @@ impl Gate {
             .body(HttpBody::from(body))
             .expect("static response parts are valid")
     }
+}
+
+/// The empty answer to a refused request, with the header its status calls for.
+fn refusal(code: StatusCode) -> HttpResponse {
+    let mut response = status(code);
+    let extra = match code {
+        StatusCode::METHOD_NOT_ALLOWED => Some((header::ALLOW, "POST")),
+        StatusCode::UNAUTHORIZED => Some((header::WWW_AUTHENTICATE, "Bearer")),
+        _ => None,
+    };
+    if let Some((name, value)) = extra {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
 }
 
 fn status(code: StatusCode) -> HttpResponse {
@@ -213,7 +221,10 @@ where
                 let response = self.gate.identity(request.headers());
                 Box::pin(async { Ok(response) })
             }
-            Err(response) => Box::pin(async { Ok(response) }),
+            Err(code) => {
+                let response = refusal(code);
+                Box::pin(async { Ok(response) })
+            }
         }
     }
 }
@@ -248,7 +259,7 @@ mod tests {
         match gate().check(&method, &uri, &headers) {
             Ok(Some(_)) => 200,
             Ok(None) => 0,
-            Err(response) => response.status().as_u16(),
+            Err(code) => refusal(code).status().as_u16(),
         }
     }
 

@@ -31,6 +31,10 @@ use crate::resilience::retry::{FailureClass, RetryPolicy, run_with_retries, safe
 /// How many tool names `listServers` gives as examples.
 const EXAMPLE_TOOLS: usize = 3;
 
+/// How long an HTTP server gets to answer a `ping` after a failed call before its session is
+/// replaced.
+const HTTP_PING_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Resolves, validates and executes requests against the pool.
 pub struct Orchestrator {
     pool: Arc<Pool>,
@@ -333,14 +337,36 @@ impl Orchestrator {
                 queued: busy.queued,
                 retry_after_ms: busy.retry_after_hint.as_millis() as u64,
             })?;
-        let (outcome, attempts) = run_with_retries(
-            &RetryPolicy::default(),
+        // The timeout bounds the whole call, retries and waits for a restart included: each
+        // attempt gets what is left of it.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let policy = RetryPolicy::default();
+        let retries = run_with_retries(
+            &policy,
             safe_to_resend(&annotations),
             classify,
-            |_attempt| self.attempt(server, &tool.name, &arguments, timeout),
+            |_attempt| {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                self.attempt(server, &tool.name, &arguments, remaining, timeout)
+            },
             random_jitter,
-        )
-        .await;
+        );
+        // A little slack so an attempt's own timeout fires first and is recorded (breaker,
+        // stats, cancellation) before this outer bound would drop it.
+        let slack = Duration::from_millis(250);
+        let (outcome, attempts) = match tokio::time::timeout_at(deadline + slack, retries).await {
+            Ok(done) => done,
+            // Out of time between attempts (a backoff sleep): the last attempt's own error was
+            // transient, and the caller's time is up.
+            Err(_) => (
+                Err(Error::Timeout {
+                    server: server.config.name.clone(),
+                    tool: tool.name.clone(),
+                    timeout_ms: timeout.as_millis() as u64,
+                }),
+                0,
+            ),
+        };
 
         match outcome {
             Ok(mut result) => {
@@ -394,8 +420,16 @@ impl Orchestrator {
         server: &Server,
         tool: &str,
         arguments: &Map<String, Value>,
+        remaining: Duration,
         timeout: Duration,
     ) -> Result<Value, Error> {
+        if remaining.is_zero() {
+            return Err(Error::Timeout {
+                server: server.config.name.clone(),
+                tool: tool.to_owned(),
+                timeout_ms: timeout.as_millis() as u64,
+            });
+        }
         let admission = server
             .breaker
             .lock()
@@ -406,11 +440,11 @@ impl Orchestrator {
                 retry_after_ms: match refusal {
                     Refusal::Open { retry_after, .. } => retry_after.as_millis() as u64,
                     // One probe is running; it decides within its timeout.
-                    Refusal::ProbeInFlight => timeout.as_millis() as u64,
+                    Refusal::ProbeInFlight => remaining.as_millis() as u64,
                 },
                 last_error: server.stats.lock().unwrap().last_error.clone(),
             })?;
-        let session = match server.session(timeout).await {
+        let session = match server.session(remaining).await {
             Ok(session) => session,
             Err(error) => {
                 server.breaker.lock().unwrap().abandon(admission);
@@ -418,7 +452,33 @@ impl Orchestrator {
             }
         };
         let started = Instant::now();
-        let result = session.call_tool(tool, arguments.clone(), timeout).await;
+        let result = session
+            .call_tool(tool, arguments.clone(), remaining)
+            .await
+            .map_err(|error| match error {
+                // Report the caller's timeout, not what was left of it for this attempt.
+                Error::Timeout { server, tool, .. } => Error::Timeout {
+                    server,
+                    tool,
+                    timeout_ms: timeout.as_millis() as u64,
+                },
+                other => other,
+            });
+        if session.is_http()
+            && matches!(
+                result,
+                Err(Error::Timeout { .. } | Error::ServerExited { .. })
+            )
+        {
+            // An HTTP server that restarted has forgotten our session, and rmcp may keep
+            // waiting on it: if a ping goes unanswered too, reconnect.
+            let session = Arc::clone(&session);
+            tokio::spawn(async move {
+                if !session.is_responsive(HTTP_PING_TIMEOUT).await {
+                    session.recycle();
+                }
+            });
+        }
         let failure = match &result {
             Err(error @ (Error::ServerExited { .. } | Error::Timeout { .. })) => {
                 Some(error.to_string())

@@ -14,7 +14,8 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    ListToolsRequest, PaginatedRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+    ListToolsRequest, PaginatedRequestParams, PingRequest, ReadResourceRequest,
+    ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -453,6 +454,27 @@ impl Session {
             (_, Some(exit)) => format!("the process ended with {}", exit.description),
             (Some(closed), None) => closed,
             (None, None) => "the connection closed".to_owned(),
+        }
+    }
+
+    /// Whether this is a Streamable HTTP session (no child process).
+    pub(crate) fn is_http(&self) -> bool {
+        self.process.is_none()
+    }
+
+    /// Whether the server answers a `ping` within `timeout`.
+    pub(crate) async fn is_responsive(&self, timeout: Duration) -> bool {
+        let ping = ClientRequest::PingRequest(PingRequest::default());
+        self.request(ping, "ping", timeout).await.is_ok()
+    }
+
+    /// Ends the connection without stopping anything else: the supervisor sees it end and
+    /// connects again. Used for an HTTP session whose server no longer knows it (restarted, or
+    /// a proxy in between lost it), which rmcp would otherwise keep using.
+    pub(crate) fn recycle(&self) {
+        if let Some(cancel) = self.cancel.lock().unwrap().take() {
+            tracing::warn!(server = %self.server, "the HTTP session stopped answering; reconnecting");
+            cancel.cancel();
         }
     }
 
