@@ -430,3 +430,27 @@ async fn discovery_follows_every_page_of_the_tool_list() {
     );
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_timeout_bounds_retries_too() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({ "fault": fault(&["--record", &record_path]) })).await;
+    // `sleep` is read-only, so a timed-out attempt could be retried; but the 400 ms belong to
+    // the whole call, so the first attempt uses them all and nothing is sent again.
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "sleep", "arguments": {"ms": 5000}, "timeoutMs": 400}),
+        )
+        .await;
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
+    assert_eq!(reply["error"]["data"]["timeoutMs"], 400);
+    let sent = std::fs::read_to_string(record.path())
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"tools/call\""))
+        .count();
+    assert_eq!(sent, 1, "the call was sent once");
+    daemon.stop().await;
+}
