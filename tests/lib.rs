@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -412,6 +413,10 @@ impl Daemon {
             serde_json::to_vec_pretty(&config).expect("serialize config"),
         )
         .expect("write config");
+        // The daemon refuses a config writable by group or others; the mode must not depend on
+        // the umask of whoever runs the tests.
+        std::fs::set_permissions(&config_path, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod 600 the config");
         let runtime_dir = dir.path().join("runtime");
         let mut command = daemon_command(&runtime_dir);
         command
@@ -688,7 +693,6 @@ pub fn try_http_post(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
-    let malformed = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
     stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
@@ -705,14 +709,49 @@ pub fn try_http_post(
     stream.write_all(body)?;
     stream.flush()?;
 
-    let mut reader = BufReader::new(stream);
+    let response = read_http_response(&mut BufReader::new(stream))?;
+    Ok((response.status, response.body))
+}
+
+/// One HTTP/1.1 response as read off the wire, headers included (for the tests of the HTTP
+/// gate, which look at statuses and headers, not only at bodies).
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Every header, in order, names as sent.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked.
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(candidate, _)| candidate.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Reads one HTTP/1.1 response: the status line, the headers, and a `Content-Length`, chunked or
+/// read-until-close body.
+pub fn read_http_response(reader: &mut impl BufRead) -> std::io::Result<HttpResponse> {
+    let malformed = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
     let mut status_line = String::new();
-    reader.read_line(&mut status_line)?;
+    if reader.read_line(&mut status_line)? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the connection closed without a response",
+        ));
+    }
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
         .and_then(|code| code.parse().ok())
         .ok_or_else(|| malformed(format!("bad HTTP status line {status_line:?}")))?;
+    let mut headers = Vec::new();
     let mut content_length = None;
     let mut chunked = false;
     loop {
@@ -733,9 +772,12 @@ pub fn try_http_post(
         {
             chunked = true;
         }
+        headers.push((name.to_owned(), value.to_owned()));
     }
     let mut body = Vec::new();
-    if chunked {
+    if status == 204 || status == 304 {
+        // No body by definition.
+    } else if chunked {
         loop {
             let mut size_line = String::new();
             reader.read_line(&mut size_line)?;
@@ -757,7 +799,79 @@ pub fn try_http_post(
     } else {
         reader.read_to_end(&mut body)?;
     }
-    Ok((status, body))
+    Ok(HttpResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The bytes of one HTTP/1.1 request with exactly `headers` plus `Content-Length` (the body's)
+/// and `Connection: close`: no `Host`, no `Content-Type` unless given, so a test of the HTTP gate
+/// controls every header the daemon sees.
+pub fn http_request_bytes(
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut request = format!("{method} {target} HTTP/1.1\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// Sends the raw bytes of one HTTP request to `127.0.0.1:port` and reads one response. A daemon
+/// may answer (413, 401) and close before the whole request is written; the response is read all
+/// the same.
+pub fn raw_http_exchange(port: u16, request: &[u8]) -> std::io::Result<HttpResponse> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    let written = stream.write_all(request).and_then(|()| stream.flush());
+    match read_http_response(&mut BufReader::new(stream)) {
+        Ok(response) => Ok(response),
+        Err(read_error) => Err(written.err().unwrap_or(read_error)),
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// `count` random bytes from the OS, as lowercase hex (nonces, unguessable tokens).
+pub fn random_hex(count: usize) -> String {
+    let mut bytes = vec![0u8; count];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut urandom| urandom.read_exact(&mut bytes))
+        .expect("read /dev/urandom");
+    hex(&bytes)
+}
+
+/// The public id of a token (`tool_cli_protocol::identity::TOKEN_ID_RULE`): the first 8 bytes of
+/// its SHA-256, as 16 lowercase hex characters.
+pub fn token_id(token: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    hex(&digest[..8])
+}
+
+/// The proof a daemon holding `token` must answer `POST /identity` with: HMAC-SHA256 keyed by
+/// the token over `tool_cli_protocol::identity::message(nonce, host)`, as lowercase hex.
+pub fn identity_proof(token: &str, nonce: &str, host: &str) -> String {
+    use hmac::{KeyInit as _, Mac as _};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(token.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(tool_cli_protocol::identity::message(nonce, host).as_bytes());
+    hex(&mac.finalize().into_bytes())
 }
 
 /// Parses a JSON-RPC 2.0 response body, panicking with the body when it is not one.

@@ -13,4 +13,5 @@ mod failures;
 mod lifecycle;
 mod peers;
 mod resilience;
+mod security;
 mod snapshots;
