@@ -237,6 +237,31 @@ fn plain_status(status: StatusCode) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::{Layer as _, Service as _};
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_internal_error_with_the_request_id() {
+        let panicking = tower::service_fn(|_: HttpRequest<HttpBody>| async {
+            if true {
+                panic!("a handler bug");
+            }
+            Ok::<HttpResponse, std::convert::Infallible>(plain_status(StatusCode::OK))
+        });
+        let mut service = RequestShapeLayer::new(1024).layer(panicking);
+        let body = r#"{"jsonrpc":"2.0","id":"req-7","method":"listServers"}"#;
+        let request = Request::post("/").body(http_body_util::Full::new(Bytes::from(body)));
+        let response = service.call(request.unwrap()).await.unwrap();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["id"], "req-7");
+        assert_eq!(answer["error"]["code"], -32603);
+
+        // And a body over the cap never reaches the handler.
+        let request =
+            Request::post("/").body(http_body_util::Full::new(Bytes::from(vec![b' '; 2048])));
+        let response = service.call(request.unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
 
     #[test]
     fn only_valid_json_that_is_not_a_request_is_caught() {
