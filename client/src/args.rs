@@ -133,7 +133,7 @@ Environment:
                                  naming a socket is used too, unless TOOL_CLI_PORT is set
   TOOL_CLI_TIMEOUT_MS            request timeout, like --timeout (default 30000, at most 300000)
   TOOL_CLI_RUNTIME_DIR           directory of the runtime file (default $XDG_RUNTIME_DIR/tool-cli)
-  Start a daemon with: eval \"$(tool-cli-daemon --print-env)\"
+  Start a daemon with: eval \"$(tool-cli-daemon --print-env &)\"
 
 Exit codes:
   0  success

@@ -46,7 +46,7 @@ pub(crate) mod exit {
 
 /// How to get a daemon, appended to every "cannot reach" message.
 const START_HINT: &str =
-    "start one with `eval \"$(tool-cli-daemon --print-env)\"` or run `tool-cli-daemon`";
+    "start one with `eval \"$(tool-cli-daemon --print-env &)\"` or run `tool-cli-daemon`";
 
 /// A failed run.
 #[derive(Debug)]
@@ -176,7 +176,7 @@ impl fmt::Display for Error {
             Error::AuthRefused { status } => write!(
                 f,
                 "the daemon refused the token (HTTP {status}); is TOOL_CLI_TOKEN from this \
-                 daemon? `eval \"$(tool-cli-daemon --print-env)\"` prints a matching pair"
+                 daemon? `eval \"$(tool-cli-daemon --print-env &)\"` prints a matching pair"
             ),
             Error::Http { status, body } => {
                 write!(f, "the daemon answered HTTP {status}")?;
