@@ -10,9 +10,10 @@ bash scripts/install-peers.sh
 cargo build --workspace --all-targets
 
 if cargo nextest --version >/dev/null 2>&1; then
-    # Doc tests are not run by nextest; run them separately so nothing is skipped.
-    cargo nextest run --workspace --no-fail-fast "$@"
+    # Doc tests are not run by nextest; run them first, separately, so nothing is skipped and
+    # the run ends with nextest's summary of every test.
     cargo test --workspace --doc
+    cargo nextest run --workspace --no-fail-fast "$@"
 else
     cargo test --workspace --no-fail-fast "$@"
 fi
