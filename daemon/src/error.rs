@@ -138,10 +138,7 @@ pub enum Error {
         reason: String,
     },
     /// A destructive tool called without `"confirm": true`.
-    #[error(
-        "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": \
-         true in callTool (tool-cli: --yes)"
-    )]
+    #[error("{}", crate::policy::confirmation_message(server, tool))]
     ConfirmationRequired {
         /// The server.
         server: String,

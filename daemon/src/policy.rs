@@ -143,6 +143,15 @@ pub enum PolicyError {
     },
 }
 
+/// What a caller is told when a destructive tool needs confirmation; one wording for the policy's
+/// denial and the daemon's error.
+pub fn confirmation_message(server: &str, tool: &str) -> String {
+    format!(
+        "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": true \
+         in callTool (tool-cli: --yes)"
+    )
+}
+
 fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -522,10 +531,7 @@ pub enum Denial {
         reason: String,
     },
     /// The tool is destructive and the call was not confirmed.
-    #[error(
-        "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": \
-         true in callTool (tool-cli: --yes)"
-    )]
+    #[error("{}", confirmation_message(server, tool))]
     ConfirmationRequired {
         /// The server.
         server: String,
