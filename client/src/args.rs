@@ -238,6 +238,11 @@ enum TokenAction {
         #[arg(long = "tool", value_name = "SERVER/TOOL_GLOB")]
         tools: Vec<String>,
 
+        /// Resources matching SERVER/URI_GLOB, e.g. `fs/file:///home/me/*`; repeatable
+        /// [default: no resources at all]
+        #[arg(long = "resource", value_name = "SERVER/URI_GLOB")]
+        resources: Vec<String>,
+
         /// Only tools annotated read-only (readOnlyHint)
         #[arg(long)]
         read_only: bool,
@@ -384,19 +389,25 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
         TokenAction::Mint {
             servers,
             tools,
+            resources,
             read_only,
             ttl,
             label,
         } => {
-            for glob in &tools {
-                let well_formed = glob
-                    .split_once('/')
-                    .is_some_and(|(server, tool)| !server.is_empty() && !tool.is_empty());
-                if !well_formed {
-                    return Err(Error::Usage(format!(
-                        "--tool takes SERVER/TOOL_GLOB, e.g. `--tool 'fs/read_*'`, got {glob:?}"
-                    )));
-                }
+            let well_formed = |glob: &String| {
+                glob.split_once('/')
+                    .is_some_and(|(server, rest)| !server.is_empty() && !rest.is_empty())
+            };
+            if let Some(glob) = tools.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--tool takes SERVER/TOOL_GLOB, e.g. `--tool 'fs/read_*'`, got {glob:?}"
+                )));
+            }
+            if let Some(glob) = resources.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--resource takes SERVER/URI_GLOB, e.g. `--resource 'fs/file:///tmp/*'`, \
+                     got {glob:?}"
+                )));
             }
             if ttl == Some(0) {
                 return Err(Error::Usage(
@@ -409,6 +420,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
             Ok(Command::MintToken(MintTokenParams {
                 servers: non_empty(servers),
                 tools: non_empty(tools),
+                resources: non_empty(resources),
                 read_only,
                 ttl_seconds: ttl,
                 label,
@@ -1139,6 +1151,7 @@ mod tests {
             Command::MintToken(MintTokenParams {
                 servers: Some(vec!["demo".into(), "fs*".into()]),
                 tools: Some(vec!["fs/read_*".into()]),
+                resources: None,
                 read_only: true,
                 ttl_seconds: Some(3600),
                 label: Some("sub-agent 1".into()),

@@ -1188,6 +1188,7 @@ next: `tool-cli SERVER` lists a server's tools
                 state: "closed".into(),
                 retry_after_ms: None,
             },
+            tools: None,
         }
     }
 

@@ -92,13 +92,13 @@ pub(crate) async fn run(
             arguments,
         } => {
             let params = CallToolParams {
-                server: server.clone(),
+                server: Some(server.clone()),
                 tool: tool.clone(),
                 arguments: Some(arguments),
                 timeout_ms: Some(invocation.timeout_ms),
-                session_id: None,
                 // Sent only when given, so a plain call stays exactly what it was.
                 confirm: invocation.confirm.then_some(true),
+                ..CallToolParams::default()
             };
             let result = session
                 .connection

@@ -196,6 +196,7 @@ impl TokenStore {
         let scope = Scope::from_params(
             params.servers,
             params.tools,
+            params.resources,
             params.read_only,
             params.ttl_seconds,
             now,

@@ -73,6 +73,9 @@ pub struct ServerConfig {
     pub cache_ttl: Option<Duration>,
     /// Which of its tools may be seen and called, and which need confirmation.
     pub policy: ServerPolicy,
+    /// Routing preference when several servers offer the same tool: higher wins; ties go to
+    /// config order.
+    pub priority: i64,
 }
 
 /// Default `maxConcurrent`.
@@ -216,6 +219,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             max_queued: DEFAULT_MAX_QUEUED,
             cache_ttl: None,
             policy: ServerPolicy::default(),
+            priority: 0,
         }],
     }
 }
@@ -247,6 +251,7 @@ struct RawServer {
     max_concurrent: Option<usize>,
     max_queued: Option<usize>,
     cache_ttl_ms: Option<u64>,
+    priority: Option<i64>,
     // Read by `ServerPolicy::from_json`; named here so they are not refused as unknown.
     #[serde(rename = "allowTools")]
     _allow_tools: Option<Value>,
@@ -346,8 +351,8 @@ fn parse_server(
         });
         let hint = if message.starts_with("unknown field") {
             "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
-             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, allowTools, denyTools, \
-             destructiveTools, confirmDestructive"
+             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, allowTools, \
+             denyTools, destructiveTools, confirmDestructive"
         } else {
             ""
         };
@@ -431,6 +436,7 @@ fn parse_server(
             .filter(|&ms| ms > 0)
             .map(Duration::from_millis),
         policy,
+        priority: raw.priority.unwrap_or(0),
     })
 }
 

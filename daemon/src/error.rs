@@ -1,153 +1,241 @@
 //! The daemon's error type: every way a request can fail, with what the caller needs to fix it.
 //!
-//! Handlers and the pool return [`Error`]; only the RPC layer (`rpc.rs`) turns it into a
-//! JSON-RPC error object, through [`Error::to_data`], so codes and `data` shapes are decided in
-//! one place and defined in `tool-cli-protocol`.
+//! A failure the caller is told about *is* its wire description: [`Error::Reported`] wraps the
+//! protocol's [`ErrorData`] (tagged by `kind`, with the JSON-RPC code that goes with it), so the
+//! daemon never keeps a second copy of the error catalogue field by field. The human message is
+//! built from that data here, in one place ([`message`]). A fault inside the daemon is
+//! [`Error::Internal`]: its detail goes to the log, and the caller only learns that something
+//! went wrong inside, never the internal text.
+//!
+//! Handlers and the pipeline return [`Error`]; only the RPC layer (`rpc.rs`) turns it into a
+//! JSON-RPC error object, through [`Error::to_data`] and [`Error::code`].
 
 use tool_cli_protocol::{ArgumentError, ErrorData};
 
 /// A failed request.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// The params are missing or ill-typed.
-    #[error("invalid params for {method}: {message}")]
-    InvalidParams {
-        /// The method.
-        method: String,
-        /// What was wrong.
-        message: String,
-    },
-    /// No server of that name.
-    #[error("unknown server \"{server}\"; known servers: {}", known_servers.join(", "))]
-    UnknownServer {
-        /// The name asked for.
-        server: String,
-        /// Every configured server.
-        known_servers: Vec<String>,
-    },
-    /// The server has no such tool.
-    #[error(
-        "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
-        list_preview(known_tools)
-    )]
-    UnknownTool {
-        /// The server.
-        server: String,
-        /// The tool asked for.
-        tool: String,
-        /// Every tool of the server.
-        known_tools: Vec<String>,
-    },
-    /// Arguments failed the tool's input schema.
-    #[error(
-        "arguments for {server}/{tool} do not match its input schema: {}",
-        describe_errors(errors)
-    )]
-    InvalidArguments {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-        /// Each failure.
-        errors: Vec<ArgumentError>,
-    },
-    /// The tool's own schema cannot be compiled.
-    #[error("the input schema of {server}/{tool} is not a valid JSON Schema: {message}")]
-    InvalidSchema {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-        /// Why.
-        message: String,
-    },
-    /// The server is not connected.
-    #[error("server \"{server}\" is {state}{}", last_error.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
-    ServerUnavailable {
-        /// The server.
-        server: String,
-        /// Its state name.
-        state: &'static str,
-        /// Why.
-        last_error: Option<String>,
-    },
-    /// The server went away while the request was pending.
-    #[error("server \"{server}\" exited while the request was pending ({exit})")]
-    ServerExited {
-        /// The server.
-        server: String,
-        /// How it ended.
-        exit: String,
-        /// Its last stderr lines.
-        stderr_tail: Vec<String>,
-    },
-    /// The request timed out and was cancelled upstream.
-    #[error("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")]
-    Timeout {
-        /// The server.
-        server: String,
-        /// The tool or method.
-        tool: String,
-        /// The timeout.
-        timeout_ms: u64,
-    },
-    /// The server answered with an error.
-    #[error("server \"{server}\" returned an error: {message} (code {code})")]
-    Upstream {
-        /// The server.
-        server: String,
-        /// Its code.
-        code: i64,
-        /// Its message.
-        message: String,
-        /// Its data (boxed: it is rare and would make every `Result` larger).
-        data: Option<Box<serde_json::Value>>,
-    },
-    /// The server's concurrency limit and queue are full.
-    #[error(
-        "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; retry in about {retry_after_ms} ms"
-    )]
-    Busy {
-        /// The server.
-        server: String,
-        /// Calls executing.
-        in_flight: usize,
-        /// Calls waiting.
-        queued: usize,
-        /// Suggested wait.
-        retry_after_ms: u64,
-    },
-    /// The server's circuit breaker is open.
-    #[error("server \"{server}\" is failing and its circuit breaker is open; nothing was sent; retry in {retry_after_ms} ms{}", last_error.as_ref().map(|e| format!(" (last failure: {e})")).unwrap_or_default())]
-    CircuitOpen {
-        /// The server.
-        server: String,
-        /// When a probe will be allowed.
-        retry_after_ms: u64,
-        /// The failure that opened it.
-        last_error: Option<String>,
-    },
-    /// The token's scope or the config's policy forbids it.
-    #[error("{}", describe_refusal(server, tool.as_deref(), reason))]
-    NotPermitted {
-        /// The server.
-        server: String,
-        /// The tool, when the refusal is about one.
-        tool: Option<String>,
-        /// Why, and what would be allowed.
-        reason: String,
-    },
-    /// A destructive tool called without `"confirm": true`.
-    #[error("{}", crate::policy::confirmation_message(server, tool))]
-    ConfirmationRequired {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-    },
-    /// Something failed inside the daemon.
+    /// A failure the caller can act on, exactly as it goes on the wire.
+    #[error("{}", message(.0))]
+    Reported(Box<ErrorData>),
+    /// A fault inside the daemon; the text is for the log only.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// What an internal fault tells the caller.
+pub const INTERNAL_MESSAGE: &str = "internal error in the tool-cli daemon; its log has the details";
+
+impl From<ErrorData> for Error {
+    fn from(data: ErrorData) -> Error {
+        Error::Reported(Box::new(data))
+    }
+}
+
+impl Error {
+    /// An internal fault; `detail` is logged, never sent.
+    pub fn internal(detail: impl Into<String>) -> Error {
+        Error::Internal(detail.into())
+    }
+
+    /// Invalid params of `method`.
+    pub fn invalid_params(method: &str, message: impl Into<String>) -> Error {
+        ErrorData::InvalidParams {
+            method: method.to_owned(),
+            message: message.into(),
+        }
+        .into()
+    }
+
+    /// A timeout of `tool` (or method) on `server`.
+    pub fn timeout(server: &str, tool: &str, timeout_ms: u64) -> Error {
+        ErrorData::Timeout {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            timeout_ms,
+        }
+        .into()
+    }
+
+    /// The wire description, when the caller is told about this failure (`None` for an
+    /// internal fault).
+    pub fn data(&self) -> Option<&ErrorData> {
+        match self {
+            Error::Reported(data) => Some(data),
+            Error::Internal(_) => None,
+        }
+    }
+
+    /// The structured `data` for the wire. An internal fault says only that it happened.
+    pub fn to_data(&self) -> ErrorData {
+        match self {
+            Error::Reported(data) => (**data).clone(),
+            Error::Internal(_) => ErrorData::Internal {
+                message: INTERNAL_MESSAGE.to_owned(),
+            },
+        }
+    }
+
+    /// The message for the wire: the error's own for a reported failure, a fixed sentence for
+    /// an internal fault.
+    pub fn wire_message(&self) -> String {
+        match self {
+            Error::Reported(data) => message(data),
+            Error::Internal(_) => INTERNAL_MESSAGE.to_owned(),
+        }
+    }
+
+    /// The JSON-RPC code.
+    pub fn code(&self) -> i32 {
+        match self {
+            Error::Reported(data) => data.code(),
+            Error::Internal(_) => tool_cli_protocol::code::INTERNAL_ERROR,
+        }
+    }
+
+    /// The `kind` tag of its data, for traces and statistics (`"internal"` for a fault).
+    pub fn kind(&self) -> &'static str {
+        match self.data() {
+            None => "internal",
+            Some(data) => kind_of(data),
+        }
+    }
+}
+
+/// The `kind` tag of an [`ErrorData`], as it is serialized.
+pub fn kind_of(data: &ErrorData) -> &'static str {
+    match data {
+        ErrorData::InvalidParams { .. } => "invalidParams",
+        ErrorData::UnknownServer { .. } => "unknownServer",
+        ErrorData::UnknownTool { .. } => "unknownTool",
+        ErrorData::InvalidArguments { .. } => "invalidArguments",
+        ErrorData::InvalidSchema { .. } => "invalidSchema",
+        ErrorData::ServerUnavailable { .. } => "serverUnavailable",
+        ErrorData::ServerExited { .. } => "serverExited",
+        ErrorData::Timeout { .. } => "timeout",
+        ErrorData::Upstream { .. } => "upstream",
+        ErrorData::Busy { .. } => "busy",
+        ErrorData::CircuitOpen { .. } => "circuitOpen",
+        ErrorData::NotPermitted { .. } => "notPermitted",
+        ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
+        ErrorData::Internal { .. } => "internal",
+        _ => "other",
+    }
+}
+
+/// The human message of a reported failure: what was wrong and what would be right.
+pub fn message(data: &ErrorData) -> String {
+    match data {
+        ErrorData::InvalidParams { method, message } => {
+            format!("invalid params for {method}: {message}")
+        }
+        ErrorData::UnknownServer {
+            server,
+            known_servers,
+        } => {
+            if known_servers.is_empty() {
+                format!("unknown server \"{server}\"; this token can see no servers")
+            } else {
+                format!(
+                    "unknown server \"{server}\"; known servers: {}",
+                    known_servers.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+        } if server == "*" => {
+            if known_tools.is_empty() {
+                format!(
+                    "no server offers a tool \"{tool}\"; `tool-cli SERVER` lists a server's tools"
+                )
+            } else {
+                format!(
+                    "no server offers a tool \"{tool}\"; did you mean: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+        } => format!(
+            "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
+            list_preview(known_tools)
+        ),
+        ErrorData::InvalidArguments {
+            server,
+            tool,
+            errors,
+        } => format!(
+            "arguments for {server}/{tool} do not match its input schema: {}",
+            describe_errors(errors)
+        ),
+        ErrorData::InvalidSchema {
+            server,
+            tool,
+            message,
+        } => format!("the input schema of {server}/{tool} is not a valid JSON Schema: {message}"),
+        ErrorData::ServerUnavailable {
+            server,
+            state,
+            last_error,
+        } => match last_error {
+            Some(error) => format!("server \"{server}\" is {state}: {error}"),
+            None => format!("server \"{server}\" is {state}"),
+        },
+        ErrorData::ServerExited { server, exit, .. } => {
+            format!("server \"{server}\" exited while the request was pending ({exit})")
+        }
+        ErrorData::Timeout {
+            server,
+            tool,
+            timeout_ms,
+        } => {
+            format!("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")
+        }
+        ErrorData::Upstream {
+            server,
+            code,
+            message,
+            ..
+        } => format!("server \"{server}\" returned an error: {message} (code {code})"),
+        ErrorData::Busy {
+            server,
+            in_flight,
+            queued,
+            retry_after_ms,
+        } => format!(
+            "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; \
+             retry in about {retry_after_ms} ms"
+        ),
+        ErrorData::CircuitOpen {
+            server,
+            retry_after_ms,
+            last_error,
+        } => format!(
+            "server \"{server}\" is failing and its circuit breaker is open; nothing was sent; \
+             retry in {retry_after_ms} ms{}",
+            last_error
+                .as_ref()
+                .map(|e| format!(" (last failure: {e})"))
+                .unwrap_or_default()
+        ),
+        ErrorData::NotPermitted {
+            server,
+            tool,
+            reason,
+        } => describe_refusal(server, tool.as_deref(), reason),
+        ErrorData::ConfirmationRequired { server, tool } => {
+            crate::policy::confirmation_message(server, tool)
+        }
+        ErrorData::Internal { message } => message.clone(),
+        other => format!("request failed ({})", kind_of(other)),
+    }
 }
 
 fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
@@ -184,135 +272,15 @@ fn describe_errors(errors: &[ArgumentError]) -> String {
         .join("; ")
 }
 
-impl Error {
-    /// The structured `data` for the wire.
-    pub fn to_data(&self) -> ErrorData {
-        match self {
-            Error::InvalidParams { method, message } => ErrorData::InvalidParams {
-                method: method.clone(),
-                message: message.clone(),
-            },
-            Error::UnknownServer {
-                server,
-                known_servers,
-            } => ErrorData::UnknownServer {
-                server: server.clone(),
-                known_servers: known_servers.clone(),
-            },
-            Error::UnknownTool {
-                server,
-                tool,
-                known_tools,
-            } => ErrorData::UnknownTool {
-                server: server.clone(),
-                tool: tool.clone(),
-                known_tools: known_tools.clone(),
-            },
-            Error::InvalidArguments {
-                server,
-                tool,
-                errors,
-            } => ErrorData::InvalidArguments {
-                server: server.clone(),
-                tool: tool.clone(),
-                errors: errors.clone(),
-            },
-            Error::InvalidSchema {
-                server,
-                tool,
-                message,
-            } => ErrorData::InvalidSchema {
-                server: server.clone(),
-                tool: tool.clone(),
-                message: message.clone(),
-            },
-            Error::ServerUnavailable {
-                server,
-                state,
-                last_error,
-            } => ErrorData::ServerUnavailable {
-                server: server.clone(),
-                state: (*state).to_owned(),
-                last_error: last_error.clone(),
-            },
-            Error::ServerExited {
-                server,
-                exit,
-                stderr_tail,
-            } => ErrorData::ServerExited {
-                server: server.clone(),
-                exit: exit.clone(),
-                stderr_tail: stderr_tail.clone(),
-            },
-            Error::Timeout {
-                server,
-                tool,
-                timeout_ms,
-            } => ErrorData::Timeout {
-                server: server.clone(),
-                tool: tool.clone(),
-                timeout_ms: *timeout_ms,
-            },
-            Error::Upstream {
-                server,
-                code,
-                message,
-                data,
-            } => ErrorData::Upstream {
-                server: server.clone(),
-                code: *code,
-                message: message.clone(),
-                data: data.as_deref().cloned(),
-            },
-            Error::Busy {
-                server,
-                in_flight,
-                queued,
-                retry_after_ms,
-            } => ErrorData::Busy {
-                server: server.clone(),
-                in_flight: *in_flight,
-                queued: *queued,
-                retry_after_ms: *retry_after_ms,
-            },
-            Error::CircuitOpen {
-                server,
-                retry_after_ms,
-                last_error,
-            } => ErrorData::CircuitOpen {
-                server: server.clone(),
-                retry_after_ms: *retry_after_ms,
-                last_error: last_error.clone(),
-            },
-            Error::NotPermitted {
-                server,
-                tool,
-                reason,
-            } => ErrorData::NotPermitted {
-                server: server.clone(),
-                tool: tool.clone(),
-                reason: reason.clone(),
-            },
-            Error::ConfirmationRequired { server, tool } => ErrorData::ConfirmationRequired {
-                server: server.clone(),
-                tool: tool.clone(),
-            },
-            Error::Internal(message) => ErrorData::Internal {
-                message: message.clone(),
-            },
-        }
-    }
-}
-
 impl From<crate::policy::Denial> for Error {
     fn from(denial: crate::policy::Denial) -> Error {
         use crate::policy::Denial;
         let reason = denial.to_string();
-        match denial {
+        let data = match denial {
             Denial::ConfirmationRequired { server, tool } => {
-                Error::ConfirmationRequired { server, tool }
+                ErrorData::ConfirmationRequired { server, tool }
             }
-            Denial::ServerNotPermitted { server, scope } => Error::NotPermitted {
+            Denial::ServerNotPermitted { server, scope } => ErrorData::NotPermitted {
                 server,
                 tool: None,
                 reason: format!(
@@ -324,23 +292,49 @@ impl From<crate::policy::Denial> for Error {
                 server,
                 tool,
                 reason,
-            } => Error::NotPermitted {
+            } => ErrorData::NotPermitted {
                 server,
                 tool: Some(tool),
                 reason,
             },
-            Denial::ScopeExpired { .. } => Error::NotPermitted {
+            // Expired, resource refusals and any later kind: the denial's own words.
+            _ => ErrorData::NotPermitted {
                 server: String::new(),
                 tool: None,
                 reason,
             },
-            // `Denial` is non-exhaustive: a new kind of refusal is still a refusal.
-            #[allow(unreachable_patterns)]
-            _ => Error::NotPermitted {
-                server: String::new(),
-                tool: None,
-                reason,
-            },
-        }
+        };
+        data.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_detail_never_reaches_the_wire() {
+        let error = Error::internal("mutex poisoned at pipeline/execute.rs:12");
+        assert_eq!(error.code(), tool_cli_protocol::code::INTERNAL_ERROR);
+        assert_eq!(error.wire_message(), INTERNAL_MESSAGE);
+        let data = serde_json::to_string(&error.to_data()).unwrap();
+        assert!(!data.contains("mutex"), "{data}");
+        assert_eq!(error.kind(), "internal");
+        // The log still has it.
+        assert!(error.to_string().contains("mutex poisoned"));
+    }
+
+    #[test]
+    fn reported_errors_keep_their_data_code_and_kind() {
+        let error = Error::timeout("demo", "sql_query", 250);
+        assert_eq!(error.code(), tool_cli_protocol::code::TIMEOUT);
+        assert_eq!(error.kind(), "timeout");
+        assert_eq!(
+            error.to_string(),
+            "demo/sql_query did not answer within 250 ms; the call was cancelled"
+        );
+        let wire = serde_json::to_value(error.to_data()).unwrap();
+        assert_eq!(wire["kind"], "timeout");
+        assert_eq!(wire["timeoutMs"], 250);
     }
 }

@@ -1,21 +1,29 @@
 //! The tool-cli daemon: one pool of MCP servers behind a local, authenticated JSON-RPC endpoint.
 //!
 //! See `ARCHITECTURE.md` for the map. In short: [`config`] reads the servers file, [`pool`] holds
-//! one MCP client connection per server, [`pipeline`] is the one path every call takes
-//! (resolve, validate, execute, trace), `rpc` maps methods onto it and is the only place errors
-//! become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`] layer.
+//! one MCP client connection per server and is the [`provider::ToolProvider`] the daemon serves,
+//! [`pipeline`] is the one path every call takes (resolve, plan, execute, record),
+//! [`orchestrator`] answers the methods over it, `rpc` maps methods onto that and is the only
+//! place errors become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`]
+//! layer.
 
 pub mod auth;
+pub mod catalog;
 pub mod config;
+mod discovery;
 pub mod error;
 mod gate;
+mod health;
+pub mod orchestrator;
 pub mod pipeline;
 pub mod policy;
 pub mod pool;
+pub mod provider;
 pub mod reaper;
 pub mod resilience;
 mod rpc;
 pub mod runtime_file;
 pub mod server;
 pub mod shape;
+mod suggest;
 mod validate;

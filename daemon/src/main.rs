@@ -12,8 +12,9 @@ use std::os::unix::net::UnixListener;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
-use tool_cli_daemon::pipeline::Orchestrator;
+use tool_cli_daemon::orchestrator::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
+use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_protocol::env;
@@ -322,7 +323,7 @@ async fn serve(
             ..PoolOptions::default()
         },
     );
-    let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool)));
+    let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once every server has settled.

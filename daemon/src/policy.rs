@@ -22,6 +22,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 
+use crate::catalog::ToolHints;
+
 /// The longest lifetime a scoped token may be given: 30 days.
 pub const MAX_SCOPE_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
@@ -70,11 +72,6 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 fn any_glob_matches(globs: &[String], text: &str) -> bool {
     globs.iter().any(|glob| glob_match(glob, text))
-}
-
-/// Whether the tool annotations carry `name: true`, a JSON `true` and nothing else.
-fn hint_is_true(annotations: &Value, name: &str) -> bool {
-    annotations.get(name).and_then(Value::as_bool) == Some(true)
 }
 
 /// A policy input that cannot be used, naming the field and what was expected.
@@ -253,13 +250,12 @@ impl ServerPolicy {
         any_glob_matches(&self.deny_tools, tool)
     }
 
-    /// Whether calling `tool`, whose MCP `annotations` object is given (`Value::Null` when the
-    /// server sent none), needs the caller's explicit confirmation: confirmation is on for this
+    /// Whether calling `tool`, whose behaviour hints are given, needs the caller's explicit
+    /// confirmation: confirmation is on for this
     /// server, and the tool says `"destructiveHint": true` or matches `destructiveTools`.
-    pub fn needs_confirmation(&self, tool: &str, annotations: &Value) -> bool {
+    pub fn needs_confirmation(&self, tool: &str, hints: &ToolHints) -> bool {
         self.confirm_destructive
-            && (hint_is_true(annotations, "destructiveHint")
-                || any_glob_matches(&self.destructive_tools, tool))
+            && (hints.destructive || any_glob_matches(&self.destructive_tools, tool))
     }
 }
 
@@ -306,6 +302,10 @@ pub struct Scope {
     pub servers: Option<Vec<String>>,
     /// Globs on `"server/tool"`; `None` permits every tool of a permitted server.
     pub tools: Option<Vec<String>>,
+    /// Globs on `"server/uri"` (the server part before the first `/`, the URI after it);
+    /// `None` permits every resource of a permitted server. A minted token has `Some`: without
+    /// a resource grant it sees no resources at all.
+    pub resources: Option<Vec<String>>,
     /// Only tools annotated `"readOnlyHint": true` are permitted.
     pub read_only: bool,
     /// When the token stops working; `None` never expires.
@@ -318,6 +318,7 @@ impl Scope {
         Scope {
             servers: None,
             tools: None,
+            resources: None,
             read_only: false,
             expires_at: None,
         }
@@ -328,10 +329,13 @@ impl Scope {
     /// `servers` are globs on server names and `tools` globs on `"server/tool"`; each list, when
     /// given, needs at least one non-empty glob. A server glob containing `/` and a tool glob with
     /// neither `/` nor a wildcard are refused, since they could never match. `ttl_seconds` sets
-    /// the lifetime, from 1 second to [`MAX_SCOPE_TTL`]; `None` means no expiry.
+    /// the lifetime, from 1 second to [`MAX_SCOPE_TTL`]; `None` means no expiry. `resources` are
+    /// globs on `"server/uri"`; `None` grants no resources (resources are never granted by
+    /// default: a tool grant on a filesystem server must not expose its files).
     pub fn from_params(
         servers: Option<Vec<String>>,
         tools: Option<Vec<String>>,
+        resources: Option<Vec<String>>,
         read_only: bool,
         ttl_seconds: Option<u64>,
         now: SystemTime,
@@ -361,6 +365,22 @@ impl Scope {
                 });
             }
         }
+        if let Some(globs) = &resources {
+            check_globs("resources", globs)?;
+            let unmatchable = |glob: &String| match glob.split_once('/') {
+                Some((server, uri)) => server.is_empty() || uri.is_empty(),
+                None => true,
+            };
+            if let Some(index) = globs.iter().position(unmatchable) {
+                return Err(PolicyError::UnmatchableGlob {
+                    field: "resources",
+                    index,
+                    glob: globs[index].clone(),
+                    why: "resource globs match \"server/uri\"; expected a glob such as \
+                          \"fs/file:///home/me/*\" or \"demo/*\"",
+                });
+            }
+        }
         let expires_at = match ttl_seconds {
             None => None,
             Some(0) => return Err(PolicyError::ZeroTtl),
@@ -378,6 +398,7 @@ impl Scope {
         Ok(Scope {
             servers,
             tools,
+            resources: Some(resources.unwrap_or_default()),
             read_only,
             expires_at,
         })
@@ -401,13 +422,13 @@ impl Scope {
         by_servers && by_tools
     }
 
-    /// Whether the token may see and call `tool` of `server`, whose MCP `annotations` object is
-    /// given (`Value::Null` when the server sent none): the server is permitted, a `tools` glob
+    /// Whether the token may see and call `tool` of `server`, whose behaviour hints are given:
+    /// the server is permitted, a `tools` glob
     /// (if any) matches `"server/tool"`, and a read-only scope sees `"readOnlyHint": true`.
-    pub fn permits_tool(&self, server: &str, tool: &str, annotations: &Value) -> bool {
+    pub fn permits_tool(&self, server: &str, tool: &str, hints: &ToolHints) -> bool {
         self.permits_server(server)
             && self.tools_glob_matches(server, tool)
-            && self.read_only_allows(annotations)
+            && self.read_only_allows(hints)
     }
 
     fn tools_glob_matches(&self, server: &str, tool: &str) -> bool {
@@ -416,8 +437,32 @@ impl Scope {
             .is_none_or(|globs| any_glob_matches(globs, &format!("{server}/{tool}")))
     }
 
-    fn read_only_allows(&self, annotations: &Value) -> bool {
-        !self.read_only || hint_is_true(annotations, "readOnlyHint")
+    fn read_only_allows(&self, hints: &ToolHints) -> bool {
+        !self.read_only || hints.read_only
+    }
+
+    /// Whether the token may list and read resource `uri` of `server`.
+    pub fn permits_resource(&self, server: &str, uri: &str) -> bool {
+        self.permits_server(server)
+            && self.resources.as_deref().is_none_or(|globs| {
+                globs.iter().any(|glob| match glob.split_once('/') {
+                    Some((server_glob, uri_glob)) => {
+                        glob_match(server_glob, server) && glob_match(uri_glob, uri)
+                    }
+                    None => false,
+                })
+            })
+    }
+
+    /// Whether the token may see any resource of `server` (resource templates are shown then).
+    pub fn permits_any_resource(&self, server: &str) -> bool {
+        self.permits_server(server)
+            && self.resources.as_deref().is_none_or(|globs| {
+                globs.iter().any(|glob| {
+                    glob.split_once('/')
+                        .is_some_and(|(server_glob, _)| glob_match(server_glob, server))
+                })
+            })
     }
 
     /// Whether the token has expired at `now` (expiry is inclusive: at `expires_at` it no longer
@@ -436,21 +481,25 @@ impl Scope {
         if let Some(globs) = &self.tools {
             parts.push(format!("tools {}", describe_globs(globs)));
         }
+        if parts.is_empty() && (self.resources.is_some() || self.expires_at.is_some()) {
+            parts.push("all servers and tools".to_owned());
+        }
+        match self.resources.as_deref() {
+            None => {}
+            Some([]) => parts.push("no resources".to_owned()),
+            Some(globs) => parts.push(format!("resources {}", describe_globs(globs))),
+        }
         if self.read_only {
             parts.push("read-only".to_owned());
         }
-        match self.expires_at {
-            None if parts.is_empty() => return "unrestricted".to_owned(),
-            None => {}
-            Some(expires_at) => {
-                if parts.is_empty() {
-                    parts.push("all servers and tools".to_owned());
-                }
-                parts.push(match expires_at.duration_since(now) {
-                    Ok(left) if !left.is_zero() => format!("expires in {}", format_duration(left)),
-                    _ => "expired".to_owned(),
-                });
-            }
+        if let Some(expires_at) = self.expires_at {
+            parts.push(match expires_at.duration_since(now) {
+                Ok(left) if !left.is_zero() => format!("expires in {}", format_duration(left)),
+                _ => "expired".to_owned(),
+            });
+        }
+        if parts.is_empty() {
+            return "unrestricted".to_owned();
         }
         parts.join(", ")
     }
@@ -542,7 +591,7 @@ pub enum Denial {
 
 /// Decides whether a call of `tool` on `server` may go ahead.
 ///
-/// `annotations` is the tool's MCP annotations object (`Value::Null` when it has none), and
+/// `hints` are the tool's behaviour hints (from its MCP annotations), and
 /// `confirmed` whether the caller confirmed a destructive call. The checks run in this order and
 /// the first failure is returned: the token has not expired; the scope permits the server; the
 /// config's `allowTools`/`denyTools` permit the tool; the scope's `tools` globs and read-only
@@ -553,7 +602,7 @@ pub fn check_call(
     policy: &ServerPolicy,
     server: &str,
     tool: &str,
-    annotations: &Value,
+    hints: &ToolHints,
     confirmed: bool,
     now: SystemTime,
 ) -> Result<(), Denial> {
@@ -594,14 +643,14 @@ pub fn check_call(
             scope.describe(now)
         )));
     }
-    if !scope.read_only_allows(annotations) {
+    if !scope.read_only_allows(hints) {
         return Err(tool_denied(
             "this token's scope is read-only and the tool does not declare \"readOnlyHint\": \
              true; use a token without the read-only restriction"
                 .to_owned(),
         ));
     }
-    if !confirmed && policy.needs_confirmation(tool, annotations) {
+    if !confirmed && policy.needs_confirmation(tool, hints) {
         return Err(Denial::ConfirmationRequired {
             server: server.to_owned(),
             tool: tool.to_owned(),
@@ -619,9 +668,9 @@ pub fn visible_tool(
     policy: &ServerPolicy,
     server: &str,
     tool: &str,
-    annotations: &Value,
+    hints: &ToolHints,
 ) -> bool {
-    scope.permits_tool(server, tool, annotations) && policy.permits_tool(tool)
+    scope.permits_tool(server, tool, hints) && policy.permits_tool(tool)
 }
 
 #[cfg(test)]
@@ -632,15 +681,17 @@ mod server_from_tools_tests {
     fn tool_globs_narrow_the_servers_a_scope_reaches() {
         let now = SystemTime::UNIX_EPOCH;
         let scope =
-            Scope::from_params(None, Some(vec!["alpha/ec*".into()]), false, None, now).unwrap();
+            Scope::from_params(None, Some(vec!["alpha/ec*".into()]), None, false, None, now)
+                .unwrap();
         assert!(scope.permits_server("alpha"));
         assert!(!scope.permits_server("beta"));
-        let scope =
-            Scope::from_params(None, Some(vec!["*/read_*".into()]), false, None, now).unwrap();
+        let scope = Scope::from_params(None, Some(vec!["*/read_*".into()]), None, false, None, now)
+            .unwrap();
         assert!(scope.permits_server("beta"));
         let scope = Scope::from_params(
             Some(vec!["a*".into()]),
             Some(vec!["beta/x".into()]),
+            None,
             false,
             None,
             now,
@@ -656,6 +707,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn h(annotations: &Value) -> ToolHints {
+        ToolHints::from_annotations(annotations)
+    }
 
     fn globs(items: &[&str]) -> Vec<String> {
         items.iter().map(|&item| item.to_owned()).collect()
@@ -804,8 +859,8 @@ mod tests {
         let policy = ServerPolicy::default();
         assert!(policy.permits_tool("anything"));
         assert!(policy.confirm_destructive);
-        assert!(policy.needs_confirmation("drop", &json!({"destructiveHint": true})));
-        assert!(!policy.needs_confirmation("read", &json!({"readOnlyHint": true})));
+        assert!(policy.needs_confirmation("drop", &h(&json!({"destructiveHint": true}))));
+        assert!(!policy.needs_confirmation("read", &h(&json!({"readOnlyHint": true}))));
     }
 
     #[test]
@@ -842,13 +897,13 @@ mod tests {
     #[test]
     fn destructive_by_annotation_needs_exactly_true() {
         let policy = ServerPolicy::default();
-        assert!(policy.needs_confirmation("x", &json!({"destructiveHint": true})));
-        assert!(!policy.needs_confirmation("x", &json!({"destructiveHint": false})));
-        assert!(!policy.needs_confirmation("x", &json!({"destructiveHint": "true"})));
-        assert!(!policy.needs_confirmation("x", &json!({"destructiveHint": 1})));
-        assert!(!policy.needs_confirmation("x", &json!({})));
-        assert!(!policy.needs_confirmation("x", &Value::Null));
-        assert!(!policy.needs_confirmation("x", &json!([{"destructiveHint": true}])));
+        assert!(policy.needs_confirmation("x", &h(&json!({"destructiveHint": true}))));
+        assert!(!policy.needs_confirmation("x", &h(&json!({"destructiveHint": false}))));
+        assert!(!policy.needs_confirmation("x", &h(&json!({"destructiveHint": "true"}))));
+        assert!(!policy.needs_confirmation("x", &h(&json!({"destructiveHint": 1}))));
+        assert!(!policy.needs_confirmation("x", &h(&json!({}))));
+        assert!(!policy.needs_confirmation("x", &h(&Value::Null)));
+        assert!(!policy.needs_confirmation("x", &h(&json!([{"destructiveHint": true}]))));
     }
 
     #[test]
@@ -857,9 +912,9 @@ mod tests {
             destructive_tools: globs(&["delete_*", "send_email"]),
             ..ServerPolicy::default()
         };
-        assert!(policy.needs_confirmation("delete_row", &Value::Null));
-        assert!(policy.needs_confirmation("send_email", &json!({"destructiveHint": false})));
-        assert!(!policy.needs_confirmation("read_row", &Value::Null));
+        assert!(policy.needs_confirmation("delete_row", &h(&Value::Null)));
+        assert!(policy.needs_confirmation("send_email", &h(&json!({"destructiveHint": false}))));
+        assert!(!policy.needs_confirmation("read_row", &h(&Value::Null)));
     }
 
     #[test]
@@ -869,8 +924,8 @@ mod tests {
             confirm_destructive: false,
             ..ServerPolicy::default()
         };
-        assert!(!policy.needs_confirmation("delete_row", &Value::Null));
-        assert!(!policy.needs_confirmation("drop", &json!({"destructiveHint": true})));
+        assert!(!policy.needs_confirmation("delete_row", &h(&Value::Null)));
+        assert!(!policy.needs_confirmation("drop", &h(&json!({"destructiveHint": true}))));
     }
 
     #[test]
@@ -963,7 +1018,7 @@ mod tests {
     fn unrestricted_scope_permits_everything_and_never_expires() {
         let scope = Scope::unrestricted();
         assert!(scope.permits_server("any"));
-        assert!(scope.permits_tool("any", "tool", &Value::Null));
+        assert!(scope.permits_tool("any", "tool", &h(&Value::Null)));
         assert!(!scope.is_expired(at(u64::from(u32::MAX))));
         assert_eq!(scope.describe(at(0)), "unrestricted");
     }
@@ -978,8 +1033,8 @@ mod tests {
         assert!(scope.permits_server("fs-home"));
         assert!(scope.permits_server("git"));
         assert!(!scope.permits_server("github"));
-        assert!(scope.permits_tool("fs", "write_file", &Value::Null));
-        assert!(!scope.permits_tool("github", "read", &json!({"readOnlyHint": true})));
+        assert!(scope.permits_tool("fs", "write_file", &h(&Value::Null)));
+        assert!(!scope.permits_tool("github", "read", &h(&json!({"readOnlyHint": true}))));
     }
 
     #[test]
@@ -988,11 +1043,11 @@ mod tests {
             tools: Some(globs(&["fs/read_*", "*/list"])),
             ..Scope::unrestricted()
         };
-        assert!(scope.permits_tool("fs", "read_file", &Value::Null));
-        assert!(scope.permits_tool("git", "list", &Value::Null));
-        assert!(!scope.permits_tool("fs", "write_file", &Value::Null));
-        assert!(!scope.permits_tool("fs2", "read_file", &Value::Null));
-        assert!(!scope.permits_tool("git", "list_all", &Value::Null));
+        assert!(scope.permits_tool("fs", "read_file", &h(&Value::Null)));
+        assert!(scope.permits_tool("git", "list", &h(&Value::Null)));
+        assert!(!scope.permits_tool("fs", "write_file", &h(&Value::Null)));
+        assert!(!scope.permits_tool("fs2", "read_file", &h(&Value::Null)));
+        assert!(!scope.permits_tool("git", "list_all", &h(&Value::Null)));
         // Tools globs do not restrict which servers are reachable, only their tools.
         assert!(scope.permits_server("other"));
     }
@@ -1002,10 +1057,11 @@ mod tests {
         let scope = Scope {
             servers: Some(globs(&["git"])),
             tools: Some(globs(&["*/read_*"])),
+            resources: None,
             ..Scope::unrestricted()
         };
-        assert!(scope.permits_tool("git", "read_log", &Value::Null));
-        assert!(!scope.permits_tool("fs", "read_file", &Value::Null));
+        assert!(scope.permits_tool("git", "read_log", &h(&Value::Null)));
+        assert!(!scope.permits_tool("fs", "read_file", &h(&Value::Null)));
     }
 
     #[test]
@@ -1014,17 +1070,17 @@ mod tests {
             read_only: true,
             ..Scope::unrestricted()
         };
-        assert!(scope.permits_tool("fs", "read", &json!({"readOnlyHint": true})));
-        assert!(!scope.permits_tool("fs", "write", &json!({"readOnlyHint": false})));
-        assert!(!scope.permits_tool("fs", "write", &json!({"destructiveHint": false})));
-        assert!(!scope.permits_tool("fs", "odd", &json!({"readOnlyHint": "true"})));
-        assert!(!scope.permits_tool("fs", "bare", &json!({})));
-        assert!(!scope.permits_tool("fs", "bare", &Value::Null));
+        assert!(scope.permits_tool("fs", "read", &h(&json!({"readOnlyHint": true}))));
+        assert!(!scope.permits_tool("fs", "write", &h(&json!({"readOnlyHint": false}))));
+        assert!(!scope.permits_tool("fs", "write", &h(&json!({"destructiveHint": false}))));
+        assert!(!scope.permits_tool("fs", "odd", &h(&json!({"readOnlyHint": "true"}))));
+        assert!(!scope.permits_tool("fs", "bare", &h(&json!({}))));
+        assert!(!scope.permits_tool("fs", "bare", &h(&Value::Null)));
     }
 
     #[test]
     fn expiry_is_inclusive() {
-        let scope = Scope::from_params(None, None, false, Some(600), at(1_000)).unwrap();
+        let scope = Scope::from_params(None, None, None, false, Some(600), at(1_000)).unwrap();
         assert_eq!(scope.expires_at, Some(at(1_600)));
         assert!(!scope.is_expired(at(1_000)));
         assert!(!scope.is_expired(at(1_599)));
@@ -1037,6 +1093,7 @@ mod tests {
         let scope = Scope::from_params(
             Some(globs(&["fs*"])),
             Some(globs(&["fs/read_*"])),
+            None,
             true,
             None,
             at(0),
@@ -1047,20 +1104,28 @@ mod tests {
             Scope {
                 servers: Some(globs(&["fs*"])),
                 tools: Some(globs(&["fs/read_*"])),
+                resources: Some(Vec::new()),
                 read_only: true,
                 expires_at: None,
             }
         );
-        let longest = Scope::from_params(None, None, false, Some(2_592_000), at(0)).unwrap();
+        let longest = Scope::from_params(None, None, None, false, Some(2_592_000), at(0)).unwrap();
         assert_eq!(longest.expires_at, Some(at(0) + MAX_SCOPE_TTL));
     }
 
     #[test]
     fn from_params_refuses_bad_inputs() {
         let error = |servers: Option<&[&str]>, tools: Option<&[&str]>, ttl: Option<u64>| {
-            Scope::from_params(servers.map(globs), tools.map(globs), false, ttl, at(0))
-                .unwrap_err()
-                .to_string()
+            Scope::from_params(
+                servers.map(globs),
+                tools.map(globs),
+                None,
+                false,
+                ttl,
+                at(0),
+            )
+            .unwrap_err()
+            .to_string()
         };
         assert_eq!(
             error(Some(&[]), None, None),
@@ -1101,7 +1166,9 @@ mod tests {
              '/'; to restrict tools, put \"server/tool\" globs in \"tools\""
         );
         // Wildcards without a slash can still match "server/tool".
-        assert!(Scope::from_params(None, Some(globs(&["*read*"])), false, None, at(0)).is_ok());
+        assert!(
+            Scope::from_params(None, Some(globs(&["*read*"])), None, false, None, at(0)).is_ok()
+        );
     }
 
     #[test]
@@ -1109,6 +1176,7 @@ mod tests {
         let scope = Scope::from_params(
             Some(globs(&["fs*"])),
             Some(globs(&["fs/read_*"])),
+            None,
             true,
             Some(600),
             at(0),
@@ -1116,21 +1184,22 @@ mod tests {
         .unwrap();
         assert_eq!(
             scope.describe(at(0)),
-            "servers fs*, tools fs/read_*, read-only, expires in 10m"
+            "servers fs*, tools fs/read_*, no resources, read-only, expires in 10m"
         );
         assert_eq!(
             scope.describe(at(60)),
-            "servers fs*, tools fs/read_*, read-only, expires in 9m"
+            "servers fs*, tools fs/read_*, no resources, read-only, expires in 9m"
         );
         assert_eq!(
             scope.describe(at(600)),
-            "servers fs*, tools fs/read_*, read-only, expired"
+            "servers fs*, tools fs/read_*, no resources, read-only, expired"
         );
 
-        let expiring_only = Scope::from_params(None, None, false, Some(5_400), at(0)).unwrap();
+        let expiring_only =
+            Scope::from_params(None, None, None, false, Some(5_400), at(0)).unwrap();
         assert_eq!(
             expiring_only.describe(at(0)),
-            "all servers and tools, expires in 1h30m"
+            "all servers and tools, no resources, expires in 1h30m"
         );
 
         let many = Scope {
@@ -1162,15 +1231,15 @@ mod tests {
 
     const READ_ONLY: &str = r#"{"readOnlyHint": true}"#;
 
-    fn annotations(text: &str) -> Value {
-        serde_json::from_str(text).unwrap()
+    fn annotations(text: &str) -> ToolHints {
+        h(&serde_json::from_str(text).unwrap())
     }
 
     fn check(
         scope: &Scope,
         policy: &ServerPolicy,
         tool: &str,
-        annotations: &Value,
+        annotations: &ToolHints,
         confirmed: bool,
     ) -> Result<(), Denial> {
         check_call(scope, policy, "fs", tool, annotations, confirmed, at(0))
@@ -1182,7 +1251,7 @@ mod tests {
             &Scope::unrestricted(),
             &ServerPolicy::default(),
             "read_file",
-            &Value::Null,
+            &h(&Value::Null),
             false,
         );
         assert_eq!(result, Ok(()));
@@ -1195,7 +1264,7 @@ mod tests {
             ..ServerPolicy::default()
         };
         let owner = Scope::unrestricted();
-        let denial = check(&owner, &policy, "delete_file", &Value::Null, false).unwrap_err();
+        let denial = check(&owner, &policy, "delete_file", &h(&Value::Null), false).unwrap_err();
         assert_eq!(
             denial,
             Denial::ConfirmationRequired {
@@ -1209,10 +1278,10 @@ mod tests {
              true in callTool (tool-cli: --yes)"
         );
         assert_eq!(
-            check(&owner, &policy, "delete_file", &Value::Null, true),
+            check(&owner, &policy, "delete_file", &h(&Value::Null), true),
             Ok(())
         );
-        let by_hint = json!({"destructiveHint": true});
+        let by_hint = h(&json!({"destructiveHint": true}));
         assert!(matches!(
             check(&owner, &policy, "drop", &by_hint, false),
             Err(Denial::ConfirmationRequired { .. })
@@ -1232,7 +1301,7 @@ mod tests {
             ..ServerPolicy::default()
         };
         let owner = Scope::unrestricted();
-        let denied = check(&owner, &policy, "read_secret_key", &Value::Null, true)
+        let denied = check(&owner, &policy, "read_secret_key", &h(&Value::Null), true)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1241,7 +1310,7 @@ mod tests {
              for this server denies it (denyTools); only the daemon's operator can change that \
              in the config"
         );
-        let not_allowed = check(&owner, &policy, "write_file", &Value::Null, true)
+        let not_allowed = check(&owner, &policy, "write_file", &h(&Value::Null), true)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1259,17 +1328,26 @@ mod tests {
         let scope = Scope {
             servers: Some(globs(&["fs*"])),
             tools: Some(globs(&["fs/read_*"])),
+            resources: None,
             ..Scope::unrestricted()
         };
-        let server_denied =
-            check_call(&scope, &policy, "github", "x", &Value::Null, false, at(0)).unwrap_err();
+        let server_denied = check_call(
+            &scope,
+            &policy,
+            "github",
+            "x",
+            &h(&Value::Null),
+            false,
+            at(0),
+        )
+        .unwrap_err();
         assert_eq!(
             server_denied.to_string(),
             "server \"github\" is not permitted by this token's scope (servers fs*, tools \
              fs/read_*); use a server the scope includes, or a token whose scope includes \
              \"github\""
         );
-        let tool_denied = check(&scope, &policy, "write_file", &Value::Null, false)
+        let tool_denied = check(&scope, &policy, "write_file", &h(&Value::Null), false)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1282,7 +1360,7 @@ mod tests {
             read_only: true,
             ..Scope::unrestricted()
         };
-        let write_denied = check(&read_only, &policy, "write_file", &Value::Null, true)
+        let write_denied = check(&read_only, &policy, "write_file", &h(&Value::Null), true)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -1306,20 +1384,21 @@ mod tests {
     #[test]
     fn expired_scope_is_refused_first() {
         let scope =
-            Scope::from_params(Some(globs(&["git"])), None, false, Some(60), at(0)).unwrap();
+            Scope::from_params(Some(globs(&["git"])), None, None, false, Some(60), at(0)).unwrap();
         let denial = check_call(
             &scope,
             &ServerPolicy::default(),
             "fs",
             "x",
-            &Value::Null,
+            &h(&Value::Null),
             false,
             at(60),
         )
         .unwrap_err();
         assert_eq!(
             denial.to_string(),
-            "this token has expired (servers git, expired); ask whoever issued it for a new token"
+            "this token has expired (servers git, no resources, expired); ask whoever issued it for a \
+             new token"
         );
         assert_eq!(
             check_call(
@@ -1327,7 +1406,7 @@ mod tests {
                 &ServerPolicy::default(),
                 "git",
                 "x",
-                &Value::Null,
+                &h(&Value::Null),
                 false,
                 at(59)
             ),
@@ -1346,11 +1425,12 @@ mod tests {
         let scope = Scope {
             servers: Some(globs(&["git"])),
             tools: Some(globs(&["*/none"])),
+            resources: None,
             read_only: true,
             expires_at: None,
         };
         assert!(matches!(
-            check(&scope, &policy, "drop", &Value::Null, false),
+            check(&scope, &policy, "drop", &h(&Value::Null), false),
             Err(Denial::ServerNotPermitted { .. })
         ));
         // With the server permitted, the config's policy comes before the scope's tool globs.
@@ -1359,7 +1439,7 @@ mod tests {
             ..scope
         };
         let Err(Denial::ToolNotPermitted { reason, .. }) =
-            check(&scope, &policy, "drop", &Value::Null, false)
+            check(&scope, &policy, "drop", &h(&Value::Null), false)
         else {
             panic!("expected the config's denial");
         };
@@ -1370,7 +1450,7 @@ mod tests {
             ..policy
         };
         let Err(Denial::ToolNotPermitted { reason, .. }) =
-            check(&scope, &policy, "drop", &Value::Null, false)
+            check(&scope, &policy, "drop", &h(&Value::Null), false)
         else {
             panic!("expected the scope's tools denial");
         };
@@ -1381,7 +1461,7 @@ mod tests {
             ..scope
         };
         let Err(Denial::ToolNotPermitted { reason, .. }) =
-            check(&scope, &policy, "drop", &Value::Null, false)
+            check(&scope, &policy, "drop", &h(&Value::Null), false)
         else {
             panic!("expected the read-only denial");
         };
@@ -1405,15 +1485,27 @@ mod tests {
             ..ServerPolicy::default()
         };
         let owner = Scope::unrestricted();
-        assert!(visible_tool(&owner, &policy, "fs", "delete", &Value::Null));
+        assert!(visible_tool(
+            &owner,
+            &policy,
+            "fs",
+            "delete",
+            &h(&Value::Null)
+        ));
         assert!(visible_tool(
             &owner,
             &policy,
             "fs",
             "drop",
-            &json!({"destructiveHint": true})
+            &h(&json!({"destructiveHint": true}))
         ));
-        assert!(!visible_tool(&owner, &policy, "fs", "secret", &Value::Null));
+        assert!(!visible_tool(
+            &owner,
+            &policy,
+            "fs",
+            "secret",
+            &h(&Value::Null)
+        ));
 
         let scoped = Scope {
             servers: Some(globs(&["fs"])),
@@ -1422,7 +1514,13 @@ mod tests {
         };
         let read_only = annotations(READ_ONLY);
         assert!(visible_tool(&scoped, &policy, "fs", "read", &read_only));
-        assert!(!visible_tool(&scoped, &policy, "fs", "write", &Value::Null));
+        assert!(!visible_tool(
+            &scoped,
+            &policy,
+            "fs",
+            "write",
+            &h(&Value::Null)
+        ));
         assert!(!visible_tool(&scoped, &policy, "git", "read", &read_only));
         assert!(!visible_tool(&scoped, &policy, "fs", "secret", &read_only));
     }

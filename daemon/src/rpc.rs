@@ -12,14 +12,15 @@ use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
-    CancellationCapability, DescribeToolParams, Implementation, ListTokensResult, MintTokenParams,
+    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult, MintTokenParams,
     ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
     ToolsCapability, UpstreamMcp, name,
 };
 
 use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
-use crate::pipeline::Orchestrator;
+use crate::orchestrator::Orchestrator;
+use crate::pipeline::CallContext;
 
 /// What every handler can reach.
 pub(crate) struct Context {
@@ -32,7 +33,12 @@ pub(crate) struct Context {
 fn grant(extensions: &Extensions) -> Result<&Grant, ErrorObjectOwned> {
     extensions
         .get::<Grant>()
-        .ok_or_else(|| to_rpc_error(Error::Internal("request without a grant".to_owned())))
+        .ok_or_else(|| to_rpc_error(Error::internal("request without a grant")))
+}
+
+/// The context of a call that arrives now, for the request's grant.
+fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned> {
+    Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
 /// Refuses token management to anything but the owner token.
@@ -40,14 +46,17 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
     if grant.is_owner {
         return Ok(());
     }
-    Err(to_rpc_error(Error::NotPermitted {
-        server: String::new(),
-        tool: None,
-        reason: format!(
-            "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-             list tokens"
-        ),
-    }))
+    Err(to_rpc_error(
+        tool_cli_protocol::ErrorData::NotPermitted {
+            server: String::new(),
+            tool: None,
+            reason: format!(
+                "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
+                 list tokens"
+            ),
+        }
+        .into(),
+    ))
 }
 
 /// Builds the module serving every method of the protocol.
@@ -65,8 +74,13 @@ pub(crate) fn module(
         })
         .expect("method names are unique");
     module
-        .register_method(name::HEALTH, |_, context, extensions| {
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?))
+        .register_method(name::HEALTH, |params, context, extensions| {
+            let params: HealthParams = if params.as_str().is_none() {
+                HealthParams::default()
+            } else {
+                parse(name::HEALTH, &params, r#"{"tools"?: boolean}"#)?
+            };
+            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?, params.tools))
         })
         .expect("method names are unique");
     module
@@ -106,11 +120,12 @@ pub(crate) fn module(
             let params: CallToolParams = parse(
                 name::CALL_TOOL,
                 &params,
-                r#"{"server": string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean}"#,
+                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string}"#,
             )?;
+            let call = call_context(&extensions)?;
             context
                 .orchestrator
-                .call_tool(params, grant(&extensions)?)
+                .call_tool(params, &call)
                 .await
                 .map_err(to_rpc_error)
         })
@@ -122,7 +137,7 @@ pub(crate) fn module(
                 let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
                 context
                     .orchestrator
-                    .list_resources(&params.server, grant(&extensions)?)
+                    .list_resources(&params.server, &call_context(&extensions)?)
                     .await
                     .map_err(to_rpc_error)
             },
@@ -136,7 +151,7 @@ pub(crate) fn module(
                     parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
                 context
                     .orchestrator
-                    .list_resource_templates(&params.server, grant(&extensions)?)
+                    .list_resource_templates(&params.server, &call_context(&extensions)?)
                     .await
                     .map_err(to_rpc_error)
             },
@@ -153,7 +168,7 @@ pub(crate) fn module(
                 )?;
                 context
                     .orchestrator
-                    .read_resource(&params.server, &params.uri, grant(&extensions)?)
+                    .read_resource(&params.server, &params.uri, &call_context(&extensions)?)
                     .await
                     .map_err(to_rpc_error)
             },
@@ -168,18 +183,13 @@ pub(crate) fn module(
                 parse(
                     name::MINT_TOKEN,
                     &params,
-                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
+                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
                 )?
             };
             context
                 .tokens
                 .mint(params, SystemTime::now())
-                .map_err(|error| {
-                    to_rpc_error(Error::InvalidParams {
-                        method: name::MINT_TOKEN.to_owned(),
-                        message: error.to_string(),
-                    })
-                })
+                .map_err(|error| to_rpc_error(Error::invalid_params(name::MINT_TOKEN, error.to_string())))
         })
         .expect("method names are unique");
     module
@@ -211,12 +221,7 @@ fn parse<T: DeserializeOwned>(
     params: &Params<'_>,
     expected: &str,
 ) -> Result<T, ErrorObjectOwned> {
-    let invalid = |message: String| {
-        to_rpc_error(Error::InvalidParams {
-            method: method.to_owned(),
-            message,
-        })
-    };
+    let invalid = |message: String| to_rpc_error(Error::invalid_params(method, message));
     let Some(text) = params.as_str() else {
         return Err(invalid(format!("missing params; expected {expected}")));
     };
@@ -234,11 +239,11 @@ fn parse<T: DeserializeOwned>(
 
 /// The one conversion of daemon errors into JSON-RPC errors.
 pub(crate) fn to_rpc_error(error: Error) -> ErrorObjectOwned {
-    if let Error::Internal(message) = &error {
-        tracing::error!(%message, "internal error");
+    if let Error::Internal(detail) = &error {
+        // The detail stays here; the caller is told only that something failed inside.
+        tracing::error!(%detail, "internal error");
     }
-    let data = error.to_data();
-    ErrorObjectOwned::owned(data.code(), error.to_string(), Some(data))
+    ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(error.to_data()))
 }
 
 /// The `getBridgeInfo` result.

@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::auth::TokenStore;
 use crate::gate::{Gate, GateLayer};
-use crate::pipeline::Orchestrator;
+use crate::orchestrator::Orchestrator;
 use crate::shape::RequestShapeLayer;
 
 /// Most requests in one JSON-RPC batch.

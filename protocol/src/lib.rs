@@ -14,6 +14,7 @@
 pub mod envelope;
 pub mod error;
 pub mod methods;
+pub mod orchestration;
 pub mod runtime;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};
@@ -102,6 +103,13 @@ pub mod meta {
     /// Present when the server was failing and a cached result of a read-only tool was served
     /// instead: `{"reason": string, "ageMs": integer}`.
     pub const DEGRADED: &str = "tool-cli/degraded";
+    /// Which server took the call and why: a [`crate::orchestration::SelectionInfo`].
+    pub const SELECTION: &str = "tool-cli/selection";
+    /// Present and `true` when the result is the stored answer of an earlier call with the same
+    /// idempotency key, not a new call.
+    pub const REPLAYED: &str = "tool-cli/replayed";
+    /// The call's id, as in traces.
+    pub const CALL_ID: &str = "tool-cli/callId";
 }
 
 /// Names of the environment variables of the protocol.

@@ -69,11 +69,13 @@ pub struct DescribeToolParams {
 }
 
 /// Params of `callTool`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolParams {
-    /// The server's name.
-    pub server: String,
+    /// The server's name; omitted (or `"*"`), the daemon routes the call among the servers
+    /// offering the tool and says why in `_meta["tool-cli/selection"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The tool's name.
     pub tool: String,
     /// The tool's arguments; omitted means `{}`.
@@ -89,6 +91,18 @@ pub struct CallToolParams {
     /// destructive in the config); without it such a call is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<bool>,
+    /// Explain the call without making it: resolution, routing, validation, policy, guards and
+    /// admission run, no MCP server is contacted, and the result is a
+    /// [`crate::orchestration::DryRunResult`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+    /// Free text for routing: names a server or tag, or describes the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// A repeat with the same key (and the same arguments) within the idempotency TTL returns
+    /// the first call's result instead of calling again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.
@@ -101,6 +115,10 @@ pub struct MintTokenParams {
     /// Globs on `server/tool` the token may call, e.g. `fs/read_*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Globs on `server/uri` the token may list and read, e.g. `fs/file:///home/me/*`. Unlike
+    /// the other members, omitted means *no* resources: a tool grant never exposes resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<String>>,
     /// Only tools annotated `readOnlyHint: true`.
     #[serde(default)]
     pub read_only: bool,
@@ -419,6 +437,37 @@ pub struct ServerHealth {
     pub latency_ms: Option<LatencySummary>,
     /// The circuit breaker.
     pub breaker: BreakerHealth,
+    /// Per-tool statistics, when asked for with `{"tools": true}`: every tool called since the
+    /// daemon started (bounded), most used first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolHealth>>,
+}
+
+/// Params of `health`; all optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthParams {
+    /// Include per-tool statistics.
+    #[serde(default)]
+    pub tools: bool,
+}
+
+/// Live statistics of one tool, as its callers saw its calls (retries included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolHealth {
+    /// The tool.
+    pub name: String,
+    /// Calls that reached the server.
+    pub calls: u64,
+    /// Calls that returned a result that is not `isError`.
+    pub successes: u64,
+    /// Latency of recent calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<LatencySummary>,
+    /// When it was last called, in milliseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_ms: Option<u64>,
 }
 
 /// Latency percentiles of recent calls, in milliseconds.

@@ -12,6 +12,9 @@ use tool_cli_protocol::methods::{
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME};
 use tool_cli_tests::{Daemon, redact};
 
+/// Where a result carries its call id, which differs from run to run.
+const CALL_ID: &str = "/_meta/tool-cli~1callId";
+
 fn check(value: &Value, expected: Expect) {
     expected.assert_eq(&serde_json::to_string_pretty(value).expect("serialize"));
 }
@@ -354,7 +357,7 @@ fn call_tool_sql_query_first_page() {
     assert_eq!(structured["has_more"], true);
     assert_eq!(structured["next_offset"], 2);
     check(
-        &result,
+        &redact(result, &[CALL_ID]),
         expect![[r#"
             {
               "content": [
@@ -388,7 +391,13 @@ fn call_tool_sql_query_first_page() {
               },
               "isError": false,
               "_meta": {
-                "tool-cli/attempts": 1
+                "tool-cli/attempts": 1,
+                "tool-cli/selection": {
+                  "rule": "named",
+                  "server": "demo",
+                  "alternatives": []
+                },
+                "tool-cli/callId": "<tool-cli~1callId>"
               }
             }"#]],
     );
@@ -446,7 +455,7 @@ fn call_tool_describe_schema() {
     let text: Value = serde_json::from_str(&tool_cli_tests::text_content(&one)).expect("JSON text");
     assert_eq!(text, one["structuredContent"]);
     check(
-        &redact(one, &["/content/0/text"]),
+        &redact(one, &["/content/0/text", CALL_ID]),
         expect![[r#"
             {
               "content": [
@@ -505,7 +514,13 @@ fn call_tool_describe_schema() {
               },
               "isError": false,
               "_meta": {
-                "tool-cli/attempts": 1
+                "tool-cli/attempts": 1,
+                "tool-cli/selection": {
+                  "rule": "named",
+                  "server": "demo",
+                  "alternatives": []
+                },
+                "tool-cli/callId": "<tool-cli~1callId>"
               }
             }"#]],
     );

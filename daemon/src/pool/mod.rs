@@ -1,43 +1,45 @@
-//! The MCP pool: every configured server, its supervised connection and its resilience state.
+//! The MCP pool: every configured server and its supervised connection; the daemon's
+//! [`ToolProvider`].
 //!
 //! Each enabled server has a supervisor task. It connects (stdio child or Streamable HTTP), marks
 //! the server ready, waits for the connection to end, and then asks the [`RestartTracker`] what
 //! to do: start again after an exponential backoff with jitter, or, for a server that keeps dying,
 //! park it `down` with its last error. One server's troubles never touch another's.
 //!
-//! A connection is a `Session` (`session.rs`). Besides it, a server carries what the call
-//! pipeline needs to protect it and report on it: a circuit breaker, a bulkhead, an optional
-//! degradation cache, and call statistics for `health`. The pool only connects and forwards;
-//! deciding whether and how a call goes out is the pipeline's job (`pipeline.rs`).
+//! A live connection is a [`Connection`] (`connection.rs`). The server outlives its connections:
+//! it keeps the last catalog it knew across restarts and publishes every status and catalog
+//! change (a `watch` channel per server and a change counter for the whole pool), so routing and
+//! tool search can follow them. The pool only connects and forwards, and replaces a connection
+//! that stopped answering (an HTTP server that restarted); deciding whether and how a call goes
+//! out — validation, policy, breakers, bulkheads, retries — is the call pipeline's job
+//! (`pipeline/`).
 
-mod catalog;
-mod session;
-mod stats;
+mod connection;
 mod stderr;
 mod stdio;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
+use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{ServerState, TransportKind};
 
+use crate::catalog::Catalog;
 use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
+use crate::provider::{
+    BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
+};
 use crate::resilience::backoff::{Backoff, random_jitter};
-use crate::resilience::breaker::{BreakerConfig, CircuitBreaker};
-use crate::resilience::bulkhead::Bulkhead;
-use crate::resilience::cache::ResultCache;
 use crate::resilience::restart::{Decision, RestartPolicy, RestartTracker};
-pub(crate) use catalog::{Catalog, CatalogTool};
-pub(crate) use session::{ListKind, Session};
-pub(crate) use stats::CallStats;
+pub(crate) use connection::{Connection, ListKind};
 use stdio::{ChildProcess, RawResults, StdioTransport};
 
 /// The MCP protocol version we request from every server. rmcp's default is newer than what
@@ -47,8 +49,9 @@ pub(crate) const MCP_PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025
 /// How many stderr lines go into an error message.
 const STDERR_TAIL_LINES: usize = 20;
 
-/// Most entries in one server's degradation cache.
-const CACHE_MAX_ENTRIES: usize = 256;
+/// How long an HTTP server gets to answer a `ping` after a failed call before its connection is
+/// replaced.
+const HTTP_PING_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Settings of the pool that are not per server.
 #[derive(Debug, Clone)]
@@ -57,8 +60,6 @@ pub struct PoolOptions {
     pub max_message_bytes: usize,
     /// How crashing servers are restarted.
     pub restart: RestartPolicy,
-    /// How each server's circuit breaker decides.
-    pub breaker: BreakerConfig,
 }
 
 impl Default for PoolOptions {
@@ -75,7 +76,6 @@ impl Default for PoolOptions {
                 },
                 ..RestartPolicy::default()
             },
-            breaker: BreakerConfig::default(),
         }
     }
 }
@@ -83,28 +83,41 @@ impl Default for PoolOptions {
 /// Every configured server.
 pub struct Pool {
     servers: Vec<Arc<Server>>,
-    index: HashMap<String, usize>,
     options: PoolOptions,
     shutdown: watch::Sender<bool>,
     supervisors: Mutex<tokio::task::JoinSet<()>>,
+    /// Bumped on every status or catalog change of any server.
+    changes: Arc<watch::Sender<u64>>,
 }
 
-/// One configured server: its connection and its protection.
+/// One configured server: its supervised connection and what it last knew of its tools.
 pub struct Server {
     /// Its configuration.
     pub config: ServerConfig,
+    info: ServerInfo,
     status: watch::Sender<Status>,
-    /// Refuses calls while the server is failing; guarded by a std mutex because it is only
-    /// touched for a moment, never across an await.
-    pub(crate) breaker: Mutex<CircuitBreaker>,
-    /// Bounds the calls in flight and waiting.
-    pub(crate) bulkhead: Bulkhead,
-    /// Last good results of read-only tools, served when the server fails (when configured).
-    pub(crate) cache: Option<Mutex<ResultCache>>,
-    /// Calls, errors and latencies for `health`.
-    pub(crate) stats: Mutex<CallStats>,
+    published: Arc<Published>,
     restarts: AtomicU32,
     ready_since: Mutex<Option<Instant>>,
+}
+
+/// What a server publishes beyond its status: its catalog, kept across restarts, and the pool's
+/// change counter, bumped with every change so subscribers (tool search) rebuild.
+pub(crate) struct Published {
+    catalog: watch::Sender<Arc<Catalog>>,
+    changes: Arc<watch::Sender<u64>>,
+}
+
+impl Published {
+    /// Replaces the catalog and announces the change.
+    pub(crate) fn catalog(&self, catalog: Arc<Catalog>) {
+        self.catalog.send_replace(catalog);
+        self.changed();
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|generation| *generation += 1);
+    }
 }
 
 /// Where a server's connection stands.
@@ -112,7 +125,7 @@ pub struct Server {
 pub(crate) enum Status {
     Disabled,
     Connecting,
-    Ready(Arc<Session>),
+    Ready(Arc<Connection>),
     /// Failed or exited; will be started again after a backoff.
     Restarting(String),
     /// Kept failing; parked.
@@ -144,7 +157,8 @@ impl Status {
 impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
-        let servers: Vec<Arc<Server>> = config
+        let changes = Arc::new(watch::Sender::new(0));
+        let servers = config
             .servers
             .iter()
             .map(|server| {
@@ -153,32 +167,25 @@ impl Pool {
                 } else {
                     Status::Disabled
                 };
-                let cache = server
-                    .cache_ttl
-                    .map(|ttl| Mutex::new(ResultCache::new(ttl, CACHE_MAX_ENTRIES)));
                 Arc::new(Server {
+                    info: server_info(server),
                     config: server.clone(),
                     status: watch::Sender::new(initial),
-                    breaker: Mutex::new(CircuitBreaker::new(options.breaker, Instant::now())),
-                    bulkhead: Bulkhead::new(server.max_concurrent, server.max_queued),
-                    cache,
-                    stats: Mutex::new(CallStats::default()),
+                    published: Arc::new(Published {
+                        catalog: watch::Sender::new(Arc::new(Catalog::default())),
+                        changes: Arc::clone(&changes),
+                    }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
                 })
             })
             .collect();
-        let index = servers
-            .iter()
-            .enumerate()
-            .map(|(i, server)| (server.config.name.clone(), i))
-            .collect();
         Arc::new(Pool {
             servers,
-            index,
             options,
             shutdown: watch::Sender::new(false),
             supervisors: Mutex::new(tokio::task::JoinSet::new()),
+            changes,
         })
     }
 
@@ -208,17 +215,6 @@ impl Pool {
         &self.servers
     }
 
-    /// The server called `name`.
-    pub fn server(&self, name: &str) -> Result<&Arc<Server>, Error> {
-        self.index
-            .get(name)
-            .map(|&i| &self.servers[i])
-            .ok_or_else(|| Error::UnknownServer {
-                server: name.to_owned(),
-                known_servers: self.servers.iter().map(|s| s.config.name.clone()).collect(),
-            })
-    }
-
     /// Connects, watches and restarts one server until the daemon shuts down or the server is
     /// parked.
     #[tracing::instrument(skip_all, fields(server = %server.config.name))]
@@ -227,7 +223,7 @@ impl Pool {
         let mut tracker = RestartTracker::new(self.options.restart);
         let mut shutdown = self.shutdown.subscribe();
         loop {
-            server.status.send_replace(Status::Connecting);
+            server.set_status(Status::Connecting);
             let started = Instant::now();
             // Dropping a connection attempt (on shutdown) drops its child, which kills its group.
             let connected = tokio::select! {
@@ -235,16 +231,14 @@ impl Pool {
                 _ = shutdown.wait_for(|stop| *stop) => Err("the daemon is shutting down".to_owned()),
             };
             let reason = match connected {
-                Ok((session, done)) => {
+                Ok((connection, done)) => {
                     tracing::info!(
-                        tools = session.catalog().len(),
+                        tools = server.published.catalog.borrow().len(),
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         "server ready"
                     );
                     *server.ready_since.lock().unwrap() = Some(Instant::now());
-                    server
-                        .status
-                        .send_replace(Status::Ready(Arc::clone(&session)));
+                    server.set_status(Status::Ready(Arc::clone(&connection)));
                     if let Some(settled) = settled.take() {
                         let _ = settled.send(());
                     }
@@ -254,16 +248,14 @@ impl Pool {
                     };
                     *server.ready_since.lock().unwrap() = None;
                     if stopping {
-                        session.close().await;
-                        server
-                            .status
-                            .send_replace(Status::Exited("stopped by the daemon".to_owned()));
+                        connection.close().await;
+                        server.set_status(Status::Exited("stopped by the daemon".to_owned()));
                         return;
                     }
-                    let reason = session.describe_end().await;
+                    let reason = connection.describe_end().await;
                     // The stream may have ended with the child still alive (an oversized
                     // message): stop its whole group before starting another.
-                    if let Some(process) = &session.process {
+                    if let Some(process) = &connection.process {
                         process.stop().await;
                     }
                     tracing::warn!(%reason, "server connection ended");
@@ -275,13 +267,13 @@ impl Pool {
                 }
             };
             if *shutdown.borrow() {
-                server.status.send_replace(Status::Exited(reason));
+                server.set_status(Status::Exited(reason));
                 return;
             }
             match tracker.record_exit(Instant::now(), started.elapsed(), random_jitter()) {
                 Decision::RestartAfter(delay) => {
                     tracing::info!(delay_ms = delay.as_millis() as u64, "restarting server");
-                    server.status.send_replace(Status::Restarting(reason));
+                    server.set_status(Status::Restarting(reason));
                     if let Some(settled) = settled.take() {
                         let _ = settled.send(());
                     }
@@ -293,6 +285,7 @@ impl Pool {
                                     *status = Status::Exited(std::mem::take(reason));
                                 }
                             });
+                            server.published.changed();
                             return;
                         }
                     }
@@ -301,7 +294,7 @@ impl Pool {
                 Decision::Park => {
                     let restarts = server.restarts.load(Ordering::Relaxed);
                     tracing::error!(restarts, %reason, "server keeps failing; parked as down");
-                    server.status.send_replace(Status::Down(format!(
+                    server.set_status(Status::Down(format!(
                         "{reason} (gave up after {restarts} restarts)"
                     )));
                     if let Some(settled) = settled.take() {
@@ -316,7 +309,8 @@ impl Pool {
     async fn connect(
         &self,
         server: &Server,
-    ) -> Result<(Arc<Session>, session::ServiceDone), String> {
+    ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
+        let published = Arc::clone(&server.published);
         match &server.config.transport {
             TransportConfig::Stdio {
                 command,
@@ -324,11 +318,18 @@ impl Pool {
                 env,
                 cwd,
             } => {
-                self.connect_stdio(&server.config.name, command, args, env, cwd.as_ref())
-                    .await
+                self.connect_stdio(
+                    &server.config.name,
+                    published,
+                    command,
+                    args,
+                    env,
+                    cwd.as_ref(),
+                )
+                .await
             }
             TransportConfig::Http { url, headers } => {
-                session::connect_http(&server.config.name, url, headers).await
+                connection::connect_http(&server.config.name, published, url, headers).await
             }
         }
     }
@@ -336,11 +337,12 @@ impl Pool {
     async fn connect_stdio(
         &self,
         name: &str,
+        published: Arc<Published>,
         command: &str,
         args: &[String],
         env: &BTreeMap<String, String>,
         cwd: Option<&PathBuf>,
-    ) -> Result<(Arc<Session>, session::ServiceDone), String> {
+    ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
         let (process, stdout, stdin) = ChildProcess::spawn(name, command, args, env, cwd)
             .map_err(|err| format!("cannot start \"{command}\": {err}"))?;
         let process = Arc::new(process);
@@ -354,8 +356,9 @@ impl Pool {
             Arc::clone(&raw),
             Arc::clone(&stream_closed),
         );
-        let established = session::establish(
+        let established = connection::establish(
             name,
+            published,
             transport,
             Some(raw),
             Some(Arc::clone(&process)),
@@ -391,45 +394,77 @@ impl Pool {
     }
 }
 
+impl ToolProvider for Pool {
+    fn servers(&self) -> Vec<Arc<dyn Upstream>> {
+        self.servers
+            .iter()
+            .map(|server| Arc::clone(server) as Arc<dyn Upstream>)
+            .collect()
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+}
+
+/// The pipeline's view of a configured server.
+fn server_info(config: &ServerConfig) -> ServerInfo {
+    ServerInfo {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        tags: config.tags.clone(),
+        transport: match config.transport {
+            TransportConfig::Stdio { .. } => TransportKind::Stdio,
+            TransportConfig::Http { .. } => TransportKind::Http,
+        },
+        settings: ServerSettings {
+            call_timeout: config.call_timeout,
+            max_concurrent: config.max_concurrent,
+            max_queued: config.max_queued,
+            cache_ttl: config.cache_ttl,
+            policy: config.policy.clone(),
+            priority: config.priority,
+        },
+    }
+}
+
 impl Server {
+    fn set_status(&self, status: Status) {
+        self.status.send_replace(status);
+        self.published.changed();
+    }
+
     /// A snapshot of its status.
-    pub(crate) fn status(&self) -> Status {
+    pub(crate) fn current_status(&self) -> Status {
         self.status.borrow().clone()
     }
 
-    /// Its live session, waiting up to `wait` while it is connecting or restarting.
-    pub(crate) async fn session(&self, wait: Duration) -> Result<Arc<Session>, Error> {
+    /// Its live connection, waiting until `deadline` while it is connecting or restarting.
+    pub(crate) async fn connection(&self, deadline: Instant) -> Result<Arc<Connection>, Error> {
         let mut status = self.status.subscribe();
-        let settled = tokio::time::timeout(
-            wait,
+        let settled = tokio::time::timeout_at(
+            deadline,
             status.wait_for(|s| {
                 !matches!(s, Status::Connecting | Status::Restarting(_))
-                    && !matches!(s, Status::Ready(session) if session.has_ended())
+                    && !matches!(s, Status::Ready(connection) if connection.has_ended())
             }),
         )
         .await;
         let current = match settled {
             Ok(Ok(status)) => status.clone(),
-            _ => self.status(),
+            _ => self.current_status(),
         };
         match current {
-            Status::Ready(session) if !session.has_ended() => Ok(session),
-            other => Err(Error::ServerUnavailable {
+            Status::Ready(connection) if !connection.has_ended() => Ok(connection),
+            other => Err(ErrorData::ServerUnavailable {
                 server: self.config.name.clone(),
                 state: match other {
-                    Status::Ready(_) => "restarting",
-                    ref other => other.state().as_str(),
+                    Status::Ready(_) => "restarting".to_owned(),
+                    ref other => other.state().as_str().to_owned(),
                 },
                 last_error: other.error().map(str::to_owned),
-            }),
-        }
-    }
-
-    /// How it is reached.
-    pub(crate) fn transport_kind(&self) -> TransportKind {
-        match self.config.transport {
-            TransportConfig::Stdio { .. } => TransportKind::Stdio,
-            TransportConfig::Http { .. } => TransportKind::Http,
+            }
+            .into()),
         }
     }
 
@@ -445,9 +480,115 @@ impl Server {
             .unwrap()
             .map(|since| since.elapsed())
     }
+
+    /// After a failed request over HTTP: a server that restarted has forgotten our session, and
+    /// rmcp may keep waiting on it, so if a ping goes unanswered too, reconnect.
+    fn check_after_failure<T>(&self, connection: &Arc<Connection>, result: &Result<T, Error>) {
+        let failed = matches!(
+            result.as_ref().err().and_then(Error::data),
+            Some(ErrorData::Timeout { .. } | ErrorData::ServerExited { .. })
+        );
+        if connection.is_http() && failed {
+            let connection = Arc::clone(connection);
+            tokio::spawn(async move {
+                if !connection.is_responsive(HTTP_PING_TIMEOUT).await {
+                    connection.recycle();
+                }
+            });
+        }
+    }
+}
+
+/// What is left of the time until `deadline`.
+fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+impl Upstream for Server {
+    fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    fn status(&self) -> UpstreamStatus {
+        let status = self.current_status();
+        UpstreamStatus {
+            state: status.state(),
+            error: status.error().map(str::to_owned),
+            restarts: self.restarts(),
+            uptime: self.uptime(),
+            instructions: match &status {
+                Status::Ready(connection) => connection.instructions.clone(),
+                _ => None,
+            },
+        }
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.published.catalog.borrow())
+    }
+
+    fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async move { self.connection(deadline).await.map(|_| ()) })
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a Map<String, Value>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(async move {
+            let connection = self.connection(deadline).await?;
+            let result = connection
+                .call_tool(tool, arguments.clone(), remaining(deadline))
+                .await;
+            self.check_after_failure(&connection, &result);
+            result
+        })
+    }
+
+    fn supports_resources(&self) -> bool {
+        match self.current_status() {
+            Status::Ready(connection) => connection.supports_resources,
+            _ => false,
+        }
+    }
+
+    fn list_resources(
+        &self,
+        kind: ResourceListKind,
+        deadline: Instant,
+    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        Box::pin(async move {
+            let connection = self.connection(deadline).await?;
+            if !connection.supports_resources {
+                return Ok(Vec::new());
+            }
+            let kind = match kind {
+                ResourceListKind::Resources => ListKind::Resources,
+                ResourceListKind::Templates => ListKind::ResourceTemplates,
+            };
+            let result = connection.list_all(kind, remaining(deadline)).await;
+            self.check_after_failure(&connection, &result);
+            result
+        })
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(async move {
+            let connection = self.connection(deadline).await?;
+            let result = connection.read_resource(uri, remaining(deadline)).await;
+            self.check_after_failure(&connection, &result);
+            result
+        })
+    }
 }
 
 /// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`.
 pub(crate) fn client_capabilities_json() -> Value {
-    serde_json::to_value(session::client_config().capabilities).unwrap_or(Value::Null)
+    serde_json::to_value(connection::client_config().capabilities).unwrap_or(Value::Null)
 }

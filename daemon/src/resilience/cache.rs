@@ -10,7 +10,7 @@
 //! first.
 //!
 //! Only successful results (not `isError`) of tools annotated `readOnlyHint: true`
-//! ([`is_cacheable`]) belong here: serving a stale answer in place of a write would be a lie. The
+//! ([`crate::catalog::ToolHints::cacheable`]) belong here: serving a stale answer in place of a write would be a lie. The
 //! cache is pure and clock-injected (`now` is a `tokio::time::Instant`); the caller shares it
 //! behind a `std::sync::Mutex`, never held across an `.await`.
 
@@ -84,12 +84,6 @@ fn write_canonical(value: &Value, out: &mut String) {
             out.push('}');
         }
     }
-}
-
-/// Whether results of a tool with these raw JSON `annotations` may be cached: it declares
-/// `readOnlyHint: true`. (`idempotentHint` is not enough: an idempotent write still writes.)
-pub fn is_cacheable(annotations: &Value) -> bool {
-    annotations.get("readOnlyHint").and_then(Value::as_bool) == Some(true)
 }
 
 #[derive(Debug, Clone)]
@@ -247,14 +241,6 @@ mod tests {
             base,
             CacheKey::new("other", "query", &json!({"sql": "select 1"}))
         );
-    }
-
-    #[test]
-    fn is_cacheable_requires_read_only() {
-        assert!(is_cacheable(&json!({"readOnlyHint": true})));
-        assert!(!is_cacheable(&json!({"idempotentHint": true})));
-        assert!(!is_cacheable(&json!({"readOnlyHint": "yes"})));
-        assert!(!is_cacheable(&Value::Null));
     }
 
     #[tokio::test(start_paused = true)]

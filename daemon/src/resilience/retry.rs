@@ -11,7 +11,7 @@
 //!   always safe to retry.
 //! - A transient failure that **may have reached the server** (a timeout, the server exiting or the
 //!   connection breaking while the call was pending) is re-sent only if the tool declares itself
-//!   safe to repeat: MCP's `readOnlyHint` or `idempotentHint` annotation ([`safe_to_resend`]).
+//!   safe to repeat: MCP's `readOnlyHint` or `idempotentHint` annotation ([`crate::catalog::ToolHints::safe_to_resend`]).
 //!   Otherwise the call might already have written a row or sent an email, and sending it again
 //!   would do it twice.
 //! - At most `max_attempts` attempts in total, spaced by exponential backoff with equal jitter
@@ -26,8 +26,6 @@
 
 use std::future::Future;
 use std::time::Duration;
-
-use serde_json::Value;
 
 use super::backoff::Backoff;
 
@@ -67,7 +65,7 @@ impl RetryPolicy {
     /// After attempt number `attempt_number` (1 = the first) failed with `class`, how long to wait
     /// before the next attempt, or `None` to give up.
     ///
-    /// `tool_is_safe_to_resend` is [`safe_to_resend`] of the tool's annotations; `jitter` is a
+    /// `tool_is_safe_to_resend` is [`crate::catalog::ToolHints::safe_to_resend`] of the tool; `jitter` is a
     /// uniform random number in `[0, 1)`.
     pub fn should_retry(
         &self,
@@ -88,17 +86,6 @@ impl RetryPolicy {
             FailureClass::Transient { .. } => Some(self.backoff.delay(attempt_number - 1, jitter)),
         }
     }
-}
-
-/// Whether a tool may be called twice for one request: its `annotations` (the raw JSON object
-/// from the tool's `tools/list` entry) declare `readOnlyHint: true` or `idempotentHint: true`.
-///
-/// Missing annotations, missing hints and non-boolean values all mean "not safe": MCP's defaults
-/// are `readOnlyHint: false` and `idempotentHint: false`, and an untrusted server's hints are only
-/// ever used to be *more* careful than the default, never less.
-pub fn safe_to_resend(annotations: &Value) -> bool {
-    let hint = |name: &str| annotations.get(name).and_then(Value::as_bool) == Some(true);
-    hint("readOnlyHint") || hint("idempotentHint")
 }
 
 /// Runs `attempt` until it succeeds, fails in a way [`RetryPolicy::should_retry`] will not retry,
@@ -148,7 +135,6 @@ where
 mod tests {
     use std::cell::Cell;
 
-    use serde_json::json;
     use tokio::time::Instant;
 
     use super::*;
@@ -237,25 +223,6 @@ mod tests {
             // Attempt 0 is read as the first attempt.
             assert_eq!(policy.should_retry(0, NOT_REACHED, true, 0.0), None);
         }
-    }
-
-    #[test]
-    fn safe_to_resend_reads_read_only_and_idempotent_hints() {
-        assert!(safe_to_resend(&json!({"readOnlyHint": true})));
-        assert!(safe_to_resend(&json!({"idempotentHint": true})));
-        assert!(safe_to_resend(
-            &json!({"readOnlyHint": false, "idempotentHint": true, "destructiveHint": true})
-        ));
-        assert!(!safe_to_resend(&json!({})));
-        assert!(!safe_to_resend(&Value::Null));
-        assert!(!safe_to_resend(&json!({"destructiveHint": false})));
-        assert!(!safe_to_resend(
-            &json!({"readOnlyHint": false, "idempotentHint": false})
-        ));
-        // Only a JSON `true` counts.
-        assert!(!safe_to_resend(&json!({"readOnlyHint": "true"})));
-        assert!(!safe_to_resend(&json!({"idempotentHint": 1})));
-        assert!(!safe_to_resend(&json!([{"readOnlyHint": true}])));
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,14 +1,15 @@
-//! One live MCP connection: the rmcp client peer, its tool catalog, and for stdio the child.
+//! One live MCP connection: the rmcp client peer and, for stdio, the child.
 //!
-//! A session is established once (handshake, then the first tool listing) and ends when its
-//! connection does; the supervisor in `pool/mod.rs` then decides whether to start a new one.
-//! Requests go through [`Session::request`], which returns the raw JSON result when the transport
-//! tapped it, so what clients see is what the server sent. The catalog is swapped whole when the
-//! server announces `notifications/tools/list_changed` (bursts coalesced), so a removed tool stops
-//! being callable at once.
+//! A connection is established once (handshake, then the first tool listing) and ends when its
+//! transport does; the supervisor in `pool/mod.rs` then decides whether to start a new one.
+//! Requests go through [`Connection::request`], which returns the raw JSON result when the
+//! transport tapped it, so what clients see is what the server sent. The tool catalog lives on the
+//! server ([`super::Published`]), not here, so it outlives a restart; the connection replaces it
+//! whole when the server announces `notifications/tools/list_changed` (bursts coalesced), so a
+//! removed tool stops being callable at once.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -24,10 +25,12 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, watch};
 
-use super::catalog::Catalog;
+use super::Published;
 use super::stdio::{ChildProcess, RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
+use crate::catalog::Catalog;
 use crate::error::Error;
+use tool_cli_protocol::ErrorData;
 
 /// How long a server gets to start, complete the MCP handshake and list its tools.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,23 +43,24 @@ const MAX_PAGES: usize = 1000;
 const LIST_CHANGED_COALESCE: Duration = Duration::from_millis(50);
 
 /// A live MCP connection to one server.
-pub(crate) struct Session {
+pub(crate) struct Connection {
     server: String,
     peer: Peer<RoleClient>,
-    catalog: RwLock<Arc<Catalog>>,
+    /// Where its catalog is published (the server's, kept across restarts).
+    published: Arc<Published>,
     /// Raw results tapped from the wire (stdio only; HTTP results are re-serialized).
     raw: Option<Arc<RawResults>>,
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, when it has.
     stream_closed: Arc<Mutex<Option<String>>>,
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
-    /// Becomes true once the session's service loop has ended.
+    /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
     pub(crate) supports_resources: bool,
     pub(crate) instructions: Option<String>,
 }
 
-/// Resolves when a session's service loop has ended.
+/// Resolves when a connection's service loop has ended.
 pub(crate) type ServiceDone = tokio::task::JoinHandle<()>;
 
 /// Our MCP client side: identity, and what to do when a server announces a new tool list.
@@ -92,11 +96,12 @@ pub(crate) fn client_config() -> ClientConfig {
 /// Runs the MCP handshake over `transport` and lists the server's tools.
 pub(crate) async fn establish<T, E, A>(
     name: &str,
+    published: Arc<Published>,
     transport: T,
     raw: Option<Arc<RawResults>>,
     process: Option<Arc<ChildProcess>>,
     stream_closed: Arc<Mutex<Option<String>>>,
-) -> Result<(Arc<Session>, ServiceDone), String>
+) -> Result<(Arc<Connection>, ServiceDone), String>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -130,10 +135,10 @@ where
         let _ = service.waiting().await;
         let _ = ended_tx.send(true);
     });
-    let session = Arc::new(Session {
+    let connection = Arc::new(Connection {
         server: name.to_owned(),
         peer,
-        catalog: RwLock::new(Arc::new(Catalog::default())),
+        published,
         raw,
         process,
         stream_closed,
@@ -143,35 +148,35 @@ where
         instructions,
     });
     if supports_tools {
-        if let Err(err) = session.refresh_catalog().await {
-            session.close().await;
+        if let Err(err) = connection.refresh_catalog().await {
+            connection.close().await;
             return Err(format!("listing its tools failed: {err}"));
         }
         tokio::spawn(refresh_on_list_changed(
-            Arc::downgrade(&session),
+            Arc::downgrade(&connection),
             tools_changed,
         ));
     }
-    Ok((session, done))
+    Ok((connection, done))
 }
 
-/// Keeps a session's catalog fresh until the session goes away.
-async fn refresh_on_list_changed(session: Weak<Session>, tools_changed: Arc<Notify>) {
+/// Keeps the server's catalog fresh until the connection goes away.
+async fn refresh_on_list_changed(connection: Weak<Connection>, tools_changed: Arc<Notify>) {
     loop {
         tools_changed.notified().await;
         tokio::time::sleep(LIST_CHANGED_COALESCE).await;
-        let Some(session) = session.upgrade() else {
+        let Some(connection) = connection.upgrade() else {
             return;
         };
-        if *session.ended.borrow() {
+        if *connection.ended.borrow() {
             return;
         }
-        match session.refresh_catalog().await {
+        match connection.refresh_catalog().await {
             Ok(count) => {
-                tracing::info!(server = %session.server, tools = count, "tool list changed")
+                tracing::info!(server = %connection.server, tools = count, "tool list changed")
             }
             Err(error) => {
-                tracing::warn!(server = %session.server, %error, "refreshing the tool list failed")
+                tracing::warn!(server = %connection.server, %error, "refreshing the tool list failed")
             }
         }
     }
@@ -179,9 +184,10 @@ async fn refresh_on_list_changed(session: Weak<Session>, tools_changed: Arc<Noti
 
 pub(crate) async fn connect_http(
     name: &str,
+    published: Arc<Published>,
     url: &str,
     headers: &BTreeMap<String, String>,
-) -> Result<(Arc<Session>, ServiceDone), String> {
+) -> Result<(Arc<Connection>, ServiceDone), String> {
     use hyper::http::{HeaderName, HeaderValue};
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     let mut custom = HashMap::new();
@@ -202,7 +208,15 @@ pub(crate) async fn connect_http(
         .custom_headers(custom)
         .reinit_on_expired_session(true);
     let transport = StreamableHttpClientTransport::from_config(config);
-    establish(name, transport, None, None, Arc::new(Mutex::new(None))).await
+    establish(
+        name,
+        published,
+        transport,
+        None,
+        None,
+        Arc::new(Mutex::new(None)),
+    )
+    .await
 }
 
 /// Which paginated list to fetch.
@@ -285,18 +299,13 @@ impl Drop for AbandonGuard {
     }
 }
 
-impl Session {
-    /// The current tool catalog.
-    pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.catalog.read().unwrap())
-    }
-
+impl Connection {
     /// Lists the tools again and swaps the catalog; returns how many there are.
     async fn refresh_catalog(&self) -> Result<usize, Error> {
         let tools = self.list_all(ListKind::Tools, CONNECT_TIMEOUT).await?;
         let catalog = Arc::new(Catalog::new(tools));
         let count = catalog.len();
-        *self.catalog.write().unwrap() = catalog;
+        self.published.catalog(catalog);
         Ok(count)
     }
 
@@ -336,7 +345,7 @@ impl Session {
             Ok(result) => match raw {
                 Some(raw) => Ok(raw),
                 None => serde_json::to_value(&result)
-                    .map_err(|err| Error::Internal(format!("re-encoding a result: {err}"))),
+                    .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
             },
             Err(err) => Err(self.service_error(err, label, timeout).await),
         }
@@ -387,32 +396,35 @@ impl Session {
             }
             cursor = next;
         }
-        Err(Error::Upstream {
+        Err(ErrorData::Upstream {
             server: self.server.clone(),
             code: tool_cli_protocol::code::INTERNAL_ERROR.into(),
             message: format!("{} returned more than {MAX_PAGES} pages", kind.method()),
             data: None,
-        })
+        }
+        .into())
     }
 
     async fn service_error(&self, err: ServiceError, label: &str, timeout: Duration) -> Error {
         match err {
-            ServiceError::McpError(error) => Error::Upstream {
+            ServiceError::McpError(error) => ErrorData::Upstream {
                 server: self.server.clone(),
                 code: error.code.0.into(),
                 message: error.message.into_owned(),
-                data: error.data.map(Box::new),
-            },
-            ServiceError::Timeout { .. } => Error::Timeout {
-                server: self.server.clone(),
-                tool: label.to_owned(),
-                timeout_ms: timeout.as_millis() as u64,
-            },
-            ServiceError::TransportSend(error) if self.process.is_none() => Error::ServerExited {
-                server: self.server.clone(),
-                exit: format!("the HTTP transport failed: {error}"),
-                stderr_tail: Vec::new(),
-            },
+                data: error.data,
+            }
+            .into(),
+            ServiceError::Timeout { .. } => {
+                Error::timeout(&self.server, label, timeout.as_millis() as u64)
+            }
+            ServiceError::TransportSend(error) if self.process.is_none() => {
+                ErrorData::ServerExited {
+                    server: self.server.clone(),
+                    exit: format!("the HTTP transport failed: {error}"),
+                    stderr_tail: Vec::new(),
+                }
+                .into()
+            }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                 // The stream ends a moment before the exit status is known; wait for it briefly
                 // so the error can say how the server ended.
@@ -422,7 +434,7 @@ impl Session {
                     ended.wait_for(|ended| *ended),
                 )
                 .await;
-                Error::ServerExited {
+                ErrorData::ServerExited {
                     server: self.server.clone(),
                     exit: self.describe_end().await,
                     stderr_tail: self
@@ -431,8 +443,9 @@ impl Session {
                         .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
                         .unwrap_or_default(),
                 }
+                .into()
             }
-            other => Error::Internal(format!("{label} on server \"{}\": {other}", self.server)),
+            other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
         }
     }
 
@@ -457,7 +470,7 @@ impl Session {
         }
     }
 
-    /// Whether this is a Streamable HTTP session (no child process).
+    /// Whether this is a Streamable HTTP connection (no child process).
     pub(crate) fn is_http(&self) -> bool {
         self.process.is_none()
     }
@@ -469,16 +482,16 @@ impl Session {
     }
 
     /// Ends the connection without stopping anything else: the supervisor sees it end and
-    /// connects again. Used for an HTTP session whose server no longer knows it (restarted, or
+    /// connects again. Used for an HTTP connection whose server no longer knows it (restarted, or
     /// a proxy in between lost it), which rmcp would otherwise keep using.
     pub(crate) fn recycle(&self) {
         if let Some(cancel) = self.cancel.lock().unwrap().take() {
-            tracing::warn!(server = %self.server, "the HTTP session stopped answering; reconnecting");
+            tracing::warn!(server = %self.server, "the HTTP connection stopped answering; reconnecting");
             cancel.cancel();
         }
     }
 
-    /// Ends the session: the service stops (closing the child's stdin), then the child's group
+    /// Ends the connection: the service stops (closing the child's stdin), then the child's group
     /// is stopped.
     pub(crate) async fn close(&self) {
         if let Some(cancel) = self.cancel.lock().unwrap().take() {

@@ -1,0 +1,108 @@
+//! Discovery: `listServers`, `listTools`, `describeTool`, filtered by the caller's grant.
+//!
+//! These only look at what the pipeline's servers publish (status and last-known catalog); the
+//! one wait is for a server still making its first connection, bounded by its call timeout.
+
+use serde_json::Value;
+use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, ServerSummary, ToolSummary};
+
+use crate::auth::Grant;
+use crate::error::Error;
+use crate::orchestrator::Orchestrator;
+use crate::pipeline::{resolve_server, visible};
+
+/// How many tool names `listServers` gives as examples.
+const EXAMPLE_TOOLS: usize = 3;
+
+impl Orchestrator {
+    /// `listServers`: the servers the grant may see, with the tools it may see.
+    pub fn list_servers(&self, grant: &Grant) -> ListServersResult {
+        let servers = self
+            .pipeline
+            .slots()
+            .iter()
+            .filter(|slot| grant.scope.permits_server(&slot.upstream.info().name))
+            .map(|slot| {
+                let info = slot.upstream.info();
+                let status = slot.upstream.status();
+                let catalog = slot.upstream.catalog();
+                let mut tool_count = 0;
+                let mut examples = Vec::new();
+                for tool in catalog.tools() {
+                    if visible(grant, slot, tool) {
+                        tool_count += 1;
+                        if examples.len() < EXAMPLE_TOOLS {
+                            examples.push(tool.name.clone());
+                        }
+                    }
+                }
+                let description = info.description.clone().or_else(|| {
+                    status
+                        .instructions
+                        .as_deref()
+                        .and_then(|text| text.lines().find(|line| !line.trim().is_empty()))
+                        // Instructions are often markdown; a heading marker is noise here.
+                        .map(|line| line.trim().trim_start_matches('#').trim().to_owned())
+                });
+                ServerSummary {
+                    name: info.name.clone(),
+                    tool_count,
+                    examples,
+                    state: status.state,
+                    transport: info.transport,
+                    description,
+                    tags: info.tags.clone(),
+                    error: status.error,
+                }
+            })
+            .collect();
+        ListServersResult { servers }
+    }
+
+    /// `listTools`: the tools the grant may see.
+    pub async fn list_tools(&self, server: &str, grant: &Grant) -> Result<ListToolsResult, Error> {
+        let slots = self.pipeline.slots();
+        let slot = resolve_server(&slots, server, grant, None)?;
+        wait_until_known(slot).await?;
+        let tools = slot
+            .upstream
+            .catalog()
+            .tools()
+            .iter()
+            .filter(|tool| visible(grant, slot, tool))
+            .map(|tool| ToolSummary {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                has_structured_output: tool.has_output_schema,
+            })
+            .collect();
+        Ok(ListToolsResult {
+            server: slot.upstream.info().name.clone(),
+            tools,
+        })
+    }
+
+    /// `describeTool`: the tool exactly as the server listed it.
+    pub async fn describe_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        grant: &Grant,
+    ) -> Result<Value, Error> {
+        let slots = self.pipeline.slots();
+        let slot = resolve_server(&slots, server, grant, Some(tool))?;
+        wait_until_known(slot).await?;
+        let tool = crate::pipeline::resolve_tool(slot, tool, grant)?;
+        Ok(tool.raw.clone())
+    }
+}
+
+/// Waits for a server whose tools are not known yet (its first connection is under way); a
+/// server that was connected once answers from its last catalog at once, whatever its state.
+async fn wait_until_known(slot: &crate::pipeline::Slot) -> Result<(), Error> {
+    if !slot.upstream.catalog().is_empty() {
+        return Ok(());
+    }
+    let deadline = tokio::time::Instant::now() + slot.upstream.info().settings.call_timeout;
+    slot.upstream.wait_ready(deadline).await
+}

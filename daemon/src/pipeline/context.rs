@@ -1,0 +1,95 @@
+//! What travels with a call through every stage: who asked, which call it is, and its deadline.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::auth::Grant;
+
+/// A call's id: unique within the daemon's lifetime, shown in traces and on the tracing span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CallId(u64);
+
+impl CallId {
+    /// The next id.
+    pub fn next() -> CallId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        CallId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// Who is calling, and where this call sits among others.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The caller's token and its scope.
+    pub grant: Grant,
+    /// This call.
+    pub call_id: CallId,
+    /// The call (a chain, a fan-out, an agent run) this one is a step of.
+    pub parent_call_id: Option<CallId>,
+    /// How deep in nested calls (0 for a call a client made directly).
+    pub depth: u32,
+    /// Its step number within its parent (a chain's index, an agent's step).
+    pub step: Option<u32>,
+    /// The session it belongs to, if the caller named one.
+    pub session_id: Option<String>,
+    /// When the request arrived: every wait of the call is bounded from here.
+    pub arrived: Instant,
+}
+
+impl CallContext {
+    /// A context for a request that arrived just now.
+    pub fn new(grant: Grant) -> CallContext {
+        CallContext {
+            grant,
+            call_id: CallId::next(),
+            parent_call_id: None,
+            depth: 0,
+            step: None,
+            session_id: None,
+            arrived: Instant::now(),
+        }
+    }
+
+    /// The context of step `step` of this call: a new id, one level deeper, same caller,
+    /// session and arrival.
+    pub fn child(&self, step: u32) -> CallContext {
+        CallContext {
+            grant: self.grant.clone(),
+            call_id: CallId::next(),
+            parent_call_id: Some(self.call_id),
+            depth: self.depth + 1,
+            step: Some(step),
+            session_id: self.session_id.clone(),
+            arrived: self.arrived,
+        }
+    }
+}
+
+/// One tool call as the pipeline takes it: the protocol's `callTool` params, checked.
+#[derive(Debug, Clone, Default)]
+pub struct CallRequest {
+    /// The server; `None` lets routing choose among the servers offering the tool.
+    pub server: Option<String>,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The caller's timeout; `None` means the server's configured one.
+    pub timeout: Option<Duration>,
+    /// The caller confirmed a destructive tool.
+    pub confirm: bool,
+    /// Explain the call without making it.
+    pub dry_run: bool,
+    /// Free text naming what the caller means (a server, a tag, the task), for routing.
+    pub hint: Option<String>,
+}

@@ -1,0 +1,300 @@
+//! The third stage: carrying out a plan with the server's protection around it.
+//!
+//! bulkhead (a slot for the whole call, waiting at most until the deadline) → retry loop of
+//! [breakers (the server's and the tool's) → the upstream call, bounded by the deadline] →
+//! degradation cache. The deadline was fixed when the request arrived, so no wait — for the
+//! connection, for a slot, between retries — can stretch a call past its timeout.
+//!
+//! The result is a [`CallOutcome`]: the answer or error, how many attempts were made, and
+//! whether a cached result stood in. Recording it (traces, statistics, sessions) is the next
+//! stage's job; this one only updates what protection needs (breakers, bulkhead, cache, the
+//! server's attempt statistics).
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tool_cli_protocol::ErrorData;
+
+use super::Slot;
+use super::plan::{CallPlan, circuit_open};
+use crate::error::Error;
+use crate::resilience::backoff::random_jitter;
+use crate::resilience::breaker::Outcome;
+use crate::resilience::cache::CacheKey;
+use crate::resilience::retry::{FailureClass, RetryPolicy, run_with_retries};
+
+/// How a call went.
+pub(crate) struct CallOutcome {
+    /// The result, or why there is none.
+    pub(crate) result: Result<Value, Error>,
+    /// Attempts sent to the server (0 when none was).
+    pub(crate) attempts: u32,
+    /// Why the last retry happened, if one did.
+    pub(crate) retry_reason: Option<String>,
+    /// A cached result was served instead: how old it was.
+    pub(crate) degraded: Option<Duration>,
+}
+
+/// An operation the execute stage can protect: a tool call or a resource read.
+pub(crate) enum Operation<'a> {
+    /// `tools/call`.
+    CallTool {
+        tool: &'a str,
+        arguments: &'a Map<String, Value>,
+    },
+    /// `resources/read` (always safe to re-send).
+    ReadResource { uri: &'a str },
+}
+
+impl Operation<'_> {
+    /// The name the breakers and statistics file the operation under.
+    fn label(&self) -> &str {
+        match self {
+            Operation::CallTool { tool, .. } => tool,
+            Operation::ReadResource { .. } => "resources/read",
+        }
+    }
+}
+
+/// Carries out an unblocked plan.
+pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome {
+    let slot = &plan.resolved.slot;
+    let tool = &plan.resolved.tool;
+    let cache_key = (slot.guards.cache.is_some() && tool.hints.cacheable()).then(|| {
+        CacheKey::new(
+            &slot.upstream.info().name,
+            &tool.name,
+            &Value::Object(plan.arguments.clone()),
+        )
+    });
+    let operation = Operation::CallTool {
+        tool: &tool.name,
+        arguments: &plan.arguments,
+    };
+    let mut outcome = protected(
+        slot,
+        &operation,
+        tool.hints.safe_to_resend(),
+        plan.timeout,
+        plan.deadline,
+        retry,
+    )
+    .await;
+
+    let Some(cache) = &slot.guards.cache else {
+        return outcome;
+    };
+    let Some(key) = cache_key else {
+        return outcome;
+    };
+    match &outcome.result {
+        Ok(result) => cache
+            .lock()
+            .unwrap()
+            .put(key, result.clone(), Instant::now()),
+        Err(error) if server_is_failing(error) => {
+            let cached = cache
+                .lock()
+                .unwrap()
+                .get_fresh_with_age(&key, Instant::now());
+            if let Some((mut result, age)) = cached {
+                tracing::warn!(%error, age_ms = age.as_millis() as u64, "serving a cached result");
+                super::set_meta(
+                    &mut result,
+                    tool_cli_protocol::meta::DEGRADED,
+                    serde_json::json!({
+                        "reason": error.wire_message(),
+                        "ageMs": age.as_millis() as u64,
+                    }),
+                );
+                outcome.result = Ok(result);
+                outcome.degraded = Some(age);
+            }
+        }
+        Err(_) => {}
+    }
+    outcome
+}
+
+/// Runs one operation under the slot's bulkhead, breakers and retries, within `deadline`.
+/// `timeout` is what a timeout error reports (the caller's whole timeout, not what was left of
+/// it for one attempt).
+pub(crate) async fn protected(
+    slot: &Slot,
+    operation: &Operation<'_>,
+    safe_to_resend: bool,
+    timeout: Duration,
+    deadline: Instant,
+    retry: &RetryPolicy,
+) -> CallOutcome {
+    let server = &slot.upstream.info().name;
+    let timed_out = || Error::timeout(server, operation.label(), timeout.as_millis() as u64);
+    // One concurrency slot covers the call and its retries; waiting for it counts against the
+    // deadline like everything else.
+    let _permit = match tokio::time::timeout_at(deadline, slot.guards.bulkhead.acquire()).await {
+        Ok(Ok(permit)) => permit,
+        Ok(Err(busy)) => {
+            return not_sent(
+                ErrorData::Busy {
+                    server: server.clone(),
+                    in_flight: busy.in_flight,
+                    queued: busy.queued,
+                    retry_after_ms: busy.retry_after_hint.as_millis() as u64,
+                }
+                .into(),
+            );
+        }
+        Err(_) => return not_sent(timed_out()),
+    };
+    // Why the last transient failure happened (a std mutex: the classifier is a `Fn`, and the
+    // call's future must stay `Send`).
+    let last_transient = std::sync::Mutex::new(None::<&'static str>);
+    let retries = run_with_retries(
+        retry,
+        safe_to_resend,
+        |error: &Error| {
+            let class = classify(error);
+            if matches!(class, FailureClass::Transient { .. }) {
+                *last_transient.lock().unwrap() = Some(error.kind());
+            }
+            class
+        },
+        |_attempt| attempt(slot, operation, timeout, deadline),
+        random_jitter,
+    );
+    // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,
+    // cancellation) before this outer bound would drop it.
+    let slack = Duration::from_millis(250);
+    let (result, attempts) = match tokio::time::timeout_at(deadline + slack, retries).await {
+        Ok(done) => done,
+        // Out of time between attempts (a backoff sleep): the caller's time is up.
+        Err(_) => (Err(timed_out()), 0),
+    };
+    let retry_reason = if attempts > 1 {
+        last_transient.into_inner().unwrap().map(str::to_owned)
+    } else {
+        None
+    };
+    CallOutcome {
+        result,
+        attempts,
+        retry_reason,
+        degraded: None,
+    }
+}
+
+fn not_sent(error: Error) -> CallOutcome {
+    CallOutcome {
+        result: Err(error),
+        attempts: 0,
+        retry_reason: None,
+        degraded: None,
+    }
+}
+
+/// One attempt: ask the breakers, send within what is left of the deadline, and record the
+/// outcome for the breakers and `health`.
+async fn attempt(
+    slot: &Slot,
+    operation: &Operation<'_>,
+    timeout: Duration,
+    deadline: Instant,
+) -> Result<Value, Error> {
+    let server = &slot.upstream.info().name;
+    let label = operation.label();
+    let timed_out = || Error::timeout(server, label, timeout.as_millis() as u64);
+    if Instant::now() >= deadline {
+        return Err(timed_out());
+    }
+    let admissions = slot
+        .guards
+        .admit(label, Instant::now())
+        .map_err(|refused| {
+            let last_error = slot.guards.stats.lock().unwrap().last_error.clone();
+            circuit_open(server, label, refused, last_error)
+        })?;
+    let started = Instant::now();
+    let result = match operation {
+        Operation::CallTool { tool, arguments } => {
+            slot.upstream.call_tool(tool, arguments, deadline).await
+        }
+        Operation::ReadResource { uri } => slot.upstream.read_resource(uri, deadline).await,
+    };
+    // Report the caller's timeout, not what was left of it for this attempt.
+    let result = result.map_err(|error| match error.data() {
+        Some(ErrorData::Timeout { .. }) => timed_out(),
+        _ => error,
+    });
+    let now = Instant::now();
+    match result.as_ref().err().and_then(Error::data) {
+        // Not connected: nothing was sent, so the breakers learn nothing.
+        Some(ErrorData::ServerUnavailable { .. }) => slot.guards.abandon(label, admissions),
+        Some(ErrorData::ServerExited { .. } | ErrorData::Timeout { .. }) => {
+            slot.guards.record(label, admissions, Outcome::Failure, now);
+            let message = result.as_ref().err().map(Error::wire_message);
+            slot.guards
+                .stats
+                .lock()
+                .unwrap()
+                .record(started.elapsed(), message);
+        }
+        // The server answered (a result, an `isError` result or its own JSON-RPC error): it is
+        // alive, whatever the tool thought of the arguments.
+        _ => {
+            slot.guards.record(label, admissions, Outcome::Success, now);
+            slot.guards
+                .stats
+                .lock()
+                .unwrap()
+                .record(started.elapsed(), None);
+        }
+    }
+    result
+}
+
+/// How the retry loop treats a failed attempt.
+fn classify(error: &Error) -> FailureClass {
+    match error.data() {
+        // Not connected (yet): the request never left.
+        Some(ErrorData::ServerUnavailable { state, .. })
+            if matches!(state.as_str(), "connecting" | "restarting") =>
+        {
+            FailureClass::Transient {
+                may_have_reached_server: false,
+            }
+        }
+        // Sent, and then the server went away or went quiet: it may have acted on it.
+        Some(ErrorData::ServerExited { .. } | ErrorData::Timeout { .. }) => {
+            FailureClass::Transient {
+                may_have_reached_server: true,
+            }
+        }
+        _ => FailureClass::Terminal,
+    }
+}
+
+/// Whether an error says the server is failing (as opposed to the call being wrong), which is
+/// when a cached result of a read-only tool may stand in.
+fn server_is_failing(error: &Error) -> bool {
+    matches!(
+        error.data(),
+        Some(
+            ErrorData::ServerExited { .. }
+                | ErrorData::Timeout { .. }
+                | ErrorData::CircuitOpen { .. }
+                | ErrorData::ServerUnavailable { .. }
+                | ErrorData::Busy { .. }
+        )
+    )
+}
+
+/// Whether the result is a tool's own error (`isError: true`).
+pub(crate) fn is_tool_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+/// When the outcome is recorded, for statistics.
+pub(crate) fn now() -> SystemTime {
+    SystemTime::now()
+}

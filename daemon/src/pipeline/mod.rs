@@ -1,0 +1,460 @@
+//! The call pipeline: every tool call and resource read, from any client, takes this one path.
+//!
+//! ```text
+//! resolve ──▶ plan ──────────────────────────▶ execute ─────────────────────────▶ record
+//! server +    policy, validation, guards,       bulkhead → retry [breakers →        CallRecord →
+//! tool, or    admission (dry-run): a CallPlan   upstream call within the deadline]  observers
+//! routing     — what a dry-run returns          → degradation cache: a CallOutcome  (traces,
+//!                                                                                   sessions)
+//! ```
+//!
+//! Each stage passes a plain value to the next ([`resolve::Resolved`], [`plan::CallPlan`],
+//! [`execute::CallOutcome`], [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
+//! arrival time) travels alongside. Deciding is separate from doing: `resolve` and `plan` have no
+//! side effects, so a dry-run is the plan itself. The pipeline talks to servers only through the
+//! [`ToolProvider`] seam, so the stages are unit-tested over an in-memory provider.
+//!
+//! Invariant: nothing reaches an upstream except through [`execute`], and `execute` only runs a
+//! plan that passed validation and policy (`plan.blocked` is `None`).
+
+mod context;
+mod execute;
+mod guards;
+mod plan;
+mod record;
+mod resolve;
+pub mod routing;
+mod stats;
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tool_cli_protocol::ErrorData;
+use tracing::Instrument as _;
+
+pub use context::{CallContext, CallId, CallRequest};
+pub use record::{CallObserver, CallRecord, RecordedError, arguments_hash};
+
+use crate::error::Error;
+use crate::policy::Denial;
+use crate::provider::{ResourceListKind, ToolProvider, Upstream};
+use crate::resilience::breaker::BreakerConfig;
+use crate::resilience::retry::RetryPolicy;
+use execute::{CallOutcome, Operation};
+pub(crate) use guards::ServerGuards;
+use plan::PlanInput;
+pub(crate) use resolve::{RoutingFacts, server as resolve_server, tool as resolve_tool, visible};
+
+/// Default most nested calls (chains of chains, agents calling chains).
+pub const DEFAULT_MAX_DEPTH: u32 = 8;
+
+/// Settings of the pipeline that are not per server.
+#[derive(Debug, Clone)]
+pub struct PipelineOptions {
+    /// How each server's (and each tool's) circuit breaker decides.
+    pub breaker: BreakerConfig,
+    /// How failed attempts are retried.
+    pub retry: RetryPolicy,
+    /// Most nested calls.
+    pub max_depth: u32,
+}
+
+impl Default for PipelineOptions {
+    fn default() -> Self {
+        PipelineOptions {
+            breaker: BreakerConfig::default(),
+            retry: RetryPolicy::default(),
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// One server as the pipeline sees it: the provider's upstream and the protection around it.
+pub(crate) struct Slot {
+    pub(crate) upstream: Arc<dyn Upstream>,
+    pub(crate) guards: ServerGuards,
+}
+
+/// The call pipeline over one provider.
+pub struct Pipeline {
+    slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    observers: Vec<Arc<dyn CallObserver>>,
+    wants_payloads: bool,
+    options: PipelineOptions,
+}
+
+/// What the session store (or any caller) supplies for one call beyond the request: routing
+/// facts and a guard's refusal.
+#[derive(Default)]
+pub(crate) struct CallExtras<'a> {
+    pub(crate) routing: RoutingFacts<'a>,
+    pub(crate) guard: Option<Error>,
+}
+
+impl Pipeline {
+    /// A pipeline over `provider`'s servers; `observers` are told of every finished call.
+    pub fn new(
+        provider: &dyn ToolProvider,
+        options: PipelineOptions,
+        observers: Vec<Arc<dyn CallObserver>>,
+    ) -> Pipeline {
+        let slots = provider
+            .servers()
+            .into_iter()
+            .map(|upstream| {
+                let guards = ServerGuards::new(&upstream.info().settings, options.breaker);
+                Arc::new(Slot { upstream, guards })
+            })
+            .collect();
+        let wants_payloads = observers.iter().any(|observer| observer.wants_payloads());
+        Pipeline {
+            slots: RwLock::new(Arc::new(slots)),
+            observers,
+            wants_payloads,
+            options,
+        }
+    }
+
+    /// Every server, in provider order.
+    pub(crate) fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
+        Arc::clone(&self.slots.read().unwrap())
+    }
+
+    /// The pipeline's options.
+    pub fn options(&self) -> &PipelineOptions {
+        &self.options
+    }
+
+    /// Makes (or, with `dry_run`, explains) one tool call. The answer is the server's complete
+    /// `CallToolResult` with our `_meta` keys added, or a dry-run's
+    /// [`tool_cli_protocol::orchestration::DryRunResult`].
+    pub async fn call(&self, context: &CallContext, request: CallRequest) -> Result<Value, Error> {
+        self.call_with(context, request, CallExtras::default())
+            .await
+    }
+
+    /// [`Pipeline::call`] with routing facts and a guard's verdict from the caller's session.
+    pub(crate) async fn call_with(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+        extras: CallExtras<'_>,
+    ) -> Result<Value, Error> {
+        let span = tracing::info_span!(
+            "call",
+            call_id = %context.call_id,
+            server = request.server.as_deref().unwrap_or("*"),
+            tool = %request.tool,
+        );
+        async move {
+            let mut record =
+                CallRecord::new(context, &request.tool, arguments_hash(&request.arguments));
+            record.dry_run = request.dry_run;
+            if self.wants_payloads {
+                record.arguments = Some(Value::Object(request.arguments.clone()));
+            }
+            let answer = self.run(context, request, extras, &mut record).await;
+            record.finished_at = SystemTime::now();
+            record.latency = context.arrived.elapsed();
+            match &answer {
+                Ok(result) => {
+                    record.success = if record.dry_run {
+                        result.get("wouldBlockBecause").is_none()
+                    } else {
+                        !execute::is_tool_error(result)
+                    };
+                    if self.wants_payloads {
+                        record.result = Some(result.clone());
+                    }
+                }
+                Err(error) => {
+                    record.success = false;
+                    record.error = Some(RecordedError {
+                        code: error.code(),
+                        kind: error.kind(),
+                        message: error.wire_message(),
+                    });
+                }
+            }
+            self.record(&record);
+            answer
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn run(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+        extras: CallExtras<'_>,
+        record: &mut CallRecord,
+    ) -> Result<Value, Error> {
+        let slots = self.slots();
+        let server = request.server.as_deref().filter(|name| *name != "*");
+        // A server that never connected has no catalog yet: wait for its first connection
+        // (within the call's time) rather than call its tools unknown.
+        let first_wait = request
+            .timeout
+            .unwrap_or(crate::config::DEFAULT_CALL_TIMEOUT);
+        wait_for_first_connections(&slots, &context.grant, server, context.arrived + first_wait)
+            .await?;
+
+        let mut routing = extras.routing;
+        if let Some(hint) = &request.hint {
+            routing.mention_text = Some(match routing.mention_text.take() {
+                Some(task) => format!("{task}\n{hint}"),
+                None => hint.clone(),
+            });
+        }
+        let resolved = resolve::resolve(
+            &slots,
+            &context.grant,
+            server,
+            &request.tool,
+            &request.arguments,
+            &routing,
+        )?;
+        record.server = Some(resolved.slot.upstream.info().name.clone());
+        record.selection = Some(resolved.selection.clone());
+
+        let guard = extras.guard.or_else(|| {
+            (context.depth > self.options.max_depth).then(|| {
+                Error::invalid_params(
+                    "callTool",
+                    format!(
+                        "calls are nested {} deep, more than the limit of {}; a chain or agent \
+                         that calls itself is the usual cause",
+                        context.depth, self.options.max_depth
+                    ),
+                )
+            })
+        });
+        let plan = plan::plan(
+            resolved,
+            PlanInput {
+                grant: &context.grant,
+                arguments: request.arguments,
+                timeout: request.timeout,
+                arrived: context.arrived,
+                confirm: request.confirm,
+                dry_run: request.dry_run,
+                guard,
+            },
+        );
+        if request.dry_run {
+            return serde_json::to_value(plan.dry_run_result())
+                .map_err(|err| Error::internal(format!("encoding a dry-run result: {err}")));
+        }
+        if let Some(blocked) = plan.blocked {
+            return Err(blocked);
+        }
+        let CallOutcome {
+            result,
+            attempts,
+            retry_reason,
+            degraded,
+        } = execute::execute(&plan, &self.options.retry).await;
+        record.executed = attempts > 0;
+        record.attempts = attempts;
+        record.retry_reason = retry_reason;
+        record.degraded = degraded.is_some();
+        let mut result = result?;
+        set_meta(
+            &mut result,
+            tool_cli_protocol::meta::ATTEMPTS,
+            attempts.into(),
+        );
+        if let Ok(selection) = serde_json::to_value(plan::selection_info(&plan.resolved.selection))
+        {
+            set_meta(&mut result, tool_cli_protocol::meta::SELECTION, selection);
+        }
+        set_meta(
+            &mut result,
+            tool_cli_protocol::meta::CALL_ID,
+            context.call_id.to_string().into(),
+        );
+        Ok(result)
+    }
+
+    /// Updates the per-tool statistics and tells every observer.
+    fn record(&self, record: &CallRecord) {
+        if record.executed
+            && let Some(server) = &record.server
+            && let Some(slot) = self
+                .slots()
+                .iter()
+                .find(|slot| &slot.upstream.info().name == server)
+        {
+            slot.guards.record_tool_call(
+                &record.tool,
+                record.latency,
+                record.success,
+                execute::now(),
+            );
+        }
+        for observer in &self.observers {
+            observer.observe(record);
+        }
+    }
+
+    /// Reads a resource through the same protection as a tool call (bulkhead, breakers,
+    /// retries, statistics), after the grant's resource scope allows it.
+    pub async fn read_resource(
+        &self,
+        context: &CallContext,
+        server: &str,
+        uri: &str,
+    ) -> Result<Value, Error> {
+        let slots = self.slots();
+        let slot = resolve_server(&slots, server, &context.grant, None)?;
+        check_resource(&context.grant, server, uri)?;
+        let timeout = slot.upstream.info().settings.call_timeout;
+        let outcome = execute::protected(
+            slot,
+            &Operation::ReadResource { uri },
+            true,
+            timeout,
+            context.arrived + timeout,
+            &self.options.retry,
+        )
+        .await;
+        outcome.result
+    }
+
+    /// Every item of a resource list of a server the grant may see, filtered by its resource
+    /// scope. A server without resources has none.
+    pub async fn list_resources(
+        &self,
+        context: &CallContext,
+        server: &str,
+        kind: ResourceListKind,
+    ) -> Result<(String, Vec<Value>), Error> {
+        let slots = self.slots();
+        let slot = resolve_server(&slots, server, &context.grant, None)?;
+        let name = slot.upstream.info().name.clone();
+        let timeout = slot.upstream.info().settings.call_timeout;
+        let deadline = context.arrived + timeout;
+        slot.upstream.wait_ready(deadline).await?;
+        if !context.grant.scope.permits_any_resource(&name) {
+            return Ok((name, Vec::new()));
+        }
+        let items = tokio::time::timeout_at(deadline, slot.upstream.list_resources(kind, deadline))
+            .await
+            .map_err(|_| Error::timeout(&name, list_label(kind), timeout.as_millis() as u64))??;
+        let items = match kind {
+            ResourceListKind::Resources => items
+                .into_iter()
+                .filter(|item| {
+                    item.get("uri")
+                        .and_then(Value::as_str)
+                        .is_some_and(|uri| context.grant.scope.permits_resource(&name, uri))
+                })
+                .collect(),
+            // A template is not a URI: show it when the scope reaches any resource of the server;
+            // reads of what it expands to are checked one by one.
+            ResourceListKind::Templates => items,
+        };
+        Ok((name, items))
+    }
+}
+
+fn list_label(kind: ResourceListKind) -> &'static str {
+    match kind {
+        ResourceListKind::Resources => "resources/list",
+        ResourceListKind::Templates => "resources/templates/list",
+    }
+}
+
+/// Refuses a read the grant's resource scope does not include.
+fn check_resource(grant: &crate::auth::Grant, server: &str, uri: &str) -> Result<(), Error> {
+    let now = SystemTime::now();
+    if grant.scope.is_expired(now) {
+        return Err(Denial::ScopeExpired {
+            scope: grant.scope.describe(now),
+        }
+        .into());
+    }
+    if grant.scope.permits_resource(server, uri) {
+        return Ok(());
+    }
+    Err(ErrorData::NotPermitted {
+        server: server.to_owned(),
+        tool: None,
+        reason: format!(
+            "this token's scope ({}) does not include the resource \"{uri}\"; use a token minted \
+             with a resource grant such as --resource \"{server}/*\"",
+            grant.scope.describe(now)
+        ),
+    }
+    .into())
+}
+
+/// Waits (until `deadline` at most) for servers whose tools are not known yet. A named server
+/// that never connected must connect first: if it cannot, the call fails with why (it is
+/// unavailable), not with an unknown tool. A routed call waits only for servers making their first
+/// connection right now, and routes among whoever is known. A server that has connected once
+/// keeps its last catalog while it restarts, so it is never waited for here.
+async fn wait_for_first_connections(
+    slots: &[Arc<Slot>],
+    grant: &crate::auth::Grant,
+    server: Option<&str>,
+    deadline: Instant,
+) -> Result<(), Error> {
+    use tool_cli_protocol::methods::ServerState;
+    if let Some(name) = server {
+        // Outside the grant's scope: resolution refuses it without saying more.
+        if grant.scope.permits_server(name)
+            && let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name)
+            && slot.upstream.catalog().is_empty()
+        {
+            slot.upstream.wait_ready(deadline).await?;
+        }
+        return Ok(());
+    }
+    let connecting: Vec<_> = slots
+        .iter()
+        .filter(|slot| {
+            grant.scope.permits_server(&slot.upstream.info().name)
+                && slot.upstream.catalog().is_empty()
+                && slot.upstream.status().state == ServerState::Connecting
+        })
+        .map(|slot| slot.upstream.wait_ready(deadline))
+        .collect();
+    for wait in connecting {
+        let _ = wait.await;
+    }
+    Ok(())
+}
+
+/// Sets `_meta[key]` on a result object, creating `_meta` when absent.
+pub(crate) fn set_meta(result: &mut Value, key: &str, value: Value) {
+    let Some(object) = result.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(key.to_owned(), value);
+    }
+}
+
+/// A timeout given in milliseconds by a caller: positive, clamped to the protocol's maximum.
+pub fn caller_timeout(method: &str, timeout_ms: Option<u64>) -> Result<Option<Duration>, Error> {
+    match timeout_ms {
+        Some(0) => Err(Error::invalid_params(
+            method,
+            "timeoutMs must be a positive number of milliseconds",
+        )),
+        Some(ms) => Ok(Some(Duration::from_millis(
+            ms.min(tool_cli_protocol::MAX_TIMEOUT_MS),
+        ))),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+//! The second stage: everything decided about a call before anything is sent, as one value.
+//!
+//! [`plan`] checks policy (the token's scope, the config's allow/deny lists, confirmation of
+//! destructive tools), validates the arguments against the tool's schema, applies the guards
+//! (call depth, and whatever the caller's session refuses), and — for a dry-run — asks the
+//! breakers and the bulkhead whether they would admit the call. It has no side effects: the
+//! [`CallPlan`] it returns is what a dry-run reports, and what the execute stage carries out when
+//! the plan is not blocked.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::orchestration::{
+    AlternativeInfo, BlockedReason, DryRunResult, SelectionInfo, ToolHintsInfo,
+};
+
+use super::guards::Refused;
+use super::resolve::Resolved;
+use super::routing::Selection;
+use crate::error::Error;
+use crate::policy::{Denial, check_call};
+use crate::resilience::breaker::Refusal;
+
+/// A call, fully decided.
+pub(crate) struct CallPlan {
+    /// The server, tool and how they were chosen.
+    pub(crate) resolved: Resolved,
+    /// The arguments, validated.
+    pub(crate) arguments: Map<String, Value>,
+    /// The call's timeout (the caller's, else the server's).
+    pub(crate) timeout: Duration,
+    /// When the call must be answered by: arrival plus the timeout.
+    pub(crate) deadline: Instant,
+    /// Why the call may not go ahead, when it may not.
+    pub(crate) blocked: Option<Error>,
+}
+
+/// What the plan stage needs to know besides the resolved call.
+pub(crate) struct PlanInput<'a> {
+    /// The caller's scope.
+    pub(crate) grant: &'a crate::auth::Grant,
+    /// The call's arguments.
+    pub(crate) arguments: Map<String, Value>,
+    /// The caller's timeout, if any.
+    pub(crate) timeout: Option<Duration>,
+    /// When the request arrived.
+    pub(crate) arrived: Instant,
+    /// Whether the caller confirmed a destructive tool.
+    pub(crate) confirm: bool,
+    /// Whether this is a dry-run (which also asks the breakers and bulkhead).
+    pub(crate) dry_run: bool,
+    /// A guard's refusal (call depth, the session's loop detector or budget), decided by the
+    /// caller before planning.
+    pub(crate) guard: Option<Error>,
+}
+
+/// Decides a call.
+pub(crate) fn plan(resolved: Resolved, input: PlanInput<'_>) -> CallPlan {
+    let info = resolved.slot.upstream.info();
+    let timeout = input.timeout.unwrap_or(info.settings.call_timeout);
+    let deadline = input.arrived + timeout;
+    let blocked = check(&resolved, &input).err();
+    CallPlan {
+        resolved,
+        arguments: input.arguments,
+        timeout,
+        deadline,
+        blocked,
+    }
+}
+
+/// The checks, in order; the first refusal wins.
+fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
+    let info = resolved.slot.upstream.info();
+    let tool = &resolved.tool;
+    // Policy. A dry-run may explain a destructive call without confirmation: it then reports
+    // that confirmation would be needed.
+    check_call(
+        &input.grant.scope,
+        &info.settings.policy,
+        &info.name,
+        &tool.name,
+        &tool.hints,
+        input.confirm,
+        SystemTime::now(),
+    )
+    .map_err(|denial: Denial| Error::from(denial))?;
+    // Validation.
+    let validator = tool.validator().map_err(|message| {
+        Error::from(ErrorData::InvalidSchema {
+            server: info.name.clone(),
+            tool: tool.name.clone(),
+            message,
+        })
+    })?;
+    let errors = validator.check(&input.arguments);
+    if !errors.is_empty() {
+        return Err(ErrorData::InvalidArguments {
+            server: info.name.clone(),
+            tool: tool.name.clone(),
+            errors,
+        }
+        .into());
+    }
+    // Guards.
+    if let Some(refusal) = &input.guard {
+        return Err(clone_error(refusal));
+    }
+    // Admission: only asked for a dry-run; a real call takes its admissions in the execute stage.
+    if input.dry_run {
+        let guards = &resolved.slot.guards;
+        let now = Instant::now();
+        if let Some(refused) = guards.would_refuse(&tool.name, now) {
+            return Err(circuit_open(&info.name, &tool.name, refused, None));
+        }
+        let (in_flight, queued) = guards.bulkhead.snapshot();
+        if in_flight >= guards.bulkhead.max_concurrent() && queued >= guards.bulkhead.max_queued() {
+            return Err(ErrorData::Busy {
+                server: info.name.clone(),
+                in_flight,
+                queued,
+                retry_after_ms: guards.bulkhead.mean_hold().as_millis() as u64,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A copy of a guard's refusal (errors are not `Clone`: internal ones carry log-only detail).
+fn clone_error(error: &Error) -> Error {
+    match error {
+        Error::Reported(data) => Error::Reported(data.clone()),
+        other => Error::internal(other.to_string()),
+    }
+}
+
+/// The error for a breaker refusal of `tool` on `server`.
+pub(crate) fn circuit_open(
+    server: &str,
+    tool: &str,
+    refused: Refused,
+    last_error: Option<String>,
+) -> Error {
+    let (refusal, which) = match refused {
+        Refused::Server(refusal) => (refusal, None),
+        Refused::Tool(refusal) => (refusal, Some(tool)),
+    };
+    let retry_after_ms = match refusal {
+        Refusal::Open { retry_after, .. } => retry_after.as_millis() as u64,
+        // One probe is running; it decides within its timeout.
+        Refusal::ProbeInFlight => 1000,
+    };
+    let last_error = match which {
+        Some(tool) => Some(format!(
+            "calls of \"{tool}\" keep failing the server{}; other tools still work",
+            last_error.map(|e| format!(" ({e})")).unwrap_or_default()
+        )),
+        None => last_error,
+    };
+    ErrorData::CircuitOpen {
+        server: server.to_owned(),
+        retry_after_ms,
+        last_error,
+    }
+    .into()
+}
+
+impl CallPlan {
+    /// The dry-run answer: what would be done, and why it would be refused if it would.
+    pub(crate) fn dry_run_result(&self) -> DryRunResult {
+        let tool = &self.resolved.tool;
+        DryRunResult {
+            executed: false,
+            server: self.resolved.slot.upstream.info().name.clone(),
+            tool: tool.name.clone(),
+            arguments: self.arguments.clone(),
+            selection: selection_info(&self.resolved.selection),
+            timeout_ms: self.timeout.as_millis() as u64,
+            hints: ToolHintsInfo {
+                read_only: tool.hints.read_only,
+                destructive: tool.hints.destructive,
+                idempotent: tool.hints.idempotent,
+            },
+            would_block_because: self.blocked.as_ref().map(|error| BlockedReason {
+                code: error.code(),
+                message: error.wire_message(),
+                data: error.to_data(),
+            }),
+        }
+    }
+}
+
+/// The wire form of a selection.
+pub(crate) fn selection_info(selection: &Selection) -> SelectionInfo {
+    SelectionInfo {
+        rule: selection.rule.as_str().to_owned(),
+        server: selection.server.clone(),
+        alternatives: selection
+            .alternatives
+            .iter()
+            .map(|rejected| AlternativeInfo {
+                server: rejected.server.clone(),
+                rejected_by: rejected.rejected_by.as_str().to_owned(),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,242 @@
+//! The first stage: which server and which tool a call means.
+//!
+//! Pure over a snapshot of the servers (their settings and last-known catalogs). A call that
+//! names its server is looked up there, with the caller's scope deciding what it may even learn
+//! exists; a call without a server is routed among the servers whose catalogs offer the tool
+//! ([`super::routing`]). A tool nobody offers is an unknown-tool error with the closest names.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+use tool_cli_protocol::ErrorData;
+
+use super::Slot;
+use super::routing::{Candidate, RoutingInput, Selection, route};
+use crate::auth::Grant;
+use crate::catalog::CatalogTool;
+use crate::error::Error;
+use crate::policy::{Denial, check_call, visible_tool};
+
+/// How many names an unknown-tool error suggests.
+const SUGGESTIONS: usize = 10;
+
+/// A resolved call: the server's slot, the tool as its catalog has it, and how it was chosen.
+#[derive(Clone)]
+pub(crate) struct Resolved {
+    pub(crate) slot: Arc<Slot>,
+    pub(crate) tool: Arc<CatalogTool>,
+    pub(crate) selection: Selection,
+}
+
+/// What routing may consult beyond the catalogs.
+#[derive(Default)]
+pub(crate) struct RoutingFacts<'a> {
+    /// The session's task and the call's hint.
+    pub(crate) mention_text: Option<String>,
+    /// The server this session used most recently for this tool name.
+    pub(crate) most_recent: Option<String>,
+    /// Similarity of a tool description to the task / hint, when there is one.
+    pub(crate) similarity: Option<&'a (dyn Fn(&str) -> f32 + Sync)>,
+}
+
+/// Whether `grant` may see `tool` of the server in `slot`.
+pub(crate) fn visible(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
+    let info = slot.upstream.info();
+    visible_tool(
+        &grant.scope,
+        &info.settings.policy,
+        &info.name,
+        &tool.name,
+        &tool.hints,
+    )
+}
+
+/// The slot of server `name`, if `grant` may use it. A server outside the scope is refused as
+/// not permitted (naming the tool when one was asked for); an unknown one lists only the servers
+/// the grant may see.
+pub(crate) fn server<'a>(
+    slots: &'a [Arc<Slot>],
+    name: &str,
+    grant: &Grant,
+    tool: Option<&str>,
+) -> Result<&'a Arc<Slot>, Error> {
+    let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name) else {
+        return Err(ErrorData::UnknownServer {
+            server: name.to_owned(),
+            known_servers: slots
+                .iter()
+                .map(|slot| &slot.upstream.info().name)
+                .filter(|name| grant.scope.permits_server(name))
+                .cloned()
+                .collect(),
+        }
+        .into());
+    };
+    let now = SystemTime::now();
+    if grant.scope.is_expired(now) || !grant.scope.permits_server(name) {
+        let scope = grant.scope.describe(now);
+        return Err(match tool {
+            // Asked for a tool: say the tool is out of scope, which is what the caller tried.
+            Some(tool) => Denial::ToolNotPermitted {
+                server: name.to_owned(),
+                tool: tool.to_owned(),
+                reason: format!(
+                    "this token's scope ({scope}) does not include it; use a token whose scope \
+                     includes \"{name}/{tool}\""
+                ),
+            },
+            None => Denial::ServerNotPermitted {
+                server: name.to_owned(),
+                scope,
+            },
+        }
+        .into());
+    }
+    Ok(slot)
+}
+
+/// Tool `name` of the server in `slot`, if `grant` may see it: an unknown one lists only the
+/// visible tools, a hidden one says why it is not permitted.
+pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<CatalogTool>, Error> {
+    let catalog = slot.upstream.catalog();
+    let server = &slot.upstream.info().name;
+    let Some(found) = catalog.get(name) else {
+        return Err(ErrorData::UnknownTool {
+            server: server.clone(),
+            tool: name.to_owned(),
+            known_tools: catalog
+                .tools()
+                .iter()
+                .filter(|tool| visible(grant, slot, tool))
+                .map(|tool| tool.name.clone())
+                .collect(),
+        }
+        .into());
+    };
+    if !visible(grant, slot, found) {
+        // Confirmation never hides a tool, so this is a scope or policy refusal.
+        check_call(
+            &grant.scope,
+            &slot.upstream.info().settings.policy,
+            server,
+            &found.name,
+            &found.hints,
+            true,
+            SystemTime::now(),
+        )?;
+    }
+    Ok(Arc::clone(found))
+}
+
+/// Resolves a call: the named server's tool, or the routed choice among the servers offering it.
+pub(crate) fn resolve(
+    slots: &[Arc<Slot>],
+    grant: &Grant,
+    server_name: Option<&str>,
+    tool_name: &str,
+    arguments: &Map<String, Value>,
+    facts: &RoutingFacts<'_>,
+) -> Result<Resolved, Error> {
+    if let Some(name) = server_name {
+        let slot = server(slots, name, grant, Some(tool_name))?;
+        let tool = tool(slot, tool_name, grant)?;
+        return Ok(Resolved {
+            slot: Arc::clone(slot),
+            tool,
+            selection: Selection::named(name),
+        });
+    }
+    let now = SystemTime::now();
+    if grant.scope.is_expired(now) {
+        return Err(Denial::ScopeExpired {
+            scope: grant.scope.describe(now),
+        }
+        .into());
+    }
+    // The candidates: servers the grant may use whose catalog has a visible tool of that name.
+    let offers: Vec<(&Arc<Slot>, Arc<CatalogTool>)> = slots
+        .iter()
+        .filter(|slot| grant.scope.permits_server(&slot.upstream.info().name))
+        .filter_map(|slot| {
+            let tool = Arc::clone(slot.upstream.catalog().get(tool_name)?);
+            visible(grant, slot, &tool).then_some((slot, tool))
+        })
+        .collect();
+    if offers.is_empty() {
+        return Err(unknown_everywhere(slots, grant, tool_name));
+    }
+    let validity: Vec<bool> = offers
+        .iter()
+        .map(|(_, tool)| {
+            tool.validator()
+                .map(|validator| validator.check(arguments).is_empty())
+                .unwrap_or(false)
+        })
+        .collect();
+    let candidates: Vec<Candidate<'_>> = offers
+        .iter()
+        .zip(&validity)
+        .map(|((slot, tool), &valid)| {
+            let info = slot.upstream.info();
+            Candidate {
+                server: &info.name,
+                tags: &info.tags,
+                priority: info.settings.priority,
+                arguments_valid: valid,
+                similarity: facts
+                    .similarity
+                    .map(|similarity| similarity(&tool.description)),
+            }
+        })
+        .collect();
+    let (chosen, selection) = route(
+        &candidates,
+        RoutingInput {
+            mention_text: facts.mention_text.as_deref(),
+            most_recent: facts.most_recent.as_deref(),
+        },
+    );
+    let (slot, tool) = &offers[chosen];
+    Ok(Resolved {
+        slot: Arc::clone(slot),
+        tool: Arc::clone(tool),
+        selection,
+    })
+}
+
+/// No visible server offers `tool_name`: suggest the closest visible tools, as `server/tool`.
+fn unknown_everywhere(slots: &[Arc<Slot>], grant: &Grant, tool_name: &str) -> Error {
+    let mut qualified: Vec<(String, String)> = Vec::new();
+    for slot in slots {
+        let info = slot.upstream.info();
+        if !grant.scope.permits_server(&info.name) {
+            continue;
+        }
+        for tool in slot.upstream.catalog().tools() {
+            if visible(grant, slot, tool) {
+                qualified.push((tool.name.clone(), format!("{}/{}", info.name, tool.name)));
+            }
+        }
+    }
+    let suggestions = crate::suggest::closest(
+        tool_name,
+        qualified.iter().map(|(name, _)| name.as_str()),
+        SUGGESTIONS,
+    );
+    let mut known_tools: Vec<String> = Vec::new();
+    for suggestion in suggestions {
+        for (name, full) in &qualified {
+            if name == suggestion && !known_tools.contains(full) {
+                known_tools.push(full.clone());
+            }
+        }
+    }
+    known_tools.truncate(SUGGESTIONS);
+    ErrorData::UnknownTool {
+        server: "*".to_owned(),
+        tool: tool_name.to_owned(),
+        known_tools,
+    }
+    .into()
+}

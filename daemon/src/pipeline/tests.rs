@@ -1,0 +1,646 @@
+//! Unit tests of the pipeline's stages over an in-memory provider: no child processes, tokio's
+//! paused clock for every timing question.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::methods::TransportKind;
+
+use super::*;
+use crate::auth::Grant;
+use crate::catalog::Catalog;
+use crate::policy::{Scope, ServerPolicy};
+use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
+
+/// What a fake tool does when called.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Answers `{"content": [{"type": "text", "text": <arguments>}]}`.
+    Echo,
+    /// Answers an `isError` result.
+    ToolError,
+    /// Never answers (the deadline ends it).
+    Hang,
+    /// The server "exits" while the call is pending.
+    Crash,
+    /// Crashes on the first call, answers afterwards.
+    CrashOnce,
+}
+
+/// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
+struct FakeServer {
+    info: ServerInfo,
+    catalog: Arc<Catalog>,
+    behaviours: Vec<(String, Behaviour)>,
+    calls: AtomicU32,
+    received: Mutex<Vec<(String, Map<String, Value>)>>,
+}
+
+impl FakeServer {
+    fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
+        FakeServer::with_settings(name, tools, ServerSettings::default(), Vec::new())
+    }
+
+    fn with_settings(
+        name: &str,
+        tools: Vec<(Value, Behaviour)>,
+        settings: ServerSettings,
+        tags: Vec<String>,
+    ) -> FakeServer {
+        let behaviours = tools
+            .iter()
+            .map(|(tool, behaviour)| (tool["name"].as_str().unwrap().to_owned(), *behaviour))
+            .collect();
+        FakeServer {
+            info: ServerInfo {
+                name: name.to_owned(),
+                description: None,
+                tags,
+                transport: TransportKind::Stdio,
+                settings,
+            },
+            catalog: Arc::new(Catalog::new(tools.into_iter().map(|(t, _)| t).collect())),
+            behaviours,
+            calls: AtomicU32::new(0),
+            received: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl Upstream for FakeServer {
+    fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog)
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a Map<String, Value>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        let count = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        self.received
+            .lock()
+            .unwrap()
+            .push((tool.to_owned(), arguments.clone()));
+        let behaviour = self
+            .behaviours
+            .iter()
+            .find(|(name, _)| name == tool)
+            .map(|(_, behaviour)| *behaviour)
+            .unwrap();
+        let server = self.info.name.clone();
+        Box::pin(async move {
+            let crash = || -> Error {
+                ErrorData::ServerExited {
+                    server: server.clone(),
+                    exit: "exit code 1".into(),
+                    stderr_tail: Vec::new(),
+                }
+                .into()
+            };
+            match behaviour {
+                Behaviour::Echo => Ok(json!({
+                    "content": [{"type": "text", "text": Value::Object(arguments.clone()).to_string()}]
+                })),
+                Behaviour::ToolError => Ok(json!({
+                    "content": [{"type": "text", "text": "no such row"}], "isError": true
+                })),
+                Behaviour::Hang => {
+                    tokio::time::sleep_until(deadline).await;
+                    Err(Error::timeout(&server, tool, 0))
+                }
+                Behaviour::Crash => Err(crash()),
+                Behaviour::CrashOnce if count == 1 => Err(crash()),
+                Behaviour::CrashOnce => {
+                    Ok(json!({"content": [], "structuredContent": {"ok": true}}))
+                }
+            }
+        })
+    }
+}
+
+struct FakeProvider(Vec<Arc<FakeServer>>);
+
+impl ToolProvider for FakeProvider {
+    fn servers(&self) -> Vec<Arc<dyn Upstream>> {
+        self.0
+            .iter()
+            .map(|server| Arc::clone(server) as Arc<dyn Upstream>)
+            .collect()
+    }
+}
+
+/// Remembers every record.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<CallRecord>>);
+
+impl CallObserver for Recorder {
+    fn observe(&self, record: &CallRecord) {
+        self.0.lock().unwrap().push(record.clone());
+    }
+}
+
+fn tool(name: &str, schema: Value, annotations: Value) -> Value {
+    json!({"name": name, "description": format!("the {name} tool"), "inputSchema": schema,
+           "annotations": annotations})
+}
+
+fn object_schema() -> Value {
+    json!({"type": "object"})
+}
+
+fn owner() -> Grant {
+    Grant {
+        token_id: "owner".into(),
+        is_owner: true,
+        scope: Arc::new(Scope::unrestricted()),
+    }
+}
+
+fn scoped(tools: &[&str]) -> Grant {
+    Grant {
+        token_id: "scoped".into(),
+        is_owner: false,
+        scope: Arc::new(
+            Scope::from_params(
+                None,
+                Some(tools.iter().map(|&t| t.to_owned()).collect()),
+                None,
+                false,
+                None,
+                std::time::SystemTime::now(),
+            )
+            .unwrap(),
+        ),
+    }
+}
+
+fn pipeline(servers: Vec<Arc<FakeServer>>) -> (Pipeline, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let pipeline = Pipeline::new(
+        &FakeProvider(servers),
+        PipelineOptions::default(),
+        vec![Arc::clone(&recorder) as Arc<dyn CallObserver>],
+    );
+    (pipeline, recorder)
+}
+
+fn request(server: Option<&str>, tool: &str, arguments: Value) -> CallRequest {
+    CallRequest {
+        server: server.map(str::to_owned),
+        tool: tool.to_owned(),
+        arguments: arguments.as_object().cloned().unwrap_or_default(),
+        ..CallRequest::default()
+    }
+}
+
+fn kind(error: &Error) -> &'static str {
+    error.kind()
+}
+
+#[tokio::test]
+async fn a_named_call_runs_every_stage_and_is_recorded_once() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(tool("echo", object_schema(), Value::Null), Behaviour::Echo)],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    let result = pipeline
+        .call(&context, request(Some("demo"), "echo", json!({"a": 1})))
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], r#"{"a":1}"#);
+    assert_eq!(result["_meta"]["tool-cli/attempts"], 1);
+    assert_eq!(result["_meta"]["tool-cli/selection"]["rule"], "named");
+    assert_eq!(
+        result["_meta"]["tool-cli/callId"],
+        context.call_id.to_string()
+    );
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert!(record.executed && record.success && !record.dry_run);
+    assert_eq!(record.server.as_deref(), Some("demo"));
+    assert_eq!(record.attempts, 1);
+    assert_eq!(record.arguments_hash.len(), 16);
+    assert!(record.arguments.is_none(), "no observer asked for payloads");
+}
+
+#[tokio::test]
+async fn invalid_arguments_and_policy_refusals_never_reach_the_server() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                        "required": ["n"]});
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (tool("count", schema, Value::Null), Behaviour::Echo),
+            (
+                tool("drop", object_schema(), json!({"destructiveHint": true})),
+                Behaviour::Echo,
+            ),
+        ],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    let error = pipeline
+        .call(&context, request(Some("demo"), "count", json!({"n": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "invalidArguments");
+    let error = pipeline
+        .call(&context, request(Some("demo"), "drop", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "confirmationRequired");
+    assert_eq!(demo.calls(), 0);
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(records.len(), 2);
+    assert!(records.iter().all(|r| !r.executed && !r.success));
+    assert_eq!(records[0].error.as_ref().unwrap().kind, "invalidArguments");
+}
+
+#[tokio::test]
+async fn a_dry_run_explains_without_contacting_the_server() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (tool("count", schema, Value::Null), Behaviour::Echo),
+            (
+                tool("drop", object_schema(), json!({"destructiveHint": true})),
+                Behaviour::Echo,
+            ),
+        ],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    let mut dry = request(Some("demo"), "count", json!({"n": 3}));
+    dry.dry_run = true;
+    let answer = pipeline.call(&context, dry).await.unwrap();
+    assert_eq!(answer["executed"], false);
+    assert_eq!(answer["server"], "demo");
+    assert_eq!(answer["arguments"], json!({"n": 3}));
+    assert_eq!(answer["selection"]["rule"], "named");
+    assert!(answer.get("wouldBlockBecause").is_none(), "{answer}");
+
+    // A destructive tool is explained without confirmation; the answer says what is missing.
+    let mut dry = request(Some("demo"), "drop", json!({}));
+    dry.dry_run = true;
+    let answer = pipeline.call(&context, dry).await.unwrap();
+    assert_eq!(
+        answer["wouldBlockBecause"]["data"]["kind"],
+        "confirmationRequired"
+    );
+    // So are arguments that would fail validation.
+    let mut dry = request(Some("demo"), "count", json!({"n": "three"}));
+    dry.dry_run = true;
+    let answer = pipeline.call(&context, dry).await.unwrap();
+    assert_eq!(
+        answer["wouldBlockBecause"]["data"]["kind"],
+        "invalidArguments"
+    );
+    assert_eq!(answer["wouldBlockBecause"]["code"], -32602);
+
+    assert_eq!(demo.calls(), 0, "a dry-run contacts no server");
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(records.len(), 3);
+    assert!(records.iter().all(|r| r.dry_run && !r.executed));
+    assert_eq!(
+        records.iter().map(|r| r.success).collect::<Vec<_>>(),
+        vec![true, false, false]
+    );
+}
+
+#[tokio::test]
+async fn a_scoped_grant_learns_nothing_about_tools_outside_its_scope() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (tool("echo", object_schema(), Value::Null), Behaviour::Echo),
+            (
+                tool("secret", object_schema(), Value::Null),
+                Behaviour::Echo,
+            ),
+        ],
+    ));
+    let other = Arc::new(FakeServer::new(
+        "other",
+        vec![(tool("echo", object_schema(), Value::Null), Behaviour::Echo)],
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&demo), Arc::clone(&other)]);
+    let context = CallContext::new(scoped(&["demo/echo"]));
+    let error = pipeline
+        .call(&context, request(Some("demo"), "nope", json!({})))
+        .await
+        .unwrap_err();
+    let Some(ErrorData::UnknownTool { known_tools, .. }) = error.data() else {
+        panic!("{error}");
+    };
+    assert_eq!(known_tools, &vec!["echo".to_owned()]);
+    let error = pipeline
+        .call(&context, request(Some("demo"), "secret", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "notPermitted");
+    let error = pipeline
+        .call(&context, request(Some("nowhere"), "echo", json!({})))
+        .await
+        .unwrap_err();
+    let Some(ErrorData::UnknownServer { known_servers, .. }) = error.data() else {
+        panic!("{error}");
+    };
+    assert_eq!(known_servers, &vec!["demo".to_owned()]);
+    // Routed, only the server in scope is a candidate.
+    let result = pipeline
+        .call(&context, request(None, "echo", json!({})))
+        .await
+        .unwrap();
+    let selection = &result["_meta"]["tool-cli/selection"];
+    assert_eq!(selection["server"], "demo");
+    assert_eq!(selection["alternatives"], json!([]));
+    assert_eq!(other.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_routed_call_to_a_tool_nobody_offers_suggests_close_names() {
+    let fs = Arc::new(FakeServer::new(
+        "fs",
+        vec![(
+            tool("read_file", object_schema(), Value::Null),
+            Behaviour::Echo,
+        )],
+    ));
+    let (pipeline, _) = pipeline(vec![fs]);
+    let error = pipeline
+        .call(
+            &CallContext::new(owner()),
+            request(None, "read_fiel", json!({})),
+        )
+        .await
+        .unwrap_err();
+    let Some(ErrorData::UnknownTool {
+        server,
+        known_tools,
+        ..
+    }) = error.data()
+    else {
+        panic!("{error}");
+    };
+    assert_eq!(server, "*");
+    assert_eq!(known_tools, &vec!["fs/read_file".to_owned()]);
+    assert!(error.to_string().contains("did you mean: fs/read_file"));
+}
+
+#[tokio::test]
+async fn routing_uses_argument_types_then_priority() {
+    let by_path = json!({"type": "object", "properties": {"path": {"type": "string"}},
+                         "required": ["path"], "additionalProperties": false});
+    let by_repo = json!({"type": "object", "properties": {"repo": {"type": "string"},
+                         "path": {"type": "string"}}, "required": ["repo", "path"]});
+    let fs = Arc::new(FakeServer::new(
+        "fs",
+        vec![(tool("read_file", by_path, Value::Null), Behaviour::Echo)],
+    ));
+    let github = Arc::new(FakeServer::with_settings(
+        "github",
+        vec![(tool("read_file", by_repo, Value::Null), Behaviour::Echo)],
+        ServerSettings {
+            priority: 5,
+            ..ServerSettings::default()
+        },
+        vec!["git".into()],
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&fs), Arc::clone(&github)]);
+    let context = CallContext::new(owner());
+    let result = pipeline
+        .call(
+            &context,
+            request(None, "read_file", json!({"repo": "a/b", "path": "x"})),
+        )
+        .await
+        .unwrap();
+    let selection = &result["_meta"]["tool-cli/selection"];
+    assert_eq!(selection["server"], "github");
+    assert_eq!(selection["rule"], "argument-type");
+    assert_eq!(
+        selection["alternatives"],
+        json!([{"server": "fs", "rejectedBy": "argument-type"}])
+    );
+    // Only fs accepts a bare path.
+    let result = pipeline
+        .call(&context, request(None, "read_file", json!({"path": "x"})))
+        .await
+        .unwrap();
+    assert_eq!(result["_meta"]["tool-cli/selection"]["server"], "fs");
+    // Neither accepts an empty object: priority decides (github has 5).
+    let dry = CallRequest {
+        dry_run: true,
+        ..request(None, "read_file", json!({}))
+    };
+    let answer = pipeline.call(&context, dry).await.unwrap();
+    assert_eq!(answer["selection"]["rule"], "priority");
+    assert_eq!(answer["selection"]["server"], "github");
+    // A hint naming a tag decides before anything else.
+    let mut hinted = request(None, "read_file", json!({"path": "x"}));
+    hinted.hint = Some("from git please".into());
+    let result = pipeline.call(&context, hinted).await.unwrap_err();
+    // The hint chose github, whose schema then refuses the arguments: the refusal names it.
+    let Some(ErrorData::InvalidArguments { server, .. }) = result.data() else {
+        panic!("{result}");
+    };
+    assert_eq!(server, "github");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_only_call_cut_by_a_crash_is_retried_and_a_write_is_not() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (
+                tool("read", object_schema(), json!({"readOnlyHint": true})),
+                Behaviour::CrashOnce,
+            ),
+            (
+                tool("write", object_schema(), Value::Null),
+                Behaviour::Crash,
+            ),
+        ],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    let result = pipeline
+        .call(&context, request(Some("demo"), "read", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(result["_meta"]["tool-cli/attempts"], 2);
+    let error = pipeline
+        .call(&context, request(Some("demo"), "write", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "serverExited");
+    assert_eq!(demo.calls(), 3, "two attempts of read, one of write");
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(records[0].retry_reason.as_deref(), Some("serverExited"));
+    assert_eq!(records[0].retries(), 1);
+    assert_eq!(records[1].retries(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_starts_at_arrival_and_bounds_the_wait_for_a_slot() {
+    // One slot, a deep queue: the second call waits behind a hanging first one.
+    let demo = Arc::new(FakeServer::with_settings(
+        "demo",
+        vec![(tool("hang", object_schema(), Value::Null), Behaviour::Hang)],
+        ServerSettings {
+            max_concurrent: 1,
+            max_queued: 10,
+            ..ServerSettings::default()
+        },
+        Vec::new(),
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&demo)]);
+    let pipeline = Arc::new(pipeline);
+    let mut slow = request(Some("demo"), "hang", json!({}));
+    slow.timeout = Some(Duration::from_secs(10));
+    let first = {
+        let pipeline = Arc::clone(&pipeline);
+        tokio::spawn(async move { pipeline.call(&CallContext::new(owner()), slow).await })
+    };
+    // Let the first call take the slot.
+    while demo.calls() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let started = Instant::now();
+    let mut queued = request(Some("demo"), "hang", json!({}));
+    queued.timeout = Some(Duration::from_secs(1));
+    let error = pipeline
+        .call(&CallContext::new(owner()), queued)
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "timeout");
+    // Paused time: exactly the caller's timeout passed, not the first call's 10 s.
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(demo.calls(), 1, "the queued call was never sent");
+    let _ = first.await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_keeps_crashing_the_server_is_stopped_at_the_tool() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (tool("bomb", object_schema(), Value::Null), Behaviour::Crash),
+            (tool("echo", object_schema(), Value::Null), Behaviour::Echo),
+        ],
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    let mut refused = None;
+    for _ in 0..20 {
+        let error = pipeline
+            .call(&context, request(Some("demo"), "bomb", json!({})))
+            .await
+            .unwrap_err();
+        if kind(&error) == "circuitOpen" {
+            refused = Some(error);
+            break;
+        }
+        // Others keep calling in between.
+        for _ in 0..3 {
+            pipeline
+                .call(&context, request(Some("demo"), "echo", json!({})))
+                .await
+                .unwrap();
+        }
+    }
+    let refused = refused.expect("the tool's breaker opened");
+    assert!(
+        refused.to_string().contains("calls of \"bomb\""),
+        "{refused}"
+    );
+    let bomb_calls = demo.calls();
+    assert!(bomb_calls < 40, "stopped after a handful of crashes");
+    pipeline
+        .call(&context, request(Some("demo"), "echo", json!({})))
+        .await
+        .expect("other tools of the server still work");
+}
+
+#[tokio::test]
+async fn a_tool_error_result_is_a_result_and_counts_as_unsuccessful() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(
+            tool("lookup", object_schema(), Value::Null),
+            Behaviour::ToolError,
+        )],
+    ));
+    let (pipeline, recorder) = pipeline(vec![demo]);
+    let result = pipeline
+        .call(
+            &CallContext::new(owner()),
+            request(Some("demo"), "lookup", json!({})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result["isError"], true);
+    let records = recorder.0.lock().unwrap();
+    assert!(records[0].executed && !records[0].success && records[0].error.is_none());
+}
+
+#[tokio::test]
+async fn calls_nested_past_the_depth_limit_are_refused() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(tool("echo", object_schema(), Value::Null), Behaviour::Echo)],
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&demo)]);
+    let mut context = CallContext::new(owner());
+    for step in 0..=DEFAULT_MAX_DEPTH {
+        context = context.child(step);
+    }
+    let error = pipeline
+        .call(&context, request(Some("demo"), "echo", json!({})))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("nested 9 deep"), "{error}");
+    assert_eq!(demo.calls(), 0);
+}
+
+#[test]
+fn a_policy_denial_of_a_config_denied_tool_hides_it() {
+    let policy =
+        ServerPolicy::from_json(json!({"denyTools": ["secret"]}).as_object().unwrap()).unwrap();
+    let demo = FakeServer::with_settings(
+        "demo",
+        vec![(
+            tool("secret", object_schema(), Value::Null),
+            Behaviour::Echo,
+        )],
+        ServerSettings {
+            policy,
+            ..ServerSettings::default()
+        },
+        Vec::new(),
+    );
+    let slot = Slot {
+        guards: ServerGuards::new(&demo.info.settings, PipelineOptions::default().breaker),
+        upstream: Arc::new(demo),
+    };
+    let secret = Arc::clone(slot.upstream.catalog().get("secret").unwrap());
+    assert!(!visible(&owner(), &slot, &secret));
+}
