@@ -1,0 +1,262 @@
+//! Reading what the offline planner needs out of a task's words: a customer's name, a money
+//! threshold, a file path. Pure string work, no regular-expression crate, each rule general
+//! (quoted names, names after "customer", `$1,234.50` or `500 dollars`, absolute or relative
+//! paths) rather than tuned to one sentence.
+
+/// The task shapes the planner knows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Intent {
+    /// "Look up customer NAME's orders, sum their total, and tell me if it exceeds $N".
+    OrderTotal {
+        /// The customer's name as written.
+        customer: String,
+        /// The threshold in dollars.
+        threshold: f64,
+    },
+    /// "Read PATH … and tell me how many lines it has".
+    LineCount {
+        /// The path as written.
+        path: String,
+    },
+}
+
+/// What the task asks, or why no rule applies.
+pub(crate) fn intent(task: &str) -> Result<Intent, String> {
+    let lower = task.to_lowercase();
+    if lower.contains("order") && lower.contains("customer") {
+        let customer = customer_name(task).ok_or_else(|| {
+            "the task asks about a customer's orders but names no customer; write the name \
+             after \"customer\" or in quotes"
+                .to_owned()
+        })?;
+        let threshold = money(task).ok_or_else(|| {
+            "the task asks about a customer's orders but gives no amount to compare with; \
+             write it like $500"
+                .to_owned()
+        })?;
+        return Ok(Intent::OrderTotal {
+            customer,
+            threshold,
+        });
+    }
+    if lower.contains("line") && (lower.contains("how many") || lower.contains("count")) {
+        let path = path(task).ok_or_else(|| {
+            "the task asks for a line count but names no file; give its path".to_owned()
+        })?;
+        return Ok(Intent::LineCount { path });
+    }
+    Err(
+        "the offline planner has no rule for this task; it answers \"Look up customer NAME's \
+         orders, sum their total, and tell me if it exceeds $N\" and \"Read FILE and tell me how \
+         many lines it has\"; use the anthropic or openai backend for other tasks"
+            .to_owned(),
+    )
+}
+
+/// The first quoted text, else the capitalised words after "customer" (up to `'s`).
+pub(crate) fn customer_name(task: &str) -> Option<String> {
+    if let Some(quoted) = quoted(task) {
+        return Some(quoted);
+    }
+    let lower = task.to_lowercase();
+    let start = lower.find("customer")? + "customer".len();
+    let rest = task[start..].trim_start_matches(|c: char| c == 's' || c == ':');
+    let mut words = Vec::new();
+    for word in rest.split_whitespace() {
+        let (word, possessive) = strip_possessive(word);
+        let clean = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'');
+        if clean.is_empty() || !clean.chars().next().is_some_and(char::is_uppercase) {
+            if words.is_empty() && clean.chars().all(|c| c.is_lowercase()) && !clean.is_empty() {
+                // "customer named Ada Okafor": skip joining words before the name.
+                if matches!(clean, "named" | "called") {
+                    continue;
+                }
+            }
+            break;
+        }
+        words.push(clean.to_owned());
+        if possessive || word.ends_with([',', '.', ';', ':']) {
+            break;
+        }
+    }
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+fn strip_possessive(word: &str) -> (&str, bool) {
+    for suffix in ["'s", "\u{2019}s", "'", "\u{2019}"] {
+        if let Some(stem) = word.strip_suffix(suffix) {
+            return (stem, true);
+        }
+        // "Okafor's," — the possessive before trailing punctuation.
+        let trimmed = word.trim_end_matches([',', '.', ';', ':']);
+        if let Some(stem) = trimmed.strip_suffix(suffix) {
+            return (stem, true);
+        }
+    }
+    (word, false)
+}
+
+/// Text between the first pair of matching quotes (`"…"`, `“…”`, or `'…'` not used as an
+/// apostrophe).
+pub(crate) fn quoted(task: &str) -> Option<String> {
+    for (open, close) in [('"', '"'), ('\u{201c}', '\u{201d}')] {
+        if let Some(start) = task.find(open) {
+            let rest = &task[start + open.len_utf8()..];
+            if let Some(end) = rest.find(close) {
+                let inner = rest[..end].trim();
+                if !inner.is_empty() {
+                    return Some(inner.to_owned());
+                }
+            }
+        }
+    }
+    // A single quote opens a quotation only after a space or at the start (not "Ada's").
+    let bytes: Vec<char> = task.chars().collect();
+    for (index, c) in bytes.iter().enumerate() {
+        if *c == '\'' && (index == 0 || bytes[index - 1].is_whitespace()) {
+            let inner: String = bytes[index + 1..]
+                .iter()
+                .take_while(|c| **c != '\'')
+                .collect();
+            if index + 1 + inner.chars().count() < bytes.len() && !inner.trim().is_empty() {
+                return Some(inner.trim().to_owned());
+            }
+        }
+    }
+    None
+}
+
+/// The amount after the first `$` (commas allowed), else a number followed by "dollars"/"USD".
+pub(crate) fn money(task: &str) -> Option<f64> {
+    if let Some(start) = task.find('$') {
+        let number: String = task[start + 1..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',' || *c == '.')
+            .filter(|c| *c != ',')
+            .collect();
+        if let Ok(value) = number.trim_end_matches('.').parse::<f64>() {
+            return Some(value);
+        }
+    }
+    let words: Vec<&str> = task.split_whitespace().collect();
+    for pair in words.windows(2) {
+        let unit = pair[1]
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if matches!(unit.as_str(), "dollars" | "usd" | "dollar")
+            && let Ok(value) = pair[0].replace(',', "").parse::<f64>()
+        {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// The first quoted text that looks like a path, else the first word containing `/` (an
+/// absolute or relative path), else a word with a file extension; sentence punctuation removed.
+pub(crate) fn path(task: &str) -> Option<String> {
+    if let Some(quoted) = quoted(task)
+        && (quoted.contains('/') || quoted.contains('.'))
+    {
+        return Some(quoted);
+    }
+    let clean = |word: &str| {
+        word.trim_start_matches(['(', '`', '<'])
+            .trim_end_matches([',', ';', ':', '?', '!', ')', '`', '>', '.'])
+            .to_owned()
+    };
+    let words: Vec<&str> = task.split_whitespace().collect();
+    if let Some(word) = words.iter().find(|w| w.contains('/')) {
+        return Some(clean(word)).filter(|p| !p.is_empty());
+    }
+    words.iter().map(|w| clean(w)).find(|w| {
+        w.rsplit_once('.')
+            .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_order_task_in_several_phrasings() {
+        let cases = [
+            (
+                "Look up customer Ada Okafor's orders, sum their total, and tell me if it exceeds $500",
+                "Ada Okafor",
+                500.0,
+            ),
+            (
+                "Look up customer \"Mary-Jane O'Neil\" orders and tell me if the total exceeds $1,250.50.",
+                "Mary-Jane O'Neil",
+                1250.5,
+            ),
+            (
+                "For customer named Bruno Lindqvist: sum the orders; does it exceed 300 dollars?",
+                "Bruno Lindqvist",
+                300.0,
+            ),
+            (
+                "look up customer Chen’s orders, sum their total, tell me if it exceeds $ 75",
+                "Chen",
+                75.0,
+            ),
+        ];
+        for (task, customer, threshold) in cases {
+            assert_eq!(
+                intent(task),
+                Ok(Intent::OrderTotal {
+                    customer: customer.into(),
+                    threshold
+                }),
+                "{task}"
+            );
+        }
+    }
+
+    #[test]
+    fn line_count_tasks_with_any_path() {
+        for (task, path) in [
+            (
+                "Read /tmp/x/notes.txt with the filesystem server and tell me how many lines it has",
+                "/tmp/x/notes.txt",
+            ),
+            ("How many lines are in docs/guide.md?", "docs/guide.md"),
+            (
+                "Count the lines of \"/data/my file.csv\".",
+                "/data/my file.csv",
+            ),
+            (
+                "Read README.md and tell me how many lines it has.",
+                "README.md",
+            ),
+        ] {
+            assert_eq!(
+                intent(task),
+                Ok(Intent::LineCount { path: path.into() }),
+                "{task}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_parts_and_unknown_tasks_say_why() {
+        assert!(
+            intent("Look up customer orders and tell me if they exceed $5")
+                .expect_err("no name")
+                .contains("names no customer")
+        );
+        assert!(
+            intent("Look up customer Ada's orders")
+                .expect_err("no amount")
+                .contains("$500")
+        );
+        assert!(
+            intent("Write a poem")
+                .expect_err("no rule")
+                .contains("no rule")
+        );
+    }
+}

@@ -1,0 +1,657 @@
+//! The plan-act loop: ask the model, make the calls it asks for, repeat until it answers or a
+//! guard stops it.
+//!
+//! One run: discover the tools through the host and fix the set; then per step check the cost
+//! ceiling against the worst case of the next LLM call, call the backend (bounded by the step
+//! timeout, the run's deadline and cancellation), bill the usage, and either make the tool calls
+//! (destructive ones only with confirmation, every one a dry-run in dry-run mode, repeats caught
+//! by the loop guard) or check the final answer against the schema, with one corrective turn.
+//! Every decision emits an event; the result says how the run ended and carries every call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::answer::{AnswerSchema, split_answer};
+use crate::backend::{
+    LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, StopReason, ToolResultTurn, Turn,
+};
+use crate::catalog::{Catalog, choose, passes_filters};
+use crate::config::Timeouts;
+use crate::cost::{CeilingDecision, ModelPrice, call_cost, check_ceiling};
+use crate::events::{Emitter, EventKind, EventSink};
+use crate::guards::{LoopGuard, Verdict};
+use crate::host::{ToolCall, ToolHost};
+use crate::request::{AgentResult, HaltReason, RunStatus, ToolCallRecord, UsageTotals};
+use crate::summary::{KEEP_RESULT_BYTES, MODEL_RESULT_CHARS, one_line, result_text};
+
+/// Everything a run needs besides its host, backend, sink and cancellation; built from a request
+/// and the config by [`crate::Agent::prepare`], or directly by tests.
+#[derive(Debug)]
+pub struct RunSettings {
+    /// The run's id.
+    pub run_id: String,
+    /// The task.
+    pub task: String,
+    /// LLM calls allowed (a corrective turn comes on top).
+    pub max_steps: u32,
+    /// The ceiling in USD; `None` disables it.
+    pub cost_ceiling_usd: Option<f64>,
+    /// The model's price; required when the ceiling is on.
+    pub price: Option<ModelPrice>,
+    /// `max_tokens` wanted per call.
+    pub max_output_tokens: u64,
+    /// Tools shown when the catalog is larger.
+    pub tool_limit: usize,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// Every call a dry-run.
+    pub dry_run: bool,
+    /// Destructive tools allowed.
+    pub confirm_destructive: bool,
+    /// The final answer's schema.
+    pub answer_schema: AnswerSchema,
+    /// Only these servers.
+    pub servers: Option<Vec<String>>,
+    /// Only these tools (names or `server/tool` globs).
+    pub tools: Option<Vec<String>>,
+}
+
+/// The system prompt every backend gets.
+pub fn system_prompt(schema: &Value, dry_run: bool) -> String {
+    let mut prompt = format!(
+        "You complete the user's task by calling the tools provided, then answer.\n\
+         - Use tools to find facts; never guess what a tool can tell you.\n\
+         - Discover before you query: read a schema or list a directory before relying on names.\n\
+         - When you have what you need, reply without tool calls, with exactly one JSON object \
+           matching this JSON Schema:\n{schema}\n\
+         Normally that is {{\"answer\": \"<one or two sentences>\", \"keyFacts\": {{<the names \
+         and figures the answer rests on>}}}}."
+    );
+    if dry_run {
+        prompt.push_str(
+            "\nThis is a dry run: no tool is executed; each call returns what would happen. \
+             Plan the calls, then answer with the plan.",
+        );
+    }
+    prompt
+}
+
+/// How a run ends, before the result is assembled.
+enum Ending {
+    Completed {
+        answer: String,
+        key_facts: Map<String, Value>,
+    },
+    Halted(HaltReason),
+    Failed(String),
+}
+
+/// Runs one task to its end. Never panics on bad input and never returns early without a result:
+/// every failure is a `failed` or `halted` result.
+#[tracing::instrument(skip_all, fields(run_id = %settings.run_id))]
+pub async fn run(
+    settings: RunSettings,
+    host: Arc<dyn ToolHost>,
+    backend: Arc<dyn LlmBackend>,
+    events: Arc<dyn EventSink>,
+    cancel: CancellationToken,
+) -> AgentResult {
+    let mut emitter = Emitter::new(&settings.run_id, events.as_ref());
+    let mut state = RunState {
+        settings: &settings,
+        host: host.as_ref(),
+        backend: backend.as_ref(),
+        cancel: &cancel,
+        deadline: Instant::now() + settings.timeouts.run(),
+        catalog: Catalog::default(),
+        turns: vec![Turn::User(settings.task.clone())],
+        usage: UsageTotals {
+            cost_usd: Some(0.0),
+            ..UsageTotals::default()
+        },
+        spent_usd: 0.0,
+        records: Vec::new(),
+        last_text: String::new(),
+        guard: LoopGuard::default(),
+    };
+    let ending = state.drive(&mut emitter).await;
+    let (status, answer, key_facts, halt_reason, error) = match ending {
+        Ending::Completed { answer, key_facts } => {
+            (RunStatus::Completed, answer, key_facts, None, None)
+        }
+        Ending::Halted(reason) => {
+            let answer = if state.last_text.trim().is_empty() {
+                format!(
+                    "no final answer: the run halted ({}) after {} tool calls",
+                    reason.as_str(),
+                    state.records.len()
+                )
+            } else {
+                state.last_text.clone()
+            };
+            (RunStatus::Halted, answer, Map::new(), Some(reason), None)
+        }
+        Ending::Failed(message) => {
+            emitter.emit(EventKind::Error {
+                step: None,
+                message: message.clone(),
+            });
+            (
+                RunStatus::Failed,
+                state.last_text.clone(),
+                Map::new(),
+                None,
+                Some(message),
+            )
+        }
+    };
+    emitter.emit(EventKind::Final {
+        status,
+        answer: answer.clone(),
+        halt_reason,
+        usage: state.usage,
+    });
+    tracing::debug!(?status, calls = state.records.len(), "run ended");
+    AgentResult {
+        run_id: settings.run_id.clone(),
+        status,
+        answer,
+        key_facts,
+        tool_calls: std::mem::take(&mut state.records),
+        usage: state.usage,
+        halt_reason,
+        error,
+        available_tools: state.catalog.labels(),
+        backend: backend.name().to_owned(),
+        model: backend.model().to_owned(),
+        events_dropped: emitter.dropped(),
+    }
+}
+
+struct RunState<'a> {
+    settings: &'a RunSettings,
+    host: &'a dyn ToolHost,
+    backend: &'a dyn LlmBackend,
+    cancel: &'a CancellationToken,
+    deadline: Instant,
+    catalog: Catalog,
+    turns: Vec<Turn>,
+    usage: UsageTotals,
+    spent_usd: f64,
+    records: Vec<ToolCallRecord>,
+    last_text: String,
+    guard: LoopGuard,
+}
+
+/// What bounded waiting produced.
+enum Waited<T> {
+    Done(T),
+    Cancelled,
+    StepTimeout,
+    RunTimeout,
+}
+
+impl RunState<'_> {
+    /// Waits for `future` within the step timeout, the run deadline and cancellation.
+    async fn bounded<T>(&self, future: impl Future<Output = T>) -> Waited<T> {
+        let step_end = Instant::now() + self.settings.timeouts.step();
+        let end = step_end.min(self.deadline);
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Waited::Cancelled,
+            value = future => Waited::Done(value),
+            _ = tokio::time::sleep_until(end) => {
+                if end >= self.deadline { Waited::RunTimeout } else { Waited::StepTimeout }
+            }
+        }
+    }
+
+    async fn drive(&mut self, emitter: &mut Emitter<'_>) -> Ending {
+        if let Err(ending) = self.discover().await {
+            return ending;
+        }
+        emitter.emit(EventKind::Started {
+            task: self.settings.task.clone(),
+            backend: self.backend.name().to_owned(),
+            model: self.backend.model().to_owned(),
+            available_tools: self.catalog.labels(),
+        });
+        let system = system_prompt(self.settings.answer_schema.schema(), self.settings.dry_run);
+        let mut corrected = false;
+        let mut step: u32 = 0;
+        loop {
+            let budget = self.settings.max_steps + u32::from(corrected);
+            if step >= budget {
+                return Ending::Halted(HaltReason::MaxSteps);
+            }
+            step += 1;
+            if self.cancel.is_cancelled() {
+                return Ending::Halted(HaltReason::Cancelled);
+            }
+            let response = match self.ask(&system, step, emitter).await {
+                Ok(response) => response,
+                Err(ending) => return ending,
+            };
+            if !response.text.trim().is_empty() {
+                self.last_text = response.text.clone();
+            }
+            if !response.tool_calls.is_empty() {
+                if let Err(ending) = self.act(step, response, emitter).await {
+                    return ending;
+                }
+                continue;
+            }
+            match response.stop {
+                StopReason::Pause => {
+                    self.turns.push(Turn::Assistant {
+                        text: response.text,
+                        tool_calls: Vec::new(),
+                    });
+                    continue;
+                }
+                StopReason::Refusal => {
+                    return Ending::Failed(format!(
+                        "the model declined the task: {}",
+                        one_line(&response.text)
+                    ));
+                }
+                StopReason::EndTurn
+                | StopReason::ToolUse
+                | StopReason::MaxTokens
+                | StopReason::Other(_) => {}
+            }
+            match self.settings.answer_schema.check(&response.text) {
+                Ok(object) => {
+                    let (answer, key_facts) = split_answer(&object);
+                    return Ending::Completed { answer, key_facts };
+                }
+                Err(error) if !corrected => {
+                    corrected = true;
+                    emitter.emit(EventKind::Error {
+                        step: Some(step),
+                        message: format!("{error}; asking the model once more"),
+                    });
+                    self.turns.push(Turn::Assistant {
+                        text: response.text,
+                        tool_calls: Vec::new(),
+                    });
+                    self.turns.push(Turn::User(format!(
+                        "{error}. Reply with only that JSON object, matching this JSON Schema: {}",
+                        self.settings.answer_schema.schema()
+                    )));
+                }
+                Err(error) => return Ending::Failed(error.to_string()),
+            }
+        }
+    }
+
+    /// Lists the tools, filters them, keeps the best `tool_limit`, and names them.
+    async fn discover(&mut self) -> Result<(), Ending> {
+        let listed = match self.bounded(self.host.list_tools()).await {
+            Waited::Done(Ok(tools)) => tools,
+            Waited::Done(Err(error)) => {
+                return Err(Ending::Failed(format!("cannot list the tools: {error}")));
+            }
+            other => return Err(self.interrupted(other)),
+        };
+        let servers = self.settings.servers.as_deref();
+        let tools = self.settings.tools.as_deref();
+        let visible: Vec<_> = listed
+            .into_iter()
+            .filter(|tool| passes_filters(tool, servers, tools))
+            .collect();
+        let limit = self.settings.tool_limit;
+        let ranked = if visible.len() > limit {
+            // Ask for more than the limit: filters may remove some of the host's hits.
+            let query = self.host.search_tools(&self.settings.task, limit * 2);
+            match self.bounded(query).await {
+                Waited::Done(Ok(ranked)) => Some(ranked),
+                Waited::Done(Err(error)) => {
+                    tracing::debug!(%error, "search failed; keeping the first tools listed");
+                    None
+                }
+                other => return Err(self.interrupted(other)),
+            }
+        } else {
+            None
+        };
+        self.catalog = Catalog::build(choose(visible, ranked, limit));
+        Ok(())
+    }
+
+    fn interrupted<T>(&self, waited: Waited<T>) -> Ending {
+        match waited {
+            Waited::Cancelled => Ending::Halted(HaltReason::Cancelled),
+            Waited::RunTimeout | Waited::StepTimeout => Ending::Halted(HaltReason::Timeout),
+            Waited::Done(_) => unreachable!("only interruptions are passed here"),
+        }
+    }
+
+    /// One LLM call: the ceiling check, the call, the bill.
+    async fn ask(
+        &mut self,
+        system: &str,
+        step: u32,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<LlmResponse, Ending> {
+        let wanted = self.settings.max_output_tokens;
+        let mut request = LlmRequest {
+            system,
+            tools: self.catalog.tools(),
+            turns: &self.turns,
+            max_output_tokens: wanted,
+        };
+        if let Some(ceiling) = self.settings.cost_ceiling_usd {
+            let Some(price) = &self.settings.price else {
+                return Err(Ending::Failed(format!(
+                    "the model {} has no price; add it to agent.prices or disable the ceiling",
+                    self.backend.model()
+                )));
+            };
+            let bound = self.backend.input_token_bound(&request);
+            match check_ceiling(price, self.spent_usd, ceiling, bound, wanted) {
+                CeilingDecision::Proceed { max_output_tokens } => {
+                    request.max_output_tokens = max_output_tokens;
+                }
+                CeilingDecision::Halt { worst_case_usd } => {
+                    emitter.emit(EventKind::Error {
+                        step: Some(step),
+                        message: format!(
+                            "the next LLM call could cost up to ${worst_case_usd:.4}; with \
+                             ${:.4} spent that could pass the ceiling of ${ceiling:.4}",
+                            self.spent_usd
+                        ),
+                    });
+                    return Err(Ending::Halted(HaltReason::CostCeiling));
+                }
+            }
+        }
+        let started = Instant::now();
+        let outcome = match self.bounded(self.backend.complete(request)).await {
+            Waited::Done(outcome) => outcome,
+            other => {
+                if matches!(other, Waited::StepTimeout) {
+                    emitter.emit(EventKind::Error {
+                        step: Some(step),
+                        message: format!(
+                            "the LLM call took longer than the step timeout of {} ms",
+                            self.settings.timeouts.step_ms
+                        ),
+                    });
+                }
+                return Err(self.interrupted(other));
+            }
+        };
+        let latency_ms = millis(started.elapsed());
+        match outcome {
+            Ok(response) => {
+                let cost = self.bill(&response.usage);
+                emitter.emit(EventKind::LlmCall {
+                    step,
+                    usage: UsageTotals::of_call(&response.usage, cost),
+                    stop_reason: response.raw_stop.clone(),
+                    tool_calls: response.tool_calls.len(),
+                    latency_ms,
+                });
+                Ok(response)
+            }
+            Err(error) => {
+                let usage = error.usage();
+                if usage != Default::default() {
+                    self.bill(&usage);
+                }
+                Err(match error {
+                    LlmError::NoPlan(reason) => Ending::Failed(reason),
+                    other => Ending::Failed(other.to_string()),
+                })
+            }
+        }
+    }
+
+    /// Adds a call's usage to the totals; returns its cost.
+    fn bill(&mut self, usage: &crate::cost::Usage) -> Option<f64> {
+        let cost = self
+            .settings
+            .price
+            .as_ref()
+            .map(|price| call_cost(price, usage));
+        if let Some(cost) = cost {
+            self.spent_usd += cost;
+        }
+        self.usage.add_call(usage, cost);
+        cost
+    }
+
+    /// Makes the tool calls of one model turn and appends the turn and the results.
+    async fn act(
+        &mut self,
+        step: u32,
+        response: LlmResponse,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<(), Ending> {
+        let mut results = Vec::with_capacity(response.tool_calls.len());
+        let mut halt = None;
+        for call in &response.tool_calls {
+            if halt.is_some() {
+                // The turn's remaining calls still need an answer for the transcript to be valid.
+                results.push(error_result(call, "not run: the run is halting".into()));
+                continue;
+            }
+            match self.one_call(step, call, emitter).await {
+                Ok(result) => results.push(result),
+                Err(ending) => {
+                    results.push(error_result(call, "not run: the run is halting".into()));
+                    halt = Some(ending);
+                }
+            }
+        }
+        self.turns.push(Turn::Assistant {
+            text: response.text,
+            tool_calls: response.tool_calls,
+        });
+        self.turns.push(Turn::ToolResults(results));
+        match halt {
+            Some(ending) => Err(ending),
+            None => Ok(()),
+        }
+    }
+
+    async fn one_call(
+        &mut self,
+        step: u32,
+        call: &LlmToolCall,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<ToolResultTurn, Ending> {
+        let Some(tool) = self.catalog.resolve(&call.name).cloned() else {
+            let known: Vec<&str> = self
+                .catalog
+                .tools()
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect();
+            let message = format!(
+                "unknown tool {:?}; the tools are: {}",
+                call.name,
+                known.join(", ")
+            );
+            self.record_refusal(step, None, &call.name, call, &message, emitter);
+            return Ok(error_result(call, message));
+        };
+        if tool.destructive && !self.settings.confirm_destructive && !self.settings.dry_run {
+            let message = format!(
+                "refused: {} is destructive and this run was not started with \
+                 confirmDestructive: true; choose another tool or finish without it",
+                tool.tool
+            );
+            self.record_refusal(
+                step,
+                tool.server.clone(),
+                &tool.tool,
+                call,
+                &message,
+                emitter,
+            );
+            return Ok(error_result(call, message));
+        }
+        match self
+            .guard
+            .check(tool.server.as_deref(), &tool.tool, &call.arguments)
+        {
+            Verdict::Proceed => {}
+            Verdict::Repeat => {
+                let message = "refused: you made this exact call just before and its result is \
+                               above; use it, or change the arguments"
+                    .to_owned();
+                self.record_refusal(
+                    step,
+                    tool.server.clone(),
+                    &tool.tool,
+                    call,
+                    &message,
+                    emitter,
+                );
+                return Ok(error_result(call, message));
+            }
+            Verdict::Loop => {
+                emitter.emit(EventKind::Error {
+                    step: Some(step),
+                    message: format!(
+                        "loop detected: {} was asked for again with the same arguments",
+                        tool.tool
+                    ),
+                });
+                return Err(Ending::Halted(HaltReason::LoopDetected));
+            }
+        }
+        emitter.emit(EventKind::ToolCall {
+            step,
+            server: tool.server.clone(),
+            tool: tool.tool.clone(),
+            arguments: call.arguments.clone(),
+            dry_run: self.settings.dry_run,
+        });
+        let request = ToolCall {
+            server: tool.server.clone(),
+            tool: tool.tool.clone(),
+            arguments: call.arguments.clone(),
+            dry_run: self.settings.dry_run,
+            confirm_destructive: self.settings.confirm_destructive,
+            step,
+        };
+        let started = Instant::now();
+        let outcome = match self.bounded(self.host.call_tool(request)).await {
+            Waited::Done(outcome) => outcome,
+            Waited::StepTimeout => Err(crate::host::ToolError::Timeout(format!(
+                "no answer within the step timeout of {} ms",
+                self.settings.timeouts.step_ms
+            ))),
+            other => return Err(self.interrupted(other)),
+        };
+        let (record, result) = match outcome {
+            Ok(outcome) => {
+                let text = result_text(&outcome.result, MODEL_RESULT_CHARS);
+                let kept = (outcome.result.to_string().len() <= KEEP_RESULT_BYTES)
+                    .then(|| outcome.result.clone());
+                (
+                    ToolCallRecord {
+                        step,
+                        server: outcome.server.clone(),
+                        tool: outcome.tool.clone(),
+                        arguments: call.arguments.clone(),
+                        result_summary: one_line(&text),
+                        result: kept,
+                        is_error: outcome.is_error,
+                        latency_ms: millis(outcome.latency),
+                        selection_rule: outcome.selection_rule.clone(),
+                    },
+                    ToolResultTurn {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: text,
+                        result: Some(outcome.result),
+                        is_error: outcome.is_error,
+                    },
+                )
+            }
+            Err(error) => {
+                let message = error.to_string();
+                (
+                    ToolCallRecord {
+                        step,
+                        server: tool.server.clone().unwrap_or_default(),
+                        tool: tool.tool.clone(),
+                        arguments: call.arguments.clone(),
+                        result_summary: one_line(&message),
+                        result: None,
+                        is_error: true,
+                        latency_ms: millis(started.elapsed()),
+                        selection_rule: None,
+                    },
+                    error_result(call, message),
+                )
+            }
+        };
+        emitter.emit(EventKind::ToolResult {
+            step,
+            server: record.server.clone(),
+            tool: record.tool.clone(),
+            is_error: record.is_error,
+            result_summary: record.result_summary.clone(),
+            latency_ms: record.latency_ms,
+            selection_rule: record.selection_rule.clone(),
+        });
+        self.records.push(record);
+        Ok(result)
+    }
+
+    /// Records a call the loop refused before it reached the host.
+    fn record_refusal(
+        &mut self,
+        step: u32,
+        server: Option<String>,
+        tool: &str,
+        call: &LlmToolCall,
+        message: &str,
+        emitter: &mut Emitter<'_>,
+    ) {
+        let record = ToolCallRecord {
+            step,
+            server: server.unwrap_or_default(),
+            tool: tool.to_owned(),
+            arguments: call.arguments.clone(),
+            result_summary: one_line(message),
+            result: None,
+            is_error: true,
+            latency_ms: 0,
+            selection_rule: None,
+        };
+        emitter.emit(EventKind::ToolResult {
+            step,
+            server: record.server.clone(),
+            tool: record.tool.clone(),
+            is_error: true,
+            result_summary: record.result_summary.clone(),
+            latency_ms: 0,
+            selection_rule: None,
+        });
+        self.records.push(record);
+    }
+}
+
+fn error_result(call: &LlmToolCall, message: String) -> ToolResultTurn {
+    ToolResultTurn {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: message,
+        result: None,
+        is_error: true,
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
