@@ -282,7 +282,7 @@ pub fn load_api_key(
         },
         None => Ok(backend
             .default_api_key_env()
-            .and_then(|variable| lookup_env(variable))
+            .and_then(&lookup_env)
             .filter(|v| !v.trim().is_empty())
             .map(|key| ApiKey::new(key.trim()))),
     }

@@ -450,7 +450,7 @@ mod tests {
         );
         match check_ceiling(&price, 0.05, 0.10, 10_000, 1_000) {
             CeilingDecision::Proceed { max_output_tokens } => {
-                assert!(max_output_tokens < 1_000 && max_output_tokens >= MIN_OUTPUT_TOKENS);
+                assert!((MIN_OUTPUT_TOKENS..1_000).contains(&max_output_tokens));
                 assert!(0.05 + worst_case_cost(&price, 10_000, max_output_tokens) <= 0.10);
                 assert!(0.05 + worst_case_cost(&price, 10_000, max_output_tokens + 1) > 0.10);
             }

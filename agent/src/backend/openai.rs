@@ -243,7 +243,7 @@ impl ChunkFold {
     /// says the connection closed without error: a stream without `[DONE]` is accepted then only
     /// when a `finish_reason` arrived (some servers omit `[DONE]`).
     pub(crate) fn finish(self, turn: usize, ended_cleanly: bool) -> Result<LlmResponse, LlmError> {
-        if !self.done && !(ended_cleanly && self.finish_reason.is_some()) {
+        if !(self.done || (ended_cleanly && self.finish_reason.is_some())) {
             return Err(LlmError::StreamCut {
                 provider: PROVIDER,
                 message: "the stream ended without [DONE] or a finish_reason".into(),

@@ -60,7 +60,7 @@ pub(crate) fn customer_name(task: &str) -> Option<String> {
     }
     let lower = task.to_lowercase();
     let start = lower.find("customer")? + "customer".len();
-    let rest = task[start..].trim_start_matches(|c: char| c == 's' || c == ':');
+    let rest = task[start..].trim_start_matches(['s', ':']);
     let mut words = Vec::new();
     for word in rest.split_whitespace() {
         let (word, possessive) = strip_possessive(word);

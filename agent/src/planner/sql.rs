@@ -324,7 +324,7 @@ impl OrdersPlan {
         let literal = quote_literal(&name.to_lowercase());
         let like = quote_literal(&format!(
             "%{}%",
-            name.to_lowercase().replace('%', "").replace('_', "")
+            name.to_lowercase().replace(['%', '_'], "")
         ));
         format!(
             "SELECT c.{key} AS id, {name} AS name FROM {table} c \
