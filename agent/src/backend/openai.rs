@@ -68,8 +68,13 @@ pub(crate) fn request_body(model: &str, limit_key: &str, request: &LlmRequest<'_
         match turn {
             Turn::User(text) => messages.push(json!({"role": "user", "content": text})),
             Turn::Assistant { text, tool_calls } => {
-                let mut message = json!({"role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                // `null` content is only allowed beside tool calls; an empty turn sends "".
+                let content = if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                let mut message = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {
                     message["tool_calls"] = tool_calls
                         .iter()
