@@ -9,6 +9,10 @@
 //! language model; it is cheap, deterministic and offline, and a real model can replace it
 //! behind the same trait.
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
+
 use crate::concepts;
 use crate::text;
 
@@ -80,6 +84,42 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
+/// Appends `values` quantised to `i8` (scaled so the largest magnitude is 127) to `out` and
+/// returns the scale that maps them back (`value ≈ q * scale`).
+pub(crate) fn quantize_into(values: &[f32], out: &mut Vec<i8>) -> f32 {
+    let largest = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    if largest == 0.0 {
+        out.extend(std::iter::repeat_n(0, values.len()));
+        return 0.0;
+    }
+    let scale = largest / 127.0;
+    out.extend(
+        values
+            .iter()
+            .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
+    );
+    scale
+}
+
+/// Integer dot product of two quantised rows (the compiler vectorises the widening sum).
+pub(crate) fn dot_quantized(a: &[i8], b: &[i8]) -> i32 {
+    let mut sums = [0i32; 16];
+    let chunks_a = a.chunks_exact(16);
+    let chunks_b = b.chunks_exact(16);
+    let tail: i32 = chunks_a
+        .remainder()
+        .iter()
+        .zip(chunks_b.remainder())
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    for (x, y) in chunks_a.zip(chunks_b) {
+        for i in 0..16 {
+            sums[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    sums.iter().sum::<i32>() + tail
+}
+
 /// The default embedder: feature hashing of words, concepts and character trigrams.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HashEmbedder;
@@ -101,57 +141,91 @@ fn fnv1a(kind: u8, parts: &[&[u8]]) -> u64 {
     hash
 }
 
-fn add_feature(vector: &mut [f32], hash: u64, weight: f32) {
-    let dimensions = vector.len() as u64;
+/// The most words whose features `HashEmbedder` remembers per thread (then it starts over).
+const FEATURE_MEMO_CAPACITY: usize = 1 << 16;
+
+thread_local! {
+    /// Folded word → its features as (bucket, signed weight). Computing a word's trigrams and
+    /// concepts costs more than looking them up, and tool texts reuse a small vocabulary.
+    static FEATURE_MEMO: RefCell<FxHashMap<Box<str>, Box<[(u32, f32)]>>> =
+        RefCell::new(FxHashMap::default());
+}
+
+fn feature(hash: u64, weight: f32) -> (u32, f32) {
     // The low bits pick the bucket and a high bit the sign, so colliding features cancel on
     // average instead of piling up.
-    let bucket = (hash % dimensions) as usize;
+    let bucket = (hash % HASH_DIMENSIONS as u64) as u32;
     let sign = if hash >> 63 == 0 { 1.0 } else { -1.0 };
-    vector[bucket] += sign * weight;
+    (bucket, sign * weight)
+}
+
+/// The features of one non-CJK folded word: nothing for a stop word; else the stemmed word, its
+/// concept groups and its character trigrams.
+fn word_features(folded: &str) -> Box<[(u32, f32)]> {
+    let mut stemmed = String::with_capacity(32);
+    if text::analyze_word(folded, &mut stemmed) {
+        return Box::new([]);
+    }
+    let mut features = vec![feature(fnv1a(b'w', &[stemmed.as_bytes()]), WORD_WEIGHT)];
+    let groups = concepts::groups_of(&stemmed);
+    if !groups.is_empty() {
+        // Split the weight so a word in many groups does not outweigh one in a single group.
+        let weight = CONCEPT_WEIGHT / (groups.len() as f32).sqrt();
+        for group in groups {
+            features.push(feature(fnv1a(b'c', &[&group.to_le_bytes()]), weight));
+        }
+    }
+    // Character trigrams over the folded word with boundary marks, on characters (not bytes) so
+    // Cyrillic or Arabic trigrams are real trigrams. `starts` holds the byte offsets of the last
+    // three characters seen.
+    let padded = format!("#{folded}#");
+    let characters = padded.chars().count();
+    if characters >= 3 {
+        let weight = TRIGRAMS_WEIGHT / ((characters - 2) as f32).sqrt();
+        let mut starts = [0usize; 3];
+        let ends = padded
+            .char_indices()
+            .map(|(offset, _)| offset)
+            .chain(std::iter::once(padded.len()));
+        for (seen, offset) in ends.enumerate() {
+            if seen >= 3 {
+                let gram = &padded.as_bytes()[starts[0]..offset];
+                features.push(feature(fnv1a(b'g', &[gram]), weight));
+            }
+            starts = [starts[1], starts[2], offset];
+        }
+    }
+    features.into_boxed_slice()
 }
 
 impl HashEmbedder {
     fn add_text(vector: &mut [f32], text: &str) {
-        let mut stemmed = String::with_capacity(32);
-        let mut padded: Vec<u8> = Vec::with_capacity(34);
         text::split_words(text, |word| {
             if word.cjk {
-                add_feature(vector, fnv1a(b'w', &[word.folded.as_bytes()]), WORD_WEIGHT);
+                let (bucket, weight) = feature(fnv1a(b'w', &[word.folded.as_bytes()]), WORD_WEIGHT);
+                vector[bucket as usize] += weight;
                 return;
             }
-            if text::is_stop_word(word.folded) {
+            let known = FEATURE_MEMO.with_borrow(|memo| {
+                memo.get(word.folded).map(|features| {
+                    for &(bucket, weight) in features.iter() {
+                        vector[bucket as usize] += weight;
+                    }
+                })
+            });
+            if known.is_some() {
                 return;
             }
-            text::stem(word.folded, &mut stemmed);
-            add_feature(vector, fnv1a(b'w', &[stemmed.as_bytes()]), WORD_WEIGHT);
-            let groups = concepts::groups_of(&stemmed);
-            if !groups.is_empty() {
-                // Split the weight so a word in many groups does not outweigh one in a single
-                // group.
-                let weight = CONCEPT_WEIGHT / (groups.len() as f32).sqrt();
-                for group in groups {
-                    add_feature(vector, fnv1a(b'c', &[&group.to_le_bytes()]), weight);
-                }
+            let features = word_features(word.folded);
+            for &(bucket, weight) in features.iter() {
+                vector[bucket as usize] += weight;
             }
-            // Character trigrams over the folded word with boundary marks, on characters (not
-            // bytes) so Cyrillic or Arabic trigrams are real trigrams.
-            padded.clear();
-            padded.push(b'#');
-            padded.extend_from_slice(word.folded.as_bytes());
-            padded.push(b'#');
-            let boundaries: Vec<usize> = std::str::from_utf8(&padded)
-                .map(|s| s.char_indices().map(|(i, _)| i).collect())
-                .unwrap_or_default();
-            let char_count = boundaries.len();
-            if char_count >= 3 {
-                let trigrams = char_count - 2;
-                let weight = TRIGRAMS_WEIGHT / (trigrams as f32).sqrt();
-                for start in 0..trigrams {
-                    let end = boundaries.get(start + 3).copied().unwrap_or(padded.len());
-                    let gram = &padded[boundaries[start]..end];
-                    add_feature(vector, fnv1a(b'g', &[gram]), weight);
+            FEATURE_MEMO.with_borrow_mut(|memo| {
+                if memo.len() >= FEATURE_MEMO_CAPACITY {
+                    memo.clear();
                 }
-            }
+                memo.insert(word.folded.into(), features);
+            });
         });
     }
 }
@@ -200,6 +274,20 @@ mod tests {
         assert!(similarity("прочитать файлы", "файл") > 0.2);
         assert!(similarity("قراءة الملفات", "الملف") > 0.1);
         assert!(similarity("读取文件", "文件") > 0.3);
+    }
+
+    #[test]
+    fn quantised_dot_products_track_the_exact_cosine() {
+        let a = HashEmbedder.embed("send a message to a slack channel");
+        let b = HashEmbedder.embed("post a chat message");
+        let (mut qa, mut qb) = (Vec::new(), Vec::new());
+        let scale = quantize_into(a.values(), &mut qa) * quantize_into(b.values(), &mut qb);
+        let approximate = dot_quantized(&qa, &qb) as f32 * scale;
+        assert!(
+            (approximate - cosine(&a, &b)).abs() < 0.01,
+            "{approximate} vs {}",
+            cosine(&a, &b)
+        );
     }
 
     #[test]

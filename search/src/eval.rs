@@ -124,17 +124,14 @@ pub fn tool_docs(catalogs: &[CatalogServer]) -> Vec<ToolDoc> {
 
 /// Builds our index over `docs`, one shard per server.
 pub fn build_index(docs: &[ToolDoc]) -> Index {
-    let mut servers: Vec<&str> = docs.iter().map(|d| d.server.as_str()).collect();
-    servers.sort_unstable();
-    servers.dedup();
-    servers.iter().fold(Index::new(), |index, server| {
-        let shard: Vec<ToolDoc> = docs
-            .iter()
-            .filter(|d| d.server == *server)
-            .cloned()
-            .collect();
-        index.with_server(server, shard)
-    })
+    let mut servers: Vec<(String, Vec<ToolDoc>)> = Vec::new();
+    for doc in docs {
+        match servers.iter_mut().find(|(name, _)| *name == doc.server) {
+            Some((_, shard)) => shard.push(doc.clone()),
+            None => servers.push((doc.server.clone(), vec![doc.clone()])),
+        }
+    }
+    Index::new().with_servers(servers)
 }
 
 /// Checks that every expected tool exists in `docs` (a mislabeled request would silently count

@@ -9,7 +9,7 @@
 
 use crate::concepts;
 use crate::embed;
-use crate::index::{FIELDS, Index, Shard, Stats};
+use crate::index::{FIELDS, Index, Shard};
 use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::text;
 
@@ -182,59 +182,51 @@ fn query_groups(text: &str) -> Vec<TermGroup> {
         .collect()
 }
 
-/// The statistics a query scores with: the whole index's, or those of the visible tools only.
-struct QueryStats {
-    tools: f32,
-    average_lengths: [f32; FIELDS],
-}
-
-impl QueryStats {
-    fn new(tools: usize, length_sums: [u64; FIELDS]) -> QueryStats {
-        let mut average_lengths = [0.0; FIELDS];
-        for (average, sum) in average_lengths.iter_mut().zip(length_sums) {
-            *average = if tools == 0 {
-                0.0
-            } else {
-                sum as f32 / tools as f32
-            };
-        }
-        QueryStats {
-            tools: tools as f32,
-            average_lengths,
+/// Average field lengths over `tools` tools whose field lengths sum to `length_sums`.
+pub(crate) fn average_lengths(tools: usize, length_sums: [u64; FIELDS]) -> [f32; FIELDS] {
+    let mut averages = [0.0; FIELDS];
+    if tools > 0 {
+        for (average, sum) in averages.iter_mut().zip(length_sums) {
+            *average = sum as f32 / tools as f32;
         }
     }
+    averages
+}
 
+/// BM25F's per-field factor of one tool: the field weight over its length normalisation, so a
+/// posting's combined frequency is `Σ frequency[f] * factor[f]`.
+pub(crate) fn field_factors(lengths: &[u16; FIELDS], averages: &[f32; FIELDS]) -> [f32; FIELDS] {
+    let mut factors = [0.0; FIELDS];
+    for field in 0..FIELDS {
+        let b = FIELD_LENGTH_NORMALISATION[field];
+        let relative = if averages[field] > 0.0 {
+            f32::from(lengths[field]) / averages[field]
+        } else {
+            1.0
+        };
+        factors[field] = FIELD_WEIGHTS[field] / (1.0 - b + b * relative);
+    }
+    factors
+}
+
+/// The statistics one query scores with: the whole index's, or, when a visibility predicate
+/// hides tools, those of the visible tools alone (so no score depends on a hidden tool).
+struct QueryStats<'a> {
+    tools: f32,
+    field_factors: std::borrow::Cow<'a, [[f32; FIELDS]]>,
+    /// `Some` when some tools are hidden: per tool (global position), whether it is visible.
+    visible: Option<Vec<bool>>,
+}
+
+impl QueryStats<'_> {
     fn idf(&self, document_frequency: f32) -> f32 {
         (1.0 + (self.tools - document_frequency + 0.5) / (document_frequency + 0.5)).ln()
     }
 }
 
-/// BM25F's combined, length-normalised term frequency of one posting.
-fn pseudo_frequency(
-    frequencies: &[u16; FIELDS],
-    lengths: &[u16; FIELDS],
-    stats: &QueryStats,
-) -> f32 {
-    let mut total = 0.0;
-    for field in 0..FIELDS {
-        if frequencies[field] == 0 {
-            continue;
-        }
-        let b = FIELD_LENGTH_NORMALISATION[field];
-        let average = stats.average_lengths[field];
-        let relative = if average > 0.0 {
-            f32::from(lengths[field]) / average
-        } else {
-            1.0
-        };
-        total += FIELD_WEIGHTS[field] * f32::from(frequencies[field]) / (1.0 - b + b * relative);
-    }
-    total
-}
-
 impl Index {
     /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
-    /// searchable in it (only emoji or punctuation), gives no hits, not an error.
+    /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
     pub fn search(&self, query: &Query<'_>) -> Result<SearchOutcome, SearchError> {
         // Length first: a 1 MB query is refused before it is even scanned.
         if query.text.len() > MAX_QUERY_BYTES {
@@ -254,18 +246,11 @@ impl Index {
         }
 
         let shards: &[std::sync::Arc<Shard>] = &self.shards;
-        let offsets: Vec<usize> = shards
-            .iter()
-            .scan(0, |next, shard| {
-                let start = *next;
-                *next += shard.tools.len();
-                Some(start)
-            })
-            .collect();
+        let offsets = &self.stats.offsets;
         let total = self.stats.tools;
 
-        // Visibility, then the filters. `visible[i]` decides statistics and catalog_size;
-        // `candidate[i]` decides what may be returned.
+        // Visibility, then the filters. `visible` decides statistics and catalog_size;
+        // `candidate` decides what may be returned.
         let visible: Option<Vec<bool>> = query.visible.map(|is_visible| {
             shards
                 .iter()
@@ -279,7 +264,7 @@ impl Index {
         });
         let is_visible = |i: usize| visible.as_ref().is_none_or(|v| v[i]);
         for server in query.servers {
-            let known = shards.iter().zip(&offsets).any(|(shard, &offset)| {
+            let known = shards.iter().zip(offsets).any(|(shard, &offset)| {
                 shard.server == *server
                     && (shard.tools.is_empty()
                         || (offset..offset + shard.tools.len()).any(is_visible))
@@ -293,7 +278,7 @@ impl Index {
         let mut candidate = vec![false; total];
         let mut catalog_size = 0;
         let mut visible_length_sums = [0u64; FIELDS];
-        for (shard, &offset) in shards.iter().zip(&offsets) {
+        for (shard, &offset) in shards.iter().zip(offsets) {
             let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
             for (local, tool) in shard.tools.iter().enumerate() {
                 let global = offset + local;
@@ -310,36 +295,59 @@ impl Index {
                     && (query.tags.is_empty() || tool.tags.iter().any(|t| query.tags.contains(t)));
             }
         }
-        let stats = match &visible {
-            None => QueryStats::new(total, self.stats.length_sums),
-            Some(_) => QueryStats::new(catalog_size, visible_length_sums),
-        };
         if catalog_size == 0 {
             return Ok(SearchOutcome {
                 hits: Vec::new(),
                 catalog_size,
             });
         }
+        let stats = match visible {
+            None => QueryStats {
+                tools: total as f32,
+                field_factors: std::borrow::Cow::Borrowed(&self.stats.field_factors),
+                visible: None,
+            },
+            Some(visible) => {
+                let averages = average_lengths(catalog_size, visible_length_sums);
+                QueryStats {
+                    tools: catalog_size as f32,
+                    field_factors: std::borrow::Cow::Owned(
+                        shards
+                            .iter()
+                            .flat_map(|shard| shard.lengths.iter())
+                            .map(|lengths| field_factors(lengths, &averages))
+                            .collect(),
+                    ),
+                    visible: Some(visible),
+                }
+            }
+        };
 
-        let lexical = self.lexical_scores(query.text, &offsets, &candidate, &visible, &stats);
+        let lexical = self.lexical_scores(query.text, &candidate, &stats);
         let query_embedding = self.embedder.embed(query.text);
         let dimensions = self.embedder.dimensions();
-        let query_vector = query_embedding.values();
-        let semantic_usable = query_vector.len() == dimensions;
+        let mut query_row = Vec::with_capacity(dimensions);
+        let query_scale = if query_embedding.dimensions() == dimensions {
+            embed::quantize_into(query_embedding.values(), &mut query_row)
+        } else {
+            0.0
+        };
 
         // The textual score of every candidate that matched at all.
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut scored: Vec<(f32, u32)> = Vec::new();
         let mut semantic = vec![0.0f32; total];
-        for (shard, &offset) in shards.iter().zip(&offsets) {
+        for (shard, &offset) in shards.iter().zip(offsets) {
             for local in 0..shard.tools.len() {
                 let global = offset + local;
                 if !candidate[global] {
                     continue;
                 }
-                let cosine = if semantic_usable {
+                let cosine = if query_scale > 0.0 {
                     let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
-                    embed::dot(query_vector, row)
+                    embed::dot_quantized(&query_row, row) as f32
+                        * query_scale
+                        * shard.embedding_scales[local]
                 } else {
                     0.0
                 };
@@ -372,15 +380,17 @@ impl Index {
             |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
         scored.select_nth_unstable_by(limit - 1, by_score_desc);
         let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
+        let locate = |global: usize| {
+            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
+            let shard = &shards[shard_index];
+            (shard, &shard.tools[global - offsets[shard_index]])
+        };
         let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
         for &(text_score, global) in &scored {
             if text_score < threshold {
                 continue;
             }
-            let global = global as usize;
-            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
-            let shard = &shards[shard_index];
-            let tool = &shard.tools[global - offsets[shard_index]];
+            let (shard, tool) = locate(global as usize);
             let candidate_ref = ToolRef {
                 server: &shard.server,
                 tool: &tool.name,
@@ -389,25 +399,22 @@ impl Index {
                 query.priors.inertia(previous, candidate_ref)
             });
             let why = Why {
-                lexical: lexical[global],
-                semantic: semantic[global],
+                lexical: lexical[global as usize],
+                semantic: semantic[global as usize],
                 inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
                 reliability: RELIABILITY_WEIGHT
                     * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
                 latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
             };
             let score = text_score + why.inertia + why.reliability + why.latency;
-            contenders.push((score, global as u32, why));
+            contenders.push((score, global, why));
         }
         contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         contenders.truncate(query.limit);
         let hits = contenders
             .into_iter()
             .map(|(score, global, why)| {
-                let global = global as usize;
-                let shard_index = offsets.partition_point(|&o| o <= global) - 1;
-                let shard = &shards[shard_index];
-                let tool = &shard.tools[global - offsets[shard_index]];
+                let (shard, tool) = locate(global as usize);
                 Hit {
                     server: shard.server.clone(),
                     tool: tool.name.clone(),
@@ -420,16 +427,14 @@ impl Index {
         Ok(SearchOutcome { hits, catalog_size })
     }
 
-    /// BM25F with concept expansion, per tool (global order); 0 for tools that are not
+    /// BM25F with concept expansion, per tool (global position); 0 for tools that are not
     /// candidates. Each query word contributes the best of its own score and its synonyms'
     /// down-weighted scores, so a tool matching three synonyms of one word is not counted thrice.
     fn lexical_scores(
         &self,
         query_text: &str,
-        offsets: &[usize],
         candidate: &[bool],
-        visible: &Option<Vec<bool>>,
-        stats: &QueryStats,
+        stats: &QueryStats<'_>,
     ) -> Vec<f32> {
         let total = candidate.len();
         let mut scores = vec![0.0f32; total];
@@ -437,27 +442,40 @@ impl Index {
         let mut touched: Vec<usize> = Vec::new();
         for group in query_groups(query_text) {
             for (term, weight) in &group.members {
-                let document_frequency =
-                    document_frequency(&self.shards, &self.stats, offsets, visible, term);
+                let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
+                    continue;
+                };
+                let document_frequency = match &stats.visible {
+                    None => term_stats.document_frequency as usize,
+                    Some(visible) => term_stats
+                        .shards
+                        .iter()
+                        .map(|(position, postings)| {
+                            let offset = self.stats.offsets[*position as usize];
+                            postings
+                                .iter()
+                                .filter(|p| visible[offset + p.tool as usize])
+                                .count()
+                        })
+                        .sum(),
+                };
                 if document_frequency == 0 {
                     continue;
                 }
-                let idf = stats.idf(document_frequency as f32);
-                for (shard, &offset) in self.shards.iter().zip(offsets) {
-                    let Some(postings) = shard.postings.get(term.as_str()) else {
-                        continue;
-                    };
-                    for posting in postings {
+                let idf = weight * stats.idf(document_frequency as f32);
+                for (position, postings) in &term_stats.shards {
+                    let offset = self.stats.offsets[*position as usize];
+                    for posting in postings.iter() {
                         let global = offset + posting.tool as usize;
                         if !candidate[global] {
                             continue;
                         }
-                        let frequency = pseudo_frequency(
-                            &posting.frequencies,
-                            &shard.lengths[posting.tool as usize],
-                            stats,
-                        );
-                        let score = weight * idf * frequency / (K1 + frequency);
+                        let factors = &stats.field_factors[global];
+                        let mut frequency = 0.0;
+                        for field in 0..FIELDS {
+                            frequency += f32::from(posting.frequencies[field]) * factors[field];
+                        }
+                        let score = idf * frequency / (K1 + frequency);
                         if best[global] == 0.0 {
                             touched.push(global);
                         }
@@ -473,34 +491,6 @@ impl Index {
             }
         }
         scores
-    }
-}
-
-/// The document frequency of `term` among the tools statistics are computed over.
-fn document_frequency(
-    shards: &[std::sync::Arc<Shard>],
-    stats: &Stats,
-    offsets: &[usize],
-    visible: &Option<Vec<bool>>,
-    term: &str,
-) -> usize {
-    match visible {
-        None => stats
-            .document_frequencies
-            .get(term)
-            .map_or(0, |&f| f as usize),
-        Some(visible) => shards
-            .iter()
-            .zip(offsets)
-            .map(|(shard, &offset)| {
-                shard.postings.get(term).map_or(0, |postings| {
-                    postings
-                        .iter()
-                        .filter(|p| visible[offset + p.tool as usize])
-                        .count()
-                })
-            })
-            .sum(),
     }
 }
 

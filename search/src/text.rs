@@ -9,6 +9,12 @@
 //! `-tion`, a final `e`): an aggressive stemmer conflates too much in short tool descriptions, and
 //! the concept table (`concepts.rs`) covers the derivations that matter (`notification` / `notify`).
 
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
 /// Words that carry no meaning for tool retrieval, in documents and queries alike. Standard
 /// English function words plus the request phrasing users wrap around a task ("please", "I want",
 /// "could you").
@@ -197,10 +203,10 @@ const STOP_WORDS: &[&str] = &[
 
 /// Whether `word` (already folded) is a stop word.
 pub(crate) fn is_stop_word(word: &str) -> bool {
-    // The list is small and sorted lookups would need a sorted copy; a linear scan over ~190
-    // short strings is cheaper than hashing for the few words of a query, and documents are
-    // analysed once per build.
-    STOP_WORDS.contains(&word)
+    // Every word of every indexed text is checked, so this is a hash lookup, not a scan.
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(word)
 }
 
 /// Folds one character for matching: lowercase, and Latin letters with diacritics to their base
@@ -254,14 +260,77 @@ pub(crate) struct Word<'a> {
 /// `HTTPServer`) is emitted whole and then as its parts, so both `github` and `git hub` match
 /// `GitHub`. A chunk that mixes letters and digits (`s3`, `base64`, `utf8`) is kept whole, and
 /// its leading letters are emitted too when they are a word of three letters or more (`base`).
-pub(crate) fn split_words(text: &str, mut emit: impl FnMut(Word<'_>)) {
+pub(crate) fn split_words(text: &str, emit: impl FnMut(Word<'_>)) {
+    // Almost all tool text is ASCII; its fast path works on bytes and allocates nothing per word.
+    if text.is_ascii() {
+        split_ascii_words(text.as_bytes(), emit);
+    } else {
+        split_unicode_words(text, emit);
+    }
+}
+
+fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
+    let mut buffer = String::with_capacity(32);
+    let mut start = 0;
+    while start < text.len() {
+        if !text[start].is_ascii_alphanumeric() {
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        while end < text.len() && text[end].is_ascii_alphanumeric() {
+            end += 1;
+        }
+        let chunk = &text[start..end];
+        start = end;
+        let mut emit_range = |range: std::ops::Range<usize>| {
+            buffer.clear();
+            buffer.extend(
+                chunk[range]
+                    .iter()
+                    .map(|b| char::from(b.to_ascii_lowercase())),
+            );
+            emit(Word {
+                folded: &buffer,
+                cjk: false,
+            });
+        };
+        emit_range(0..chunk.len());
+        // The same humps and digit rule as `flush_chunk`, on bytes.
+        let mut humps = 0;
+        let mut previous_start = 0;
+        for i in 1..chunk.len() {
+            let (previous, current) = (chunk[i - 1], chunk[i]);
+            let next_is_lower = chunk.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            if current.is_ascii_uppercase()
+                && (previous.is_ascii_lowercase()
+                    || (previous.is_ascii_uppercase() && next_is_lower))
+            {
+                emit_range(previous_start..i);
+                previous_start = i;
+                humps += 1;
+            }
+        }
+        if humps > 0 {
+            emit_range(previous_start..chunk.len());
+        } else if chunk.iter().any(u8::is_ascii_digit) && chunk[0].is_ascii_alphabetic() {
+            let letters = chunk.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+            if letters >= 3 {
+                emit_range(0..letters);
+            }
+        }
+    }
+}
+
+fn split_unicode_words(text: &str, mut emit: impl FnMut(Word<'_>)) {
     let mut chunk: Vec<char> = Vec::with_capacity(32);
+    let mut starts: Vec<usize> = Vec::with_capacity(8);
     let mut buffer = String::with_capacity(32);
     let mut cjk_run: Vec<char> = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if is_cjk(c) {
-            flush_chunk(&mut chunk, &mut buffer, &mut emit);
+            flush_chunk(&mut chunk, &mut starts, &mut buffer, &mut emit);
             cjk_run.push(c);
             if chars.peek().is_none_or(|next| !is_cjk(*next)) {
                 flush_cjk(&mut cjk_run, &mut buffer, &mut emit);
@@ -269,10 +338,10 @@ pub(crate) fn split_words(text: &str, mut emit: impl FnMut(Word<'_>)) {
         } else if c.is_alphanumeric() {
             chunk.push(c);
         } else {
-            flush_chunk(&mut chunk, &mut buffer, &mut emit);
+            flush_chunk(&mut chunk, &mut starts, &mut buffer, &mut emit);
         }
     }
-    flush_chunk(&mut chunk, &mut buffer, &mut emit);
+    flush_chunk(&mut chunk, &mut starts, &mut buffer, &mut emit);
 }
 
 fn flush_cjk(run: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(Word<'_>)) {
@@ -295,7 +364,12 @@ fn flush_cjk(run: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(Wor
     run.clear();
 }
 
-fn flush_chunk(chunk: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut(Word<'_>)) {
+fn flush_chunk(
+    chunk: &mut Vec<char>,
+    starts: &mut Vec<usize>,
+    buffer: &mut String,
+    emit: &mut impl FnMut(Word<'_>),
+) {
     if chunk.is_empty() {
         return;
     }
@@ -307,7 +381,8 @@ fn flush_chunk(chunk: &mut Vec<char>, buffer: &mut String, emit: &mut impl FnMut
     });
     // Camel-case humps: a split before an uppercase letter that follows a lowercase one
     // (`getFile`), and before the last capital of a run followed by lowercase (`HTTPServer`).
-    let mut starts = vec![0];
+    starts.clear();
+    starts.push(0);
     for i in 1..chunk.len() {
         let (previous, current) = (chunk[i - 1], chunk[i]);
         let next_is_lower = chunk.get(i + 1).is_some_and(|n| n.is_lowercase());
@@ -403,7 +478,9 @@ pub(crate) fn stem(word: &str, out: &mut String) {
         out.push_str(word);
         return;
     }
-    if let Some((_, stemmed)) = IRREGULAR.iter().find(|(form, _)| *form == word) {
+    static IRREGULAR_FORMS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    let irregular = IRREGULAR_FORMS.get_or_init(|| IRREGULAR.iter().copied().collect());
+    if let Some(stemmed) = irregular.get(word) {
         out.push_str(stemmed);
         return;
     }
@@ -472,16 +549,49 @@ pub(crate) fn stem(word: &str, out: &mut String) {
 /// Calls `emit(term, is_stop_word)` for every term of `text`. Stop words are reported rather
 /// than dropped so a caller may fall back to them (a query made only of stop words).
 pub(crate) fn analyze(text: &str, mut emit: impl FnMut(&str, bool)) {
-    let mut stemmed = String::with_capacity(32);
+    let mut term = String::with_capacity(32);
     split_words(text, |word| {
         if word.cjk {
             emit(word.folded, false);
             return;
         }
-        let stop = is_stop_word(word.folded);
-        stem(word.folded, &mut stemmed);
-        emit(&stemmed, stop);
+        let stop = analyze_word(word.folded, &mut term);
+        emit(&term, stop);
     });
+}
+
+/// The most words `analyze_word` remembers per thread; past it the memo starts over, so memory
+/// stays bounded whatever is indexed.
+const WORD_MEMO_CAPACITY: usize = 1 << 16;
+
+thread_local! {
+    /// Folded word → (term, is a stop word). Tool texts repeat a small vocabulary (Zipf), so
+    /// most words of a rebuild are analysed once and looked up after that.
+    static WORD_MEMO: RefCell<FxHashMap<Box<str>, (Box<str>, bool)>> =
+        RefCell::new(FxHashMap::default());
+}
+
+/// Writes the term of the folded word `folded` into `term` and returns whether it is a stop word.
+pub(crate) fn analyze_word(folded: &str, term: &mut String) -> bool {
+    let known = WORD_MEMO.with_borrow(|memo| {
+        memo.get(folded).map(|(stemmed, stop)| {
+            term.clear();
+            term.push_str(stemmed);
+            *stop
+        })
+    });
+    if let Some(stop) = known {
+        return stop;
+    }
+    let stop = is_stop_word(folded);
+    stem(folded, term);
+    WORD_MEMO.with_borrow_mut(|memo| {
+        if memo.len() >= WORD_MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(folded.into(), (term.as_str().into(), stop));
+    });
+    stop
 }
 
 /// Collects the terms of `text` that are not stop words.
@@ -565,6 +675,26 @@ mod tests {
         assert_eq!(terms("读取文件"), ["读取", "取文", "文件"]);
         assert_eq!(terms("天"), ["天"]);
         assert!(terms("🚀 ✨").is_empty());
+    }
+
+    #[test]
+    fn the_ascii_fast_path_splits_like_the_unicode_path() {
+        let collect = |ascii: bool, text: &str| {
+            let mut words = Vec::new();
+            let push = |w: Word<'_>| words.push(w.folded.to_owned());
+            if ascii {
+                split_ascii_words(text.as_bytes(), push);
+            } else {
+                split_unicode_words(text, push);
+            }
+            words
+        };
+        for text in [
+            "getFileInfo HTTPServer read_text_file v2.repos.get s3 base64 utf8Decode",
+            "  __x__ A aB Ab ABc URLsForIDs 123abc abc123def ",
+        ] {
+            assert_eq!(collect(true, text), collect(false, text), "{text}");
+        }
     }
 
     #[test]
