@@ -245,6 +245,23 @@ impl Pipeline {
     ) -> Result<Value, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
+        let guard = extras.guard.or_else(|| {
+            (context.depth > self.options.max_depth).then(|| {
+                Error::invalid_params(
+                    "callTool",
+                    format!(
+                        "calls are nested {} deep, more than the limit of {}; a chain or agent \
+                         that calls itself is the usual cause",
+                        context.depth, self.options.max_depth
+                    ),
+                )
+            })
+        });
+        // A guard refuses before any work, even resolution; a dry-run still resolves, to explain
+        // what would have been called and why it would be refused.
+        if let Some(refusal) = guard.as_ref().filter(|_| !request.dry_run) {
+            return Err(plan::clone_error(refusal));
+        }
         // A server that never connected has no catalog yet: wait for its first connection
         // (within the call's time) rather than call its tools unknown.
         let first_wait = request
@@ -272,18 +289,6 @@ impl Pipeline {
         record.server = Some(resolved.slot.upstream.info().name.clone());
         record.selection = Some(resolved.selection.clone());
 
-        let guard = extras.guard.or_else(|| {
-            (context.depth > self.options.max_depth).then(|| {
-                Error::invalid_params(
-                    "callTool",
-                    format!(
-                        "calls are nested {} deep, more than the limit of {}; a chain or agent \
-                         that calls itself is the usual cause",
-                        context.depth, self.options.max_depth
-                    ),
-                )
-            })
-        });
         let plan = plan::plan(
             resolved,
             PlanInput {
