@@ -1104,6 +1104,7 @@ mod tests {
             description: None,
             tags: Vec::new(),
             error: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -1343,11 +1344,13 @@ next: `tool-cli SERVER` lists a server's tools
                     name: "sql_query".into(),
                     description: "Run one read-only SQL query. Returns rows.".into(),
                     has_structured_output: true,
+                    overridden: false,
                 },
                 ToolSummary {
                     name: "describe_schema".into(),
                     description: "".into(),
                     has_structured_output: false,
+                    overridden: false,
                 },
             ],
         };

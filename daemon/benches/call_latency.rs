@@ -13,7 +13,12 @@
 //! - (d) `tool-cli --version` as a process: the client's cold start, no daemon involved;
 //! - (e) `tool-cli` with no arguments (`getBridgeInfo` + `listServers`) as a process;
 //! - (f) `getBridgeInfo` over the connection of (b): the daemon's HTTP, auth and JSON-RPC floor
-//!   without the MCP hop.
+//!   without the MCP hop;
+//! - (g) as (b), against a second daemon with `RUST_LOG=warn`;
+//! - (h) as (b), in a session (`sessionId`): the session store's guards, routing facts and record;
+//! - (i) as (h), routed (no `server`): the five routing rules over the demo server's catalog.
+//!
+//! (h) − (b) and (i) − (b) are what sessions and routing add to a call.
 //!
 //! It prints a markdown table of medians and tails with each median's ratio to (c). Counts come
 //! from the environment (`TOOL_CLI_BENCH_CALLS`, `TOOL_CLI_BENCH_PROCESSES`,
@@ -130,10 +135,12 @@ enum Kind {
     ProcessListServers,
     KeptAliveBridgeInfo,
     KeptAliveCallQuiet,
+    KeptAliveSessionCall,
+    KeptAliveRoutedCall,
 }
 
 impl Kind {
-    const ALL: [Kind; 7] = [
+    const ALL: [Kind; 9] = [
         Kind::ProcessCall,
         Kind::KeptAliveCall,
         Kind::DirectRmcp,
@@ -141,6 +148,8 @@ impl Kind {
         Kind::ProcessListServers,
         Kind::KeptAliveBridgeInfo,
         Kind::KeptAliveCallQuiet,
+        Kind::KeptAliveSessionCall,
+        Kind::KeptAliveRoutedCall,
     ];
 
     fn label(self) -> &'static str {
@@ -154,6 +163,8 @@ impl Kind {
             Kind::ProcessListServers => "(e) `tool-cli` (`getBridgeInfo` + `listServers`)",
             Kind::KeptAliveBridgeInfo => "(f) `getBridgeInfo` over the connection of (b)",
             Kind::KeptAliveCallQuiet => "(g) as (b), daemon with `RUST_LOG=warn` (no per-call log)",
+            Kind::KeptAliveSessionCall => "(h) as (b), in a session (`sessionId`)",
+            Kind::KeptAliveRoutedCall => "(i) as (h), routed: no `server`, the daemon picks",
         }
     }
 
@@ -199,6 +210,21 @@ impl Fixture {
                 });
                 let start = Instant::now();
                 let result = http.call("callTool", &params)?;
+                let elapsed = start.elapsed();
+                check_call_result(&result)?;
+                Ok(elapsed)
+            }
+            Kind::KeptAliveSessionCall | Kind::KeptAliveRoutedCall => {
+                let mut params = json!({
+                    "tool": TOOL,
+                    "arguments": &self.call_arguments,
+                    "sessionId": "bench",
+                });
+                if kind == Kind::KeptAliveSessionCall {
+                    params["server"] = json!(SERVER);
+                }
+                let start = Instant::now();
+                let result = self.http.call("callTool", &params)?;
                 let elapsed = start.elapsed();
                 check_call_result(&result)?;
                 Ok(elapsed)
@@ -812,6 +838,18 @@ fn render_report(
         human(bridge_info.median),
         added(quiet),
     ));
+    let session = &stats[index(Kind::KeptAliveSessionCall)];
+    let routed = &stats[index(Kind::KeptAliveRoutedCall)];
+    let over_b = |stats: &Stats| {
+        let delta = stats.median.as_secs_f64() - kept_alive.median.as_secs_f64();
+        format!("{:+.1} µs", delta * 1e6)
+    };
+    line(format!(
+        "- Orchestration stages, medians against (b): a session adds {} (h), a session and \
+         routing {} (i).",
+        over_b(session),
+        over_b(routed),
+    ));
     line(format!(
         "- (a) ÷ (c), medians: **{:.2}×** ({}); a whole `tool-cli` call adds {} over direct \
          rmcp, of which {} is starting the client process at all, per (d).",
@@ -822,7 +860,7 @@ fn render_report(
     ));
     line(String::new());
     line(format!(
-        "Timed: {} calls each of (b), (c), (f), (g) and {} runs each of (a), (d), (e), interleaved \
+        "Timed: {} calls each of (b), (c), (f), (g), (h), (i) and {} runs each of (a), (d), (e), interleaved \
          in {} rounds after {} / {} warm-up iterations; {:.1} s of timing.",
         settings.calls,
         settings.processes,

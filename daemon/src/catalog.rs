@@ -7,11 +7,12 @@
 //! first use, so a server with thousands of tools costs nothing at start-up for the tools nobody
 //! calls.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use crate::overrides::ToolOverride;
 use crate::validate::ArgumentValidator;
 
 /// The tools of one server, in the order it listed them.
@@ -31,6 +32,10 @@ pub struct CatalogTool {
     pub has_output_schema: bool,
     /// Its behaviour hints, from `annotations`.
     pub hints: ToolHints,
+    /// Left out of listings, search and routing by a config override.
+    pub hidden: bool,
+    /// Its routing priority from a config override (else the server's applies).
+    pub priority: Option<i64>,
     /// The tool exactly as the server listed it.
     pub raw: Value,
     validator: OnceLock<Result<Arc<ArgumentValidator>, String>>,
@@ -84,8 +89,18 @@ impl Catalog {
     /// Builds a catalog from `tools/list` items; items without a string `name` are skipped, and
     /// of two tools with the same name the first wins.
     pub fn new(items: Vec<Value>) -> Catalog {
+        Catalog::with_overrides(items, &BTreeMap::new()).0
+    }
+
+    /// Builds a catalog and applies the config's overrides; also returns each override that was
+    /// refused (a type clash) or names a tool the server does not have.
+    pub fn with_overrides(
+        items: Vec<Value>,
+        overrides: &BTreeMap<String, ToolOverride>,
+    ) -> (Catalog, Vec<String>) {
         let mut catalog = Catalog::default();
-        for raw in items {
+        let mut problems = Vec::new();
+        for mut raw in items {
             let Some(name) = raw.get("name").and_then(Value::as_str).map(str::to_owned) else {
                 tracing::warn!(tool = %preview(&raw), "ignoring a tool without a name");
                 continue;
@@ -93,6 +108,17 @@ impl Catalog {
             if catalog.by_name.contains_key(&name) {
                 tracing::warn!(tool = %name, "ignoring a second tool of the same name");
                 continue;
+            }
+            let mut hidden = false;
+            let mut priority = None;
+            if let Some(tool_override) = overrides.get(&name) {
+                match crate::overrides::apply(&mut raw, tool_override) {
+                    Ok(_) => {
+                        hidden = tool_override.hidden;
+                        priority = tool_override.priority;
+                    }
+                    Err(problem) => problems.push(problem),
+                }
             }
             let description = raw
                 .get("description")
@@ -107,11 +133,20 @@ impl Catalog {
                 description,
                 has_output_schema,
                 hints,
+                hidden,
+                priority,
                 raw,
                 validator: OnceLock::new(),
             }));
         }
-        catalog
+        for name in overrides.keys() {
+            if !catalog.by_name.contains_key(name) {
+                problems.push(format!(
+                    "tools.{name}: the server has no tool \"{name}\", so its override is unused"
+                ));
+            }
+        }
+        (catalog, problems)
     }
 
     /// How many tools it has.

@@ -9,11 +9,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::overrides::ToolOverride;
 use crate::policy::ServerPolicy;
 
 /// Default per-call timeout of a server without `timeoutMs`.
@@ -76,6 +78,8 @@ pub struct ServerConfig {
     /// Routing preference when several servers offer the same tool: higher wins; ties go to
     /// config order.
     pub priority: i64,
+    /// Corrections of its tools' descriptions and arguments, by tool name.
+    pub tool_overrides: Arc<BTreeMap<String, ToolOverride>>,
 }
 
 /// Default `maxConcurrent`.
@@ -220,6 +224,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             cache_ttl: None,
             policy: ServerPolicy::default(),
             priority: 0,
+            tool_overrides: Arc::default(),
         }],
     }
 }
@@ -252,6 +257,9 @@ struct RawServer {
     max_queued: Option<usize>,
     cache_ttl_ms: Option<u64>,
     priority: Option<i64>,
+    // Read by `overrides::parse`.
+    #[serde(rename = "tools")]
+    _tools: Option<Value>,
     // Read by `ServerPolicy::from_json`; named here so they are not refused as unknown.
     #[serde(rename = "allowTools")]
     _allow_tools: Option<Value>,
@@ -343,6 +351,12 @@ fn parse_server(
         ));
     };
     let policy = ServerPolicy::from_json(entry).map_err(|err| (None, err.to_string()))?;
+    let tool_overrides = match entry.get("tools") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(tools) => {
+            crate::overrides::parse(tools).map_err(|(path, message)| (Some(path), message))?
+        }
+    };
     let raw: RawServer = RawServer::deserialize(raw).map_err(|err| {
         let message = err.to_string();
         // serde names the offending field in its message; lift it into the field slot.
@@ -351,8 +365,8 @@ fn parse_server(
         });
         let hint = if message.starts_with("unknown field") {
             "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
-             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, allowTools, \
-             denyTools, destructiveTools, confirmDestructive"
+             enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
+             allowTools, denyTools, destructiveTools, confirmDestructive"
         } else {
             ""
         };
@@ -437,6 +451,7 @@ fn parse_server(
             .map(Duration::from_millis),
         policy,
         priority: raw.priority.unwrap_or(0),
+        tool_overrides: Arc::new(tool_overrides),
     })
 }
 
@@ -605,6 +620,28 @@ mod tests {
             ConfigSource::File("/c.json".into()),
             &env,
         )
+    }
+
+    #[test]
+    fn tool_overrides_and_priority_are_read_and_their_mistakes_named() {
+        let config = parse_json(json!({"mcpServers": {"fs": {"command": "x", "priority": 3,
+            "tools": {"read": {"description": "Read a file", "arguments": [
+                {"name": "path", "type": "string", "description": "absolute", "required": true}]}}}}}))
+        .unwrap();
+        assert_eq!(config.servers[0].priority, 3);
+        let read = &config.servers[0].tool_overrides["read"];
+        assert_eq!(read.description.as_deref(), Some("Read a file"));
+        assert_eq!(read.arguments[0].kind.as_deref(), Some("string"));
+
+        let error = parse_json(json!({"mcpServers": {"fs": {"command": "x",
+            "tools": {"read": {"arguments": [{"name": "path", "type": "str"}]}}}}}))
+        .unwrap_err();
+        assert_eq!(error.server.as_deref(), Some("fs"));
+        assert_eq!(error.field.as_deref(), Some("tools.read.arguments[0].type"));
+        assert!(
+            error.to_string().contains("not a JSON Schema type"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, ServerSumma
 use crate::auth::Grant;
 use crate::error::Error;
 use crate::orchestrator::Orchestrator;
-use crate::pipeline::{resolve_server, visible};
+use crate::pipeline::{listed, resolve_server};
 
 /// How many tool names `listServers` gives as examples.
 const EXAMPLE_TOOLS: usize = 3;
@@ -29,7 +29,7 @@ impl Orchestrator {
                 let mut tool_count = 0;
                 let mut examples = Vec::new();
                 for tool in catalog.tools() {
-                    if visible(grant, slot, tool) {
+                    if listed(grant, slot, tool) {
                         tool_count += 1;
                         if examples.len() < EXAMPLE_TOOLS {
                             examples.push(tool.name.clone());
@@ -53,6 +53,7 @@ impl Orchestrator {
                     description,
                     tags: info.tags.clone(),
                     error: status.error,
+                    warnings: status.warnings,
                 }
             })
             .collect();
@@ -69,11 +70,12 @@ impl Orchestrator {
             .catalog()
             .tools()
             .iter()
-            .filter(|tool| visible(grant, slot, tool))
+            .filter(|tool| listed(grant, slot, tool))
             .map(|tool| ToolSummary {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
                 has_structured_output: tool.has_output_schema,
+                overridden: tool.raw.pointer("/_meta/tool-cli~1overridden").is_some(),
             })
             .collect();
         Ok(ListToolsResult {

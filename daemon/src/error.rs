@@ -120,6 +120,10 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::NotPermitted { .. } => "notPermitted",
         ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
         ErrorData::Internal { .. } => "internal",
+        ErrorData::UnknownSession { .. } => "unknownSession",
+        ErrorData::LoopDetected { .. } => "loopDetected",
+        ErrorData::BudgetExceeded { .. } => "budgetExceeded",
+        ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
         _ => "other",
     }
 }
@@ -234,6 +238,34 @@ pub fn message(data: &ErrorData) -> String {
             crate::policy::confirmation_message(server, tool)
         }
         ErrorData::Internal { message } => message.clone(),
+        ErrorData::UnknownSession { session_id } => format!(
+            "no session \"{session_id}\" belongs to this token; `openSession` starts one, and \
+             `callTool` with a new sessionId creates it"
+        ),
+        ErrorData::LoopDetected {
+            server,
+            tool,
+            failures,
+            limit,
+            ..
+        } => format!(
+            "loop detected: {server}/{tool} with these same arguments failed {failures} times in \
+             this session (limit {limit}); nothing was sent. Change the arguments or the tool \
+             instead of repeating the call"
+        ),
+        ErrorData::BudgetExceeded {
+            session_id,
+            budget,
+            used,
+            limit,
+        } => format!(
+            "session \"{session_id}\" has spent its {budget} budget ({used} of {limit}); nothing \
+             was sent. Open a new session to continue"
+        ),
+        ErrorData::IdempotencyConflict { key, message } => format!(
+            "idempotency key \"{key}\" was already used for a different call ({message}); use a \
+             new key for a new call"
+        ),
         other => format!("request failed ({})", kind_of(other)),
     }
 }

@@ -176,6 +176,8 @@ pub struct UpstreamStatus {
     pub uptime: Option<Duration>,
     /// The `instructions` it sent in its MCP handshake.
     pub instructions: Option<String>,
+    /// Problems worth the operator's attention that do not stop it (a refused tool override).
+    pub warnings: Vec<String>,
 }
 
 impl UpstreamStatus {
@@ -187,6 +189,7 @@ impl UpstreamStatus {
             restarts: 0,
             uptime: None,
             instructions: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -12,9 +12,13 @@ use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
-    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult, MintTokenParams,
-    ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
-    ToolsCapability, UpstreamMcp, name,
+    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult,
+    MintTokenParams, ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult,
+    ServerParams, ToolsCapability, UpstreamMcp, name,
+};
+
+use tool_cli_protocol::orchestration::{
+    CallChainParams, CallManyParams, CloseSessionResult, OpenSessionParams, SessionParams,
 };
 
 use crate::auth::{Grant, TokenStore};
@@ -80,7 +84,11 @@ pub(crate) fn module(
             } else {
                 parse(name::HEALTH, &params, r#"{"tools"?: boolean}"#)?
             };
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?, params.tools))
+            Ok::<_, ErrorObjectOwned>(
+                context
+                    .orchestrator
+                    .health(grant(extensions)?, params.tools),
+            )
         })
         .expect("method names are unique");
     module
@@ -174,6 +182,7 @@ pub(crate) fn module(
             },
         )
         .expect("method names are unique");
+    register_orchestration(&mut module);
     module
         .register_method(name::MINT_TOKEN, |params, context, extensions| {
             owner_only(grant(extensions)?, name::MINT_TOKEN)?;
@@ -214,6 +223,85 @@ pub(crate) fn module(
 }
 
 const SERVER_SHAPE: &str = r#"{"server": string}"#;
+
+const SESSION_SHAPE: &str = r#"{"sessionId": string}"#;
+
+/// Sessions, chains and fan-outs.
+fn register_orchestration(module: &mut RpcModule<Context>) {
+    module
+        .register_method(name::OPEN_SESSION, |params, context, extensions| {
+            let params: OpenSessionParams = if params.as_str().is_none() {
+                OpenSessionParams::default()
+            } else {
+                parse(
+                    name::OPEN_SESSION,
+                    &params,
+                    r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#,
+                )?
+            };
+            context
+                .orchestrator
+                .open_session(params, &call_context(extensions)?)
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::SESSION_SUMMARY, |params, context, extensions| {
+            let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
+            context
+                .orchestrator
+                .session_summary(&params.session_id, &call_context(extensions)?)
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::LIST_SESSIONS, |_, context, extensions| {
+            Ok::<_, ErrorObjectOwned>(
+                context
+                    .orchestrator
+                    .list_sessions(&call_context(extensions)?),
+            )
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::CLOSE_SESSION, |params, context, extensions| {
+            let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
+            context
+                .orchestrator
+                .close_session(&params.session_id, &call_context(extensions)?)
+                .map(|()| CloseSessionResult { closed: true })
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::CALL_CHAIN, |params, context, extensions| async move {
+            let params: CallChainParams = parse(
+                name::CALL_CHAIN,
+                &params,
+                r#"{"steps": [{"server"?: string, "tool": string, "arguments"?: object, "bind"?: object, "hint"?: string}], "sessionId"?: string, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean}"#,
+            )?;
+            context
+                .orchestrator
+                .call_chain(params, &call_context(&extensions)?)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::CALL_MANY, |params, context, extensions| async move {
+            let params: CallManyParams = parse(
+                name::CALL_MANY,
+                &params,
+                r#"{"calls": [callTool params], "maxConcurrent"?: integer, "sessionId"?: string}"#,
+            )?;
+            context
+                .orchestrator
+                .call_many(params, &call_context(&extensions)?)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+}
 
 /// Parses params into `T`, with an error that names the member and the expected shape.
 fn parse<T: DeserializeOwned>(

@@ -32,6 +32,9 @@ pub mod code {
     pub const CIRCUIT_OPEN: i32 = -32005;
     /// The token's scope or the config's policy forbids this, or it needs confirmation.
     pub const FORBIDDEN: i32 = -32006;
+    /// A guard of the caller's session refused the call before any work: the same failing call
+    /// repeated (a loop), or the session's budget of calls or time is spent.
+    pub const GUARD_REFUSED: i32 = -32007;
 }
 
 /// The structured `data` of an error, tagged by `kind`.
@@ -167,6 +170,43 @@ pub enum ErrorData {
         /// A short description.
         message: String,
     },
+    /// No session of this id belongs to the caller's token.
+    UnknownSession {
+        /// The id asked for.
+        session_id: String,
+    },
+    /// The same call (server, tool, arguments) kept failing in this session; refused before
+    /// doing any work.
+    LoopDetected {
+        /// The server as the caller named it (`*` when routed).
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The hash of the arguments (as in traces).
+        arguments_hash: String,
+        /// How many times it failed.
+        failures: u32,
+        /// The configured limit.
+        limit: u32,
+    },
+    /// The session's budget is spent.
+    BudgetExceeded {
+        /// The session.
+        session_id: String,
+        /// Which budget: `calls` or `wallTimeMs`.
+        budget: String,
+        /// How much was used.
+        used: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// An idempotency key was reused for a different call.
+    IdempotencyConflict {
+        /// The key.
+        key: String,
+        /// What differs.
+        message: String,
+    },
 }
 
 impl ErrorData {
@@ -187,6 +227,12 @@ impl ErrorData {
             ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
             ErrorData::NotPermitted { .. } | ErrorData::ConfirmationRequired { .. } => {
                 code::FORBIDDEN
+            }
+            ErrorData::UnknownSession { .. } | ErrorData::IdempotencyConflict { .. } => {
+                code::INVALID_PARAMS
+            }
+            ErrorData::LoopDetected { .. } | ErrorData::BudgetExceeded { .. } => {
+                code::GUARD_REFUSED
             }
         }
     }

@@ -34,6 +34,18 @@ pub mod name {
     pub const REVOKE_TOKEN: &str = "revokeToken";
     /// List minted tokens, without their secrets (owner token only; ours).
     pub const LIST_TOKENS: &str = "listTokens";
+    /// Start a session: per-agent state for routing, guards and usage (ours).
+    pub const OPEN_SESSION: &str = "openSession";
+    /// What a session did: calls, errors, latency, cost, tools, rules (ours).
+    pub const SESSION_SUMMARY: &str = "sessionSummary";
+    /// The caller's sessions (ours).
+    pub const LIST_SESSIONS: &str = "listSessions";
+    /// End a session (ours).
+    pub const CLOSE_SESSION: &str = "closeSession";
+    /// Sequential calls whose arguments may bind earlier results (ours).
+    pub const CALL_CHAIN: &str = "callChain";
+    /// Concurrent calls, each answered, order preserved (ours).
+    pub const CALL_MANY: &str = "callMany";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -49,6 +61,12 @@ pub mod name {
         MINT_TOKEN,
         REVOKE_TOKEN,
         LIST_TOKENS,
+        OPEN_SESSION,
+        SESSION_SUMMARY,
+        LIST_SESSIONS,
+        CLOSE_SESSION,
+        CALL_CHAIN,
+        CALL_MANY,
     ];
 }
 
@@ -333,6 +351,9 @@ pub struct ServerSummary {
     /// Why it is not `ready`, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Problems that do not stop it, e.g. a tool override the config has wrong.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Connection state of a server.
@@ -511,6 +532,10 @@ pub struct ToolSummary {
     pub description: String,
     /// Whether it declares an `outputSchema` (and so returns `structuredContent`).
     pub has_structured_output: bool,
+    /// Whether the config overrides its description or arguments (`describeTool` shows what,
+    /// in `_meta["tool-cli/overridden"]`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overridden: bool,
 }
 
 /// Result of `listResources`.

@@ -11,6 +11,7 @@ mod concurrency;
 mod config;
 mod failures;
 mod lifecycle;
+mod orchestration;
 mod peers;
 mod resilience;
 mod security;

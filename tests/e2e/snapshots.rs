@@ -94,7 +94,13 @@ fn get_bridge_info() {
                 "health",
                 "mintToken",
                 "revokeToken",
-                "listTokens"
+                "listTokens",
+                "openSession",
+                "sessionSummary",
+                "listSessions",
+                "closeSession",
+                "callChain",
+                "callMany"
               ],
               "capabilities": {
                 "authentication": {

@@ -60,8 +60,9 @@ impl CallContext {
         }
     }
 
-    /// The context of step `step` of this call: a new id, one level deeper, same caller,
-    /// session and arrival.
+    /// The context of step `step` of this call, starting now: a new id, one level deeper, same
+    /// caller and session. (A step's own timeout runs from when the step starts; the parent
+    /// bounds the whole by passing what is left of its time as the step's timeout.)
     pub fn child(&self, step: u32) -> CallContext {
         CallContext {
             grant: self.grant.clone(),
@@ -70,7 +71,7 @@ impl CallContext {
             depth: self.depth + 1,
             step: Some(step),
             session_id: self.session_id.clone(),
-            arrived: self.arrived,
+            arrived: Instant::now(),
         }
     }
 }
@@ -92,4 +93,6 @@ pub struct CallRequest {
     pub dry_run: bool,
     /// Free text naming what the caller means (a server, a tag, the task), for routing.
     pub hint: Option<String>,
+    /// A repeat with the same key returns the first call's answer instead of running again.
+    pub idempotency_key: Option<String>,
 }

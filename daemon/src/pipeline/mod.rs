@@ -20,6 +20,7 @@
 mod context;
 mod execute;
 mod guards;
+mod idempotency;
 mod plan;
 mod record;
 mod resolve;
@@ -44,8 +45,12 @@ use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
 use execute::{CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
+use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
-pub(crate) use resolve::{RoutingFacts, server as resolve_server, tool as resolve_tool, visible};
+pub(crate) use resolve::{
+    RoutingFacts, listed, server as resolve_server, tool as resolve_tool, visible,
+};
+use tool_cli_search::embed::{Embedder, HashEmbedder};
 
 /// Default most nested calls (chains of chains, agents calling chains).
 pub const DEFAULT_MAX_DEPTH: u32 = 8;
@@ -59,6 +64,8 @@ pub struct PipelineOptions {
     pub retry: RetryPolicy,
     /// Most nested calls.
     pub max_depth: u32,
+    /// How long an idempotency key's answer is kept for repeats.
+    pub idempotency_ttl: Duration,
 }
 
 impl Default for PipelineOptions {
@@ -67,6 +74,7 @@ impl Default for PipelineOptions {
             breaker: BreakerConfig::default(),
             retry: RetryPolicy::default(),
             max_depth: DEFAULT_MAX_DEPTH,
+            idempotency_ttl: idempotency::DEFAULT_TTL,
         }
     }
 }
@@ -80,6 +88,9 @@ pub(crate) struct Slot {
 /// The call pipeline over one provider.
 pub struct Pipeline {
     slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    /// Compares a session's task with tool descriptions (routing's similarity rule).
+    embedder: Arc<dyn Embedder>,
+    idempotency: Arc<IdempotencyStore>,
     observers: Vec<Arc<dyn CallObserver>>,
     wants_payloads: bool,
     options: PipelineOptions,
@@ -88,8 +99,8 @@ pub struct Pipeline {
 /// What the session store (or any caller) supplies for one call beyond the request: routing
 /// facts and a guard's refusal.
 #[derive(Default)]
-pub(crate) struct CallExtras<'a> {
-    pub(crate) routing: RoutingFacts<'a>,
+pub(crate) struct CallExtras {
+    pub(crate) routing: RoutingFacts,
     pub(crate) guard: Option<Error>,
 }
 
@@ -111,6 +122,8 @@ impl Pipeline {
         let wants_payloads = observers.iter().any(|observer| observer.wants_payloads());
         Pipeline {
             slots: RwLock::new(Arc::new(slots)),
+            embedder: Arc::new(HashEmbedder),
+            idempotency: IdempotencyStore::new(options.idempotency_ttl),
             observers,
             wants_payloads,
             options,
@@ -140,7 +153,7 @@ impl Pipeline {
         &self,
         context: &CallContext,
         request: CallRequest,
-        extras: CallExtras<'_>,
+        extras: CallExtras,
     ) -> Result<Value, Error> {
         let span = tracing::info_span!(
             "call",
@@ -152,10 +165,11 @@ impl Pipeline {
             let mut record =
                 CallRecord::new(context, &request.tool, arguments_hash(&request.arguments));
             record.dry_run = request.dry_run;
+            record.requested_server = request.server.clone().filter(|name| name != "*");
             if self.wants_payloads {
                 record.arguments = Some(Value::Object(request.arguments.clone()));
             }
-            let answer = self.run(context, request, extras, &mut record).await;
+            let answer = self.run_once(context, request, extras, &mut record).await;
             record.finished_at = SystemTime::now();
             record.latency = context.arrived.elapsed();
             match &answer {
@@ -185,15 +199,69 @@ impl Pipeline {
         .await
     }
 
+    /// Runs the call, unless its idempotency key says it ran already (or is running).
+    async fn run_once(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+        extras: CallExtras,
+        record: &mut CallRecord,
+    ) -> Result<Value, Error> {
+        let Some(key) = request.idempotency_key.clone().filter(|_| !request.dry_run) else {
+            return self.run(context, request, extras, record).await;
+        };
+        let fingerprint = idempotency::fingerprint(
+            record.requested_server.as_deref(),
+            &request.tool,
+            &record.arguments_hash,
+        );
+        loop {
+            match self
+                .idempotency
+                .begin(&context.grant.token_id, &key, &fingerprint)?
+            {
+                Begin::Replay(stored) => return stored.replay(),
+                Begin::Wait(done) => {
+                    if let Some(stored) = idempotency::wait(done).await {
+                        return stored.replay();
+                    }
+                    // The first call stored nothing: this one runs (or waits for whoever does).
+                }
+                Begin::Run(ticket) => {
+                    let answer = self.run(context, request, extras, record).await;
+                    ticket.finish(&answer, record.executed);
+                    return answer;
+                }
+            }
+        }
+    }
+
     async fn run(
         &self,
         context: &CallContext,
         request: CallRequest,
-        extras: CallExtras<'_>,
+        extras: CallExtras,
         record: &mut CallRecord,
     ) -> Result<Value, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
+        let guard = extras.guard.or_else(|| {
+            (context.depth > self.options.max_depth).then(|| {
+                Error::invalid_params(
+                    "callTool",
+                    format!(
+                        "calls are nested {} deep, more than the limit of {}; a chain or agent \
+                         that calls itself is the usual cause",
+                        context.depth, self.options.max_depth
+                    ),
+                )
+            })
+        });
+        // A guard refuses before any work, even resolution; a dry-run still resolves, to explain
+        // what would have been called and why it would be refused.
+        if let Some(refusal) = guard.as_ref().filter(|_| !request.dry_run) {
+            return Err(plan::clone_error(refusal));
+        }
         // A server that never connected has no catalog yet: wait for its first connection
         // (within the call's time) rather than call its tools unknown.
         let first_wait = request
@@ -216,22 +284,11 @@ impl Pipeline {
             &request.tool,
             &request.arguments,
             &routing,
+            self.embedder.as_ref(),
         )?;
         record.server = Some(resolved.slot.upstream.info().name.clone());
         record.selection = Some(resolved.selection.clone());
 
-        let guard = extras.guard.or_else(|| {
-            (context.depth > self.options.max_depth).then(|| {
-                Error::invalid_params(
-                    "callTool",
-                    format!(
-                        "calls are nested {} deep, more than the limit of {}; a chain or agent \
-                         that calls itself is the usual cause",
-                        context.depth, self.options.max_depth
-                    ),
-                )
-            })
-        });
         let plan = plan::plan(
             resolved,
             PlanInput {
@@ -456,5 +513,7 @@ pub fn caller_timeout(method: &str, timeout_ms: Option<u64>) -> Result<Option<Du
     }
 }
 
+#[cfg(test)]
+mod golden;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,9 @@
 //! The second stage: everything decided about a call before anything is sent, as one value.
 //!
-//! [`plan`] checks policy (the token's scope, the config's allow/deny lists, confirmation of
-//! destructive tools), validates the arguments against the tool's schema, applies the guards
-//! (call depth, and whatever the caller's session refuses), and — for a dry-run — asks the
-//! breakers and the bulkhead whether they would admit the call. It has no side effects: the
+//! [`plan`] applies the guards (call depth, and whatever the caller's session refuses: a loop,
+//! a spent budget), checks policy (the token's scope, the config's allow/deny lists,
+//! confirmation of destructive tools), validates the arguments against the tool's schema, and —
+//! for a dry-run — asks the breakers and the bulkhead whether they would admit the call. It has no side effects: the
 //! [`CallPlan`] it returns is what a dry-run reports, and what the execute stage carries out when
 //! the plan is not blocked.
 
@@ -75,6 +75,10 @@ pub(crate) fn plan(resolved: Resolved, input: PlanInput<'_>) -> CallPlan {
 fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
     let info = resolved.slot.upstream.info();
     let tool = &resolved.tool;
+    // Guards first: a loop of invalid calls must be stopped before validation fails it again.
+    if let Some(refusal) = &input.guard {
+        return Err(clone_error(refusal));
+    }
     // Policy. A dry-run may explain a destructive call without confirmation: it then reports
     // that confirmation would be needed.
     check_call(
@@ -104,10 +108,6 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
         }
         .into());
     }
-    // Guards.
-    if let Some(refusal) = &input.guard {
-        return Err(clone_error(refusal));
-    }
     // Admission: only asked for a dry-run; a real call takes its admissions in the execute stage.
     if input.dry_run {
         let guards = &resolved.slot.guards;
@@ -130,7 +130,7 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
 }
 
 /// A copy of a guard's refusal (errors are not `Clone`: internal ones carry log-only detail).
-fn clone_error(error: &Error) -> Error {
+pub(crate) fn clone_error(error: &Error) -> Error {
     match error {
         Error::Reported(data) => Error::Reported(data.clone()),
         other => Error::internal(other.to_string()),

@@ -30,6 +30,8 @@ pub struct CallRecord {
     pub session_id: Option<String>,
     /// The caller's token id (for session scoping; never traced).
     pub token_id: String,
+    /// The server as the caller named it (`None` for a routed call).
+    pub requested_server: Option<String>,
     /// The server it went to (or would have), when resolved.
     pub server: Option<String>,
     /// The tool asked for.
@@ -88,6 +90,7 @@ impl CallRecord {
             step: context.step,
             session_id: context.session_id.clone(),
             token_id: context.grant.token_id.clone(),
+            requested_server: None,
             server: None,
             tool: tool.to_owned(),
             arguments_hash,

@@ -17,6 +17,7 @@ use crate::auth::Grant;
 use crate::catalog::CatalogTool;
 use crate::error::Error;
 use crate::policy::{Denial, check_call, visible_tool};
+use tool_cli_search::embed::{Embedder, cosine};
 
 /// How many names an unknown-tool error suggests.
 const SUGGESTIONS: usize = 10;
@@ -30,14 +31,13 @@ pub(crate) struct Resolved {
 }
 
 /// What routing may consult beyond the catalogs.
-#[derive(Default)]
-pub(crate) struct RoutingFacts<'a> {
-    /// The session's task and the call's hint.
+#[derive(Debug, Default)]
+pub(crate) struct RoutingFacts {
+    /// The session's task and the call's hint: read for explicit mentions, and compared with
+    /// each candidate's tool description for similarity.
     pub(crate) mention_text: Option<String>,
     /// The server this session used most recently for this tool name.
     pub(crate) most_recent: Option<String>,
-    /// Similarity of a tool description to the task / hint, when there is one.
-    pub(crate) similarity: Option<&'a (dyn Fn(&str) -> f32 + Sync)>,
 }
 
 /// Whether `grant` may see `tool` of the server in `slot`.
@@ -50,6 +50,12 @@ pub(crate) fn visible(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
         &tool.name,
         &tool.hints,
     )
+}
+
+/// Whether `grant` sees `tool` in listings, search and routing: it is visible and the config
+/// does not hide it (a hidden tool is still callable by its exact server and name).
+pub(crate) fn listed(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
+    !tool.hidden && visible(grant, slot, tool)
 }
 
 /// The slot of server `name`, if `grant` may use it. A server outside the scope is refused as
@@ -108,7 +114,7 @@ pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<Catalog
             known_tools: catalog
                 .tools()
                 .iter()
-                .filter(|tool| visible(grant, slot, tool))
+                .filter(|tool| listed(grant, slot, tool))
                 .map(|tool| tool.name.clone())
                 .collect(),
         }
@@ -136,7 +142,8 @@ pub(crate) fn resolve(
     server_name: Option<&str>,
     tool_name: &str,
     arguments: &Map<String, Value>,
-    facts: &RoutingFacts<'_>,
+    facts: &RoutingFacts,
+    embedder: &dyn Embedder,
 ) -> Result<Resolved, Error> {
     if let Some(name) = server_name {
         let slot = server(slots, name, grant, Some(tool_name))?;
@@ -160,7 +167,7 @@ pub(crate) fn resolve(
         .filter(|slot| grant.scope.permits_server(&slot.upstream.info().name))
         .filter_map(|slot| {
             let tool = Arc::clone(slot.upstream.catalog().get(tool_name)?);
-            visible(grant, slot, &tool).then_some((slot, tool))
+            listed(grant, slot, &tool).then_some((slot, tool))
         })
         .collect();
     if offers.is_empty() {
@@ -174,6 +181,12 @@ pub(crate) fn resolve(
                 .unwrap_or(false)
         })
         .collect();
+    // Similarity needs text to compare with, and something to separate.
+    let text = facts
+        .mention_text
+        .as_deref()
+        .filter(|_| offers.len() > 1)
+        .map(|text| embedder.embed(text));
     let candidates: Vec<Candidate<'_>> = offers
         .iter()
         .zip(&validity)
@@ -182,11 +195,11 @@ pub(crate) fn resolve(
             Candidate {
                 server: &info.name,
                 tags: &info.tags,
-                priority: info.settings.priority,
+                priority: tool.priority.unwrap_or(info.settings.priority),
                 arguments_valid: valid,
-                similarity: facts
-                    .similarity
-                    .map(|similarity| similarity(&tool.description)),
+                similarity: text
+                    .as_ref()
+                    .map(|text| cosine(text, &embedder.embed(&tool.description))),
             }
         })
         .collect();
@@ -214,7 +227,7 @@ fn unknown_everywhere(slots: &[Arc<Slot>], grant: &Grant, tool_name: &str) -> Er
             continue;
         }
         for tool in slot.upstream.catalog().tools() {
-            if visible(grant, slot, tool) {
+            if listed(grant, slot, tool) {
                 qualified.push((tool.name.clone(), format!("{}/{}", info.name, tool.name)));
             }
         }

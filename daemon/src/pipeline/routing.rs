@@ -148,11 +148,8 @@ pub fn route(candidates: &[Candidate<'_>], input: RoutingInput<'_>) -> (usize, S
 
     let decided = (|| {
         if let Some(text) = input.mention_text {
-            let mentioned = |i: usize| {
-                let candidate = &candidates[i];
-                mentions(text, candidate.server)
-                    || candidate.tags.iter().any(|tag| mentions(text, tag))
-            };
+            let spans = mention_spans(text, candidates);
+            let mentioned = |i: usize| spans[i];
             if remaining.len() == 1 && mentioned(remaining[0]) {
                 return Some((remaining[0], Rule::ExplicitMention));
             }
@@ -233,18 +230,50 @@ fn similarity_leader(candidates: &[Candidate<'_>], remaining: &[usize]) -> Optio
     (best_score - second >= SIMILARITY_MARGIN).then_some(best)
 }
 
+/// Which candidates `text` mentions, by server name or tag. A mention inside a longer mention of
+/// another candidate does not count: in "read it from files-a", the tag `files` of one server is
+/// part of the name `files-a` of another, and only `files-a` is meant.
+fn mention_spans(text: &str, candidates: &[Candidate<'_>]) -> Vec<bool> {
+    let lower = text.to_lowercase();
+    let spans: Vec<Vec<(usize, usize)>> = candidates
+        .iter()
+        .map(|candidate| {
+            std::iter::once(candidate.server)
+                .chain(candidate.tags.iter().map(String::as_str))
+                .flat_map(|word| word_spans(&lower, &word.trim().to_lowercase()))
+                .collect()
+        })
+        .collect();
+    let inside_longer = |owner: usize, (start, end): (usize, usize)| {
+        spans.iter().enumerate().any(|(other, theirs)| {
+            other != owner
+                && theirs
+                    .iter()
+                    .any(|&(s, e)| s <= start && end <= e && (e - s) > (end - start))
+        })
+    };
+    spans
+        .iter()
+        .enumerate()
+        .map(|(i, mine)| mine.iter().any(|&span| !inside_longer(i, span)))
+        .collect()
+}
+
 /// Whether `text` names `word` as a whole word, ignoring case: the characters around it are not
 /// letters or digits (so `fs` is not found in `offset`, but is in `fs:`, `the fs server`).
 pub fn mentions(text: &str, word: &str) -> bool {
-    let word = word.trim();
+    !word_spans(&text.to_lowercase(), &word.trim().to_lowercase()).is_empty()
+}
+
+/// Where lowercase `word` occurs as a whole word in lowercase `text`.
+fn word_spans(text: &str, word: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
     if word.is_empty() {
-        return false;
+        return spans;
     }
-    let text = text.to_lowercase();
-    let word = word.to_lowercase();
     let is_word_char = |c: char| c.is_alphanumeric();
     let mut start = 0;
-    while let Some(found) = text[start..].find(&word) {
+    while let Some(found) = text[start..].find(word) {
         let at = start + found;
         let end = at + word.len();
         let before_ok = text[..at]
@@ -253,11 +282,11 @@ pub fn mentions(text: &str, word: &str) -> bool {
             .is_none_or(|c| !is_word_char(c));
         let after_ok = text[end..].chars().next().is_none_or(|c| !is_word_char(c));
         if before_ok && after_ok {
-            return true;
+            spans.push((at, end));
         }
         start = at + text[at..].chars().next().map_or(1, char::len_utf8);
     }
-    false
+    spans
 }
 
 #[cfg(test)]
@@ -285,6 +314,21 @@ mod tests {
         assert!(!mentions("via files-ab please", "files-a"));
         assert!(!mentions("anything", ""));
         assert!(mentions("ünïcode fs", "fs"));
+    }
+
+    #[test]
+    fn a_mention_inside_a_longer_mention_does_not_count() {
+        let files: Vec<String> = vec!["files".into()];
+        let none: Vec<String> = Vec::new();
+        let candidates = [candidate("fs", &files), candidate("files-a", &none)];
+        assert_eq!(
+            mention_spans("read it from files-a", &candidates),
+            vec![false, true]
+        );
+        assert_eq!(
+            mention_spans("read it from my files", &candidates),
+            vec![true, false]
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
 
 /// What a fake tool does when called.
 #[derive(Clone, Copy)]
-enum Behaviour {
+pub(super) enum Behaviour {
     /// Answers `{"content": [{"type": "text", "text": <arguments>}]}`.
     Echo,
     /// Answers an `isError` result.
@@ -32,7 +32,7 @@ enum Behaviour {
 }
 
 /// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
-struct FakeServer {
+pub(super) struct FakeServer {
     info: ServerInfo,
     catalog: Arc<Catalog>,
     behaviours: Vec<(String, Behaviour)>,
@@ -45,7 +45,7 @@ impl FakeServer {
         FakeServer::with_settings(name, tools, ServerSettings::default(), Vec::new())
     }
 
-    fn with_settings(
+    pub(super) fn with_settings(
         name: &str,
         tools: Vec<(Value, Behaviour)>,
         settings: ServerSettings,
@@ -132,7 +132,7 @@ impl Upstream for FakeServer {
     }
 }
 
-struct FakeProvider(Vec<Arc<FakeServer>>);
+pub(super) struct FakeProvider(pub(super) Vec<Arc<FakeServer>>);
 
 impl ToolProvider for FakeProvider {
     fn servers(&self) -> Vec<Arc<dyn Upstream>> {
@@ -162,7 +162,7 @@ fn object_schema() -> Value {
     json!({"type": "object"})
 }
 
-fn owner() -> Grant {
+pub(super) fn owner() -> Grant {
     Grant {
         token_id: "owner".into(),
         is_owner: true,

@@ -28,7 +28,6 @@ use tokio::sync::{Notify, watch};
 use super::Published;
 use super::stdio::{ChildProcess, RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
-use crate::catalog::Catalog;
 use crate::error::Error;
 use tool_cli_protocol::ErrorData;
 
@@ -303,9 +302,7 @@ impl Connection {
     /// Lists the tools again and swaps the catalog; returns how many there are.
     async fn refresh_catalog(&self) -> Result<usize, Error> {
         let tools = self.list_all(ListKind::Tools, CONNECT_TIMEOUT).await?;
-        let catalog = Arc::new(Catalog::new(tools));
-        let count = catalog.len();
-        self.published.catalog(catalog);
+        let count = self.published.catalog_from(&self.server, tools);
         Ok(count)
     }
 

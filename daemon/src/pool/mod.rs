@@ -34,6 +34,7 @@ use tool_cli_protocol::methods::{ServerState, TransportKind};
 use crate::catalog::Catalog;
 use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
+use crate::overrides::ToolOverride;
 use crate::provider::{
     BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
 };
@@ -106,13 +107,25 @@ pub struct Server {
 pub(crate) struct Published {
     catalog: watch::Sender<Arc<Catalog>>,
     changes: Arc<watch::Sender<u64>>,
+    /// The config's overrides of this server's tools.
+    overrides: Arc<BTreeMap<String, ToolOverride>>,
+    /// Overrides refused (or unused) when the catalog was last built.
+    problems: Mutex<Vec<String>>,
 }
 
 impl Published {
-    /// Replaces the catalog and announces the change.
-    pub(crate) fn catalog(&self, catalog: Arc<Catalog>) {
-        self.catalog.send_replace(catalog);
+    /// Builds the catalog from the server's `tools/list` items with the config's overrides,
+    /// replaces it and announces the change; returns how many tools there are.
+    pub(crate) fn catalog_from(&self, server: &str, items: Vec<Value>) -> usize {
+        let (catalog, problems) = Catalog::with_overrides(items, &self.overrides);
+        for problem in &problems {
+            tracing::error!(server, %problem, "tool override refused");
+        }
+        *self.problems.lock().unwrap() = problems;
+        let count = catalog.len();
+        self.catalog.send_replace(Arc::new(catalog));
         self.changed();
+        count
     }
 
     fn changed(&self) {
@@ -174,6 +187,8 @@ impl Pool {
                     published: Arc::new(Published {
                         catalog: watch::Sender::new(Arc::new(Catalog::default())),
                         changes: Arc::clone(&changes),
+                        overrides: Arc::clone(&server.tool_overrides),
+                        problems: Mutex::new(Vec::new()),
                     }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
@@ -520,6 +535,14 @@ impl Upstream for Server {
                 Status::Ready(connection) => connection.instructions.clone(),
                 _ => None,
             },
+            warnings: self
+                .published
+                .problems
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|problem| format!("config: {problem}"))
+                .collect(),
         }
     }
 

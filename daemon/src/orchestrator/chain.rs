@@ -1,0 +1,504 @@
+//! Chains and fan-outs: many calls for one request, each through the whole pipeline.
+//!
+//! `callChain` runs steps in order; a later step's arguments may take values from earlier
+//! results by JSON Pointer, and the chain stops at the first step that fails (an error or an
+//! `isError` result), answering every step that ran. `callMany` runs calls concurrently (bounded)
+//! and answers each, in request order, whatever happened to the others. Every step is a child of
+//! the request's context (its own call id, one level deeper, the same caller and session), so
+//! traces link steps to their parent and the depth guard stops runaway nesting.
+//!
+//! Binding is pure ([`bind`]) and checked before anything runs ([`check_bindings`]): a binding
+//! may only look back, so a chain can never wait on itself.
+
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tool_cli_protocol::ErrorObject;
+use tool_cli_protocol::orchestration::{
+    CallChainParams, CallChainResult, CallManyParams, CallManyResult, ChainStep, StepResult,
+};
+
+use super::{Orchestrator, call_request};
+use crate::error::Error;
+use crate::pipeline::{CallContext, CallRequest, caller_timeout};
+
+/// Most steps in one chain.
+pub(crate) const MAX_CHAIN_STEPS: usize = 64;
+
+/// Most calls in one fan-out.
+pub(crate) const MAX_FANOUT_CALLS: usize = 256;
+
+/// Default and largest concurrency of a fan-out.
+const DEFAULT_CONCURRENCY: usize = 8;
+const MAX_CONCURRENCY: usize = 64;
+
+impl Orchestrator {
+    /// `callChain`.
+    pub async fn call_chain(
+        &self,
+        params: CallChainParams,
+        context: &CallContext,
+    ) -> Result<CallChainResult, Error> {
+        const METHOD: &str = "callChain";
+        if params.steps.is_empty() {
+            return Err(Error::invalid_params(
+                METHOD,
+                "steps is empty; expected 1 or more steps",
+            ));
+        }
+        if params.steps.len() > MAX_CHAIN_STEPS {
+            return Err(Error::invalid_params(
+                METHOD,
+                format!(
+                    "{} steps is more than the limit of {MAX_CHAIN_STEPS}; split the chain, or use \
+                     callMany for independent calls",
+                    params.steps.len()
+                ),
+            ));
+        }
+        for (index, step) in params.steps.iter().enumerate() {
+            check_bindings(index, step)
+                .map_err(|message| Error::invalid_params(METHOD, message))?;
+        }
+        let timeout = caller_timeout(METHOD, params.timeout_ms)?;
+        let deadline = timeout.map(|timeout| context.arrived + timeout);
+        let mut context = context.clone();
+        context.session_id = params.session_id.clone();
+        let dry_run = params.dry_run == Some(true);
+
+        let mut results: Vec<Value> = Vec::new();
+        let mut steps = Vec::new();
+        for (index, step) in params.steps.into_iter().enumerate() {
+            let child = context.child(index as u32);
+            let tool = step.tool.clone();
+            let server = step.server.clone();
+            let outcome = match bind(index, &step, &results, dry_run) {
+                Err(message) => Err(Error::invalid_params(METHOD, message)),
+                Ok(arguments) => {
+                    let request = CallRequest {
+                        server: step.server,
+                        tool: step.tool,
+                        arguments,
+                        timeout: deadline.map(remaining),
+                        confirm: params.confirm == Some(true),
+                        dry_run,
+                        hint: step.hint,
+                        idempotency_key: None,
+                    };
+                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        Err(Error::timeout(
+                            server.as_deref().unwrap_or("*"),
+                            &tool,
+                            timeout.map_or(0, |t| t.as_millis() as u64),
+                        ))
+                    } else {
+                        self.call(&child, request).await
+                    }
+                }
+            };
+            let failed = match &outcome {
+                Ok(result) => is_failure(result, dry_run),
+                Err(_) => true,
+            };
+            let entry = step_result(index, tool, server, outcome);
+            if let Some(result) = &entry.result {
+                results.push(result.clone());
+            }
+            steps.push(entry);
+            if failed {
+                return Ok(CallChainResult {
+                    steps,
+                    completed: false,
+                });
+            }
+        }
+        Ok(CallChainResult {
+            steps,
+            completed: true,
+        })
+    }
+
+    /// `callMany`.
+    pub async fn call_many(
+        &self,
+        params: CallManyParams,
+        context: &CallContext,
+    ) -> Result<CallManyResult, Error> {
+        const METHOD: &str = "callMany";
+        if params.calls.is_empty() {
+            return Err(Error::invalid_params(
+                METHOD,
+                "calls is empty; expected 1 or more calls",
+            ));
+        }
+        if params.calls.len() > MAX_FANOUT_CALLS {
+            return Err(Error::invalid_params(
+                METHOD,
+                format!(
+                    "{} calls is more than the limit of {MAX_FANOUT_CALLS}; send them in several \
+                     requests",
+                    params.calls.len()
+                ),
+            ));
+        }
+        let concurrency = match params.max_concurrent {
+            None => DEFAULT_CONCURRENCY,
+            Some(0) => {
+                return Err(Error::invalid_params(
+                    METHOD,
+                    format!("maxConcurrent must be 1-{MAX_CONCURRENCY}"),
+                ));
+            }
+            Some(n) => n.min(MAX_CONCURRENCY),
+        };
+        let mut context = context.clone();
+        context.session_id = params.session_id.clone();
+        let context = &context;
+        let results = futures_util::stream::iter(params.calls.into_iter().enumerate())
+            .map(|(index, call)| async move {
+                let tool = call.tool.clone();
+                let server = call.server.clone();
+                let outcome = match call_request(call) {
+                    Ok(request) => self.call(&context.child(index as u32), request).await,
+                    Err(error) => Err(error),
+                };
+                step_result(index, tool, server, outcome)
+            })
+            .buffered(concurrency)
+            .collect()
+            .await;
+        Ok(CallManyResult { results })
+    }
+}
+
+fn remaining(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_millis(1))
+}
+
+/// Whether a step's answer stops the chain: a tool error, or a dry-run that would be refused.
+fn is_failure(result: &Value, dry_run: bool) -> bool {
+    if dry_run {
+        result.get("wouldBlockBecause").is_some()
+    } else {
+        result.get("isError").and_then(Value::as_bool) == Some(true)
+    }
+}
+
+/// The wire entry of one step's outcome.
+fn step_result(
+    index: usize,
+    tool: String,
+    requested_server: Option<String>,
+    outcome: Result<Value, Error>,
+) -> StepResult {
+    match outcome {
+        Ok(result) => {
+            let server = result
+                .pointer("/_meta/tool-cli~1selection/server")
+                .or_else(|| result.get("server"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or(requested_server);
+            StepResult {
+                index,
+                tool,
+                server,
+                result: Some(result),
+                error: None,
+            }
+        }
+        Err(error) => StepResult {
+            index,
+            tool,
+            server: requested_server,
+            result: None,
+            error: Some(ErrorObject {
+                code: error.code(),
+                message: error.wire_message(),
+                data: serde_json::to_value(error.to_data()).ok(),
+            }),
+        },
+    }
+}
+
+/// A binding: `{"$from": "<step>", "pointer": "<JSON Pointer>"}` (`$from` may be a number too).
+fn as_binding(value: &Value) -> Option<Result<(usize, &str), String>> {
+    let object = value.as_object()?;
+    let from = object.get("$from")?;
+    let parsed = match from {
+        Value::String(text) => text.parse::<usize>().ok(),
+        Value::Number(number) => number.as_u64().map(|n| n as usize),
+        _ => None,
+    };
+    let pointer = object.get("pointer").and_then(Value::as_str).unwrap_or("");
+    Some(match parsed {
+        None => Err(format!(
+            "\"$from\" must be the index of an earlier step, such as \"0\", not {from}"
+        )),
+        Some(_) if !(pointer.is_empty() || pointer.starts_with('/')) => Err(format!(
+            "\"pointer\" must be a JSON Pointer starting with '/', not \"{pointer}\""
+        )),
+        Some(step) => Ok((step, pointer)),
+    })
+}
+
+/// Checks, before anything runs, that every binding of step `index` is well formed and looks
+/// back (to a step before it): a chain cannot bind to itself or to the future.
+pub(crate) fn check_bindings(index: usize, step: &ChainStep) -> Result<(), String> {
+    let mut problem = None;
+    let mut check = |value: &Value, at: &str| {
+        if problem.is_some() {
+            return;
+        }
+        if let Some(binding) = as_binding(value) {
+            problem = match binding {
+                Err(message) => Some(format!("step {index} {at}: {message}")),
+                Ok((from, _)) if from >= index => Some(format!(
+                    "step {index} {at} binds to step {from}, which has not run by then; a step \
+                     can only use the results of earlier steps (0-{})",
+                    index.saturating_sub(1)
+                )),
+                Ok(_) => None,
+            };
+        }
+    };
+    walk(
+        &Value::Object(step.arguments.clone()),
+        "arguments",
+        &mut check,
+    );
+    if let Some(bind) = &step.bind {
+        for (target, binding) in bind {
+            if !(target.is_empty() || target.starts_with('/')) {
+                return Err(format!(
+                    "step {index} bind key \"{target}\" must be a JSON Pointer into the arguments, \
+                     such as \"/id\""
+                ));
+            }
+            if as_binding(binding).is_none() {
+                return Err(format!(
+                    "step {index} bind \"{target}\" must be {{\"$from\": \"<step>\", \"pointer\": \
+                     \"/...\"}}"
+                ));
+            }
+            check(binding, &format!("bind \"{target}\""));
+        }
+    }
+    problem.map_or(Ok(()), Err)
+}
+
+fn walk(value: &Value, at: &str, visit: &mut dyn FnMut(&Value, &str)) {
+    visit(value, at);
+    match value {
+        Value::Object(members) if as_binding(value).is_none() => {
+            for (key, member) in members {
+                walk(member, &format!("{at}/{key}"), visit);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, &format!("{at}/{i}"), visit);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Step `index`'s arguments with every binding replaced by the value it points at in the
+/// results of the steps before it.
+pub(crate) fn bind(
+    index: usize,
+    step: &ChainStep,
+    results: &[Value],
+    dry_run: bool,
+) -> Result<Map<String, Value>, String> {
+    let resolve = |value: &Value, at: &str| -> Result<Option<Value>, String> {
+        let Some(binding) = as_binding(value) else {
+            return Ok(None);
+        };
+        let (from, pointer) = binding?;
+        if dry_run {
+            return Err(format!(
+                "step {index} {at} binds to step {from}'s result, which a dry-run does not have; \
+                 dry-run the steps one by one, or run the chain"
+            ));
+        }
+        let source = results
+            .get(from)
+            .ok_or_else(|| format!("step {index} {at} binds to step {from}, which did not run"))?;
+        source.pointer(pointer).cloned().map(Some).ok_or_else(|| {
+            format!("step {index} {at}: pointer \"{pointer}\" is not in step {from}'s result")
+        })
+    };
+    fn substitute(
+        value: &mut Value,
+        at: &str,
+        resolve: &dyn Fn(&Value, &str) -> Result<Option<Value>, String>,
+    ) -> Result<(), String> {
+        if let Some(bound) = resolve(value, at)? {
+            *value = bound;
+            return Ok(());
+        }
+        match value {
+            Value::Object(members) => {
+                for (key, member) in members.iter_mut() {
+                    substitute(member, &format!("{at}/{key}"), resolve)?;
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    substitute(item, &format!("{at}/{i}"), resolve)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+    let mut arguments = Value::Object(step.arguments.clone());
+    substitute(&mut arguments, "arguments", &resolve)?;
+    if let Some(bind) = &step.bind {
+        for (target, binding) in bind {
+            let value = resolve(binding, &format!("bind \"{target}\""))?
+                .ok_or_else(|| format!("step {index} bind \"{target}\" is not a binding"))?;
+            set_pointer(&mut arguments, target, value)
+                .map_err(|message| format!("step {index} bind \"{target}\": {message}"))?;
+        }
+    }
+    match arguments {
+        Value::Object(map) => Ok(map),
+        _ => Err(format!(
+            "step {index}: a binding of the whole arguments must give an object"
+        )),
+    }
+}
+
+/// Sets the value at `pointer` in `target`, creating objects along the way.
+fn set_pointer(target: &mut Value, pointer: &str, value: Value) -> Result<(), String> {
+    if pointer.is_empty() {
+        *target = value;
+        return Ok(());
+    }
+    let mut current = target;
+    let tokens: Vec<String> = pointer[1..]
+        .split('/')
+        .map(|token| token.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, token) in tokens.iter().enumerate() {
+        let last = i + 1 == tokens.len();
+        current = match current {
+            Value::Object(members) => {
+                if last {
+                    members.insert(token.clone(), value);
+                    return Ok(());
+                }
+                members
+                    .entry(token.clone())
+                    .or_insert_with(|| Value::Object(Map::new()))
+            }
+            Value::Array(items) => {
+                let at: usize = token
+                    .parse()
+                    .map_err(|_| format!("\"{token}\" is not an array index"))?;
+                let slot = items
+                    .get_mut(at)
+                    .ok_or_else(|| format!("index {at} is past the end of the array"))?;
+                if last {
+                    *slot = value;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => {
+                return Err(format!(
+                    "\"{token}\" goes inside a value that is not a container"
+                ));
+            }
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn step(arguments: Value, bind: Option<Value>) -> ChainStep {
+        ChainStep {
+            server: None,
+            tool: "t".into(),
+            arguments: arguments.as_object().cloned().unwrap(),
+            bind: bind.map(|b| b.as_object().cloned().unwrap()),
+            hint: None,
+        }
+    }
+
+    #[test]
+    fn inline_and_located_bindings_take_earlier_results() {
+        let results = vec![json!({"structuredContent": {"rows": [{"id": 42, "name": "Ada"}]}})];
+        let s = step(
+            json!({"sql": "x", "params": [{"$from": "0", "pointer": "/structuredContent/rows/0/id"}]}),
+            Some(json!({"/who/name": {"$from": 0, "pointer": "/structuredContent/rows/0/name"}})),
+        );
+        check_bindings(1, &s).unwrap();
+        let bound = bind(1, &s, &results, false).unwrap();
+        assert_eq!(
+            Value::Object(bound),
+            json!({"sql": "x", "params": [42], "who": {"name": "Ada"}})
+        );
+    }
+
+    #[test]
+    fn bindings_may_only_look_back() {
+        let s = step(json!({"a": {"$from": "1", "pointer": "/x"}}), None);
+        let error = check_bindings(1, &s).unwrap_err();
+        assert!(
+            error.contains("binds to step 1, which has not run"),
+            "{error}"
+        );
+        let s = step(json!({"a": {"$from": "zero", "pointer": "/x"}}), None);
+        assert!(
+            check_bindings(1, &s)
+                .unwrap_err()
+                .contains("\"$from\" must be")
+        );
+        let s = step(json!({"a": {"$from": "0", "pointer": "x"}}), None);
+        assert!(check_bindings(1, &s).unwrap_err().contains("JSON Pointer"));
+        let s = step(
+            json!({}),
+            Some(json!({"a": {"$from": "0", "pointer": "/x"}})),
+        );
+        assert!(check_bindings(1, &s).unwrap_err().contains("bind key"));
+    }
+
+    #[test]
+    fn a_missing_pointer_is_a_clear_step_error() {
+        let results = vec![json!({"content": []})];
+        let s = step(
+            json!({"a": {"$from": "0", "pointer": "/structuredContent/id"}}),
+            None,
+        );
+        let error = bind(1, &s, &results, false).unwrap_err();
+        assert!(
+            error.contains("pointer \"/structuredContent/id\" is not in step 0's result"),
+            "{error}"
+        );
+        let error = bind(1, &s, &results, true).unwrap_err();
+        assert!(error.contains("a dry-run does not have"), "{error}");
+    }
+
+    #[test]
+    fn results_without_bindings_pass_untouched() {
+        let s = step(json!({"nested": {"$from_like": 1, "pointer": "/x"}}), None);
+        check_bindings(0, &s).unwrap();
+        assert_eq!(
+            Value::Object(bind(0, &s, &[], false).unwrap()),
+            json!({"nested": {"$from_like": 1, "pointer": "/x"}})
+        );
+    }
+}

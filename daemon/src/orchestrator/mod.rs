@@ -1,0 +1,188 @@
+//! The orchestrator: what the RPC layer talks to.
+//!
+//! It owns the [`Pipeline`] (every call and resource read) over a [`ToolProvider`] and the
+//! [`SessionStore`], and answers the methods that only look: discovery (`discovery.rs`) and
+//! health (`health.rs`). Everything that makes calls — `callTool`, chains and fan-outs
+//! (`chain.rs`), later the agent — goes through [`Orchestrator::call`], which consults the
+//! caller's session (routing facts, loop and budget guards) and hands the call to the pipeline.
+//! New capabilities are callers of the pipeline added here, never side doors around it.
+
+mod chain;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tool_cli_protocol::methods::CallToolParams;
+use tool_cli_protocol::orchestration::{
+    ListSessionsResult, OpenSessionParams, OpenSessionResult, SessionSummary,
+};
+
+use crate::error::Error;
+use crate::pipeline::{
+    CallContext, CallExtras, CallObserver, CallRequest, Pipeline, PipelineOptions, RoutingFacts,
+    arguments_hash, caller_timeout,
+};
+use crate::provider::{ResourceListKind, ToolProvider};
+use crate::sessions::{SessionLimits, SessionStore};
+
+/// Settings of the orchestrator.
+#[derive(Debug, Clone, Default)]
+pub struct OrchestratorOptions {
+    /// The call pipeline's.
+    pub pipeline: PipelineOptions,
+    /// The session store's.
+    pub sessions: SessionLimits,
+}
+
+/// Serves the protocol's methods over one provider.
+pub struct Orchestrator {
+    pub(crate) pipeline: Pipeline,
+    pub(crate) sessions: Arc<SessionStore>,
+}
+
+impl Orchestrator {
+    /// An orchestrator over `provider` with default options and no call observers.
+    pub fn new(provider: Arc<dyn ToolProvider>) -> Orchestrator {
+        Orchestrator::with_options(provider, OrchestratorOptions::default(), Vec::new())
+    }
+
+    /// An orchestrator over `provider`; `observers` are told of every finished call (the
+    /// session store is one, always).
+    pub fn with_options(
+        provider: Arc<dyn ToolProvider>,
+        options: OrchestratorOptions,
+        mut observers: Vec<Arc<dyn CallObserver>>,
+    ) -> Orchestrator {
+        let sessions = Arc::new(SessionStore::new(options.sessions));
+        observers.push(Arc::clone(&sessions) as Arc<dyn CallObserver>);
+        let pipeline = Pipeline::new(provider.as_ref(), options.pipeline, observers);
+        Orchestrator { pipeline, sessions }
+    }
+
+    /// The call pipeline.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// `callTool`.
+    pub async fn call_tool(
+        &self,
+        params: CallToolParams,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        let mut context = context.clone();
+        context.session_id = params.session_id.clone();
+        let request = call_request(params)?;
+        self.call(&context, request).await
+    }
+
+    /// Makes one call through the pipeline, with what the caller's session says about it.
+    pub async fn call(&self, context: &CallContext, request: CallRequest) -> Result<Value, Error> {
+        let extras = match &context.session_id {
+            None => CallExtras::default(),
+            Some(id) => {
+                let session = self.sessions.touch(&context.grant.token_id, id)?;
+                let advice = self.sessions.advise(
+                    &session,
+                    request.server.as_deref().filter(|name| *name != "*"),
+                    &request.tool,
+                    &arguments_hash(&request.arguments),
+                );
+                CallExtras {
+                    routing: RoutingFacts {
+                        mention_text: advice.task,
+                        most_recent: advice.most_recent,
+                    },
+                    guard: advice.refusal,
+                }
+            }
+        };
+        self.pipeline.call_with(context, request, extras).await
+    }
+
+    /// `openSession`.
+    pub fn open_session(
+        &self,
+        params: OpenSessionParams,
+        context: &CallContext,
+    ) -> Result<OpenSessionResult, Error> {
+        let session_id = self.sessions.open(
+            &context.grant.token_id,
+            params.session_id.as_deref(),
+            params.task,
+            params.labels,
+        )?;
+        Ok(OpenSessionResult { session_id })
+    }
+
+    /// `sessionSummary`.
+    pub fn session_summary(
+        &self,
+        id: &str,
+        context: &CallContext,
+    ) -> Result<SessionSummary, Error> {
+        self.sessions.summary(&context.grant.token_id, id)
+    }
+
+    /// `listSessions`.
+    pub fn list_sessions(&self, context: &CallContext) -> ListSessionsResult {
+        ListSessionsResult {
+            sessions: self.sessions.list(&context.grant.token_id),
+        }
+    }
+
+    /// `closeSession`.
+    pub fn close_session(&self, id: &str, context: &CallContext) -> Result<(), Error> {
+        self.sessions.close(&context.grant.token_id, id)
+    }
+
+    /// `readResource`: the server's complete result.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        self.pipeline.read_resource(context, server, uri).await
+    }
+
+    /// `listResources`.
+    pub async fn list_resources(
+        &self,
+        server: &str,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::methods::ListResourcesResult, Error> {
+        let (server, resources) = self
+            .pipeline
+            .list_resources(context, server, ResourceListKind::Resources)
+            .await?;
+        Ok(tool_cli_protocol::methods::ListResourcesResult { server, resources })
+    }
+
+    /// `listResourceTemplates`.
+    pub async fn list_resource_templates(
+        &self,
+        server: &str,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::methods::ListResourceTemplatesResult, Error> {
+        let (server, templates) = self
+            .pipeline
+            .list_resources(context, server, ResourceListKind::Templates)
+            .await?;
+        Ok(tool_cli_protocol::methods::ListResourceTemplatesResult { server, templates })
+    }
+}
+
+/// A pipeline request from `callTool`'s params.
+pub(crate) fn call_request(params: CallToolParams) -> Result<CallRequest, Error> {
+    Ok(CallRequest {
+        server: params.server,
+        tool: params.tool,
+        arguments: params.arguments.unwrap_or_default(),
+        timeout: caller_timeout("callTool", params.timeout_ms)?,
+        confirm: params.confirm == Some(true),
+        dry_run: params.dry_run == Some(true),
+        hint: params.hint,
+        idempotency_key: params.idempotency_key,
+    })
+}

@@ -1,0 +1,201 @@
+//! Unit tests of the session store: scoping, bounds, guards and summaries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tool_cli_protocol::ErrorData;
+
+use super::*;
+use crate::auth::Grant;
+use crate::pipeline::routing::{Rule, Selection};
+use crate::pipeline::{CallContext, RecordedError};
+use crate::policy::Scope;
+
+fn context(token: &str, session: &str) -> CallContext {
+    let mut context = CallContext::new(Grant {
+        token_id: token.into(),
+        is_owner: false,
+        scope: Arc::new(Scope::unrestricted()),
+    });
+    context.session_id = Some(session.into());
+    context
+}
+
+/// A finished call of `tool` on `server` in `session` of `token`.
+fn record(token: &str, session: &str, server: &str, tool: &str, success: bool) -> CallRecord {
+    let mut record = CallRecord::new(&context(token, session), tool, "h1".into());
+    record.requested_server = Some(server.into());
+    record.server = Some(server.into());
+    record.executed = true;
+    record.success = success;
+    record.latency = Duration::from_millis(10);
+    record.selection = Some(Selection::named(server));
+    if !success {
+        record.error = Some(RecordedError {
+            code: -32003,
+            kind: "upstream",
+            message: "boom".into(),
+        });
+    }
+    record
+}
+
+#[tokio::test]
+async fn sessions_are_namespaced_by_token_and_never_revealed_to_others() {
+    let store = SessionStore::new(SessionLimits::default());
+    let id = store
+        .open("alice", None, Some("read the report".into()), vec![])
+        .unwrap();
+    assert!(id.starts_with("s-"));
+    store.observe(&record("alice", &id, "fs", "read_file", true));
+    assert_eq!(store.summary("alice", &id).unwrap().calls, 1);
+    // Bob gets exactly the answer for an id that never existed.
+    let theirs = store.summary("bob", &id).unwrap_err();
+    let never = store.summary("bob", "s-never-used").unwrap_err();
+    assert_eq!(kind_of_error(&theirs), "unknownSession");
+    assert_eq!(
+        theirs.to_string().replace(&id, "X"),
+        never.to_string().replace("s-never-used", "X")
+    );
+    assert!(store.close("bob", &id).is_err());
+    assert!(store.list("bob").is_empty());
+    // Bob using the same id gets a session of his own.
+    store.touch("bob", &id).unwrap();
+    store.observe(&record("bob", &id, "fs", "write_file", false));
+    assert_eq!(store.summary("alice", &id).unwrap().calls, 1);
+    assert_eq!(store.summary("bob", &id).unwrap().errors, 1);
+}
+
+fn kind_of_error(error: &Error) -> &'static str {
+    error.kind()
+}
+
+#[tokio::test]
+async fn the_same_failing_call_is_refused_after_the_limit_and_a_success_resets_it() {
+    let store = SessionStore::new(SessionLimits {
+        loop_limit: 3,
+        ..SessionLimits::default()
+    });
+    let session = store.touch("t", "s1").unwrap();
+    for _ in 0..3 {
+        assert!(
+            store
+                .advise(&session, Some("fs"), "read", "h1")
+                .refusal
+                .is_none()
+        );
+        store.observe(&record("t", "s1", "fs", "read", false));
+    }
+    let refusal = store
+        .advise(&session, Some("fs"), "read", "h1")
+        .refusal
+        .expect("refused on the fourth attempt");
+    let Some(ErrorData::LoopDetected {
+        failures, limit, ..
+    }) = refusal.data()
+    else {
+        panic!("{refusal}");
+    };
+    assert_eq!((*failures, *limit), (3, 3));
+    assert!(refusal.to_string().contains("failed 3 times"), "{refusal}");
+    // Other arguments, another tool: not the same call.
+    assert!(
+        store
+            .advise(&session, Some("fs"), "read", "h2")
+            .refusal
+            .is_none()
+    );
+    // The guard's own refusal does not count as another failure, and a success resets the count.
+    let mut refused = record("t", "s1", "fs", "read", false);
+    refused.error.as_mut().unwrap().kind = "loopDetected";
+    refused.executed = false;
+    store.observe(&refused);
+    store.observe(&record("t", "s1", "fs", "read", true));
+    assert!(
+        store
+            .advise(&session, Some("fs"), "read", "h1")
+            .refusal
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_call_budget_is_a_watchdog() {
+    let store = SessionStore::new(SessionLimits {
+        max_calls: Some(2),
+        ..SessionLimits::default()
+    });
+    let session = store.touch("t", "s").unwrap();
+    store.observe(&record("t", "s", "fs", "a", true));
+    store.observe(&record("t", "s", "fs", "b", true));
+    let refusal = store
+        .advise(&session, None, "c", "h")
+        .refusal
+        .expect("budget spent");
+    assert_eq!(refusal.kind(), "budgetExceeded");
+}
+
+#[tokio::test(start_paused = true)]
+async fn sessions_are_bounded_in_number_and_idle_time() {
+    let store = SessionStore::new(SessionLimits {
+        max_sessions: 3,
+        idle_ttl: Duration::from_secs(60),
+        ..SessionLimits::default()
+    });
+    for i in 0..3 {
+        store.touch("t", &format!("s{i}")).unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+    }
+    store.touch("t", "s3").unwrap();
+    assert_eq!(store.len(), 3);
+    assert!(
+        store.summary("t", "s0").is_err(),
+        "the least recently used went"
+    );
+    tokio::time::advance(Duration::from_secs(61)).await;
+    assert!(
+        store.summary("t", "s3").is_err(),
+        "idle sessions are forgotten"
+    );
+    assert!(store.list("t").is_empty());
+}
+
+#[tokio::test]
+async fn a_summary_counts_calls_tools_rules_and_recency() {
+    let store = SessionStore::new(SessionLimits::default());
+    let session = store.touch("t", "s").unwrap();
+    store.observe(&record("t", "s", "fs", "read_file", true));
+    store.observe(&record("t", "s", "github", "read_file", true));
+    let mut routed = record("t", "s", "fs", "read_file", false);
+    routed.requested_server = None;
+    routed.selection = Some(Selection {
+        server: "fs".into(),
+        rule: Rule::SessionRecency,
+        alternatives: Vec::new(),
+    });
+    store.observe(&routed);
+    let summary = store.summary("t", "s").unwrap();
+    assert_eq!((summary.calls, summary.executed, summary.errors), (3, 3, 1));
+    assert!((summary.success_rate - 2.0 / 3.0).abs() < 1e-9);
+    assert_eq!(summary.latency_ms.unwrap().samples, 3);
+    assert_eq!(summary.tools_used[0].server, "fs");
+    assert_eq!(summary.tools_used[0].calls, 2);
+    assert_eq!(summary.rules_fired.get("named"), Some(&2));
+    assert_eq!(summary.rules_fired.get("session-recency"), Some(&1));
+    // The last successful server for the tool is what recency routes to.
+    let advice = store.advise(&session, None, "read_file", "h9");
+    assert_eq!(advice.most_recent.as_deref(), Some("github"));
+}
+
+#[test]
+fn session_ids_are_checked() {
+    let store = SessionStore::new(SessionLimits::default());
+    for bad in ["", "has space", "ünicode", &"x".repeat(129), "a/b"] {
+        let error = store.touch("t", bad).err().unwrap();
+        assert!(
+            error.to_string().contains("not a valid session id"),
+            "{bad}"
+        );
+    }
+    assert!(store.touch("t", "agent-1:run.2_a").is_ok());
+}

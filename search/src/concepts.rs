@@ -1,0 +1,675 @@
+//! The concept table: groups of words that tool catalogs and the people searching them use for
+//! the same action or object, for query expansion.
+//!
+//! A user asks to "fetch", "grab" or "pull up" what a tool calls `get_*`; asks for "folders" where
+//! the server says "directory". Plain BM25 sees no overlap there. Each group below is a set of
+//! interchangeable words in the vocabulary of tool catalogs (generic software, productivity and
+//! commerce words, not any one catalog's names); a query word expands to the other members of its
+//! groups, scored below an exact match (see `EXPANSION_WEIGHT` in `search.rs`). Words are stemmed
+//! with the same stemmer as the index when the table is built, so inflections need no entries.
+//! Keep groups tight: a loose group ("change" with "convert") turns every query into noise.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::text;
+
+/// The groups, one line each. A word may sit in several groups (`post` is both sending and a
+/// blog entry); its expansions are the union.
+const GROUPS: &[&[&str]] = &[
+    // Actions.
+    &[
+        "get", "fetch", "retrieve", "read", "obtain", "grab", "view", "show", "display", "see",
+        "load", "open", "look",
+    ],
+    &["list", "enumerate", "browse", "listing", "all", "every"],
+    &[
+        "create", "add", "new", "make", "insert", "register", "open", "start", "compose", "draft",
+        "generate", "write",
+    ],
+    &[
+        "delete", "remove", "drop", "erase", "destroy", "purge", "discard", "trash", "wipe",
+        "unlink", "rm", "clear",
+    ],
+    &[
+        "update", "edit", "modify", "change", "alter", "patch", "amend", "revise", "adjust", "set",
+        "replace", "rename",
+    ],
+    &[
+        "search", "find", "query", "lookup", "locate", "seek", "discover", "filter", "grep",
+        "match", "look",
+    ],
+    &[
+        "send", "post", "deliver", "dispatch", "transmit", "notify", "message", "ping", "dm",
+        "text",
+    ],
+    &["reply", "respond", "answer", "comment", "react"],
+    &[
+        "convert",
+        "transform",
+        "transcode",
+        "translate",
+        "export",
+        "format",
+        "encode",
+    ],
+    &["translate", "translation", "localize", "language"],
+    &["download", "save", "export", "pull", "fetch"],
+    &["upload", "attach", "import", "push", "put"],
+    &[
+        "run", "execute", "invoke", "call", "trigger", "launch", "perform", "fire",
+    ],
+    &[
+        "stop",
+        "halt",
+        "kill",
+        "terminate",
+        "abort",
+        "end",
+        "shutdown",
+        "cancel",
+    ],
+    &["start", "begin", "launch", "boot", "spin", "resume", "kick"],
+    &["pause", "suspend", "hold", "freeze", "mute", "snooze"],
+    &["schedule", "book", "reserve", "plan", "arrange", "calendar"],
+    &[
+        "count", "number", "total", "tally", "how", "many", "amount", "quantity",
+    ],
+    &[
+        "summarize",
+        "summary",
+        "overview",
+        "digest",
+        "recap",
+        "brief",
+        "tldr",
+        "gist",
+        "condense",
+    ],
+    &[
+        "analyze", "analyse", "analysis", "inspect", "examine", "assess", "evaluate", "audit",
+        "review", "diagnose",
+    ],
+    &[
+        "compare",
+        "comparison",
+        "diff",
+        "difference",
+        "contrast",
+        "versus",
+        "vs",
+    ],
+    &["merge", "combine", "join", "unify", "consolidate", "squash"],
+    &["copy", "duplicate", "clone", "replicate", "fork"],
+    &["move", "rename", "relocate", "transfer", "mv"],
+    &[
+        "check", "verify", "validate", "confirm", "test", "lint", "ensure",
+    ],
+    &[
+        "monitor",
+        "watch",
+        "track",
+        "observe",
+        "follow",
+        "subscribe",
+        "tail",
+    ],
+    &[
+        "calculate",
+        "compute",
+        "estimate",
+        "sum",
+        "math",
+        "calculator",
+    ],
+    &["assign", "allocate", "delegate", "reassign", "give"],
+    &["approve", "accept", "authorize", "grant", "allow", "sign"],
+    &["reject", "decline", "deny", "refuse", "block", "ban"],
+    &["archive", "store", "backup", "snapshot", "preserve"],
+    &[
+        "restore", "recover", "undo", "revert", "rollback", "undelete",
+    ],
+    &["sort", "order", "rank", "arrange", "top", "best"],
+    &["tag", "label", "categorize", "classify", "category"],
+    &["invite", "onboard", "welcome"],
+    &["login", "signin", "authenticate", "auth", "logon", "oauth"],
+    &["logout", "signout", "revoke"],
+    &["pay", "payment", "charge", "checkout", "purchase", "buy"],
+    &["refund", "reimburse", "chargeback", "reimbursement"],
+    &["enable", "activate", "turn", "switch", "on"],
+    &["disable", "deactivate", "turn", "switch", "off"],
+    &["connect", "link", "pair", "attach", "bind"],
+    &["sync", "synchronize", "refresh", "reload", "mirror"],
+    &["resize", "crop", "scale", "shrink", "thumbnail"],
+    &["deploy", "release", "ship", "rollout", "publish", "promote"],
+    &["build", "compile", "bundle", "package"],
+    &["play", "stream", "listen", "queue"],
+    &["record", "log", "capture", "journal", "track"],
+    &["lock", "unlock", "secure"],
+    &["share", "distribute", "publish", "forward"],
+    &["print", "printer", "render"],
+    &[
+        "remind",
+        "reminder",
+        "alert",
+        "alarm",
+        "notification",
+        "notify",
+    ],
+    &[
+        "explain",
+        "describe",
+        "description",
+        "detail",
+        "info",
+        "information",
+        "metadata",
+        "about",
+        "property",
+        "properties",
+        "stat",
+    ],
+    &["extract", "parse", "scrape", "crawl", "harvest"],
+    &["ask", "question", "prompt", "chat", "completion"],
+    &[
+        "transcribe",
+        "transcript",
+        "transcription",
+        "caption",
+        "subtitle",
+        "speech",
+    ],
+    &["speak", "tts", "voice", "speech", "audio", "narrate"],
+    &["draw", "generate", "image", "illustration", "picture"],
+    &["forecast", "predict", "prediction", "projection", "outlook"],
+    &[
+        "geocode",
+        "coordinate",
+        "latitude",
+        "longitude",
+        "lat",
+        "lng",
+        "lon",
+    ],
+    &[
+        "current", "latest", "recent", "newest", "now", "today", "live", "realtime",
+    ],
+    &[
+        "history",
+        "historical",
+        "past",
+        "previous",
+        "old",
+        "archive",
+        "log",
+    ],
+    &["bulk", "batch", "multiple", "many", "several", "mass"],
+    &[
+        "size",
+        "dimension",
+        "big",
+        "large",
+        "bytes",
+        "disk",
+        "usage",
+        "space",
+    ],
+    &["unread", "inbox", "pending", "outstanding", "open"],
+    // Objects.
+    &["file", "document", "doc", "attachment"],
+    &["folder", "directory", "dir", "path"],
+    &["repository", "repo", "project", "codebase"],
+    &["issue", "ticket", "bug", "defect", "problem", "incident"],
+    &["pull", "pr", "merge", "request"],
+    &[
+        "message",
+        "chat",
+        "dm",
+        "conversation",
+        "thread",
+        "post",
+        "text",
+    ],
+    &["channel", "room", "group", "space", "chatroom"],
+    &["email", "mail", "inbox", "gmail", "outlook", "e-mail"],
+    &[
+        "meeting",
+        "event",
+        "appointment",
+        "calendar",
+        "invite",
+        "call",
+    ],
+    &[
+        "user", "account", "member", "person", "profile", "people", "username",
+    ],
+    &[
+        "contact",
+        "lead",
+        "prospect",
+        "person",
+        "phonebook",
+        "address",
+    ],
+    &["customer", "client", "buyer", "shopper", "account"],
+    &[
+        "team",
+        "group",
+        "org",
+        "organization",
+        "organisation",
+        "workspace",
+        "company",
+    ],
+    &[
+        "image",
+        "photo",
+        "picture",
+        "screenshot",
+        "pic",
+        "png",
+        "jpg",
+        "jpeg",
+    ],
+    &["video", "clip", "movie", "film", "recording", "youtube"],
+    &[
+        "music", "song", "track", "audio", "playlist", "album", "artist",
+    ],
+    &[
+        "weather",
+        "forecast",
+        "temperature",
+        "rain",
+        "climate",
+        "wind",
+        "humidity",
+    ],
+    &[
+        "location", "place", "address", "map", "geo", "position", "poi", "venue", "where",
+    ],
+    &[
+        "route",
+        "direction",
+        "navigation",
+        "navigate",
+        "distance",
+        "travel",
+        "commute",
+        "trip",
+    ],
+    &[
+        "price",
+        "cost",
+        "quote",
+        "rate",
+        "fee",
+        "pricing",
+        "expensive",
+        "cheap",
+    ],
+    &[
+        "stock", "share", "equity", "ticker", "market", "nasdaq", "nyse",
+    ],
+    &[
+        "currency", "money", "exchange", "fx", "forex", "usd", "eur", "dollar", "euro",
+    ],
+    &[
+        "database", "db", "table", "sql", "schema", "postgres", "mysql", "sqlite",
+    ],
+    &["record", "row", "entry", "item", "document"],
+    &["column", "field", "attribute", "property"],
+    &["container", "docker", "pod", "image"],
+    &[
+        "cluster",
+        "kubernetes",
+        "k8s",
+        "kubectl",
+        "namespace",
+        "deployment",
+    ],
+    &["server", "host", "instance", "machine", "vm", "node", "ec2"],
+    &["log", "logs", "logging", "trace", "event"],
+    &[
+        "error",
+        "exception",
+        "failure",
+        "crash",
+        "fault",
+        "stacktrace",
+    ],
+    &[
+        "metric",
+        "measurement",
+        "statistic",
+        "stat",
+        "analytics",
+        "kpi",
+        "telemetry",
+        "usage",
+    ],
+    &[
+        "cost", "spend", "spending", "billing", "bill", "expense", "budget",
+    ],
+    &["invoice", "bill", "receipt", "billing"],
+    &["payment", "transaction", "charge", "transfer", "payout"],
+    &["order", "purchase", "cart", "basket"],
+    &[
+        "product",
+        "item",
+        "sku",
+        "merchandise",
+        "catalog",
+        "inventory",
+        "goods",
+    ],
+    &[
+        "shipment", "delivery", "package", "parcel", "tracking", "shipping", "courier",
+    ],
+    &[
+        "employee",
+        "staff",
+        "worker",
+        "personnel",
+        "colleague",
+        "hire",
+        "headcount",
+    ],
+    &["salary", "payroll", "wage", "compensation", "paycheck"],
+    &[
+        "leave", "vacation", "holiday", "pto", "absence", "sick", "timeoff",
+    ],
+    &[
+        "job", "position", "vacancy", "opening", "role", "posting", "career",
+    ],
+    &["candidate", "applicant", "application", "resume", "cv"],
+    &["note", "memo", "notebook", "jot"],
+    &["page", "webpage", "website", "site", "url", "link", "web"],
+    &["bookmark", "favorite", "favourite", "star", "pin", "save"],
+    &[
+        "password",
+        "credential",
+        "secret",
+        "key",
+        "token",
+        "apikey",
+        "passphrase",
+    ],
+    &["permission", "access", "role", "privilege", "acl", "rights"],
+    &[
+        "config",
+        "configuration",
+        "setting",
+        "preference",
+        "option",
+        "env",
+    ],
+    &["status", "state", "health", "uptime", "alive", "up", "down"],
+    &[
+        "time",
+        "clock",
+        "hour",
+        "date",
+        "datetime",
+        "timestamp",
+        "day",
+    ],
+    &["timezone", "zone", "tz", "utc", "gmt"],
+    &["word", "term", "phrase", "text", "string"],
+    &[
+        "device",
+        "sensor",
+        "thermostat",
+        "appliance",
+        "gadget",
+        "iot",
+        "smart",
+    ],
+    &["light", "lamp", "bulb", "lighting", "brightness"],
+    &[
+        "temperature",
+        "thermostat",
+        "heat",
+        "heating",
+        "cooling",
+        "degree",
+        "celsius",
+        "fahrenheit",
+    ],
+    &["door", "lock", "gate", "garage"],
+    &["camera", "webcam", "cctv", "footage"],
+    &["flight", "airline", "plane", "airport", "fly"],
+    &[
+        "hotel",
+        "lodging",
+        "accommodation",
+        "stay",
+        "room",
+        "airbnb",
+    ],
+    &[
+        "recipe",
+        "dish",
+        "meal",
+        "cooking",
+        "cook",
+        "food",
+        "ingredient",
+    ],
+    &["news", "headline", "article", "story", "press"],
+    &["article", "post", "blog", "story", "entry"],
+    &["review", "rating", "feedback", "star", "score", "comment"],
+    &[
+        "dependency",
+        "package",
+        "library",
+        "module",
+        "crate",
+        "npm",
+        "pypi",
+    ],
+    &["commit", "revision", "changeset", "sha", "history"],
+    &["branch", "ref", "head"],
+    &["tag", "release", "version"],
+    &["bucket", "storage", "blob", "object", "s3"],
+    &["dns", "domain", "hostname", "nameserver"],
+    &["certificate", "cert", "ssl", "tls", "https"],
+    &["alert", "alarm", "incident", "page", "oncall", "outage"],
+    &[
+        "dashboard",
+        "chart",
+        "graph",
+        "visualization",
+        "plot",
+        "report",
+    ],
+    &[
+        "spreadsheet",
+        "sheet",
+        "excel",
+        "workbook",
+        "csv",
+        "xlsx",
+        "cell",
+    ],
+    &["presentation", "slide", "deck", "powerpoint", "slideshow"],
+    &["contract", "agreement", "signature", "esign"],
+    &[
+        "wiki",
+        "knowledge",
+        "documentation",
+        "doc",
+        "manual",
+        "guide",
+        "kb",
+    ],
+    &["task", "todo", "chore", "assignment", "card", "item"],
+    &[
+        "board",
+        "sprint",
+        "epic",
+        "backlog",
+        "milestone",
+        "roadmap",
+        "kanban",
+    ],
+    &["deal", "opportunity", "pipeline", "sale", "sales"],
+    &["campaign", "newsletter", "mailing", "blast"],
+    &["subscriber", "follower", "audience", "subscription"],
+    &["phone", "sms", "call", "mobile", "telephone", "text"],
+    &[
+        "coupon",
+        "discount",
+        "promo",
+        "voucher",
+        "promotion",
+        "code",
+    ],
+    &["tax", "vat", "gst", "sales"],
+    &["balance", "fund", "funds", "wallet", "account"],
+    &[
+        "crypto",
+        "bitcoin",
+        "btc",
+        "ethereum",
+        "eth",
+        "token",
+        "coin",
+        "blockchain",
+    ],
+    &["secret", "vault", "credential"],
+    &["function", "lambda", "serverless"],
+    &[
+        "queue", "topic", "kafka", "sqs", "pubsub", "broker", "stream",
+    ],
+    &[
+        "workflow",
+        "pipeline",
+        "automation",
+        "job",
+        "action",
+        "ci",
+        "cd",
+    ],
+    &["code", "source", "snippet", "script", "program"],
+    &[
+        "translation",
+        "translate",
+        "language",
+        "locale",
+        "multilingual",
+    ],
+    &[
+        "graph",
+        "node",
+        "edge",
+        "relation",
+        "relationship",
+        "entity",
+        "knowledge",
+    ],
+    &["memory", "remember", "recall", "memorize", "forget"],
+    &["environment", "env", "variable", "variables"],
+    &["sum", "add", "plus", "addition", "total"],
+    &["echo", "repeat", "parrot", "back"],
+    &[
+        "compress",
+        "zip",
+        "gzip",
+        "archive",
+        "tar",
+        "unzip",
+        "decompress",
+    ],
+    &["tree", "hierarchy", "structure", "recursive", "nested"],
+    &[
+        "week",
+        "weekly",
+        "month",
+        "monthly",
+        "year",
+        "yearly",
+        "annual",
+        "daily",
+        "tomorrow",
+        "yesterday",
+    ],
+];
+
+/// The table, built once: a term's groups, and each group's member terms.
+struct Table {
+    groups_of_term: HashMap<String, Vec<u16>>,
+    members: Vec<Vec<String>>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Table {
+            groups_of_term: HashMap::new(),
+            members: Vec::with_capacity(GROUPS.len()),
+        };
+        let mut stemmed = String::new();
+        for (group_id, words) in GROUPS.iter().enumerate() {
+            let group_id = u16::try_from(group_id).expect("fewer than 65,536 concept groups");
+            let mut members: Vec<String> = Vec::with_capacity(words.len());
+            for word in *words {
+                text::stem(word, &mut stemmed);
+                if !members.contains(&stemmed) {
+                    members.push(stemmed.clone());
+                }
+            }
+            for member in &members {
+                let groups = table.groups_of_term.entry(member.clone()).or_default();
+                if !groups.contains(&group_id) {
+                    groups.push(group_id);
+                }
+            }
+            table.members.push(members);
+        }
+        table
+    })
+}
+
+/// The concept groups `term` belongs to (empty when it is in none).
+pub(crate) fn groups_of(term: &str) -> &'static [u16] {
+    table()
+        .groups_of_term
+        .get(term)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// The terms that share a group with `term`, without `term` itself and without duplicates.
+pub(crate) fn expansions(term: &str) -> Vec<&'static str> {
+    let table = table();
+    let mut out: Vec<&'static str> = Vec::new();
+    for &group in groups_of(term) {
+        for member in &table.members[usize::from(group)] {
+            if member != term && !out.contains(&member.as_str()) {
+                out.push(member);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inflected_query_words_expand_to_their_synonyms() {
+        let mut stemmed = String::new();
+        text::stem("fetching", &mut stemmed);
+        let expanded = expansions(&stemmed);
+        assert!(expanded.contains(&"get"), "{expanded:?}");
+        assert!(expanded.contains(&"retriev"), "{expanded:?}");
+        assert!(!expanded.contains(&stemmed.as_str()));
+    }
+
+    #[test]
+    fn words_outside_every_group_expand_to_nothing() {
+        assert!(expansions("zyzzyva").is_empty());
+        assert!(groups_of("zyzzyva").is_empty());
+    }
+}

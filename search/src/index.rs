@@ -1,0 +1,480 @@
+//! The index: one immutable shard per server, replaced whole when that server's tools change,
+//! plus the statistics BM25F needs aggregated over every shard.
+//!
+//! A shard holds its tools' field lengths, an inverted index (term → tools with per-field term
+//! frequencies) and the tools' embeddings. Shards are `Arc`ed, so `with_server` and
+//! `without_server` build one new shard and share the others: a server's `list_changed` costs
+//! that server's tools, not the catalog. The corpus statistics (tool count, per-field length sums,
+//! document frequencies) are recomputed from the shards' own counts on every change, so scores
+//! are exactly those of one index over all tools. Readers hold an `Index` value; a rebuild makes
+//! a new value and never blocks them.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::doc::ToolDoc;
+use crate::embed::{self, Embedder, HashEmbedder};
+use crate::search;
+use crate::text;
+
+/// The fields of a tool that BM25F scores separately.
+pub(crate) const FIELDS: usize = 5;
+/// The tool's name, split into words.
+pub(crate) const NAME: usize = 0;
+/// The tool's title.
+pub(crate) const TITLE: usize = 1;
+/// The tool's description.
+pub(crate) const DESCRIPTION: usize = 2;
+/// Parameter names and descriptions.
+pub(crate) const PARAMETERS: usize = 3;
+/// The server's name, description and tags.
+pub(crate) const SERVER: usize = 4;
+
+/// How much of a description feeds the embedding: the opening says what a tool is for; the rest
+/// (examples, caveats) blurs a bag-of-features vector.
+const EMBEDDED_DESCRIPTION_BYTES: usize = 1024;
+
+/// One tool of a shard, as returned in hits.
+#[derive(Debug)]
+pub(crate) struct StoredTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) tags: Vec<String>,
+}
+
+/// The tools of one term in one shard: which tool (index within the shard) and how often the term
+/// occurs in each field.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Posting {
+    pub(crate) tool: u32,
+    pub(crate) frequencies: [u16; FIELDS],
+}
+
+/// The indexed tools of one server.
+pub(crate) struct Shard {
+    pub(crate) server: String,
+    pub(crate) tools: Vec<StoredTool>,
+    /// Per tool, the number of terms in each field.
+    pub(crate) lengths: Vec<[u16; FIELDS]>,
+    pub(crate) length_sums: [u64; FIELDS],
+    /// Term → the tools that have it. `Arc`ed so the index-wide term table can point at a
+    /// term's lists in every shard directly, without a hash lookup per shard per query.
+    pub(crate) postings: FxHashMap<Box<str>, Arc<[Posting]>>,
+    /// The tools' embeddings, row-major (`tools.len() * dimensions`), quantised to `i8` with one
+    /// scale per row: a quarter of the memory traffic of `f32` for the one scan every query
+    /// makes over all tools, at a cost in cosine precision (~1 %) far below what ranking notices.
+    pub(crate) embeddings: Vec<i8>,
+    pub(crate) embedding_scales: Vec<f32>,
+}
+
+impl Shard {
+    fn build(server: &str, docs: Vec<ToolDoc>, embedder: &dyn Embedder) -> Shard {
+        let dimensions = embedder.dimensions();
+        let mut shard = Shard {
+            server: server.to_owned(),
+            tools: Vec::with_capacity(docs.len()),
+            lengths: Vec::with_capacity(docs.len()),
+            length_sums: [0; FIELDS],
+            postings: FxHashMap::default(),
+            embeddings: Vec::with_capacity(docs.len() * dimensions),
+            embedding_scales: Vec::with_capacity(docs.len()),
+        };
+        // Terms get shard-local ids; per tool, `counts` holds (id, frequencies) of the terms seen
+        // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
+        // strings beyond the one id lookup per word.
+        let mut term_ids: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut lists: Vec<Vec<Posting>> = Vec::new();
+        let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
+        let mut slot_of: Vec<u32> = Vec::new();
+        let mut embedding_text = String::new();
+        let mut server_text: Option<(Option<String>, Vec<String>)> = None;
+        let mut server_terms: Vec<String> = Vec::new();
+        for doc in docs {
+            let doc = doc.capped();
+            let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
+            counts.clear();
+            let mut lengths = [0u16; FIELDS];
+            let mut add = |field: usize, text: &str| {
+                text::analyze(text, |term, stop| {
+                    if stop {
+                        return;
+                    }
+                    lengths[field] = lengths[field].saturating_add(1);
+                    count(&mut term_ids, &mut counts, &mut slot_of, term, field);
+                });
+            };
+            add(NAME, &doc.name);
+            if let Some(title) = &doc.title {
+                add(TITLE, title);
+            }
+            add(DESCRIPTION, &doc.description);
+            for parameter in &doc.parameters {
+                add(PARAMETERS, &parameter.name);
+                add(PARAMETERS, &parameter.description);
+            }
+            // The server's own text is usually the same for all its tools: analyse it once.
+            let same_server_text = server_text.as_ref().is_some_and(|(description, tags)| {
+                *description == doc.server_description && *tags == doc.tags
+            });
+            if !same_server_text {
+                server_terms.clear();
+                for text in std::iter::once(server)
+                    .chain(doc.server_description.as_deref())
+                    .chain(doc.tags.iter().map(String::as_str))
+                {
+                    text::analyze(text, |term, stop| {
+                        if !stop {
+                            server_terms.push(term.to_owned());
+                        }
+                    });
+                }
+                server_text = Some((doc.server_description.clone(), doc.tags.clone()));
+            }
+            for term in &server_terms {
+                lengths[SERVER] = lengths[SERVER].saturating_add(1);
+                count(&mut term_ids, &mut counts, &mut slot_of, term, SERVER);
+            }
+            for (id, frequencies) in counts.drain(..) {
+                let id = id as usize;
+                slot_of[id] = u32::MAX;
+                if id >= lists.len() {
+                    lists.resize_with(id + 1, Vec::new);
+                }
+                lists[id].push(Posting { tool, frequencies });
+            }
+            for (sum, length) in shard.length_sums.iter_mut().zip(lengths) {
+                *sum += u64::from(length);
+            }
+            shard.lengths.push(lengths);
+
+            embedding_text.clear();
+            for _ in 0..2 {
+                // The name twice: it is the densest statement of what a tool does.
+                embedding_text.push_str(&doc.name);
+                embedding_text.push(' ');
+            }
+            if let Some(title) = &doc.title {
+                embedding_text.push_str(title);
+                embedding_text.push(' ');
+            }
+            embedding_text.push_str(text::truncate_at_char_boundary(
+                &doc.description,
+                EMBEDDED_DESCRIPTION_BYTES,
+            ));
+            for parameter in &doc.parameters {
+                embedding_text.push(' ');
+                embedding_text.push_str(&parameter.name);
+            }
+            let embedding = embedder.embed(&embedding_text);
+            // An embedder that breaks its contract (wrong length) must not corrupt the rows of
+            // other tools: pad or cut to the declared dimension.
+            let values = embedding.values();
+            let row: Vec<f32> = (0..dimensions)
+                .map(|i| values.get(i).copied().unwrap_or(0.0))
+                .collect();
+            let scale = embed::quantize_into(&row, &mut shard.embeddings);
+            shard.embedding_scales.push(scale);
+
+            shard.tools.push(StoredTool {
+                name: doc.name,
+                description: doc.description,
+                tags: doc.tags,
+            });
+        }
+        shard.postings.reserve(term_ids.len());
+        for (term, id) in term_ids {
+            let list = std::mem::take(&mut lists[id as usize]);
+            shard.postings.insert(term, Arc::from(list));
+        }
+        shard
+    }
+}
+
+/// What the index knows about one term across shards.
+pub(crate) struct TermStats {
+    /// The number of tools with the term in any field.
+    pub(crate) document_frequency: u32,
+    /// The shards (positions in `Index::shards`) whose tools have the term, with their lists,
+    /// so a query reads them without looking the term up in every shard.
+    pub(crate) shards: Vec<(u32, Arc<[Posting]>)>,
+}
+
+/// Adds one occurrence of `term` in `field` to the current tool's term counts.
+fn count(
+    term_ids: &mut FxHashMap<Box<str>, u32>,
+    counts: &mut Vec<(u32, [u16; FIELDS])>,
+    slot_of: &mut Vec<u32>,
+    term: &str,
+    field: usize,
+) {
+    let id = match term_ids.get(term) {
+        Some(&id) => id,
+        None => {
+            let id = u32::try_from(term_ids.len()).expect("fewer than 2^32 terms per server");
+            term_ids.insert(term.into(), id);
+            slot_of.push(u32::MAX);
+            id
+        }
+    };
+    let slot = &mut slot_of[id as usize];
+    if *slot == u32::MAX {
+        *slot = counts.len() as u32;
+        counts.push((id, [0; FIELDS]));
+    }
+    let frequencies = &mut counts[*slot as usize].1;
+    frequencies[field] = frequencies[field].saturating_add(1);
+}
+
+/// Corpus statistics over every shard, and the per-tool BM25F length factors they imply.
+#[derive(Default)]
+pub(crate) struct Stats {
+    pub(crate) tools: usize,
+    pub(crate) length_sums: [u64; FIELDS],
+    pub(crate) terms: FxHashMap<Box<str>, TermStats>,
+    /// The global position of each shard's first tool.
+    pub(crate) offsets: Vec<usize>,
+    /// Per tool (global position), each field's weight divided by its length normalisation,
+    /// computed once per index rather than once per posting per query.
+    pub(crate) field_factors: Vec<[f32; FIELDS]>,
+}
+
+impl Stats {
+    fn of(shards: &[Arc<Shard>]) -> Stats {
+        let mut stats = Stats::default();
+        let vocabulary: usize = shards.iter().map(|s| s.postings.len()).sum();
+        stats.terms.reserve(vocabulary / 2);
+        for (position, shard) in shards.iter().enumerate() {
+            let position = u32::try_from(position).expect("fewer than 2^32 servers");
+            stats.offsets.push(stats.tools);
+            stats.tools += shard.tools.len();
+            for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
+                *sum += shard_sum;
+            }
+            for (term, postings) in &shard.postings {
+                let count = u32::try_from(postings.len()).unwrap_or(u32::MAX);
+                match stats.terms.get_mut(term) {
+                    Some(term_stats) => {
+                        term_stats.document_frequency =
+                            term_stats.document_frequency.saturating_add(count);
+                        term_stats.shards.push((position, Arc::clone(postings)));
+                    }
+                    None => {
+                        stats.terms.insert(
+                            term.clone(),
+                            TermStats {
+                                document_frequency: count,
+                                shards: vec![(position, Arc::clone(postings))],
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        let averages = search::average_lengths(stats.tools, stats.length_sums);
+        stats.field_factors = shards
+            .iter()
+            .flat_map(|shard| shard.lengths.iter())
+            .map(|lengths| search::field_factors(lengths, &averages))
+            .collect();
+        stats
+    }
+}
+
+/// A searchable index of tools across servers. Cheap to clone; every change returns a new value.
+#[derive(Clone)]
+pub struct Index {
+    /// Sorted by server name, so results and tie-breaks do not depend on insertion order.
+    pub(crate) shards: Arc<Vec<Arc<Shard>>>,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) embedder: Arc<dyn Embedder>,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index::new()
+    }
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("servers", &self.shards.len())
+            .field("tools", &self.stats.tools)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Index {
+    /// An empty index with the default offline embedder (`HashEmbedder`).
+    pub fn new() -> Index {
+        Index::with_embedder(Arc::new(HashEmbedder))
+    }
+
+    /// An empty index that embeds tools and queries with `embedder`.
+    pub fn with_embedder(embedder: Arc<dyn Embedder>) -> Index {
+        Index {
+            shards: Arc::new(Vec::new()),
+            stats: Arc::new(Stats::default()),
+            embedder,
+        }
+    }
+
+    /// This index with `server`'s tools replaced by `docs` (added if the server is new). Each
+    /// doc's `server` is taken to be `server`. A server with no tools keeps an empty shard, so it
+    /// stays a known server for `Query::servers`.
+    pub fn with_server(&self, server: &str, docs: Vec<ToolDoc>) -> Index {
+        self.with_servers([(server.to_owned(), docs)])
+    }
+
+    /// This index with several servers' tools replaced at once (the start-up build): each shard
+    /// is built once and the statistics are aggregated once, instead of once per server.
+    pub fn with_servers(&self, servers: impl IntoIterator<Item = (String, Vec<ToolDoc>)>) -> Index {
+        let mut built: Vec<Arc<Shard>> = servers
+            .into_iter()
+            .map(|(server, docs)| Arc::new(Shard::build(&server, docs, self.embedder.as_ref())))
+            .collect();
+        // The last shard given for a server wins, as if they had been applied one by one.
+        built.reverse();
+        let mut replaced: std::collections::HashSet<String> = std::collections::HashSet::new();
+        built.retain(|shard| replaced.insert(shard.server.clone()));
+        let mut shards: Vec<Arc<Shard>> = self
+            .shards
+            .iter()
+            .filter(|shard| !replaced.contains(shard.server.as_str()))
+            .cloned()
+            .collect();
+        shards.extend(built.iter().cloned());
+        shards.sort_by(|a, b| a.server.cmp(&b.server));
+        self.with_shards(shards)
+    }
+
+    /// This index without `server` (unchanged if it was not there).
+    pub fn without_server(&self, server: &str) -> Index {
+        if !self.shards.iter().any(|s| s.server == server) {
+            return self.clone();
+        }
+        let shards = self
+            .shards
+            .iter()
+            .filter(|s| s.server != server)
+            .cloned()
+            .collect();
+        self.with_shards(shards)
+    }
+
+    fn with_shards(&self, shards: Vec<Arc<Shard>>) -> Index {
+        Index {
+            stats: Arc::new(Stats::of(&shards)),
+            shards: Arc::new(shards),
+            embedder: Arc::clone(&self.embedder),
+        }
+    }
+
+    /// The number of tools across all servers.
+    pub fn len(&self) -> usize {
+        self.stats.tools
+    }
+
+    /// Whether the index holds no tool.
+    pub fn is_empty(&self) -> bool {
+        self.stats.tools == 0
+    }
+
+    /// The servers in the index, sorted by name.
+    pub fn servers(&self) -> impl Iterator<Item = &str> {
+        self.shards.iter().map(|s| s.server.as_str())
+    }
+
+    /// The embedder this index uses, for callers that compare texts the same way (the daemon's
+    /// similarity routing).
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// An estimate of the heap bytes this index holds (shards and statistics), for the benchmark.
+    pub fn heap_bytes(&self) -> usize {
+        let shards: usize = self
+            .shards
+            .iter()
+            .map(|shard| {
+                let tools: usize = shard
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        t.name.capacity()
+                            + t.description.capacity()
+                            + t.tags.iter().map(String::capacity).sum::<usize>()
+                            + size_of::<StoredTool>()
+                    })
+                    .sum();
+                let postings: usize = shard
+                    .postings
+                    .iter()
+                    .map(|(term, list)| term.len() + list.len() * size_of::<Posting>() + 64)
+                    .sum();
+                tools
+                    + postings
+                    + shard.lengths.capacity() * size_of::<[u16; FIELDS]>()
+                    + shard.embeddings.capacity()
+                    + shard.embedding_scales.capacity() * size_of::<f32>()
+            })
+            .sum();
+        let stats: usize = self
+            .stats
+            .terms
+            .iter()
+            .map(|(term, term_stats)| term.len() + term_stats.shards.capacity() * 24 + 48)
+            .sum::<usize>()
+            + self.stats.field_factors.capacity() * size_of::<[f32; FIELDS]>();
+        shards + stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(name: &str, description: &str) -> ToolDoc {
+        ToolDoc {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            ..ToolDoc::default()
+        }
+    }
+
+    #[test]
+    fn statistics_are_exact_across_shards_and_follow_replacements() {
+        let index = Index::new()
+            .with_server(
+                "a",
+                vec![doc("read_file", "read a file"), doc("write_file", "write")],
+            )
+            .with_server("b", vec![doc("get_weather", "weather for a city")]);
+        assert_eq!(index.len(), 3);
+        assert_eq!(index.stats.terms["fil"].document_frequency, 2);
+        assert_eq!(index.servers().collect::<Vec<_>>(), ["a", "b"]);
+
+        let replaced = index.with_server("a", vec![doc("list_files", "list files")]);
+        assert_eq!(replaced.len(), 2);
+        assert_eq!(replaced.stats.terms["fil"].document_frequency, 1);
+        assert!(!replaced.stats.terms.contains_key("writ"));
+        // The old value is untouched: readers of it are not disturbed by the rebuild.
+        assert_eq!(index.len(), 3);
+
+        let removed = replaced.without_server("a");
+        assert_eq!(removed.len(), 1);
+        assert!(!removed.stats.terms.contains_key("fil"));
+        assert_eq!(removed.without_server("nobody").len(), 1);
+    }
+
+    #[test]
+    fn shards_share_unchanged_servers() {
+        let index = Index::new()
+            .with_server("a", vec![doc("t", "x")])
+            .with_server("b", vec![doc("u", "y")]);
+        let updated = index.with_server("b", vec![doc("v", "z")]);
+        assert!(Arc::ptr_eq(&index.shards[0], &updated.shards[0]));
+        assert!(!Arc::ptr_eq(&index.shards[1], &updated.shards[1]));
+    }
+}

@@ -1,0 +1,498 @@
+//! Querying the index: input validation, BM25F with concept expansion, the semantic score, their
+//! fusion, and the priors. `docs/search.md` gives the formulas and the measured effect of each.
+//!
+//! The order of a search is fixed so that a hidden tool can never influence anything a caller
+//! sees: (1) validate the input; (2) decide, per tool, visibility (the caller's predicate) and the
+//! filters (servers, tags); (3) compute BM25 statistics over the visible tools only; (4) score the
+//! visible, filtered tools; (5) apply the priors to the few that can still reach the top; (6) sort
+//! and cut to `limit`. `catalog_size` counts the visible tools.
+
+use crate::concepts;
+use crate::embed;
+use crate::index::{FIELDS, Index, Shard};
+use crate::priors::{NoPriors, Priors, ToolRef};
+use crate::text;
+
+/// The default number of hits.
+pub const DEFAULT_LIMIT: usize = 10;
+/// The most hits one query may ask for.
+pub const MAX_LIMIT: usize = 100;
+/// The longest query accepted, in bytes. Real requests are a sentence or two; a longer text is a
+/// mistake (or an attack) and is refused before any work is done.
+pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+
+/// BM25 saturation: how quickly repeated occurrences stop adding.
+const K1: f32 = 1.2;
+/// Field weights (name, title, description, parameters, server): a word in a tool's name says
+/// more about what the tool does than the same word in its description.
+const FIELD_WEIGHTS: [f32; FIELDS] = [2.5, 2.0, 1.0, 0.4, 0.6];
+/// Length normalisation per field: names and titles are short and near-constant in length, so
+/// they are barely normalised; descriptions vary from three words to pages.
+const FIELD_LENGTH_NORMALISATION: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75, 0.3];
+/// How much a concept-table synonym counts next to the query's own word.
+const EXPANSION_WEIGHT: f32 = 0.4;
+/// The share of the semantic score in the textual score (the rest is normalised BM25F).
+const SEMANTIC_SHARE: f32 = 0.3;
+/// Below this cosine a tool with no lexical match is not a hit at all.
+const MIN_SEMANTIC: f32 = 0.3;
+
+/// The weights of the priors, on the scale of the textual score (whose best value is about 1).
+const INERTIA_WEIGHT: f32 = 0.06;
+const RELIABILITY_WEIGHT: f32 = 0.03;
+const LATENCY_WEIGHT: f32 = 0.02;
+/// The most the priors together can add: a tool whose textual score leads by more than this is
+/// never overtaken because of priors.
+pub const MAX_PRIOR_BONUS: f32 = INERTIA_WEIGHT + RELIABILITY_WEIGHT + LATENCY_WEIGHT;
+
+/// A search request.
+pub struct Query<'a> {
+    /// What the caller is looking for, in natural language.
+    pub text: &'a str,
+    /// The number of hits wanted, 1 to `MAX_LIMIT`.
+    pub limit: usize,
+    /// Which tools the caller may see, by (server, tool); `None` means all. Hidden tools are
+    /// removed before ranking and from every statistic, so results cannot reveal them.
+    pub visible: Option<&'a dyn Fn(&str, &str) -> bool>,
+    /// Only tools of these servers (all servers when empty). A name that is not a known server
+    /// is an error.
+    pub servers: &'a [String],
+    /// Only tools carrying at least one of these tags (all tools when empty).
+    pub tags: &'a [String],
+    /// The tool this session used last, for the inertia prior.
+    pub previous_tool: Option<ToolRef<'a>>,
+    /// Evidence beyond the text.
+    pub priors: &'a dyn Priors,
+}
+
+impl<'a> Query<'a> {
+    /// A query for `text` with the defaults: 10 hits, everything visible, no filter, no priors.
+    pub fn new(text: &'a str) -> Query<'a> {
+        Query {
+            text,
+            limit: DEFAULT_LIMIT,
+            visible: None,
+            servers: &[],
+            tags: &[],
+            previous_tool: None,
+            priors: &NoPriors,
+        }
+    }
+}
+
+/// The result of a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchOutcome {
+    /// The best tools, best first.
+    pub hits: Vec<Hit>,
+    /// How many tools the caller can see (before the servers and tags filters).
+    pub catalog_size: usize,
+}
+
+/// One tool found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The server.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The tool's description (cut at `MAX_DESCRIPTION_BYTES`).
+    pub description: String,
+    /// The final score: the textual score plus the priors' contributions.
+    pub score: f32,
+    /// What the score is made of.
+    pub why: Why,
+}
+
+/// The parts of a hit's score.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Why {
+    /// The BM25F score with concept expansion (unnormalised).
+    pub lexical: f32,
+    /// The cosine between the query's and the tool's embeddings.
+    pub semantic: f32,
+    /// The inertia prior's contribution to `score`.
+    pub inertia: f32,
+    /// The reliability prior's contribution to `score`.
+    pub reliability: f32,
+    /// The latency prior's contribution to `score`.
+    pub latency: f32,
+}
+
+/// Why a query was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// The query is empty or only whitespace.
+    #[error("the query is empty; give a few words describing the task, e.g. \"read a file\"")]
+    EmptyQuery,
+    /// The query is longer than `MAX_QUERY_BYTES`.
+    #[error(
+        "the query is {bytes} bytes; at most {max} bytes are accepted, describe the task in a sentence or two"
+    )]
+    QueryTooLong {
+        /// The query's length.
+        bytes: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// `limit` is 0 or above `MAX_LIMIT`.
+    #[error("limit {limit} is out of range; expected 1 to {max}")]
+    LimitOutOfRange {
+        /// The limit asked for.
+        limit: usize,
+        /// The largest accepted.
+        max: usize,
+    },
+    /// A server filter names a server the caller cannot see.
+    #[error(
+        "unknown server {server:?} in the servers filter; expected the name of a configured server"
+    )]
+    UnknownServer {
+        /// The name given.
+        server: String,
+    },
+}
+
+/// One query word and the concept-table words it expands to, each with its weight.
+struct TermGroup {
+    members: Vec<(String, f32)>,
+}
+
+fn query_groups(text: &str) -> Vec<TermGroup> {
+    // Stop words are not indexed, so a query made only of them ("what is this") has nothing to
+    // match and gets no hits: an honest "nothing found" the caller can act on, rather than
+    // whatever tools happen to share a word like "can" in a parameter name.
+    let mut words: Vec<String> = Vec::new();
+    text::analyze(text, |term, stop| {
+        if !stop && !words.iter().any(|t| t == term) {
+            words.push(term.to_owned());
+        }
+    });
+    words
+        .iter()
+        .map(|word| {
+            let mut members = vec![(word.clone(), 1.0)];
+            for synonym in concepts::expansions(word) {
+                if !words.iter().any(|w| w == synonym) {
+                    members.push((synonym.to_owned(), EXPANSION_WEIGHT));
+                }
+            }
+            TermGroup { members }
+        })
+        .collect()
+}
+
+/// Average field lengths over `tools` tools whose field lengths sum to `length_sums`.
+pub(crate) fn average_lengths(tools: usize, length_sums: [u64; FIELDS]) -> [f32; FIELDS] {
+    let mut averages = [0.0; FIELDS];
+    if tools > 0 {
+        for (average, sum) in averages.iter_mut().zip(length_sums) {
+            *average = sum as f32 / tools as f32;
+        }
+    }
+    averages
+}
+
+/// BM25F's per-field factor of one tool: the field weight over its length normalisation, so a
+/// posting's combined frequency is `Σ frequency[f] * factor[f]`.
+pub(crate) fn field_factors(lengths: &[u16; FIELDS], averages: &[f32; FIELDS]) -> [f32; FIELDS] {
+    let mut factors = [0.0; FIELDS];
+    for field in 0..FIELDS {
+        let b = FIELD_LENGTH_NORMALISATION[field];
+        let relative = if averages[field] > 0.0 {
+            f32::from(lengths[field]) / averages[field]
+        } else {
+            1.0
+        };
+        factors[field] = FIELD_WEIGHTS[field] / (1.0 - b + b * relative);
+    }
+    factors
+}
+
+/// The statistics one query scores with: the whole index's, or, when a visibility predicate
+/// hides tools, those of the visible tools alone (so no score depends on a hidden tool).
+struct QueryStats<'a> {
+    tools: f32,
+    field_factors: std::borrow::Cow<'a, [[f32; FIELDS]]>,
+    /// `Some` when some tools are hidden: per tool (global position), whether it is visible.
+    visible: Option<Vec<bool>>,
+}
+
+impl QueryStats<'_> {
+    fn idf(&self, document_frequency: f32) -> f32 {
+        (1.0 + (self.tools - document_frequency + 0.5) / (document_frequency + 0.5)).ln()
+    }
+}
+
+impl Index {
+    /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
+    /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
+    pub fn search(&self, query: &Query<'_>) -> Result<SearchOutcome, SearchError> {
+        // Length first: a 1 MB query is refused before it is even scanned.
+        if query.text.len() > MAX_QUERY_BYTES {
+            return Err(SearchError::QueryTooLong {
+                bytes: query.text.len(),
+                max: MAX_QUERY_BYTES,
+            });
+        }
+        if query.text.trim().is_empty() {
+            return Err(SearchError::EmptyQuery);
+        }
+        if query.limit == 0 || query.limit > MAX_LIMIT {
+            return Err(SearchError::LimitOutOfRange {
+                limit: query.limit,
+                max: MAX_LIMIT,
+            });
+        }
+
+        let shards: &[std::sync::Arc<Shard>] = &self.shards;
+        let offsets = &self.stats.offsets;
+        let total = self.stats.tools;
+
+        // Visibility, then the filters. `visible` decides statistics and catalog_size;
+        // `candidate` decides what may be returned.
+        let visible: Option<Vec<bool>> = query.visible.map(|is_visible| {
+            shards
+                .iter()
+                .flat_map(|shard| {
+                    shard
+                        .tools
+                        .iter()
+                        .map(|t| is_visible(&shard.server, &t.name))
+                })
+                .collect()
+        });
+        let is_visible = |i: usize| visible.as_ref().is_none_or(|v| v[i]);
+        for server in query.servers {
+            let known = shards.iter().zip(offsets).any(|(shard, &offset)| {
+                shard.server == *server
+                    && (shard.tools.is_empty()
+                        || (offset..offset + shard.tools.len()).any(is_visible))
+            });
+            if !known {
+                return Err(SearchError::UnknownServer {
+                    server: server.clone(),
+                });
+            }
+        }
+        let mut candidate = vec![false; total];
+        let mut catalog_size = 0;
+        let mut visible_length_sums = [0u64; FIELDS];
+        for (shard, &offset) in shards.iter().zip(offsets) {
+            let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
+            for (local, tool) in shard.tools.iter().enumerate() {
+                let global = offset + local;
+                if !is_visible(global) {
+                    continue;
+                }
+                catalog_size += 1;
+                if visible.is_some() {
+                    for (sum, length) in visible_length_sums.iter_mut().zip(shard.lengths[local]) {
+                        *sum += u64::from(length);
+                    }
+                }
+                candidate[global] = server_wanted
+                    && (query.tags.is_empty() || tool.tags.iter().any(|t| query.tags.contains(t)));
+            }
+        }
+        if catalog_size == 0 {
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+            });
+        }
+        let stats = match visible {
+            None => QueryStats {
+                tools: total as f32,
+                field_factors: std::borrow::Cow::Borrowed(&self.stats.field_factors),
+                visible: None,
+            },
+            Some(visible) => {
+                let averages = average_lengths(catalog_size, visible_length_sums);
+                QueryStats {
+                    tools: catalog_size as f32,
+                    field_factors: std::borrow::Cow::Owned(
+                        shards
+                            .iter()
+                            .flat_map(|shard| shard.lengths.iter())
+                            .map(|lengths| field_factors(lengths, &averages))
+                            .collect(),
+                    ),
+                    visible: Some(visible),
+                }
+            }
+        };
+
+        let lexical = self.lexical_scores(query.text, &candidate, &stats);
+        let query_embedding = self.embedder.embed(query.text);
+        let dimensions = self.embedder.dimensions();
+        let mut query_row = Vec::with_capacity(dimensions);
+        let query_scale = if query_embedding.dimensions() == dimensions {
+            embed::quantize_into(query_embedding.values(), &mut query_row)
+        } else {
+            0.0
+        };
+
+        // The textual score of every candidate that matched at all.
+        let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
+        let mut scored: Vec<(f32, u32)> = Vec::new();
+        let mut semantic = vec![0.0f32; total];
+        for (shard, &offset) in shards.iter().zip(offsets) {
+            for local in 0..shard.tools.len() {
+                let global = offset + local;
+                if !candidate[global] {
+                    continue;
+                }
+                let cosine = if query_scale > 0.0 {
+                    let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
+                    embed::dot_quantized(&query_row, row) as f32
+                        * query_scale
+                        * shard.embedding_scales[local]
+                } else {
+                    0.0
+                };
+                semantic[global] = cosine;
+                let lexical_score = lexical[global];
+                if lexical_score <= 0.0 && cosine < MIN_SEMANTIC {
+                    continue;
+                }
+                let normalised = if max_lexical > 0.0 {
+                    lexical_score / max_lexical
+                } else {
+                    0.0
+                };
+                let text_score =
+                    (1.0 - SEMANTIC_SHARE) * normalised + SEMANTIC_SHARE * cosine.max(0.0);
+                scored.push((text_score, global as u32));
+            }
+        }
+
+        // Only tools within MAX_PRIOR_BONUS of the limit-th textual score can reach the top, so
+        // the priors are asked about those alone.
+        let limit = query.limit.min(scored.len());
+        if limit == 0 {
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+            });
+        }
+        let by_score_desc =
+            |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        scored.select_nth_unstable_by(limit - 1, by_score_desc);
+        let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
+        let locate = |global: usize| {
+            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
+            let shard = &shards[shard_index];
+            (shard, &shard.tools[global - offsets[shard_index]])
+        };
+        let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
+        for &(text_score, global) in &scored {
+            if text_score < threshold {
+                continue;
+            }
+            let (shard, tool) = locate(global as usize);
+            let candidate_ref = ToolRef {
+                server: &shard.server,
+                tool: &tool.name,
+            };
+            let inertia = query.previous_tool.map_or(0.0, |previous| {
+                query.priors.inertia(previous, candidate_ref)
+            });
+            let why = Why {
+                lexical: lexical[global as usize],
+                semantic: semantic[global as usize],
+                inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
+                reliability: RELIABILITY_WEIGHT
+                    * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
+                latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
+            };
+            let score = text_score + why.inertia + why.reliability + why.latency;
+            contenders.push((score, global, why));
+        }
+        contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        contenders.truncate(query.limit);
+        let hits = contenders
+            .into_iter()
+            .map(|(score, global, why)| {
+                let (shard, tool) = locate(global as usize);
+                Hit {
+                    server: shard.server.clone(),
+                    tool: tool.name.clone(),
+                    description: tool.description.clone(),
+                    score,
+                    why,
+                }
+            })
+            .collect();
+        Ok(SearchOutcome { hits, catalog_size })
+    }
+
+    /// BM25F with concept expansion, per tool (global position); 0 for tools that are not
+    /// candidates. Each query word contributes the best of its own score and its synonyms'
+    /// down-weighted scores, so a tool matching three synonyms of one word is not counted thrice.
+    fn lexical_scores(
+        &self,
+        query_text: &str,
+        candidate: &[bool],
+        stats: &QueryStats<'_>,
+    ) -> Vec<f32> {
+        let total = candidate.len();
+        let mut scores = vec![0.0f32; total];
+        let mut best = vec![0.0f32; total];
+        let mut touched: Vec<usize> = Vec::new();
+        for group in query_groups(query_text) {
+            for (term, weight) in &group.members {
+                let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
+                    continue;
+                };
+                let document_frequency = match &stats.visible {
+                    None => term_stats.document_frequency as usize,
+                    Some(visible) => term_stats
+                        .shards
+                        .iter()
+                        .map(|(position, postings)| {
+                            let offset = self.stats.offsets[*position as usize];
+                            postings
+                                .iter()
+                                .filter(|p| visible[offset + p.tool as usize])
+                                .count()
+                        })
+                        .sum(),
+                };
+                if document_frequency == 0 {
+                    continue;
+                }
+                let idf = weight * stats.idf(document_frequency as f32);
+                for (position, postings) in &term_stats.shards {
+                    let offset = self.stats.offsets[*position as usize];
+                    for posting in postings.iter() {
+                        let global = offset + posting.tool as usize;
+                        if !candidate[global] {
+                            continue;
+                        }
+                        let factors = &stats.field_factors[global];
+                        let mut frequency = 0.0;
+                        for field in 0..FIELDS {
+                            frequency += f32::from(posting.frequencies[field]) * factors[field];
+                        }
+                        let score = idf * frequency / (K1 + frequency);
+                        if best[global] == 0.0 {
+                            touched.push(global);
+                        }
+                        if score > best[global] {
+                            best[global] = score;
+                        }
+                    }
+                }
+            }
+            for global in touched.drain(..) {
+                scores[global] += best[global];
+                best[global] = 0.0;
+            }
+        }
+        scores
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,486 @@
+//! Unit tests of `Index::search`: ranking basics, every bad input, visibility, filters, priors.
+
+use super::*;
+use crate::doc::{ParamDoc, ToolDoc};
+
+fn doc(name: &str, description: &str) -> ToolDoc {
+    ToolDoc {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        ..ToolDoc::default()
+    }
+}
+
+fn sample() -> Index {
+    Index::new()
+        .with_server(
+            "filesystem",
+            vec![
+                doc(
+                    "read_file",
+                    "Read the complete contents of a file from disk",
+                ),
+                doc(
+                    "write_file",
+                    "Create a new file or overwrite an existing one",
+                ),
+                doc("list_directory", "List the entries of a directory"),
+            ],
+        )
+        .with_server(
+            "slack",
+            vec![
+                doc("send_message", "Post a message to a channel"),
+                doc("list_channels", "List the channels of the workspace"),
+            ],
+        )
+        .with_server(
+            "weather",
+            vec![doc(
+                "get_forecast",
+                "Weather forecast for a city for the next days",
+            )],
+        )
+}
+
+fn top(index: &Index, text: &str) -> Vec<(String, String)> {
+    index
+        .search(&Query::new(text))
+        .unwrap()
+        .hits
+        .into_iter()
+        .map(|h| (h.server, h.tool))
+        .collect()
+}
+
+fn first(index: &Index, text: &str) -> String {
+    let hits = top(index, text);
+    let (server, tool) = hits
+        .first()
+        .unwrap_or_else(|| panic!("no hit for {text:?}"));
+    format!("{server}/{tool}")
+}
+
+#[test]
+fn the_obvious_tool_ranks_first_and_synonyms_reach_it() {
+    let index = sample();
+    assert_eq!(first(&index, "read a file"), "filesystem/read_file");
+    assert_eq!(
+        first(&index, "fetch the contents of a document"),
+        "filesystem/read_file"
+    );
+    assert_eq!(
+        first(&index, "post something in a chat room"),
+        "slack/send_message"
+    );
+    assert_eq!(
+        first(&index, "will it rain in paris tomorrow"),
+        "weather/get_forecast"
+    );
+    assert_eq!(
+        first(&index, "show me what is in this folder"),
+        "filesystem/list_directory"
+    );
+}
+
+#[test]
+fn hits_explain_their_score_and_are_sorted() {
+    let outcome = sample().search(&Query::new("list channels")).unwrap();
+    assert_eq!(outcome.catalog_size, 6);
+    let best = &outcome.hits[0];
+    assert_eq!(best.tool, "list_channels");
+    assert!(best.why.lexical > 0.0 && best.why.semantic > 0.0);
+    assert_eq!(
+        best.why.inertia + best.why.reliability + best.why.latency,
+        0.0
+    );
+    assert!(outcome.hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn an_empty_or_blank_query_is_an_error() {
+    for text in ["", "   ", "\n\t"] {
+        assert_eq!(
+            sample().search(&Query::new(text)),
+            Err(SearchError::EmptyQuery)
+        );
+    }
+}
+
+#[test]
+fn a_1_mb_query_is_refused_by_its_length() {
+    let text = "file ".repeat(200_000);
+    let error = sample().search(&Query::new(&text)).unwrap_err();
+    assert_eq!(
+        error,
+        SearchError::QueryTooLong {
+            bytes: 1_000_000,
+            max: MAX_QUERY_BYTES
+        }
+    );
+    assert!(error.to_string().contains("at most 4096 bytes"));
+    // Just under the cap is accepted.
+    let text = "file ".repeat(MAX_QUERY_BYTES / 5);
+    assert!(sample().search(&Query::new(&text)).is_ok());
+}
+
+#[test]
+fn limit_must_be_between_1_and_100() {
+    for limit in [0, 101, 10_000] {
+        let error = sample()
+            .search(&Query {
+                limit,
+                ..Query::new("file")
+            })
+            .unwrap_err();
+        assert_eq!(
+            error,
+            SearchError::LimitOutOfRange {
+                limit,
+                max: MAX_LIMIT
+            }
+        );
+    }
+    let outcome = sample()
+        .search(&Query {
+            limit: 1,
+            ..Query::new("file")
+        })
+        .unwrap();
+    assert_eq!(outcome.hits.len(), 1);
+    assert_eq!(Query::new("x").limit, DEFAULT_LIMIT);
+}
+
+#[test]
+fn a_query_of_only_stop_words_finds_nothing_rather_than_noise() {
+    let index = sample().with_server(
+        "everything",
+        vec![doc(
+            "whoami",
+            "Tell who you are: the identity of the current user",
+        )],
+    );
+    for text in ["who are you", "the of and", "what is this?"] {
+        let outcome = index.search(&Query::new(text)).unwrap();
+        assert!(outcome.hits.is_empty(), "{text}: {:?}", outcome.hits);
+        assert_eq!(outcome.catalog_size, 7);
+    }
+    // One content word among the stop words is enough.
+    assert_eq!(
+        first(&index, "who is the current user"),
+        "everything/whoami"
+    );
+}
+
+#[test]
+fn non_latin_scripts_match_by_words_bigrams_and_trigrams() {
+    let index = sample()
+        .with_server("cn", vec![doc("du_qu_wen_jian", "读取文件的内容")])
+        .with_server(
+            "ru",
+            vec![doc("prochitat_fail", "Прочитать содержимое файла")],
+        )
+        .with_server("ar", vec![doc("qiraat_milaf", "قراءة محتوى الملف")]);
+    assert_eq!(first(&index, "文件内容"), "cn/du_qu_wen_jian");
+    assert_eq!(first(&index, "содержимое файлов"), "ru/prochitat_fail");
+    assert_eq!(first(&index, "محتوى الملف"), "ar/qiraat_milaf");
+}
+
+#[test]
+fn emoji_are_ignored_around_words_and_alone_find_nothing() {
+    assert_eq!(
+        first(&sample(), "📁 list directory 📁"),
+        "filesystem/list_directory"
+    );
+    let outcome = sample().search(&Query::new("🚀🔥✨")).unwrap();
+    assert!(outcome.hits.is_empty());
+}
+
+#[test]
+fn zero_tools_give_no_hits_not_an_error() {
+    let outcome = Index::new().search(&Query::new("read a file")).unwrap();
+    assert!(outcome.hits.is_empty());
+    assert_eq!(outcome.catalog_size, 0);
+    let empty_server = Index::new().with_server("idle", Vec::new());
+    let servers = ["idle".to_owned()];
+    let outcome = empty_server
+        .search(&Query {
+            servers: &servers,
+            ..Query::new("anything")
+        })
+        .unwrap();
+    assert!(outcome.hits.is_empty());
+}
+
+#[test]
+fn tools_without_descriptions_are_found_by_name_and_parameters() {
+    let index = sample().with_server(
+        "bare",
+        vec![
+            doc("convert_currency", ""),
+            ToolDoc {
+                name: "x1".to_owned(),
+                parameters: vec![ParamDoc {
+                    name: "isbn".to_owned(),
+                    description: String::new(),
+                }],
+                ..ToolDoc::default()
+            },
+        ],
+    );
+    assert_eq!(
+        first(&index, "convert dollars to euros currency"),
+        "bare/convert_currency"
+    );
+    assert_eq!(first(&index, "book by isbn"), "bare/x1");
+    let hit = &index.search(&Query::new("currency")).unwrap().hits[0];
+    assert_eq!(hit.description, "");
+}
+
+#[test]
+fn a_50_kb_description_is_indexed_cut_and_does_not_swamp_short_tools() {
+    let long = format!(
+        "Translate text between languages. {}",
+        "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(900)
+    );
+    assert!(long.len() > 50_000);
+    let index = sample().with_server("big", vec![doc("translate_text", &long)]);
+    let outcome = index
+        .search(&Query::new("translate this text to french"))
+        .unwrap();
+    assert_eq!(outcome.hits[0].tool, "translate_text");
+    assert!(outcome.hits[0].description.len() <= crate::doc::MAX_DESCRIPTION_BYTES);
+    // A short tool about reading files still wins its own query.
+    assert_eq!(first(&index, "read a file"), "filesystem/read_file");
+}
+
+#[test]
+fn hidden_tools_never_appear_and_are_not_counted() {
+    let index = sample();
+    let only_filesystem = |server: &str, _tool: &str| server == "filesystem";
+    let outcome = index
+        .search(&Query {
+            visible: Some(&only_filesystem),
+            ..Query::new("send a message to the channel")
+        })
+        .unwrap();
+    assert_eq!(outcome.catalog_size, 3);
+    assert!(outcome.hits.iter().all(|h| h.server == "filesystem"));
+
+    // Statistics are those of the visible catalog: the scores equal those of an index that
+    // never held the hidden tools, so nothing about them leaks through a score.
+    let alone = Index::new().with_server(
+        "filesystem",
+        vec![
+            doc(
+                "read_file",
+                "Read the complete contents of a file from disk",
+            ),
+            doc(
+                "write_file",
+                "Create a new file or overwrite an existing one",
+            ),
+            doc("list_directory", "List the entries of a directory"),
+        ],
+    );
+    let scoped = index
+        .search(&Query {
+            visible: Some(&only_filesystem),
+            ..Query::new("read a file")
+        })
+        .unwrap();
+    assert_eq!(scoped, alone.search(&Query::new("read a file")).unwrap());
+
+    // A hidden server is as unknown as one that does not exist.
+    let servers = ["slack".to_owned()];
+    let error = index
+        .search(&Query {
+            visible: Some(&only_filesystem),
+            servers: &servers,
+            ..Query::new("message")
+        })
+        .unwrap_err();
+    assert_eq!(
+        error,
+        SearchError::UnknownServer {
+            server: "slack".to_owned()
+        }
+    );
+}
+
+#[test]
+fn server_and_tag_filters_narrow_the_hits() {
+    let index = sample().with_server(
+        "teams",
+        vec![ToolDoc {
+            tags: vec!["chat".to_owned()],
+            ..doc("send_message", "Send a chat message to a team channel")
+        }],
+    );
+    let servers = ["teams".to_owned()];
+    let outcome = index
+        .search(&Query {
+            servers: &servers,
+            ..Query::new("send a message")
+        })
+        .unwrap();
+    assert!(outcome.hits.iter().all(|h| h.server == "teams"));
+    assert_eq!(outcome.catalog_size, 7);
+    let tags = ["chat".to_owned()];
+    let outcome = index
+        .search(&Query {
+            tags: &tags,
+            ..Query::new("message")
+        })
+        .unwrap();
+    assert_eq!(outcome.hits.len(), 1);
+    assert_eq!(outcome.hits[0].server, "teams");
+    let unknown = ["nope".to_owned()];
+    assert!(matches!(
+        index.search(&Query {
+            servers: &unknown,
+            ..Query::new("message")
+        }),
+        Err(SearchError::UnknownServer { .. })
+    ));
+}
+
+/// Priors that favour one tool as much as they can.
+struct Favour(&'static str);
+
+impl Priors for Favour {
+    fn inertia(&self, _previous: ToolRef<'_>, candidate: ToolRef<'_>) -> f32 {
+        if candidate.tool == self.0 { 5.0 } else { 0.0 }
+    }
+    fn reliability(&self, candidate: ToolRef<'_>) -> f32 {
+        if candidate.tool == self.0 { 1.0 } else { 0.0 }
+    }
+    fn latency(&self, candidate: ToolRef<'_>) -> f32 {
+        if candidate.tool == self.0 { 1.0 } else { -3.0 }
+    }
+}
+
+fn near_twins() -> Index {
+    Index::new()
+        .with_server(
+            "slack",
+            vec![doc("send_message", "Send a message to a channel")],
+        )
+        .with_server(
+            "teams",
+            vec![doc("send_message", "Send a message to a channel")],
+        )
+        .with_server("files", vec![doc("read_file", "Read a file")])
+}
+
+#[test]
+fn priors_reorder_near_ties() {
+    let index = near_twins();
+    let previous = ToolRef {
+        server: "files",
+        tool: "read_file",
+    };
+    let plain = index.search(&Query::new("send a message")).unwrap();
+    assert_eq!(plain.hits[0].server, "slack");
+    let favour = Favour("send_message");
+    // Both twins are favoured equally by name; favour teams by server instead.
+    struct FavourServer;
+    impl Priors for FavourServer {
+        fn inertia(&self, _previous: ToolRef<'_>, candidate: ToolRef<'_>) -> f32 {
+            if candidate.server == "teams" {
+                0.8
+            } else {
+                0.0
+            }
+        }
+        fn reliability(&self, _candidate: ToolRef<'_>) -> f32 {
+            0.5
+        }
+        fn latency(&self, _candidate: ToolRef<'_>) -> f32 {
+            0.5
+        }
+    }
+    let nudged = index
+        .search(&Query {
+            previous_tool: Some(previous),
+            priors: &FavourServer,
+            ..Query::new("send a message")
+        })
+        .unwrap();
+    assert_eq!(nudged.hits[0].server, "teams");
+    assert!(nudged.hits[0].why.inertia > 0.0);
+    assert!(nudged.hits[0].why.reliability > 0.0);
+    // Out-of-range prior values are clamped: the bonus never exceeds its bound.
+    let clamped = index
+        .search(&Query {
+            previous_tool: Some(previous),
+            priors: &favour,
+            ..Query::new("send a message")
+        })
+        .unwrap();
+    let why = clamped.hits[0].why;
+    assert!(why.inertia + why.reliability + why.latency <= MAX_PRIOR_BONUS + 1e-6);
+    assert!(clamped.hits.iter().all(|h| h.why.latency >= 0.0));
+}
+
+#[test]
+fn priors_never_bury_a_strong_textual_match() {
+    let index = sample();
+    let previous = ToolRef {
+        server: "slack",
+        tool: "send_message",
+    };
+    // Everything the priors can give goes to the wrong tool; the right one still wins.
+    let favour = Favour("write_file");
+    let outcome = index
+        .search(&Query {
+            previous_tool: Some(previous),
+            priors: &favour,
+            ..Query::new("read the contents of a file")
+        })
+        .unwrap();
+    assert_eq!(outcome.hits[0].tool, "read_file");
+    assert!(
+        outcome
+            .hits
+            .iter()
+            .any(|h| h.tool == "write_file" && h.why.inertia > 0.0)
+    );
+}
+
+#[test]
+fn results_do_not_depend_on_the_order_servers_were_added() {
+    let forward = sample();
+    let backward = Index::new()
+        .with_server(
+            "weather",
+            vec![doc(
+                "get_forecast",
+                "Weather forecast for a city for the next days",
+            )],
+        )
+        .with_server(
+            "slack",
+            vec![
+                doc("send_message", "Post a message to a channel"),
+                doc("list_channels", "List the channels of the workspace"),
+            ],
+        )
+        .with_server(
+            "filesystem",
+            vec![
+                doc(
+                    "read_file",
+                    "Read the complete contents of a file from disk",
+                ),
+                doc(
+                    "write_file",
+                    "Create a new file or overwrite an existing one",
+                ),
+                doc("list_directory", "List the entries of a directory"),
+            ],
+        );
+    for text in ["list", "file", "message channel"] {
+        assert_eq!(top(&forward, text), top(&backward, text), "{text}");
+    }
+}
