@@ -53,6 +53,9 @@ pub struct ToolCall {
     pub tool: String,
     /// The arguments, always a JSON object.
     pub arguments: Value,
+    /// Free text for the daemon's routing when `server` is `None` (`callTool`'s `hint`): the
+    /// run's task, so a task that names a server routes there (rule `explicit-mention`).
+    pub hint: Option<String>,
     /// Explain the call instead of making it.
     pub dry_run: bool,
     /// The run's `confirmDestructive`; the loop never sends a destructive tool without it.

@@ -125,6 +125,7 @@ impl RunState<'_> {
             server: tool.server.clone(),
             tool: tool.tool.clone(),
             arguments: call.arguments.clone(),
+            hint: tool.server.is_none().then(|| self.settings.task.clone()),
             dry_run: self.settings.dry_run,
             confirm_destructive: self.settings.confirm_destructive,
             step,

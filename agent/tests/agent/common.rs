@@ -557,6 +557,9 @@ impl ToolHost for DaemonHost {
             if let Some(server) = &call.server {
                 params["server"] = json!(server);
             }
+            if let Some(hint) = &call.hint {
+                params["hint"] = json!(hint);
+            }
             let started = std::time::Instant::now();
             let result = self.rpc("callTool", params).await?;
             let selection = result

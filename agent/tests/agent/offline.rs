@@ -293,4 +293,23 @@ async fn a_tool_on_two_servers_is_routed_by_the_daemon() {
         EventKind::ToolResult { selection_rule: Some(r), .. } if r == rule)
     });
     assert!(traced, "the tool_result event carries the rule");
+    assert_eq!(
+        calls[0].hint.as_deref(),
+        Some(format!("Read {file} and tell me how many lines it has").as_str())
+    );
+
+    // The task names a server: the agent still names none, and the daemon's routing follows
+    // the task it is given as the hint.
+    let (result, _) = run_offline(
+        host.clone(),
+        task(format!(
+            "Read {file} with the archive server and tell me how many lines it has"
+        )),
+    )
+    .await;
+    assert_eq!(result.status, RunStatus::Completed, "{result:#?}");
+    let record = &result.tool_calls[0];
+    assert_eq!(record.selection_rule.as_deref(), Some("explicit-mention"));
+    assert_eq!(record.server, "archive");
+    assert_eq!(result.key_facts["line_count"], json!(5));
 }
