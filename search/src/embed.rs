@@ -141,13 +141,16 @@ fn fnv1a(kind: u8, parts: &[&[u8]]) -> u64 {
     hash
 }
 
+/// A word's features: (bucket, signed weight) pairs.
+type Features = Box<[(u32, f32)]>;
+
 /// The most words whose features `HashEmbedder` remembers per thread (then it starts over).
 const FEATURE_MEMO_CAPACITY: usize = 1 << 16;
 
 thread_local! {
     /// Folded word → its features as (bucket, signed weight). Computing a word's trigrams and
     /// concepts costs more than looking them up, and tool texts reuse a small vocabulary.
-    static FEATURE_MEMO: RefCell<FxHashMap<Box<str>, Box<[(u32, f32)]>>> =
+    static FEATURE_MEMO: RefCell<FxHashMap<Box<str>, Features>> =
         RefCell::new(FxHashMap::default());
 }
 
@@ -161,7 +164,7 @@ fn feature(hash: u64, weight: f32) -> (u32, f32) {
 
 /// The features of one non-CJK folded word: nothing for a stop word; else the stemmed word, its
 /// concept groups and its character trigrams.
-fn word_features(folded: &str) -> Box<[(u32, f32)]> {
+fn word_features(folded: &str) -> Features {
     let mut stemmed = String::with_capacity(32);
     if text::analyze_word(folded, &mut stemmed) {
         return Box::new([]);

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::concepts::{self, Action};
 use crate::doc::ToolDoc;
 use crate::embed::{self, Embedder, HashEmbedder};
 use crate::search;
@@ -39,6 +40,8 @@ const EMBEDDED_DESCRIPTION_BYTES: usize = 1024;
 #[derive(Debug)]
 pub(crate) struct StoredTool {
     pub(crate) name: String,
+    /// What the tool does, from the first action word of its name (`None`: no action word).
+    pub(crate) action: Option<Action>,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
 }
@@ -176,7 +179,14 @@ impl Shard {
             let scale = embed::quantize_into(&row, &mut shard.embeddings);
             shard.embedding_scales.push(scale);
 
+            let mut action = None;
+            text::analyze(&doc.name, |term, _| {
+                if action.is_none() {
+                    action = concepts::actions_of(term).first().copied();
+                }
+            });
             shard.tools.push(StoredTool {
+                action,
                 name: doc.name,
                 description: doc.description,
                 tags: doc.tags,

@@ -4,8 +4,9 @@
 //! Usage: `cargo run --release -p tool-cli-search --bin search-eval [-- DATA_DIR]`, where
 //! `DATA_DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
 //! `test.tsv`. Any other catalog in the same format (a JSON list of servers with MCP tools) and
-//! request files (`server/tool<TAB>request`) can be evaluated the same way; `--misses` also
-//! prints every test request ours does not rank first.
+//! request files (`server/tool<TAB>request`) can be evaluated the same way. `--misses`
+//! (`--dev-misses`) also prints every test (dev) request ours does not rank first, and
+//! `--explain "QUERY"` prints our top ten for one query with the parts of their scores.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,10 +33,13 @@ fn row(label: &str, metrics: &Metrics) {
 fn main() -> anyhow::Result<()> {
     let mut data_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
     let mut show_misses = None;
-    for argument in std::env::args().skip(1) {
+    let mut explain = None;
+    let mut arguments = std::env::args().skip(1);
+    while let Some(argument) = arguments.next() {
         match argument.as_str() {
             "--misses" => show_misses = Some("test.tsv"),
             "--dev-misses" => show_misses = Some("dev.tsv"),
+            "--explain" => explain = arguments.next(),
             other => data_dir = PathBuf::from(other),
         }
     }
@@ -46,6 +50,16 @@ fn main() -> anyhow::Result<()> {
     let index = eval::build_index(&docs);
     let build_time = started.elapsed();
 
+    if let Some(text) = explain {
+        let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
+        for hit in outcome.hits {
+            println!(
+                "{:>6.3}  lexical {:>6.2}  semantic {:>5.2}  {}/{}",
+                hit.score, hit.why.lexical, hit.why.semantic, hit.server, hit.tool
+            );
+        }
+        return Ok(());
+    }
     println!(
         "catalog: {} tools on {} servers (index built in {:.1} ms)\n",
         docs.len(),
