@@ -93,11 +93,13 @@ pub(crate) fn quantize_into(values: &[f32], out: &mut Vec<i8>) -> f32 {
         return 0.0;
     }
     let scale = largest / 127.0;
-    out.extend(
-        values
-            .iter()
-            .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
-    );
+    let inverse = 127.0 / largest;
+    // Round half away from zero by hand: `f32::round` is a library call on baseline x86-64, and
+    // this loop runs for every dimension of every tool at each build. `as` saturates.
+    out.extend(values.iter().map(|v| {
+        let scaled = v * inverse;
+        (scaled + 0.5f32.copysign(scaled)) as i8
+    }));
     scale
 }
 
