@@ -218,6 +218,9 @@ pub(crate) struct TermStats {
     pub(crate) shards: Vec<(u32, Arc<[Posting]>)>,
 }
 
+/// A server's name and its tools, as `Index::with_servers` takes them.
+type ServerDocs = (String, Vec<ToolDoc>);
+
 /// Below this many tools a build stays on the calling thread: spawning costs more than it saves.
 const PARALLEL_BUILD_MIN_TOOLS: usize = 2_048;
 
@@ -227,7 +230,7 @@ const PARALLEL_BUILD_MAX_THREADS: usize = 8;
 /// Builds the shards of `servers`, in order. A large build (the start-up one) is spread over the
 /// machine's cores with scoped threads: shards are independent, so this is the cheapest way to
 /// keep a 10,000-tool build within its budget. No thread outlives the call.
-fn build_shards(servers: Vec<(String, Vec<ToolDoc>)>, embedder: &dyn Embedder) -> Vec<Arc<Shard>> {
+fn build_shards(servers: Vec<ServerDocs>, embedder: &dyn Embedder) -> Vec<Arc<Shard>> {
     let tools: usize = servers.iter().map(|(_, docs)| docs.len()).sum();
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
@@ -240,9 +243,9 @@ fn build_shards(servers: Vec<(String, Vec<ToolDoc>)>, embedder: &dyn Embedder) -
     }
     // Deal servers to threads largest first, each to the least loaded thread, remembering each
     // server's position so the result keeps the input order.
-    let mut order: Vec<(usize, (String, Vec<ToolDoc>))> = servers.into_iter().enumerate().collect();
+    let mut order: Vec<(usize, ServerDocs)> = servers.into_iter().enumerate().collect();
     order.sort_by_key(|(_, (_, docs))| std::cmp::Reverse(docs.len()));
-    let mut work: Vec<(usize, Vec<(usize, (String, Vec<ToolDoc>))>)> =
+    let mut work: Vec<(usize, Vec<(usize, ServerDocs)>)> =
         (0..threads).map(|_| (0, Vec::new())).collect();
     for item in order {
         let lightest = work
