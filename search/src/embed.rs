@@ -54,6 +54,13 @@ pub trait Embedder: Send + Sync {
 
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
+
+    /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
+    /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
+    /// only breaks ties; a real sentence-embedding model earns a larger share.
+    fn semantic_share(&self) -> f32 {
+        0.1
+    }
 }
 
 /// Cosine similarity of two embeddings, in [-1, 1]; 0 when the dimensions differ or either is

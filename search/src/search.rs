@@ -33,11 +33,6 @@ const FIELD_WEIGHTS: [f32; FIELDS] = [1.5, 1.5, 1.0, 0.4, 1.5];
 const FIELD_LENGTH_NORMALISATION: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75, 0.3];
 /// How much a concept-table synonym counts next to the query's own word.
 const EXPANSION_WEIGHT: f32 = 0.4;
-/// The share of the semantic score in the textual score (the rest is normalised BM25F). With
-/// the default hashing embedder the semantic score mostly re-finds lexical matches, so its share
-/// is small: it breaks ties and rescues words the stemmer does not conflate (other scripts,
-/// compounds); a real sentence-embedding model would deserve more.
-const SEMANTIC_SHARE: f32 = 0.1;
 /// Below this cosine a tool with no lexical match is not a hit at all.
 const MIN_SEMANTIC: f32 = 0.3;
 
@@ -363,7 +358,9 @@ impl Index {
             0.0
         };
 
-        // The textual score of every candidate that matched at all.
+        // The textual score of every candidate that matched at all: the lexical score normalised
+        // by the best one, mixed with the cosine in the embedder's proportion.
+        let semantic_share = self.embedder.semantic_share().clamp(0.0, 1.0);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut scored: Vec<(f32, u32)> = Vec::new();
         let mut semantic = vec![0.0f32; total];
@@ -392,7 +389,7 @@ impl Index {
                     0.0
                 };
                 let mut text_score =
-                    (1.0 - SEMANTIC_SHARE) * normalised + SEMANTIC_SHARE * cosine.max(0.0);
+                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
                 if let Some(action) = shard.tools[local].action
                     && !asked.is_empty()
                 {

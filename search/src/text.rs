@@ -73,6 +73,12 @@ fn fold_char(c: char) -> char {
     }
 }
 
+/// Folds one character the way BERT's uncased tokenizer does (lowercase, Latin accents off).
+#[cfg(feature = "minilm")]
+pub(crate) fn fold_for_model(c: char) -> char {
+    fold_char(c)
+}
+
 /// Whether `c` belongs to a script written without spaces between words, where we index
 /// character bigrams instead of words.
 pub(crate) fn is_cjk(c: char) -> bool {
