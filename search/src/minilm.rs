@@ -417,8 +417,9 @@ impl Embedder for MiniLmEmbedder {
         Embedding::normalized(self.encode(&self.tokenize(text)))
     }
 
+    /// Chosen on the dev half of the evaluation (0.2 to 0.8 tried; 0.65 gave the best MRR).
     fn semantic_share(&self) -> f32 {
-        0.5
+        0.65
     }
 }
 

@@ -49,31 +49,23 @@ fn setup() -> (Vec<tool_cli_search::doc::ToolDoc>, Index) {
     (docs, index)
 }
 
+/// One test, so the index is built once (the slow part in a debug build).
 #[test]
-fn the_evaluation_set_is_as_documented() {
+fn ranking_quality_does_not_regress_and_beats_bm25() {
     let (docs, index) = setup();
     assert!(docs.len() >= 2_000, "{} tools", docs.len());
     assert_eq!(index.len(), docs.len());
-    for split in ["dev", "test"] {
-        let requests = eval::parse_requests(&data(&format!("{split}.tsv"))).unwrap();
+    for recorded in &RECORDED {
+        let split = recorded.split;
+        let requests: Vec<Request> = eval::parse_requests(&data(&format!("{split}.tsv"))).unwrap();
         assert!(
             requests.len() >= 150,
             "{split}: {} requests",
             requests.len()
         );
         eval::check_labels(&requests, &docs).unwrap();
-    }
-}
-
-#[test]
-fn ranking_quality_does_not_regress_and_beats_bm25() {
-    let (docs, index) = setup();
-    for recorded in &RECORDED {
-        let requests: Vec<Request> =
-            eval::parse_requests(&data(&format!("{}.tsv", recorded.split))).unwrap();
         let ours = Metrics::from_ranks(&eval::ranks_ours(&index, &requests));
         let bm25 = Metrics::from_ranks(&eval::ranks_bm25(&docs, &requests));
-        let split = recorded.split;
         for (name, measured, floor) in [
             ("R@1", ours.recall_at_1, recorded.recall_at_1),
             ("R@5", ours.recall_at_5, recorded.recall_at_5),
