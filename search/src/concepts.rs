@@ -347,6 +347,47 @@ pub(crate) fn groups_of(term: &str) -> &'static [u16] {
         .unwrap_or_default()
 }
 
+/// Abbreviations and the words they stand for. Unlike a concept group, these are exact
+/// equivalents: the query word is searched as what it abbreviates, at full weight, each word
+/// of a phrase (`pr` → `pull request`) as a query word of its own.
+#[rustfmt::skip]
+const ABBREVIATIONS: &[(&str, &[&str])] = &[
+    ("pr", &["pull", "request"]), ("mr", &["merge", "request"]), ("repo", &["repository"]),
+    ("db", &["database"]), ("k8s", &["kubernetes"]), ("dir", &["directory"]),
+    ("msg", &["message"]), ("doc", &["document"]), ("config", &["configuration"]),
+    ("cfg", &["configuration"]), ("info", &["information"]), ("env", &["environment"]),
+    ("auth", &["authentication"]), ("app", &["application"]), ("org", &["organization"]),
+    ("vm", &["virtual", "machine"]), ("dm", &["direct", "message"]), ("tz", &["timezone"]),
+    ("img", &["image"]), ("pic", &["picture"]), ("txt", &["text"]), ("pwd", &["password"]),
+    ("qty", &["quantity"]), ("addr", &["address"]), ("perm", &["permission"]),
+    ("stat", &["statistic"]), ("ci", &["continuous", "integration"]), ("kb", &["knowledge", "base"]),
+    ("2fa", &["otp"]), ("mfa", &["otp"]), ("eta", &["estimated", "arrival"]),
+];
+
+/// What `term` abbreviates, as terms (empty when it abbreviates nothing).
+pub(crate) fn expansion_of_abbreviation(term: &str) -> &'static [String] {
+    static TABLE: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut stemmed = String::new();
+        ABBREVIATIONS
+            .iter()
+            .map(|(short, long)| {
+                text::stem(short, &mut stemmed);
+                let key = stemmed.clone();
+                let words = long
+                    .iter()
+                    .map(|word| {
+                        text::stem(word, &mut stemmed);
+                        stemmed.clone()
+                    })
+                    .collect();
+                (key, words)
+            })
+            .collect()
+    });
+    table.get(term).map(Vec::as_slice).unwrap_or_default()
+}
+
 /// The terms that share a group with `term`, without `term` itself and without duplicates.
 pub(crate) fn expansions(term: &str) -> Vec<&'static str> {
     let table = table();
@@ -373,6 +414,13 @@ mod tests {
         assert!(expanded.contains(&"get"), "{expanded:?}");
         assert!(expanded.contains(&"retriev"), "{expanded:?}");
         assert!(!expanded.contains(&stemmed.as_str()));
+    }
+
+    #[test]
+    fn abbreviations_stand_for_their_words() {
+        assert_eq!(expansion_of_abbreviation("pr"), ["pull", "request"]);
+        assert_eq!(expansion_of_abbreviation("repo"), ["repository"]);
+        assert!(expansion_of_abbreviation("issue").is_empty());
     }
 
     #[test]

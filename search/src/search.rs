@@ -179,17 +179,38 @@ fn query_groups(text: &str) -> Vec<TermGroup> {
     // match and gets no hits: an honest "nothing found" the caller can act on, rather than
     // whatever tools happen to share a word like "can" in a parameter name.
     let mut words: Vec<String> = Vec::new();
+    let mut abbreviated: Vec<(String, String)> = Vec::new();
     text::analyze(text, |term, stop| {
-        if !stop && !words.iter().any(|t| t == term) {
-            words.push(term.to_owned());
+        if stop || words.iter().any(|t| t == term) {
+            return;
+        }
+        words.push(term.to_owned());
+        // An abbreviation is searched as itself and as the words it stands for: one word
+        // (`repo`) joins its group at full weight, a phrase (`pr` → `pull request`) adds its
+        // words as query words of their own.
+        let long = concepts::expansion_of_abbreviation(term);
+        if long.len() > 1 {
+            for word in long {
+                if !words.contains(word) {
+                    words.push(word.clone());
+                }
+            }
+        } else if let Some(word) = long.first() {
+            abbreviated.push((term.to_owned(), word.clone()));
         }
     });
     words
         .iter()
         .map(|word| {
             let mut members = vec![(word.clone(), 1.0)];
+            for (short, long) in &abbreviated {
+                if short == word && !words.contains(long) {
+                    members.push((long.clone(), 1.0));
+                }
+            }
             for synonym in concepts::expansions(word) {
-                if !words.iter().any(|w| w == synonym) {
+                if !words.iter().any(|w| w == synonym) && !members.iter().any(|(m, _)| m == synonym)
+                {
                     members.push((synonym.to_owned(), EXPANSION_WEIGHT));
                 }
             }
