@@ -87,7 +87,9 @@ impl Shard {
         // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
         // strings beyond the one id lookup per word.
         let mut term_ids: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut lists: Vec<Vec<Posting>> = Vec::new();
+        // Every (term id, posting) of the shard in one vector, grouped by term at the end: one
+        // growing allocation instead of one per term.
+        let mut all_postings: Vec<(u32, Posting)> = Vec::new();
         let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
         let mut slot_of: Vec<u32> = Vec::new();
         let mut embedding_text = String::new();
@@ -149,12 +151,8 @@ impl Shard {
                 count(&mut term_ids, &mut counts, &mut slot_of, term, SERVER);
             }
             for (id, frequencies) in counts.drain(..) {
-                let id = id as usize;
-                slot_of[id] = u32::MAX;
-                if id >= lists.len() {
-                    lists.resize_with(id + 1, Vec::new);
-                }
-                lists[id].push(Posting { tool, frequencies });
+                slot_of[id as usize] = u32::MAX;
+                all_postings.push((id, Posting { tool, frequencies }));
             }
             for (sum, length) in shard.length_sums.iter_mut().zip(lengths) {
                 *sum += u64::from(length);
@@ -200,10 +198,15 @@ impl Shard {
                 tags: doc.tags,
             });
         }
+        // A stable sort keeps each term's postings in tool order.
+        all_postings.sort_by_key(|(id, _)| *id);
+        let mut lists: Vec<Arc<[Posting]>> = Vec::with_capacity(term_ids.len());
+        for run in all_postings.chunk_by(|a, b| a.0 == b.0) {
+            lists.push(run.iter().map(|(_, posting)| *posting).collect());
+        }
         shard.postings.reserve(term_ids.len());
         for (term, id) in term_ids {
-            let list = std::mem::take(&mut lists[id as usize]);
-            shard.postings.insert(term, Arc::from(list));
+            shard.postings.insert(term, Arc::clone(&lists[id as usize]));
         }
         shard
     }
@@ -468,44 +471,6 @@ impl Index {
     /// similarity routing).
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
-    }
-
-    /// An estimate of the heap bytes this index holds (shards and statistics), for the benchmark.
-    pub fn heap_bytes(&self) -> usize {
-        let shards: usize = self
-            .shards
-            .iter()
-            .map(|shard| {
-                let tools: usize = shard
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        t.name.capacity()
-                            + t.description.capacity()
-                            + t.tags.iter().map(String::capacity).sum::<usize>()
-                            + size_of::<StoredTool>()
-                    })
-                    .sum();
-                let postings: usize = shard
-                    .postings
-                    .iter()
-                    .map(|(term, list)| term.len() + list.len() * size_of::<Posting>() + 64)
-                    .sum();
-                tools
-                    + postings
-                    + shard.lengths.capacity() * size_of::<[u16; FIELDS]>()
-                    + shard.embeddings.capacity()
-                    + shard.embedding_scales.capacity() * size_of::<f32>()
-            })
-            .sum();
-        let stats: usize = self
-            .stats
-            .terms
-            .iter()
-            .map(|(term, term_stats)| term.len() + term_stats.shards.capacity() * 24 + 48)
-            .sum::<usize>()
-            + self.stats.field_factors.capacity() * size_of::<[f32; FIELDS]>();
-        shards + stats
     }
 }
 

@@ -113,7 +113,9 @@ pub(crate) fn split_words(text: &str, emit: impl FnMut(Word<'_>)) {
 }
 
 fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
-    let mut buffer = String::with_capacity(32);
+    // Words are lowercased into a stack buffer: no allocation per call or per word. Longer
+    // words (rare: hashes, base64) are cut to its size.
+    let mut buffer = [0u8; 64];
     let mut start = 0;
     while start < text.len() {
         if !text[start].is_ascii_alphanumeric() {
@@ -124,19 +126,16 @@ fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
         while end < text.len() && text[end].is_ascii_alphanumeric() {
             end += 1;
         }
-        let chunk = &text[start..end];
+        let chunk = &text[start..end.min(start + buffer.len())];
         start = end;
         let mut emit_range = |range: std::ops::Range<usize>| {
-            buffer.clear();
-            buffer.extend(
-                chunk[range]
-                    .iter()
-                    .map(|b| char::from(b.to_ascii_lowercase())),
-            );
-            emit(Word {
-                folded: &buffer,
-                cjk: false,
-            });
+            let folded = &mut buffer[..range.len()];
+            folded.copy_from_slice(&chunk[range]);
+            folded.make_ascii_lowercase();
+            // ASCII alphanumerics only, so always valid UTF-8.
+            if let Ok(folded) = std::str::from_utf8(folded) {
+                emit(Word { folded, cjk: false });
+            }
         };
         emit_range(0..chunk.len());
         // The same humps and digit rule as `flush_chunk`, on bytes.
