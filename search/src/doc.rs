@@ -110,21 +110,30 @@ impl ToolDoc {
     /// Applies the length caps to a document built by hand, so the index holds the same
     /// bounded texts whichever way a document was made.
     pub(crate) fn capped(mut self) -> ToolDoc {
-        if self.description.len() > MAX_DESCRIPTION_BYTES {
-            self.description = capped(&self.description, MAX_DESCRIPTION_BYTES);
+        cap_in_place(&mut self.description, MAX_DESCRIPTION_BYTES);
+        cap_in_place(&mut self.name, MAX_SHORT_TEXT_BYTES);
+        if let Some(title) = &mut self.title {
+            cap_in_place(title, MAX_SHORT_TEXT_BYTES);
         }
-        self.name = capped(&self.name, MAX_SHORT_TEXT_BYTES);
-        self.title = self.title.map(|t| capped(&t, MAX_SHORT_TEXT_BYTES));
         self.parameters.truncate(MAX_PARAMETERS);
         for parameter in &mut self.parameters {
-            parameter.name = capped(&parameter.name, MAX_SHORT_TEXT_BYTES);
-            parameter.description = capped(&parameter.description, MAX_SHORT_TEXT_BYTES);
+            cap_in_place(&mut parameter.name, MAX_SHORT_TEXT_BYTES);
+            cap_in_place(&mut parameter.description, MAX_SHORT_TEXT_BYTES);
         }
-        self.server_description = self
-            .server_description
-            .map(|d| capped(&d, MAX_DESCRIPTION_BYTES));
+        if let Some(description) = &mut self.server_description {
+            cap_in_place(description, MAX_DESCRIPTION_BYTES);
+        }
+        for tag in &mut self.tags {
+            cap_in_place(tag, MAX_SHORT_TEXT_BYTES);
+        }
         self
     }
+}
+
+/// Cuts `text` to at most `max_bytes` at a character boundary, without copying.
+fn cap_in_place(text: &mut String, max_bytes: usize) {
+    let kept = truncate_at_char_boundary(text, max_bytes).len();
+    text.truncate(kept);
 }
 
 fn push_parameter(parameters: &mut Vec<ParamDoc>, name: &str, property: &Value) {

@@ -54,6 +54,13 @@ pub trait Embedder: Send + Sync {
 
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
+
+    /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
+    /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
+    /// only breaks ties; a real sentence-embedding model earns a larger share.
+    fn semantic_share(&self) -> f32 {
+        0.1
+    }
 }
 
 /// Cosine similarity of two embeddings, in [-1, 1]; 0 when the dimensions differ or either is
@@ -93,11 +100,13 @@ pub(crate) fn quantize_into(values: &[f32], out: &mut Vec<i8>) -> f32 {
         return 0.0;
     }
     let scale = largest / 127.0;
-    out.extend(
-        values
-            .iter()
-            .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
-    );
+    let inverse = 127.0 / largest;
+    // Round half away from zero by hand: `f32::round` is a library call on baseline x86-64, and
+    // this loop runs for every dimension of every tool at each build. `as` saturates.
+    out.extend(values.iter().map(|v| {
+        let scaled = v * inverse;
+        (scaled + 0.5f32.copysign(scaled)) as i8
+    }));
     scale
 }
 
@@ -141,13 +150,16 @@ fn fnv1a(kind: u8, parts: &[&[u8]]) -> u64 {
     hash
 }
 
+/// A word's features: (bucket, signed weight) pairs.
+type Features = Box<[(u32, f32)]>;
+
 /// The most words whose features `HashEmbedder` remembers per thread (then it starts over).
 const FEATURE_MEMO_CAPACITY: usize = 1 << 16;
 
 thread_local! {
     /// Folded word → its features as (bucket, signed weight). Computing a word's trigrams and
     /// concepts costs more than looking them up, and tool texts reuse a small vocabulary.
-    static FEATURE_MEMO: RefCell<FxHashMap<Box<str>, Box<[(u32, f32)]>>> =
+    static FEATURE_MEMO: RefCell<FxHashMap<Box<str>, Features>> =
         RefCell::new(FxHashMap::default());
 }
 
@@ -161,7 +173,7 @@ fn feature(hash: u64, weight: f32) -> (u32, f32) {
 
 /// The features of one non-CJK folded word: nothing for a stop word; else the stemmed word, its
 /// concept groups and its character trigrams.
-fn word_features(folded: &str) -> Box<[(u32, f32)]> {
+fn word_features(folded: &str) -> Features {
     let mut stemmed = String::with_capacity(32);
     if text::analyze_word(folded, &mut stemmed) {
         return Box::new([]);

@@ -122,8 +122,16 @@ pub fn tool_docs(catalogs: &[CatalogServer]) -> Vec<ToolDoc> {
         .collect()
 }
 
-/// Builds our index over `docs`, one shard per server.
+/// Builds our index over `docs`, one shard per server, with the default embedder.
 pub fn build_index(docs: &[ToolDoc]) -> Index {
+    build_index_with(docs, std::sync::Arc::new(crate::embed::HashEmbedder))
+}
+
+/// Builds our index over `docs`, one shard per server, embedding with `embedder`.
+pub fn build_index_with(
+    docs: &[ToolDoc],
+    embedder: std::sync::Arc<dyn crate::embed::Embedder>,
+) -> Index {
     let mut servers: Vec<(String, Vec<ToolDoc>)> = Vec::new();
     for doc in docs {
         match servers.iter_mut().find(|(name, _)| *name == doc.server) {
@@ -131,7 +139,7 @@ pub fn build_index(docs: &[ToolDoc]) -> Index {
             None => servers.push((doc.server.clone(), vec![doc.clone()])),
         }
     }
-    Index::new().with_servers(servers)
+    Index::with_embedder(embedder).with_servers(servers)
 }
 
 /// Checks that every expected tool exists in `docs` (a mislabeled request would silently count

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::concepts::{self, Action};
 use crate::doc::ToolDoc;
 use crate::embed::{self, Embedder, HashEmbedder};
 use crate::search;
@@ -39,6 +40,8 @@ const EMBEDDED_DESCRIPTION_BYTES: usize = 1024;
 #[derive(Debug)]
 pub(crate) struct StoredTool {
     pub(crate) name: String,
+    /// What the tool does, from the first action word of its name (`None`: no action word).
+    pub(crate) action: Option<Action>,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
 }
@@ -84,7 +87,9 @@ impl Shard {
         // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
         // strings beyond the one id lookup per word.
         let mut term_ids: FxHashMap<Box<str>, u32> = FxHashMap::default();
-        let mut lists: Vec<Vec<Posting>> = Vec::new();
+        // Every (term id, posting) of the shard in one vector, grouped by term at the end: one
+        // growing allocation instead of one per term.
+        let mut all_postings: Vec<(u32, Posting)> = Vec::new();
         let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
         let mut slot_of: Vec<u32> = Vec::new();
         let mut embedding_text = String::new();
@@ -95,6 +100,17 @@ impl Shard {
             let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
             counts.clear();
             let mut lengths = [0u16; FIELDS];
+            // The name also gives the tool's action: that of its first action word.
+            let mut action = None;
+            text::analyze(&doc.name, |term, stop| {
+                if action.is_none() {
+                    action = concepts::actions_of(term).first().copied();
+                }
+                if !stop {
+                    lengths[NAME] = lengths[NAME].saturating_add(1);
+                    count(&mut term_ids, &mut counts, &mut slot_of, term, NAME);
+                }
+            });
             let mut add = |field: usize, text: &str| {
                 text::analyze(text, |term, stop| {
                     if stop {
@@ -104,7 +120,6 @@ impl Shard {
                     count(&mut term_ids, &mut counts, &mut slot_of, term, field);
                 });
             };
-            add(NAME, &doc.name);
             if let Some(title) = &doc.title {
                 add(TITLE, title);
             }
@@ -136,12 +151,8 @@ impl Shard {
                 count(&mut term_ids, &mut counts, &mut slot_of, term, SERVER);
             }
             for (id, frequencies) in counts.drain(..) {
-                let id = id as usize;
-                slot_of[id] = u32::MAX;
-                if id >= lists.len() {
-                    lists.resize_with(id + 1, Vec::new);
-                }
-                lists[id].push(Posting { tool, frequencies });
+                slot_of[id as usize] = u32::MAX;
+                all_postings.push((id, Posting { tool, frequencies }));
             }
             for (sum, length) in shard.length_sums.iter_mut().zip(lengths) {
                 *sum += u64::from(length);
@@ -170,22 +181,32 @@ impl Shard {
             // An embedder that breaks its contract (wrong length) must not corrupt the rows of
             // other tools: pad or cut to the declared dimension.
             let values = embedding.values();
-            let row: Vec<f32> = (0..dimensions)
-                .map(|i| values.get(i).copied().unwrap_or(0.0))
-                .collect();
-            let scale = embed::quantize_into(&row, &mut shard.embeddings);
+            let scale = if values.len() == dimensions {
+                embed::quantize_into(values, &mut shard.embeddings)
+            } else {
+                let row: Vec<f32> = (0..dimensions)
+                    .map(|i| values.get(i).copied().unwrap_or(0.0))
+                    .collect();
+                embed::quantize_into(&row, &mut shard.embeddings)
+            };
             shard.embedding_scales.push(scale);
 
             shard.tools.push(StoredTool {
+                action,
                 name: doc.name,
                 description: doc.description,
                 tags: doc.tags,
             });
         }
+        // A stable sort keeps each term's postings in tool order.
+        all_postings.sort_by_key(|(id, _)| *id);
+        let mut lists: Vec<Arc<[Posting]>> = Vec::with_capacity(term_ids.len());
+        for run in all_postings.chunk_by(|a, b| a.0 == b.0) {
+            lists.push(run.iter().map(|(_, posting)| *posting).collect());
+        }
         shard.postings.reserve(term_ids.len());
         for (term, id) in term_ids {
-            let list = std::mem::take(&mut lists[id as usize]);
-            shard.postings.insert(term, Arc::from(list));
+            shard.postings.insert(term, Arc::clone(&lists[id as usize]));
         }
         shard
     }
@@ -198,6 +219,69 @@ pub(crate) struct TermStats {
     /// The shards (positions in `Index::shards`) whose tools have the term, with their lists,
     /// so a query reads them without looking the term up in every shard.
     pub(crate) shards: Vec<(u32, Arc<[Posting]>)>,
+}
+
+/// A server's name and its tools, as `Index::with_servers` takes them.
+type ServerDocs = (String, Vec<ToolDoc>);
+
+/// Below this many tools a build stays on the calling thread: spawning costs more than it saves.
+const PARALLEL_BUILD_MIN_TOOLS: usize = 2_048;
+
+/// The most threads one build uses.
+const PARALLEL_BUILD_MAX_THREADS: usize = 8;
+
+/// Builds the shards of `servers`, in order. A large build (the start-up one) is spread over the
+/// machine's cores with scoped threads: shards are independent, so this is the cheapest way to
+/// keep a 10,000-tool build within its budget. No thread outlives the call.
+fn build_shards(servers: Vec<ServerDocs>, embedder: &dyn Embedder) -> Vec<Arc<Shard>> {
+    let tools: usize = servers.iter().map(|(_, docs)| docs.len()).sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(PARALLEL_BUILD_MAX_THREADS);
+    if tools < PARALLEL_BUILD_MIN_TOOLS || threads < 2 || servers.len() < 2 {
+        return servers
+            .into_iter()
+            .map(|(server, docs)| Arc::new(Shard::build(&server, docs, embedder)))
+            .collect();
+    }
+    // Deal servers to threads largest first, each to the least loaded thread, remembering each
+    // server's position so the result keeps the input order.
+    let mut order: Vec<(usize, ServerDocs)> = servers.into_iter().enumerate().collect();
+    order.sort_by_key(|(_, (_, docs))| std::cmp::Reverse(docs.len()));
+    let mut work: Vec<(usize, Vec<(usize, ServerDocs)>)> =
+        (0..threads).map(|_| (0, Vec::new())).collect();
+    for item in order {
+        let lightest = work
+            .iter_mut()
+            .min_by_key(|(load, _)| *load)
+            .expect("at least two threads");
+        lightest.0 += item.1.1.len().max(1);
+        lightest.1.push(item);
+    }
+    let mut built: Vec<(usize, Arc<Shard>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = work
+            .into_iter()
+            .map(|(_, items)| {
+                scope.spawn(move || {
+                    items
+                        .into_iter()
+                        .map(|(position, (server, docs))| {
+                            (position, Arc::new(Shard::build(&server, docs, embedder)))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| match handle.join() {
+                Ok(shards) => shards,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    built.sort_by_key(|(position, _)| *position);
+    built.into_iter().map(|(_, shard)| shard).collect()
 }
 
 /// Adds one occurrence of `term` in `field` to the current tool's term counts.
@@ -330,10 +414,7 @@ impl Index {
     /// This index with several servers' tools replaced at once (the start-up build): each shard
     /// is built once and the statistics are aggregated once, instead of once per server.
     pub fn with_servers(&self, servers: impl IntoIterator<Item = (String, Vec<ToolDoc>)>) -> Index {
-        let mut built: Vec<Arc<Shard>> = servers
-            .into_iter()
-            .map(|(server, docs)| Arc::new(Shard::build(&server, docs, self.embedder.as_ref())))
-            .collect();
+        let mut built = build_shards(servers.into_iter().collect(), self.embedder.as_ref());
         // The last shard given for a server wins, as if they had been applied one by one.
         built.reverse();
         let mut replaced: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -391,44 +472,6 @@ impl Index {
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
     }
-
-    /// An estimate of the heap bytes this index holds (shards and statistics), for the benchmark.
-    pub fn heap_bytes(&self) -> usize {
-        let shards: usize = self
-            .shards
-            .iter()
-            .map(|shard| {
-                let tools: usize = shard
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        t.name.capacity()
-                            + t.description.capacity()
-                            + t.tags.iter().map(String::capacity).sum::<usize>()
-                            + size_of::<StoredTool>()
-                    })
-                    .sum();
-                let postings: usize = shard
-                    .postings
-                    .iter()
-                    .map(|(term, list)| term.len() + list.len() * size_of::<Posting>() + 64)
-                    .sum();
-                tools
-                    + postings
-                    + shard.lengths.capacity() * size_of::<[u16; FIELDS]>()
-                    + shard.embeddings.capacity()
-                    + shard.embedding_scales.capacity() * size_of::<f32>()
-            })
-            .sum();
-        let stats: usize = self
-            .stats
-            .terms
-            .iter()
-            .map(|(term, term_stats)| term.len() + term_stats.shards.capacity() * 24 + 48)
-            .sum::<usize>()
-            + self.stats.field_factors.capacity() * size_of::<[f32; FIELDS]>();
-        shards + stats
-    }
 }
 
 #[cfg(test)]
@@ -466,6 +509,38 @@ mod tests {
         assert_eq!(removed.len(), 1);
         assert!(!removed.stats.terms.contains_key("fil"));
         assert_eq!(removed.without_server("nobody").len(), 1);
+    }
+
+    #[test]
+    fn a_parallel_build_equals_a_server_by_server_build() {
+        let servers: Vec<(String, Vec<ToolDoc>)> = (0..30)
+            .map(|s| {
+                let docs = (0..100)
+                    .map(|t| {
+                        doc(
+                            &format!("tool_{t}_{}", t % 7),
+                            &format!("does thing {} of kind {s}", t * s),
+                        )
+                    })
+                    .collect();
+                (format!("server{s}"), docs)
+            })
+            .collect();
+        let parallel = Index::new().with_servers(servers.clone());
+        let sequential = servers
+            .into_iter()
+            .fold(Index::new(), |index, (server, docs)| {
+                index.with_server(&server, docs)
+            });
+        assert_eq!(parallel.len(), 3_000);
+        assert_eq!(
+            parallel.servers().collect::<Vec<_>>(),
+            sequential.servers().collect::<Vec<_>>()
+        );
+        for text in ["thing of kind 7", "tool 3", "does 120"] {
+            let query = crate::search::Query::new(text);
+            assert_eq!(parallel.search(&query), sequential.search(&query), "{text}");
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub mod doc;
 pub mod embed;
 pub mod eval;
 pub mod index;
+#[cfg(feature = "minilm")]
+pub mod minilm;
 pub mod priors;
 pub mod search;
 mod text;

@@ -7,7 +7,7 @@
 //! visible, filtered tools; (5) apply the priors to the few that can still reach the top; (6) sort
 //! and cut to `limit`. `catalog_size` counts the visible tools.
 
-use crate::concepts;
+use crate::concepts::{self, Action};
 use crate::embed;
 use crate::index::{FIELDS, Index, Shard};
 use crate::priors::{NoPriors, Priors, ToolRef};
@@ -24,17 +24,30 @@ pub const MAX_QUERY_BYTES: usize = 4 * 1024;
 /// BM25 saturation: how quickly repeated occurrences stop adding.
 const K1: f32 = 1.2;
 /// Field weights (name, title, description, parameters, server): a word in a tool's name says
-/// more about what the tool does than the same word in its description.
-const FIELD_WEIGHTS: [f32; FIELDS] = [2.5, 2.0, 1.0, 0.4, 0.6];
+/// more about what the tool does than the same word in its description, and a request that
+/// names a server ("on Slack") means that server. Parameters are weak evidence: `query`,
+/// `limit` and `id` are everywhere.
+const FIELD_WEIGHTS: [f32; FIELDS] = [1.5, 1.5, 1.0, 0.4, 1.5];
 /// Length normalisation per field: names and titles are short and near-constant in length, so
 /// they are barely normalised; descriptions vary from three words to pages.
 const FIELD_LENGTH_NORMALISATION: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.75, 0.3];
 /// How much a concept-table synonym counts next to the query's own word.
 const EXPANSION_WEIGHT: f32 = 0.4;
-/// The share of the semantic score in the textual score (the rest is normalised BM25F).
-const SEMANTIC_SHARE: f32 = 0.3;
 /// Below this cosine a tool with no lexical match is not a hit at all.
 const MIN_SEMANTIC: f32 = 0.3;
+
+/// How the action a request asks for (read, create, update, delete, send, run; see
+/// `concepts::ACTIONS`) reorders tools of the same object: a tool doing what was asked gains a
+/// little, and a tool that only reads loses a little when the request asked for a change. This
+/// is what tells `get_issue` from `assign_issue` when both match "issue" equally. (Penalising
+/// tools that change things when the request names no change was measured too: it lost more
+/// right answers than it saved, because requests often imply a change without a verb.)
+const ACTION_MATCH: f32 = 1.1;
+const UNASKED_READ: f32 = 0.9;
+
+/// Coordination: the lexical score is multiplied by (query words matched / query words) to this
+/// power, so a tool matching most of a request beats one matching a single word strongly.
+const COORDINATION: f32 = 0.5;
 
 /// The weights of the priors, on the scale of the textual score (whose best value is about 1).
 const INERTIA_WEIGHT: f32 = 0.06;
@@ -44,6 +57,9 @@ const LATENCY_WEIGHT: f32 = 0.02;
 /// never overtaken because of priors.
 pub const MAX_PRIOR_BONUS: f32 = INERTIA_WEIGHT + RELIABILITY_WEIGHT + LATENCY_WEIGHT;
 
+/// Whether the caller may see a tool, by (server, tool).
+pub type Visibility = dyn Fn(&str, &str) -> bool;
+
 /// A search request.
 pub struct Query<'a> {
     /// What the caller is looking for, in natural language.
@@ -52,7 +68,7 @@ pub struct Query<'a> {
     pub limit: usize,
     /// Which tools the caller may see, by (server, tool); `None` means all. Hidden tools are
     /// removed before ranking and from every statistic, so results cannot reveal them.
-    pub visible: Option<&'a dyn Fn(&str, &str) -> bool>,
+    pub visible: Option<&'a Visibility>,
     /// Only tools of these servers (all servers when empty). A name that is not a known server
     /// is an error.
     pub servers: &'a [String],
@@ -163,17 +179,38 @@ fn query_groups(text: &str) -> Vec<TermGroup> {
     // match and gets no hits: an honest "nothing found" the caller can act on, rather than
     // whatever tools happen to share a word like "can" in a parameter name.
     let mut words: Vec<String> = Vec::new();
+    let mut abbreviated: Vec<(String, String)> = Vec::new();
     text::analyze(text, |term, stop| {
-        if !stop && !words.iter().any(|t| t == term) {
-            words.push(term.to_owned());
+        if stop || words.iter().any(|t| t == term) {
+            return;
+        }
+        words.push(term.to_owned());
+        // An abbreviation is searched as itself and as the words it stands for: one word
+        // (`repo`) joins its group at full weight, a phrase (`pr` → `pull request`) adds its
+        // words as query words of their own.
+        let long = concepts::expansion_of_abbreviation(term);
+        if long.len() > 1 {
+            for word in long {
+                if !words.contains(word) {
+                    words.push(word.clone());
+                }
+            }
+        } else if let Some(word) = long.first() {
+            abbreviated.push((term.to_owned(), word.clone()));
         }
     });
     words
         .iter()
         .map(|word| {
             let mut members = vec![(word.clone(), 1.0)];
+            for (short, long) in &abbreviated {
+                if short == word && !words.contains(long) {
+                    members.push((long.clone(), 1.0));
+                }
+            }
             for synonym in concepts::expansions(word) {
-                if !words.iter().any(|w| w == synonym) {
+                if !words.iter().any(|w| w == synonym) && !members.iter().any(|(m, _)| m == synonym)
+                {
                     members.push((synonym.to_owned(), EXPANSION_WEIGHT));
                 }
             }
@@ -324,6 +361,15 @@ impl Index {
         };
 
         let lexical = self.lexical_scores(query.text, &candidate, &stats);
+        let mut asked: Vec<Action> = Vec::new();
+        text::analyze(query.text, |term, _| {
+            for action in concepts::actions_of(term) {
+                if !asked.contains(action) {
+                    asked.push(*action);
+                }
+            }
+        });
+        let asks_mutation = asked.iter().any(|a| a.mutates());
         let query_embedding = self.embedder.embed(query.text);
         let dimensions = self.embedder.dimensions();
         let mut query_row = Vec::with_capacity(dimensions);
@@ -333,7 +379,9 @@ impl Index {
             0.0
         };
 
-        // The textual score of every candidate that matched at all.
+        // The textual score of every candidate that matched at all: the lexical score normalised
+        // by the best one, mixed with the cosine in the embedder's proportion.
+        let semantic_share = self.embedder.semantic_share().clamp(0.0, 1.0);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut scored: Vec<(f32, u32)> = Vec::new();
         let mut semantic = vec![0.0f32; total];
@@ -361,8 +409,19 @@ impl Index {
                 } else {
                     0.0
                 };
-                let text_score =
-                    (1.0 - SEMANTIC_SHARE) * normalised + SEMANTIC_SHARE * cosine.max(0.0);
+                let mut text_score =
+                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
+                if let Some(action) = shard.tools[local].action
+                    && !asked.is_empty()
+                {
+                    text_score *= if asked.contains(&action) {
+                        ACTION_MATCH
+                    } else if !action.mutates() && asks_mutation {
+                        UNASKED_READ
+                    } else {
+                        1.0
+                    };
+                }
                 scored.push((text_score, global as u32));
             }
         }
@@ -440,7 +499,10 @@ impl Index {
         let mut scores = vec![0.0f32; total];
         let mut best = vec![0.0f32; total];
         let mut touched: Vec<usize> = Vec::new();
-        for group in query_groups(query_text) {
+        let mut matched = vec![0u16; total];
+        let query_groups = query_groups(query_text);
+        let groups = query_groups.len();
+        for group in query_groups {
             for (term, weight) in &group.members {
                 let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
                     continue;
@@ -470,11 +532,12 @@ impl Index {
                         if !candidate[global] {
                             continue;
                         }
-                        let factors = &stats.field_factors[global];
-                        let mut frequency = 0.0;
-                        for field in 0..FIELDS {
-                            frequency += f32::from(posting.frequencies[field]) * factors[field];
-                        }
+                        let frequency: f32 = posting
+                            .frequencies
+                            .iter()
+                            .zip(&stats.field_factors[global])
+                            .map(|(&count, factor)| f32::from(count) * factor)
+                            .sum();
                         let score = idf * frequency / (K1 + frequency);
                         if best[global] == 0.0 {
                             touched.push(global);
@@ -487,7 +550,15 @@ impl Index {
             }
             for global in touched.drain(..) {
                 scores[global] += best[global];
+                matched[global] += 1;
                 best[global] = 0.0;
+            }
+        }
+        if groups > 0 {
+            for (score, &count) in scores.iter_mut().zip(&matched) {
+                if count > 0 {
+                    *score *= (f32::from(count) / groups as f32).powf(COORDINATION);
+                }
             }
         }
         scores

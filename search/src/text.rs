@@ -18,187 +18,24 @@ use rustc_hash::FxHashMap;
 /// Words that carry no meaning for tool retrieval, in documents and queries alike. Standard
 /// English function words plus the request phrasing users wrap around a task ("please", "I want",
 /// "could you").
+#[rustfmt::skip]
 const STOP_WORDS: &[&str] = &[
-    "a",
-    "about",
-    "after",
-    "again",
-    "all",
-    "also",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "been",
-    "before",
-    "being",
-    "both",
-    "but",
-    "by",
-    "can",
-    "could",
-    "did",
-    "do",
-    "does",
-    "doing",
-    "done",
-    "during",
-    "each",
-    "either",
-    "etc",
-    "for",
-    "from",
-    "further",
-    "had",
-    "has",
-    "have",
-    "having",
-    "he",
-    "her",
-    "here",
-    "hers",
-    "him",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "itself",
-    "just",
-    "let",
-    "lets",
-    "like",
-    "may",
-    "me",
-    "might",
-    "mine",
-    "more",
-    "most",
-    "must",
-    "my",
-    "myself",
-    "need",
-    "needs",
-    "no",
-    "nor",
-    "not",
-    "now",
-    "of",
-    "off",
-    "on",
-    "once",
-    "one",
-    "only",
-    "or",
-    "other",
-    "our",
-    "ours",
-    "out",
-    "over",
-    "own",
-    "please",
-    "quite",
-    "rather",
-    "really",
-    "s",
-    "same",
-    "shall",
-    "she",
-    "should",
-    "so",
-    "some",
-    "such",
-    "than",
-    "that",
-    "the",
-    "their",
-    "theirs",
-    "them",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "through",
-    "to",
-    "too",
-    "under",
-    "until",
-    "up",
-    "upon",
-    "us",
-    "very",
-    "via",
-    "want",
-    "wanna",
-    "was",
-    "way",
-    "we",
-    "were",
-    "what",
-    "whatever",
-    "when",
-    "where",
-    "whether",
-    "which",
-    "while",
-    "who",
-    "whom",
-    "whose",
-    "why",
-    "will",
-    "with",
-    "within",
-    "without",
-    "would",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "hey",
-    "hi",
-    "thanks",
-    "thank",
-    "kindly",
-    "somebody",
-    "someone",
-    "something",
-    "anything",
-    "everything",
-    "thing",
-    "things",
-    "stuff",
-    "gonna",
-    "able",
-    "going",
-    "go",
-    "got",
-    "give",
-    "gimme",
-    "know",
-    "tell",
-    "whats",
-    "im",
-    "ive",
-    "id",
-    "dont",
-    "using",
-    "use",
-    "used",
-    "uses",
-    "e",
-    "g",
-    "ie",
-    "eg",
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+    "be", "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does",
+    "doing", "done", "during", "each", "either", "etc", "for", "from", "further", "had", "has",
+    "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "let", "lets", "like", "may", "me", "might", "mine",
+    "more", "most", "must", "my", "myself", "need", "needs", "no", "nor", "not", "now", "of", "off",
+    "on", "once", "one", "only", "or", "other", "our", "ours", "out", "over", "own", "please",
+    "quite", "rather", "really", "s", "same", "shall", "she", "should", "so", "some", "such",
+    "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this",
+    "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "want",
+    "wanna", "was", "way", "we", "were", "what", "whatever", "when", "where", "whether", "which",
+    "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "you",
+    "your", "yours", "yourself", "hey", "hi", "thanks", "thank", "kindly", "somebody", "someone",
+    "something", "anything", "everything", "thing", "things", "stuff", "gonna", "able", "going",
+    "go", "got", "give", "gimme", "know", "tell", "whats", "im", "ive", "id", "dont", "using",
+    "use", "used", "uses", "e", "g", "ie", "eg",
 ];
 
 /// Whether `word` (already folded) is a stop word.
@@ -236,6 +73,12 @@ fn fold_char(c: char) -> char {
     }
 }
 
+/// Folds one character the way BERT's uncased tokenizer does (lowercase, Latin accents off).
+#[cfg(feature = "minilm")]
+pub(crate) fn fold_for_model(c: char) -> char {
+    fold_char(c)
+}
+
 /// Whether `c` belongs to a script written without spaces between words, where we index
 /// character bigrams instead of words.
 pub(crate) fn is_cjk(c: char) -> bool {
@@ -270,7 +113,9 @@ pub(crate) fn split_words(text: &str, emit: impl FnMut(Word<'_>)) {
 }
 
 fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
-    let mut buffer = String::with_capacity(32);
+    // Words are lowercased into a stack buffer: no allocation per call or per word. Longer
+    // words (rare: hashes, base64) are cut to its size.
+    let mut buffer = [0u8; 64];
     let mut start = 0;
     while start < text.len() {
         if !text[start].is_ascii_alphanumeric() {
@@ -281,19 +126,16 @@ fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
         while end < text.len() && text[end].is_ascii_alphanumeric() {
             end += 1;
         }
-        let chunk = &text[start..end];
+        let chunk = &text[start..end.min(start + buffer.len())];
         start = end;
         let mut emit_range = |range: std::ops::Range<usize>| {
-            buffer.clear();
-            buffer.extend(
-                chunk[range]
-                    .iter()
-                    .map(|b| char::from(b.to_ascii_lowercase())),
-            );
-            emit(Word {
-                folded: &buffer,
-                cjk: false,
-            });
+            let folded = &mut buffer[..range.len()];
+            folded.copy_from_slice(&chunk[range]);
+            folded.make_ascii_lowercase();
+            // ASCII alphanumerics only, so always valid UTF-8.
+            if let Ok(folded) = std::str::from_utf8(folded) {
+                emit(Word { folded, cjk: false });
+            }
         };
         emit_range(0..chunk.len());
         // The same humps and digit rule as `flush_chunk`, on bytes.
@@ -301,7 +143,8 @@ fn split_ascii_words(text: &[u8], mut emit: impl FnMut(Word<'_>)) {
         let mut previous_start = 0;
         for i in 1..chunk.len() {
             let (previous, current) = (chunk[i - 1], chunk[i]);
-            let next_is_lower = chunk.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+            let next_is_lower = chunk.get(i + 1).is_some_and(u8::is_ascii_lowercase)
+                && !(i + 2 == chunk.len() && chunk[i + 1] == b's');
             if current.is_ascii_uppercase()
                 && (previous.is_ascii_lowercase()
                     || (previous.is_ascii_uppercase() && next_is_lower))
@@ -385,7 +228,9 @@ fn flush_chunk(
     starts.push(0);
     for i in 1..chunk.len() {
         let (previous, current) = (chunk[i - 1], chunk[i]);
-        let next_is_lower = chunk.get(i + 1).is_some_and(|n| n.is_lowercase());
+        // `PRs`, `IDs`, `URLs`: a plural `s` after an acronym is not a new word.
+        let next_is_lower = chunk.get(i + 1).is_some_and(|n| n.is_lowercase())
+            && !(i + 2 == chunk.len() && chunk[i + 1] == 's');
         if current.is_uppercase()
             && (previous.is_lowercase() || (previous.is_uppercase() && next_is_lower))
         {
@@ -497,7 +342,7 @@ pub(crate) fn stem(word: &str, out: &mut String) {
         || w.ends_with("zzes")
     {
         w = &w[..w.len() - 2];
-    } else if w.len() >= 4
+    } else if (w.len() >= 4 || (w.len() == 3 && !has_vowel(&w[..2])))
         && w.ends_with('s')
         && !w.ends_with("ss")
         && !w.ends_with("us")
@@ -560,6 +405,9 @@ pub(crate) fn analyze(text: &str, mut emit: impl FnMut(&str, bool)) {
     });
 }
 
+/// A word's term and whether it is a stop word.
+type AnalysedWord = (Box<str>, bool);
+
 /// The most words `analyze_word` remembers per thread; past it the memo starts over, so memory
 /// stays bounded whatever is indexed.
 const WORD_MEMO_CAPACITY: usize = 1 << 16;
@@ -567,7 +415,7 @@ const WORD_MEMO_CAPACITY: usize = 1 << 16;
 thread_local! {
     /// Folded word → (term, is a stop word). Tool texts repeat a small vocabulary (Zipf), so
     /// most words of a rebuild are analysed once and looked up after that.
-    static WORD_MEMO: RefCell<FxHashMap<Box<str>, (Box<str>, bool)>> =
+    static WORD_MEMO: RefCell<FxHashMap<Box<str>, AnalysedWord>> =
         RefCell::new(FxHashMap::default());
 }
 
@@ -636,6 +484,7 @@ mod tests {
         assert_eq!(terms("list-directory"), ["list", "directory"]);
         assert_eq!(terms("v2.repos.get"), ["v2", "repo", "get"]);
         assert_eq!(terms("s3 base64"), ["s3", "base64", "bas"]);
+        assert_eq!(terms("open PRs and VMs"), ["open", "pr", "vm"]);
     }
 
     #[test]

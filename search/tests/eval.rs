@@ -1,0 +1,85 @@
+//! Regression guard for ranking quality: runs the committed evaluation (`search/eval/`) and fails
+//! if our Recall@1/5/10 or MRR drops below the figures recorded in `docs/search.md`, or if we stop
+//! beating plain BM25 by a wide margin. A deliberate change that moves the figures updates both.
+
+use tool_cli_search::eval::{self, Metrics, Request};
+use tool_cli_search::index::Index;
+
+/// What a rounding or an innocent refactor may move a figure by (about one request in 300).
+const TOLERANCE: f64 = 0.004;
+
+struct Recorded {
+    split: &'static str,
+    recall_at_1: f64,
+    recall_at_5: f64,
+    recall_at_10: f64,
+    mrr: f64,
+}
+
+/// The figures of `cargo run --release -p tool-cli-search --bin search-eval`.
+const RECORDED: [Recorded; 2] = [
+    Recorded {
+        split: "dev",
+        recall_at_1: 0.515,
+        recall_at_5: 0.772,
+        recall_at_10: 0.832,
+        mrr: 0.633,
+    },
+    Recorded {
+        split: "test",
+        recall_at_1: 0.492,
+        recall_at_5: 0.729,
+        recall_at_10: 0.818,
+        mrr: 0.599,
+    },
+];
+
+fn data(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("eval")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+fn setup() -> (Vec<tool_cli_search::doc::ToolDoc>, Index) {
+    let mut catalogs = eval::parse_catalog(&data("peers.json")).unwrap();
+    catalogs.extend(eval::parse_catalog(&data("catalog.json")).unwrap());
+    let docs = eval::tool_docs(&catalogs);
+    let index = eval::build_index(&docs);
+    (docs, index)
+}
+
+/// One test, so the index is built once (the slow part in a debug build).
+#[test]
+fn ranking_quality_does_not_regress_and_beats_bm25() {
+    let (docs, index) = setup();
+    assert!(docs.len() >= 2_000, "{} tools", docs.len());
+    assert_eq!(index.len(), docs.len());
+    for recorded in &RECORDED {
+        let split = recorded.split;
+        let requests: Vec<Request> = eval::parse_requests(&data(&format!("{split}.tsv"))).unwrap();
+        assert!(
+            requests.len() >= 150,
+            "{split}: {} requests",
+            requests.len()
+        );
+        eval::check_labels(&requests, &docs).unwrap();
+        let ours = Metrics::from_ranks(&eval::ranks_ours(&index, &requests));
+        let bm25 = Metrics::from_ranks(&eval::ranks_bm25(&docs, &requests));
+        for (name, measured, floor) in [
+            ("R@1", ours.recall_at_1, recorded.recall_at_1),
+            ("R@5", ours.recall_at_5, recorded.recall_at_5),
+            ("R@10", ours.recall_at_10, recorded.recall_at_10),
+            ("MRR", ours.mrr, recorded.mrr),
+        ] {
+            assert!(
+                measured >= floor - TOLERANCE,
+                "{split} {name} fell to {measured:.3} from the recorded {floor:.3}"
+            );
+        }
+        assert!(
+            ours.recall_at_1 >= bm25.recall_at_1 + 0.15 && ours.mrr >= bm25.mrr + 0.15,
+            "{split}: ours {ours:?} no longer clearly beats BM25 {bm25:?}"
+        );
+    }
+}
