@@ -1341,18 +1341,21 @@ next: `tool-cli SERVER` lists a server's tools
             server: "demo".into(),
             tools: vec![
                 ToolSummary {
+                    server: None,
                     name: "sql_query".into(),
                     description: "Run one read-only SQL query. Returns rows.".into(),
                     has_structured_output: true,
                     overridden: false,
                 },
                 ToolSummary {
+                    server: None,
                     name: "describe_schema".into(),
                     description: "".into(),
                     has_structured_output: false,
                     overridden: false,
                 },
             ],
+            next_cursor: None,
         };
         assert_eq!(
             tools(&result),

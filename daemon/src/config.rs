@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use tool_cli_agent::config::AgentConfig;
+
 use crate::overrides::ToolOverride;
 use crate::policy::ServerPolicy;
 
@@ -31,6 +33,8 @@ pub struct Config {
     pub source: ConfigSource,
     /// The servers, in the order the file lists them.
     pub servers: Vec<ServerConfig>,
+    /// The `agent` key: `runAgent`'s backend, model, prices and limits.
+    pub agent: AgentConfig,
 }
 
 /// Where a config came from.
@@ -226,6 +230,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             priority: 0,
             tool_overrides: Arc::default(),
         }],
+        agent: AgentConfig::default(),
     }
 }
 
@@ -328,9 +333,28 @@ pub fn parse(
                 .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?,
         );
     }
+    let agent = match root.get("agent") {
+        None | Some(Value::Null) => AgentConfig::default(),
+        Some(value) => {
+            let agent = AgentConfig::deserialize(value).map_err(|err| {
+                let message = err.to_string();
+                let field = message
+                    .split('`')
+                    .nth(1)
+                    .map(|name| format!("agent.{name}"))
+                    .unwrap_or_else(|| "agent".to_owned());
+                error(None, Some(&field), message)
+            })?;
+            agent
+                .validate()
+                .map_err(|err| error(None, Some("agent"), err.to_string()))?;
+            agent
+        }
+    };
     Ok(Config {
         source,
         servers: parsed,
+        agent,
     })
 }
 

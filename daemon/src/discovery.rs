@@ -72,6 +72,7 @@ impl Orchestrator {
             .iter()
             .filter(|tool| listed(grant, slot, tool))
             .map(|tool| ToolSummary {
+                server: None,
                 name: tool.name.clone(),
                 description: tool.description.clone(),
                 has_structured_output: tool.has_output_schema,
@@ -81,6 +82,7 @@ impl Orchestrator {
         Ok(ListToolsResult {
             server: slot.upstream.info().name.clone(),
             tools,
+            next_cursor: None,
         })
     }
 

@@ -7,6 +7,7 @@
 //! place errors become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`]
 //! layer.
 
+mod agent_runs;
 pub mod auth;
 pub mod catalog;
 pub mod config;
@@ -28,4 +29,5 @@ pub mod server;
 pub mod sessions;
 pub mod shape;
 mod suggest;
+mod tool_search;
 mod validate;

@@ -12,7 +12,7 @@ use std::os::unix::net::UnixListener;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
-use tool_cli_daemon::orchestrator::Orchestrator;
+use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::runtime_file;
@@ -323,7 +323,14 @@ async fn serve(
             ..PoolOptions::default()
         },
     );
-    let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
+    let orchestrator = Arc::new(Orchestrator::with_options(
+        Arc::clone(&pool) as Arc<dyn ToolProvider>,
+        OrchestratorOptions {
+            agent: config.agent.clone(),
+            ..OrchestratorOptions::default()
+        },
+        Vec::new(),
+    ));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once every server has settled.

@@ -17,6 +17,8 @@ use tool_cli_protocol::methods::{
     ServerParams, ToolsCapability, UpstreamMcp, name,
 };
 
+use tool_cli_protocol::agent::{AgentEventsParams, CancelAgentParams};
+use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 use tool_cli_protocol::orchestration::{
     CallChainParams, CallManyParams, CloseSessionResult, OpenSessionParams, SessionParams,
 };
@@ -98,12 +100,21 @@ pub(crate) fn module(
         .expect("method names are unique");
     module
         .register_async_method(name::LIST_TOOLS, |params, context, extensions| async move {
-            let params: ServerParams = parse(name::LIST_TOOLS, &params, SERVER_SHAPE)?;
-            context
-                .orchestrator
-                .list_tools(&params.server, grant(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let params: ListToolsParams = if params.as_str().is_none() {
+                ListToolsParams::default()
+            } else {
+                parse(
+                    name::LIST_TOOLS,
+                    &params,
+                    r#"{"server"?: string, "cursor"?: string, "limit"?: integer}"#,
+                )?
+            };
+            let grant = grant(&extensions)?;
+            match &params.server {
+                Some(server) => context.orchestrator.list_tools(server, grant).await,
+                None => context.orchestrator.list_all_tools(&params, grant),
+            }
+            .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -184,6 +195,19 @@ pub(crate) fn module(
         .expect("method names are unique");
     register_orchestration(&mut module);
     module
+        .register_method(name::SEARCH_TOOLS, |params, context, extensions| {
+            let params: SearchToolsParams = parse(
+                name::SEARCH_TOOLS,
+                &params,
+                r#"{"query": string, "limit"?: integer, "servers"?: [string], "tags"?: [string], "sessionId"?: string, "includeSchema"?: boolean}"#,
+            )?;
+            context
+                .orchestrator
+                .search_tools(params, &call_context(extensions)?)
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
         .register_method(name::MINT_TOKEN, |params, context, extensions| {
             owner_only(grant(extensions)?, name::MINT_TOKEN)?;
             let params: MintTokenParams = if params.as_str().is_none() {
@@ -226,8 +250,51 @@ const SERVER_SHAPE: &str = r#"{"server": string}"#;
 
 const SESSION_SHAPE: &str = r#"{"sessionId": string}"#;
 
-/// Sessions, chains and fan-outs.
+/// Sessions, chains, fan-outs and agent runs.
 fn register_orchestration(module: &mut RpcModule<Context>) {
+    module
+        .register_async_method(name::RUN_AGENT, |params, context, extensions| async move {
+            let params: serde_json::Value = parse(
+                name::RUN_AGENT,
+                &params,
+                r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#,
+            )?;
+            let orchestrator = Arc::clone(&context.orchestrator);
+            orchestrator
+                .run_agent(params, &call_context(&extensions)?)
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_async_method(name::AGENT_EVENTS, |params, context, extensions| async move {
+            let params: AgentEventsParams = parse(
+                name::AGENT_EVENTS,
+                &params,
+                r#"{"runId": string, "after"?: integer, "waitMs"?: integer}"#,
+            )?;
+            context
+                .orchestrator
+                .agent_events(
+                    &params.run_id,
+                    params.after,
+                    params.wait_ms.map(std::time::Duration::from_millis),
+                    &call_context(&extensions)?,
+                )
+                .await
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_method(name::CANCEL_AGENT, |params, context, extensions| {
+            let params: CancelAgentParams =
+                parse(name::CANCEL_AGENT, &params, r#"{"runId": string}"#)?;
+            context
+                .orchestrator
+                .cancel_agent(&params.run_id, &call_context(extensions)?)
+                .map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
     module
         .register_method(name::OPEN_SESSION, |params, context, extensions| {
             let params: OpenSessionParams = if params.as_str().is_none() {

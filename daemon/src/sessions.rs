@@ -62,6 +62,9 @@ const MAX_LOOP_COUNTERS: usize = 1024;
 /// Most distinct tools a session tracks.
 const MAX_TOOLS_TRACKED: usize = 1024;
 
+/// Most distinct followers remembered per tool.
+const MAX_FOLLOWERS: usize = 64;
+
 /// Longest session id accepted.
 const MAX_ID_LEN: usize = 128;
 
@@ -92,6 +95,9 @@ pub(crate) struct Session {
     totals: Totals,
     tools: HashMap<(String, String), (u64, u64)>,
     rules: BTreeMap<String, u64>,
+    /// The last tool executed, and how often each tool followed each other.
+    last_tool: Option<(String, String)>,
+    transitions: HashMap<(String, String), HashMap<(String, String), u32>>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -221,6 +227,35 @@ impl SessionStore {
         }
     }
 
+    /// The session's last executed tool and, for each tool that followed it before, its share
+    /// of those transitions (smoothed): what tool search's inertia prior reads. Nothing for an
+    /// unknown session (search does not create sessions).
+    pub(crate) fn followers(
+        &self,
+        token_id: &str,
+        id: &str,
+    ) -> (Option<(String, String)>, HashMap<(String, String), f32>) {
+        let Ok(session) = self.get(token_id, id) else {
+            return (None, HashMap::new());
+        };
+        let session = session.lock().unwrap();
+        let Some(last) = session.last_tool.clone() else {
+            return (None, HashMap::new());
+        };
+        let followers = session
+            .transitions
+            .get(&last)
+            .map(|followers| {
+                let total: u32 = followers.values().sum();
+                followers
+                    .iter()
+                    .map(|(tool, &count)| (tool.clone(), count as f32 / (total as f32 + 1.0)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (Some(last), followers)
+    }
+
     /// `sessionSummary`.
     pub fn summary(&self, token_id: &str, id: &str) -> Result<SessionSummary, Error> {
         let session = self.get(token_id, id)?;
@@ -306,6 +341,8 @@ impl Session {
             totals: Totals::default(),
             tools: HashMap::new(),
             rules: BTreeMap::new(),
+            last_tool: None,
+            transitions: HashMap::new(),
         }
     }
 
@@ -422,6 +459,16 @@ impl Session {
         if let Some(server) = &record.server {
             if record.executed && record.success {
                 self.recency.insert(record.tool.clone(), server.clone());
+                let current = (server.clone(), record.tool.clone());
+                if let Some(previous) = self.last_tool.replace(current.clone())
+                    && (self.transitions.contains_key(&previous)
+                        || self.transitions.len() < MAX_TOOLS_TRACKED)
+                {
+                    let followers = self.transitions.entry(previous).or_default();
+                    if followers.contains_key(&current) || followers.len() < MAX_FOLLOWERS {
+                        *followers.entry(current).or_insert(0) += 1;
+                    }
+                }
             }
             let key = (server.clone(), record.tool.clone());
             if self.tools.contains_key(&key) || self.tools.len() < MAX_TOOLS_TRACKED {

@@ -11,11 +11,13 @@
 
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod envelope;
 pub mod error;
 pub mod methods;
 pub mod orchestration;
 pub mod runtime;
+pub mod search;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};
 pub use error::{ArgumentError, ErrorData, code};

@@ -46,6 +46,14 @@ pub mod name {
     pub const CALL_CHAIN: &str = "callChain";
     /// Concurrent calls, each answered, order preserved (ours).
     pub const CALL_MANY: &str = "callMany";
+    /// Rank every visible tool against a natural-language request (ours).
+    pub const SEARCH_TOOLS: &str = "searchTools";
+    /// Run the agent loop on a task over the tools the caller can see (ours).
+    pub const RUN_AGENT: &str = "runAgent";
+    /// A run's events after a sequence number: a long-poll (ours).
+    pub const AGENT_EVENTS: &str = "agentEvents";
+    /// Cancel a run (ours).
+    pub const CANCEL_AGENT: &str = "cancelAgent";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -67,6 +75,10 @@ pub mod name {
         CLOSE_SESSION,
         CALL_CHAIN,
         CALL_MANY,
+        SEARCH_TOOLS,
+        RUN_AGENT,
+        AGENT_EVENTS,
+        CANCEL_AGENT,
     ];
 }
 
@@ -520,12 +532,18 @@ pub struct ListToolsResult {
     pub server: String,
     /// Its tools, in the order the server listed them.
     pub tools: Vec<ToolSummary>,
+    /// In a listing across servers, where the next page starts; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// One tool in `listTools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolSummary {
+    /// Its server, in a listing across servers (`listTools` without `server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The tool's name.
     pub name: String,
     /// Its description (empty when the server gave none).

@@ -58,7 +58,7 @@ const LATENCY_WEIGHT: f32 = 0.02;
 pub const MAX_PRIOR_BONUS: f32 = INERTIA_WEIGHT + RELIABILITY_WEIGHT + LATENCY_WEIGHT;
 
 /// Whether the caller may see a tool, by (server, tool).
-pub type Visibility = dyn Fn(&str, &str) -> bool;
+pub type Visibility<'a> = dyn Fn(&str, &str) -> bool + 'a;
 
 /// A search request.
 pub struct Query<'a> {
@@ -68,7 +68,7 @@ pub struct Query<'a> {
     pub limit: usize,
     /// Which tools the caller may see, by (server, tool); `None` means all. Hidden tools are
     /// removed before ranking and from every statistic, so results cannot reveal them.
-    pub visible: Option<&'a Visibility>,
+    pub visible: Option<&'a Visibility<'a>>,
     /// Only tools of these servers (all servers when empty). A name that is not a known server
     /// is an error.
     pub servers: &'a [String],

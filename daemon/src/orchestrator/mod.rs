@@ -8,6 +8,7 @@
 //! New capabilities are callers of the pipeline added here, never side doors around it.
 
 mod chain;
+mod search;
 
 use std::sync::Arc;
 
@@ -17,6 +18,10 @@ use tool_cli_protocol::orchestration::{
     ListSessionsResult, OpenSessionParams, OpenSessionResult, SessionSummary,
 };
 
+use tool_cli_agent::Agent;
+use tool_cli_agent::config::AgentConfig;
+
+use crate::agent_runs::AgentRuns;
 use crate::error::Error;
 use crate::pipeline::{
     CallContext, CallExtras, CallObserver, CallRequest, Pipeline, PipelineOptions, RoutingFacts,
@@ -24,6 +29,7 @@ use crate::pipeline::{
 };
 use crate::provider::{ResourceListKind, ToolProvider};
 use crate::sessions::{SessionLimits, SessionStore};
+use crate::tool_search::ToolSearch;
 
 /// Settings of the orchestrator.
 #[derive(Debug, Clone, Default)]
@@ -32,12 +38,16 @@ pub struct OrchestratorOptions {
     pub pipeline: PipelineOptions,
     /// The session store's.
     pub sessions: SessionLimits,
+    /// `runAgent`'s (the config's `agent` key).
+    pub agent: AgentConfig,
 }
 
 /// Serves the protocol's methods over one provider.
 pub struct Orchestrator {
     pub(crate) pipeline: Pipeline,
     pub(crate) sessions: Arc<SessionStore>,
+    pub(crate) search: Arc<ToolSearch>,
+    pub(crate) agents: AgentRuns,
 }
 
 impl Orchestrator {
@@ -56,7 +66,29 @@ impl Orchestrator {
         let sessions = Arc::new(SessionStore::new(options.sessions));
         observers.push(Arc::clone(&sessions) as Arc<dyn CallObserver>);
         let pipeline = Pipeline::new(provider.as_ref(), options.pipeline, observers);
-        Orchestrator { pipeline, sessions }
+        let search = Arc::new(ToolSearch::new());
+        // Keep the search index current in the background when there is a runtime to do it in;
+        // without one (a synchronous test), queries index what they need on the spot.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let slots = pipeline.slots_handle();
+            runtime.spawn(crate::tool_search::follow_changes(
+                Arc::clone(&search),
+                move || slots.current(),
+                provider.changes(),
+            ));
+        }
+        // The config was validated when it loaded; a refusal here would be a bug, so say so and
+        // keep serving with the defaults rather than fail to start.
+        let agent = Agent::new(options.agent).unwrap_or_else(|error| {
+            tracing::error!(%error, "the agent config was refused; runAgent uses the defaults");
+            Agent::new(AgentConfig::default()).expect("the default agent config is valid")
+        });
+        Orchestrator {
+            pipeline,
+            sessions,
+            search,
+            agents: AgentRuns::new(agent),
+        }
     }
 
     /// The call pipeline.

@@ -85,9 +85,19 @@ pub(crate) struct Slot {
     pub(crate) guards: ServerGuards,
 }
 
+/// The servers, swapped whole when the set changes.
+pub(crate) struct SlotTable(RwLock<Arc<Vec<Arc<Slot>>>>);
+
+impl SlotTable {
+    /// The servers now.
+    pub(crate) fn current(&self) -> Arc<Vec<Arc<Slot>>> {
+        Arc::clone(&self.0.read().unwrap())
+    }
+}
+
 /// The call pipeline over one provider.
 pub struct Pipeline {
-    slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    slots: Arc<SlotTable>,
     /// Compares a session's task with tool descriptions (routing's similarity rule).
     embedder: Arc<dyn Embedder>,
     idempotency: Arc<IdempotencyStore>,
@@ -121,7 +131,7 @@ impl Pipeline {
             .collect();
         let wants_payloads = observers.iter().any(|observer| observer.wants_payloads());
         Pipeline {
-            slots: RwLock::new(Arc::new(slots)),
+            slots: Arc::new(SlotTable(RwLock::new(Arc::new(slots)))),
             embedder: Arc::new(HashEmbedder),
             idempotency: IdempotencyStore::new(options.idempotency_ttl),
             observers,
@@ -132,7 +142,12 @@ impl Pipeline {
 
     /// Every server, in provider order.
     pub(crate) fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
-        Arc::clone(&self.slots.read().unwrap())
+        self.slots.current()
+    }
+
+    /// A handle that reads the servers later (for background tasks).
+    pub(crate) fn slots_handle(&self) -> Arc<SlotTable> {
+        Arc::clone(&self.slots)
     }
 
     /// The pipeline's options.
@@ -334,6 +349,14 @@ impl Pipeline {
             context.call_id.to_string().into(),
         );
         Ok(result)
+    }
+
+    /// Tells every observer of something done on a call's behalf that is not a tool call (an
+    /// agent's LLM call, with its tokens and cost).
+    pub(crate) fn record_external(&self, record: &CallRecord) {
+        for observer in &self.observers {
+            observer.observe(record);
+        }
     }
 
     /// Updates the per-tool statistics and tells every observer.

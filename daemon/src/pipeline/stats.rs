@@ -63,6 +63,12 @@ impl ToolStats {
     pub(crate) fn percentiles(&self) -> Option<(f64, f64, usize)> {
         percentiles(&self.latencies)
     }
+
+    /// Smoothed success rate in `(0, 1)`: the observed calls plus a prior of two successes and
+    /// one failure, so an unused tool scores 2/3 and a few calls cannot swing it to either end.
+    pub(crate) fn reliability(&self) -> f64 {
+        (self.successes as f64 + 2.0) / (self.calls as f64 + 3.0)
+    }
 }
 
 /// The per-tool statistics of one server, bounded.
@@ -159,6 +165,19 @@ mod tests {
             stats.record(Duration::from_millis(5), None);
         }
         assert_eq!(stats.percentiles().unwrap().2, LATENCY_SAMPLES);
+    }
+
+    #[test]
+    fn reliability_is_smoothed_and_bounded() {
+        let unused = ToolStats::default();
+        assert!((unused.reliability() - 2.0 / 3.0).abs() < 1e-9);
+        let mut table = ToolTable::default();
+        for _ in 0..100 {
+            table.record("ok", Duration::ZERO, true, SystemTime::UNIX_EPOCH);
+            table.record("bad", Duration::ZERO, false, SystemTime::UNIX_EPOCH);
+        }
+        assert!(table.get("ok").unwrap().reliability() > 0.97);
+        assert!(table.get("bad").unwrap().reliability() < 0.03);
     }
 
     #[test]

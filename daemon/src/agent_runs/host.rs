@@ -1,0 +1,159 @@
+//! The agent's `ToolHost` over the orchestrator: every tool call an agent makes is an ordinary
+//! call through the pipeline, with the caller's token, the run's session, and the run as its
+//! parent — validated, policed, guarded, retried and traced like a `callTool` from a script.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tool_cli_agent::host::{BoxFuture, ToolCall, ToolCallOutcome, ToolError, ToolHost, ToolInfo};
+use tool_cli_protocol::ErrorData;
+
+use crate::error::Error;
+use crate::orchestrator::Orchestrator;
+use crate::pipeline::{CallContext, CallRequest, listed};
+
+/// The tools and calls of one run.
+pub(crate) struct PipelineHost {
+    pub(crate) orchestrator: Arc<Orchestrator>,
+    /// The run's context: the caller's grant and session, the run's call id as parent.
+    pub(crate) context: CallContext,
+}
+
+impl PipelineHost {
+    /// Every tool the caller may see and that is not hidden, in server order.
+    fn visible_tools(&self) -> Vec<ToolInfo> {
+        let grant = &self.context.grant;
+        let mut tools = Vec::new();
+        for slot in self.orchestrator.pipeline.slots().iter() {
+            let server = &slot.upstream.info().name;
+            if !grant.scope.permits_server(server) {
+                continue;
+            }
+            for tool in slot.upstream.catalog().tools() {
+                if !listed(grant, slot, tool) {
+                    continue;
+                }
+                tools.push(ToolInfo {
+                    server: server.clone(),
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    input_schema: tool
+                        .raw
+                        .get("inputSchema")
+                        .cloned()
+                        .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                    read_only: tool.hints.read_only,
+                    destructive: tool.hints.destructive,
+                });
+            }
+        }
+        tools
+    }
+}
+
+impl ToolHost for PipelineHost {
+    fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ToolInfo>, ToolError>> {
+        Box::pin(async move { Ok(self.visible_tools()) })
+    }
+
+    fn search_tools<'a>(
+        &'a self,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ToolInfo>, ToolError>> {
+        Box::pin(async move {
+            let ranked = self
+                .orchestrator
+                .search_for_agent(&self.context, query, limit)
+                .map_err(|error| ToolError::Other(error.wire_message()))?;
+            let all = self.visible_tools();
+            Ok(ranked
+                .into_iter()
+                .filter_map(|(server, tool)| {
+                    all.iter()
+                        .find(|info| info.server == server && info.name == tool)
+                        .cloned()
+                })
+                .collect())
+        })
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolCallOutcome, ToolError>> {
+        Box::pin(async move {
+            let context = self.context.child(call.step);
+            let arguments = match call.arguments {
+                Value::Object(map) => map,
+                Value::Null => serde_json::Map::new(),
+                other => {
+                    return Err(ToolError::InvalidArguments(format!(
+                        "arguments must be a JSON object, not {other}"
+                    )));
+                }
+            };
+            let request = CallRequest {
+                server: call.server.clone(),
+                tool: call.tool.clone(),
+                arguments,
+                timeout: None,
+                confirm: call.confirm_destructive,
+                dry_run: call.dry_run,
+                hint: call.hint,
+                idempotency_key: None,
+            };
+            let started = Instant::now();
+            let answer = self.orchestrator.call(&context, request).await;
+            let latency = started.elapsed();
+            let result = answer.map_err(tool_error)?;
+            let (server, rule, is_error) = if call.dry_run {
+                (
+                    result["server"].as_str().map(str::to_owned),
+                    result["selection"]["rule"].as_str().map(str::to_owned),
+                    result.get("wouldBlockBecause").is_some(),
+                )
+            } else {
+                let selection = &result["_meta"]["tool-cli/selection"];
+                (
+                    selection["server"].as_str().map(str::to_owned),
+                    selection["rule"].as_str().map(str::to_owned),
+                    result.get("isError").and_then(Value::as_bool) == Some(true),
+                )
+            };
+            Ok(ToolCallOutcome {
+                server: server.or(call.server).unwrap_or_default(),
+                tool: call.tool,
+                result,
+                is_error,
+                latency,
+                selection_rule: rule,
+            })
+        })
+    }
+}
+
+/// How a refused or failed call looks to the agent (and so to the model).
+fn tool_error(error: Error) -> ToolError {
+    let message = error.wire_message();
+    match error.data() {
+        Some(ErrorData::NotPermitted { .. }) => ToolError::NotPermitted(message),
+        Some(
+            ErrorData::ConfirmationRequired { .. }
+            | ErrorData::LoopDetected { .. }
+            | ErrorData::BudgetExceeded { .. },
+        ) => ToolError::Refused(message),
+        Some(ErrorData::InvalidArguments { .. } | ErrorData::InvalidParams { .. }) => {
+            ToolError::InvalidArguments(message)
+        }
+        Some(ErrorData::UnknownTool { .. } | ErrorData::UnknownServer { .. }) => {
+            ToolError::UnknownTool(message)
+        }
+        Some(ErrorData::Timeout { .. }) => ToolError::Timeout(message),
+        Some(
+            ErrorData::ServerUnavailable { .. }
+            | ErrorData::ServerExited { .. }
+            | ErrorData::Busy { .. }
+            | ErrorData::CircuitOpen { .. },
+        ) => ToolError::Unavailable(message),
+        _ => ToolError::Other(message),
+    }
+}

@@ -1,0 +1,188 @@
+//! Tool search in the daemon: the `tool-cli-search` index kept current over the providers'
+//! catalogs, and `searchTools` answered from it with the caller's scope and session.
+//!
+//! The index has one shard per server. A background task follows the provider's change counter
+//! and rebuilds only the shards whose catalog changed (a new `Arc<Catalog>`), then swaps the
+//! whole index in one step: a query takes the current index (an `Arc` clone under a read lock
+//! held for a moment) and never waits for a rebuild. A server whose tools were never indexed is
+//! indexed on the spot the first time a query needs it, so a search right after start-up sees
+//! every connected server.
+//!
+//! What a caller may not see never reaches the ranking: tools hidden by a config override or
+//! denied by a server's policy are left out of the index, and a scoped token's visibility is
+//! applied by the search before ranking and before counting the catalog.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tool_cli_search::doc::ToolDoc;
+use tool_cli_search::index::Index;
+use tool_cli_search::priors::{Priors, ToolRef};
+
+use crate::catalog::Catalog;
+use crate::pipeline::Slot;
+
+/// The index and what each shard was built from.
+pub(crate) struct ToolSearch {
+    index: RwLock<Arc<Index>>,
+    /// Per server, the catalog its shard was built from (compared by pointer).
+    built_from: Mutex<HashMap<String, Arc<Catalog>>>,
+}
+
+impl ToolSearch {
+    pub(crate) fn new() -> ToolSearch {
+        ToolSearch {
+            index: RwLock::new(Arc::new(Index::new())),
+            built_from: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The current index.
+    pub(crate) fn current(&self) -> Arc<Index> {
+        Arc::clone(&self.index.read().unwrap())
+    }
+
+    /// Whether some server has tools but was never indexed (a later change of an indexed
+    /// server is the background task's business: queries do not wait for it).
+    pub(crate) fn has_unindexed(&self, slots: &[Arc<Slot>]) -> bool {
+        let built = self.built_from.lock().unwrap();
+        slots.iter().any(|slot| {
+            !built.contains_key(&slot.upstream.info().name) && !slot.upstream.catalog().is_empty()
+        })
+    }
+
+    /// Rebuilds the shards of servers whose catalog changed, and drops servers that are gone.
+    pub(crate) fn refresh(&self, slots: &[Arc<Slot>]) {
+        let mut built = self.built_from.lock().unwrap();
+        let mut changed: Vec<(String, Vec<ToolDoc>)> = Vec::new();
+        let mut fresh: Vec<(String, Arc<Catalog>)> = Vec::new();
+        for slot in slots {
+            let info = slot.upstream.info();
+            let catalog = slot.upstream.catalog();
+            if built
+                .get(&info.name)
+                .is_some_and(|previous| Arc::ptr_eq(previous, &catalog))
+            {
+                continue;
+            }
+            let docs = catalog
+                .tools()
+                .iter()
+                .filter(|tool| !tool.hidden && info.settings.policy.permits_tool(&tool.name))
+                .map(|tool| {
+                    ToolDoc::from_mcp_tool(
+                        &info.name,
+                        &tool.raw,
+                        info.description.as_deref(),
+                        &info.tags,
+                    )
+                })
+                .collect();
+            changed.push((info.name.clone(), docs));
+            fresh.push((info.name.clone(), catalog));
+        }
+        let gone: Vec<String> = built
+            .keys()
+            .filter(|name| !slots.iter().any(|slot| &slot.upstream.info().name == *name))
+            .cloned()
+            .collect();
+        if changed.is_empty() && gone.is_empty() {
+            return;
+        }
+        let mut index = self.current().with_servers(changed);
+        for name in &gone {
+            index = index.without_server(name);
+            built.remove(name);
+        }
+        built.extend(fresh);
+        *self.index.write().unwrap() = Arc::new(index);
+    }
+}
+
+/// Keeps `search` current while `changes` ticks; ends when the provider goes away.
+pub(crate) async fn follow_changes(
+    search: Arc<ToolSearch>,
+    slots: impl Fn() -> Arc<Vec<Arc<Slot>>> + Send + 'static,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+) {
+    loop {
+        // Several changes in a burst (a server restarting) are one rebuild.
+        if changes.changed().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        changes.borrow_and_update();
+        let search = Arc::clone(&search);
+        let slots = slots();
+        // Building is CPU work: keep it off the runtime's workers.
+        if tokio::task::spawn_blocking(move || search.refresh(&slots))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The reliability of a tool never called: the smoothed success rate's prior.
+const NEUTRAL_RELIABILITY: f32 = 2.0 / 3.0;
+
+/// The latency score of a tool never called: as if it answered in a second.
+const NEUTRAL_LATENCY: f32 = 0.5;
+
+/// The evidence ranking may use beyond the text: per-tool reliability and latency from the
+/// pipeline's statistics, and what tends to follow the session's last tool.
+pub(crate) struct DaemonPriors {
+    /// `(server, tool)` → (reliability in [0, 1], latency score in [0, 1]).
+    stats: HashMap<(String, String), (f32, f32)>,
+    /// `(server, tool)` → share of the session's transitions from its last tool.
+    followers: HashMap<(String, String), f32>,
+}
+
+impl DaemonPriors {
+    pub(crate) fn new(
+        slots: &[Arc<Slot>],
+        followers: HashMap<(String, String), f32>,
+    ) -> DaemonPriors {
+        let mut stats = HashMap::new();
+        for slot in slots {
+            let server = &slot.upstream.info().name;
+            let table = slot.guards.tools.lock().unwrap();
+            for (tool, tool_stats) in table.iter() {
+                let latency = tool_stats
+                    .percentiles()
+                    .map_or(0.0, |(p50, _, _)| 1.0 / (1.0 + p50 / 1000.0));
+                stats.insert(
+                    (server.clone(), tool.clone()),
+                    (tool_stats.reliability() as f32, latency as f32),
+                );
+            }
+        }
+        DaemonPriors { stats, followers }
+    }
+}
+
+impl Priors for DaemonPriors {
+    fn inertia(&self, _previous: ToolRef<'_>, candidate: ToolRef<'_>) -> f32 {
+        self.followers
+            .get(&(candidate.server.to_owned(), candidate.tool.to_owned()))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    // A tool never called gets the neutral values (a smoothed success rate of 2/3, a second's
+    // latency), not zero: the priors reorder tools by what is known of them, and must not favour
+    // a tool merely for having been called before.
+    fn reliability(&self, candidate: ToolRef<'_>) -> f32 {
+        self.stats
+            .get(&(candidate.server.to_owned(), candidate.tool.to_owned()))
+            .map_or(NEUTRAL_RELIABILITY, |&(reliability, _)| reliability)
+    }
+
+    fn latency(&self, candidate: ToolRef<'_>) -> f32 {
+        self.stats
+            .get(&(candidate.server.to_owned(), candidate.tool.to_owned()))
+            .map_or(NEUTRAL_LATENCY, |&(_, latency)| latency)
+    }
+}

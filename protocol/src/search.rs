@@ -1,0 +1,89 @@
+//! Wire types of tool search: `searchTools`, and `listTools` across every server.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Params of `searchTools`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchToolsParams {
+    /// What the caller wants to do, in natural language (at most 4 KiB).
+    pub query: String,
+    /// How many results (default 10, 1 to 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    /// Only tools of these servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<String>>,
+    /// Only tools of servers carrying one of these tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// The caller's session: the tool it used last nudges what tends to follow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Include each tool's `inputSchema`.
+    #[serde(default)]
+    pub include_schema: bool,
+}
+
+/// Result of `searchTools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchToolsResult {
+    /// Best first.
+    pub results: Vec<SearchHit>,
+    /// How many tools the caller can see in all.
+    pub catalog_size: usize,
+    /// How long the ranking took, in microseconds.
+    pub took_us: u64,
+}
+
+/// One tool found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// Its description.
+    pub description: String,
+    /// The score (higher is better; comparable within one answer only).
+    pub score: f32,
+    /// What the score is made of.
+    pub why: SearchWhy,
+    /// The tool's `inputSchema`, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+}
+
+/// The parts of a score.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchWhy {
+    /// BM25F with concept expansion.
+    pub lexical: f32,
+    /// Cosine similarity of embeddings.
+    pub semantic: f32,
+    /// The session-inertia prior's contribution.
+    pub inertia: f32,
+    /// The reliability prior's contribution.
+    pub reliability: f32,
+    /// The latency prior's contribution.
+    pub latency: f32,
+}
+
+/// Params of `listTools`: one server's tools, or every server's (paged) without `server`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsParams {
+    /// The server; omitted, every server's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Where the previous page ended (`nextCursor`), for every server's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Tools per page across servers (default 500, 1 to 5000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
