@@ -105,19 +105,27 @@ fn main() -> ExitCode {
 }
 
 fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
-        // jsonrpsee traces whole HTTP requests, `Authorization` header included: never let a
-        // token reach the log, whatever RUST_LOG says.
-        .add_directive("jsonrpsee-server=debug".parse().expect("a valid directive"))
-        .add_directive("jsonrpsee-core=debug".parse().expect("a valid directive"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
+
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: never let
+    // a token reach the log, whatever RUST_LOG says. This only caps jsonrpsee below TRACE; a
+    // `jsonrpsee-server=debug` directive would instead *raise* it to DEBUG under a quiet default
+    // and log every connection.
+    let no_jsonrpsee_traces = tracing_subscriber::filter::filter_fn(|metadata| {
+        !(metadata.target().starts_with("jsonrpsee")
+            && *metadata.level() == tracing::Level::TRACE)
+    });
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .init();
+        .with_filter(no_jsonrpsee_traces.and(filter));
+    tracing_subscriber::registry().with(layer).init();
 }
 
 fn run_demo_server(db: Option<PathBuf>) -> ExitCode {
