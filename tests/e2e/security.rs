@@ -80,7 +80,6 @@ use std::net::{Shutdown, TcpStream};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -1607,8 +1606,19 @@ fn tokens_never_reach_the_log_even_at_trace() {
     let revoked = daemon.call(name::REVOKE_TOKEN, json!({"tokenId": minted.token_id}));
     assert_eq!(revoked["revoked"], true);
     assert_eq!(status_as(&daemon, &minted.token), 401);
-    // The log is written asynchronously; give it a moment to catch up.
-    thread::sleep(Duration::from_millis(500));
+    // A last call whose own log line marks the end: everything before it is in the log once the
+    // marker is, so the absence checked below is checked on the whole log, not on a part of it.
+    let marker = format!("end-of-test-{}", random_hex(8));
+    daemon.call(
+        name::CALL_TOOL,
+        json!({"server": "alpha", "tool": "echo", "arguments": {"nonce": "last"},
+               "sessionId": marker}),
+    );
+    assert!(
+        eventually(STARTUP_TIMEOUT, || daemon.stderr().contains(&marker)),
+        "the marker call was never logged; log:\n{}",
+        daemon.stderr()
+    );
     let log = daemon.stderr();
     assert!(
         log.contains("TRACE") || log.contains("trace"),
