@@ -77,6 +77,37 @@ struct Cli {
     /// default any request with an `Origin` is refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+
+    /// Also accept `Host: NAME:<port>`, for clients that reach the daemon under another name
+    /// (a container's `host.docker.internal`, with `--host`/`TOOL_CLI_BIND_HOST` binding beyond
+    /// loopback); repeat for more, or list them comma-separated in the variable. By default only
+    /// loopback names are accepted, which stops DNS rebinding.
+    #[arg(
+        long = "allow-host",
+        value_name = "NAME",
+        env = env::ALLOW_HOSTS,
+        value_delimiter = ',',
+        value_parser = parse_host_name
+    )]
+    allowed_hosts: Vec<String>,
+}
+
+/// A bare host name for `--allow-host`: no port (ours is added), no scheme, no path.
+fn parse_host_name(text: &str) -> Result<String, String> {
+    let name = text.trim();
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if valid {
+        Ok(name.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "\"{text}\" is not a host name; expected a bare name such as host.docker.internal \
+             (letters, digits, '-', '.', '_'; no scheme, port or path: the daemon's port is added)"
+        ))
+    }
 }
 
 #[derive(Subcommand)]
@@ -292,7 +323,28 @@ async fn serve(
     endpoint: Endpoint,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
-        Endpoint::Tcp(local) => (local.ip().to_string(), local.port(), None),
+        Endpoint::Tcp(local) => {
+            if !local.ip().is_loopback() {
+                tracing::warn!(
+                    address = %local,
+                    "listening beyond loopback: other machines can reach this port; requests \
+                     still need the token and a Host named with --allow-host, and the token \
+                     travels unencrypted"
+                );
+            }
+            // A client on this machine reaches an address bound on every interface through
+            // loopback, under a name the Host check accepts.
+            let reachable = match local.ip() {
+                std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+                    std::net::Ipv4Addr::LOCALHOST.to_string()
+                }
+                std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+                    std::net::Ipv6Addr::LOCALHOST.to_string()
+                }
+                ip => ip.to_string(),
+            };
+            (reachable, local.port(), None)
+        }
         Endpoint::Socket(path) => (
             "localhost".to_owned(),
             0,
@@ -370,6 +422,7 @@ async fn serve(
             grace: Duration::from_millis(cli.shutdown_grace_ms),
             max_body_bytes: cli.max_body_bytes,
             allowed_origins: cli.allowed_origins.clone(),
+            allowed_hosts: cli.allowed_hosts.clone(),
         },
     )
     .await;

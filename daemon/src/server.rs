@@ -50,6 +50,10 @@ pub struct ServeOptions {
     pub max_body_bytes: usize,
     /// `Origin` values allowed (browser pages); empty refuses every request with an `Origin`.
     pub allowed_origins: Vec<String>,
+    /// Host names accepted in `Host` (with our port) besides the loopback ones, for clients that
+    /// reach a daemon bound beyond loopback under another name (a container's
+    /// `host.docker.internal`). Not used on a Unix socket.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServeOptions {
@@ -58,6 +62,7 @@ impl Default for ServeOptions {
             grace: Duration::from_secs(10),
             max_body_bytes: crate::shape::DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -75,7 +80,9 @@ pub async fn run(
     options: ServeOptions,
 ) -> std::io::Result<()> {
     let hosts = match &listener {
-        Listener::Tcp(listener) => Gate::loopback_hosts(listener.local_addr()?.port()),
+        Listener::Tcp(listener) => {
+            Gate::hosts(listener.local_addr()?.port(), &options.allowed_hosts)
+        }
         Listener::Unix(_) => Vec::new(),
     };
     let gate = Arc::new(Gate {

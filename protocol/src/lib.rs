@@ -114,6 +114,9 @@ pub mod env {
     pub const HOST: &str = "TOOL_CLI_HOST";
     /// Daemon side: the address to bind (default `127.0.0.1`).
     pub const BIND_HOST: &str = "TOOL_CLI_BIND_HOST";
+    /// Daemon side: host names accepted in `Host` besides loopback ones, comma-separated (as
+    /// `--allow-host`).
+    pub const ALLOW_HOSTS: &str = "TOOL_CLI_ALLOW_HOSTS";
     /// Client side: request timeout in milliseconds (default 30000, at most 300000).
     pub const TIMEOUT_MS: &str = "TOOL_CLI_TIMEOUT_MS";
     /// Daemon side: path of the servers config file.

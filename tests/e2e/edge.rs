@@ -8,11 +8,28 @@
 //! Input → test:
 //! - default logging, 30 requests of every kind → no per-request log line, the startup line
 //!   present; `RUST_LOG` still overrides: `the_default_log_has_nothing_per_request`
+//! - `Host: host.docker.internal:<port>` → 403 by default; 200 with `--allow-host
+//!   host.docker.internal` or `TOOL_CLI_ALLOW_HOSTS`, other names still 403, the identity proof
+//!   bound to that name: `allow_host_admits_exactly_the_named_host`
+//! - `POST http://evil.example/ HTTP/1.1` with a good `Host` → 403; an absolute target naming
+//!   us → 200: `an_absolute_form_target_must_name_us`
+//! - `Transfer-Encoding: gzip, chunked` (a real gzip body) → 501, empty:
+//!   `a_transfer_coding_other_than_chunked_is_501`
+//! - every refusal (405, 403 ×3, 400 ×2, 404, 401, 413 ×2, 501, a lying `Content-Length`) has an
+//!   empty body; a websocket `Upgrade` and `charset=utf-16` are served, not refused with a text
+//!   body: `every_refusal_has_an_empty_body`
+
+use std::io::Write as _;
+use std::net::TcpStream;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, eventually, fault_server,
+    Daemon, DaemonOptions, HttpResponse, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, eventually,
+    fault_server, http_request_bytes, identity_proof, parse_response, random_hex,
+    raw_http_exchange, read_http_response, token_id,
 };
+
+const BRIDGE_INFO: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#;
 
 /// A daemon whose only server is the fault fixture (it starts in milliseconds).
 fn fault_daemon() -> Daemon {
@@ -89,4 +106,320 @@ fn the_default_log_has_nothing_per_request() {
         "RUST_LOG took effect; log:\n{}",
         daemon.stderr()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The HTTP gate.
+
+fn bearer(daemon: &Daemon) -> String {
+    format!("Bearer {}", daemon.token)
+}
+
+/// `POST target` of `getBridgeInfo` with exactly `headers` over a raw socket.
+fn post_raw(daemon: &Daemon, target: &str, headers: &[(&str, &str)]) -> HttpResponse {
+    let request = http_request_bytes("POST", target, headers, BRIDGE_INFO);
+    raw_http_exchange(daemon.port, &request)
+        .unwrap_or_else(|err| panic!("POST {target} {headers:?}: {err}"))
+}
+
+fn assert_bridge_info(response: &HttpResponse) {
+    assert_eq!(response.status, 200, "{response:?}");
+    let answer = parse_response(&response.body);
+    assert!(answer.result.is_some(), "{answer:?}");
+}
+
+#[test]
+fn allow_host_admits_exactly_the_named_host() {
+    let check = |daemon: &Daemon, allowed: bool| {
+        let auth = bearer(daemon);
+        let docker = format!("host.docker.internal:{}", daemon.port);
+        let response = post_raw(daemon, "/", &[("Host", &docker), ("Authorization", &auth)]);
+        if allowed {
+            assert_bridge_info(&response);
+        } else {
+            assert_eq!(response.status, 403, "{response:?}");
+            assert!(response.body.is_empty(), "{response:?}");
+        }
+        // Another name, or the allowed name with another port, is never admitted.
+        for host in [
+            format!("evil.example:{}", daemon.port),
+            format!("host.docker.internal:{}", daemon.port.wrapping_add(1)),
+            "host.docker.internal".to_owned(),
+        ] {
+            let response = post_raw(daemon, "/", &[("Host", &host), ("Authorization", &auth)]);
+            assert_eq!(response.status, 403, "Host: {host}");
+        }
+        // The loopback names keep working.
+        let ours = format!("127.0.0.1:{}", daemon.port);
+        assert_bridge_info(&post_raw(
+            daemon,
+            "/",
+            &[("Host", &ours), ("Authorization", &auth)],
+        ));
+    };
+    check(&fault_daemon(), false);
+
+    let by_flag = fault_daemon_with(DaemonOptions {
+        args: vec!["--allow-host".into(), "host.docker.internal".into()],
+        ..DaemonOptions::default()
+    });
+    check(&by_flag, true);
+    // The identity proof is bound to the name the client dialed, allowed name included.
+    let docker = format!("host.docker.internal:{}", by_flag.port);
+    let nonce = random_hex(32);
+    let id = token_id(&by_flag.token);
+    let request = http_request_bytes(
+        "POST",
+        "/identity",
+        &[
+            ("Host", &docker),
+            (tool_cli_protocol::identity::NONCE_HEADER, &nonce),
+            (tool_cli_protocol::identity::TOKEN_ID_HEADER, &id),
+        ],
+        b"",
+    );
+    let response = raw_http_exchange(by_flag.port, &request).expect("identity exchange");
+    assert_eq!(response.status, 200, "{response:?}");
+    let proof: Value = serde_json::from_slice(&response.body).expect("proof JSON");
+    assert_eq!(
+        proof["proof"],
+        identity_proof(&by_flag.token, &nonce, &docker)
+    );
+
+    let by_env = fault_daemon_with(DaemonOptions {
+        env: vec![(
+            tool_cli_protocol::env::ALLOW_HOSTS.into(),
+            "gateway.local,host.docker.internal".into(),
+        )],
+        ..DaemonOptions::default()
+    });
+    check(&by_env, true);
+}
+
+#[test]
+fn allow_host_refuses_what_is_not_a_host_name() {
+    for bad in ["http://host.docker.internal", "host:80", "a b", ""] {
+        let dir = tool_cli_tests::scratch();
+        let mut command = tool_cli_tests::daemon_command(&dir.path().join("runtime"));
+        command.args(["--allow-host", bad]);
+        let output = tool_cli_tests::run_with_timeout(command, STARTUP_TIMEOUT);
+        assert_eq!(output.status.code(), Some(2), "--allow-host {bad:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("not a host name"), "{stderr}");
+    }
+}
+
+#[test]
+fn an_absolute_form_target_must_name_us() {
+    let daemon = fault_daemon();
+    let auth = bearer(&daemon);
+    let ours = format!("127.0.0.1:{}", daemon.port);
+    let good = [("Host", ours.as_str()), ("Authorization", auth.as_str())];
+    for target in [
+        "http://evil.example/".to_owned(),
+        format!("http://evil.example:{}/", daemon.port),
+        format!("http://127.0.0.1:{}/", daemon.port.wrapping_add(1)),
+        format!("http://x@127.0.0.1:{}/", daemon.port),
+    ] {
+        let response = post_raw(&daemon, &target, &good);
+        assert_eq!(response.status, 403, "POST {target}: {response:?}");
+        assert!(response.body.is_empty(), "POST {target}: {response:?}");
+    }
+    assert_bridge_info(&post_raw(
+        &daemon,
+        &format!("http://127.0.0.1:{}/", daemon.port),
+        &good,
+    ));
+}
+
+/// `body` as one HTTP/1.1 chunk and the last chunk.
+fn chunked(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n0\r\n\r\n");
+    out
+}
+
+/// Sends `head` (which must end with the blank line) and `body` over a raw socket.
+fn exchange_raw(daemon: &Daemon, head: &str, body: &[u8]) -> HttpResponse {
+    let mut request = head.as_bytes().to_vec();
+    request.extend_from_slice(body);
+    raw_http_exchange(daemon.port, &request).unwrap_or_else(|err| panic!("{head}: {err}"))
+}
+
+#[test]
+fn a_transfer_coding_other_than_chunked_is_501() {
+    let daemon = fault_daemon();
+    // A gzip stream (RFC 1952) of `getBridgeInfo`: the daemon must not mistake it for anything.
+    let gzip = gzip_stored(BRIDGE_INFO);
+    for coding in ["gzip, chunked", "gzip,chunked", "deflate, chunked"] {
+        let head = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\n\
+             Transfer-Encoding: {coding}\r\nConnection: close\r\n\r\n",
+            daemon.port,
+            bearer(&daemon)
+        );
+        let response = exchange_raw(&daemon, &head, &chunked(&gzip));
+        assert_eq!(response.status, 501, "Transfer-Encoding: {coding}: {response:?}");
+        assert!(response.body.is_empty(), "{response:?}");
+    }
+    // Plain chunked is served.
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: {}\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        daemon.port,
+        bearer(&daemon)
+    );
+    assert_bridge_info(&exchange_raw(&daemon, &head, &chunked(BRIDGE_INFO)));
+}
+
+/// A gzip member holding `data` in one stored (uncompressed) deflate block: a real gzip body
+/// without a compression library.
+fn gzip_stored(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let length = u16::try_from(data.len()).expect("a small body");
+    out.push(1); // final block, stored
+    out.extend_from_slice(&length.to_le_bytes());
+    out.extend_from_slice(&(!length).to_le_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn every_refusal_has_an_empty_body() {
+    let daemon = fault_daemon_with(DaemonOptions {
+        args: vec!["--max-body-bytes".into(), "1024".into()],
+        ..DaemonOptions::default()
+    });
+    let auth = bearer(&daemon);
+    let ours = format!("127.0.0.1:{}", daemon.port);
+    let good = vec![("Host", ours.as_str()), ("Authorization", auth.as_str())];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut headers = good.clone();
+        headers.extend_from_slice(extra);
+        headers
+    };
+    let big = vec![b' '; 2048];
+    let send = |method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]| {
+        let request = http_request_bytes(method, target, headers, body);
+        raw_http_exchange(daemon.port, &request)
+            .unwrap_or_else(|err| panic!("{method} {target} {headers:?}: {err}"))
+    };
+    let refusals = [
+        ("GET", send("GET", "/", &good, b""), 405),
+        (
+            "foreign Host",
+            send(
+                "POST",
+                "/",
+                &[("Host", "evil.example"), ("Authorization", &auth)],
+                BRIDGE_INFO,
+            ),
+            403,
+        ),
+        (
+            "foreign Origin",
+            send(
+                "POST",
+                "/",
+                &with(&[("Origin", "http://evil.example")]),
+                BRIDGE_INFO,
+            ),
+            403,
+        ),
+        (
+            "absolute target",
+            send("POST", "http://evil.example/", &good, BRIDGE_INFO),
+            403,
+        ),
+        ("query", send("POST", "/?x=1", &good, BRIDGE_INFO), 400),
+        ("path", send("POST", "/nope", &good, BRIDGE_INFO), 404),
+        (
+            "no token",
+            send("POST", "/", &[("Host", &ours)], BRIDGE_INFO),
+            401,
+        ),
+        ("declared too large", send("POST", "/", &good, &big), 413),
+        (
+            "gzip, chunked",
+            send(
+                "POST",
+                "/",
+                &with(&[("Transfer-Encoding", "gzip, chunked")]),
+                BRIDGE_INFO,
+            ),
+            501,
+        ),
+        // Not ending in `chunked`, the length is unknowable: hyper refuses it before us.
+        (
+            "gzip alone",
+            send(
+                "POST",
+                "/",
+                &with(&[("Transfer-Encoding", "gzip")]),
+                BRIDGE_INFO,
+            ),
+            400,
+        ),
+    ];
+    for (what, response, status) in &refusals {
+        assert_eq!(response.status, *status, "{what}: {response:?}");
+        assert!(
+            response.body.is_empty(),
+            "{what}: a refusal with a body: {:?}",
+            String::from_utf8_lossy(&response.body)
+        );
+    }
+
+    // A chunked body that grows past the cap while being read.
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {ours}\r\nAuthorization: {auth}\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    let response = exchange_raw(&daemon, &head, &chunked(&big));
+    assert_eq!(response.status, 413, "{response:?}");
+    assert!(response.body.is_empty(), "{response:?}");
+
+    // A Content-Length longer than the body, then the client stops writing.
+    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(STARTUP_TIMEOUT))
+        .expect("read timeout");
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {ours}\r\nAuthorization: {auth}\r\n\
+         Content-Length: 100\r\n\r\n{{\"jsonrpc\""
+    );
+    stream.write_all(head.as_bytes()).expect("send");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    if let Ok(response) = read_http_response(&mut std::io::BufReader::new(stream)) {
+        assert_eq!(response.status, 400, "{response:?}");
+        assert!(response.body.is_empty(), "{response:?}");
+    }
+
+    // What jsonrpsee itself would have refused with a text body is served instead.
+    for extra in [
+        [("Connection", "Upgrade"), ("Upgrade", "websocket")],
+        [("Content-Type", "application/json; charset=utf-16"), ("X-Test", "1")],
+    ] {
+        assert_bridge_info(&send("POST", "/", &with(&extra), BRIDGE_INFO));
+    }
 }
