@@ -4,7 +4,8 @@
 //! JSON-RPC error object, through [`Error::to_data`], so codes and `data` shapes are decided in
 //! one place and defined in `tool-cli-protocol`.
 
-use tool_cli_protocol::{ArgumentError, ErrorData};
+use tool_cli_protocol::error::MAX_LISTED_TOOLS;
+use tool_cli_protocol::{ArgumentError, ErrorData, ValidationError};
 
 /// A failed request.
 #[derive(Debug, thiserror::Error)]
@@ -26,16 +27,13 @@ pub enum Error {
         known_servers: Vec<String>,
     },
     /// The server has no such tool.
-    #[error(
-        "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
-        list_preview(known_tools)
-    )]
+    #[error("{}", describe_unknown_tool(server, tool, known_tools))]
     UnknownTool {
         /// The server.
         server: String,
         /// The tool asked for.
         tool: String,
-        /// Every tool of the server.
+        /// Every tool of the server (the wire gets the closest few).
         known_tools: Vec<String>,
     },
     /// Arguments failed the tool's input schema.
@@ -49,7 +47,7 @@ pub enum Error {
         /// The tool.
         tool: String,
         /// Each failure.
-        errors: Vec<ArgumentError>,
+        errors: Vec<ArgumentViolation>,
     },
     /// The tool's own schema cannot be compiled.
     #[error("the input schema of {server}/{tool} is not a valid JSON Schema: {message}")]
@@ -148,6 +146,42 @@ pub enum Error {
     /// Something failed inside the daemon.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The daemon is shutting down and the request outlived the grace period.
+    #[error(
+        "the daemon is shutting down and this request did not finish within its {grace_ms} ms \
+         grace period; it was cancelled (send it again once a daemon is running)"
+    )]
+    ShuttingDown {
+        /// The grace period.
+        grace_ms: u64,
+    },
+    /// An answer too large to send.
+    #[error(
+        "the answer to {method} is {bytes} bytes, over the {limit_bytes} bytes it may take \
+         (--max-response-bytes{}); nothing was changed: send the request alone, or raise the \
+         limit",
+        if *in_batch { ", shared by the requests of a batch" } else { "" }
+    )]
+    ResponseTooLarge {
+        /// The method.
+        method: String,
+        /// The encoded result's size.
+        bytes: usize,
+        /// What it could take.
+        limit_bytes: usize,
+        /// Whether the limit was a batch's share.
+        in_batch: bool,
+    },
+}
+
+/// One way arguments fail a schema, in both formats the wire carries: ours and the reference
+/// bridge's (ajv's, which splits some of ours into several entries).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgumentViolation {
+    /// Ours.
+    pub error: ArgumentError,
+    /// The reference's entries for the same failure (none for our "… and N more" summary).
+    pub reference: Vec<ValidationError>,
 }
 
 fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
@@ -160,23 +194,72 @@ fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
     }
 }
 
-fn list_preview(names: &[String]) -> String {
-    const SHOWN: usize = 20;
-    if names.len() <= SHOWN {
-        names.join(", ")
-    } else {
-        format!(
-            "{}, … ({} more)",
-            names[..SHOWN].join(", "),
-            names.len() - SHOWN
-        )
+fn describe_unknown_tool(server: &str, tool: &str, known_tools: &[String]) -> String {
+    if known_tools.is_empty() {
+        return format!("server \"{server}\" has no tool \"{tool}\"; it offers none");
     }
+    let closest = closest_names(tool, known_tools, MAX_LISTED_TOOLS);
+    let mut message = format!("server \"{server}\" has no tool \"{tool}\"; ");
+    if closest.len() < known_tools.len() {
+        message.push_str(&format!(
+            "the closest of its {} tools: {}",
+            known_tools.len(),
+            closest.join(", ")
+        ));
+    } else {
+        message.push_str(&format!("its tools: {}", closest.join(", ")));
+    }
+    message
 }
 
-fn describe_errors(errors: &[ArgumentError]) -> String {
+/// At most `limit` of `names`, closest to `wanted` first (edit distance, ties in list order).
+/// A list of every name is what the caller needs when there are few; when there are thousands
+/// the near misses are the useful part, and the size of an error stays bounded.
+pub(crate) fn closest_names(wanted: &str, names: &[String], limit: usize) -> Vec<String> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    // (distance, position): unique, so sorting them breaks ties by the server's order.
+    let mut scored: Vec<(usize, usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| (edit_distance(wanted, name), index))
+        .collect();
+    if scored.len() > limit {
+        scored.select_nth_unstable(limit - 1);
+        scored.truncate(limit);
+    }
+    scored.sort_unstable();
+    scored
+        .into_iter()
+        .map(|(_, index)| names[index].clone())
+        .collect()
+}
+
+/// Levenshtein distance over characters. Names are short; the first 128 characters decide, so
+/// a hostile server's megabyte-long tool name costs no more than a long one.
+fn edit_distance(a: &str, b: &str) -> usize {
+    const CONSIDERED: usize = 128;
+    let a: Vec<char> = a.chars().take(CONSIDERED).collect();
+    let b: Vec<char> = b.chars().take(CONSIDERED).collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        current[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+fn describe_errors(errors: &[ArgumentViolation]) -> String {
     errors
         .iter()
-        .map(|e| {
+        .map(|violation| {
+            let e = &violation.error;
             let path = if e.path.is_empty() { "(root)" } else { &e.path };
             format!("{path}: {}", e.message)
         })
@@ -203,11 +286,16 @@ impl Error {
                 server,
                 tool,
                 known_tools,
-            } => ErrorData::UnknownTool {
-                server: server.clone(),
-                tool: tool.clone(),
-                known_tools: known_tools.clone(),
-            },
+            } => {
+                let closest = closest_names(tool, known_tools, MAX_LISTED_TOOLS);
+                ErrorData::UnknownTool {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    known_tools: closest.clone(),
+                    discovered_tools: closest,
+                    tool_count: known_tools.len(),
+                }
+            }
             Error::InvalidArguments {
                 server,
                 tool,
@@ -215,7 +303,11 @@ impl Error {
             } => ErrorData::InvalidArguments {
                 server: server.clone(),
                 tool: tool.clone(),
-                errors: errors.clone(),
+                errors: errors.iter().map(|v| v.error.clone()).collect(),
+                validation_errors: errors
+                    .iter()
+                    .flat_map(|v| v.reference.iter().cloned())
+                    .collect(),
             },
             Error::InvalidSchema {
                 server,
@@ -300,6 +392,19 @@ impl Error {
             Error::Internal(message) => ErrorData::Internal {
                 message: message.clone(),
             },
+            Error::ShuttingDown { grace_ms } => ErrorData::ShuttingDown {
+                grace_ms: *grace_ms,
+            },
+            Error::ResponseTooLarge {
+                method,
+                bytes,
+                limit_bytes,
+                ..
+            } => ErrorData::ResponseTooLarge {
+                method: method.clone(),
+                bytes: *bytes,
+                limit_bytes: *limit_bytes,
+            },
         }
     }
 }
@@ -342,5 +447,70 @@ impl From<crate::policy::Denial> for Error {
                 reason,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_and_substitutions() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("echo", "echo"), 0);
+        assert_eq!(edit_distance("echo", "ecko"), 1);
+        assert_eq!(edit_distance("echo", "eco"), 1);
+        assert_eq!(edit_distance("echo", "echoes"), 2);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("é", "e"), 1, "characters, not bytes");
+    }
+
+    #[test]
+    fn closest_names_are_capped_and_nearest_first() {
+        let few = names(&["sql_query", "describe_schema"]);
+        assert_eq!(
+            closest_names("describe", &few, 10),
+            names(&["describe_schema", "sql_query"])
+        );
+        let many: Vec<String> = (0..10_000).map(|i| format!("tool_{i}")).collect();
+        let closest = closest_names("tool_42", &many, 10);
+        assert_eq!(closest.len(), 10);
+        assert_eq!(closest[0], "tool_42");
+        // Ties keep the server's order.
+        assert_eq!(
+            closest_names("x", &names(&["b", "a", "c"]), 2),
+            names(&["b", "a"])
+        );
+    }
+
+    #[test]
+    fn an_unknown_tool_among_thousands_stays_small() {
+        let known_tools: Vec<String> = (0..10_000).map(|i| format!("extra_{i}")).collect();
+        let error = Error::UnknownTool {
+            server: "big".into(),
+            tool: "extra_77x".into(),
+            known_tools,
+        };
+        let message = error.to_string();
+        assert!(message.contains("closest of its 10000 tools"), "{message}");
+        assert!(message.len() < 400, "{message}");
+        let ErrorData::UnknownTool {
+            known_tools,
+            discovered_tools,
+            tool_count,
+            ..
+        } = error.to_data()
+        else {
+            panic!("unknownTool data");
+        };
+        assert_eq!(tool_count, 10_000);
+        assert_eq!(known_tools.len(), MAX_LISTED_TOOLS);
+        assert_eq!(known_tools[0], "extra_77");
+        assert_eq!(discovered_tools, known_tools);
     }
 }

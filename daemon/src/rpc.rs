@@ -275,6 +275,7 @@ pub(crate) fn bridge_info() -> BridgeInfo {
                 read: true,
             },
             cancellation: CancellationCapability {
+                provider_abort_signal: true,
                 per_call_timeout: true,
                 upstream_notification: "notifications/cancelled".to_owned(),
             },
@@ -335,5 +336,6 @@ mod tests {
             name::ALL.len()
         );
         assert_eq!(info["upstreamMcp"]["protocolVersion"], "2025-11-25");
+        assert_eq!(info["capabilities"]["cancellation"]["providerAbortSignal"], true);
     }
 }

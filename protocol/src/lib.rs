@@ -17,7 +17,7 @@ pub mod methods;
 pub mod runtime;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};
-pub use error::{ArgumentError, ErrorData, code};
+pub use error::{ArgumentError, ErrorData, ValidationError, code};
 
 /// Name of the bridge protocol, as announced by `getBridgeInfo`. Clients refuse any other.
 pub const BRIDGE_PROTOCOL_NAME: &str = "tool-cli-bridge";

@@ -264,6 +264,10 @@ pub struct ResourcesCapability {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancellationCapability {
+    /// The reference bridge's flag: an abandoned call is cancelled at its provider (here the
+    /// MCP server, with `upstreamNotification`). Always true.
+    #[serde(default)]
+    pub provider_abort_signal: bool,
     /// `callTool` accepts `timeoutMs`.
     pub per_call_timeout: bool,
     /// The MCP notification sent to a server when a call is abandoned.

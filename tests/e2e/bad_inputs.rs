@@ -179,6 +179,7 @@ fn unknown_tool_lists_the_known_ones() {
                 server,
                 tool,
                 known_tools,
+                ..
             } => {
                 assert_eq!((server.as_str(), tool.as_str()), ("demo", "drop_table"));
                 assert!(
@@ -203,6 +204,7 @@ fn argument_errors(daemon: &Daemon, arguments: Value) -> Vec<tool_cli_protocol::
             server,
             tool,
             errors,
+            ..
         } => {
             assert_eq!((server.as_str(), tool.as_str()), ("demo", "sql_query"));
             assert!(!errors.is_empty());
