@@ -205,6 +205,9 @@ pub(crate) fn module(
 
 const SERVER_SHAPE: &str = r#"{"server": string}"#;
 
+/// The deepest nesting serde_json parses (its recursion limit), counted from the params object.
+const MAX_PARAMS_DEPTH: usize = 128;
+
 /// Parses params into `T`, with an error that names the member and the expected shape.
 fn parse<T: DeserializeOwned>(
     method: &str,
@@ -222,6 +225,16 @@ fn parse<T: DeserializeOwned>(
     };
     serde_json::from_str(text).map_err(|err| {
         let message = err.to_string();
+        // serde_json stops at 128 levels of arrays and objects (a guard against stack
+        // exhaustion); the shape is not what is wrong, so do not say what shape was expected.
+        if message.starts_with("recursion limit exceeded") {
+            return invalid(format!(
+                "the params nest arrays and objects more than {MAX_PARAMS_DEPTH} levels deep \
+                 (the arguments about {} levels below them), deeper than the daemon parses; \
+                 send flatter arguments",
+                MAX_PARAMS_DEPTH - 2
+            ));
+        }
         // serde_json appends a position inside the params text, which helps nobody here.
         let message = message
             .split(" at line ")
@@ -324,6 +337,28 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    #[test]
+    fn params_nested_too_deep_say_so_instead_of_naming_a_shape() {
+        let depth = 130;
+        let text = format!(
+            r#"{{"server":"s","tool":"t","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let params = Params::new(Some(&text));
+        let err = parse::<CallToolParams>("callTool", &params, "{...}").unwrap_err();
+        assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
+        assert!(err.message().contains("more than 128 levels deep"), "{}", err.message());
+        assert!(!err.message().contains("expected {"), "{}", err.message());
+        // Just under the limit parses.
+        let text = format!(
+            r#"{{"server":"s","tool":"t","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(parse::<CallToolParams>("callTool", &Params::new(Some(&text)), "").is_ok());
     }
 
     #[test]

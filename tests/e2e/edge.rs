@@ -18,6 +18,8 @@
 //! - every refusal (405, 403 ×3, 400 ×2, 404, 401, 413 ×2, 501, a lying `Content-Length`) has an
 //!   empty body; a websocket `Upgrade` and `charset=utf-16` are served, not refused with a text
 //!   body: `every_refusal_has_an_empty_body`
+//! - arguments nested 120 levels → the call runs; 126, 130, 500 levels → `-32602` saying the
+//!   nesting is too deep, not naming a shape: `deeply_nested_arguments_get_an_accurate_message`
 
 use std::io::Write as _;
 use std::net::TcpStream;
@@ -421,5 +423,33 @@ fn every_refusal_has_an_empty_body() {
         [("Content-Type", "application/json; charset=utf-16"), ("X-Test", "1")],
     ] {
         assert_bridge_info(&send("POST", "/", &with(&extra), BRIDGE_INFO));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Params.
+
+fn call_with_nesting(daemon: &Daemon, depth: usize) -> Value {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"callTool","params":{{"server":"alpha","tool":"echo","arguments":{{"nonce":"deep","extra":{}1{}}}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let (status, response) = daemon.post(body.as_bytes());
+    assert!(status == 200 || status == 400, "HTTP {status}");
+    serde_json::from_slice(&response).expect("a JSON-RPC answer")
+}
+
+#[test]
+fn deeply_nested_arguments_get_an_accurate_message() {
+    let daemon = fault_daemon();
+    let answer = call_with_nesting(&daemon, 120);
+    assert_eq!(answer["result"]["content"][0]["text"], "deep", "{answer}");
+    for depth in [126, 130, 500] {
+        let answer = call_with_nesting(&daemon, depth);
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(answer["error"]["code"], -32602, "depth {depth}: {answer}");
+        assert!(message.contains("levels deep"), "depth {depth}: {message}");
+        assert!(!message.contains("expected {"), "depth {depth}: {message}");
     }
 }
