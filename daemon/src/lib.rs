@@ -6,6 +6,7 @@
 //! become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`] layer.
 
 pub mod auth;
+mod client_fields;
 pub mod config;
 pub mod error;
 mod gate;

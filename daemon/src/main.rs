@@ -198,6 +198,13 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(err) => return fail(EXIT_CONFIG, err),
     };
+    for note in &config.notes {
+        if note.ignored {
+            tracing::warn!("{note}");
+        } else {
+            tracing::info!("{note}");
+        }
+    }
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path),
         (None, Ok(text)) if !text.is_empty() => {

@@ -18,6 +18,11 @@
 //! - every refusal (405, 403 ×3, 400 ×2, 404, 401, 413 ×2, 501, a lying `Content-Length`) has an
 //!   empty body; a websocket `Upgrade` and `charset=utf-16` are served, not refused with a text
 //!   body: `every_refusal_has_an_empty_body`
+//! - a config copied from Cline/Roo/Windsurf/VS Code (`autoApprove`, `alwaysAllow`,
+//!   `disabled`, `timeout`, `transportType`, `serverUrl`, `envFile`, `disabledTools`) starts,
+//!   with a warning naming each ignored field and the file; `disabled` and `disabledTools` take
+//!   effect; an unknown field is still refused with its path (exit 2):
+//!   `a_config_copied_from_another_client_starts_with_warnings`
 //! - arguments nested 120 levels → the call runs; 126, 130, 500 levels → `-32602` saying the
 //!   nesting is too deep, not naming a shape: `deeply_nested_arguments_get_an_accurate_message`
 
@@ -452,4 +457,87 @@ fn deeply_nested_arguments_get_an_accurate_message() {
         assert!(message.contains("levels deep"), "depth {depth}: {message}");
         assert!(!message.contains("expected {"), "depth {depth}: {message}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configs written for other clients.
+
+#[test]
+fn a_config_copied_from_another_client_starts_with_warnings() {
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {
+            "cline": {
+                "command": tool_cli_tests::fault_server_bin(), "args": [],
+                "autoApprove": ["echo"], "disabled": false, "timeout": 30,
+                "transportType": "stdio", "disabledTools": ["destructive"]
+            },
+            "roo": {
+                "command": tool_cli_tests::fault_server_bin(), "alwaysAllow": [],
+                "watchPaths": ["x"], "disabled": true
+            },
+            "vscode": {
+                "type": "stdio", "command": tool_cli_tests::fault_server_bin(),
+                "envFile": "${workspaceFolder}/.env"
+            }
+        }}),
+        DaemonOptions {
+            // Warnings are logged at the default level.
+            remove_env: vec!["RUST_LOG".into()],
+            ..DaemonOptions::default()
+        },
+    );
+    let config = daemon.config_path.display().to_string();
+    for (server, field) in [
+        ("cline", "autoApprove"),
+        ("roo", "alwaysAllow"),
+        ("roo", "watchPaths"),
+        ("vscode", "envFile"),
+    ] {
+        let warning = format!(r#"config {config}: server "{server}": field "{field}" ignored"#);
+        // Logged at start-up, on stderr, which is read apart from the stdout lines that said
+        // the daemon was ready: wait for it rather than assume it is there.
+        let logged = eventually(STARTUP_TIMEOUT, || {
+            daemon
+                .stderr()
+                .lines()
+                .any(|line| line.contains("WARN") && line.contains(&warning))
+        });
+        assert!(logged, "no warning {warning:?}; log:\n{}", daemon.stderr());
+    }
+    // What has a meaning here took effect.
+    let servers = daemon.call("listServers", Value::Null);
+    let state = |name: &str| {
+        servers["servers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["name"] == name))
+            .map(|s| s["state"].clone())
+    };
+    assert_eq!(state("roo"), Some(json!("disabled")), "{servers}");
+    assert_eq!(state("cline"), Some(json!("ready")), "{servers}");
+    let tools = daemon.call("listTools", json!({"server": "cline"}));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(names.contains(&"echo") && !names.contains(&"destructive"), "{names:?}");
+
+    // A field nobody writes is still a mistake, reported with its path.
+    let dir = tool_cli_tests::scratch();
+    let path = dir.path().join("servers.json");
+    std::fs::write(
+        &path,
+        json!({"mcpServers": {"s": {"command": "x", "autoApprov": []}}}).to_string(),
+    )
+    .expect("write config");
+    let mut command = tool_cli_tests::daemon_command(&dir.path().join("runtime"));
+    command.arg("--config").arg(&path);
+    let output = tool_cli_tests::run_with_timeout(command, STARTUP_TIMEOUT);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(r#"server "s": field "autoApprov""#),
+        "{stderr}"
+    );
 }
