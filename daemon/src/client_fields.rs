@@ -64,7 +64,11 @@ const IGNORED: &[(&str, &str)] = &[
 const RENAMED: &[(&str, &str, &str)] = &[
     ("transportType", "type", "Cline's older name"),
     ("serverUrl", "url", "Windsurf's name"),
-    ("httpUrl", "url", "Gemini CLI's name for a Streamable HTTP server"),
+    (
+        "httpUrl",
+        "url",
+        "Gemini CLI's name for a Streamable HTTP server",
+    ),
 ];
 
 /// Lists of tool names that feed our policy globs.
@@ -100,7 +104,8 @@ pub(crate) fn normalize(entry: &Map<String, Value>) -> (Map<String, Value>, Vec<
             continue;
         };
         // `type` may also be spelled `transport` (an alias the parser knows).
-        let taken = entry.contains_key(*ours) || (*ours == "type" && entry.contains_key("transport"));
+        let taken =
+            entry.contains_key(*ours) || (*ours == "type" && entry.contains_key("transport"));
         if taken {
             note(
                 field,

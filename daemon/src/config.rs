@@ -756,7 +756,8 @@ mod tests {
             .collect();
         assert_eq!(ignored.len(), 1, "{ignored:?}");
         assert!(
-            ignored[0].starts_with(r#"config /c.json: server "cline": field "autoApprove" ignored"#),
+            ignored[0]
+                .starts_with(r#"config /c.json: server "cline": field "autoApprove" ignored"#),
             "{ignored:?}"
         );
         assert_eq!(config.notes.len(), 5, "{:?}", config.notes);

@@ -5,6 +5,7 @@
 //! (resolve, validate, execute, trace), `rpc` maps methods onto it and is the only place errors
 //! become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`] layer.
 
+pub mod answer;
 pub mod auth;
 mod client_fields;
 pub mod config;
@@ -19,4 +20,5 @@ mod rpc;
 pub mod runtime_file;
 pub mod server;
 pub mod shape;
+pub mod spill;
 mod validate;

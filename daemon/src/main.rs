@@ -16,6 +16,7 @@ use tool_cli_daemon::pipeline::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::spill::SpillStore;
 use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RuntimeFile;
 
@@ -64,6 +65,18 @@ struct Cli {
     /// Largest message accepted from a stdio server, in bytes.
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]
     max_message_bytes: usize,
+
+    /// Largest result sent in one response, in bytes (the requests of a batch share it). A
+    /// larger callTool or readResource result is saved to a file in the runtime directory and
+    /// answered with a reference (read it with readSpilled); a larger answer to any other
+    /// method is refused with -32008.
+    #[arg(long, default_value_t = tool_cli_daemon::answer::DEFAULT_MAX_RESPONSE_BYTES, value_name = "BYTES")]
+    max_response_bytes: usize,
+
+    /// How long a result saved to a file (see --max-response-bytes) is kept, in milliseconds.
+    /// Saved results are also removed when the daemon stops.
+    #[arg(long, default_value_t = tool_cli_daemon::spill::DEFAULT_TTL.as_millis() as u64, value_name = "MS")]
+    spill_ttl_ms: u64,
 
     /// Largest request body accepted from a client, in bytes.
     #[arg(long, default_value_t = tool_cli_daemon::shape::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
@@ -140,15 +153,13 @@ fn init_tracing(default: &str) {
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
 
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     // jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: never let
     // a token reach the log, whatever RUST_LOG says. This only caps jsonrpsee below TRACE; a
     // `jsonrpsee-server=debug` directive would instead *raise* it to DEBUG under a quiet default
     // and log every connection.
     let no_jsonrpsee_traces = tracing_subscriber::filter::filter_fn(|metadata| {
-        !(metadata.target().starts_with("jsonrpsee")
-            && *metadata.level() == tracing::Level::TRACE)
+        !(metadata.target().starts_with("jsonrpsee") && *metadata.level() == tracing::Level::TRACE)
     });
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -430,6 +441,9 @@ async fn serve(
             max_body_bytes: cli.max_body_bytes,
             allowed_origins: cli.allowed_origins.clone(),
             allowed_hosts: cli.allowed_hosts.clone(),
+            max_response_bytes: cli.max_response_bytes,
+            spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
+            spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
         },
     )
     .await;

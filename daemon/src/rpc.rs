@@ -1,31 +1,83 @@
 //! The JSON-RPC methods: params in, results or errors out.
 //!
 //! This is the only place a daemon [`Error`] becomes a JSON-RPC error object; handlers stay thin
-//! and delegate to the [`Orchestrator`].
+//! and delegate to the [`Orchestrator`]. Every result leaves through [`crate::answer`], which
+//! holds it to the response size limit (spilling a large `callTool`/`readResource` result to a
+//! file), and every handler that waits is raced against the end of the shutdown grace period,
+//! so a request still running then gets a shutdown error instead of a closed connection.
 
+use std::future::Future;
 use std::sync::Arc;
-
 use std::time::SystemTime;
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::watch;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
     CancellationCapability, DescribeToolParams, Implementation, ListTokensResult, MintTokenParams,
-    ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
-    ToolsCapability, UpstreamMcp, name,
+    ReadResourceParams, ReadSpilledParams, ResourcesCapability, RevokeTokenParams,
+    RevokeTokenResult, ServerParams, ToolsCapability, UpstreamMcp, name,
 };
 
+use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
 use crate::pipeline::Orchestrator;
+use crate::shape::BatchLen;
+use crate::spill::{MAX_PAGE_BYTES, SpillError, SpillStore};
+
+/// How answers leave: their size limit, where large ones are saved, and when the daemon stops
+/// waiting for them.
+pub(crate) struct Answers {
+    /// `--max-response-bytes`.
+    pub(crate) max_response_bytes: usize,
+    /// Where results over the limit are saved.
+    pub(crate) spill: Arc<SpillStore>,
+    /// Turns `true` when the shutdown grace period is over.
+    pub(crate) grace_over: watch::Receiver<bool>,
+    /// The grace period, for the error message.
+    pub(crate) grace_ms: u64,
+}
 
 /// What every handler can reach.
 pub(crate) struct Context {
     orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
+    answers: Answers,
 }
+
+impl Context {
+    /// This request's share of the response size limit.
+    fn budget(&self, extensions: &Extensions) -> Budget {
+        Budget::new(
+            self.answers.max_response_bytes,
+            extensions.get::<BatchLen>().copied(),
+        )
+    }
+
+    /// Runs `work` until it ends or the shutdown grace period does, whichever comes first. In
+    /// the second case the work is dropped (a call in flight is cancelled upstream) and the
+    /// request is answered with a shutdown error, so it gets exactly one answer before its
+    /// connection closes.
+    async fn until_grace_over<T>(
+        &self,
+        work: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, ErrorObjectOwned> {
+        let mut grace_over = self.answers.grace_over.clone();
+        tokio::select! {
+            result = work => result.map_err(to_rpc_error),
+            // A dropped sender (no shutdown will come) disables this branch.
+            Ok(_) = grace_over.wait_for(|over| *over) => Err(to_rpc_error(Error::ShuttingDown {
+                grace_ms: self.answers.grace_ms,
+            })),
+        }
+    }
+}
+
+type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
 /// The grant the gate attached to the request. Every request that reaches a handler has one;
 /// a missing grant (a bug) is refused rather than treated as the owner.
@@ -54,34 +106,43 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
 pub(crate) fn module(
     orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
+    answers: Answers,
 ) -> RpcModule<Context> {
     let mut module = RpcModule::new(Context {
         orchestrator,
         tokens,
+        answers,
     });
     module
-        .register_method(name::GET_BRIDGE_INFO, |_, _, _| {
-            Ok::<_, ErrorObjectOwned>(bridge_info())
+        .register_method(name::GET_BRIDGE_INFO, |_, context, extensions| -> Answer {
+            fit(
+                name::GET_BRIDGE_INFO,
+                &bridge_info(),
+                context.budget(extensions),
+            )
+            .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::HEALTH, |_, context, extensions| {
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?))
+        .register_method(name::HEALTH, |_, context, extensions| -> Answer {
+            let health = context.orchestrator.health(grant(extensions)?);
+            fit(name::HEALTH, &health, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::LIST_SERVERS, |_, context, extensions| {
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.list_servers(grant(extensions)?))
+        .register_method(name::LIST_SERVERS, |_, context, extensions| -> Answer {
+            let servers = context.orchestrator.list_servers(grant(extensions)?);
+            fit(name::LIST_SERVERS, &servers, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
         .register_async_method(name::LIST_TOOLS, |params, context, extensions| async move {
             let params: ServerParams = parse(name::LIST_TOOLS, &params, SERVER_SHAPE)?;
-            context
-                .orchestrator
-                .list_tools(&params.server, grant(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let grant = grant(&extensions)?;
+            let tools = context
+                .until_grace_over(context.orchestrator.list_tools(&params.server, grant))
+                .await?;
+            fit(name::LIST_TOOLS, &tools, context.budget(&extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -93,11 +154,15 @@ pub(crate) fn module(
                     &params,
                     r#"{"server": string, "tool": string}"#,
                 )?;
-                context
-                    .orchestrator
-                    .describe_tool(&params.server, &params.tool, grant(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let grant = grant(&extensions)?;
+                let tool = context
+                    .until_grace_over(context.orchestrator.describe_tool(
+                        &params.server,
+                        &params.tool,
+                        grant,
+                    ))
+                    .await?;
+                fit(name::DESCRIBE_TOOL, &tool, context.budget(&extensions)).map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -108,11 +173,20 @@ pub(crate) fn module(
                 &params,
                 r#"{"server": string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean}"#,
             )?;
-            context
-                .orchestrator
-                .call_tool(params, grant(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let grant = grant(&extensions)?;
+            let result = context
+                .until_grace_over(context.orchestrator.call_tool(params, grant))
+                .await?;
+            // The tool has run: a result too large to send is saved, never dropped.
+            fit_or_spill(
+                result,
+                Spillable::Call,
+                context.budget(&extensions),
+                &context.answers.spill,
+                &grant.token_id,
+            )
+            .await
+            .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -120,11 +194,16 @@ pub(crate) fn module(
             name::LIST_RESOURCES,
             |params, context, extensions| async move {
                 let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
-                context
-                    .orchestrator
-                    .list_resources(&params.server, grant(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let grant = grant(&extensions)?;
+                let resources = context
+                    .until_grace_over(context.orchestrator.list_resources(&params.server, grant))
+                    .await?;
+                fit(
+                    name::LIST_RESOURCES,
+                    &resources,
+                    context.budget(&extensions),
+                )
+                .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -134,11 +213,20 @@ pub(crate) fn module(
             |params, context, extensions| async move {
                 let params: ServerParams =
                     parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
-                context
-                    .orchestrator
-                    .list_resource_templates(&params.server, grant(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let grant = grant(&extensions)?;
+                let templates = context
+                    .until_grace_over(
+                        context
+                            .orchestrator
+                            .list_resource_templates(&params.server, grant),
+                    )
+                    .await?;
+                fit(
+                    name::LIST_RESOURCE_TEMPLATES,
+                    &templates,
+                    context.budget(&extensions),
+                )
+                .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -151,16 +239,45 @@ pub(crate) fn module(
                     &params,
                     r#"{"server": string, "uri": string}"#,
                 )?;
-                context
-                    .orchestrator
-                    .read_resource(&params.server, &params.uri, grant(&extensions)?)
+                let grant = grant(&extensions)?;
+                let contents = context
+                    .until_grace_over(context.orchestrator.read_resource(
+                        &params.server,
+                        &params.uri,
+                        grant,
+                    ))
+                    .await?;
+                fit_or_spill(
+                    contents,
+                    Spillable::Resource { uri: &params.uri },
+                    context.budget(&extensions),
+                    &context.answers.spill,
+                    &grant.token_id,
+                )
+                .await
+                .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::READ_SPILLED,
+            |params, context, extensions| async move {
+                let params: ReadSpilledParams = parse(
+                    name::READ_SPILLED,
+                    &params,
+                    r#"{"id": string, "offset"?: integer, "length"?: integer}"#,
+                )?;
+                let grant = grant(&extensions)?;
+                let budget = context.budget(&extensions);
+                read_spilled(&context.answers.spill, params, &grant.token_id, budget)
                     .await
                     .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
     module
-        .register_method(name::MINT_TOKEN, |params, context, extensions| {
+        .register_method(name::MINT_TOKEN, |params, context, extensions| -> Answer {
             owner_only(grant(extensions)?, name::MINT_TOKEN)?;
             let params: MintTokenParams = if params.as_str().is_none() {
                 MintTokenParams::default()
@@ -171,7 +288,7 @@ pub(crate) fn module(
                     r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
                 )?
             };
-            context
+            let minted = context
                 .tokens
                 .mint(params, SystemTime::now())
                 .map_err(|error| {
@@ -179,28 +296,68 @@ pub(crate) fn module(
                         method: name::MINT_TOKEN.to_owned(),
                         message: error.to_string(),
                     })
-                })
+                })?;
+            fit(name::MINT_TOKEN, &minted, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::REVOKE_TOKEN, |params, context, extensions| {
-            owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
-            let params: RevokeTokenParams =
-                parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
-            Ok::<_, ErrorObjectOwned>(RevokeTokenResult {
-                revoked: context.tokens.revoke(&params.token_id),
-            })
-        })
+        .register_method(
+            name::REVOKE_TOKEN,
+            |params, context, extensions| -> Answer {
+                owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
+                let params: RevokeTokenParams =
+                    parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
+                let revoked = RevokeTokenResult {
+                    revoked: context.tokens.revoke(&params.token_id),
+                };
+                fit(name::REVOKE_TOKEN, &revoked, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
         .expect("method names are unique");
     module
-        .register_method(name::LIST_TOKENS, |_, context, extensions| {
+        .register_method(name::LIST_TOKENS, |_, context, extensions| -> Answer {
             owner_only(grant(extensions)?, name::LIST_TOKENS)?;
-            Ok::<_, ErrorObjectOwned>(ListTokensResult {
+            let tokens = ListTokensResult {
                 tokens: context.tokens.list(SystemTime::now()),
-            })
+            };
+            fit(name::LIST_TOKENS, &tokens, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
+}
+
+/// `readSpilled`: one page of a spilled answer, sized so that its text, escaped into a JSON
+/// string (at most twice as long), fits this request's budget.
+async fn read_spilled(
+    store: &Arc<SpillStore>,
+    params: ReadSpilledParams,
+    token_id: &str,
+    budget: Budget,
+) -> Result<Box<RawValue>, Error> {
+    const ENVELOPE: usize = 1024;
+    let fits = (budget.bytes.saturating_sub(ENVELOPE) / 2) as u64;
+    let length = params.length.unwrap_or(MAX_PAGE_BYTES).min(fits);
+    let offset = params.offset.unwrap_or(0);
+    let reading = {
+        let store = Arc::clone(store);
+        let token_id = token_id.to_owned();
+        tokio::task::spawn_blocking(move || {
+            store.read(&params.id, &token_id, offset, length, SystemTime::now())
+        })
+    };
+    let page = reading
+        .await
+        .map_err(|error| Error::Internal(format!("reading a spilled answer failed: {error}")))?
+        .map_err(|error| match error {
+            SpillError::UnknownId(_)
+            | SpillError::OffsetPastEnd { .. }
+            | SpillError::InsideCharacter(_) => Error::InvalidParams {
+                method: name::READ_SPILLED.to_owned(),
+                message: error.to_string(),
+            },
+            other => Error::Internal(other.to_string()),
+        })?;
+    fit(name::READ_SPILLED, &page, budget)
 }
 
 const SERVER_SHAPE: &str = r#"{"server": string}"#;
@@ -350,7 +507,11 @@ mod tests {
         let params = Params::new(Some(&text));
         let err = parse::<CallToolParams>("callTool", &params, "{...}").unwrap_err();
         assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
-        assert!(err.message().contains("more than 128 levels deep"), "{}", err.message());
+        assert!(
+            err.message().contains("more than 128 levels deep"),
+            "{}",
+            err.message()
+        );
         assert!(!err.message().contains("expected {"), "{}", err.message());
         // Just under the limit parses.
         let text = format!(
@@ -371,6 +532,9 @@ mod tests {
             name::ALL.len()
         );
         assert_eq!(info["upstreamMcp"]["protocolVersion"], "2025-11-25");
-        assert_eq!(info["capabilities"]["cancellation"]["providerAbortSignal"], true);
+        assert_eq!(
+            info["capabilities"]["cancellation"]["providerAbortSignal"],
+            true
+        );
     }
 }

@@ -90,9 +90,7 @@ fn reference_entries(error: &jsonschema::ValidationError<'_>) -> Vec<ValidationE
         params,
         message,
     };
-    let one = |keyword: &str, params: Value, message: String| {
-        vec![entry(keyword, params, message)]
-    };
+    let one = |keyword: &str, params: Value, message: String| vec![entry(keyword, params, message)];
     let fewer = |keyword: &str, limit: u64, what: &str| {
         one(
             keyword,
@@ -116,7 +114,9 @@ fn reference_entries(error: &jsonschema::ValidationError<'_>) -> Vec<ValidationE
     };
     match error.kind() {
         Kind::Required { property } => {
-            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
             one(
                 "required",
                 json!({ "missingProperty": name }),
@@ -222,11 +222,7 @@ fn reference_entries(error: &jsonschema::ValidationError<'_>) -> Vec<ValidationE
             "property name must be valid".to_owned(),
         ),
         // The rest have no ajv counterpart worth imitating: keep the keyword, give our words.
-        other => one(
-            other.keyword(),
-            json!({}),
-            shortened(error.to_string()),
-        ),
+        other => one(other.keyword(), json!({}), shortened(error.to_string())),
     }
 }
 
@@ -312,8 +308,14 @@ mod tests {
         let additional = find("additionalProperties");
         assert_eq!(additional.len(), 2, "{entries:#?}");
         assert_eq!(additional[0]["params"], json!({"additionalProperty": "x"}));
-        assert_eq!(additional[1]["message"], "must NOT have additional properties");
-        assert_eq!(find("enum")[0]["params"], json!({"allowedValues": ["a", "b"]}));
+        assert_eq!(
+            additional[1]["message"],
+            "must NOT have additional properties"
+        );
+        assert_eq!(
+            find("enum")[0]["params"],
+            json!({"allowedValues": ["a", "b"]})
+        );
         assert_eq!(find("format")[0]["message"], r#"must match format "date""#);
         let type_error = validator.check(&args(json!({"sql": 7})));
         assert_eq!(

@@ -102,6 +102,9 @@ pub mod meta {
     /// Present when the server was failing and a cached result of a read-only tool was served
     /// instead: `{"reason": string, "ageMs": integer}`.
     pub const DEGRADED: &str = "tool-cli/degraded";
+    /// Present when the answer was too large to send whole and was saved to a file instead:
+    /// a [`crate::methods::SpilledAnswer`]. Read it with `readSpilled`.
+    pub const SPILLED: &str = "tool-cli/spilled";
 }
 
 /// Names of the environment variables of the protocol.

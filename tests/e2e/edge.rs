@@ -23,17 +23,43 @@
 //!   with a warning naming each ignored field and the file; `disabled` and `disabledTools` take
 //!   effect; an unknown field is still refused with its path (exit 2):
 //!   `a_config_copied_from_another_client_starts_with_warnings`
+//! - a `callTool` result over `--max-response-bytes` (and, with the default limits, an 11 MiB
+//!   result, which jsonrpsee's 10 MiB cap used to lose after the tool ran) → a reference to a
+//!   0600 file in a 0700 directory holding the whole result, paged back by `readSpilled` to the
+//!   same bytes and SHA-256; another token cannot page it; the file goes at shutdown:
+//!   `a_result_too_large_to_send_is_spilled_not_lost`,
+//!   `an_eleven_mib_result_arrives_with_the_default_limits`
+//! - `tool-cli --out FILE` and `--json` on a spilled result write the whole result, fetched
+//!   with `readSpilled`: `tool_cli_fetches_a_spilled_result`
+//! - spilled answers expire after `--spill-ttl-ms`: `spilled_answers_expire`
+//! - `readResource` over the limit → a `ReadResourceResult` reference; `listTools` and
+//!   `getBridgeInfo` over it → `-32008 responseTooLarge`:
+//!   `only_results_that_ran_something_are_spilled`
+//! - a batch whose answers together exceed the limit → every request its own answer (spilled
+//!   results, per-entry `-32008` for the rest), never one error for all:
+//!   `every_request_of_a_batch_over_the_limit_gets_its_own_answer`
+//! - a call still running when the SIGTERM grace ends → `-32007 shuttingDown` before its
+//!   connection closes: `a_call_outliving_the_grace_period_gets_a_shutdown_error`
+//! - a notification (`callTool` without `id`) → 204, and the tool is not run:
+//!   `notifications_are_not_run`
 //! - arguments nested 120 levels → the call runs; 126, 130, 500 levels → `-32602` saying the
 //!   nesting is too deep, not naming a shape: `deeply_nested_arguments_get_an_accurate_message`
 
 use std::io::Write as _;
 use std::net::TcpStream;
 
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::thread;
+
 use serde_json::{Value, json};
+use tool_cli_protocol::methods::SpilledAnswer;
+use tool_cli_protocol::{ErrorData, code};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, HttpResponse, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, eventually,
-    fault_server, http_request_bytes, identity_proof, parse_response, random_hex,
-    raw_http_exchange, read_http_response, token_id,
+    Daemon, DaemonOptions, HttpResponse, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, count_recorded,
+    error_data, eventually, fault_server, fault_server_recording, hex, http_post,
+    http_request_bytes, identity_proof, parse_response, random_hex, raw_http_exchange,
+    read_http_response, scratch, text_content, token_id,
 };
 
 const BRIDGE_INFO: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#;
@@ -59,7 +85,12 @@ fn echo(daemon: &Daemon, nonce: &str) -> Value {
 fn whole_log_after_stop(mut daemon: Daemon) -> String {
     daemon.signal(libc::SIGTERM);
     let status = daemon.wait_for_exit(SHUTDOWN_TIMEOUT);
-    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", daemon.stderr());
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        daemon.stderr()
+    );
     assert!(
         eventually(STARTUP_TIMEOUT, || daemon.stderr().contains("stopped")),
         "no `stopped` line; log:\n{}",
@@ -94,7 +125,10 @@ fn the_default_log_has_nothing_per_request() {
         "TRACE",
     ] {
         let line = log.lines().find(|line| line.contains(per_request));
-        assert!(line.is_none(), "a per-request line at the default level: {line:?}");
+        assert!(
+            line.is_none(),
+            "a per-request line at the default level: {line:?}"
+        );
     }
     let lines = log.lines().count();
     assert!(
@@ -109,7 +143,9 @@ fn the_default_log_has_nothing_per_request() {
     });
     echo(&daemon, "traced");
     assert!(
-        eventually(STARTUP_TIMEOUT, || daemon.stderr().contains("call finished")),
+        eventually(STARTUP_TIMEOUT, || daemon
+            .stderr()
+            .contains("call finished")),
         "RUST_LOG took effect; log:\n{}",
         daemon.stderr()
     );
@@ -267,7 +303,10 @@ fn a_transfer_coding_other_than_chunked_is_501() {
             bearer(&daemon)
         );
         let response = exchange_raw(&daemon, &head, &chunked(&gzip));
-        assert_eq!(response.status, 501, "Transfer-Encoding: {coding}: {response:?}");
+        assert_eq!(
+            response.status, 501,
+            "Transfer-Encoding: {coding}: {response:?}"
+        );
         assert!(response.body.is_empty(), "{response:?}");
     }
     // Plain chunked is served.
@@ -425,7 +464,10 @@ fn every_refusal_has_an_empty_body() {
     // What jsonrpsee itself would have refused with a text body is served instead.
     for extra in [
         [("Connection", "Upgrade"), ("Upgrade", "websocket")],
-        [("Content-Type", "application/json; charset=utf-16"), ("X-Test", "1")],
+        [
+            ("Content-Type", "application/json; charset=utf-16"),
+            ("X-Test", "1"),
+        ],
     ] {
         assert_bridge_info(&send("POST", "/", &with(&extra), BRIDGE_INFO));
     }
@@ -521,7 +563,10 @@ fn a_config_copied_from_another_client_starts_with_warnings() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert!(names.contains(&"echo") && !names.contains(&"destructive"), "{names:?}");
+    assert!(
+        names.contains(&"echo") && !names.contains(&"destructive"),
+        "{names:?}"
+    );
 
     // A field nobody writes is still a mistake, reported with its path.
     let dir = tool_cli_tests::scratch();
@@ -540,4 +585,321 @@ fn a_config_copied_from_another_client_starts_with_warnings() {
         stderr.contains(r#"server "s": field "autoApprov""#),
         "{stderr}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers too large for one response.
+
+fn with_args(args: &[&str]) -> DaemonOptions {
+    DaemonOptions {
+        args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+        ..DaemonOptions::default()
+    }
+}
+
+fn spilled_of(result: &Value) -> SpilledAnswer {
+    serde_json::from_value(result["_meta"]["tool-cli/spilled"].clone())
+        .unwrap_or_else(|err| panic!("no spilled reference ({err}) in {result:#}"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Every page of a spilled answer, joined, read with `token`.
+fn read_all_pages(daemon: &Daemon, token: &str, id: &str, length: u64) -> Result<String, Value> {
+    let mut text = String::new();
+    let mut offset = 0u64;
+    loop {
+        let body = json!({"jsonrpc": "2.0", "id": offset, "method": "readSpilled",
+                          "params": {"id": id, "offset": offset, "length": length}});
+        let auth = format!("Bearer {token}");
+        let (status, response) = http_post(
+            daemon.port,
+            "/",
+            &[("Authorization", &auth)],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200);
+        let answer: Value = serde_json::from_slice(&response).expect("JSON answer");
+        if answer.get("error").is_some() {
+            return Err(answer["error"].clone());
+        }
+        let page = &answer["result"];
+        assert_eq!(page["offset"], offset);
+        text.push_str(page["text"].as_str().expect("page text"));
+        match page["nextOffset"].as_u64() {
+            Some(next) => offset = next,
+            None => return Ok(text),
+        }
+    }
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn a_result_too_large_to_send_is_spilled_not_lost() {
+    let mut daemon = fault_daemon_with(with_args(&["--max-response-bytes", "100000"]));
+    let result = daemon.call_tool("alpha", "huge", json!({"bytes": 300_000}));
+    let spilled = spilled_of(&result);
+    assert!(
+        text_content(&result).starts_with("result of "),
+        "{}",
+        text_content(&result)
+    );
+    assert!(serde_json::to_vec(&result).expect("encode").len() < 2_000);
+
+    // The whole result is in a private file under the runtime directory.
+    let path = Path::new(&spilled.path);
+    let dir = path.parent().expect("spill dir");
+    assert!(dir.starts_with(&daemon.runtime_dir), "{}", path.display());
+    assert_eq!(mode_of(path), 0o600);
+    assert_eq!(mode_of(dir), 0o700);
+    let saved = std::fs::read(path).expect("read the spilled file");
+    assert_eq!(saved.len() as u64, spilled.bytes);
+    assert_eq!(sha256_hex(&saved), spilled.sha256);
+    let whole: Value = serde_json::from_slice(&saved).expect("the file is the result's JSON");
+    assert_eq!(text_content(&whole), "a".repeat(300_000));
+
+    // readSpilled pages it back, byte for byte, to the token that made the call only.
+    let paged = read_all_pages(&daemon, &daemon.token, &spilled.id, 64 * 1024).expect("pages");
+    assert_eq!(paged.as_bytes(), saved.as_slice());
+    let minted = daemon.call("mintToken", json!({}));
+    let other = minted["token"].as_str().expect("minted token");
+    let refused = read_all_pages(&daemon, other, &spilled.id, 1024).expect_err("refused");
+    assert_eq!(refused["code"], code::INVALID_PARAMS, "{refused}");
+
+    // Stopping the daemon removes the file and its directory.
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(
+        daemon
+            .wait_for_exit(SHUTDOWN_TIMEOUT)
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn an_eleven_mib_result_arrives_with_the_default_limits() {
+    let daemon = fault_daemon();
+    let bytes = 11 * 1024 * 1024;
+    let result = daemon.call_tool("alpha", "huge", json!({"bytes": bytes}));
+    let spilled = spilled_of(&result);
+    let saved = std::fs::read(&spilled.path).expect("read the spilled file");
+    let whole: Value = serde_json::from_slice(&saved).expect("the result's JSON");
+    assert_eq!(text_content(&whole).len(), bytes);
+}
+
+#[test]
+fn tool_cli_fetches_a_spilled_result() {
+    let daemon = fault_daemon_with(with_args(&["--max-response-bytes", "100000"]));
+    let dir = scratch();
+    let file = dir.path().join("out.txt");
+    let file_text = file.to_string_lossy().into_owned();
+    let arguments = r#"{"bytes": 300000}"#;
+    let output = daemon.run_client(&["--out", &file_text, "alpha", "huge", arguments], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let written = std::fs::read_to_string(&file).expect("read --out file");
+    assert_eq!(written.trim_end().len(), 300_000);
+    assert!(written.trim_end().bytes().all(|byte| byte == b'a'));
+
+    let output = daemon.run_client(&["--json", "alpha", "huge", arguments], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(text_content(&result).len(), 300_000);
+    assert!(
+        result["_meta"].get("tool-cli/spilled").is_none(),
+        "{:?}",
+        result["_meta"]
+    );
+}
+
+#[test]
+fn spilled_answers_expire() {
+    let daemon = fault_daemon_with(with_args(&[
+        "--max-response-bytes",
+        "1000",
+        "--spill-ttl-ms",
+        "200",
+    ]));
+    let result = daemon.call_tool("alpha", "huge", json!({"bytes": 5000}));
+    let spilled = spilled_of(&result);
+    assert!(
+        eventually(STARTUP_TIMEOUT, || !Path::new(&spilled.path).exists()),
+        "{} still there",
+        spilled.path
+    );
+    let refused = read_all_pages(&daemon, &daemon.token, &spilled.id, 1024).expect_err("gone");
+    assert_eq!(refused["code"], code::INVALID_PARAMS, "{refused}");
+}
+
+#[test]
+fn only_results_that_ran_something_are_spilled() {
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"demo": tool_cli_tests::demo_server(scratch().path())}}),
+        with_args(&["--max-response-bytes", "300"]),
+    );
+    let contents = daemon.call(
+        "readResource",
+        json!({"server": "demo", "uri": "demo://docs/readme"}),
+    );
+    assert_eq!(contents["contents"][0]["uri"], "demo://docs/readme");
+    let spilled = spilled_of(&contents);
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(&spilled.path).expect("read")).expect("JSON");
+    assert!(
+        saved["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("sql_query")),
+        "{saved:#}"
+    );
+    for (method, params) in [
+        ("listTools", json!({"server": "demo"})),
+        ("getBridgeInfo", Value::Null),
+    ] {
+        let error = daemon.call_err(method, params);
+        assert_eq!(error.code, code::RESPONSE_TOO_LARGE, "{method}: {error:?}");
+        match error_data(&error) {
+            ErrorData::ResponseTooLarge {
+                method: named,
+                bytes,
+                limit_bytes,
+            } => {
+                assert_eq!(named, method);
+                assert!(bytes > 300 && limit_bytes == 300, "{bytes} {limit_bytes}");
+            }
+            other => panic!("{method}: expected responseTooLarge, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_request_of_a_batch_over_the_limit_gets_its_own_answer() {
+    let daemon = fault_daemon();
+    // Three results of 4 MiB: 12 MiB together, over jsonrpsee's old 10 MiB cap and our 8 MiB.
+    let bytes = 4 * 1024 * 1024;
+    let mut batch: Vec<Value> = (0..3)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": format!("huge-{i}"), "method": "callTool",
+                   "params": {"server": "alpha", "tool": "huge", "arguments": {"bytes": bytes}}})
+        })
+        .collect();
+    batch.push(json!({"jsonrpc": "2.0", "id": "echo", "method": "callTool",
+                      "params": {"server": "alpha", "tool": "echo",
+                                 "arguments": {"nonce": "small"}}}));
+    let (status, response) = daemon.post(serde_json::to_string(&batch).unwrap().as_bytes());
+    assert_eq!(status, 200);
+    let answers: Vec<Value> = serde_json::from_slice(&response).unwrap_or_else(|err| {
+        panic!(
+            "not a batch answer ({err}): {}",
+            String::from_utf8_lossy(&response[..response.len().min(500)])
+        )
+    });
+    assert_eq!(answers.len(), 4, "{answers:#?}");
+    let mut ids = Vec::new();
+    for answer in &answers {
+        let id = answer["id"]
+            .as_str()
+            .expect("each answer has its request's id");
+        ids.push(id.to_owned());
+        let result = &answer["result"];
+        if id == "echo" {
+            assert_eq!(text_content(result), "small");
+            continue;
+        }
+        let spilled = spilled_of(result);
+        let saved = std::fs::read(&spilled.path).expect("read");
+        let whole: Value = serde_json::from_slice(&saved).expect("JSON");
+        assert_eq!(text_content(&whole).len(), bytes);
+    }
+    ids.sort();
+    assert_eq!(ids, ["echo", "huge-0", "huge-1", "huge-2"]);
+
+    // What cannot be spilled gets its own error, entry by entry.
+    let batch: Vec<Value> = (0..4)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "listTools",
+                        "params": {"server": "alpha"}})
+        })
+        .collect();
+    let small = fault_daemon_with(with_args(&["--max-response-bytes", "4000"]));
+    let (status, response) = small.post(serde_json::to_string(&batch).unwrap().as_bytes());
+    assert_eq!(status, 200);
+    let answers: Vec<Value> = serde_json::from_slice(&response).expect("a batch answer");
+    assert_eq!(answers.len(), 4);
+    for answer in &answers {
+        assert_eq!(
+            answer["error"]["code"],
+            code::RESPONSE_TOO_LARGE,
+            "{answer}"
+        );
+        assert_eq!(answer["error"]["data"]["limitBytes"], 1000, "{answer}");
+    }
+    // Alone, the same request fits.
+    small.call("listTools", json!({"server": "alpha"}));
+}
+
+#[test]
+fn a_call_outliving_the_grace_period_gets_a_shutdown_error() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let mut daemon = Daemon::start_with(
+        json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
+        with_args(&["--shutdown-grace-ms", "200"]),
+    );
+    let answer = thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            daemon.rpc(
+                "callTool",
+                Some(json!({"server": "alpha", "tool": "hang", "arguments": {}})),
+            )
+        });
+        let received = eventually(STARTUP_TIMEOUT, || {
+            count_recorded(&record, "tools/call", Some("hang")) == 1
+        });
+        assert!(received, "the call never reached the server");
+        daemon.signal(libc::SIGTERM);
+        call.join().expect("the caller got one answer")
+    });
+    let error = answer.expect_err("a hanging call cannot succeed");
+    assert_eq!(error.code, code::SHUTTING_DOWN, "{error:?}");
+    assert_eq!(
+        error_data(&error),
+        ErrorData::ShuttingDown { grace_ms: 200 }
+    );
+    let status = daemon.wait_for_exit(SHUTDOWN_TIMEOUT);
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        daemon.stderr()
+    );
+}
+
+#[test]
+fn notifications_are_not_run() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    let notification = json!({"jsonrpc": "2.0", "method": "callTool",
+        "params": {"server": "alpha", "tool": "echo", "arguments": {"nonce": "ghost"}}});
+    let (status, body) = daemon.post(notification.to_string().as_bytes());
+    assert_eq!((status, body.len()), (204, 0));
+    // A call after it: once it is recorded, the notification would have been too.
+    echo(&daemon, "marker");
+    let calls: Vec<Value> = tool_cli_tests::recorded_messages(&record)
+        .into_iter()
+        .filter(|message| message["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:#?}");
+    assert_eq!(calls[0]["params"]["arguments"]["nonce"], "marker");
 }

@@ -7,7 +7,7 @@ use std::thread;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, STARTUP_TIMEOUT, SHUTDOWN_TIMEOUT, count_recorded, eventually,
+    Daemon, DaemonOptions, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, count_recorded, eventually,
     everything_stdio, fault_server_recording, live_processes_in_group, python_fixture, scratch,
     text_content,
 };
@@ -107,9 +107,8 @@ fn sigint_is_a_clean_exit_too() {
 fn an_in_flight_call_is_answered_during_shutdown() {
     let dir = scratch();
     let record = dir.path().join("received.jsonl");
-    let mut daemon = Daemon::start(
-        json!({"mcpServers": {"slow": fault_server_recording(&record, &[])}}),
-    );
+    let mut daemon =
+        Daemon::start(json!({"mcpServers": {"slow": fault_server_recording(&record, &[])}}));
     let answer = thread::scope(|scope| {
         let call = scope.spawn(|| daemon.call_tool("slow", "sleep", json!({"ms": 1500})));
         // The signal goes once the server has the call: the order is an event, not a delay.

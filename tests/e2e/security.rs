@@ -540,10 +540,18 @@ fn any_content_type_with_a_json_body_is_served() {
         .collect();
     let response = exchange(&daemon, "POST", "/", &as_refs(&headers), &utf16);
     let answer: Value = serde_json::from_slice(&response.body).expect("a JSON-RPC answer");
-    assert_eq!(error_code(&answer), i64::from(code::PARSE_ERROR), "{answer}");
+    assert_eq!(
+        error_code(&answer),
+        i64::from(code::PARSE_ERROR),
+        "{answer}"
+    );
     let response = exchange(&daemon, "POST", "/", &as_refs(&headers), b"name=value");
     let answer: Value = serde_json::from_slice(&response.body).expect("a JSON-RPC answer");
-    assert_eq!(error_code(&answer), i64::from(code::PARSE_ERROR), "{answer}");
+    assert_eq!(
+        error_code(&answer),
+        i64::from(code::PARSE_ERROR),
+        "{answer}"
+    );
     assert_still_serving(&daemon);
 }
 

@@ -91,7 +91,8 @@ fn get_bridge_info() {
                 "health",
                 "mintToken",
                 "revokeToken",
-                "listTokens"
+                "listTokens",
+                "readSpilled"
               ],
               "capabilities": {
                 "authentication": {
@@ -807,9 +808,8 @@ fn error_objects_carry_the_reference_fields() {
 /// not 10,000 names.
 #[test]
 fn an_unknown_tool_error_stays_small_on_a_huge_server() {
-    let daemon = Daemon::start(
-        json!({"mcpServers": {"big": fault_server(&["--extra-tools", "10000"])}}),
-    );
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"big": fault_server(&["--extra-tools", "10000"])}}));
     let error = daemon.call_err(
         name::CALL_TOOL,
         json!({"server": "big", "tool": "extra_4242x", "arguments": {}}),
