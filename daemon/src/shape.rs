@@ -6,7 +6,7 @@
 //! buffers the body within the size limit, and looks at its shape with one borrowed parse: no
 //! allocation for the members it skips. Requests, notifications and batches pass through
 //! untouched; jsonrpsee itself answers malformed JSON and requests with an `id` but a bad shape.
-//! A batch is marked with its length ([`BatchLen`]), so each request's answer can be held to its
+//! A batch is marked with its length (`BatchLen`), so each request's answer can be held to its
 //! share of the response size limit.
 //!
 //! Notifications (no `id`) are not run: jsonrpsee ignores them over HTTP, where nothing could
