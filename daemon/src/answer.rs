@@ -19,8 +19,11 @@ use crate::error::Error;
 use crate::shape::BatchLen;
 use crate::spill::{self, SpillStore};
 
-/// Default `--max-response-bytes`.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// Default `--max-response-bytes`: the default cap on a stdio server's message, so that by
+/// default whatever result a server may send is sent whole (as the reference bridge does), and
+/// spilling is for batches, Streamable HTTP servers and clients that asked for a lower limit.
+/// The daemon uses `--max-message-bytes` when that is given and this is not.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many bytes one request's result may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,12 +66,13 @@ struct Cli {
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]
     max_message_bytes: usize,
 
-    /// Largest result sent in one response, in bytes (the requests of a batch share it). A
+    /// Largest result sent in one response, in bytes (the requests of a batch share it); by
+    /// default the same as --max-message-bytes, so any result a server may send goes whole. A
     /// larger callTool or readResource result is saved to a file in the runtime directory and
     /// answered with a reference (read it with readSpilled); a larger answer to any other
     /// method is refused with -32008.
-    #[arg(long, default_value_t = tool_cli_daemon::answer::DEFAULT_MAX_RESPONSE_BYTES, value_name = "BYTES")]
-    max_response_bytes: usize,
+    #[arg(long, value_name = "BYTES")]
+    max_response_bytes: Option<usize>,
 
     /// How long a result saved to a file (see --max-response-bytes) is kept, in milliseconds.
     /// Saved results are also removed when the daemon stops.
@@ -441,7 +442,7 @@ async fn serve(
             max_body_bytes: cli.max_body_bytes,
             allowed_origins: cli.allowed_origins.clone(),
             allowed_hosts: cli.allowed_hosts.clone(),
-            max_response_bytes: cli.max_response_bytes,
+            max_response_bytes: cli.max_response_bytes.unwrap_or(cli.max_message_bytes),
             spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
             spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
         },

@@ -23,12 +23,13 @@
 //!   with a warning naming each ignored field and the file; `disabled` and `disabledTools` take
 //!   effect; an unknown field is still refused with its path (exit 2):
 //!   `a_config_copied_from_another_client_starts_with_warnings`
-//! - a `callTool` result over `--max-response-bytes` (and, with the default limits, an 11 MiB
-//!   result, which jsonrpsee's 10 MiB cap used to lose after the tool ran) → a reference to a
-//!   0600 file in a 0700 directory holding the whole result, paged back by `readSpilled` to the
-//!   same bytes and SHA-256; another token cannot page it; the file goes at shutdown:
-//!   `a_result_too_large_to_send_is_spilled_not_lost`,
-//!   `an_eleven_mib_result_arrives_with_the_default_limits`
+//! - a `callTool` result over `--max-response-bytes` → a reference to a 0600 file in a 0700
+//!   directory holding the whole result, paged back by `readSpilled` to the same bytes and
+//!   SHA-256; another token cannot page it; the file goes at shutdown:
+//!   `a_result_too_large_to_send_is_spilled_not_lost`
+//! - an 11 MiB result (which jsonrpsee's 10 MiB cap used to lose after the tool ran) arrives
+//!   whole with the default limits; a 17 MiB one with `--max-message-bytes` raised:
+//!   `an_eleven_mib_result_arrives_whole_with_the_default_limits`
 //! - `tool-cli --out FILE` and `--json` on a spilled result write the whole result, fetched
 //!   with `readSpilled`: `tool_cli_fetches_a_spilled_result`
 //! - spilled answers expire after `--spill-ttl-ms`: `spilled_answers_expire`
@@ -688,14 +689,21 @@ fn a_result_too_large_to_send_is_spilled_not_lost() {
 }
 
 #[test]
-fn an_eleven_mib_result_arrives_with_the_default_limits() {
+fn an_eleven_mib_result_arrives_whole_with_the_default_limits() {
+    // Between jsonrpsee's old 10 MiB response cap and the 16 MiB message cap: the tool ran, and
+    // its answer used to be replaced by -32008. By default the response limit is the message
+    // cap, so whatever a server may send is sent whole.
     let daemon = fault_daemon();
     let bytes = 11 * 1024 * 1024;
     let result = daemon.call_tool("alpha", "huge", json!({"bytes": bytes}));
-    let spilled = spilled_of(&result);
-    let saved = std::fs::read(&spilled.path).expect("read the spilled file");
-    let whole: Value = serde_json::from_slice(&saved).expect("the result's JSON");
-    assert_eq!(text_content(&whole).len(), bytes);
+    assert!(result["_meta"].get("tool-cli/spilled").is_none());
+    assert_eq!(text_content(&result).len(), bytes);
+
+    // Raising the message cap raises the response limit with it.
+    let raised = fault_daemon_with(with_args(&["--max-message-bytes", "20000000"]));
+    let bytes = 17 * 1024 * 1024;
+    let result = raised.call_tool("alpha", "huge", json!({"bytes": bytes}));
+    assert_eq!(text_content(&result).len(), bytes);
 }
 
 #[test]
@@ -784,7 +792,8 @@ fn only_results_that_ran_something_are_spilled() {
 #[test]
 fn every_request_of_a_batch_over_the_limit_gets_its_own_answer() {
     let daemon = fault_daemon();
-    // Three results of 4 MiB: 12 MiB together, over jsonrpsee's old 10 MiB cap and our 8 MiB.
+    // Three results of 4 MiB and an echo: over jsonrpsee's old 10 MiB cap together, and each
+    // huge one over its quarter of the 16 MiB limit.
     let bytes = 4 * 1024 * 1024;
     let mut batch: Vec<Value> = (0..3)
         .map(|i| {
