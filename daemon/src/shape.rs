@@ -182,7 +182,12 @@ fn shape(body: &[u8]) -> Shape {
                 Shape::Notifications
             }
             Ok(batch) if !batch.is_empty() => Shape::Batch(batch.len()),
-            _ => Shape::PassThrough,
+            Ok(_) => Shape::PassThrough,
+            // Entries that are not objects still count: each gets an answer of its own.
+            Err(_) => match serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body) {
+                Ok(entries) if !entries.is_empty() => Shape::Batch(entries.len()),
+                _ => Shape::PassThrough,
+            },
         };
     }
     match serde_json::from_slice::<Probe<'_>>(body) {
@@ -295,6 +300,11 @@ mod tests {
         }
         assert_eq!(shape(b"{\"method\":\"\xff\"}"), Shape::NotUtf8);
         assert_eq!(shape(br#"[{"hello":1}]"#), Shape::Batch(1));
+        assert_eq!(
+            shape(br#"[1, {"jsonrpc":"2.0","id":1,"method":"b"}, "x"]"#),
+            Shape::Batch(3)
+        );
+        assert_eq!(shape(b"[1, 2"), Shape::PassThrough);
         assert_eq!(
             shape(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
             Shape::Batch(2)

@@ -2,7 +2,7 @@
 //! saved to a file and answered with a small reference, so a tool that ran never loses its
 //! answer to a size limit.
 //!
-//! Files live in a directory of the runtime directory (`spill-<pid>`, mode 0700, checked to be
+//! Files live in a directory of the runtime directory (`spill-<pid>-<random>`, mode 0700, checked to be
 //! ours and no symlink), each created new with mode 0600 and `O_NOFOLLOW`, named by a random id.
 //! The client that made the call reads the file directly when it is on the same machine, or
 //! pages it with `readSpilled`, which only the token that produced the answer may do. Files are
@@ -113,9 +113,16 @@ impl SpillStore {
         }
     }
 
-    /// The default directory for this daemon: `spill-<pid>` in the runtime directory.
+    /// A fresh directory for one store in the runtime directory: `spill-<pid>-<random>`. The pid
+    /// lets a later daemon tell a dead daemon's directory; the random part keeps two servers in
+    /// one process (tests, an embedding harness) from removing each other's answers.
     pub fn default_dir(runtime_dir: &Path) -> PathBuf {
-        runtime_dir.join(format!("{DIR_PREFIX}{}", std::process::id()))
+        let unique: [u8; 4] = rand::rng().random();
+        runtime_dir.join(format!(
+            "{DIR_PREFIX}{}-{}",
+            std::process::id(),
+            hex(&unique)
+        ))
     }
 
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
@@ -298,6 +305,7 @@ pub fn remove_stale(runtime_dir: &Path) -> usize {
         let Some(pid) = name
             .to_str()
             .and_then(|name| name.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<libc::pid_t>().ok())
         else {
             continue;
@@ -457,11 +465,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ours = SpillStore::default_dir(dir.path());
         std::fs::create_dir(&ours).unwrap();
+        let also_ours = SpillStore::default_dir(dir.path());
+        assert_ne!(
+            ours, also_ours,
+            "two stores of one process never share a directory"
+        );
         // Beyond any pid_max: no such process.
-        let dead = dir.path().join(format!("{DIR_PREFIX}{}", i32::MAX - 1));
+        let dead = dir
+            .path()
+            .join(format!("{DIR_PREFIX}{}-0badf00d", i32::MAX - 1));
         std::fs::create_dir(&dead).unwrap();
+        let unrelated = dir.path().join("spill-notes");
+        std::fs::create_dir(&unrelated).unwrap();
         assert_eq!(remove_stale(dir.path()), 1);
-        assert!(ours.exists() && !dead.exists());
+        assert!(ours.exists() && unrelated.exists() && !dead.exists());
     }
 
     #[test]
