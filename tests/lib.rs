@@ -363,6 +363,9 @@ pub struct DaemonOptions {
     pub args: Vec<String>,
     /// Set `TOOL_CLI_TOKEN` to this instead of letting the daemon pick one.
     pub token: Option<String>,
+    /// Variables removed from the daemon's environment (`RUST_LOG`, to see its default
+    /// logging).
+    pub remove_env: Vec<String>,
 }
 
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
@@ -406,7 +409,18 @@ impl Daemon {
         Daemon::launch(scratch(), config, options)
     }
 
+    /// Like [`Daemon::start_with`], but a daemon that exits before printing its export lines
+    /// (say, because the port it was told to bind is taken) is an `Err` with its exit status and
+    /// stderr, not a panic, so a test can react to the failure.
+    pub fn try_start_with(config: Value, options: DaemonOptions) -> Result<Daemon, String> {
+        Daemon::try_launch(scratch(), config, options)
+    }
+
     fn launch(dir: TempDir, config: Value, options: DaemonOptions) -> Daemon {
+        Daemon::try_launch(dir, config, options).unwrap_or_else(|failure| panic!("{failure}"))
+    }
+
+    fn try_launch(dir: TempDir, config: Value, options: DaemonOptions) -> Result<Daemon, String> {
         let config_path = dir.path().join("servers.json");
         std::fs::write(
             &config_path,
@@ -427,6 +441,9 @@ impl Daemon {
             .envs(options.env.iter().map(|(k, v)| (k, v)));
         if let Some(token) = &options.token {
             command.env(tool_cli_protocol::env::TOKEN, token);
+        }
+        for name in &options.remove_env {
+            command.env_remove(name);
         }
         command
             .stdin(Stdio::null())
@@ -467,11 +484,17 @@ impl Daemon {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = daemon.wait_for_exit(Duration::from_secs(5));
-                    panic!(
+                    // Its whole stderr, not what the reader thread has copied so far: the thread
+                    // ends (dropping its handle on the buffer) at end of file.
+                    let drained = Instant::now() + Duration::from_secs(5);
+                    while Arc::strong_count(&daemon.stderr) > 1 && Instant::now() < drained {
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    return Err(format!(
                         "tool-cli-daemon closed its stdout before printing its export lines \
                          (exit: {status:?}); stderr:\n{}",
                         daemon.stderr()
-                    );
+                    ));
                 }
             }
             if Instant::now() >= deadline {
@@ -484,7 +507,7 @@ impl Daemon {
         }
         daemon.port = port.expect("port");
         daemon.token = token.expect("token");
-        daemon
+        Ok(daemon)
     }
 
     /// The daemon's process id.

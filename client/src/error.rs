@@ -271,10 +271,19 @@ fn describe_rpc_error(
             server,
             tool,
             known_tools,
+            tool_count,
+            ..
         } => {
             write!(f, "server {server:?} has no tool {tool:?}")?;
             if known_tools.is_empty() {
                 f.write_str("; it offers no tools")?;
+            } else if tool_count > known_tools.len() {
+                // The daemon lists only the closest names of a large catalog.
+                write!(
+                    f,
+                    " (the closest of its {tool_count} tools: {})",
+                    known_tools.join(", ")
+                )?;
             } else {
                 write!(f, " (its tools: {})", known_tools.join(", "))?;
             }
@@ -287,6 +296,7 @@ fn describe_rpc_error(
             server,
             tool,
             errors,
+            ..
         } => {
             write!(
                 f,

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use tool_cli_protocol::methods::{
     BridgeProtocol, CallToolParams, DescribeToolParams, HealthResult, ListServersResult,
     ListTokensResult, ListToolsResult, MintTokenParams, MintTokenResult, ReadResourceParams,
-    RevokeTokenParams, RevokeTokenResult, ServerParams, ServerState, name,
+    ReadSpilledParams, ReadSpilledResult, RevokeTokenParams, RevokeTokenResult, ServerParams,
+    ServerState, SpilledAnswer, name,
 };
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME, code};
 
@@ -104,6 +105,7 @@ pub(crate) async fn run(
                 .connection
                 .call(name::CALL_TOOL, Some(params), timeout + CALL_TIMEOUT_MARGIN)
                 .await?;
+            let result = unspill(&mut session, result).await?;
             // On stderr and whatever the format: stdout stays the result, as the tool gave it.
             if let Some(warning) = render::degraded_warning(&server, &result) {
                 eprintln!("tool-cli: warning: {warning}");
@@ -181,6 +183,7 @@ pub(crate) async fn run(
             let result = session
                 .call_value(name::READ_RESOURCE, Some(params))
                 .await?;
+            let result = unspill(&mut session, result).await?;
             if output.json {
                 return output.emit_json(&result);
             }
@@ -190,6 +193,56 @@ pub(crate) async fn run(
             emit_resource_body(&mut output, &uri, &result)
         }
     }
+}
+
+/// A result too large for one response arrives as a reference to the file the daemon saved it
+/// in (`_meta["tool-cli/spilled"]`). Fetch the whole result with `readSpilled`, page by page
+/// (which works wherever the daemon runs, a container included), so printing, `--json` and
+/// `--out` all see what the tool returned.
+async fn unspill(session: &mut Session, result: Value) -> Result<Value, Error> {
+    let Some(reference) = result
+        .get("_meta")
+        .and_then(|meta| meta.get(tool_cli_protocol::meta::SPILLED))
+    else {
+        return Ok(result);
+    };
+    let spilled: SpilledAnswer = serde_json::from_value(reference.clone()).map_err(|err| {
+        Error::Protocol(format!(
+            "a spilled-answer reference that does not parse: {err}"
+        ))
+    })?;
+    // Bounded: the size comes from the daemon, which is not to be trusted with our memory.
+    let mut text = String::with_capacity(spilled.bytes.min(64 * 1024 * 1024) as usize);
+    let mut offset = 0;
+    loop {
+        let params = ReadSpilledParams {
+            id: spilled.id.clone(),
+            offset: Some(offset),
+            length: None,
+        };
+        let page: ReadSpilledResult = parse_result(
+            name::READ_SPILLED,
+            session.call_value(name::READ_SPILLED, Some(params)).await?,
+        )?;
+        text.push_str(&page.text);
+        match page.next_offset {
+            Some(next) if next > offset => offset = next,
+            Some(_) => {
+                return Err(Error::Protocol(format!(
+                    "readSpilled made no progress at offset {offset} of {}",
+                    spilled.id
+                )));
+            }
+            None => break,
+        }
+    }
+    serde_json::from_str(&text).map_err(|err| {
+        Error::Protocol(format!(
+            "the spilled answer {} ({} bytes) is not JSON: {err}",
+            spilled.id,
+            text.len()
+        ))
+    })
 }
 
 /// The connection and the per-request timeout of this run.

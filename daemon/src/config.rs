@@ -4,7 +4,8 @@
 //! [`parse`] turns text plus an environment lookup into a validated [`Config`], and [`load`] does
 //! the I/O (finding and reading the file). Every error names the file, the server and the field,
 //! and says what was expected, because a daemon that will not start is only as helpful as its
-//! message.
+//! message. Fields other clients write (Cline's `autoApprove`, Windsurf's `serverUrl`, …) are
+//! translated or dropped by `client_fields` with a note, not refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 use tool_cli_agent::config::AgentConfig;
 
+use crate::client_fields::{self, FieldNote};
 use crate::overrides::ToolOverride;
 use crate::policy::ServerPolicy;
 
@@ -35,6 +37,35 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The `agent` key: `runAgent`'s backend, model, prices and limits.
     pub agent: AgentConfig,
+    /// Fields written for other MCP clients that were translated or ignored; the daemon logs
+    /// them at start-up.
+    pub notes: Vec<ConfigNote>,
+}
+
+/// A field of another MCP client's config format (Cline's `autoApprove`, Windsurf's
+/// `serverUrl`, …), read as one of ours or ignored instead of refusing the whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigNote {
+    /// The file.
+    pub source: String,
+    /// The server whose entry has the field.
+    pub server: String,
+    /// The field as written.
+    pub field: String,
+    /// `true` when the field was ignored (worth a warning); `false` when it was translated.
+    pub ignored: bool,
+    /// What it is and what was done with it.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "config {}: server \"{}\": field \"{}\" {}",
+            self.source, self.server, self.field, self.message
+        )
+    }
 }
 
 /// Where a config came from.
@@ -231,6 +262,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             tool_overrides: Arc::default(),
         }],
         agent: AgentConfig::default(),
+        notes: Vec::new(),
     }
 }
 
@@ -327,11 +359,18 @@ pub fn parse(
     };
 
     let mut parsed = Vec::with_capacity(servers.len());
+    let mut notes = Vec::new();
     for (name, raw) in servers {
-        parsed.push(
-            parse_server(name, raw, env)
-                .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?,
-        );
+        let (server, field_notes) = parse_server(name, raw, env)
+            .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?;
+        parsed.push(server);
+        notes.extend(field_notes.into_iter().map(|note| ConfigNote {
+            source: source_name.clone(),
+            server: name.clone(),
+            field: note.field,
+            ignored: note.ignored,
+            message: note.message,
+        }));
     }
     let agent = match root.get("agent") {
         None | Some(Value::Null) => AgentConfig::default(),
@@ -355,6 +394,7 @@ pub fn parse(
         source,
         servers: parsed,
         agent,
+        notes,
     })
 }
 
@@ -364,7 +404,7 @@ fn parse_server(
     name: &str,
     raw: &Value,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<ServerConfig, FieldError> {
+) -> Result<(ServerConfig, Vec<FieldNote>), FieldError> {
     if let Err(message) = check_server_name(name) {
         return Err((None, message));
     }
@@ -374,14 +414,16 @@ fn parse_server(
             "expected an object with \"command\" or \"url\"".to_owned(),
         ));
     };
-    let policy = ServerPolicy::from_json(entry).map_err(|err| (None, err.to_string()))?;
+    // Other clients' fields become ours (or are dropped with a note) before anything is read.
+    let (entry, notes) = client_fields::normalize(entry);
+    let policy = ServerPolicy::from_json(&entry).map_err(|err| (None, err.to_string()))?;
     let tool_overrides = match entry.get("tools") {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(tools) => {
             crate::overrides::parse(tools).map_err(|(path, message)| (Some(path), message))?
         }
     };
-    let raw: RawServer = RawServer::deserialize(raw).map_err(|err| {
+    let raw: RawServer = RawServer::deserialize(Value::Object(entry)).map_err(|err| {
         let message = err.to_string();
         // serde names the offending field in its message; lift it into the field slot.
         let field = message.split('`').nth(1).map(str::to_owned).filter(|_| {
@@ -460,7 +502,7 @@ fn parse_server(
         None => DEFAULT_MAX_CONCURRENT,
     };
     let enabled = raw.enabled.unwrap_or(true) && !raw.disabled_flag.unwrap_or(false);
-    Ok(ServerConfig {
+    let server = ServerConfig {
         name: name.to_owned(),
         transport,
         description: raw.description,
@@ -476,7 +518,8 @@ fn parse_server(
         policy,
         priority: raw.priority.unwrap_or(0),
         tool_overrides: Arc::new(tool_overrides),
-    })
+    };
+    Ok((server, notes))
 }
 
 /// Server names become CLI words and JSON keys; keep them to a safe, typeable alphabet.
@@ -753,6 +796,42 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("invalid JSON at line 1"), "{err}");
+    }
+
+    #[test]
+    fn fields_of_other_clients_are_read_or_noted_not_refused() {
+        let config = parse_json(json!({"mcpServers": {
+            "cline": {"command": "x", "autoApprove": ["a"], "disabled": true, "timeout": 30,
+                      "transportType": "stdio"},
+            "windsurf": {"serverUrl": "https://h/mcp", "disabledTools": ["rm"]}
+        }}))
+        .unwrap();
+        assert!(!config.servers[0].enabled);
+        assert_eq!(config.servers[0].call_timeout, Duration::from_secs(30));
+        assert_eq!(
+            config.servers[1].transport,
+            TransportConfig::Http {
+                url: "https://h/mcp".into(),
+                headers: BTreeMap::new(),
+            }
+        );
+        let ignored: Vec<String> = config
+            .notes
+            .iter()
+            .filter(|note| note.ignored)
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert!(
+            ignored[0]
+                .starts_with(r#"config /c.json: server "cline": field "autoApprove" ignored"#),
+            "{ignored:?}"
+        );
+        assert_eq!(config.notes.len(), 5, "{:?}", config.notes);
+        // Unknown fields are still refused, with their path.
+        let err = parse_json(json!({"mcpServers": {"s": {"command": "x", "autoApprov": []}}}))
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("autoApprov"));
     }
 
     #[test]

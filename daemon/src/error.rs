@@ -10,7 +10,8 @@
 //! Handlers and the pipeline return [`Error`]; only the RPC layer (`rpc.rs`) turns it into a
 //! JSON-RPC error object, through [`Error::to_data`] and [`Error::code`].
 
-use tool_cli_protocol::{ArgumentError, ErrorData};
+use tool_cli_protocol::error::MAX_LISTED_TOOLS;
+use tool_cli_protocol::{ArgumentError, ErrorData, ValidationError};
 
 /// A failed request.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +45,41 @@ impl Error {
         ErrorData::InvalidParams {
             method: method.to_owned(),
             message: message.into(),
+        }
+        .into()
+    }
+
+    /// `server` has no tool `tool`; `known_tools` are the ones the caller may see (the wire gets
+    /// the closest few and the count, however many there are).
+    pub fn unknown_tool(server: &str, tool: &str, known_tools: &[String]) -> Error {
+        let closest = crate::suggest::closest_names(tool, known_tools, MAX_LISTED_TOOLS);
+        ErrorData::UnknownTool {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            known_tools: closest.clone(),
+            discovered_tools: closest,
+            tool_count: known_tools.len(),
+        }
+        .into()
+    }
+
+    /// Arguments for `server`/`tool` failed its schema, in both formats the wire carries.
+    pub fn invalid_arguments(
+        server: &str,
+        tool: &str,
+        violations: Vec<ArgumentViolation>,
+    ) -> Error {
+        let mut errors = Vec::with_capacity(violations.len());
+        let mut validation_errors = Vec::new();
+        for violation in violations {
+            errors.push(violation.error);
+            validation_errors.extend(violation.reference);
+        }
+        ErrorData::InvalidArguments {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            errors,
+            validation_errors,
         }
         .into()
     }
@@ -120,6 +156,8 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::NotPermitted { .. } => "notPermitted",
         ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
         ErrorData::Internal { .. } => "internal",
+        ErrorData::ShuttingDown { .. } => "shuttingDown",
+        ErrorData::ResponseTooLarge { .. } => "responseTooLarge",
         ErrorData::UnknownSession { .. } => "unknownSession",
         ErrorData::LoopDetected { .. } => "loopDetected",
         ErrorData::BudgetExceeded { .. } => "budgetExceeded",
@@ -151,6 +189,7 @@ pub fn message(data: &ErrorData) -> String {
             server,
             tool,
             known_tools,
+            ..
         } if server == "*" => {
             if known_tools.is_empty() {
                 format!(
@@ -167,14 +206,29 @@ pub fn message(data: &ErrorData) -> String {
             server,
             tool,
             known_tools,
-        } => format!(
-            "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
-            list_preview(known_tools)
-        ),
+            tool_count,
+            ..
+        } => {
+            if known_tools.is_empty() {
+                format!("server \"{server}\" has no tool \"{tool}\"; it offers none")
+            } else if *tool_count > known_tools.len() {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; the closest of its {tool_count} \
+                     tools: {}",
+                    known_tools.join(", ")
+                )
+            } else {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
         ErrorData::InvalidArguments {
             server,
             tool,
             errors,
+            ..
         } => format!(
             "arguments for {server}/{tool} do not match its input schema: {}",
             describe_errors(errors)
@@ -238,6 +292,19 @@ pub fn message(data: &ErrorData) -> String {
             crate::policy::confirmation_message(server, tool)
         }
         ErrorData::Internal { message } => message.clone(),
+        ErrorData::ShuttingDown { grace_ms } => format!(
+            "the daemon is shutting down and this request did not finish within its {grace_ms} ms \
+             grace period; it was cancelled (send it again once a daemon is running)"
+        ),
+        ErrorData::ResponseTooLarge {
+            method,
+            bytes,
+            limit_bytes,
+        } => format!(
+            "the answer to {method} is {bytes} bytes, over the {limit_bytes} bytes it may take \
+             (--max-response-bytes, shared by the requests of a batch); nothing was changed: send \
+             the request alone, or raise the limit"
+        ),
         ErrorData::UnknownSession { session_id } => format!(
             "no session \"{session_id}\" belongs to this token; `openSession` starts one, and \
              `callTool` with a new sessionId creates it"
@@ -280,19 +347,6 @@ fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
     }
 }
 
-fn list_preview(names: &[String]) -> String {
-    const SHOWN: usize = 20;
-    if names.len() <= SHOWN {
-        names.join(", ")
-    } else {
-        format!(
-            "{}, … ({} more)",
-            names[..SHOWN].join(", "),
-            names.len() - SHOWN
-        )
-    }
-}
-
 fn describe_errors(errors: &[ArgumentError]) -> String {
     errors
         .iter()
@@ -302,6 +356,16 @@ fn describe_errors(errors: &[ArgumentError]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// One way arguments fail a schema, in both formats the wire carries: ours and the reference
+/// bridge's (ajv's, which splits some of ours into several entries).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgumentViolation {
+    /// Ours.
+    pub error: ArgumentError,
+    /// The reference's entries for the same failure (none for our "… and N more" summary).
+    pub reference: Vec<ValidationError>,
 }
 
 impl From<crate::policy::Denial> for Error {

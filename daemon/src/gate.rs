@@ -1,14 +1,22 @@
 //! The request gate: every check that needs only the request head, in one tower layer, before
 //! any body is read.
 //!
-//! In order: only `POST`; a `Host` naming this daemon (loopback or `localhost` with our port),
-//! which stops DNS rebinding; no foreign `Origin` (a browser page); a JSON content type (which a
-//! browser cannot send cross-origin without a preflight we refuse); no query string (a token must
-//! never travel in a URL, where logs and histories keep it); a known path;
-//! and exactly one `Authorization: Bearer` header carrying a live token, whose [`Grant`] is
-//! attached to the request for the handlers. No response ever carries CORS headers. The
-//! unauthenticated `/identity` challenge is answered here too: it needs no body and proves the
-//! daemon holds the token before the client sends it.
+//! In order: only `POST`; a `Host` naming this daemon (loopback or `localhost` with our port, or
+//! a name given with `--allow-host`), which stops DNS rebinding, and the same for the authority
+//! of an absolute-form target (`POST http://evil.example/`); no foreign `Origin` (a browser
+//! page); no transfer coding but `chunked` (a `gzip` we would silently ignore is refused); no
+//! query string (a token must never travel in a URL, where logs and histories keep it); a known
+//! path; and exactly one `Authorization: Bearer` header carrying a live token, whose [`Grant`] is
+//! attached to the request for the handlers. Every refusal has an empty body, and no response
+//! ever carries CORS headers.
+//!
+//! The content type is not checked: the reference bridge accepts any, and a browser is stopped
+//! without it (a cross-site request that needs no preflight cannot carry `Authorization`, and a
+//! preflight gets 405; a page always sends `Origin`; a rebound name fails the `Host` check).
+//! What reaches jsonrpsee is labelled `application/json` and stripped of `Upgrade`, so jsonrpsee
+//! never answers 415 or its websocket 403 (both with bodies) itself; the body is checked to be
+//! UTF-8 JSON by the next layer. The unauthenticated `/identity` challenge is answered here too:
+//! it needs no body and proves the daemon holds the token before the client sends it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -38,13 +46,24 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    /// The `Host` values that name a daemon listening on `port` on loopback.
-    pub(crate) fn loopback_hosts(port: u16) -> Vec<String> {
-        vec![
+    /// The `Host` values that name a daemon listening on `port` on loopback, then each of
+    /// `allowed_names` (from `--allow-host`) with that port.
+    pub(crate) fn hosts(port: u16, allowed_names: &[String]) -> Vec<String> {
+        let mut hosts = vec![
             format!("127.0.0.1:{port}"),
             format!("localhost:{port}"),
             format!("[::1]:{port}"),
-        ]
+        ];
+        hosts.extend(
+            allowed_names
+                .iter()
+                .map(|name| format!("{}:{port}", name.to_ascii_lowercase())),
+        );
+        hosts
+    }
+
+    fn names_us(&self, host: &str) -> bool {
+        self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))
     }
 
     /// Decides on a request head: `Ok(Some(grant))` to pass it on, `Ok(None)` for the identity
@@ -61,12 +80,15 @@ impl Gate {
         if !self.hosts.is_empty() {
             let mut hosts = headers.get_all(header::HOST).iter();
             let host_ok = match (hosts.next(), hosts.next()) {
-                (Some(host), None) => host
-                    .to_str()
-                    .is_ok_and(|host| self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))),
+                (Some(host), None) => host.to_str().is_ok_and(|host| self.names_us(host)),
                 _ => false,
             };
-            if !host_ok {
+            // An absolute-form target (`POST http://evil.example/ HTTP/1.1`) names the host it
+            // is for, and HTTP says that name wins over `Host`: it must name us too.
+            let target_ok = uri
+                .authority()
+                .is_none_or(|authority| self.names_us(authority.as_str()));
+            if !host_ok || !target_ok {
                 return Err(StatusCode::FORBIDDEN);
             }
         }
@@ -78,13 +100,8 @@ impl Gate {
                 return Err(StatusCode::FORBIDDEN);
             }
         }
-        let json = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(';').next())
-            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
-        if !json {
-            return Err(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        if !only_chunked(headers) {
+            return Err(StatusCode::NOT_IMPLEMENTED);
         }
         if uri.query().is_some() {
             return Err(StatusCode::BAD_REQUEST);
@@ -137,6 +154,34 @@ impl Gate {
             .body(HttpBody::from(body))
             .expect("static response parts are valid")
     }
+}
+
+/// No `Transfer-Encoding`, or exactly `chunked`. hyper de-chunks a `gzip, chunked` body and
+/// hands over the gzip bytes as they are; a coding we do not apply is refused (501, as HTTP
+/// says), not silently ignored.
+fn only_chunked(headers: &HeaderMap) -> bool {
+    let mut codings = headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|value| value.to_str().unwrap_or("?").split(','))
+        .map(str::trim);
+    match (codings.next(), codings.next()) {
+        (None, _) => true,
+        (Some(coding), None) => coding.eq_ignore_ascii_case("chunked"),
+        _ => false,
+    }
+}
+
+/// What jsonrpsee must see of a request the gate let through: a JSON content type whatever the
+/// client sent (jsonrpsee would answer any other with its own 415 and a text body), and no
+/// `Upgrade` (a websocket upgrade would get its 403 with a text body). We never switch
+/// protocols, which HTTP lets a server decide by ignoring `Upgrade`.
+fn prepare_for_jsonrpsee(headers: &mut HeaderMap) {
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.remove(header::UPGRADE);
 }
 
 /// The empty answer to a refused request, with the header its status calls for.
@@ -215,6 +260,7 @@ where
         {
             Ok(Some(grant)) => {
                 request.extensions_mut().insert(grant);
+                prepare_for_jsonrpsee(request.headers_mut());
                 Box::pin(self.inner.call(request))
             }
             Ok(None) => {
@@ -237,7 +283,7 @@ mod tests {
     fn gate() -> Gate {
         Gate {
             tokens: Arc::new(TokenStore::new(Token::from_text(&"ab".repeat(32)).unwrap())),
-            hosts: Gate::loopback_hosts(4000),
+            hosts: Gate::hosts(4000, &["host.docker.internal".to_owned()]),
             origins: vec!["http://allowed.example".to_owned()],
             max_body_bytes: 1024,
         }
@@ -280,6 +326,8 @@ mod tests {
             "localhost.evil.example",
             "127.0.0.1:4001",
             "127.0.0.1",
+            "host.docker.internal",
+            "host.docker.internal:4001",
         ] {
             let headers = [ok[1], ok[2], ("host", host)];
             assert_eq!(verdict("POST", "/", &headers), 403, "{host}");
@@ -290,34 +338,42 @@ mod tests {
             403,
             "two hosts"
         );
-        assert_eq!(
-            verdict("POST", "/", &[("host", "LOCALHOST:4000"), ok[1], ok[2]]),
-            200
-        );
+        for host in ["LOCALHOST:4000", "[::1]:4000", "Host.Docker.Internal:4000"] {
+            assert_eq!(verdict("POST", "/", &[("host", host), ok[1], ok[2]]), 200);
+        }
+        // An absolute-form target names the host it is for: it must be us, like `Host`.
+        for target in [
+            "http://evil.example/",
+            "http://127.0.0.1:4001/",
+            "http://user@127.0.0.1:4000/",
+        ] {
+            assert_eq!(verdict("POST", target, &ok), 403, "{target}");
+        }
+        assert_eq!(verdict("POST", "http://127.0.0.1:4000/", &ok), 200);
         for origin in ["http://evil.example", "null", "http://localhost:4001"] {
             let headers = [ok[0], ok[1], ok[2], ("origin", origin)];
             assert_eq!(verdict("POST", "/", &headers), 403, "{origin}");
         }
         let allowed = [ok[0], ok[1], ok[2], ("origin", "http://allowed.example")];
         assert_eq!(verdict("POST", "/", &allowed), 200);
+        for coding in ["gzip, chunked", "gzip", "chunked, chunked", "identity"] {
+            let headers = [ok[0], ok[1], ok[2], ("transfer-encoding", coding)];
+            assert_eq!(verdict("POST", "/", &headers), 501, "{coding}");
+        }
+        let chunked = [ok[0], ok[1], ok[2], ("transfer-encoding", "Chunked")];
+        assert_eq!(verdict("POST", "/", &chunked), 200);
         assert_eq!(verdict("POST", "/?token=x", &ok), 400);
         assert_eq!(verdict("POST", "/other", &ok), 404);
-        assert_eq!(
-            verdict("POST", "/", &[ok[0], ("content-type", "text/plain"), ok[2]]),
-            415
-        );
-        assert_eq!(
-            verdict(
-                "POST",
-                "/",
-                &[
-                    ok[0],
-                    ("content-type", "application/json; charset=utf-8"),
-                    ok[2]
-                ]
-            ),
-            200
-        );
+        // Any content type, or none: the body decides.
+        for content_type in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "application/json; charset=utf-16",
+        ] {
+            let headers = [ok[0], ("content-type", content_type), ok[2]];
+            assert_eq!(verdict("POST", "/", &headers), 200, "{content_type}");
+        }
+        assert_eq!(verdict("POST", "/", &[ok[0], ok[2]]), 200);
         assert_eq!(verdict("POST", "/", &ok[..2]), 401);
         assert_eq!(verdict("POST", "/", &[ok[0], ok[1], ok[2], ok[2]]), 401);
         assert_eq!(
@@ -329,7 +385,26 @@ mod tests {
             413
         );
         assert_eq!(verdict("POST", "/identity", &[ok[0], ok[1]]), 0);
-        assert_eq!(verdict("POST", "/identity", &[ok[0]]), 415);
+        assert_eq!(verdict("POST", "/identity", &[ok[0]]), 0);
+    }
+
+    #[test]
+    fn jsonrpsee_sees_json_and_no_upgrade() {
+        let (_, _, mut headers) = head(
+            "POST",
+            "/",
+            &[
+                ("content-type", "text/plain; charset=utf-16"),
+                ("connection", "upgrade"),
+                ("upgrade", "websocket"),
+            ],
+        );
+        prepare_for_jsonrpsee(&mut headers);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert!(headers.get(header::UPGRADE).is_none());
+        let (_, _, mut headers) = head("POST", "/", &[]);
+        prepare_for_jsonrpsee(&mut headers);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! layer.
 
 mod agent_runs;
+pub mod answer;
 pub mod auth;
 pub mod catalog;
+mod client_fields;
 pub mod config;
 mod discovery;
 pub mod error;
@@ -28,6 +30,7 @@ pub mod runtime_file;
 pub mod server;
 pub mod sessions;
 pub mod shape;
+pub mod spill;
 mod suggest;
 mod tool_search;
 mod validate;

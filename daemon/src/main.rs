@@ -17,6 +17,7 @@ use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::spill::SpillStore;
 use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RuntimeFile;
 
@@ -66,6 +67,19 @@ struct Cli {
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]
     max_message_bytes: usize,
 
+    /// Largest result sent in one response, in bytes (the requests of a batch share it); by
+    /// default the same as --max-message-bytes, so any result a server may send goes whole. A
+    /// larger callTool or readResource result is saved to a file in the runtime directory and
+    /// answered with a reference (read it with readSpilled); a larger answer to any other
+    /// method is refused with -32008.
+    #[arg(long, value_name = "BYTES")]
+    max_response_bytes: Option<usize>,
+
+    /// How long a result saved to a file (see --max-response-bytes) is kept, in milliseconds.
+    /// Saved results are also removed when the daemon stops.
+    #[arg(long, default_value_t = tool_cli_daemon::spill::DEFAULT_TTL.as_millis() as u64, value_name = "MS")]
+    spill_ttl_ms: u64,
+
     /// Largest request body accepted from a client, in bytes.
     #[arg(long, default_value_t = tool_cli_daemon::shape::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
     max_body_bytes: usize,
@@ -78,6 +92,37 @@ struct Cli {
     /// default any request with an `Origin` is refused.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+
+    /// Also accept `Host: NAME:<port>`, for clients that reach the daemon under another name
+    /// (a container's `host.docker.internal`, with `--host`/`TOOL_CLI_BIND_HOST` binding beyond
+    /// loopback); repeat for more, or list them comma-separated in the variable. By default only
+    /// loopback names are accepted, which stops DNS rebinding.
+    #[arg(
+        long = "allow-host",
+        value_name = "NAME",
+        env = env::ALLOW_HOSTS,
+        value_delimiter = ',',
+        value_parser = parse_host_name
+    )]
+    allowed_hosts: Vec<String>,
+}
+
+/// A bare host name for `--allow-host`: no port (ours is added), no scheme, no path.
+fn parse_host_name(text: &str) -> Result<String, String> {
+    let name = text.trim();
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if valid {
+        Ok(name.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "\"{text}\" is not a host name; expected a bare name such as host.docker.internal \
+             (letters, digits, '-', '.', '_'; no scheme, port or path: the daemon's port is added)"
+        ))
+    }
 }
 
 #[derive(Subcommand)]
@@ -106,19 +151,25 @@ fn main() -> ExitCode {
 }
 
 fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
-        // jsonrpsee traces whole HTTP requests, `Authorization` header included: never let a
-        // token reach the log, whatever RUST_LOG says.
-        .add_directive("jsonrpsee-server=debug".parse().expect("a valid directive"))
-        .add_directive("jsonrpsee-core=debug".parse().expect("a valid directive"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
+
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: never let
+    // a token reach the log, whatever RUST_LOG says. This only caps jsonrpsee below TRACE; a
+    // `jsonrpsee-server=debug` directive would instead *raise* it to DEBUG under a quiet default
+    // and log every connection.
+    let no_jsonrpsee_traces = tracing_subscriber::filter::filter_fn(|metadata| {
+        !(metadata.target().starts_with("jsonrpsee") && *metadata.level() == tracing::Level::TRACE)
+    });
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .init();
+        .with_filter(no_jsonrpsee_traces.and(filter));
+    tracing_subscriber::registry().with(layer).init();
 }
 
 fn run_demo_server(db: Option<PathBuf>) -> ExitCode {
@@ -160,6 +211,13 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(err) => return fail(EXIT_CONFIG, err),
     };
+    for note in &config.notes {
+        if note.ignored {
+            tracing::warn!("{note}");
+        } else {
+            tracing::info!("{note}");
+        }
+    }
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path),
         (None, Ok(text)) if !text.is_empty() => {
@@ -285,7 +343,28 @@ async fn serve(
     endpoint: Endpoint,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
-        Endpoint::Tcp(local) => (local.ip().to_string(), local.port(), None),
+        Endpoint::Tcp(local) => {
+            if !local.ip().is_loopback() {
+                tracing::warn!(
+                    address = %local,
+                    "listening beyond loopback: other machines can reach this port; requests \
+                     still need the token and a Host named with --allow-host, and the token \
+                     travels unencrypted"
+                );
+            }
+            // A client on this machine reaches an address bound on every interface through
+            // loopback, under a name the Host check accepts.
+            let reachable = match local.ip() {
+                std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+                    std::net::Ipv4Addr::LOCALHOST.to_string()
+                }
+                std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+                    std::net::Ipv6Addr::LOCALHOST.to_string()
+                }
+                ip => ip.to_string(),
+            };
+            (reachable, local.port(), None)
+        }
         Endpoint::Socket(path) => (
             "localhost".to_owned(),
             0,
@@ -370,6 +449,10 @@ async fn serve(
             grace: Duration::from_millis(cli.shutdown_grace_ms),
             max_body_bytes: cli.max_body_bytes,
             allowed_origins: cli.allowed_origins.clone(),
+            allowed_hosts: cli.allowed_hosts.clone(),
+            max_response_bytes: cli.max_response_bytes.unwrap_or(cli.max_message_bytes),
+            spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
+            spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
         },
     )
     .await;

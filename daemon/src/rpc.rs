@@ -1,38 +1,92 @@
 //! The JSON-RPC methods: params in, results or errors out.
 //!
 //! This is the only place a daemon [`Error`] becomes a JSON-RPC error object; handlers stay thin
-//! and delegate to the [`Orchestrator`].
+//! and delegate to the [`Orchestrator`]. Every result leaves through [`crate::answer`], which
+//! holds it to the response size limit (spilling a large `callTool`/`readResource` result to a
+//! file), and every handler that waits is raced against the end of the shutdown grace period,
+//! so a request still running then gets a shutdown error instead of a closed connection.
 
+use std::future::Future;
 use std::sync::Arc;
-
 use std::time::SystemTime;
 
 use jsonrpsee::types::{ErrorObjectOwned, Params};
 use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::watch;
+use tool_cli_protocol::agent::{AgentEventsParams, CancelAgentParams};
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
     CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult,
-    MintTokenParams, ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult,
-    ServerParams, ToolsCapability, UpstreamMcp, name,
+    MintTokenParams, ReadResourceParams, ReadSpilledParams, ResourcesCapability, RevokeTokenParams,
+    RevokeTokenResult, ServerParams, ToolsCapability, UpstreamMcp, name,
 };
-
-use tool_cli_protocol::agent::{AgentEventsParams, CancelAgentParams};
-use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 use tool_cli_protocol::orchestration::{
     CallChainParams, CallManyParams, CloseSessionResult, OpenSessionParams, SessionParams,
 };
+use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 
+use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
 use crate::orchestrator::Orchestrator;
 use crate::pipeline::CallContext;
+use crate::shape::BatchLen;
+use crate::spill::{MAX_PAGE_BYTES, SpillError, SpillStore};
+
+/// How answers leave: their size limit, where large ones are saved, and when the daemon stops
+/// waiting for them.
+pub(crate) struct Answers {
+    /// `--max-response-bytes`.
+    pub(crate) max_response_bytes: usize,
+    /// Where results over the limit are saved.
+    pub(crate) spill: Arc<SpillStore>,
+    /// Turns `true` when the shutdown grace period is over.
+    pub(crate) grace_over: watch::Receiver<bool>,
+    /// The grace period, for the error message.
+    pub(crate) grace_ms: u64,
+}
 
 /// What every handler can reach.
 pub(crate) struct Context {
     orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
+    answers: Answers,
 }
+
+impl Context {
+    /// This request's share of the response size limit.
+    fn budget(&self, extensions: &Extensions) -> Budget {
+        Budget::new(
+            self.answers.max_response_bytes,
+            extensions.get::<BatchLen>().copied(),
+        )
+    }
+
+    /// Runs `work` until it ends or the shutdown grace period does, whichever comes first. In
+    /// the second case the work is dropped (a call in flight is cancelled upstream) and the
+    /// request is answered with a shutdown error, so it gets exactly one answer before its
+    /// connection closes.
+    async fn until_grace_over<T>(
+        &self,
+        work: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, ErrorObjectOwned> {
+        let mut grace_over = self.answers.grace_over.clone();
+        tokio::select! {
+            result = work => result.map_err(to_rpc_error),
+            // A dropped sender (no shutdown will come) disables this branch.
+            Ok(_) = grace_over.wait_for(|over| *over) => Err(to_rpc_error(
+                tool_cli_protocol::ErrorData::ShuttingDown {
+                    grace_ms: self.answers.grace_ms,
+                }
+                .into(),
+            )),
+        }
+    }
+}
+
+type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
 /// The grant the gate attached to the request. Every request that reaches a handler has one;
 /// a missing grant (a bug) is refused rather than treated as the owner.
@@ -69,33 +123,40 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
 pub(crate) fn module(
     orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
+    answers: Answers,
 ) -> RpcModule<Context> {
     let mut module = RpcModule::new(Context {
         orchestrator,
         tokens,
+        answers,
     });
     module
-        .register_method(name::GET_BRIDGE_INFO, |_, _, _| {
-            Ok::<_, ErrorObjectOwned>(bridge_info())
+        .register_method(name::GET_BRIDGE_INFO, |_, context, extensions| -> Answer {
+            fit(
+                name::GET_BRIDGE_INFO,
+                &bridge_info(),
+                context.budget(extensions),
+            )
+            .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::HEALTH, |params, context, extensions| {
+        .register_method(name::HEALTH, |params, context, extensions| -> Answer {
             let params: HealthParams = if params.as_str().is_none() {
                 HealthParams::default()
             } else {
                 parse(name::HEALTH, &params, r#"{"tools"?: boolean}"#)?
             };
-            Ok::<_, ErrorObjectOwned>(
-                context
-                    .orchestrator
-                    .health(grant(extensions)?, params.tools),
-            )
+            let health = context
+                .orchestrator
+                .health(grant(extensions)?, params.tools);
+            fit(name::HEALTH, &health, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::LIST_SERVERS, |_, context, extensions| {
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.list_servers(grant(extensions)?))
+        .register_method(name::LIST_SERVERS, |_, context, extensions| -> Answer {
+            let servers = context.orchestrator.list_servers(grant(extensions)?);
+            fit(name::LIST_SERVERS, &servers, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -110,11 +171,18 @@ pub(crate) fn module(
                 )?
             };
             let grant = grant(&extensions)?;
-            match &params.server {
-                Some(server) => context.orchestrator.list_tools(server, grant).await,
-                None => context.orchestrator.list_all_tools(&params, grant),
-            }
-            .map_err(to_rpc_error)
+            let tools = match &params.server {
+                Some(server) => {
+                    context
+                        .until_grace_over(context.orchestrator.list_tools(server, grant))
+                        .await?
+                }
+                None => context
+                    .orchestrator
+                    .list_all_tools(&params, grant)
+                    .map_err(to_rpc_error)?,
+            };
+            fit(name::LIST_TOOLS, &tools, context.budget(&extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -126,11 +194,15 @@ pub(crate) fn module(
                     &params,
                     r#"{"server": string, "tool": string}"#,
                 )?;
-                context
-                    .orchestrator
-                    .describe_tool(&params.server, &params.tool, grant(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let grant = grant(&extensions)?;
+                let tool = context
+                    .until_grace_over(context.orchestrator.describe_tool(
+                        &params.server,
+                        &params.tool,
+                        grant,
+                    ))
+                    .await?;
+                fit(name::DESCRIBE_TOOL, &tool, context.budget(&extensions)).map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -142,11 +214,19 @@ pub(crate) fn module(
                 r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string}"#,
             )?;
             let call = call_context(&extensions)?;
-            context
-                .orchestrator
-                .call_tool(params, &call)
-                .await
-                .map_err(to_rpc_error)
+            let result = context
+                .until_grace_over(context.orchestrator.call_tool(params, &call))
+                .await?;
+            // The tool has run: a result too large to send is saved, never dropped.
+            fit_or_spill(
+                result,
+                Spillable::Call,
+                context.budget(&extensions),
+                &context.answers.spill,
+                &call.grant.token_id,
+            )
+            .await
+            .map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -154,11 +234,16 @@ pub(crate) fn module(
             name::LIST_RESOURCES,
             |params, context, extensions| async move {
                 let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
-                context
-                    .orchestrator
-                    .list_resources(&params.server, &call_context(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let call = call_context(&extensions)?;
+                let resources = context
+                    .until_grace_over(context.orchestrator.list_resources(&params.server, &call))
+                    .await?;
+                fit(
+                    name::LIST_RESOURCES,
+                    &resources,
+                    context.budget(&extensions),
+                )
+                .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -168,11 +253,20 @@ pub(crate) fn module(
             |params, context, extensions| async move {
                 let params: ServerParams =
                     parse(name::LIST_RESOURCE_TEMPLATES, &params, SERVER_SHAPE)?;
-                context
-                    .orchestrator
-                    .list_resource_templates(&params.server, &call_context(&extensions)?)
-                    .await
-                    .map_err(to_rpc_error)
+                let call = call_context(&extensions)?;
+                let templates = context
+                    .until_grace_over(
+                        context
+                            .orchestrator
+                            .list_resource_templates(&params.server, &call),
+                    )
+                    .await?;
+                fit(
+                    name::LIST_RESOURCE_TEMPLATES,
+                    &templates,
+                    context.budget(&extensions),
+                )
+                .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");
@@ -185,9 +279,38 @@ pub(crate) fn module(
                     &params,
                     r#"{"server": string, "uri": string}"#,
                 )?;
-                context
-                    .orchestrator
-                    .read_resource(&params.server, &params.uri, &call_context(&extensions)?)
+                let call = call_context(&extensions)?;
+                let contents = context
+                    .until_grace_over(context.orchestrator.read_resource(
+                        &params.server,
+                        &params.uri,
+                        &call,
+                    ))
+                    .await?;
+                fit_or_spill(
+                    contents,
+                    Spillable::Resource { uri: &params.uri },
+                    context.budget(&extensions),
+                    &context.answers.spill,
+                    &call.grant.token_id,
+                )
+                .await
+                .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::READ_SPILLED,
+            |params, context, extensions| async move {
+                let params: ReadSpilledParams = parse(
+                    name::READ_SPILLED,
+                    &params,
+                    r#"{"id": string, "offset"?: integer, "length"?: integer}"#,
+                )?;
+                let grant = grant(&extensions)?;
+                let budget = context.budget(&extensions);
+                read_spilled(&context.answers.spill, params, &grant.token_id, budget)
                     .await
                     .map_err(to_rpc_error)
             },
@@ -195,20 +318,21 @@ pub(crate) fn module(
         .expect("method names are unique");
     register_orchestration(&mut module);
     module
-        .register_method(name::SEARCH_TOOLS, |params, context, extensions| {
+        .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(
                 name::SEARCH_TOOLS,
                 &params,
                 r#"{"query": string, "limit"?: integer, "servers"?: [string], "tags"?: [string], "sessionId"?: string, "includeSchema"?: boolean}"#,
             )?;
-            context
+            let found = context
                 .orchestrator
                 .search_tools(params, &call_context(extensions)?)
-                .map_err(to_rpc_error)
+                .map_err(to_rpc_error)?;
+            fit(name::SEARCH_TOOLS, &found, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::MINT_TOKEN, |params, context, extensions| {
+        .register_method(name::MINT_TOKEN, |params, context, extensions| -> Answer {
             owner_only(grant(extensions)?, name::MINT_TOKEN)?;
             let params: MintTokenParams = if params.as_str().is_none() {
                 MintTokenParams::default()
@@ -219,31 +343,72 @@ pub(crate) fn module(
                     r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
                 )?
             };
-            context
+            let minted = context
                 .tokens
                 .mint(params, SystemTime::now())
-                .map_err(|error| to_rpc_error(Error::invalid_params(name::MINT_TOKEN, error.to_string())))
+                .map_err(|error| {
+                    to_rpc_error(Error::invalid_params(name::MINT_TOKEN, error.to_string()))
+                })?;
+            fit(name::MINT_TOKEN, &minted, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::REVOKE_TOKEN, |params, context, extensions| {
-            owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
-            let params: RevokeTokenParams =
-                parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
-            Ok::<_, ErrorObjectOwned>(RevokeTokenResult {
-                revoked: context.tokens.revoke(&params.token_id),
-            })
-        })
+        .register_method(
+            name::REVOKE_TOKEN,
+            |params, context, extensions| -> Answer {
+                owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
+                let params: RevokeTokenParams =
+                    parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
+                let revoked = RevokeTokenResult {
+                    revoked: context.tokens.revoke(&params.token_id),
+                };
+                fit(name::REVOKE_TOKEN, &revoked, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
         .expect("method names are unique");
     module
-        .register_method(name::LIST_TOKENS, |_, context, extensions| {
+        .register_method(name::LIST_TOKENS, |_, context, extensions| -> Answer {
             owner_only(grant(extensions)?, name::LIST_TOKENS)?;
-            Ok::<_, ErrorObjectOwned>(ListTokensResult {
+            let tokens = ListTokensResult {
                 tokens: context.tokens.list(SystemTime::now()),
-            })
+            };
+            fit(name::LIST_TOKENS, &tokens, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
+}
+
+/// `readSpilled`: one page of a spilled answer, sized so that its text, escaped into a JSON
+/// string (at most twice as long), fits this request's budget.
+async fn read_spilled(
+    store: &Arc<SpillStore>,
+    params: ReadSpilledParams,
+    token_id: &str,
+    budget: Budget,
+) -> Result<Box<RawValue>, Error> {
+    const ENVELOPE: usize = 1024;
+    let fits = (budget.bytes.saturating_sub(ENVELOPE) / 2) as u64;
+    let length = params.length.unwrap_or(MAX_PAGE_BYTES).min(fits);
+    let offset = params.offset.unwrap_or(0);
+    let reading = {
+        let store = Arc::clone(store);
+        let token_id = token_id.to_owned();
+        tokio::task::spawn_blocking(move || {
+            store.read(&params.id, &token_id, offset, length, SystemTime::now())
+        })
+    };
+    let page = reading
+        .await
+        .map_err(|error| Error::internal(format!("reading a spilled answer failed: {error}")))?
+        .map_err(|error| match error {
+            SpillError::UnknownId(_)
+            | SpillError::OffsetPastEnd { .. }
+            | SpillError::InsideCharacter(_) => {
+                Error::invalid_params(name::READ_SPILLED, error.to_string())
+            }
+            other => Error::internal(other.to_string()),
+        })?;
+    fit(name::READ_SPILLED, &page, budget)
 }
 
 const SERVER_SHAPE: &str = r#"{"server": string}"#;
@@ -260,85 +425,106 @@ fn register_orchestration(module: &mut RpcModule<Context>) {
                 r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#,
             )?;
             let orchestrator = Arc::clone(&context.orchestrator);
-            orchestrator
-                .run_agent(params, &call_context(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let call = call_context(&extensions)?;
+            let result = context
+                .until_grace_over(orchestrator.run_agent(params, &call))
+                .await?;
+            fit(name::RUN_AGENT, &result, context.budget(&extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_async_method(name::AGENT_EVENTS, |params, context, extensions| async move {
-            let params: AgentEventsParams = parse(
-                name::AGENT_EVENTS,
-                &params,
-                r#"{"runId": string, "after"?: integer, "waitMs"?: integer}"#,
-            )?;
-            context
-                .orchestrator
-                .agent_events(
-                    &params.run_id,
-                    params.after,
-                    params.wait_ms.map(std::time::Duration::from_millis),
-                    &call_context(&extensions)?,
-                )
-                .await
-                .map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_method(name::CANCEL_AGENT, |params, context, extensions| {
-            let params: CancelAgentParams =
-                parse(name::CANCEL_AGENT, &params, r#"{"runId": string}"#)?;
-            context
-                .orchestrator
-                .cancel_agent(&params.run_id, &call_context(extensions)?)
-                .map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_method(name::OPEN_SESSION, |params, context, extensions| {
-            let params: OpenSessionParams = if params.as_str().is_none() {
-                OpenSessionParams::default()
-            } else {
-                parse(
-                    name::OPEN_SESSION,
+        .register_async_method(
+            name::AGENT_EVENTS,
+            |params, context, extensions| async move {
+                let params: AgentEventsParams = parse(
+                    name::AGENT_EVENTS,
                     &params,
-                    r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#,
-                )?
-            };
-            context
+                    r#"{"runId": string, "after"?: integer, "waitMs"?: integer}"#,
+                )?;
+                let call = call_context(&extensions)?;
+                let events = context
+                    .until_grace_over(context.orchestrator.agent_events(
+                        &params.run_id,
+                        params.after,
+                        params.wait_ms.map(std::time::Duration::from_millis),
+                        &call,
+                    ))
+                    .await?;
+                fit(name::AGENT_EVENTS, &events, context.budget(&extensions)).map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(
+            name::CANCEL_AGENT,
+            |params, context, extensions| -> Answer {
+                let params: CancelAgentParams =
+                    parse(name::CANCEL_AGENT, &params, r#"{"runId": string}"#)?;
+                let cancelled = context
+                    .orchestrator
+                    .cancel_agent(&params.run_id, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                fit(name::CANCEL_AGENT, &cancelled, context.budget(extensions))
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(
+            name::OPEN_SESSION,
+            |params, context, extensions| -> Answer {
+                let params: OpenSessionParams = if params.as_str().is_none() {
+                    OpenSessionParams::default()
+                } else {
+                    parse(
+                        name::OPEN_SESSION,
+                        &params,
+                        r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#,
+                    )?
+                };
+                let opened = context
+                    .orchestrator
+                    .open_session(params, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                fit(name::OPEN_SESSION, &opened, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(
+            name::SESSION_SUMMARY,
+            |params, context, extensions| -> Answer {
+                let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
+                let summary = context
+                    .orchestrator
+                    .session_summary(&params.session_id, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                fit(name::SESSION_SUMMARY, &summary, context.budget(extensions))
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(name::LIST_SESSIONS, |_, context, extensions| -> Answer {
+            let sessions = context
                 .orchestrator
-                .open_session(params, &call_context(extensions)?)
-                .map_err(to_rpc_error)
+                .list_sessions(&call_context(extensions)?);
+            fit(name::LIST_SESSIONS, &sessions, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
-        .register_method(name::SESSION_SUMMARY, |params, context, extensions| {
-            let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
-            context
-                .orchestrator
-                .session_summary(&params.session_id, &call_context(extensions)?)
-                .map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_method(name::LIST_SESSIONS, |_, context, extensions| {
-            Ok::<_, ErrorObjectOwned>(
+        .register_method(
+            name::CLOSE_SESSION,
+            |params, context, extensions| -> Answer {
+                let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
                 context
                     .orchestrator
-                    .list_sessions(&call_context(extensions)?),
-            )
-        })
-        .expect("method names are unique");
-    module
-        .register_method(name::CLOSE_SESSION, |params, context, extensions| {
-            let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
-            context
-                .orchestrator
-                .close_session(&params.session_id, &call_context(extensions)?)
-                .map(|()| CloseSessionResult { closed: true })
-                .map_err(to_rpc_error)
-        })
+                    .close_session(&params.session_id, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                let closed = CloseSessionResult { closed: true };
+                fit(name::CLOSE_SESSION, &closed, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
         .expect("method names are unique");
     module
         .register_async_method(name::CALL_CHAIN, |params, context, extensions| async move {
@@ -347,11 +533,11 @@ fn register_orchestration(module: &mut RpcModule<Context>) {
                 &params,
                 r#"{"steps": [{"server"?: string, "tool": string, "arguments"?: object, "bind"?: object, "hint"?: string}], "sessionId"?: string, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean}"#,
             )?;
-            context
-                .orchestrator
-                .call_chain(params, &call_context(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let call = call_context(&extensions)?;
+            let chain = context
+                .until_grace_over(context.orchestrator.call_chain(params, &call))
+                .await?;
+            fit(name::CALL_CHAIN, &chain, context.budget(&extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -361,14 +547,17 @@ fn register_orchestration(module: &mut RpcModule<Context>) {
                 &params,
                 r#"{"calls": [callTool params], "maxConcurrent"?: integer, "sessionId"?: string}"#,
             )?;
-            context
-                .orchestrator
-                .call_many(params, &call_context(&extensions)?)
-                .await
-                .map_err(to_rpc_error)
+            let call = call_context(&extensions)?;
+            let many = context
+                .until_grace_over(context.orchestrator.call_many(params, &call))
+                .await?;
+            fit(name::CALL_MANY, &many, context.budget(&extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
 }
+
+/// The deepest nesting serde_json parses (its recursion limit), counted from the params object.
+const MAX_PARAMS_DEPTH: usize = 128;
 
 /// Parses params into `T`, with an error that names the member and the expected shape.
 fn parse<T: DeserializeOwned>(
@@ -382,6 +571,16 @@ fn parse<T: DeserializeOwned>(
     };
     serde_json::from_str(text).map_err(|err| {
         let message = err.to_string();
+        // serde_json stops at 128 levels of arrays and objects (a guard against stack
+        // exhaustion); the shape is not what is wrong, so do not say what shape was expected.
+        if message.starts_with("recursion limit exceeded") {
+            return invalid(format!(
+                "the params nest arrays and objects more than {MAX_PARAMS_DEPTH} levels deep \
+                 (the arguments about {} levels below them), deeper than the daemon parses; \
+                 send flatter arguments",
+                MAX_PARAMS_DEPTH - 2
+            ));
+        }
         // serde_json appends a position inside the params text, which helps nobody here.
         let message = message
             .split(" at line ")
@@ -435,6 +634,7 @@ pub(crate) fn bridge_info() -> BridgeInfo {
                 read: true,
             },
             cancellation: CancellationCapability {
+                provider_abort_signal: true,
                 per_call_timeout: true,
                 upstream_notification: "notifications/cancelled".to_owned(),
             },
@@ -486,6 +686,32 @@ mod tests {
     }
 
     #[test]
+    fn params_nested_too_deep_say_so_instead_of_naming_a_shape() {
+        let depth = 130;
+        let text = format!(
+            r#"{{"server":"s","tool":"t","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let params = Params::new(Some(&text));
+        let err = parse::<CallToolParams>("callTool", &params, "{...}").unwrap_err();
+        assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
+        assert!(
+            err.message().contains("more than 128 levels deep"),
+            "{}",
+            err.message()
+        );
+        assert!(!err.message().contains("expected {"), "{}", err.message());
+        // Just under the limit parses.
+        let text = format!(
+            r#"{{"server":"s","tool":"t","arguments":{{"a":{}1{}}}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(parse::<CallToolParams>("callTool", &Params::new(Some(&text)), "").is_ok());
+    }
+
+    #[test]
     fn bridge_info_announces_protocol_one_and_every_operation() {
         let info = serde_json::to_value(bridge_info()).unwrap();
         assert_eq!(info["bridgeProtocol"]["name"], "tool-cli-bridge");
@@ -495,5 +721,9 @@ mod tests {
             name::ALL.len()
         );
         assert_eq!(info["upstreamMcp"]["protocolVersion"], "2025-11-25");
+        assert_eq!(
+            info["capabilities"]["cancellation"]["providerAbortSignal"],
+            true
+        );
     }
 }

@@ -4,12 +4,13 @@
 //! Owning the loop (instead of jsonrpsee's built-in server) is what gives us a header-read
 //! timeout (slow-loris clients are dropped), a connection cap that refuses at accept time, the
 //! same code for TCP and Unix sockets, and graceful shutdown: stop accepting, let requests in
-//! flight finish within the grace period, then return so the caller can close the pool. `main`
-//! and the tests call the same [`run`] with a listener on `127.0.0.1:0`.
+//! flight finish within the grace period, answer those still running with a shutdown error, then
+//! return so the caller can close the pool. `main` and the tests call the same [`run`] with a
+//! listener on `127.0.0.1:0`.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -21,6 +22,7 @@ use crate::auth::TokenStore;
 use crate::gate::{Gate, GateLayer};
 use crate::orchestrator::Orchestrator;
 use crate::shape::RequestShapeLayer;
+use crate::spill::SpillStore;
 
 /// Most requests in one JSON-RPC batch.
 const MAX_BATCH_LEN: u32 = 100;
@@ -31,6 +33,13 @@ const MAX_CONNECTIONS: usize = 1024;
 
 /// How long a client may take to send a request's head; slower connections are dropped.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// After the grace period, how long requests still running get to write the shutdown error
+/// they were just given before their connections are dropped.
+const LAST_ANSWER_WINDOW: Duration = Duration::from_secs(2);
+
+/// How often expired spilled answers are removed, at most.
+const SPILL_SWEEP_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Where the daemon listens.
 #[derive(Debug)]
@@ -50,6 +59,17 @@ pub struct ServeOptions {
     pub max_body_bytes: usize,
     /// `Origin` values allowed (browser pages); empty refuses every request with an `Origin`.
     pub allowed_origins: Vec<String>,
+    /// Host names accepted in `Host` (with our port) besides the loopback ones, for clients that
+    /// reach a daemon bound beyond loopback under another name (a container's
+    /// `host.docker.internal`). Not used on a Unix socket.
+    pub allowed_hosts: Vec<String>,
+    /// Largest result sent in one response (a batch's entries share it); larger `callTool` and
+    /// `readResource` results are spilled to a file, others refused with `-32008`.
+    pub max_response_bytes: usize,
+    /// Where spilled answers are saved (a directory only we can enter, created on first use).
+    pub spill_dir: std::path::PathBuf,
+    /// How long a spilled answer is kept.
+    pub spill_ttl: Duration,
 }
 
 impl Default for ServeOptions {
@@ -58,6 +78,10 @@ impl Default for ServeOptions {
             grace: Duration::from_secs(10),
             max_body_bytes: crate::shape::DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_response_bytes: crate::answer::DEFAULT_MAX_RESPONSE_BYTES,
+            spill_dir: SpillStore::default_dir(&crate::runtime_file::default_dir()),
+            spill_ttl: crate::spill::DEFAULT_TTL,
         }
     }
 }
@@ -75,7 +99,9 @@ pub async fn run(
     options: ServeOptions,
 ) -> std::io::Result<()> {
     let hosts = match &listener {
-        Listener::Tcp(listener) => Gate::loopback_hosts(listener.local_addr()?.port()),
+        Listener::Tcp(listener) => {
+            Gate::hosts(listener.local_addr()?.port(), &options.allowed_hosts)
+        }
         Listener::Unix(_) => Vec::new(),
     };
     let gate = Arc::new(Gate {
@@ -88,6 +114,9 @@ pub async fn run(
         .http_only()
         // The shape layer enforces the real limit; jsonrpsee's must not be lower.
         .max_request_body_size(u32::try_from(options.max_body_bytes).unwrap_or(u32::MAX))
+        // `answer` enforces the response limit before an answer is handed over; jsonrpsee's
+        // would replace an answer with an error after the tool ran (a batch's, every answer).
+        .max_response_body_size(u32::MAX)
         .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH_LEN))
         .build();
     let http_middleware = tower::ServiceBuilder::new()
@@ -100,7 +129,40 @@ pub async fn run(
         // Our accept loop enforces the limit; jsonrpsee's own guard (100 by default) would
         // answer 429 below it.
         .max_connections(MAX_CONNECTIONS as u32);
-    let methods: jsonrpsee::Methods = crate::rpc::module(orchestrator, Arc::clone(&tokens)).into();
+    if let Some(runtime_dir) = options.spill_dir.parent() {
+        let removed = crate::spill::remove_stale(runtime_dir);
+        if removed > 0 {
+            tracing::info!(removed, "removed spilled answers left by stopped daemons");
+        }
+    }
+    let spill = Arc::new(SpillStore::new(
+        options.spill_dir.clone(),
+        options.spill_ttl,
+    ));
+    let sweeper = {
+        let spill = Arc::clone(&spill);
+        let every = options
+            .spill_ttl
+            .min(SPILL_SWEEP_INTERVAL)
+            .max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            loop {
+                ticks.tick().await;
+                let spill = Arc::clone(&spill);
+                let _ = tokio::task::spawn_blocking(move || spill.sweep(SystemTime::now())).await;
+            }
+        })
+    };
+    let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
+    let answers = crate::rpc::Answers {
+        max_response_bytes: options.max_response_bytes,
+        spill: Arc::clone(&spill),
+        grace_over: grace_over_receiver,
+        grace_ms: options.grace.as_millis() as u64,
+    };
+    let methods: jsonrpsee::Methods =
+        crate::rpc::module(orchestrator, Arc::clone(&tokens), answers).into();
     let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
 
     enum Accepting {
@@ -197,9 +259,21 @@ pub async fn run(
     if drained.is_err() {
         tracing::warn!(
             grace_ms = options.grace.as_millis() as u64,
-            "requests still in flight after the grace period"
+            "requests still in flight after the grace period; answering them with a shutdown \
+             error"
         );
-        tasks.abort_all();
+        // Each request still running answers at once; its connection then closes (graceful
+        // shutdown was asked for). Only a connection that cannot even take that is dropped.
+        let _ = grace_over.send(true);
+        let answered = tokio::time::timeout(LAST_ANSWER_WINDOW, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if answered.is_err() {
+            tasks.abort_all();
+        }
     }
+    sweeper.abort();
+    spill.remove_all();
     Ok(())
 }

@@ -6,6 +6,11 @@
 //! buffers the body within the size limit, and looks at its shape with one borrowed parse: no
 //! allocation for the members it skips. Requests, notifications and batches pass through
 //! untouched; jsonrpsee itself answers malformed JSON and requests with an `id` but a bad shape.
+//! A batch is marked with its length (`BatchLen`), so each request's answer can be held to its
+//! share of the response size limit.
+//!
+//! Notifications (no `id`) are not run: jsonrpsee ignores them over HTTP, where nothing could
+//! report their outcome. They are answered `204 No Content`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,6 +28,10 @@ use serde_json::value::RawValue;
 
 /// Default largest request body accepted.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Attached to a batch request: how many entries it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchLen(pub(crate) usize);
 
 /// Tower layer answering `-32600` for JSON that is not a request, and `-32603` for a handler
 /// that panicked.
@@ -90,10 +99,14 @@ where
                 Err(_) => return Ok(plain_status(StatusCode::BAD_REQUEST)),
             };
             let shape = shape(&bytes);
+            let mut parts = parts;
             match shape {
                 Shape::NotARequest => return Ok(invalid_request()),
                 Shape::NotUtf8 => return Ok(parse_error()),
-                _ => {}
+                Shape::Batch(len) => {
+                    parts.extensions.insert(BatchLen(len));
+                }
+                Shape::PassThrough | Shape::Notifications => {}
             }
             let request = Request::from_parts(
                 parts,
@@ -101,7 +114,7 @@ where
             );
             // A panicking handler answers its request with -32603; the daemon keeps serving.
             match AssertUnwindSafe(inner.call(request)).catch_unwind().await {
-                // Notifications are run, but JSON-RPC sends nothing back for them.
+                // Notifications get nothing back: JSON-RPC answers no notification.
                 Ok(Ok(_)) if shape == Shape::Notifications => {
                     Ok(plain_status(StatusCode::NO_CONTENT))
                 }
@@ -117,9 +130,12 @@ where
 
 #[derive(Debug, PartialEq, Eq)]
 enum Shape {
-    /// Let jsonrpsee answer: a request, a batch with a request in it, or malformed JSON.
+    /// Let jsonrpsee answer: a request, or malformed JSON.
     PassThrough,
-    /// Notifications only: jsonrpsee runs them; the client gets no body.
+    /// Let jsonrpsee answer a batch of this many entries, at least one of them not a
+    /// notification.
+    Batch(usize),
+    /// Notifications only: jsonrpsee ignores them; the client gets no body.
     Notifications,
     /// Valid JSON that is not a request (or a request with an id JSON-RPC does not allow).
     NotARequest,
@@ -165,7 +181,13 @@ fn shape(body: &[u8]) -> Shape {
             Ok(batch) if !batch.is_empty() && batch.iter().all(Probe::is_notification) => {
                 Shape::Notifications
             }
-            _ => Shape::PassThrough,
+            Ok(batch) if !batch.is_empty() => Shape::Batch(batch.len()),
+            Ok(_) => Shape::PassThrough,
+            // Entries that are not objects still count: each gets an answer of its own.
+            Err(_) => match serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(body) {
+                Ok(entries) if !entries.is_empty() => Shape::Batch(entries.len()),
+                _ => Shape::PassThrough,
+            },
         };
     }
     match serde_json::from_slice::<Probe<'_>>(body) {
@@ -269,8 +291,6 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"listServers"}"#,
             r#"{"jsonrpc":"2.0","id":"x","method":"listServers"}"#,
             r#"{"id":1}"#,
-            r#"[{"hello":1}]"#,
-            r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#,
             "[]",
             r#"{"jsonrpc":"2.0","id":1,"#,
             "not json",
@@ -279,6 +299,16 @@ mod tests {
             assert_eq!(shape(body.as_bytes()), Shape::PassThrough, "{body}");
         }
         assert_eq!(shape(b"{\"method\":\"\xff\"}"), Shape::NotUtf8);
+        assert_eq!(shape(br#"[{"hello":1}]"#), Shape::Batch(1));
+        assert_eq!(
+            shape(br#"[1, {"jsonrpc":"2.0","id":1,"method":"b"}, "x"]"#),
+            Shape::Batch(3)
+        );
+        assert_eq!(shape(b"[1, 2"), Shape::PassThrough);
+        assert_eq!(
+            shape(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
+            Shape::Batch(2)
+        );
         for body in [
             r#"{"jsonrpc":"2.0","method":"note"}"#,
             r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#,

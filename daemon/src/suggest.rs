@@ -32,9 +32,37 @@ pub(crate) fn closest<'a>(
         .collect()
 }
 
-/// The edit distance between `a` and `b`, in characters.
+/// The `limit` names closest to `wanted` by edit distance, nearest first, ties in the given
+/// order; unlike [`closest`], never empty while there are names (an unknown-tool error lists the
+/// nearest the server has, however far).
+pub(crate) fn closest_names(wanted: &str, names: &[String], limit: usize) -> Vec<String> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    // (distance, position): unique, so sorting them breaks ties by the server's order.
+    let mut scored: Vec<(usize, usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| (levenshtein(wanted, name), index))
+        .collect();
+    if scored.len() > limit {
+        scored.select_nth_unstable(limit - 1);
+        scored.truncate(limit);
+    }
+    scored.sort_unstable();
+    scored
+        .into_iter()
+        .map(|(_, index)| names[index].clone())
+        .collect()
+}
+
+/// The edit distance between `a` and `b`, in characters (the first 128 of each: names longer
+/// than that are not typos, and the cost stays bounded).
 fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
+    const CONSIDERED: usize = 128;
+    let a: String = a.chars().take(CONSIDERED).collect();
+    let a = a.as_str();
+    let b: Vec<char> = b.chars().take(CONSIDERED).collect();
     let mut previous: Vec<usize> = (0..=b.len()).collect();
     let mut current = vec![0; b.len() + 1];
     for (i, ca) in a.chars().enumerate() {
@@ -66,6 +94,23 @@ mod tests {
         assert_eq!(closest("SQL_QUERY", names, 3), vec!["sql_query"]);
         assert!(closest("zzzzzzzzzz", names, 3).is_empty());
         assert_eq!(closest("a", ["a", "b"], 10), vec!["a"]);
+    }
+
+    #[test]
+    fn closest_names_are_capped_and_nearest_first() {
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            closest_names("describe", &names(&["sql_query", "describe_schema"]), 10),
+            names(&["describe_schema", "sql_query"])
+        );
+        let many: Vec<String> = (0..10_000).map(|i| format!("tool_{i}")).collect();
+        let closest = closest_names("tool_42", &many, 10);
+        assert_eq!(closest.len(), 10);
+        assert_eq!(closest[0], "tool_42");
+        assert_eq!(
+            closest_names("x", &names(&["b", "a", "c"]), 2),
+            names(&["b", "a"])
+        );
     }
 
     #[test]

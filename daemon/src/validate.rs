@@ -3,13 +3,23 @@
 //! JSON Schema 2020-12 is assumed when a schema names no `$schema`; 2019-09 and draft-07 are
 //! honoured when named. Formats are checked (the format vocabulary), and remote `$ref`s are
 //! never fetched: the daemon makes no network request on behalf of a schema.
+//!
+//! Each failure is reported twice over: in our format (`errors`: path, schema path, the
+//! validator's message) and in the reference bridge's (`validationErrors`: ajv's keyword, params
+//! and wording), so scripts written for either keep working.
 
+use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
 use jsonschema::{Draft, Validator};
-use serde_json::{Map, Value};
-use tool_cli_protocol::ArgumentError;
+use serde_json::{Map, Value, json};
+use tool_cli_protocol::{ArgumentError, ValidationError};
+
+use crate::error::ArgumentViolation;
 
 /// Most failures reported for one call; past that the list says how many more there were.
 const MAX_REPORTED_ERRORS: usize = 50;
+
+/// Longest message kept: the validator quotes the failing value, which may be megabytes long.
+const MAX_MESSAGE_CHARS: usize = 512;
 
 /// A compiled `inputSchema`.
 pub(crate) struct ArgumentValidator {
@@ -30,30 +40,189 @@ impl ArgumentValidator {
     }
 
     /// Every way `arguments` fails the schema, in document order; empty when it passes.
-    pub(crate) fn check(&self, arguments: &Map<String, Value>) -> Vec<ArgumentError> {
+    pub(crate) fn check(&self, arguments: &Map<String, Value>) -> Vec<ArgumentViolation> {
         // The validator wants a `Value`; the arguments are small compared with the call itself.
         let instance = Value::Object(arguments.clone());
-        let mut errors: Vec<ArgumentError> = Vec::new();
+        let mut errors: Vec<ArgumentViolation> = Vec::new();
         let mut extra = 0usize;
         for error in self.validator.iter_errors(&instance) {
             if errors.len() == MAX_REPORTED_ERRORS {
                 extra += 1;
                 continue;
             }
-            errors.push(ArgumentError {
-                path: error.instance_path().to_string(),
-                schema_path: error.schema_path().to_string(),
-                message: error.to_string(),
+            errors.push(ArgumentViolation {
+                error: ArgumentError {
+                    path: error.instance_path().to_string(),
+                    schema_path: error.schema_path().to_string(),
+                    message: shortened(error.to_string()),
+                },
+                reference: reference_entries(&error),
             });
         }
         if extra > 0 {
-            errors.push(ArgumentError {
-                path: String::new(),
-                schema_path: String::new(),
-                message: format!("… and {extra} more errors"),
+            errors.push(ArgumentViolation {
+                error: ArgumentError {
+                    path: String::new(),
+                    schema_path: String::new(),
+                    message: format!("… and {extra} more errors"),
+                },
+                reference: Vec::new(),
             });
         }
         errors
+    }
+}
+
+fn shortened(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &message[..cut]),
+        None => message,
+    }
+}
+
+/// The failure as ajv (the reference bridge's validator) reports it: its keyword, its params
+/// and its wording. ajv reports each missing or unexpected property on its own.
+fn reference_entries(error: &jsonschema::ValidationError<'_>) -> Vec<ValidationError> {
+    let entry = |keyword: &str, params: Value, message: String| ValidationError {
+        instance_path: error.instance_path().to_string(),
+        schema_path: format!("#{}", error.schema_path()),
+        keyword: keyword.to_owned(),
+        params,
+        message,
+    };
+    let one = |keyword: &str, params: Value, message: String| vec![entry(keyword, params, message)];
+    let fewer = |keyword: &str, limit: u64, what: &str| {
+        one(
+            keyword,
+            json!({ "limit": limit }),
+            format!("must NOT have fewer than {limit} {what}"),
+        )
+    };
+    let more = |keyword: &str, limit: u64, what: &str| {
+        one(
+            keyword,
+            json!({ "limit": limit }),
+            format!("must NOT have more than {limit} {what}"),
+        )
+    };
+    let compare = |keyword: &str, comparison: &str, limit: &Value| {
+        one(
+            keyword,
+            json!({ "comparison": comparison, "limit": limit }),
+            format!("must be {comparison} {limit}"),
+        )
+    };
+    match error.kind() {
+        Kind::Required { property } => {
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
+            one(
+                "required",
+                json!({ "missingProperty": name }),
+                format!("must have required property '{name}'"),
+            )
+        }
+        Kind::AdditionalProperties { unexpected } => unexpected
+            .iter()
+            .map(|name| {
+                entry(
+                    "additionalProperties",
+                    json!({ "additionalProperty": name }),
+                    "must NOT have additional properties".to_owned(),
+                )
+            })
+            .collect(),
+        Kind::UnevaluatedProperties { unexpected } => unexpected
+            .iter()
+            .map(|name| {
+                entry(
+                    "unevaluatedProperties",
+                    json!({ "unevaluatedProperty": name }),
+                    "must NOT have unevaluated properties".to_owned(),
+                )
+            })
+            .collect(),
+        Kind::Type { kind } => {
+            let types = match kind {
+                TypeKind::Single(single) => single.to_string(),
+                TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            one("type", json!({ "type": types }), format!("must be {types}"))
+        }
+        Kind::Minimum { limit } => compare("minimum", ">=", limit),
+        Kind::Maximum { limit } => compare("maximum", "<=", limit),
+        Kind::ExclusiveMinimum { limit } => compare("exclusiveMinimum", ">", limit),
+        Kind::ExclusiveMaximum { limit } => compare("exclusiveMaximum", "<", limit),
+        Kind::MinLength { limit } => fewer("minLength", *limit, "characters"),
+        Kind::MaxLength { limit } => more("maxLength", *limit, "characters"),
+        Kind::MinItems { limit } => fewer("minItems", *limit, "items"),
+        Kind::MaxItems { limit } => more("maxItems", *limit, "items"),
+        Kind::MinProperties { limit } => fewer("minProperties", *limit, "properties"),
+        Kind::MaxProperties { limit } => more("maxProperties", *limit, "properties"),
+        Kind::AdditionalItems { limit } => more("additionalItems", *limit as u64, "items"),
+        Kind::Enum { options } => one(
+            "enum",
+            json!({ "allowedValues": options }),
+            "must be equal to one of the allowed values".to_owned(),
+        ),
+        Kind::Constant { expected_value } => one(
+            "const",
+            json!({ "allowedValue": expected_value }),
+            "must be equal to constant".to_owned(),
+        ),
+        Kind::Pattern { pattern } => one(
+            "pattern",
+            json!({ "pattern": pattern }),
+            format!("must match pattern \"{pattern}\""),
+        ),
+        Kind::Format { format } => one(
+            "format",
+            json!({ "format": format }),
+            format!("must match format \"{format}\""),
+        ),
+        Kind::MultipleOf { multiple_of } => one(
+            "multipleOf",
+            json!({ "multipleOf": multiple_of }),
+            format!("must be multiple of {multiple_of}"),
+        ),
+        Kind::UniqueItems => one(
+            "uniqueItems",
+            json!({}),
+            "must NOT have duplicate items".to_owned(),
+        ),
+        Kind::AnyOf { .. } => one(
+            "anyOf",
+            json!({}),
+            "must match a schema in anyOf".to_owned(),
+        ),
+        Kind::OneOfNotValid { .. } | Kind::OneOfMultipleValid { .. } => one(
+            "oneOf",
+            json!({ "passingSchemas": null }),
+            "must match exactly one schema in oneOf".to_owned(),
+        ),
+        Kind::Not { .. } => one("not", json!({}), "must NOT be valid".to_owned()),
+        Kind::FalseSchema => one(
+            "false schema",
+            json!({}),
+            "boolean schema is false".to_owned(),
+        ),
+        Kind::Contains => one(
+            "contains",
+            json!({ "minContains": 1 }),
+            "must contain at least 1 valid item(s)".to_owned(),
+        ),
+        Kind::PropertyNames { error: inner } => one(
+            "propertyNames",
+            json!({ "propertyName": inner.instance() }),
+            "property name must be valid".to_owned(),
+        ),
+        // The rest have no ajv counterpart worth imitating: keep the keyword, give our words.
+        other => one(other.keyword(), json!({}), shortened(error.to_string())),
     }
 }
 
@@ -83,7 +252,8 @@ mod tests {
                 .check(&args(json!({"sql": "select 1"})))
                 .is_empty()
         );
-        let errors = validator.check(&args(json!({"page_size": 0, "bogus": true})));
+        let violations = validator.check(&args(json!({"page_size": 0, "bogus": true})));
+        let errors: Vec<&ArgumentError> = violations.iter().map(|v| &v.error).collect();
         let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
         assert!(paths.contains(&""), "{errors:?}");
         assert!(paths.contains(&"/page_size"), "{errors:?}");
@@ -95,6 +265,73 @@ mod tests {
             errors.iter().any(|e| e.schema_path.ends_with("minimum")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn reference_entries_follow_ajv() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "sql": {"type": "string"},
+                "page_size": {"type": "integer", "minimum": 1},
+                "mode": {"enum": ["a", "b"]},
+                "when": {"type": "string", "format": "date"}
+            },
+            "required": ["sql"],
+            "additionalProperties": false
+        });
+        let validator = ArgumentValidator::compile(&schema).unwrap();
+        let violations = validator.check(&args(json!({
+            "page_size": 0, "mode": "c", "when": "soon", "x": 1, "y": 2
+        })));
+        let entries: Vec<Value> = violations
+            .iter()
+            .flat_map(|v| v.reference.iter())
+            .map(|entry| serde_json::to_value(entry).unwrap())
+            .collect();
+        let find = |keyword: &str| -> Vec<&Value> {
+            entries.iter().filter(|e| e["keyword"] == keyword).collect()
+        };
+        assert_eq!(
+            *find("required")[0],
+            json!({"instancePath": "", "schemaPath": "#/required", "keyword": "required",
+                   "params": {"missingProperty": "sql"},
+                   "message": "must have required property 'sql'"})
+        );
+        assert_eq!(
+            *find("minimum")[0],
+            json!({"instancePath": "/page_size", "schemaPath": "#/properties/page_size/minimum",
+                   "keyword": "minimum", "params": {"comparison": ">=", "limit": 1},
+                   "message": "must be >= 1"})
+        );
+        // ajv names each unexpected property on its own; ours is one entry for both.
+        let additional = find("additionalProperties");
+        assert_eq!(additional.len(), 2, "{entries:#?}");
+        assert_eq!(additional[0]["params"], json!({"additionalProperty": "x"}));
+        assert_eq!(
+            additional[1]["message"],
+            "must NOT have additional properties"
+        );
+        assert_eq!(
+            find("enum")[0]["params"],
+            json!({"allowedValues": ["a", "b"]})
+        );
+        assert_eq!(find("format")[0]["message"], r#"must match format "date""#);
+        let type_error = validator.check(&args(json!({"sql": 7})));
+        assert_eq!(
+            serde_json::to_value(&type_error[0].reference[0]).unwrap(),
+            json!({"instancePath": "/sql", "schemaPath": "#/properties/sql/type",
+                   "keyword": "type", "params": {"type": "string"}, "message": "must be string"})
+        );
+    }
+
+    #[test]
+    fn a_huge_failing_value_is_not_echoed_whole() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let validator = ArgumentValidator::compile(&schema).unwrap();
+        let violations = validator.check(&args(json!({"n": "x".repeat(100_000)})));
+        assert!(violations[0].error.message.chars().count() <= MAX_MESSAGE_CHARS + 1);
+        assert!(violations[0].error.message.ends_with('…'));
     }
 
     #[test]

@@ -347,8 +347,16 @@ async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
     let daemon = InProcess::start(json!({
-        "fault": fault(&["--ignore-sigterm", "--ignore-stdin-eof", "--spawn-grandchild-at-start"]),
+        "fault": fault(&[
+            "--ignore-sigterm",
+            "--ignore-stdin-eof",
+            "--spawn-grandchild-at-start",
+            "--record",
+            &record_path,
+        ]),
     }))
     .await;
     let env = daemon
@@ -374,8 +382,16 @@ async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
                 .await
         })
     };
-    // Let the call reach the server, then ask the daemon to stop.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Ask the daemon to stop once the server has the call: an event, not a delay.
+    let record_file = record.path().to_owned();
+    let received = tokio::task::spawn_blocking(move || {
+        eventually(Duration::from_secs(30), || {
+            tool_cli_tests::count_recorded(&record_file, "tools/call", Some("sleep")) == 1
+        })
+    })
+    .await
+    .unwrap();
+    assert!(received, "the call never reached the server");
     daemon.begin_shutdown();
     let reply = slow.await.unwrap();
     assert_eq!(

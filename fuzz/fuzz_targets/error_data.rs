@@ -19,6 +19,8 @@ const CODES: &[i32] = &[
     code::BUSY,
     code::CIRCUIT_OPEN,
     code::FORBIDDEN,
+    code::SHUTTING_DOWN,
+    code::RESPONSE_TOO_LARGE,
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -34,8 +34,17 @@ pub mod code {
     pub const FORBIDDEN: i32 = -32006;
     /// A guard of the caller's session refused the call before any work: the same failing call
     /// repeated (a loop), or the session's budget of calls or time is spent.
-    pub const GUARD_REFUSED: i32 = -32007;
+    pub const GUARD_REFUSED: i32 = -32009;
+    /// The daemon is shutting down and the request did not finish within the grace period; it
+    /// was cancelled. Another daemon may serve it.
+    pub const SHUTTING_DOWN: i32 = -32007;
+    /// The answer is larger than the daemon sends in one response (or, in a batch, than each
+    /// request's share of it); nothing that changes anything had run. Ask again alone.
+    pub const RESPONSE_TOO_LARGE: i32 = -32008;
 }
+
+/// Most tool names listed in an `unknownTool` error.
+pub const MAX_LISTED_TOOLS: usize = 10;
 
 /// The structured `data` of an error, tagged by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,8 +75,16 @@ pub enum ErrorData {
         server: String,
         /// The tool asked for.
         tool: String,
-        /// Every tool the server offers.
+        /// The tools whose names are closest to the one asked for (by edit distance, closest
+        /// first), at most [`MAX_LISTED_TOOLS`]: a server with thousands of tools must not make
+        /// an error of hundreds of kilobytes.
         known_tools: Vec<String>,
+        /// The same names under the reference bridge's member name, for scripts written for it.
+        #[serde(default)]
+        discovered_tools: Vec<String>,
+        /// How many tools the server offers in all (visible to this token).
+        #[serde(default)]
+        tool_count: usize,
     },
     /// The arguments do not satisfy the tool's `inputSchema`; nothing was sent to the server.
     InvalidArguments {
@@ -77,6 +94,10 @@ pub enum ErrorData {
         tool: String,
         /// Each failing location, in document order.
         errors: Vec<ArgumentError>,
+        /// The same failures in the format of the reference bridge (ajv's), for scripts written
+        /// for it: one entry per missing or unexpected property, as ajv reports them.
+        #[serde(default)]
+        validation_errors: Vec<ValidationError>,
     },
     /// The tool's discovered `inputSchema` is not a valid JSON Schema.
     InvalidSchema {
@@ -207,6 +228,21 @@ pub enum ErrorData {
         /// What differs.
         message: String,
     },
+    /// The daemon is shutting down and the request outlived the grace period.
+    ShuttingDown {
+        /// The grace period, in milliseconds.
+        grace_ms: u64,
+    },
+    /// The answer does not fit the response size limit.
+    ResponseTooLarge {
+        /// The method whose answer it was.
+        method: String,
+        /// The size of the encoded result, in bytes.
+        bytes: usize,
+        /// The most this answer could take: `--max-response-bytes`, divided by the number of
+        /// requests in a batch.
+        limit_bytes: usize,
+    },
 }
 
 impl ErrorData {
@@ -234,6 +270,8 @@ impl ErrorData {
             ErrorData::LoopDetected { .. } | ErrorData::BudgetExceeded { .. } => {
                 code::GUARD_REFUSED
             }
+            ErrorData::ShuttingDown { .. } => code::SHUTTING_DOWN,
+            ErrorData::ResponseTooLarge { .. } => code::RESPONSE_TOO_LARGE,
         }
     }
 }
@@ -250,6 +288,24 @@ pub struct ArgumentError {
     pub message: String,
 }
 
+/// One entry of `validationErrors`: a failure in the format of ajv, the validator of the
+/// reference bridge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationError {
+    /// JSON Pointer to the failing value (`""` for the arguments object itself).
+    pub instance_path: String,
+    /// URI fragment of the failing schema keyword, e.g. `#/properties/limit/type`.
+    pub schema_path: String,
+    /// The keyword that failed: `type`, `required`, `additionalProperties`, `minimum`, …
+    pub keyword: String,
+    /// The keyword's details as ajv names them, e.g. `{"missingProperty": "sql"}`,
+    /// `{"type": "integer"}`, `{"comparison": ">=", "limit": 1}`.
+    pub params: Value,
+    /// ajv's wording, e.g. `must have required property 'sql'`.
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +316,8 @@ mod tests {
             server: "demo".into(),
             tool: "nope".into(),
             known_tools: vec!["sql_query".into()],
+            discovered_tools: vec!["sql_query".into()],
+            tool_count: 1,
         };
         let json = serde_json::to_value(&data).unwrap();
         assert_eq!(
@@ -269,9 +327,16 @@ mod tests {
                 "server": "demo",
                 "tool": "nope",
                 "knownTools": ["sql_query"],
+                "discoveredTools": ["sql_query"],
+                "toolCount": 1,
             })
         );
         assert_eq!(serde_json::from_value::<ErrorData>(json).unwrap(), data);
         assert_eq!(data.code(), code::INVALID_PARAMS);
+        // What a daemon without the reference's fields sent still reads.
+        let older = serde_json::json!({
+            "kind": "unknownTool", "server": "demo", "tool": "nope", "knownTools": [],
+        });
+        assert!(serde_json::from_value::<ErrorData>(older).is_ok());
     }
 }

@@ -20,7 +20,7 @@ pub mod runtime;
 pub mod search;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};
-pub use error::{ArgumentError, ErrorData, code};
+pub use error::{ArgumentError, ErrorData, ValidationError, code};
 
 /// Name of the bridge protocol, as announced by `getBridgeInfo`. Clients refuse any other.
 pub const BRIDGE_PROTOCOL_NAME: &str = "tool-cli-bridge";
@@ -112,6 +112,9 @@ pub mod meta {
     pub const REPLAYED: &str = "tool-cli/replayed";
     /// The call's id, as in traces.
     pub const CALL_ID: &str = "tool-cli/callId";
+    /// Present when the answer was too large to send whole and was saved to a file instead:
+    /// a [`crate::methods::SpilledAnswer`]. Read it with `readSpilled`.
+    pub const SPILLED: &str = "tool-cli/spilled";
 }
 
 /// Names of the environment variables of the protocol.
@@ -124,6 +127,9 @@ pub mod env {
     pub const HOST: &str = "TOOL_CLI_HOST";
     /// Daemon side: the address to bind (default `127.0.0.1`).
     pub const BIND_HOST: &str = "TOOL_CLI_BIND_HOST";
+    /// Daemon side: host names accepted in `Host` besides loopback ones, comma-separated (as
+    /// `--allow-host`).
+    pub const ALLOW_HOSTS: &str = "TOOL_CLI_ALLOW_HOSTS";
     /// Client side: request timeout in milliseconds (default 30000, at most 300000).
     pub const TIMEOUT_MS: &str = "TOOL_CLI_TIMEOUT_MS";
     /// Daemon side: path of the servers config file.

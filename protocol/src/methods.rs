@@ -54,6 +54,9 @@ pub mod name {
     pub const AGENT_EVENTS: &str = "agentEvents";
     /// Cancel a run (ours).
     pub const CANCEL_AGENT: &str = "cancelAgent";
+    /// Read a page of an answer too large to send whole, which the daemon saved to a file
+    /// (ours).
+    pub const READ_SPILLED: &str = "readSpilled";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -79,6 +82,7 @@ pub mod name {
         RUN_AGENT,
         AGENT_EVENTS,
         CANCEL_AGENT,
+        READ_SPILLED,
     ];
 }
 
@@ -173,6 +177,56 @@ pub struct MintTokenResult {
     /// When it expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+}
+
+/// Where an answer too large to send whole was saved: the value of
+/// `_meta["tool-cli/spilled"]` in the small result sent instead (see [`crate::meta::SPILLED`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpilledAnswer {
+    /// Names it in `readSpilled`.
+    pub id: String,
+    /// The file (mode 0600, in a 0700 directory of the daemon's runtime directory), holding
+    /// the whole result as JSON. Readable only on the daemon's machine, by its user.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// SHA-256 of its bytes, as 64 lowercase hex characters.
+    pub sha256: String,
+    /// When the daemon removes it, in seconds since the Unix epoch (it is also removed when
+    /// the daemon stops).
+    pub expires_at: u64,
+}
+
+/// Params of `readSpilled`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadSpilledParams {
+    /// The `id` of the [`SpilledAnswer`].
+    pub id: String,
+    /// Byte offset to read from: 0, or a `nextOffset` from the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Most bytes to read (default and at most 1 MiB; the page may be shorter, ending on a
+    /// whole UTF-8 character).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
+}
+
+/// Result of `readSpilled`: one page of the saved JSON text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadSpilledResult {
+    /// The answer read.
+    pub id: String,
+    /// Where this page starts.
+    pub offset: u64,
+    /// The size of the whole saved answer.
+    pub total_bytes: u64,
+    /// The page: JSON text, to be concatenated with the other pages.
+    pub text: String,
+    /// Where the next page starts; `null` after the last page.
+    pub next_offset: Option<u64>,
 }
 
 /// Params of `revokeToken`.
@@ -312,6 +366,10 @@ pub struct ResourcesCapability {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancellationCapability {
+    /// The reference bridge's flag: an abandoned call is cancelled at its provider (here the
+    /// MCP server, with `upstreamNotification`). Always true.
+    #[serde(default)]
+    pub provider_abort_signal: bool,
     /// `callTool` accepts `timeoutMs`.
     pub per_call_timeout: bool,
     /// The MCP notification sent to a server when a call is abandoned.

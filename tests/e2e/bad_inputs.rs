@@ -96,10 +96,11 @@ fn assert_invalid_params(error: &tool_cli_protocol::ErrorObject, method: &str, f
 #[test]
 fn missing_params_name_the_missing_member() {
     let daemon = Daemon::start_demo();
-    let error = daemon.call_err("listTools", Value::Null);
-    assert_invalid_params(&error, "listTools", "server");
-    let error = daemon.call_err("listTools", json!({}));
-    assert_invalid_params(&error, "listTools", "server");
+    // listTools without a server lists every server's tools; describeTool needs both.
+    let error = daemon.call_err("describeTool", Value::Null);
+    assert_invalid_params(&error, "describeTool", "server");
+    let error = daemon.call_err("listResources", json!({}));
+    assert_invalid_params(&error, "listResources", "server");
     let error = daemon.call_err("describeTool", json!({"server": "demo"}));
     assert_invalid_params(&error, "describeTool", "tool");
     let error = daemon.call_err("callTool", json!({"server": "demo"}));
@@ -179,6 +180,7 @@ fn unknown_tool_lists_the_known_ones() {
                 server,
                 tool,
                 known_tools,
+                ..
             } => {
                 assert_eq!((server.as_str(), tool.as_str()), ("demo", "drop_table"));
                 assert!(
@@ -203,6 +205,7 @@ fn argument_errors(daemon: &Daemon, arguments: Value) -> Vec<tool_cli_protocol::
             server,
             tool,
             errors,
+            ..
         } => {
             assert_eq!((server.as_str(), tool.as_str()), ("demo", "sql_query"));
             assert!(!errors.is_empty());

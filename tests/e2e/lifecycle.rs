@@ -4,12 +4,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::thread;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, SHUTDOWN_TIMEOUT, everything_stdio, live_processes_in_group,
-    python_fixture, text_content,
+    Daemon, DaemonOptions, SHUTDOWN_TIMEOUT, STARTUP_TIMEOUT, count_recorded, eventually,
+    everything_stdio, fault_server_recording, live_processes_in_group, python_fixture, scratch,
+    text_content,
 };
 
 #[test]
@@ -105,16 +105,21 @@ fn sigint_is_a_clean_exit_too() {
 
 #[test]
 fn an_in_flight_call_is_answered_during_shutdown() {
-    let mut daemon = Daemon::start(json!({"mcpServers": {"py": python_fixture()}}));
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let mut daemon =
+        Daemon::start(json!({"mcpServers": {"slow": fault_server_recording(&record, &[])}}));
     let answer = thread::scope(|scope| {
-        let call = scope.spawn(|| daemon.call_tool("py", "sleep", json!({"ms": 1500})));
-        // Give the request time to reach the daemon before the signal; the assertion below is on
-        // the answer, not on this delay.
-        thread::sleep(Duration::from_millis(500));
+        let call = scope.spawn(|| daemon.call_tool("slow", "sleep", json!({"ms": 1500})));
+        // The signal goes once the server has the call: the order is an event, not a delay.
+        let received = eventually(STARTUP_TIMEOUT, || {
+            count_recorded(&record, "tools/call", Some("sleep")) == 1
+        });
+        assert!(received, "the call never reached the server");
         daemon.signal(libc::SIGTERM);
         call.join().expect("caller thread")
     });
-    assert_eq!(text_content(&answer), "slept 1500 ms");
+    assert_eq!(text_content(&answer), "slept 1500");
     let status = daemon
         .wait_for_exit(SHUTDOWN_TIMEOUT)
         .expect("daemon exits after the in-flight call");
@@ -123,16 +128,29 @@ fn an_in_flight_call_is_answered_during_shutdown() {
 
 #[test]
 fn an_explicit_port_is_used() {
-    let port = tool_cli_tests::free_port();
-    let daemon = Daemon::start_with(
-        json!({"mcpServers": {}}),
-        DaemonOptions {
-            args: vec!["--port".into(), port.to_string()],
-            ..DaemonOptions::default()
-        },
-    );
-    assert_eq!(daemon.port, port);
-    daemon.call("getBridgeInfo", Value::Null);
+    // A port found free can be taken by another test before the daemon binds it; the daemon then
+    // exits saying so, and the test tries another port rather than failing.
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        let port = tool_cli_tests::free_port();
+        let started = Daemon::try_start_with(
+            json!({"mcpServers": {}}),
+            DaemonOptions {
+                args: vec!["--port".into(), port.to_string()],
+                ..DaemonOptions::default()
+            },
+        );
+        match started {
+            Ok(daemon) => {
+                assert_eq!(daemon.port, port);
+                daemon.call("getBridgeInfo", Value::Null);
+                return;
+            }
+            Err(failure) if failure.contains("Address already in use") => continue,
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    panic!("every one of {ATTEMPTS} free ports was taken before the daemon could bind it");
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod bad_inputs;
 mod cli;
 mod concurrency;
 mod config;
+mod edge;
 mod failures;
 mod lifecycle;
 mod orchestration;

@@ -10,7 +10,7 @@ use tool_cli_protocol::methods::{
     ListToolsResult, name,
 };
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME};
-use tool_cli_tests::{Daemon, redact};
+use tool_cli_tests::{Daemon, fault_server, redact};
 
 /// Where a result carries its call id, which differs from run to run.
 const CALL_ID: &str = "/_meta/tool-cli~1callId";
@@ -100,7 +100,12 @@ fn get_bridge_info() {
                 "listSessions",
                 "closeSession",
                 "callChain",
-                "callMany"
+                "callMany",
+                "searchTools",
+                "runAgent",
+                "agentEvents",
+                "cancelAgent",
+                "readSpilled"
               ],
               "capabilities": {
                 "authentication": {
@@ -124,6 +129,7 @@ fn get_bridge_info() {
                   "read": true
                 },
                 "cancellation": {
+                  "providerAbortSignal": true,
                   "perCallTimeout": true,
                   "upstreamNotification": "notifications/cancelled"
                 }
@@ -692,15 +698,20 @@ fn error_objects() {
         expect![[r#"
             {
               "code": -32602,
-              "message": "server \"demo\" has no tool \"nope\"; its tools: describe_schema, sql_query",
+              "message": "server \"demo\" has no tool \"nope\"; its tools: sql_query, describe_schema",
               "data": {
                 "kind": "unknownTool",
                 "server": "demo",
                 "tool": "nope",
                 "knownTools": [
-                  "describe_schema",
-                  "sql_query"
-                ]
+                  "sql_query",
+                  "describe_schema"
+                ],
+                "discoveredTools": [
+                  "sql_query",
+                  "describe_schema"
+                ],
+                "toolCount": 2
               }
             }"#]],
     );
@@ -710,7 +721,7 @@ fn error_objects() {
     );
     check(
         &serde_json::to_value(&invalid_arguments).expect("serialize"),
-        expect![[r#"
+        expect![[r##"
             {
               "code": -32602,
               "message": "arguments for demo/sql_query do not match its input schema: /sql: 7 is not of type \"string\"",
@@ -724,7 +735,152 @@ fn error_objects() {
                     "schemaPath": "/properties/sql/type",
                     "message": "7 is not of type \"string\""
                   }
+                ],
+                "validationErrors": [
+                  {
+                    "instancePath": "/sql",
+                    "schemaPath": "#/properties/sql/type",
+                    "keyword": "type",
+                    "params": {
+                      "type": "string"
+                    },
+                    "message": "must be string"
+                  }
                 ]
+              }
+            }"##]],
+    );
+}
+
+/// The reference bridge's error fields beside ours: `validationErrors` (ajv's format) for
+/// arguments failing several keywords at once, and `discoveredTools` for an unknown tool.
+#[test]
+fn error_objects_carry_the_reference_fields() {
+    let daemon = Daemon::start_demo();
+    let invalid_arguments = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "demo", "tool": "sql_query",
+               "arguments": {"offset": -1, "bogus": true, "also": 1}}),
+    );
+    check(
+        &serde_json::to_value(&invalid_arguments).expect("serialize")["data"],
+        expect![[r##"
+            {
+              "kind": "invalidArguments",
+              "server": "demo",
+              "tool": "sql_query",
+              "errors": [
+                {
+                  "path": "/offset",
+                  "schemaPath": "/properties/offset/minimum",
+                  "message": "-1 is less than the minimum of 0"
+                },
+                {
+                  "path": "",
+                  "schemaPath": "/additionalProperties",
+                  "message": "Additional properties are not allowed ('bogus', 'also' were unexpected)"
+                },
+                {
+                  "path": "",
+                  "schemaPath": "/required",
+                  "message": "\"sql\" is a required property"
+                }
+              ],
+              "validationErrors": [
+                {
+                  "instancePath": "/offset",
+                  "schemaPath": "#/properties/offset/minimum",
+                  "keyword": "minimum",
+                  "params": {
+                    "comparison": ">=",
+                    "limit": 0
+                  },
+                  "message": "must be >= 0"
+                },
+                {
+                  "instancePath": "",
+                  "schemaPath": "#/additionalProperties",
+                  "keyword": "additionalProperties",
+                  "params": {
+                    "additionalProperty": "bogus"
+                  },
+                  "message": "must NOT have additional properties"
+                },
+                {
+                  "instancePath": "",
+                  "schemaPath": "#/additionalProperties",
+                  "keyword": "additionalProperties",
+                  "params": {
+                    "additionalProperty": "also"
+                  },
+                  "message": "must NOT have additional properties"
+                },
+                {
+                  "instancePath": "",
+                  "schemaPath": "#/required",
+                  "keyword": "required",
+                  "params": {
+                    "missingProperty": "sql"
+                  },
+                  "message": "must have required property 'sql'"
+                }
+              ]
+            }"##]],
+    );
+}
+
+/// A server of 10,000 tools: an unknown tool's error lists the ten closest names and the count,
+/// not 10,000 names.
+#[test]
+fn an_unknown_tool_error_stays_small_on_a_huge_server() {
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"big": fault_server(&["--extra-tools", "10000"])}}));
+    let error = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "big", "tool": "extra_4242x", "arguments": {}}),
+    );
+    let encoded = serde_json::to_vec(&error).expect("serialize");
+    assert!(
+        encoded.len() < 2_000,
+        "{} bytes: {}",
+        encoded.len(),
+        String::from_utf8_lossy(&encoded)
+    );
+    check(
+        &serde_json::to_value(&error).expect("serialize"),
+        expect![[r#"
+            {
+              "code": -32602,
+              "message": "server \"big\" has no tool \"extra_4242x\"; the closest of its 10013 tools: extra_4242, extra_242, extra_422, extra_424, extra_442, extra_1242, extra_2242, extra_2420, extra_2421, extra_2422",
+              "data": {
+                "kind": "unknownTool",
+                "server": "big",
+                "tool": "extra_4242x",
+                "knownTools": [
+                  "extra_4242",
+                  "extra_242",
+                  "extra_422",
+                  "extra_424",
+                  "extra_442",
+                  "extra_1242",
+                  "extra_2242",
+                  "extra_2420",
+                  "extra_2421",
+                  "extra_2422"
+                ],
+                "discoveredTools": [
+                  "extra_4242",
+                  "extra_242",
+                  "extra_422",
+                  "extra_424",
+                  "extra_442",
+                  "extra_1242",
+                  "extra_2242",
+                  "extra_2420",
+                  "extra_2421",
+                  "extra_2422"
+                ],
+                "toolCount": 10013
               }
             }"#]],
     );

@@ -81,7 +81,11 @@ impl AgentRuns {
     }
 
     /// Registers a run of `token_id` (with the caller's id, or a new one).
-    fn register(&self, token_id: &str, run_id: Option<String>) -> Result<(String, Arc<Run>), Error> {
+    fn register(
+        &self,
+        token_id: &str,
+        run_id: Option<String>,
+    ) -> Result<(String, Arc<Run>), Error> {
         let run_id = match run_id {
             Some(id) => {
                 let valid = !id.is_empty()
@@ -121,7 +125,9 @@ impl AgentRuns {
             // Forget the oldest finished run; if all are running, refuse.
             let oldest = runs
                 .iter()
-                .filter_map(|(key, run)| run.finished_at.lock().unwrap().map(|at| (at, key.clone())))
+                .filter_map(|(key, run)| {
+                    run.finished_at.lock().unwrap().map(|at| (at, key.clone()))
+                })
                 .min_by_key(|(at, _)| *at)
                 .map(|(_, key)| key);
             match oldest {
@@ -155,7 +161,9 @@ impl AgentRuns {
             .ok_or_else(|| {
                 Error::invalid_params(
                     "agentEvents",
-                    format!("no run \"{run_id}\" of this token (finished runs are kept 10 minutes)"),
+                    format!(
+                        "no run \"{run_id}\" of this token (finished runs are kept 10 minutes)"
+                    ),
                 )
             })
     }

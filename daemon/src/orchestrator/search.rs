@@ -65,7 +65,9 @@ impl Orchestrator {
             visible: (!unrestricted(grant)).then_some(&visibility as _),
             servers: &indexed,
             tags: &tags,
-            previous_tool: previous.as_ref().map(|(server, tool)| ToolRef { server, tool }),
+            previous_tool: previous
+                .as_ref()
+                .map(|(server, tool)| ToolRef { server, tool }),
             priors: &priors,
         };
         let started = Instant::now();
@@ -238,6 +240,13 @@ fn visible_to(grant: &Grant, slots: &[Arc<Slot>], server: &str, tool: &str) -> b
 }
 
 fn schema_of(slots: &[Arc<Slot>], server: &str, tool: &str) -> Option<serde_json::Value> {
-    let slot = slots.iter().find(|slot| slot.upstream.info().name == server)?;
-    slot.upstream.catalog().get(tool)?.raw.get("inputSchema").cloned()
+    let slot = slots
+        .iter()
+        .find(|slot| slot.upstream.info().name == server)?;
+    slot.upstream
+        .catalog()
+        .get(tool)?
+        .raw
+        .get("inputSchema")
+        .cloned()
 }

@@ -215,11 +215,19 @@ async fn attempt(
             circuit_open(server, label, refused, last_error)
         })?;
     let started = Instant::now();
-    let result = match operation {
-        Operation::CallTool { tool, arguments } => {
-            slot.upstream.call_tool(tool, arguments, deadline).await
+    let call = async {
+        match operation {
+            Operation::CallTool { tool, arguments } => {
+                slot.upstream.call_tool(tool, arguments, deadline).await
+            }
+            Operation::ReadResource { uri } => slot.upstream.read_resource(uri, deadline).await,
         }
-        Operation::ReadResource { uri } => slot.upstream.read_resource(uri, deadline).await,
+    };
+    // The attempt ends at the deadline whatever the upstream does (dropping the request cancels
+    // it upstream), so its failure is always recorded before the outer bound could drop it.
+    let result = match tokio::time::timeout_at(deadline, call).await {
+        Ok(result) => result,
+        Err(_) => Err(timed_out()),
     };
     // Report the caller's timeout, not what was left of it for this attempt.
     let result = result.map_err(|error| match error.data() {

@@ -359,8 +359,35 @@ impl Pipeline {
         }
     }
 
-    /// Updates the per-tool statistics and tells every observer.
+    /// Updates the per-tool statistics, logs the call (target `tool_cli::trace`, off by
+    /// default) and tells every observer.
     fn record(&self, record: &CallRecord) {
+        let elapsed_ms = record.latency.as_secs_f64() * 1000.0;
+        let session_id = record.session_id.as_deref().unwrap_or("");
+        let server = record.server.as_deref().unwrap_or("");
+        match &record.error {
+            None => tracing::info!(
+                target: "tool_cli::trace",
+                session_id,
+                server,
+                tool = %record.tool,
+                elapsed_ms,
+                attempts = record.attempts,
+                success = record.success,
+                dry_run = record.dry_run,
+                "call finished"
+            ),
+            Some(error) => tracing::info!(
+                target: "tool_cli::trace",
+                session_id,
+                server,
+                tool = %record.tool,
+                elapsed_ms,
+                attempts = record.attempts,
+                error = %error.message,
+                "call failed"
+            ),
+        }
         if record.executed
             && let Some(server) = &record.server
             && let Some(slot) = self

@@ -99,14 +99,9 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
             message,
         })
     })?;
-    let errors = validator.check(&input.arguments);
-    if !errors.is_empty() {
-        return Err(ErrorData::InvalidArguments {
-            server: info.name.clone(),
-            tool: tool.name.clone(),
-            errors,
-        }
-        .into());
+    let violations = validator.check(&input.arguments);
+    if !violations.is_empty() {
+        return Err(Error::invalid_arguments(&info.name, &tool.name, violations));
     }
     // Admission: only asked for a dry-run; a real call takes its admissions in the execute stage.
     if input.dry_run {

@@ -108,17 +108,13 @@ pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<Catalog
     let catalog = slot.upstream.catalog();
     let server = &slot.upstream.info().name;
     let Some(found) = catalog.get(name) else {
-        return Err(ErrorData::UnknownTool {
-            server: server.clone(),
-            tool: name.to_owned(),
-            known_tools: catalog
-                .tools()
-                .iter()
-                .filter(|tool| listed(grant, slot, tool))
-                .map(|tool| tool.name.clone())
-                .collect(),
-        }
-        .into());
+        let known: Vec<String> = catalog
+            .tools()
+            .iter()
+            .filter(|tool| listed(grant, slot, tool))
+            .map(|tool| tool.name.clone())
+            .collect();
+        return Err(Error::unknown_tool(server, name, &known));
     };
     if !visible(grant, slot, found) {
         // Confirmation never hides a tool, so this is a scope or policy refusal.
@@ -249,7 +245,9 @@ fn unknown_everywhere(slots: &[Arc<Slot>], grant: &Grant, tool_name: &str) -> Er
     ErrorData::UnknownTool {
         server: "*".to_owned(),
         tool: tool_name.to_owned(),
+        discovered_tools: known_tools.clone(),
         known_tools,
+        tool_count: qualified.len(),
     }
     .into()
 }

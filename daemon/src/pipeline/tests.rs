@@ -644,3 +644,35 @@ fn a_policy_denial_of_a_config_denied_tool_hides_it() {
     let secret = Arc::clone(slot.upstream.catalog().get("secret").unwrap());
     assert!(!visible(&owner(), &slot, &secret));
 }
+
+#[tokio::test(start_paused = true)]
+async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![
+            (
+                tool("slow", object_schema(), json!({"readOnlyHint": true})),
+                Behaviour::Hang,
+            ),
+            (tool("echo", object_schema(), Value::Null), Behaviour::Echo),
+        ],
+    ));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&demo)]);
+    for _ in 0..5 {
+        let mut slow = request(Some("demo"), "slow", json!({}));
+        slow.timeout = Some(Duration::from_millis(100));
+        let error = pipeline
+            .call(&CallContext::new(owner()), slow)
+            .await
+            .unwrap_err();
+        assert_eq!(kind(&error), "timeout");
+    }
+    let error = pipeline
+        .call(
+            &CallContext::new(owner()),
+            request(Some("demo"), "echo", json!({})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "circuitOpen", "{error}");
+}
