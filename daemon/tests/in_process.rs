@@ -407,8 +407,8 @@ async fn discovery_follows_every_page_of_the_tool_list() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    // The fixture's 13 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
-    assert_eq!(names.len(), 34, "{names:?}");
+    // The fixture's 14 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
+    assert_eq!(names.len(), 35, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"extra_20"));
     let pages = std::fs::read_to_string(record.path())

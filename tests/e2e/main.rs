@@ -10,6 +10,7 @@ mod cli;
 mod concurrency;
 mod config;
 mod failures;
+mod hardening;
 mod lifecycle;
 mod peers;
 mod resilience;

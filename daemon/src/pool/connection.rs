@@ -360,7 +360,17 @@ impl Connection {
     ) -> Result<Value, Error> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        self.request(request, tool, timeout).await
+        let result = self.request(request, tool, timeout).await?;
+        if let Err(message) = super::answer::check_call_tool_result(&result) {
+            tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
+            return Err(ErrorData::InvalidResult {
+                server: self.server.clone(),
+                method: tool.to_owned(),
+                message,
+            }
+            .into());
+        }
+        Ok(result)
     }
 
     /// Reads a resource; the result is the server's complete `ReadResourceResult`.

@@ -14,6 +14,7 @@
 //! out — validation, policy, breakers, bulkheads, retries — is the call pipeline's job
 //! (`pipeline/`).
 
+mod answer;
 mod connection;
 mod stderr;
 mod stdio;

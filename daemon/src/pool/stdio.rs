@@ -17,6 +17,7 @@ use rmcp::RoleClient;
 use rmcp::model::{ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde::Deserialize as _;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -328,14 +329,23 @@ async fn read_messages(
         if text.is_empty() {
             continue;
         }
-        let Some(message) = decode(text, raw) else {
-            ignored_lines += 1;
-            // Banners and stray prints happen; log the first few, then every thousandth.
-            if ignored_lines <= 5 || ignored_lines.is_multiple_of(1000) {
-                let preview = String::from_utf8_lossy(&text[..text.len().min(200)]);
-                tracing::warn!(server, ignored_lines, %preview, "ignoring a non-JSON-RPC line on stdout");
+        let message = match decode(text, raw) {
+            Ok(message) => message,
+            Err(rejected) => {
+                ignored_lines += 1;
+                // Banners and stray prints happen; log the first few, then every thousandth.
+                if ignored_lines <= 5 || ignored_lines.is_multiple_of(1000) {
+                    let preview = String::from_utf8_lossy(&text[..text.len().min(200)]);
+                    tracing::warn!(
+                        server,
+                        ignored_lines,
+                        why = rejected.describe(),
+                        %preview,
+                        "ignoring a line on stdout"
+                    );
+                }
+                continue;
             }
-            continue;
         };
         if sink.send(message).await.is_err() {
             return "the connection was closed".to_owned();
@@ -343,16 +353,58 @@ async fn read_messages(
     }
 }
 
-/// Parses one line; taps the raw result of responses we want unnarrowed.
-fn decode(text: &[u8], raw: &RawResults) -> Option<RxJsonRpcMessage<RoleClient>> {
-    let value: Value = serde_json::from_slice(text).ok()?;
-    if let (Some(id), Some(result)) = (value.get("id"), value.get("result")) {
-        raw.offer(id.to_string(), result);
-    }
-    ServerJsonRpcMessage::deserialize(&value).ok()
+/// Why a line from a server's stdout was not passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rejected {
+    /// Not JSON at all: a banner or a stray print.
+    NotJson,
+    /// JSON, but not a valid JSON-RPC 2.0 message (wrong or missing `jsonrpc`, both `result` and
+    /// `error`, …).
+    NotJsonRpc,
+    /// A response whose id is a string of digits. We only ever send numeric ids, and rmcp would
+    /// take `"7"` as the answer to request 7; an answer must carry the id exactly as it was sent.
+    StringId,
 }
 
-use serde::Deserialize as _;
+impl Rejected {
+    fn describe(self) -> &'static str {
+        match self {
+            Rejected::NotJson => "not JSON",
+            Rejected::NotJsonRpc => "not a valid JSON-RPC 2.0 message",
+            Rejected::StringId => "a response whose id is a string, though every request we send has a numeric id",
+        }
+    }
+}
+
+/// Parses one line into a message rmcp accepts. The raw result of a response we pass through
+/// unnarrowed is tapped only after the line has passed validation, under its exact id, so what
+/// a caller gets is never a line that was rejected.
+fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>, Rejected> {
+    let value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
+    let message = ServerJsonRpcMessage::deserialize(&value).map_err(|_| Rejected::NotJsonRpc)?;
+    match &message {
+        JsonRpcMessage::Response(response) => {
+            if is_numeric_string(&response.id) {
+                return Err(Rejected::StringId);
+            }
+            if let Some(result) = value.get("result") {
+                raw.offer(id_key(&response.id), result);
+            }
+        }
+        JsonRpcMessage::Error(error) => {
+            if error.id.as_ref().is_some_and(is_numeric_string) {
+                return Err(Rejected::StringId);
+            }
+        }
+        _ => {}
+    }
+    Ok(message)
+}
+
+/// Whether `id` is a string rmcp would match to a numeric request id.
+fn is_numeric_string(id: &rmcp::model::RequestId) -> bool {
+    matches!(id, rmcp::model::NumberOrString::String(text) if text.parse::<i64>().is_ok())
+}
 
 enum LineRead {
     Line,
@@ -490,10 +542,55 @@ mod tests {
     #[test]
     fn decode_skips_garbage_and_taps_results() {
         let raw = RawResults::default();
-        assert!(decode(b"Starting server...", &raw).is_none());
+        assert_eq!(
+            decode(b"Starting server...", &raw).err(),
+            Some(Rejected::NotJson)
+        );
         raw.want("7".into());
         let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"x-extra":true}}"#;
-        assert!(decode(line, &raw).is_some());
+        assert!(decode(line, &raw).is_ok());
         assert_eq!(raw.take("7").unwrap()["x-extra"], true);
+    }
+
+    #[test]
+    fn rejected_lines_are_never_tapped_and_the_valid_answer_after_them_is() {
+        let forged = [
+            (
+                &br#"{"jsonrpc":"1.0","id":7,"result":{"content":[],"forged":1}}"#[..],
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"id":7,"result":{"content":[],"forged":2}}"#,
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"forged":3},"error":{"code":1,"message":"m"}}"#,
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"7","result":{"content":[],"forged":4}}"#,
+                Rejected::StringId,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"7","error":{"code":1,"message":"forged 5"}}"#,
+                Rejected::StringId,
+            ),
+        ];
+        for (line, why) in forged {
+            let raw = RawResults::default();
+            raw.want("7".into());
+            assert_eq!(
+                decode(line, &raw).err(),
+                Some(why),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            let valid = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"real":true}}"#;
+            assert!(decode(valid, &raw).is_ok());
+            assert_eq!(raw.take("7"), Some(serde_json::json!({"content": [], "real": true})));
+        }
+        // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
+        let raw = RawResults::default();
+        assert!(decode(br#"{"jsonrpc":"2.0","id":"abc","result":{}}"#, &raw).is_ok());
     }
 }
