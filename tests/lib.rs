@@ -1059,6 +1059,38 @@ pub fn process_is_alive(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _, _)) if state != 'Z')
 }
 
+/// Live (non-zombie) processes with `marker` as one of their command-line arguments: how a test
+/// finds what a fault server detached (`tool-cli-fault-server --linger MARKER`), wherever in the
+/// process tree it ended up.
+pub fn processes_with_marker(marker: &str) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == marker.as_bytes()))
+                && process_is_alive(pid)
+        })
+        .collect()
+}
+
+/// A fresh marker for [`processes_with_marker`], unique to this test run.
+pub fn unique_marker(what: &str) -> String {
+    format!("tool-cli-test-{what}-{}-{}", std::process::id(), random_hex(4))
+}
+
+/// SIGKILLs every process carrying the marker when dropped, so a failing test leaves nothing
+/// behind that escaped its daemon.
+pub struct KillMarkedOnDrop(pub String);
+
+impl Drop for KillMarkedOnDrop {
+    fn drop(&mut self) {
+        for pid in processes_with_marker(&self.0) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
 /// The parent of `pid` (zombies included), if it exists.
 pub fn parent_of(pid: i32) -> Option<i32> {
     proc_stat(pid).map(|(_, ppid, _)| ppid)

@@ -297,6 +297,71 @@ async fn a_timeout_cancels_upstream_and_the_server_keeps_serving() {
     daemon.stop().await;
 }
 
+/// Issue 7, item 1: a server that exits while a process it detached (its own session, inheriting
+/// stdout) keeps the pipe open used to stay `ready` with every call timing out. Its exit status is
+/// enough: pending calls fail at once and the server is restarted. This pool has no subreaper
+/// (that is the daemon binary's), so the detached process lives on here and the guard kills it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_leaving_its_stdout_held_open_is_noticed_and_restarted() {
+    let marker = tool_cli_tests::unique_marker("held-stdout");
+    let _cleanup = tool_cli_tests::KillMarkedOnDrop(marker.clone());
+    let daemon = InProcess::start(json!({ "detacher": fault(&[]) })).await;
+    let pending = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "detacher", "tool": "hang", "arguments": {}, "timeoutMs": 120000}),
+                )
+                .await
+        })
+    };
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "detacher", "tool": "detach",
+                   "arguments": {"marker": marker, "exit": 0}, "timeoutMs": 120000}),
+        )
+        .await;
+    for reply in [reply, pending.await.unwrap()] {
+        let data = &reply["error"]["data"];
+        // Before the fix: a timeout after two minutes, the server `ready` all along.
+        assert_eq!(data["kind"], "serverExited", "{reply}");
+        let exit = data["exit"].as_str().unwrap();
+        assert!(
+            exit.contains("still holds its stdout open") && exit.contains("exit code 0"),
+            "{reply}"
+        );
+    }
+    assert!(
+        !tool_cli_tests::processes_with_marker(&marker).is_empty(),
+        "the detached process is what held the pipe open"
+    );
+    // `health` would say `degraded` while the two failures are in the breaker's window; the
+    // pool's own state is in `listServers`.
+    let restarted = eventually(Duration::from_secs(30), || {
+        let (servers, health) = tokio::task::block_in_place(|| {
+            let runtime = tokio::runtime::Handle::current();
+            (
+                runtime.block_on(daemon.rpc("listServers", json!({}))),
+                runtime.block_on(daemon.rpc("health", json!({}))),
+            )
+        });
+        servers["result"]["servers"][0]["state"] == "ready"
+            && health["result"]["servers"][0]["restarts"] == 1
+    });
+    assert!(restarted, "the server was restarted once and is ready again");
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "detacher", "tool": "echo", "arguments": {"nonce": "back"}}),
+        )
+        .await;
+    assert_eq!(reply["result"]["structuredContent"]["nonce"], "back", "{reply}");
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
     let daemon = InProcess::start(json!({ "fault": fault(&[]), "demo": demo() })).await;
@@ -407,8 +472,8 @@ async fn discovery_follows_every_page_of_the_tool_list() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    // The fixture's 14 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
-    assert_eq!(names.len(), 35, "{names:?}");
+    // The fixture's 15 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
+    assert_eq!(names.len(), 36, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"extra_20"));
     let pages = std::fs::read_to_string(record.path())

@@ -41,7 +41,7 @@ use crate::provider::{
 use crate::resilience::backoff::{Backoff, random_jitter};
 use crate::resilience::restart::{Decision, RestartPolicy, RestartTracker};
 pub(crate) use connection::{Connection, ListKind};
-use stdio::{ChildProcess, RawResults, StdioTransport};
+use stdio::{ChildProcess, RawResults, StdioParts, StdioTransport};
 
 /// The MCP protocol version we request from every server. rmcp's default is newer than what
 /// most servers speak, so it is pinned (see docs/peers.md).
@@ -351,11 +351,14 @@ impl Pool {
         let stream_closed = Arc::new(Mutex::new(None));
         let transport = StdioTransport::new(
             name,
-            stdout,
-            stdin,
-            self.options.max_message_bytes,
-            Arc::clone(&raw),
-            Arc::clone(&stream_closed),
+            StdioParts {
+                stdout,
+                stdin,
+                max_message_bytes: self.options.max_message_bytes,
+                raw: Arc::clone(&raw),
+                closed: Arc::clone(&stream_closed),
+                exited: process.exit_watch(),
+            },
         );
         let established = connection::establish(
             name,

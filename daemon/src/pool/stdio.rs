@@ -50,6 +50,15 @@ pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// How long a child gets after its stdin closes before SIGTERM, and after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
+/// After the child has exited, how long its stdout is still read for the messages it wrote
+/// before exiting. Those are already in the pipe, so this only matters when something else (a
+/// detached grandchild) holds the pipe open and end-of-file never comes.
+const EXIT_DRAIN: Duration = Duration::from_millis(200);
+
+/// Why the stream ended when the child exited but its stdout stayed open.
+pub(crate) const EXITED_WITH_STDOUT_HELD: &str =
+    "the server process exited, but a process it started still holds its stdout open";
+
 /// How a child process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ExitInfo {
@@ -136,6 +145,11 @@ impl ChildProcess {
             stdout,
             stdin,
         ))
+    }
+
+    /// A receiver that holds how the child ended once it has.
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<Option<ExitInfo>> {
+        self.exit.clone()
     }
 
     /// How the child ended, if it has.
@@ -264,16 +278,41 @@ pub(crate) struct StdioTransport {
     raw: Arc<RawResults>,
 }
 
+/// The pipes and bookkeeping a [`StdioTransport`] runs over.
+pub(crate) struct StdioParts<R, W> {
+    /// The child's stdout.
+    pub(crate) stdout: R,
+    /// The child's stdin.
+    pub(crate) stdin: W,
+    /// Largest message accepted.
+    pub(crate) max_message_bytes: usize,
+    /// Where wanted raw results are tapped.
+    pub(crate) raw: Arc<RawResults>,
+    /// Receives why the stream ended.
+    pub(crate) closed: Arc<Mutex<Option<String>>>,
+    /// Becomes `Some` when the child exits ([`ChildProcess::exit_watch`]).
+    pub(crate) exited: watch::Receiver<Option<ExitInfo>>,
+}
+
 impl StdioTransport {
-    /// Starts the reader and writer tasks. `closed` receives why the stream ended.
-    pub(crate) fn new(
-        server: &str,
-        stdout: impl AsyncRead + Send + Unpin + 'static,
-        mut stdin: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
-        max_message_bytes: usize,
-        raw: Arc<RawResults>,
-        closed: Arc<Mutex<Option<String>>>,
-    ) -> StdioTransport {
+    /// Starts the reader and writer tasks.
+    ///
+    /// The stream ends at end-of-file on stdout, or shortly after the child exits even if
+    /// end-of-file never comes: a server that started a detached process (its own session,
+    /// inheriting stdout) and then exited must not look alive for as long as that process lives.
+    pub(crate) fn new<R, W>(server: &str, parts: StdioParts<R, W>) -> StdioTransport
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let StdioParts {
+            stdout,
+            mut stdin,
+            max_message_bytes,
+            raw,
+            closed,
+            exited,
+        } = parts;
         let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
         tokio::spawn(async move {
             while let Some(bytes) = out_rx.recv().await {
@@ -288,8 +327,15 @@ impl StdioTransport {
         let reader_raw = Arc::clone(&raw);
         let server = server.to_owned();
         tokio::spawn(async move {
-            let reason =
-                read_messages(&server, stdout, max_message_bytes, &reader_raw, &in_tx).await;
+            let reason = read_messages(
+                &server,
+                stdout,
+                max_message_bytes,
+                &reader_raw,
+                &in_tx,
+                exited,
+            )
+            .await;
             tracing::debug!(server, reason, "stdout closed");
             *closed.lock().unwrap() = Some(reason);
         });
@@ -302,19 +348,49 @@ impl StdioTransport {
 }
 
 /// Reads newline-delimited JSON-RPC messages until the stream ends; returns why it ended.
+///
+/// Once `exited` says the child is gone, reading goes on only for [`EXIT_DRAIN`] (what the child
+/// wrote before it exited is already in the pipe), so the stream ends whatever its descendants do
+/// with the pipe.
 async fn read_messages(
     server: &str,
     stdout: impl AsyncRead + Unpin,
     max_message_bytes: usize,
     raw: &RawResults,
     sink: &mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+    mut exited: watch::Receiver<Option<ExitInfo>>,
 ) -> String {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let mut ignored_lines = 0u64;
+    let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
-        line.clear();
-        match read_line_capped(&mut reader, &mut line, max_message_bytes).await {
+        // `read_line_capped` is cancel-safe (it only awaits in `fill_buf`), and `line` keeps
+        // what it had read, so switching to draining mid-line loses nothing.
+        let read = match drain_until {
+            None => tokio::select! {
+                read = read_line_capped(&mut reader, &mut line, max_message_bytes) => read,
+                () = process_exited(&mut exited) => {
+                    drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
+                    continue;
+                }
+            },
+            Some(deadline) => {
+                match tokio::time::timeout_at(
+                    deadline,
+                    read_line_capped(&mut reader, &mut line, max_message_bytes),
+                )
+                .await
+                {
+                    Ok(read) => read,
+                    Err(_) => {
+                        tracing::warn!(server, "{EXITED_WITH_STDOUT_HELD}");
+                        return EXITED_WITH_STDOUT_HELD.to_owned();
+                    }
+                }
+            }
+        };
+        match read {
             Ok(LineRead::Eof) => return "the server closed its stdout".to_owned(),
             Ok(LineRead::TooLong) => {
                 tracing::warn!(server, max_message_bytes, "message over the size limit");
@@ -327,6 +403,7 @@ async fn read_messages(
         }
         let text = line.trim_ascii();
         if text.is_empty() {
+            line.clear();
             continue;
         }
         let message = match decode(text, raw) {
@@ -344,12 +421,21 @@ async fn read_messages(
                         "ignoring a line on stdout"
                     );
                 }
+                line.clear();
                 continue;
             }
         };
+        line.clear();
         if sink.send(message).await.is_err() {
             return "the connection was closed".to_owned();
         }
+    }
+}
+
+/// Resolves once the child has exited; never, if nobody can tell any more.
+async fn process_exited(exited: &mut watch::Receiver<Option<ExitInfo>>) {
+    if exited.wait_for(Option::is_some).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -524,6 +610,41 @@ mod tests {
             read_all(b"0123456789\n", 10).await,
             vec![Ok("0123456789".into())]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_stream_ends_when_the_child_exits_even_if_stdout_stays_open() {
+        use tokio::io::AsyncWriteExt as _;
+        const NOTIFICATION: &[u8] =
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
+        // The writer half stays open throughout, like a detached grandchild holding the pipe.
+        let (mut writer, reader) = tokio::io::duplex(1024);
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (sink, mut received) = mpsc::channel(8);
+        let reading = tokio::spawn(async move {
+            let raw = RawResults::default();
+            read_messages("t", reader, 1024, &raw, &sink, exit_rx).await
+        });
+        writer.write_all(NOTIFICATION).await.unwrap();
+        assert!(received.recv().await.is_some());
+        // Written just before the exit: still delivered.
+        writer.write_all(NOTIFICATION).await.unwrap();
+        exit_tx.send_replace(Some(ExitInfo {
+            description: "exit code 0".into(),
+        }));
+        assert_eq!(reading.await.unwrap(), EXITED_WITH_STDOUT_HELD);
+        assert!(received.recv().await.is_some());
+        assert!(received.recv().await.is_none());
+        drop(writer);
+    }
+
+    #[tokio::test]
+    async fn end_of_file_still_ends_the_stream_when_the_child_lives_on() {
+        let (_exit_tx, exit_rx) = watch::channel(None);
+        let (sink, _received) = mpsc::channel(8);
+        let raw = RawResults::default();
+        let reason = read_messages("t", &b""[..], 1024, &raw, &sink, exit_rx).await;
+        assert_eq!(reason, "the server closed its stdout");
     }
 
     #[test]
