@@ -25,5 +25,6 @@ mod rpc;
 pub mod runtime_file;
 pub mod server;
 pub mod shape;
+pub mod subreaper;
 mod suggest;
 mod validate;

@@ -85,6 +85,13 @@ enum Command {
     /// Internal: the watchdog that stops the servers' process groups if the daemon dies.
     #[command(hide = true)]
     Reaper,
+    /// Internal: runs one stdio server as a child subreaper, so nothing it starts outlives it.
+    #[command(hide = true)]
+    Subreaper {
+        /// The server's command and arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Run the bundled demo MCP server on stdin/stdout (the default config starts it).
     DemoServer {
         /// The sample SQLite database (created on first use).
@@ -101,6 +108,7 @@ fn main() -> ExitCode {
             tool_cli_daemon::reaper::run(std::io::stdin().lock());
             ExitCode::SUCCESS
         }
+        Some(Command::Subreaper { command }) => tool_cli_daemon::subreaper::run(&command),
         None => run_daemon(cli),
     }
 }
@@ -201,7 +209,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(serve(cli, config, token, listener, endpoint))
+    runtime.block_on(serve(cli, config, token, listener, endpoint, self_exe))
 }
 
 /// Where clients reach us.
@@ -283,6 +291,7 @@ async fn serve(
     token: Token,
     listener: Listener,
     endpoint: Endpoint,
+    self_exe: PathBuf,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
         Endpoint::Tcp(local) => (local.ip().to_string(), local.port(), None),
@@ -320,6 +329,9 @@ async fn serve(
         &config,
         PoolOptions {
             max_message_bytes: cli.max_message_bytes,
+            // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
+            // dies with it (see `subreaper.rs`).
+            subreaper: cfg!(target_os = "linux").then_some(self_exe),
             ..PoolOptions::default()
         },
     );

@@ -7,10 +7,21 @@
 //! - 7, a rejected message's content is returned:
 //!   `hardening_forged_answers_before_the_real_one_are_never_returned`,
 //!   `hardening_a_malformed_tool_result_is_an_error_naming_the_server`
+//! - 1, a dead server stays `ready` (also `pool/stdio.rs` and `daemon/tests/in_process.rs`, where
+//!   no subreaper helps):
+//!   `hardening_a_server_that_exits_leaving_a_detached_process_is_restarted_and_the_process_killed`
+//! - 2, orphans escape:
+//!   `hardening_sigkill_of_the_daemon_leaves_no_process_of_a_servers_tree`,
+//!   `hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree`
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::{ErrorData, code};
-use tool_cli_tests::{Daemon, error_data, fault_server, text_content};
+use tool_cli_tests::{
+    Daemon, KillMarkedOnDrop, SHUTDOWN_TIMEOUT, error_data, eventually, fault_server,
+    process_is_alive, processes_with_marker, text_content, unique_marker,
+};
 
 // ---------------------------------------------------------------------------------------------
 // 7. Only validated messages are delivered.
@@ -90,4 +101,123 @@ fn hardening_a_malformed_tool_result_is_an_error_naming_the_server() {
     // The server answered, so it is not counted as failing.
     let health = daemon.call("health", Value::Null);
     assert_eq!(health["servers"][0]["state"], "ready", "{health:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1 and 2. A server's exit is noticed whoever holds its stdout, and nothing it starts survives it.
+
+/// Starts a process with `marker` in its command line under `server`, detached from the
+/// server's session; returns the pid the tool reported.
+fn detach(daemon: &Daemon, server: &str, marker: &str, options: Value) -> i64 {
+    let mut arguments = json!({ "marker": marker });
+    if let (Some(arguments), Some(options)) = (arguments.as_object_mut(), options.as_object()) {
+        arguments.extend(options.clone());
+    }
+    let result = daemon.call_tool(server, "detach", arguments);
+    result["structuredContent"]["pid"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("detach answers a pid: {result:#}"))
+}
+
+#[test]
+fn hardening_a_server_that_exits_leaving_a_detached_process_is_restarted_and_the_process_killed() {
+    let marker = unique_marker("exit-detached");
+    let _cleanup = KillMarkedOnDrop(marker.clone());
+    let daemon = Daemon::start(json!({"mcpServers": {"detacher": fault_server(&[])}}));
+    // The detached process holds the server's stdout and ignores SIGTERM. Before the fix, this
+    // call timed out after its two minutes, and the server stayed `ready` with 0 restarts.
+    let error = daemon.call_err(
+        "callTool",
+        json!({"server": "detacher", "tool": "detach", "timeoutMs": 120_000,
+               "arguments": {"marker": marker, "exit": 0, "ignore_sigterm": true}}),
+    );
+    match error_data(&error) {
+        ErrorData::ServerExited { server, exit, .. } => {
+            assert_eq!(server, "detacher");
+            assert!(exit.contains("exit code 0"), "{exit}");
+        }
+        other => panic!("expected serverExited, got {other:?}"),
+    }
+    let mut left = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(15), || {
+            left = processes_with_marker(&marker);
+            left.is_empty()
+        }),
+        "the detached process outlived the server that started it: {left:?}"
+    );
+    let restarted = eventually(Duration::from_secs(30), || {
+        let servers = daemon.call("listServers", Value::Null);
+        let health = daemon.call("health", Value::Null);
+        servers["servers"][0]["state"] == "ready" && health["servers"][0]["restarts"] == 1
+    });
+    assert!(restarted, "{:#}", daemon.call("health", Value::Null));
+    let result = daemon.call_tool("detacher", "echo", json!({"nonce": "back"}));
+    assert_eq!(text_content(&result), "back");
+}
+
+/// A server with three kinds of descendants: a plain child in its process group, a process in
+/// a new session, and a double-forked orphan in a new session that ignores SIGTERM.
+fn server_with_escaping_descendants(marker: &str) -> (Daemon, Vec<i32>) {
+    let daemon = Daemon::start(json!({"mcpServers": {"leaky": fault_server(&[])}}));
+    let result = daemon.call_tool("leaky", "spawn_grandchild", json!({}));
+    let grandchild = result["structuredContent"]["pid"].as_i64().unwrap() as i32;
+    let env = daemon.call_tool("leaky", "env", json!({}));
+    let server = env["structuredContent"]["pid"].as_i64().unwrap() as i32;
+    detach(&daemon, "leaky", marker, json!({}));
+    let intermediate = detach(
+        &daemon,
+        "leaky",
+        marker,
+        json!({"double_fork": true, "ignore_sigterm": true}),
+    ) as i32;
+    // Wait for the double fork to finish: its intermediate gone, two marked processes left.
+    assert!(
+        eventually(Duration::from_secs(10), || !process_is_alive(intermediate)
+            && processes_with_marker(marker).len() == 2),
+        "the double fork did not settle: {:?}",
+        processes_with_marker(marker)
+    );
+    let mut tree = vec![server, grandchild];
+    tree.extend(processes_with_marker(marker));
+    (daemon, tree)
+}
+
+fn assert_all_gone(tree: &[i32], marker: &str, after: &str) {
+    let mut left = Vec::new();
+    let gone = eventually(Duration::from_secs(15), || {
+        left = tree
+            .iter()
+            .copied()
+            .filter(|pid| process_is_alive(*pid))
+            .chain(processes_with_marker(marker))
+            .collect();
+        left.is_empty()
+    });
+    assert!(gone, "processes of the server's tree survived {after}: {left:?}");
+}
+
+#[test]
+fn hardening_sigkill_of_the_daemon_leaves_no_process_of_a_servers_tree() {
+    let marker = unique_marker("sigkill");
+    let _cleanup = KillMarkedOnDrop(marker.clone());
+    let (mut daemon, tree) = server_with_escaping_descendants(&marker);
+    daemon.signal(libc::SIGKILL);
+    daemon
+        .wait_for_exit(Duration::from_secs(5))
+        .expect("a killed daemon exits");
+    assert_all_gone(&tree, &marker, "SIGKILL of the daemon");
+}
+
+#[test]
+fn hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree() {
+    let marker = unique_marker("sigterm");
+    let _cleanup = KillMarkedOnDrop(marker.clone());
+    let (mut daemon, tree) = server_with_escaping_descendants(&marker);
+    daemon.signal(libc::SIGTERM);
+    let status = daemon
+        .wait_for_exit(SHUTDOWN_TIMEOUT)
+        .expect("the daemon exits on SIGTERM");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_all_gone(&tree, &marker, "SIGTERM of the daemon");
 }

@@ -61,6 +61,10 @@ pub struct PoolOptions {
     pub max_message_bytes: usize,
     /// How crashing servers are restarted.
     pub restart: RestartPolicy,
+    /// The daemon's own executable, to run each stdio server under `tool-cli-daemon subreaper`
+    /// (see [`crate::subreaper`]); `None` spawns servers directly, as a pool embedded in another
+    /// program (or a test) must.
+    pub subreaper: Option<PathBuf>,
 }
 
 impl Default for PoolOptions {
@@ -77,6 +81,7 @@ impl Default for PoolOptions {
                 },
                 ..RestartPolicy::default()
             },
+            subreaper: None,
         }
     }
 }
@@ -344,8 +349,17 @@ impl Pool {
         env: &BTreeMap<String, String>,
         cwd: Option<&PathBuf>,
     ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
-        let (process, stdout, stdin) = ChildProcess::spawn(name, command, args, env, cwd)
-            .map_err(|err| format!("cannot start \"{command}\": {err}"))?;
+        let (process, stdout, stdin) = ChildProcess::spawn(
+            name,
+            &stdio::Launch {
+                command,
+                args,
+                env,
+                cwd,
+                subreaper: self.options.subreaper.as_deref(),
+            },
+        )
+        .map_err(|err| format!("cannot start \"{command}\": {err}"))?;
         let process = Arc::new(process);
         let raw = Arc::new(RawResults::default());
         let stream_closed = Arc::new(Mutex::new(None));
@@ -375,6 +389,15 @@ impl Pool {
                 // Say how the child ended if that is why the handshake failed.
                 let exit = process.wait_exit(Duration::from_millis(300)).await;
                 process.stop().await;
+                // Under the subreaper, a command that cannot be run is reported on stderr.
+                if let Some(line) = process
+                    .stderr
+                    .tail(5)
+                    .iter()
+                    .find_map(|line| line.strip_prefix(crate::subreaper::SPAWN_FAILED))
+                {
+                    return Err(format!("cannot start{line}"));
+                }
                 let mut message = error;
                 if let Some(exit) = exit
                     && !message.contains(&exit.description)

@@ -8,7 +8,7 @@
 //! rmcp's types know.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -74,18 +74,39 @@ pub(crate) struct ChildProcess {
     pub(crate) stderr: Arc<StderrRing>,
 }
 
+/// What to run for a stdio server.
+pub(crate) struct Launch<'a> {
+    pub(crate) command: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) cwd: Option<&'a PathBuf>,
+    /// Run it under `tool-cli-daemon subreaper` from this executable.
+    pub(crate) subreaper: Option<&'a Path>,
+}
+
 impl ChildProcess {
-    /// Spawns `command` for server `server`, returning the child and its stdout/stdin.
+    /// Spawns the server for `server`, returning the child and its stdout/stdin. Under a
+    /// subreaper, the child is the subreaper, in the same process group as the server it runs.
     pub(crate) fn spawn(
         server: &str,
-        command: &str,
-        args: &[String],
-        env: &BTreeMap<String, String>,
-        cwd: Option<&PathBuf>,
+        launch: &Launch<'_>,
     ) -> std::io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
-        let mut cmd = Command::new(command);
-        cmd.args(args)
-            .env_clear()
+        let mut cmd = match launch.subreaper {
+            Some(exe) => {
+                let mut cmd = Command::new(exe);
+                cmd.arg("subreaper")
+                    .arg("--")
+                    .arg(launch.command)
+                    .args(launch.args);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(launch.command);
+                cmd.args(launch.args);
+                cmd
+            }
+        };
+        cmd.env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -98,20 +119,29 @@ impl ChildProcess {
                 cmd.env(name, value);
             }
         }
-        cmd.envs(env);
-        if let Some(cwd) = cwd {
+        cmd.envs(launch.env);
+        if let Some(cwd) = launch.cwd {
             cmd.current_dir(cwd);
         }
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
         #[cfg(target_os = "linux")]
-        unsafe {
-            cmd.pre_exec(|| {
-                // If the daemon dies without cleaning up (SIGKILL), the child dies with it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        {
+            // A subreaper is told of the daemon's death with a signal it can act on (stop
+            // everything below it); a bare server is simply killed.
+            let death_signal = if launch.subreaper.is_some() {
+                libc::SIGTERM
+            } else {
+                libc::SIGKILL
+            };
+            // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+            unsafe {
+                cmd.pre_exec(move || {
+                    // If the daemon dies without cleaning up (SIGKILL), the child learns of it.
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, death_signal) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         let mut child = cmd.spawn()?;
         let pid = child.id().map(|id| id as i32).unwrap_or(0);
