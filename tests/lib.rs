@@ -1066,16 +1066,22 @@ pub fn processes_with_marker(marker: &str) -> Vec<i32> {
     all_pids()
         .into_iter()
         .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == marker.as_bytes()))
-                && process_is_alive(pid)
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|&b| b == 0)
+                    .any(|arg| arg == marker.as_bytes())
+            }) && process_is_alive(pid)
         })
         .collect()
 }
 
 /// A fresh marker for [`processes_with_marker`], unique to this test run.
 pub fn unique_marker(what: &str) -> String {
-    format!("tool-cli-test-{what}-{}-{}", std::process::id(), random_hex(4))
+    format!(
+        "tool-cli-test-{what}-{}-{}",
+        std::process::id(),
+        random_hex(4)
+    )
 }
 
 /// SIGKILLs every process carrying the marker when dropped, so a failing test leaves nothing

@@ -12,9 +12,9 @@ use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
-    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult, MintTokenParams,
-    ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
-    ToolsCapability, UpstreamMcp, name,
+    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult,
+    MintTokenParams, ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult,
+    ServerParams, ToolsCapability, UpstreamMcp, name,
 };
 
 use crate::auth::{Grant, TokenStore};
@@ -41,7 +41,7 @@ fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
-/// Refuses token management to anything but the owner token.
+/// Refuses token management and server restarts to anything but the owner token.
 fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
     if grant.is_owner {
         return Ok(());
@@ -52,7 +52,7 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
             tool: None,
             reason: format!(
                 "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-                 list tokens"
+                 list tokens, nor restart servers"
             ),
         }
         .into(),
@@ -80,7 +80,11 @@ pub(crate) fn module(
             } else {
                 parse(name::HEALTH, &params, r#"{"tools"?: boolean}"#)?
             };
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?, params.tools))
+            Ok::<_, ErrorObjectOwned>(
+                context
+                    .orchestrator
+                    .health(grant(extensions)?, params.tools),
+            )
         })
         .expect("method names are unique");
     module
@@ -169,6 +173,20 @@ pub(crate) fn module(
                 context
                     .orchestrator
                     .read_resource(&params.server, &params.uri, &call_context(&extensions)?)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::RESTART_SERVER,
+            |params, context, extensions| async move {
+                owner_only(grant(&extensions)?, name::RESTART_SERVER)?;
+                let params: ServerParams = parse(name::RESTART_SERVER, &params, SERVER_SHAPE)?;
+                context
+                    .orchestrator
+                    .restart_server(&params.server, &call_context(&extensions)?)
                     .await
                     .map_err(to_rpc_error)
             },

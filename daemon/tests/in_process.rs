@@ -37,13 +37,18 @@ impl InProcess {
     /// Starts a daemon whose servers are given as `mcpServers` JSON; `{dir}` in a string is
     /// replaced by a fresh temp dir.
     async fn start(servers: Value) -> Arc<InProcess> {
+        InProcess::start_with(servers, PoolOptions::default()).await
+    }
+
+    /// [`InProcess::start`] with pool options of the test's choosing (fast restart schedules).
+    async fn start_with(servers: Value, options: PoolOptions) -> Arc<InProcess> {
         let dir = tempfile::tempdir().unwrap();
         let text = json!({ "mcpServers": servers })
             .to_string()
             .replace("{dir}", dir.path().to_str().unwrap());
         let config = config::parse(&text, ConfigSource::File("test.json".into()), &|_| None)
             .expect("test config is valid");
-        let pool = Pool::new(&config, PoolOptions::default());
+        let pool = Pool::new(&config, options);
         pool.start().await;
         let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -87,12 +92,34 @@ impl InProcess {
     }
 
     async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.rpc_as(&self.token, method, params).await
+    }
+
+    /// [`InProcess::rpc`] with another token (a minted one).
+    async fn rpc_as(&self, token: &str, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let (status, body) = self
-            .post(body.to_string().into_bytes(), Some(self.token.clone()))
+            .post(body.to_string().into_bytes(), Some(token.to_owned()))
             .await;
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap()
+    }
+
+    /// The state `listServers` gives the first server.
+    async fn first_state(&self) -> Value {
+        self.rpc("listServers", json!({})).await["result"]["servers"][0]["state"].clone()
+    }
+
+    /// Waits (polling, up to `limit`) until the first server is in `state`.
+    async fn wait_for_state(&self, state: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.first_state().await == state {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 
     fn begin_shutdown(&self) {
@@ -351,14 +378,134 @@ async fn a_server_that_exits_leaving_its_stdout_held_open_is_noticed_and_restart
         servers["result"]["servers"][0]["state"] == "ready"
             && health["result"]["servers"][0]["restarts"] == 1
     });
-    assert!(restarted, "the server was restarted once and is ready again");
+    assert!(
+        restarted,
+        "the server was restarted once and is ready again"
+    );
     let reply = daemon
         .rpc(
             "callTool",
             json!({"server": "detacher", "tool": "echo", "arguments": {"nonce": "back"}}),
         )
         .await;
-    assert_eq!(reply["result"]["structuredContent"]["nonce"], "back", "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["nonce"], "back",
+        "{reply}"
+    );
+    daemon.stop().await;
+}
+
+/// Pool options that park a server after its first failed restart, and probe a parked server
+/// every `probe`.
+fn park_quickly(probe: Duration) -> PoolOptions {
+    use tool_cli_daemon::resilience::backoff::Backoff;
+    use tool_cli_daemon::resilience::restart::RestartPolicy;
+    let fast = |delay| Backoff {
+        base: delay,
+        factor: 1.0,
+        max: delay,
+    };
+    PoolOptions {
+        restart: RestartPolicy {
+            backoff: fast(Duration::from_millis(10)),
+            max_restarts: 1,
+            probe: fast(probe),
+            ..RestartPolicy::default()
+        },
+        ..PoolOptions::default()
+    }
+}
+
+/// Issue 7, item 9: a parked server used to stay `down` until the daemon restarted. Now it is
+/// probed on a slow schedule (30 s doubling to 10 min by default; 100 ms here), and comes back by
+/// itself once its cause is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_server_is_probed_and_comes_back_once_it_can_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed");
+    let daemon = InProcess::start_with(
+        json!({ "late": fault(&["--fail-start-unless", fixed.to_str().unwrap()]) }),
+        park_quickly(Duration::from_millis(100)),
+    )
+    .await;
+    assert!(
+        daemon.wait_for_state("down", Duration::from_secs(30)).await,
+        "parked: {}",
+        daemon.rpc("listServers", json!({})).await
+    );
+    let servers = daemon.rpc("listServers", json!({})).await;
+    let why = servers["result"]["servers"][0]["error"].as_str().unwrap();
+    assert!(why.contains("trying again in"), "{why}");
+    std::fs::write(&fixed, "").unwrap();
+    assert!(
+        daemon
+            .wait_for_state("ready", Duration::from_secs(30))
+            .await,
+        "a probe brought it back: {}",
+        daemon.rpc("listServers", json!({})).await
+    );
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "late", "tool": "echo", "arguments": {"nonce": "probed"}}),
+        )
+        .await;
+    assert_eq!(
+        reply["result"]["structuredContent"]["nonce"], "probed",
+        "{reply}"
+    );
+    daemon.stop().await;
+}
+
+/// Issue 7, item 9: `restartServer` (owner token only) tries a parked server at once, whatever
+/// its probe schedule says, and reports where it stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_server_brings_a_parked_server_back_at_once_for_the_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed");
+    // A probe an hour away: only the explicit restart can bring it back within the test.
+    let daemon = InProcess::start_with(
+        json!({ "late": fault(&["--fail-start-unless", fixed.to_str().unwrap()]) }),
+        park_quickly(Duration::from_secs(3600)),
+    )
+    .await;
+    assert!(daemon.wait_for_state("down", Duration::from_secs(30)).await);
+
+    // Still broken: the restart is tried, and it says so.
+    let reply = daemon.rpc("restartServer", json!({"server": "late"})).await;
+    let result = &reply["result"];
+    assert_eq!(result["server"], "late", "{reply}");
+    assert_ne!(result["state"], "ready", "{reply}");
+    assert!(
+        result["error"].as_str().unwrap().contains("exit code 1"),
+        "{reply}"
+    );
+
+    // A scoped token may not restart anything.
+    let minted = daemon.rpc("mintToken", json!({"servers": ["late"]})).await;
+    let scoped = minted["result"]["token"].as_str().unwrap().to_owned();
+    let refused = daemon
+        .rpc_as(&scoped, "restartServer", json!({"server": "late"}))
+        .await;
+    assert_eq!(
+        refused["error"]["data"]["kind"], "notPermitted",
+        "{refused}"
+    );
+
+    std::fs::write(&fixed, "").unwrap();
+    let reply = daemon.rpc("restartServer", json!({"server": "late"})).await;
+    assert_eq!(reply["result"]["state"], "ready", "{reply}");
+    assert!(
+        reply["result"]["restarts"].as_u64().unwrap() >= 2,
+        "{reply}"
+    );
+    assert_eq!(daemon.first_state().await, "ready");
+
+    let unknown = daemon.rpc("restartServer", json!({"server": "nope"})).await;
+    assert_eq!(
+        unknown["error"]["data"]["kind"], "unknownServer",
+        "{unknown}"
+    );
     daemon.stop().await;
 }
 

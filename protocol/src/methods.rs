@@ -34,6 +34,8 @@ pub mod name {
     pub const REVOKE_TOKEN: &str = "revokeToken";
     /// List minted tokens, without their secrets (owner token only; ours).
     pub const LIST_TOKENS: &str = "listTokens";
+    /// Restart one server now, clearing its park and its breakers (owner token only; ours).
+    pub const RESTART_SERVER: &str = "restartServer";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -49,10 +51,12 @@ pub mod name {
         MINT_TOKEN,
         REVOKE_TOKEN,
         LIST_TOKENS,
+        RESTART_SERVER,
     ];
 }
 
-/// Params of methods that name one server: `listTools`, `listResources`, `listResourceTemplates`.
+/// Params of methods that name one server: `listTools`, `listResources`, `listResourceTemplates`,
+/// `restartServer`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerParams {
     /// The server's name, as in the config.
@@ -158,6 +162,22 @@ pub struct RevokeTokenParams {
 pub struct RevokeTokenResult {
     /// Whether a token was revoked (false when the id was unknown).
     pub revoked: bool,
+}
+
+/// Result of `restartServer`: where the server stands once the new connection attempt settled
+/// (or when the wait for it ran out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartServerResult {
+    /// The server's name, as in the config.
+    pub server: String,
+    /// Its connection state now: `ready` if the restart worked.
+    pub state: ServerState,
+    /// How many times it has been restarted, this time included.
+    pub restarts: u32,
+    /// Why it is not `ready`, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Result of `listTokens`.

@@ -13,6 +13,8 @@
 //! - 2, orphans escape:
 //!   `hardening_sigkill_of_the_daemon_leaves_no_process_of_a_servers_tree`,
 //!   `hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree`
+//! - 9, `down` is forever: `hardening_server_restart_restarts_a_server_and_clears_its_breakers`
+//!   (probing of parked servers: `daemon/tests/in_process.rs`)
 
 use std::time::Duration;
 
@@ -58,9 +60,15 @@ fn hardening_a_malformed_tool_result_is_an_error_naming_the_server() {
     let malformed = [
         (r#"{"content":"oops"}"#, "`content` is a string"),
         (r#"{"isError":false}"#, "no `content` array"),
-        (r#"{"content":[{"text":"untyped"}]}"#, "content[0] has no string `type`"),
+        (
+            r#"{"content":[{"text":"untyped"}]}"#,
+            "content[0] has no string `type`",
+        ),
         (r#"{"content":[],"isError":"no"}"#, "`isError` is a string"),
-        (r#"{"content":[],"structuredContent":3}"#, "`structuredContent` is a number"),
+        (
+            r#"{"content":[],"structuredContent":3}"#,
+            "`structuredContent` is a number",
+        ),
     ];
     for (result, why) in malformed {
         let line = format!(r#"{{"jsonrpc":"2.0","id":$ID,"result":{result}}}"#);
@@ -194,7 +202,10 @@ fn assert_all_gone(tree: &[i32], marker: &str, after: &str) {
             .collect();
         left.is_empty()
     });
-    assert!(gone, "processes of the server's tree survived {after}: {left:?}");
+    assert!(
+        gone,
+        "processes of the server's tree survived {after}: {left:?}"
+    );
 }
 
 #[test]
@@ -220,4 +231,81 @@ fn hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree() {
         .expect("the daemon exits on SIGTERM");
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert_all_gone(&tree, &marker, "SIGTERM of the daemon");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. `down` is not forever: `restartServer` / `tool-cli server restart` (the probing of parked
+// servers is in `daemon/tests/in_process.rs`, where the schedule can be shortened).
+
+#[test]
+fn hardening_server_restart_restarts_a_server_and_clears_its_breakers() {
+    let daemon = Daemon::start(json!({"mcpServers": {"flaky": fault_server(&[])}}));
+    let pid_of = |daemon: &Daemon| {
+        daemon.call_tool("flaky", "env", json!({}))["structuredContent"]["pid"]
+            .as_i64()
+            .unwrap()
+    };
+    let first_pid = pid_of(&daemon);
+    // Crashes count against the server's breaker (and the tool's) until it opens.
+    let mut codes = Vec::new();
+    while codes.last() != Some(&code::CIRCUIT_OPEN) && codes.len() < 10 {
+        let error = daemon.call_err(
+            "callTool",
+            json!({"server": "flaky", "tool": "crash", "arguments": {}}),
+        );
+        codes.push(error.code);
+    }
+    assert_eq!(codes.last(), Some(&code::CIRCUIT_OPEN), "{codes:?}");
+    let refused = daemon.call_err(
+        "callTool",
+        json!({"server": "flaky", "tool": "echo", "arguments": {"nonce": "x"}}),
+    );
+    assert_eq!(refused.code, code::CIRCUIT_OPEN, "{refused:?}");
+    let restarts_before = daemon.call("health", Value::Null)["servers"][0]["restarts"]
+        .as_u64()
+        .unwrap();
+
+    // A scoped token may not restart servers (exit 9, not permitted).
+    let minted = daemon.call("mintToken", json!({"servers": ["flaky"]}));
+    let scoped = minted["token"].as_str().unwrap();
+    let output = daemon.run_client(
+        &["server", "restart", "flaky"],
+        &[(tool_cli_protocol::env::TOKEN, scoped)],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(9),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let output = daemon.run_client(&["server", "restart", "flaky"], &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.trim(), "restarted flaky: ready");
+
+    // Breakers closed, a new process, one more restart.
+    let result = daemon.call_tool("flaky", "echo", json!({"nonce": "after"}));
+    assert_eq!(text_content(&result), "after");
+    let health = daemon.call("health", Value::Null);
+    let server = &health["servers"][0];
+    assert_eq!(server["breaker"]["state"], "closed", "{health:#}");
+    assert!(
+        server["restarts"].as_u64().unwrap() > restarts_before,
+        "{health:#}"
+    );
+    assert_ne!(pid_of(&daemon), first_pid);
+    let crash_admitted = daemon.call_err(
+        "callTool",
+        json!({"server": "flaky", "tool": "crash", "arguments": {}}),
+    );
+    assert_eq!(
+        crash_admitted.code,
+        code::SERVER_UNAVAILABLE,
+        "the tool's breaker was cleared too: {crash_admitted:?}"
+    );
 }

@@ -44,7 +44,10 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
     if let Some(flag) = object.get("isError")
         && !flag.is_boolean()
     {
-        return Err(format!("`isError` is {}, expected a boolean", type_name(flag)));
+        return Err(format!(
+            "`isError` is {}, expected a boolean",
+            type_name(flag)
+        ));
     }
     if let Some(structured) = object.get("structuredContent")
         && !structured.is_object()

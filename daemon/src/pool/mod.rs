@@ -105,6 +105,11 @@ pub struct Server {
     published: Arc<Published>,
     restarts: AtomicU32,
     ready_since: Mutex<Option<Instant>>,
+    /// Bumped by each restart request; the supervisor answers every request up to the value it
+    /// read when an attempt began.
+    restart_requested: watch::Sender<u64>,
+    /// The request generation the last settled attempt answered (ready, restarting or down).
+    settled: watch::Sender<u64>,
 }
 
 /// What a server publishes beyond its status: its catalog, kept across restarts, and the pool's
@@ -138,6 +143,16 @@ pub(crate) enum Status {
     Down(String),
     /// Stopped because the daemon is shutting down.
     Exited(String),
+}
+
+/// Why the supervisor stopped waiting on a live connection.
+enum ConnectionEnd {
+    /// The connection ended by itself (exit, crash, oversized message, recycled).
+    Ended,
+    /// The daemon is shutting down.
+    Shutdown,
+    /// `restartServer` asked for a new connection.
+    RestartRequested,
 }
 
 impl Status {
@@ -183,6 +198,8 @@ impl Pool {
                     }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
+                    restart_requested: watch::Sender::new(0),
+                    settled: watch::Sender::new(0),
                 })
             })
             .collect();
@@ -221,15 +238,24 @@ impl Pool {
         &self.servers
     }
 
-    /// Connects, watches and restarts one server until the daemon shuts down or the server is
-    /// parked.
+    /// Connects, watches and restarts one server until the daemon shuts down. A server that
+    /// keeps failing is parked `down` and probed on a slow schedule; a restart request
+    /// (`restartServer`) cuts any wait short, replaces a live connection, and forgets the
+    /// restart history.
     #[tracing::instrument(skip_all, fields(server = %server.config.name))]
-    async fn supervise(self: Arc<Self>, server: Arc<Server>, settled: oneshot::Sender<()>) {
-        let mut settled = Some(settled);
+    async fn supervise(self: Arc<Self>, server: Arc<Server>, first_settled: oneshot::Sender<()>) {
+        let mut first_settled = Some(first_settled);
         let mut tracker = RestartTracker::new(self.options.restart);
         let mut shutdown = self.shutdown.subscribe();
+        let mut restart_requests = server.restart_requested.subscribe();
         loop {
-            server.set_status(Status::Connecting);
+            // This attempt answers every restart request made so far.
+            let generation = *restart_requests.borrow_and_update();
+            // A probe of a parked server stays `down` until it connects: callers are refused at
+            // once rather than kept waiting on a server that is probably still broken.
+            if !tracker.is_parked() {
+                server.set_status(Status::Connecting);
+            }
             let started = Instant::now();
             // Dropping a connection attempt (on shutdown) drops its child, which kills its group.
             let connected = tokio::select! {
@@ -243,20 +269,33 @@ impl Pool {
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         "server ready"
                     );
+                    // A probe that connects ends the park.
+                    if tracker.is_parked() {
+                        tracker.reset();
+                    }
                     *server.ready_since.lock().unwrap() = Some(Instant::now());
                     server.set_status(Status::Ready(Arc::clone(&connection)));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
-                    }
-                    let stopping = tokio::select! {
-                        _ = done => false,
-                        _ = shutdown.wait_for(|stop| *stop) => true,
+                    server.settle(&mut first_settled, generation);
+                    let end = tokio::select! {
+                        _ = done => ConnectionEnd::Ended,
+                        _ = shutdown.wait_for(|stop| *stop) => ConnectionEnd::Shutdown,
+                        _ = restart_requests.changed() => ConnectionEnd::RestartRequested,
                     };
                     *server.ready_since.lock().unwrap() = None;
-                    if stopping {
-                        connection.close().await;
-                        server.set_status(Status::Exited("stopped by the daemon".to_owned()));
-                        return;
+                    match end {
+                        ConnectionEnd::Shutdown => {
+                            connection.close().await;
+                            server.set_status(Status::Exited("stopped by the daemon".to_owned()));
+                            return;
+                        }
+                        ConnectionEnd::RestartRequested => {
+                            tracing::info!("restarting server on request");
+                            connection.close().await;
+                            tracker.reset();
+                            server.restarts.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        ConnectionEnd::Ended => {}
                     }
                     let reason = connection.describe_end().await;
                     // The stream may have ended with the child still alive (an oversized
@@ -276,39 +315,48 @@ impl Pool {
                 server.set_status(Status::Exited(reason));
                 return;
             }
-            match tracker.record_exit(Instant::now(), started.elapsed(), random_jitter()) {
-                Decision::RestartAfter(delay) => {
-                    tracing::info!(delay_ms = delay.as_millis() as u64, "restarting server");
-                    server.set_status(Status::Restarting(reason));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
+            let (status, delay) =
+                match tracker.record_exit(Instant::now(), started.elapsed(), random_jitter()) {
+                    Decision::RestartAfter(delay) => {
+                        tracing::info!(delay_ms = delay.as_millis() as u64, "restarting server");
+                        (Status::Restarting(reason), delay)
                     }
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = shutdown.wait_for(|stop| *stop) => {
-                            server.status.send_modify(|status| {
-                                if let Status::Restarting(reason) = status {
-                                    *status = Status::Exited(std::mem::take(reason));
-                                }
-                            });
-                            server.published.changed();
-                            return;
-                        }
+                    Decision::Park { probe_after } => {
+                        let restarts = server.restarts.load(Ordering::Relaxed);
+                        tracing::error!(
+                            restarts,
+                            %reason,
+                            probe_in_s = probe_after.as_secs(),
+                            "server keeps failing; parked as down"
+                        );
+                        let status = Status::Down(format!(
+                            "{reason} (gave up after {restarts} restarts; trying again in {} s, \
+                             or now with `tool-cli server restart {}`)",
+                            probe_after.as_secs(),
+                            server.config.name
+                        ));
+                        (status, probe_after)
                     }
-                    server.restarts.fetch_add(1, Ordering::Relaxed);
+                };
+            server.set_status(status);
+            server.settle(&mut first_settled, generation);
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = restart_requests.changed() => {
+                    tracing::info!("restarting server on request");
+                    tracker.reset();
                 }
-                Decision::Park => {
-                    let restarts = server.restarts.load(Ordering::Relaxed);
-                    tracing::error!(restarts, %reason, "server keeps failing; parked as down");
-                    server.set_status(Status::Down(format!(
-                        "{reason} (gave up after {restarts} restarts)"
-                    )));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
-                    }
+                _ = shutdown.wait_for(|stop| *stop) => {
+                    server.status.send_modify(|status| {
+                        if let Status::Restarting(reason) = status {
+                            *status = Status::Exited(std::mem::take(reason));
+                        }
+                    });
+                    server.published.changed();
                     return;
                 }
             }
+            server.restarts.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -461,6 +509,41 @@ impl Server {
         self.published.changed();
     }
 
+    /// Announces that an attempt settled: to `Pool::start` the first time, and to whoever asked
+    /// for a restart up to `generation`.
+    fn settle(&self, first: &mut Option<oneshot::Sender<()>>, generation: u64) {
+        if let Some(first) = first.take() {
+            let _ = first.send(());
+        }
+        self.settled.send_replace(generation);
+    }
+
+    /// Asks the supervisor for a new connection now (parked or not, connected or not) and waits
+    /// until `deadline` for that attempt to settle.
+    async fn request_restart(&self, deadline: Instant) -> Result<(), Error> {
+        if !self.config.enabled {
+            return Err(ErrorData::ServerUnavailable {
+                server: self.config.name.clone(),
+                state: ServerState::Disabled.as_str().to_owned(),
+                last_error: Some(
+                    "it is disabled in the config; set \"disabled\": false and restart the daemon"
+                        .to_owned(),
+                ),
+            }
+            .into());
+        }
+        let mut generation = 0;
+        self.restart_requested.send_modify(|requested| {
+            *requested += 1;
+            generation = *requested;
+        });
+        let mut settled = self.settled.subscribe();
+        // Out of time: the caller is told the state it is in now (connecting, say).
+        let _ =
+            tokio::time::timeout_at(deadline, settled.wait_for(|done| *done >= generation)).await;
+        Ok(())
+    }
+
     /// A snapshot of its status.
     pub(crate) fn current_status(&self) -> Status {
         self.status.borrow().clone()
@@ -556,6 +639,10 @@ impl Upstream for Server {
 
     fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
         Box::pin(async move { self.connection(deadline).await.map(|_| ()) })
+    }
+
+    fn restart(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(self.request_restart(deadline))
     }
 
     fn call_tool<'a>(

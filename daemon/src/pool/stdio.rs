@@ -487,7 +487,9 @@ impl Rejected {
         match self {
             Rejected::NotJson => "not JSON",
             Rejected::NotJsonRpc => "not a valid JSON-RPC 2.0 message",
-            Rejected::StringId => "a response whose id is a string, though every request we send has a numeric id",
+            Rejected::StringId => {
+                "a response whose id is a string, though every request we send has a numeric id"
+            }
         }
     }
 }
@@ -738,7 +740,10 @@ mod tests {
             );
             let valid = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"real":true}}"#;
             assert!(decode(valid, &raw).is_ok());
-            assert_eq!(raw.take("7"), Some(serde_json::json!({"content": [], "real": true})));
+            assert_eq!(
+                raw.take("7"),
+                Some(serde_json::json!({"content": [], "real": true}))
+            );
         }
         // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
         let raw = RawResults::default();
