@@ -351,6 +351,86 @@ impl Drop for HttpPeer {
     }
 }
 
+/// The fault-injection fixture as a Streamable HTTP server (`tool-cli-fault-server --http`): it
+/// binds `127.0.0.1:0` itself and writes the port to a file, so no port is guessed. Stopped on
+/// drop.
+pub struct HttpFaultServer {
+    child: Option<Child>,
+    port: u16,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    _dir: TempDir,
+}
+
+impl HttpFaultServer {
+    /// Starts it with these extra flags (`--http-status CODE`, `--http-reset`; see its
+    /// `args.rs`).
+    pub fn start(args: &[&str]) -> HttpFaultServer {
+        let dir = scratch();
+        let port_file = dir.path().join("port");
+        let mut child = Command::new(fault_server_bin())
+            .arg("--http")
+            .arg(&port_file)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("start tool-cli-fault-server --http");
+        let stderr = capture(child.stderr.take().expect("piped stderr"));
+        let mut server = HttpFaultServer {
+            child: Some(child),
+            port: 0,
+            stderr,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(port) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                server.port = port;
+                return server;
+            }
+            if let Some(status) = server
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "tool-cli-fault-server --http exited with {status}; stderr:\n{}",
+                    text_of(&server.stderr)
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tool-cli-fault-server --http wrote no port within {STARTUP_TIMEOUT:?}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` followed by `path_and_query`.
+    pub fn url(&self, path_and_query: &str) -> String {
+        format!("http://127.0.0.1:{}{path_and_query}", self.port)
+    }
+}
+
+impl Drop for HttpFaultServer {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop_process_group(child);
+        }
+        if thread::panicking() {
+            eprintln!(
+                "--- stderr of tool-cli-fault-server --http ---\n{}",
+                text_of(&self.stderr)
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The daemon.
 

@@ -13,6 +13,8 @@
 //! - 2, orphans escape:
 //!   `hardening_sigkill_of_the_daemon_leaves_no_process_of_a_servers_tree`,
 //!   `hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree`
+//! - 10, an oversized SSE event reads as "server exited" and trips the breaker:
+//!   `hardening_an_oversized_sse_event_is_a_size_error_and_does_not_trip_the_breaker`
 //! - 9, `down` is forever: `hardening_server_restart_restarts_a_server_and_clears_its_breakers`
 //!   (probing of parked servers: `daemon/tests/in_process.rs`)
 
@@ -21,8 +23,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_cli_protocol::{ErrorData, code};
 use tool_cli_tests::{
-    Daemon, KillMarkedOnDrop, SHUTDOWN_TIMEOUT, error_data, eventually, fault_server,
-    process_is_alive, processes_with_marker, text_content, unique_marker,
+    Daemon, DaemonOptions, HttpFaultServer, KillMarkedOnDrop, SHUTDOWN_TIMEOUT, error_data,
+    eventually, fault_server, process_is_alive, processes_with_marker, text_content, unique_marker,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -308,4 +310,54 @@ fn hardening_server_restart_restarts_a_server_and_clears_its_breakers() {
         code::SERVER_UNAVAILABLE,
         "the tool's breaker was cleared too: {crash_admitted:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. An oversized SSE event is a size error, not a dead server.
+
+#[test]
+fn hardening_an_oversized_sse_event_is_a_size_error_and_does_not_trip_the_breaker() {
+    const LIMIT: u64 = 1024 * 1024;
+    let peer = HttpFaultServer::start(&[]);
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"remote": {"url": peer.url("/mcp")}}}),
+        DaemonOptions {
+            args: vec!["--max-message-bytes".into(), LIMIT.to_string()],
+            ..DaemonOptions::default()
+        },
+    );
+    // More oversized answers than it takes to open a breaker (5 failures in its window).
+    for attempt in 0..7 {
+        let error = daemon.call_err(
+            "callTool",
+            json!({"server": "remote", "tool": "huge_event", "arguments": {"bytes": 2 * LIMIT}}),
+        );
+        assert_eq!(
+            error.code,
+            code::UPSTREAM_ERROR,
+            "attempt {attempt}: {error:?}"
+        );
+        match error_data(&error) {
+            ErrorData::MessageTooLarge {
+                server,
+                method,
+                limit_bytes,
+            } => {
+                assert_eq!(server, "remote");
+                assert_eq!(method, "huge_event");
+                assert_eq!(limit_bytes, LIMIT);
+            }
+            other => panic!("attempt {attempt}: expected messageTooLarge, got {other:?}"),
+        }
+    }
+    let health = daemon.call("health", Value::Null);
+    let server = &health["servers"][0];
+    assert_eq!(server["state"], "ready", "{health:#}");
+    assert_eq!(server["breaker"]["state"], "closed", "{health:#}");
+    assert_eq!(server["restarts"], 0, "{health:#}");
+    // An answer within the limit still arrives, over the same connection.
+    let result = daemon.call_tool("remote", "huge_event", json!({"bytes": LIMIT / 2}));
+    assert_eq!(text_content(&result).len() as u64, LIMIT / 2);
+    let result = daemon.call_tool("remote", "echo", json!({"nonce": "still here"}));
+    assert_eq!(text_content(&result), "still here");
 }

@@ -16,6 +16,7 @@
 
 mod answer;
 mod connection;
+mod http;
 mod stderr;
 mod stdio;
 
@@ -57,7 +58,7 @@ const HTTP_PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// Settings of the pool that are not per server.
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
-    /// Largest message accepted from a stdio server.
+    /// Largest message accepted from a server: a stdio line, or an SSE event over HTTP.
     pub max_message_bytes: usize,
     /// How crashing servers are restarted.
     pub restart: RestartPolicy,
@@ -383,7 +384,14 @@ impl Pool {
                 .await
             }
             TransportConfig::Http { url, headers } => {
-                connection::connect_http(&server.config.name, published, url, headers).await
+                http::connect(
+                    &server.config.name,
+                    published,
+                    url,
+                    headers,
+                    self.options.max_message_bytes,
+                )
+                .await
             }
         }
     }
@@ -426,9 +434,12 @@ impl Pool {
             name,
             published,
             transport,
-            Some(raw),
-            Some(Arc::clone(&process)),
-            Arc::clone(&stream_closed),
+            connection::Extras {
+                raw: Some(raw),
+                process: Some(Arc::clone(&process)),
+                stream_closed: Arc::clone(&stream_closed),
+                oversized: None,
+            },
         )
         .await;
         match established {
