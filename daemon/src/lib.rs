@@ -20,6 +20,7 @@ pub mod policy;
 pub mod pool;
 pub mod provider;
 pub mod reaper;
+pub mod redact;
 pub mod resilience;
 mod rpc;
 pub mod runtime_file;

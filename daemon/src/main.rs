@@ -122,7 +122,9 @@ fn init_tracing(default: &str) {
         .add_directive("jsonrpsee-core=debug".parse().expect("a valid directive"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // Every line goes through the redaction of the servers' secrets (`redact.rs`), however
+        // it was made (rmcp and reqwest print whole URLs).
+        .with_writer(tool_cli_daemon::redact::LogWriter)
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -168,6 +170,9 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(err) => return fail(EXIT_CONFIG, err),
     };
+    tool_cli_daemon::redact::install(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
+        &config,
+    )));
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path),
         (None, Ok(text)) if !text.is_empty() => {

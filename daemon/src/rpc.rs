@@ -261,6 +261,11 @@ pub(crate) fn to_rpc_error(error: Error) -> ErrorObjectOwned {
         // The detail stays here; the caller is told only that something failed inside.
         tracing::error!(%detail, "internal error");
     }
+    // No configured secret leaves in an error, wherever the error was made.
+    let error = match crate::redact::installed() {
+        Some(secrets) => secrets.clean_error(error),
+        None => error,
+    };
     ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(error.to_data()))
 }
 

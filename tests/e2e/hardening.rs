@@ -13,6 +13,8 @@
 //! - 2, orphans escape:
 //!   `hardening_sigkill_of_the_daemon_leaves_no_process_of_a_servers_tree`,
 //!   `hardening_sigterm_of_the_daemon_leaves_no_process_of_a_servers_tree`
+//! - 4, secrets in a server's `url` and headers leak into logs, statuses and errors:
+//!   `hardening_secrets_in_a_servers_url_and_headers_never_reach_logs_statuses_or_errors`
 //! - 10, an oversized SSE event reads as "server exited" and trips the breaker:
 //!   `hardening_an_oversized_sse_event_is_a_size_error_and_does_not_trip_the_breaker`
 //! - 9, `down` is forever: `hardening_server_restart_restarts_a_server_and_clears_its_breakers`
@@ -24,7 +26,8 @@ use serde_json::{Value, json};
 use tool_cli_protocol::{ErrorData, code};
 use tool_cli_tests::{
     Daemon, DaemonOptions, HttpFaultServer, KillMarkedOnDrop, SHUTDOWN_TIMEOUT, error_data,
-    eventually, fault_server, process_is_alive, processes_with_marker, text_content, unique_marker,
+    eventually, fault_server, process_is_alive, processes_with_marker, random_hex, text_content,
+    unique_marker,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -360,4 +363,116 @@ fn hardening_an_oversized_sse_event_is_a_size_error_and_does_not_trip_the_breake
     assert_eq!(text_content(&result).len() as u64, LIMIT / 2);
     let result = daemon.call_tool("remote", "echo", json!({"nonce": "still here"}));
     assert_eq!(text_content(&result), "still here");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Configured secrets never leave the daemon: not in logs, statuses or errors.
+
+#[test]
+fn hardening_secrets_in_a_servers_url_and_headers_never_reach_logs_statuses_or_errors() {
+    let key = format!("sk-{}", random_hex(12));
+    let token = format!("tok-{}", random_hex(12));
+    let working = HttpFaultServer::start(&[]);
+    let rejecting = HttpFaultServer::start(&["--http-status", "400"]);
+    let resetting = HttpFaultServer::start(&["--http-reset"]);
+    let with_secrets = |peer: &HttpFaultServer| {
+        json!({"url": peer.url("/mcp?api_key=${HARDENING_KEY}&v=1"),
+               "headers": {"Authorization": "Bearer ${HARDENING_TOKEN}"}})
+    };
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {
+            "echoer": with_secrets(&working),
+            "rejecter": with_secrets(&rejecting),
+            "resetter": with_secrets(&resetting),
+        }}),
+        DaemonOptions {
+            env: vec![
+                ("HARDENING_KEY".into(), key.clone()),
+                ("HARDENING_TOKEN".into(), token.clone()),
+                // Debug, to show that even the chattiest lines are redacted.
+                ("RUST_LOG".into(), "debug".into()),
+            ],
+            ..DaemonOptions::default()
+        },
+    );
+    let minted = daemon.call("mintToken", json!({"readOnly": true}));
+    let read_only = minted["token"].as_str().unwrap().to_owned();
+    let as_read_only = |method: &str, params: Value| -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let auth = format!("Bearer {read_only}");
+        let (status, body) = daemon.raw_post(
+            &[("Authorization", auth.as_str())],
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200);
+        serde_json::from_slice(&body).unwrap()
+    };
+
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut keep = |what: &str, value: &Value| seen.push((what.to_owned(), value.to_string()));
+    keep("listServers", &as_read_only("listServers", json!({})));
+    keep("health", &as_read_only("health", json!({})));
+    for server in ["rejecter", "resetter"] {
+        keep(
+            &format!("callTool on {server}"),
+            &as_read_only(
+                "callTool",
+                json!({"server": server, "tool": "echo", "arguments": {"nonce": "n"},
+                       "timeoutMs": 3000}),
+            ),
+        );
+    }
+    // An upstream that reflects the request (URL, headers) in its JSON-RPC error, then a long
+    // tail with a terminal escape.
+    let reflected = as_read_only(
+        "callTool",
+        json!({"server": "echoer", "tool": "echo_request", "arguments": {"pad": 20_000}}),
+    );
+    keep("a reflected JSON-RPC error", &reflected);
+    // And one that reflects it in an HTTP error body.
+    let body_error = as_read_only(
+        "callTool",
+        json!({"server": "echoer", "tool": "status", "arguments": {"code": 403, "pad": 20_000}}),
+    );
+    keep("a reflected HTTP error body", &body_error);
+    keep("health afterwards", &daemon.call("health", Value::Null));
+
+    for (what, text) in &seen {
+        assert!(
+            !text.contains(&key) && !text.contains(&token),
+            "a secret leaked in {what}: {text}"
+        );
+        assert!(
+            !text.contains("\\u001b"),
+            "a terminal escape passed in {what}: {text}"
+        );
+    }
+    // Not vacuous: the URL and the headers were there, redacted.
+    let health = &seen[1].1;
+    assert!(health.contains("api_key=[redacted]"), "{health}");
+    let message = reflected["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("api_key=[redacted]") && message.contains("authorization: [redacted]"),
+        "{message}"
+    );
+    // Capped: 20 kB of padding do not come through.
+    for error in [&reflected, &body_error] {
+        assert!(
+            error.to_string().len() < 8 * 1024,
+            "an upstream error body is capped: {} bytes",
+            error.to_string().len()
+        );
+    }
+
+    let log = daemon.stderr();
+    assert!(!log.is_empty());
+    for secret in [&key, &token] {
+        if let Some(line) = log.lines().find(|line| line.contains(secret.as_str())) {
+            panic!("a secret leaked in the log: {line}");
+        }
+    }
+    assert!(
+        log.contains("[redacted]"),
+        "the log mentioned the URL at all"
+    );
 }

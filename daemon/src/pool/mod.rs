@@ -39,6 +39,7 @@ use crate::error::Error;
 use crate::provider::{
     BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
 };
+use crate::redact::Secrets;
 use crate::resilience::backoff::{Backoff, random_jitter};
 use crate::resilience::restart::{Decision, RestartPolicy, RestartTracker};
 pub(crate) use connection::{Connection, ListKind};
@@ -101,6 +102,8 @@ pub struct Pool {
 pub struct Server {
     /// Its configuration.
     pub config: ServerConfig,
+    /// Every configured secret, kept out of its statuses and errors.
+    secrets: Arc<Secrets>,
     info: ServerInfo,
     status: watch::Sender<Status>,
     published: Arc<Published>,
@@ -180,6 +183,7 @@ impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
         let changes = Arc::new(watch::Sender::new(0));
+        let secrets = Arc::new(Secrets::from_config(config));
         let servers = config
             .servers
             .iter()
@@ -190,6 +194,7 @@ impl Pool {
                     Status::Disabled
                 };
                 Arc::new(Server {
+                    secrets: Arc::clone(&secrets),
                     info: server_info(server),
                     config: server.clone(),
                     status: watch::Sender::new(initial),
@@ -312,6 +317,8 @@ impl Pool {
                     error
                 }
             };
+            // It goes into `listServers`, `health` and errors, to callers of any scope.
+            let reason = server.secrets.clean(&reason);
             if *shutdown.borrow() {
                 server.set_status(Status::Exited(reason));
                 return;
@@ -516,6 +523,12 @@ fn server_info(config: &ServerConfig) -> ServerInfo {
 
 impl Server {
     fn set_status(&self, status: Status) {
+        let status = match status {
+            Status::Restarting(reason) => Status::Restarting(self.secrets.redact(&reason).into()),
+            Status::Down(reason) => Status::Down(self.secrets.redact(&reason).into()),
+            Status::Exited(reason) => Status::Exited(self.secrets.redact(&reason).into()),
+            other => other,
+        };
         self.status.send_replace(status);
         self.published.changed();
     }
@@ -649,7 +662,12 @@ impl Upstream for Server {
     }
 
     fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(async move { self.connection(deadline).await.map(|_| ()) })
+        Box::pin(async move {
+            self.connection(deadline)
+                .await
+                .map(|_| ())
+                .map_err(|error| self.secrets.clean_error(error))
+        })
     }
 
     fn restart(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
@@ -663,12 +681,15 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection
                 .call_tool(tool, arguments.clone(), remaining(deadline))
                 .await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 
@@ -685,7 +706,10 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             if !connection.supports_resources {
                 return Ok(Vec::new());
             }
@@ -695,7 +719,7 @@ impl Upstream for Server {
             };
             let result = connection.list_all(kind, remaining(deadline)).await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 
@@ -705,10 +729,13 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection.read_resource(uri, remaining(deadline)).await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 }
