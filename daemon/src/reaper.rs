@@ -5,7 +5,7 @@
 //! (`npx` runs the real server as a grandchild). So the daemon starts `tool-cli-daemon reaper`,
 //! tells it over a pipe which process groups exist (`+pgid` / `-pgid` lines), and when the pipe
 //! reaches end-of-file, which happens however the daemon ends, the reaper sends SIGTERM to every
-//! group still registered, waits for them to empty (at most [`GROUP_GRACE`]), and SIGKILLs what is
+//! group still registered, waits for them to empty (at most `GROUP_GRACE`), and SIGKILLs what is
 //! left. On a clean shutdown the daemon has already stopped them all, so the reaper finds nothing
 //! left to do.
 //!

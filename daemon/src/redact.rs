@@ -222,8 +222,7 @@ impl Secrets {
 /// become spaces, and anything past `max_chars` is cut with a note of how much was cut.
 pub fn clean_text(text: &str, max_chars: usize) -> String {
     let mut cleaned = String::with_capacity(text.len().min(max_chars * 4));
-    let mut kept = 0;
-    for (index, character) in text.char_indices() {
+    for (kept, (index, character)) in text.char_indices().enumerate() {
         if kept == max_chars {
             let cut = text.len() - index;
             cleaned.push_str(&format!("… ({cut} more bytes)"));
@@ -234,7 +233,6 @@ pub fn clean_text(text: &str, max_chars: usize) -> String {
         } else {
             character
         });
-        kept += 1;
     }
     cleaned
 }

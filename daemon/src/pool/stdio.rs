@@ -509,10 +509,8 @@ fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>,
                 raw.offer(id_key(&response.id), result);
             }
         }
-        JsonRpcMessage::Error(error) => {
-            if error.id.as_ref().is_some_and(is_numeric_string) {
-                return Err(Rejected::StringId);
-            }
+        JsonRpcMessage::Error(error) if error.id.as_ref().is_some_and(is_numeric_string) => {
+            return Err(Rejected::StringId);
         }
         _ => {}
     }
