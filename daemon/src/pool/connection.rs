@@ -23,8 +23,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{Notify, watch};
 
 use super::Published;
+use super::child::ChildProcess;
 use super::http::{OversizedAnswers, size_limit_in};
-use super::stdio::{ChildProcess, RawResults, id_key};
+use super::stdio::{RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
 use crate::catalog::Catalog;
 use crate::error::Error;
