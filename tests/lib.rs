@@ -351,6 +351,86 @@ impl Drop for HttpPeer {
     }
 }
 
+/// The fault-injection fixture as a Streamable HTTP server (`tool-cli-fault-server --http`): it
+/// binds `127.0.0.1:0` itself and writes the port to a file, so no port is guessed. Stopped on
+/// drop.
+pub struct HttpFaultServer {
+    child: Option<Child>,
+    port: u16,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    _dir: TempDir,
+}
+
+impl HttpFaultServer {
+    /// Starts it with these extra flags (`--http-status CODE`, `--http-reset`; see its
+    /// `args.rs`).
+    pub fn start(args: &[&str]) -> HttpFaultServer {
+        let dir = scratch();
+        let port_file = dir.path().join("port");
+        let mut child = Command::new(fault_server_bin())
+            .arg("--http")
+            .arg(&port_file)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("start tool-cli-fault-server --http");
+        let stderr = capture(child.stderr.take().expect("piped stderr"));
+        let mut server = HttpFaultServer {
+            child: Some(child),
+            port: 0,
+            stderr,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(port) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                server.port = port;
+                return server;
+            }
+            if let Some(status) = server
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "tool-cli-fault-server --http exited with {status}; stderr:\n{}",
+                    text_of(&server.stderr)
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tool-cli-fault-server --http wrote no port within {STARTUP_TIMEOUT:?}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` followed by `path_and_query`.
+    pub fn url(&self, path_and_query: &str) -> String {
+        format!("http://127.0.0.1:{}{path_and_query}", self.port)
+    }
+}
+
+impl Drop for HttpFaultServer {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop_process_group(child);
+        }
+        if thread::panicking() {
+            eprintln!(
+                "--- stderr of tool-cli-fault-server --http ---\n{}",
+                text_of(&self.stderr)
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The daemon.
 
@@ -1080,6 +1160,44 @@ pub fn live_processes_in_group(pgid: i32) -> Vec<i32> {
 /// an init that does not reap would keep it around for ever.
 pub fn process_is_alive(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _, _)) if state != 'Z')
+}
+
+/// Live (non-zombie) processes with `marker` as one of their command-line arguments: how a test
+/// finds what a fault server detached (`tool-cli-fault-server --linger MARKER`), wherever in the
+/// process tree it ended up.
+pub fn processes_with_marker(marker: &str) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|&b| b == 0)
+                    .any(|arg| arg == marker.as_bytes())
+            }) && process_is_alive(pid)
+        })
+        .collect()
+}
+
+/// A fresh marker for [`processes_with_marker`], unique to this test run.
+pub fn unique_marker(what: &str) -> String {
+    format!(
+        "tool-cli-test-{what}-{}-{}",
+        std::process::id(),
+        random_hex(4)
+    )
+}
+
+/// SIGKILLs every process carrying the marker when dropped, so a failing test leaves nothing
+/// behind that escaped its daemon.
+pub struct KillMarkedOnDrop(pub String);
+
+impl Drop for KillMarkedOnDrop {
+    fn drop(&mut self) {
+        for pid in processes_with_marker(&self.0) {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
 }
 
 /// The parent of `pid` (zombies included), if it exists.

@@ -51,6 +51,8 @@ pub(crate) enum Command {
     RevokeToken { token_id: String },
     /// `tool-cli token list`.
     ListTokens,
+    /// `tool-cli server restart NAME`.
+    RestartServer { server: String },
 }
 
 /// A parsed command line: the command and how to present its result.
@@ -111,6 +113,10 @@ Health:
   health exits 1 when any server is unhealthy, so scripts can check it: every enabled server
   must be ready (disabled ones don't count). Like `resource`, the subcommand wins over a server
   named `health`; reach such a server with `tool-cli -- health [TOOL] [ARGS_JSON]`.
+  tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
+                                        its circuit breakers; exit 1 unless it comes back ready
+                                        (the daemon's own token only). Wins over a server named
+                                        `server`.
 
 Destructive tools:
   tool-cli SERVER TOOL ARGS_JSON --yes  a tool marked destructive runs only with --yes
@@ -159,7 +165,8 @@ Exit codes:
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
                       tool-cli health [--json]\n       \
-                      tool-cli token <mint|list|revoke> [OPTIONS]",
+                      tool-cli token <mint|list|revoke> [OPTIONS]\n       \
+                      tool-cli server restart NAME",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -223,6 +230,20 @@ enum TopSubcommand {
     Token {
         #[command(subcommand)]
         action: TokenAction,
+    },
+    /// Manage servers: `restart NAME` (wins over a server named `server`)
+    Server {
+        #[command(subcommand)]
+        action: ServerAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ServerAction {
+    /// Start a server again now, even one parked `down`, and clear its circuit breakers
+    Restart {
+        /// The server's name, as in `tool-cli`'s list
+        name: String,
     },
 }
 
@@ -327,6 +348,9 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Server {
+            action: ServerAction::Restart { name },
+        }) => Command::RestartServer { server: name },
         Some(TopSubcommand::Resource { action }) => match action {
             ResourceAction::List { server } => Command::ListResources { server },
             ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
@@ -454,7 +478,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
     }
 }
 
-/// Moves a subcommand name (`resource`, `health`, `token`) that stands in the SERVER position in front of
+/// Moves a subcommand name (`resource`, `health`, `token`, `server`) that stands in the SERVER position in front of
 /// any flags before it.
 ///
 /// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
@@ -474,7 +498,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" => {
+            "resource" | "health" | "token" | "server" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;
@@ -1179,6 +1203,19 @@ mod tests {
 
     #[test]
     fn token_list_and_revoke() {
+        assert_eq!(
+            command(&["--json", "server", "restart", "github"]),
+            Command::RestartServer {
+                server: "github".into()
+            }
+        );
+        assert_eq!(
+            command(&["--", "server", "restart"]),
+            Command::DescribeTool {
+                server: "server".into(),
+                tool: "restart".into()
+            }
+        );
         assert_eq!(command(&["token", "list"]), Command::ListTokens);
         assert_eq!(command(&["--json", "token", "list"]), Command::ListTokens);
         assert_eq!(

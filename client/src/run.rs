@@ -154,6 +154,9 @@ pub(crate) async fn run(
             }
             output.emit_text(&format!("revoked {token_id}"))
         }
+        Command::RestartServer { server } => {
+            restart_server(&mut session, &mut output, server).await
+        }
         Command::ListTokens => {
             let result = session
                 .call_value(name::LIST_TOKENS, None::<()>)
@@ -395,6 +398,45 @@ async fn mint_token(
 }
 
 /// A "method not found" from a daemon that predates the token methods, said plainly.
+/// How long `tool-cli server restart` waits at least: the daemon waits up to a minute (or the
+/// server's longer call timeout) for the new connection to settle.
+const RESTART_TIMEOUT: Duration = Duration::from_secs(65);
+
+/// `tool-cli server restart NAME`: fails (exit 1) unless the server comes back `ready`.
+async fn restart_server(
+    session: &mut Session,
+    output: &mut Output<'_>,
+    server: String,
+) -> Result<(), Error> {
+    let params = tool_cli_protocol::methods::ServerParams { server };
+    let timeout = session.timeout.max(RESTART_TIMEOUT);
+    let result = session
+        .connection
+        .call(name::RESTART_SERVER, Some(params), timeout)
+        .await
+        .map_err(|error| older_daemon(error, "server restart"))?;
+    if output.json {
+        output.emit_json(&result)?;
+    }
+    let restarted: tool_cli_protocol::methods::RestartServerResult =
+        parse_result(name::RESTART_SERVER, result)?;
+    let state = restarted.state.as_str();
+    if restarted.state != tool_cli_protocol::methods::ServerState::Ready {
+        return Err(Error::Other(format!(
+            "restarted {}, but it is {state}{}; `tool-cli health` shows how it goes on",
+            restarted.server,
+            restarted
+                .error
+                .map(|error| format!(": {}", render::truncate(&error, 400)))
+                .unwrap_or_default()
+        )));
+    }
+    if output.json {
+        return Ok(());
+    }
+    output.emit_text(&format!("restarted {}: {state}", restarted.server))
+}
+
 fn older_daemon(error: Error, command: &str) -> Error {
     match error {
         Error::Rpc { error, .. } if error.code == code::METHOD_NOT_FOUND => Error::Other(format!(

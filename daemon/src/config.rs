@@ -115,6 +115,9 @@ pub struct ServerConfig {
     pub priority: i64,
     /// Corrections of its tools' descriptions and arguments, by tool name.
     pub tool_overrides: Arc<BTreeMap<String, ToolOverride>>,
+    /// Every value a `${VAR}` put into its `env`, `headers` or `url`: secrets, as far as the
+    /// daemon can tell, kept out of logs and errors (`redact.rs`).
+    pub substituted: Vec<String>,
 }
 
 /// Default `maxConcurrent`.
@@ -260,6 +263,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             policy: ServerPolicy::default(),
             priority: 0,
             tool_overrides: Arc::default(),
+            substituted: Vec::new(),
         }],
         agent: AgentConfig::default(),
         notes: Vec::new(),
@@ -440,6 +444,16 @@ fn parse_server(
     })?;
 
     let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
+    // Every value looked up for a `${VAR}` is remembered as a secret (a RefCell: the lookup is
+    // a `Fn` shared by the transport parsers).
+    let looked_up = std::cell::RefCell::new(Vec::new());
+    let env = &|name: &str| {
+        let value = env(name);
+        if let Some(value) = &value {
+            looked_up.borrow_mut().push(value.clone());
+        }
+        value
+    };
     let transport = match kind.as_deref() {
         Some("stdio") => stdio_transport(&raw, env)?,
         Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
@@ -518,6 +532,7 @@ fn parse_server(
         policy,
         priority: raw.priority.unwrap_or(0),
         tool_overrides: Arc::new(tool_overrides),
+        substituted: looked_up.into_inner(),
     };
     Ok((server, notes))
 }
@@ -602,13 +617,15 @@ fn http_transport(
             "an http server takes \"url\", not \"command\"".to_owned(),
         ));
     }
-    let url = substitute(url, env).map_err(|m| (Some("url".to_owned()), m))?;
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
+    let expanded = substitute(url, env).map_err(|m| (Some("url".to_owned()), m))?;
+    if !(expanded.starts_with("http://") || expanded.starts_with("https://")) {
+        // The URL as written, not as expanded: a `${VAR}` in it may be a secret.
         return Err((
             Some("url".to_owned()),
             format!("\"{url}\" is not an http:// or https:// URL"),
         ));
     }
+    let url = expanded;
     let mut headers = BTreeMap::new();
     for (key, value) in &raw.headers {
         let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
@@ -740,6 +757,18 @@ mod tests {
             }
         );
         assert!(!config.servers[1].enabled);
+        // What `${VAR}` put in is remembered, to be redacted from logs and errors.
+        assert_eq!(config.servers[0].substituted, ["secret"]);
+        assert_eq!(config.servers[1].substituted, ["8080", "secret"]);
+    }
+
+    #[test]
+    fn a_bad_url_is_quoted_as_written_not_as_expanded() {
+        let err = parse_json(json!({"mcpServers": {"x": {"url": "ftp://h/?k=${API_KEY}"}}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ftp://h/?k=${API_KEY}"), "{err}");
+        assert!(!err.contains("secret"), "{err}");
     }
 
     #[test]

@@ -151,6 +151,8 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::ServerExited { .. } => "serverExited",
         ErrorData::Timeout { .. } => "timeout",
         ErrorData::Upstream { .. } => "upstream",
+        ErrorData::InvalidResult { .. } => "invalidResult",
+        ErrorData::MessageTooLarge { .. } => "messageTooLarge",
         ErrorData::Busy { .. } => "busy",
         ErrorData::CircuitOpen { .. } => "circuitOpen",
         ErrorData::NotPermitted { .. } => "notPermitted",
@@ -262,6 +264,23 @@ pub fn message(data: &ErrorData) -> String {
             message,
             ..
         } => format!("server \"{server}\" returned an error: {message} (code {code})"),
+        ErrorData::InvalidResult {
+            server,
+            method,
+            message,
+        } => format!(
+            "server \"{server}\" answered {method} with a result that is not valid MCP: {message}; \
+             the server is at fault (report it to its authors)"
+        ),
+        ErrorData::MessageTooLarge {
+            server,
+            method,
+            limit_bytes,
+        } => format!(
+            "server \"{server}\" answered {method} with a message larger than the {limit_bytes}-byte \
+             limit, so the answer was dropped (the tool may have run); ask for less, or raise the \
+             daemon's --max-message-bytes"
+        ),
         ErrorData::Busy {
             server,
             in_flight,

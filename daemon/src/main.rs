@@ -130,6 +130,13 @@ enum Command {
     /// Internal: the watchdog that stops the servers' process groups if the daemon dies.
     #[command(hide = true)]
     Reaper,
+    /// Internal: runs one stdio server as a child subreaper, so nothing it starts outlives it.
+    #[command(hide = true)]
+    Subreaper {
+        /// The server's command and arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Run the bundled demo MCP server on stdin/stdout (the default config starts it).
     DemoServer {
         /// The sample SQLite database (created on first use).
@@ -146,6 +153,7 @@ fn main() -> ExitCode {
             tool_cli_daemon::reaper::run(std::io::stdin().lock());
             ExitCode::SUCCESS
         }
+        Some(Command::Subreaper { command }) => tool_cli_daemon::subreaper::run(&command),
         None => run_daemon(cli),
     }
 }
@@ -164,7 +172,7 @@ fn init_tracing(default: &str) {
         !(metadata.target().starts_with("jsonrpsee") && *metadata.level() == tracing::Level::TRACE)
     });
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(tool_cli_daemon::redact::LogWriter)
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -218,6 +226,9 @@ fn run_daemon(cli: Cli) -> ExitCode {
             tracing::info!("{note}");
         }
     }
+    tool_cli_daemon::redact::install(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
+        &config,
+    )));
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path),
         (None, Ok(text)) if !text.is_empty() => {
@@ -259,7 +270,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(serve(cli, config, token, listener, endpoint))
+    runtime.block_on(serve(cli, config, token, listener, endpoint, self_exe))
 }
 
 /// Where clients reach us.
@@ -341,6 +352,7 @@ async fn serve(
     token: Token,
     listener: Listener,
     endpoint: Endpoint,
+    self_exe: PathBuf,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
         Endpoint::Tcp(local) => {
@@ -399,6 +411,9 @@ async fn serve(
         &config,
         PoolOptions {
             max_message_bytes: cli.max_message_bytes,
+            // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
+            // dies with it (see `subreaper.rs`).
+            subreaper: cfg!(target_os = "linux").then_some(self_exe),
             ..PoolOptions::default()
         },
     );

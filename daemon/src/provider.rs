@@ -64,6 +64,14 @@ pub trait Upstream: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// Starts it again now, whatever its state (a server parked `down` is tried at once, a live
+    /// connection replaced), and waits at most until `deadline` for that attempt to settle. A
+    /// provider with nothing to reconnect keeps the default, which does nothing.
+    fn restart(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        let _ = deadline;
+        Box::pin(async { Ok(()) })
+    }
+
     /// Calls `tool`, which the pipeline has resolved, authorised and validated; answers the
     /// complete MCP `CallToolResult` as JSON, or fails by `deadline`.
     fn call_tool<'a>(

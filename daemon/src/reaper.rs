@@ -4,9 +4,14 @@
 //! `PR_SET_PDEATHSIG` kills a server when the daemon dies, but not what that server spawned
 //! (`npx` runs the real server as a grandchild). So the daemon starts `tool-cli-daemon reaper`,
 //! tells it over a pipe which process groups exist (`+pgid` / `-pgid` lines), and when the pipe
-//! reaches end-of-file, which happens however the daemon ends, the reaper sends SIGTERM and then
-//! SIGKILL to every group still registered. On a clean shutdown the daemon has already stopped
-//! them all, so the reaper finds nothing left to do.
+//! reaches end-of-file, which happens however the daemon ends, the reaper sends SIGTERM to every
+//! group still registered, waits for them to empty (at most `GROUP_GRACE`), and SIGKILLs what is
+//! left. On a clean shutdown the daemon has already stopped them all, so the reaper finds nothing
+//! left to do.
+//!
+//! A group holds only what stayed in it. What a server moves to a new session is out of reach
+//! of group signals; the per-server subreaper (`subreaper.rs`), which leads each group, is what
+//! stops those, on the SIGTERM it gets from here or from its parent-death signal.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -16,6 +21,22 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 static REAPER: OnceLock<Mutex<ChildStdin>> = OnceLock::new();
+
+/// How long the groups get between SIGTERM and SIGKILL: longer than a subreaper's own grace
+/// ([`crate::subreaper::TERMINATION_GRACE`]), so it finishes its cleanup first.
+const GROUP_GRACE: Duration = Duration::from_secs(3);
+
+/// Whether a live (non-zombie) process is left in group `pgid`. Zombies wait for a parent (or
+/// init) to reap them and run nothing, so they are not waited for.
+fn group_exists(pgid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence.
+    if unsafe { libc::kill(-pgid, 0) } != 0 {
+        return false;
+    }
+    crate::subreaper::process_table()
+        .iter()
+        .any(|row| row.group == pgid && !row.zombie)
+}
 
 /// Starts the reaper process for this daemon. Without it, only `PR_SET_PDEATHSIG` protects
 /// against orphans.
@@ -92,7 +113,12 @@ pub fn run(input: impl BufRead) {
             libc::kill(-pgid, libc::SIGTERM);
         }
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // A group led by a subreaper (`subreaper.rs`) cleans up below itself on SIGTERM, including
+    // what left the group; give it the time to do so before the group is SIGKILLed.
+    let deadline = std::time::Instant::now() + GROUP_GRACE;
+    while std::time::Instant::now() < deadline && groups.iter().any(|&pgid| group_exists(pgid)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for &pgid in &groups {
         // SAFETY: as above; a group that is gone gives ESRCH.
         unsafe {

@@ -101,7 +101,7 @@ fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
-/// Refuses token management to anything but the owner token.
+/// Refuses token management and server restarts to anything but the owner token.
 fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
     if grant.is_owner {
         return Ok(());
@@ -112,7 +112,7 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
             tool: None,
             reason: format!(
                 "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-                 list tokens"
+                 list tokens, nor restart servers"
             ),
         }
         .into(),
@@ -330,6 +330,25 @@ pub(crate) fn module(
                 .map_err(to_rpc_error)?;
             fit(name::SEARCH_TOOLS, &found, context.budget(extensions)).map_err(to_rpc_error)
         })
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::RESTART_SERVER,
+            |params, context, extensions| async move {
+                owner_only(grant(&extensions)?, name::RESTART_SERVER)?;
+                let params: ServerParams = parse(name::RESTART_SERVER, &params, SERVER_SHAPE)?;
+                let call = call_context(&extensions)?;
+                let restarted = context
+                    .until_grace_over(context.orchestrator.restart_server(&params.server, &call))
+                    .await?;
+                fit(
+                    name::RESTART_SERVER,
+                    &restarted,
+                    context.budget(&extensions),
+                )
+                .map_err(to_rpc_error)
+            },
+        )
         .expect("method names are unique");
     module
         .register_method(name::MINT_TOKEN, |params, context, extensions| -> Answer {
@@ -597,6 +616,11 @@ pub(crate) fn to_rpc_error(error: Error) -> ErrorObjectOwned {
         // The detail stays here; the caller is told only that something failed inside.
         tracing::error!(%detail, "internal error");
     }
+    // No configured secret leaves in an error, wherever the error was made.
+    let error = match crate::redact::installed() {
+        Some(secrets) => secrets.clean_error(error),
+        None => error,
+    };
     ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(error.to_data()))
 }
 

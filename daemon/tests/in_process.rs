@@ -37,13 +37,18 @@ impl InProcess {
     /// Starts a daemon whose servers are given as `mcpServers` JSON; `{dir}` in a string is
     /// replaced by a fresh temp dir.
     async fn start(servers: Value) -> Arc<InProcess> {
+        InProcess::start_with(servers, PoolOptions::default()).await
+    }
+
+    /// [`InProcess::start`] with pool options of the test's choosing (fast restart schedules).
+    async fn start_with(servers: Value, options: PoolOptions) -> Arc<InProcess> {
         let dir = tempfile::tempdir().unwrap();
         let text = json!({ "mcpServers": servers })
             .to_string()
             .replace("{dir}", dir.path().to_str().unwrap());
         let config = config::parse(&text, ConfigSource::File("test.json".into()), &|_| None)
             .expect("test config is valid");
-        let pool = Pool::new(&config, PoolOptions::default());
+        let pool = Pool::new(&config, options);
         pool.start().await;
         let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -87,12 +92,34 @@ impl InProcess {
     }
 
     async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.rpc_as(&self.token, method, params).await
+    }
+
+    /// [`InProcess::rpc`] with another token (a minted one).
+    async fn rpc_as(&self, token: &str, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let (status, body) = self
-            .post(body.to_string().into_bytes(), Some(self.token.clone()))
+            .post(body.to_string().into_bytes(), Some(token.to_owned()))
             .await;
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
         serde_json::from_slice(&body).unwrap()
+    }
+
+    /// The state `listServers` gives the first server.
+    async fn first_state(&self) -> Value {
+        self.rpc("listServers", json!({})).await["result"]["servers"][0]["state"].clone()
+    }
+
+    /// Waits (polling, up to `limit`) until the first server is in `state`.
+    async fn wait_for_state(&self, state: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while tokio::time::Instant::now() < deadline {
+            if self.first_state().await == state {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
     }
 
     fn begin_shutdown(&self) {
@@ -297,6 +324,191 @@ async fn a_timeout_cancels_upstream_and_the_server_keeps_serving() {
     daemon.stop().await;
 }
 
+/// Issue 7, item 1: a server that exits while a process it detached (its own session, inheriting
+/// stdout) keeps the pipe open used to stay `ready` with every call timing out. Its exit status is
+/// enough: pending calls fail at once and the server is restarted. This pool has no subreaper
+/// (that is the daemon binary's), so the detached process lives on here and the guard kills it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_leaving_its_stdout_held_open_is_noticed_and_restarted() {
+    let marker = tool_cli_tests::unique_marker("held-stdout");
+    let _cleanup = tool_cli_tests::KillMarkedOnDrop(marker.clone());
+    let daemon = InProcess::start(json!({ "detacher": fault(&[]) })).await;
+    let pending = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc(
+                    "callTool",
+                    json!({"server": "detacher", "tool": "hang", "arguments": {}, "timeoutMs": 120000}),
+                )
+                .await
+        })
+    };
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "detacher", "tool": "detach",
+                   "arguments": {"marker": marker, "exit": 0}, "timeoutMs": 120000}),
+        )
+        .await;
+    for reply in [reply, pending.await.unwrap()] {
+        let data = &reply["error"]["data"];
+        // Before the fix: a timeout after two minutes, the server `ready` all along.
+        assert_eq!(data["kind"], "serverExited", "{reply}");
+        let exit = data["exit"].as_str().unwrap();
+        assert!(
+            exit.contains("still holds its stdout open") && exit.contains("exit code 0"),
+            "{reply}"
+        );
+    }
+    assert!(
+        !tool_cli_tests::processes_with_marker(&marker).is_empty(),
+        "the detached process is what held the pipe open"
+    );
+    // `health` would say `degraded` while the two failures are in the breaker's window; the
+    // pool's own state is in `listServers`.
+    let restarted = eventually(Duration::from_secs(30), || {
+        let (servers, health) = tokio::task::block_in_place(|| {
+            let runtime = tokio::runtime::Handle::current();
+            (
+                runtime.block_on(daemon.rpc("listServers", json!({}))),
+                runtime.block_on(daemon.rpc("health", json!({}))),
+            )
+        });
+        servers["result"]["servers"][0]["state"] == "ready"
+            && health["result"]["servers"][0]["restarts"] == 1
+    });
+    assert!(
+        restarted,
+        "the server was restarted once and is ready again"
+    );
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "detacher", "tool": "echo", "arguments": {"nonce": "back"}}),
+        )
+        .await;
+    assert_eq!(
+        reply["result"]["structuredContent"]["nonce"], "back",
+        "{reply}"
+    );
+    daemon.stop().await;
+}
+
+/// Pool options that park a server after its first failed restart, and probe a parked server
+/// every `probe`.
+fn park_quickly(probe: Duration) -> PoolOptions {
+    use tool_cli_daemon::resilience::backoff::Backoff;
+    use tool_cli_daemon::resilience::restart::RestartPolicy;
+    let fast = |delay| Backoff {
+        base: delay,
+        factor: 1.0,
+        max: delay,
+    };
+    PoolOptions {
+        restart: RestartPolicy {
+            backoff: fast(Duration::from_millis(10)),
+            max_restarts: 1,
+            probe: fast(probe),
+            ..RestartPolicy::default()
+        },
+        ..PoolOptions::default()
+    }
+}
+
+/// Issue 7, item 9: a parked server used to stay `down` until the daemon restarted. Now it is
+/// probed on a slow schedule (30 s doubling to 10 min by default; 100 ms here), and comes back by
+/// itself once its cause is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_server_is_probed_and_comes_back_once_it_can_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed");
+    let daemon = InProcess::start_with(
+        json!({ "late": fault(&["--fail-start-unless", fixed.to_str().unwrap()]) }),
+        park_quickly(Duration::from_millis(100)),
+    )
+    .await;
+    assert!(
+        daemon.wait_for_state("down", Duration::from_secs(30)).await,
+        "parked: {}",
+        daemon.rpc("listServers", json!({})).await
+    );
+    let servers = daemon.rpc("listServers", json!({})).await;
+    let why = servers["result"]["servers"][0]["error"].as_str().unwrap();
+    assert!(why.contains("trying again in"), "{why}");
+    std::fs::write(&fixed, "").unwrap();
+    assert!(
+        daemon
+            .wait_for_state("ready", Duration::from_secs(30))
+            .await,
+        "a probe brought it back: {}",
+        daemon.rpc("listServers", json!({})).await
+    );
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "late", "tool": "echo", "arguments": {"nonce": "probed"}}),
+        )
+        .await;
+    assert_eq!(
+        reply["result"]["structuredContent"]["nonce"], "probed",
+        "{reply}"
+    );
+    daemon.stop().await;
+}
+
+/// Issue 7, item 9: `restartServer` (owner token only) tries a parked server at once, whatever
+/// its probe schedule says, and reports where it stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_server_brings_a_parked_server_back_at_once_for_the_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed");
+    // A probe an hour away: only the explicit restart can bring it back within the test.
+    let daemon = InProcess::start_with(
+        json!({ "late": fault(&["--fail-start-unless", fixed.to_str().unwrap()]) }),
+        park_quickly(Duration::from_secs(3600)),
+    )
+    .await;
+    assert!(daemon.wait_for_state("down", Duration::from_secs(30)).await);
+
+    // Still broken: the restart is tried, and it says so.
+    let reply = daemon.rpc("restartServer", json!({"server": "late"})).await;
+    let result = &reply["result"];
+    assert_eq!(result["server"], "late", "{reply}");
+    assert_ne!(result["state"], "ready", "{reply}");
+    assert!(
+        result["error"].as_str().unwrap().contains("exit code 1"),
+        "{reply}"
+    );
+
+    // A scoped token may not restart anything.
+    let minted = daemon.rpc("mintToken", json!({"servers": ["late"]})).await;
+    let scoped = minted["result"]["token"].as_str().unwrap().to_owned();
+    let refused = daemon
+        .rpc_as(&scoped, "restartServer", json!({"server": "late"}))
+        .await;
+    assert_eq!(
+        refused["error"]["data"]["kind"], "notPermitted",
+        "{refused}"
+    );
+
+    std::fs::write(&fixed, "").unwrap();
+    let reply = daemon.rpc("restartServer", json!({"server": "late"})).await;
+    assert_eq!(reply["result"]["state"], "ready", "{reply}");
+    assert!(
+        reply["result"]["restarts"].as_u64().unwrap() >= 2,
+        "{reply}"
+    );
+    assert_eq!(daemon.first_state().await, "ready");
+
+    let unknown = daemon.rpc("restartServer", json!({"server": "nope"})).await;
+    assert_eq!(
+        unknown["error"]["data"]["kind"], "unknownServer",
+        "{unknown}"
+    );
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
     let daemon = InProcess::start(json!({ "fault": fault(&[]), "demo": demo() })).await;
@@ -423,8 +635,8 @@ async fn discovery_follows_every_page_of_the_tool_list() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    // The fixture's 13 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
-    assert_eq!(names.len(), 34, "{names:?}");
+    // The fixture's 15 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
+    assert_eq!(names.len(), 36, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
     assert_eq!(names.last(), Some(&"extra_20"));
     let pages = std::fs::read_to_string(record.path())

@@ -24,7 +24,8 @@ pub mod code {
     pub const SERVER_UNAVAILABLE: i32 = -32001;
     /// The call did not finish within its timeout; the MCP server was sent a cancellation.
     pub const TIMEOUT: i32 = -32002;
-    /// The MCP server answered with a JSON-RPC error of its own.
+    /// The MCP server answered with a JSON-RPC error of its own, or with an answer the daemon
+    /// could not accept (malformed, or over the message size limit).
     pub const UPSTREAM_ERROR: i32 = -32003;
     /// The server's concurrency limit and wait queue are full; retry later.
     pub const BUSY: i32 = -32004;
@@ -148,6 +149,26 @@ pub enum ErrorData {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<Value>,
     },
+    /// The MCP server answered, but its answer breaks the MCP protocol (a `CallToolResult` whose
+    /// `content` is not an array, say); nothing of it is passed on.
+    InvalidResult {
+        /// The server that answered.
+        server: String,
+        /// The MCP method or tool the answer was for.
+        method: String,
+        /// What was wrong with the answer.
+        message: String,
+    },
+    /// The MCP server's answer was larger than the daemon accepts for one message; the request
+    /// may have run, but its answer was dropped.
+    MessageTooLarge {
+        /// The server that answered.
+        server: String,
+        /// The MCP method or tool the answer was for.
+        method: String,
+        /// The limit that was exceeded, in bytes (`--max-message-bytes`).
+        limit_bytes: u64,
+    },
     /// The server has as many calls in flight and queued as it may; nothing was sent.
     Busy {
         /// The busy server.
@@ -258,7 +279,9 @@ impl ErrorData {
                 code::SERVER_UNAVAILABLE
             }
             ErrorData::Timeout { .. } => code::TIMEOUT,
-            ErrorData::Upstream { .. } => code::UPSTREAM_ERROR,
+            ErrorData::Upstream { .. }
+            | ErrorData::InvalidResult { .. }
+            | ErrorData::MessageTooLarge { .. } => code::UPSTREAM_ERROR,
             ErrorData::Busy { .. } => code::BUSY,
             ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
             ErrorData::NotPermitted { .. } | ErrorData::ConfirmationRequired { .. } => {

@@ -57,6 +57,8 @@ pub mod name {
     /// Read a page of an answer too large to send whole, which the daemon saved to a file
     /// (ours).
     pub const READ_SPILLED: &str = "readSpilled";
+    /// Restart one server now, clearing its park and its breakers (owner token only; ours).
+    pub const RESTART_SERVER: &str = "restartServer";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -83,10 +85,12 @@ pub mod name {
         AGENT_EVENTS,
         CANCEL_AGENT,
         READ_SPILLED,
+        RESTART_SERVER,
     ];
 }
 
-/// Params of methods that name one server: `listTools`, `listResources`, `listResourceTemplates`.
+/// Params of methods that name one server: `listTools`, `listResources`, `listResourceTemplates`,
+/// `restartServer`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerParams {
     /// The server's name, as in the config.
@@ -242,6 +246,22 @@ pub struct RevokeTokenParams {
 pub struct RevokeTokenResult {
     /// Whether a token was revoked (false when the id was unknown).
     pub revoked: bool,
+}
+
+/// Result of `restartServer`: where the server stands once the new connection attempt settled
+/// (or when the wait for it ran out).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartServerResult {
+    /// The server's name, as in the config.
+    pub server: String,
+    /// Its connection state now: `ready` if the restart worked.
+    pub state: ServerState,
+    /// How many times it has been restarted, this time included.
+    pub restarts: u32,
+    /// Why it is not `ready`, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Result of `listTokens`.

@@ -11,6 +11,7 @@ mod concurrency;
 mod config;
 mod edge;
 mod failures;
+mod hardening;
 mod lifecycle;
 mod orchestration;
 mod peers;

@@ -247,11 +247,15 @@ fn a_server_that_exits_after_initialize_is_restarted_with_backoff_then_parked_do
 
     // Parked means parked: no process is left running for it, only `steady`'s.
     let (steady_pid, _) = pid_and_group(&daemon, "steady");
+    // Each server runs under the daemon's subreaper (`tool-cli-daemon subreaper`), so the
+    // fault servers are the daemon's children or grandchildren.
     let fault_children = || -> Vec<i32> {
         daemon
             .children()
             .into_iter()
-            .map(|(pid, _)| pid)
+            .flat_map(|(pid, _)| {
+                std::iter::once(pid).chain(children_of(pid).into_iter().map(|(child, _)| child))
+            })
             .filter(|pid| is_fault_server(*pid))
             .collect()
     };

@@ -191,6 +191,21 @@ impl Orchestrator {
         Ok(tool_cli_protocol::methods::ListResourcesResult { server, resources })
     }
 
+    /// `restartServer` (the RPC layer has checked the owner token).
+    pub async fn restart_server(
+        &self,
+        server: &str,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::methods::RestartServerResult, Error> {
+        let (server, status) = self.pipeline.restart_server(context, server).await?;
+        Ok(tool_cli_protocol::methods::RestartServerResult {
+            server,
+            state: status.state,
+            restarts: status.restarts,
+            error: status.error,
+        })
+    }
+
     /// `listResourceTemplates`.
     pub async fn list_resource_templates(
         &self,

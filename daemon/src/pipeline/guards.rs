@@ -135,6 +135,13 @@ impl ServerGuards {
         }
     }
 
+    /// Forgets every failure: the server's breaker and its tools' breakers start closed and
+    /// empty, as after an operator's explicit restart.
+    pub(crate) fn reset_breakers(&self, now: Instant) {
+        *self.breaker.lock().unwrap() = CircuitBreaker::new(self.breaker_config, now);
+        self.tool_breakers.lock().unwrap().clear();
+    }
+
     /// Whether the server's or the tool's breaker would refuse a call now, without taking an
     /// admission: what a dry-run reports.
     pub(crate) fn would_refuse(&self, tool: &str, now: Instant) -> Option<Refused> {
@@ -214,6 +221,21 @@ mod tests {
         // After the cooldown the tool gets its probe.
         tokio::time::advance(Duration::from_secs(120)).await;
         assert!(guards.admit("bad", Instant::now()).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_closes_the_server_and_tool_breakers() {
+        let guards = guards();
+        for _ in 0..2 {
+            let admitted = guards.admit("bad", Instant::now()).ok().unwrap();
+            guards.record("bad", admitted, Outcome::Failure, Instant::now());
+        }
+        assert!(guards.admit("bad", Instant::now()).is_err());
+        guards.reset_breakers(Instant::now());
+        assert!(guards.would_refuse("bad", Instant::now()).is_none());
+        assert!(guards.admit("bad", Instant::now()).is_ok());
+        let counts = guards.breaker.lock().unwrap().window_counts(Instant::now());
+        assert_eq!(counts.failures, 0);
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,13 +8,13 @@
 //!                                                                                   sessions)
 //! ```
 //!
-//! Each stage passes a plain value to the next ([`resolve::Resolved`], [`plan::CallPlan`],
-//! [`execute::CallOutcome`], [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
+//! Each stage passes a plain value to the next (`resolve::Resolved`, `plan::CallPlan`,
+//! `execute::CallOutcome`, [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
 //! arrival time) travels alongside. Deciding is separate from doing: `resolve` and `plan` have no
 //! side effects, so a dry-run is the plan itself. The pipeline talks to servers only through the
 //! [`ToolProvider`] seam, so the stages are unit-tested over an in-memory provider.
 //!
-//! Invariant: nothing reaches an upstream except through [`execute`], and `execute` only runs a
+//! Invariant: nothing reaches an upstream except through `execute`, and `execute` only runs a
 //! plan that passed validation and policy (`plan.blocked` is `None`).
 
 mod context;
@@ -465,6 +465,32 @@ impl Pipeline {
             ResourceListKind::Templates => items,
         };
         Ok((name, items))
+    }
+}
+
+impl Pipeline {
+    /// Restarts a server now (a parked one is tried at once, a live connection replaced) and
+    /// clears its breakers, the server's and its tools': what an operator does once the cause of
+    /// the failures is fixed. Waits for the new attempt to settle, at most the server's call
+    /// timeout (and at least the default one, so a short `timeoutMs` does not cut the wait for a
+    /// slow start). Answers the server's name and where it stands then.
+    pub async fn restart_server(
+        &self,
+        context: &CallContext,
+        server: &str,
+    ) -> Result<(String, crate::provider::UpstreamStatus), Error> {
+        let slots = self.slots();
+        let slot = resolve_server(&slots, server, &context.grant, None)?;
+        let info = slot.upstream.info();
+        let wait = info
+            .settings
+            .call_timeout
+            .max(crate::config::DEFAULT_CALL_TIMEOUT);
+        slot.upstream.restart(context.arrived + wait).await?;
+        // After the restart, so failures of the old connection recorded meanwhile are gone too.
+        slot.guards.reset_breakers(Instant::now());
+        tracing::info!(server = %info.name, "server restarted on request; breakers cleared");
+        Ok((info.name.clone(), slot.upstream.status()))
     }
 }
 

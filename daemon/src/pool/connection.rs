@@ -8,7 +8,6 @@
 //! whole when the server announces `notifications/tools/list_changed` (bursts coalesced), so a
 //! removed tool stops being callable at once.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -19,14 +18,14 @@ use rmcp::model::{
     ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, watch};
 
 use super::Published;
-use super::stdio::{ChildProcess, RawResults, id_key};
+use super::child::ChildProcess;
+use super::http::{OversizedAnswers, size_limit_in};
+use super::stdio::{RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
 use crate::error::Error;
 use tool_cli_protocol::ErrorData;
@@ -52,6 +51,8 @@ pub(crate) struct Connection {
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, when it has.
     stream_closed: Arc<Mutex<Option<String>>>,
+    /// Which answers were too large (HTTP only; stdio closes the stream instead).
+    oversized: Option<Arc<OversizedAnswers>>,
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
     /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
@@ -92,19 +93,36 @@ pub(crate) fn client_config() -> ClientConfig {
     config
 }
 
+/// What a connection has beyond its rmcp peer, depending on its transport.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// Raw results tapped from the wire (stdio).
+    pub(crate) raw: Option<Arc<RawResults>>,
+    /// The child (stdio).
+    pub(crate) process: Option<Arc<ChildProcess>>,
+    /// Why the stdio stream ended, once it has.
+    pub(crate) stream_closed: Arc<Mutex<Option<String>>>,
+    /// Which answers were too large (HTTP).
+    pub(crate) oversized: Option<Arc<OversizedAnswers>>,
+}
+
 /// Runs the MCP handshake over `transport` and lists the server's tools.
 pub(crate) async fn establish<T, E, A>(
     name: &str,
     published: Arc<Published>,
     transport: T,
-    raw: Option<Arc<RawResults>>,
-    process: Option<Arc<ChildProcess>>,
-    stream_closed: Arc<Mutex<Option<String>>>,
+    extras: Extras,
 ) -> Result<(Arc<Connection>, ServiceDone), String>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
+    let Extras {
+        raw,
+        process,
+        stream_closed,
+        oversized,
+    } = extras;
     let tools_changed = Arc::new(Notify::new());
     let client = PoolClient {
         config: client_config(),
@@ -141,6 +159,7 @@ where
         raw,
         process,
         stream_closed,
+        oversized,
         cancel: Mutex::new(Some(cancel)),
         ended: ended_rx,
         supports_resources,
@@ -179,43 +198,6 @@ async fn refresh_on_list_changed(connection: Weak<Connection>, tools_changed: Ar
             }
         }
     }
-}
-
-pub(crate) async fn connect_http(
-    name: &str,
-    published: Arc<Published>,
-    url: &str,
-    headers: &BTreeMap<String, String>,
-) -> Result<(Arc<Connection>, ServiceDone), String> {
-    use hyper::http::{HeaderName, HeaderValue};
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-    let mut custom = HashMap::new();
-    for (key, value) in headers {
-        if key.eq_ignore_ascii_case("authorization")
-            && let Some(token) = value.strip_prefix("Bearer ")
-        {
-            config = config.auth_header(token.to_owned());
-            continue;
-        }
-        let key = HeaderName::try_from(key.as_str())
-            .map_err(|err| format!("header name \"{key}\" is invalid: {err}"))?;
-        let value = HeaderValue::try_from(value.as_str())
-            .map_err(|err| format!("header \"{key}\" has an invalid value: {err}"))?;
-        custom.insert(key, value);
-    }
-    config = config
-        .custom_headers(custom)
-        .reinit_on_expired_session(true);
-    let transport = StreamableHttpClientTransport::from_config(config);
-    establish(
-        name,
-        published,
-        transport,
-        None,
-        None,
-        Arc::new(Mutex::new(None)),
-    )
-    .await
 }
 
 /// Which paginated list to fetch.
@@ -344,7 +326,16 @@ impl Connection {
                 None => serde_json::to_value(&result)
                     .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
             },
-            Err(err) => Err(self.service_error(err, label, timeout).await),
+            Err(err) => {
+                // Its response stream was cut for size, not because the server went away.
+                if matches!(err, ServiceError::TransportClosed)
+                    && let Some(oversized) = &self.oversized
+                    && oversized.take(&guard.key)
+                {
+                    return Err(self.too_large(label, oversized.limit_bytes as u64));
+                }
+                Err(self.service_error(err, label, timeout).await)
+            }
         }
     }
 
@@ -357,7 +348,17 @@ impl Connection {
     ) -> Result<Value, Error> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        self.request(request, tool, timeout).await
+        let result = self.request(request, tool, timeout).await?;
+        if let Err(message) = super::answer::check_call_tool_result(&result) {
+            tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
+            return Err(ErrorData::InvalidResult {
+                server: self.server.clone(),
+                method: tool.to_owned(),
+                message,
+            }
+            .into());
+        }
+        Ok(result)
     }
 
     /// Reads a resource; the result is the server's complete `ReadResourceResult`.
@@ -415,6 +416,9 @@ impl Connection {
                 Error::timeout(&self.server, label, timeout.as_millis() as u64)
             }
             ServiceError::TransportSend(error) if self.process.is_none() => {
+                if let Some(limit) = size_limit_in(&error_chain(&error)) {
+                    return self.too_large(label, limit);
+                }
                 ErrorData::ServerExited {
                     server: self.server.clone(),
                     exit: format!("the HTTP transport failed: {error}"),
@@ -444,6 +448,17 @@ impl Connection {
             }
             other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
         }
+    }
+
+    /// The error for an answer to `label` over `limit` bytes.
+    fn too_large(&self, label: &str, limit: u64) -> Error {
+        tracing::warn!(server = %self.server, method = label, limit, "answer over the size limit");
+        ErrorData::MessageTooLarge {
+            server: self.server.clone(),
+            method: label.to_owned(),
+            limit_bytes: limit,
+        }
+        .into()
     }
 
     /// Why the connection ended: the stream's close reason (an oversized message, say) and the
@@ -500,4 +515,16 @@ impl Connection {
             process.stop().await;
         }
     }
+}
+
+/// An error and its sources, joined: rmcp wraps transport errors a few levels deep.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -1,12 +1,15 @@
 //! The MCP pool: every configured server and its supervised connection; the daemon's
 //! [`ToolProvider`].
 //!
-//! Each enabled server has a supervisor task. It connects (stdio child or Streamable HTTP), marks
-//! the server ready, waits for the connection to end, and then asks the [`RestartTracker`] what
-//! to do: start again after an exponential backoff with jitter, or, for a server that keeps dying,
-//! park it `down` with its last error. One server's troubles never touch another's.
+//! Each enabled server has a supervisor task (`supervisor.rs`). It connects (a stdio child,
+//! `child.rs` and `stdio.rs`, or Streamable HTTP, `http.rs`), marks the server ready, waits for
+//! the connection to end, and then asks the restart tracker what to do: start again after an
+//! exponential backoff with jitter, or, for a server that keeps dying, park it `down` with its
+//! last error and probe it on a slow schedule; `restartServer` cuts any wait short. One server's
+//! troubles never touch another's. What a server says goes out through the configured secrets'
+//! redaction (`redact.rs`).
 //!
-//! A live connection is a [`Connection`] (`connection.rs`). The server outlives its connections:
+//! A live connection is a `Connection` (`connection.rs`). The server outlives its connections:
 //! it keeps the last catalog it knew across restarts and publishes every status and catalog
 //! change (a `watch` channel per server and a change counter for the whole pool), so routing and
 //! tool search can follow them. The pool only connects and forwards, and replaces a connection
@@ -14,9 +17,13 @@
 //! out — validation, policy, breakers, bulkheads, retries — is the call pipeline's job
 //! (`pipeline/`).
 
+mod answer;
+mod child;
 mod connection;
+mod http;
 mod stderr;
 mod stdio;
+mod supervisor;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,10 +45,10 @@ use crate::overrides::ToolOverride;
 use crate::provider::{
     BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
 };
-use crate::resilience::backoff::{Backoff, random_jitter};
-use crate::resilience::restart::{Decision, RestartPolicy, RestartTracker};
+use crate::redact::Secrets;
+use crate::resilience::backoff::Backoff;
+use crate::resilience::restart::RestartPolicy;
 pub(crate) use connection::{Connection, ListKind};
-use stdio::{ChildProcess, RawResults, StdioTransport};
 
 /// The MCP protocol version we request from every server. rmcp's default is newer than what
 /// most servers speak, so it is pinned (see docs/peers.md).
@@ -57,10 +64,14 @@ const HTTP_PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// Settings of the pool that are not per server.
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
-    /// Largest message accepted from a stdio server.
+    /// Largest message accepted from a server: a stdio line, or an SSE event over HTTP.
     pub max_message_bytes: usize,
     /// How crashing servers are restarted.
     pub restart: RestartPolicy,
+    /// The daemon's own executable, to run each stdio server under `tool-cli-daemon subreaper`
+    /// (see [`crate::subreaper`]); `None` spawns servers directly, as a pool embedded in another
+    /// program (or a test) must.
+    pub subreaper: Option<PathBuf>,
 }
 
 impl Default for PoolOptions {
@@ -77,6 +88,7 @@ impl Default for PoolOptions {
                 },
                 ..RestartPolicy::default()
             },
+            subreaper: None,
         }
     }
 }
@@ -95,11 +107,18 @@ pub struct Pool {
 pub struct Server {
     /// Its configuration.
     pub config: ServerConfig,
+    /// Every configured secret, kept out of its statuses and errors.
+    secrets: Arc<Secrets>,
     info: ServerInfo,
     status: watch::Sender<Status>,
     published: Arc<Published>,
     restarts: AtomicU32,
     ready_since: Mutex<Option<Instant>>,
+    /// Bumped by each restart request; the supervisor answers every request up to the value it
+    /// read when an attempt began.
+    restart_requested: watch::Sender<u64>,
+    /// The request generation the last settled attempt answered (ready, restarting or down).
+    settled: watch::Sender<u64>,
 }
 
 /// What a server publishes beyond its status: its catalog, kept across restarts, and the pool's
@@ -171,6 +190,7 @@ impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
         let changes = Arc::new(watch::Sender::new(0));
+        let secrets = Arc::new(Secrets::from_config(config));
         let servers = config
             .servers
             .iter()
@@ -181,6 +201,7 @@ impl Pool {
                     Status::Disabled
                 };
                 Arc::new(Server {
+                    secrets: Arc::clone(&secrets),
                     info: server_info(server),
                     config: server.clone(),
                     status: watch::Sender::new(initial),
@@ -192,6 +213,8 @@ impl Pool {
                     }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
+                    restart_requested: watch::Sender::new(0),
+                    settled: watch::Sender::new(0),
                 })
             })
             .collect();
@@ -228,177 +251,6 @@ impl Pool {
     /// Every server, in config order.
     pub fn servers(&self) -> &[Arc<Server>] {
         &self.servers
-    }
-
-    /// Connects, watches and restarts one server until the daemon shuts down or the server is
-    /// parked.
-    #[tracing::instrument(skip_all, fields(server = %server.config.name))]
-    async fn supervise(self: Arc<Self>, server: Arc<Server>, settled: oneshot::Sender<()>) {
-        let mut settled = Some(settled);
-        let mut tracker = RestartTracker::new(self.options.restart);
-        let mut shutdown = self.shutdown.subscribe();
-        loop {
-            server.set_status(Status::Connecting);
-            let started = Instant::now();
-            // Dropping a connection attempt (on shutdown) drops its child, which kills its group.
-            let connected = tokio::select! {
-                connected = self.connect(&server) => connected,
-                _ = shutdown.wait_for(|stop| *stop) => Err("the daemon is shutting down".to_owned()),
-            };
-            let reason = match connected {
-                Ok((connection, done)) => {
-                    tracing::info!(
-                        tools = server.published.catalog.borrow().len(),
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "server ready"
-                    );
-                    *server.ready_since.lock().unwrap() = Some(Instant::now());
-                    server.set_status(Status::Ready(Arc::clone(&connection)));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
-                    }
-                    let stopping = tokio::select! {
-                        _ = done => false,
-                        _ = shutdown.wait_for(|stop| *stop) => true,
-                    };
-                    *server.ready_since.lock().unwrap() = None;
-                    if stopping {
-                        connection.close().await;
-                        server.set_status(Status::Exited("stopped by the daemon".to_owned()));
-                        return;
-                    }
-                    let reason = connection.describe_end().await;
-                    // The stream may have ended with the child still alive (an oversized
-                    // message): stop its whole group before starting another.
-                    if let Some(process) = &connection.process {
-                        process.stop().await;
-                    }
-                    tracing::warn!(%reason, "server connection ended");
-                    reason
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "server failed to start");
-                    error
-                }
-            };
-            if *shutdown.borrow() {
-                server.set_status(Status::Exited(reason));
-                return;
-            }
-            match tracker.record_exit(Instant::now(), started.elapsed(), random_jitter()) {
-                Decision::RestartAfter(delay) => {
-                    tracing::info!(delay_ms = delay.as_millis() as u64, "restarting server");
-                    server.set_status(Status::Restarting(reason));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = shutdown.wait_for(|stop| *stop) => {
-                            server.status.send_modify(|status| {
-                                if let Status::Restarting(reason) = status {
-                                    *status = Status::Exited(std::mem::take(reason));
-                                }
-                            });
-                            server.published.changed();
-                            return;
-                        }
-                    }
-                    server.restarts.fetch_add(1, Ordering::Relaxed);
-                }
-                Decision::Park => {
-                    let restarts = server.restarts.load(Ordering::Relaxed);
-                    tracing::error!(restarts, %reason, "server keeps failing; parked as down");
-                    server.set_status(Status::Down(format!(
-                        "{reason} (gave up after {restarts} restarts)"
-                    )));
-                    if let Some(settled) = settled.take() {
-                        let _ = settled.send(());
-                    }
-                    return;
-                }
-            }
-        }
-    }
-
-    async fn connect(
-        &self,
-        server: &Server,
-    ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
-        let published = Arc::clone(&server.published);
-        match &server.config.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                self.connect_stdio(
-                    &server.config.name,
-                    published,
-                    command,
-                    args,
-                    env,
-                    cwd.as_ref(),
-                )
-                .await
-            }
-            TransportConfig::Http { url, headers } => {
-                connection::connect_http(&server.config.name, published, url, headers).await
-            }
-        }
-    }
-
-    async fn connect_stdio(
-        &self,
-        name: &str,
-        published: Arc<Published>,
-        command: &str,
-        args: &[String],
-        env: &BTreeMap<String, String>,
-        cwd: Option<&PathBuf>,
-    ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
-        let (process, stdout, stdin) = ChildProcess::spawn(name, command, args, env, cwd)
-            .map_err(|err| format!("cannot start \"{command}\": {err}"))?;
-        let process = Arc::new(process);
-        let raw = Arc::new(RawResults::default());
-        let stream_closed = Arc::new(Mutex::new(None));
-        let transport = StdioTransport::new(
-            name,
-            stdout,
-            stdin,
-            self.options.max_message_bytes,
-            Arc::clone(&raw),
-            Arc::clone(&stream_closed),
-        );
-        let established = connection::establish(
-            name,
-            published,
-            transport,
-            Some(raw),
-            Some(Arc::clone(&process)),
-            Arc::clone(&stream_closed),
-        )
-        .await;
-        match established {
-            Ok(connected) => Ok(connected),
-            Err(error) => {
-                // Say how the child ended if that is why the handshake failed.
-                let exit = process.wait_exit(Duration::from_millis(300)).await;
-                process.stop().await;
-                let mut message = error;
-                if let Some(exit) = exit
-                    && !message.contains(&exit.description)
-                {
-                    message = format!("{message}; the process ended with {}", exit.description);
-                }
-                let tail = process.stderr.tail(5);
-                if !tail.is_empty() {
-                    message = format!("{message}; last stderr: {}", tail.join(" | "));
-                }
-                Err(message)
-            }
-        }
     }
 
     /// Closes every connection: stdin closed, then SIGTERM and SIGKILL to each child's group.
@@ -445,8 +297,49 @@ fn server_info(config: &ServerConfig) -> ServerInfo {
 
 impl Server {
     fn set_status(&self, status: Status) {
+        let status = match status {
+            Status::Restarting(reason) => Status::Restarting(self.secrets.redact(&reason).into()),
+            Status::Down(reason) => Status::Down(self.secrets.redact(&reason).into()),
+            Status::Exited(reason) => Status::Exited(self.secrets.redact(&reason).into()),
+            other => other,
+        };
         self.status.send_replace(status);
         self.published.changed();
+    }
+
+    /// Announces that an attempt settled: to `Pool::start` the first time, and to whoever asked
+    /// for a restart up to `generation`.
+    fn settle(&self, first: &mut Option<oneshot::Sender<()>>, generation: u64) {
+        if let Some(first) = first.take() {
+            let _ = first.send(());
+        }
+        self.settled.send_replace(generation);
+    }
+
+    /// Asks the supervisor for a new connection now (parked or not, connected or not) and waits
+    /// until `deadline` for that attempt to settle.
+    async fn request_restart(&self, deadline: Instant) -> Result<(), Error> {
+        if !self.config.enabled {
+            return Err(ErrorData::ServerUnavailable {
+                server: self.config.name.clone(),
+                state: ServerState::Disabled.as_str().to_owned(),
+                last_error: Some(
+                    "it is disabled in the config; set \"disabled\": false and restart the daemon"
+                        .to_owned(),
+                ),
+            }
+            .into());
+        }
+        let mut generation = 0;
+        self.restart_requested.send_modify(|requested| {
+            *requested += 1;
+            generation = *requested;
+        });
+        let mut settled = self.settled.subscribe();
+        // Out of time: the caller is told the state it is in now (connecting, say).
+        let _ =
+            tokio::time::timeout_at(deadline, settled.wait_for(|done| *done >= generation)).await;
+        Ok(())
     }
 
     /// A snapshot of its status.
@@ -551,7 +444,16 @@ impl Upstream for Server {
     }
 
     fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
-        Box::pin(async move { self.connection(deadline).await.map(|_| ()) })
+        Box::pin(async move {
+            self.connection(deadline)
+                .await
+                .map(|_| ())
+                .map_err(|error| self.secrets.clean_error(error))
+        })
+    }
+
+    fn restart(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(self.request_restart(deadline))
     }
 
     fn call_tool<'a>(
@@ -561,12 +463,15 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection
                 .call_tool(tool, arguments.clone(), remaining(deadline))
                 .await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 
@@ -583,7 +488,10 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             if !connection.supports_resources {
                 return Ok(Vec::new());
             }
@@ -593,7 +501,7 @@ impl Upstream for Server {
             };
             let result = connection.list_all(kind, remaining(deadline)).await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 
@@ -603,10 +511,13 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
-            let connection = self.connection(deadline).await?;
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection.read_resource(uri, remaining(deadline)).await;
             self.check_after_failure(&connection, &result);
-            result
+            result.map_err(|error| self.secrets.clean_error(error))
         })
     }
 }

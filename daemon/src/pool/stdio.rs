@@ -1,15 +1,12 @@
-//! Stdio servers: spawning the child ourselves and the MCP transport over its pipes.
+//! Stdio servers: the MCP transport over a child's pipes (the child itself is `child.rs`).
 //!
-//! rmcp's own child-process transport would inherit our whole environment, read stdout lines of
-//! any length and hide the exit status, so we spawn the child here (own process group, an
-//! allow-listed environment, stderr drained into a bounded ring) and implement rmcp's
-//! [`Transport`] over its stdin/stdout. The transport also taps the raw JSON of the responses we
-//! pass through to clients, so `describeTool` and `callTool` are never narrowed to the fields
-//! rmcp's types know.
+//! rmcp's own child-process transport would read stdout lines of any length and know nothing of
+//! the child's exit, so we implement rmcp's [`Transport`] over the child's stdin/stdout here:
+//! bounded lines, non-JSON lines skipped, and the end of the stream when the child exits. The
+//! transport also taps the raw JSON of the responses we pass through to clients, so
+//! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,198 +14,24 @@ use rmcp::RoleClient;
 use rmcp::model::{ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
+use serde::Deserialize as _;
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
-use super::stderr::StderrRing;
-
-/// Variables a child inherits from the daemon's environment; everything else (and every
-/// `TOOL_CLI_*` variable in particular) is withheld unless the config sets it.
-pub(crate) const ENV_ALLOW_LIST: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "XDG_CACHE_HOME",
-    "XDG_STATE_HOME",
-];
+use super::child::ExitInfo;
 
 /// Largest line we accept from a server's stdout. A bigger message closes the connection.
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
-/// How long a child gets after its stdin closes before SIGTERM, and after SIGTERM before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// After the child has exited, how long its stdout is still read for the messages it wrote
+/// before exiting. Those are already in the pipe, so this only matters when something else (a
+/// detached grandchild) holds the pipe open and end-of-file never comes.
+const EXIT_DRAIN: Duration = Duration::from_millis(200);
 
-/// How a child process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExitInfo {
-    /// `exit code 1`, `signal 9 (SIGKILL)`, …
-    pub(crate) description: String,
-}
-
-/// A running child: its process group and how to learn of its exit.
-pub(crate) struct ChildProcess {
-    /// Process id of the child, which is also its process group id.
-    pid: i32,
-    exit: watch::Receiver<Option<ExitInfo>>,
-    pub(crate) stderr: Arc<StderrRing>,
-}
-
-impl ChildProcess {
-    /// Spawns `command` for server `server`, returning the child and its stdout/stdin.
-    pub(crate) fn spawn(
-        server: &str,
-        command: &str,
-        args: &[String],
-        env: &BTreeMap<String, String>,
-        cwd: Option<&PathBuf>,
-    ) -> std::io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
-        let mut cmd = Command::new(command);
-        cmd.args(args)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group, so stopping it also stops whatever it spawned (`npx` and
-            // `uvx` put the real server in a grandchild).
-            .process_group(0)
-            .kill_on_drop(true);
-        for name in ENV_ALLOW_LIST {
-            if let Some(value) = std::env::var_os(name) {
-                cmd.env(name, value);
-            }
-        }
-        cmd.envs(env);
-        if let Some(cwd) = cwd {
-            cmd.current_dir(cwd);
-        }
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            cmd.pre_exec(|| {
-                // If the daemon dies without cleaning up (SIGKILL), the child dies with it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn()?;
-        let pid = child.id().map(|id| id as i32).unwrap_or(0);
-        crate::reaper::register(pid);
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stderr_pipe = child.stderr.take().expect("stderr is piped");
-
-        let stderr = Arc::new(StderrRing::new(server));
-        tokio::spawn(Arc::clone(&stderr).drain(stderr_pipe));
-
-        let (exit_tx, exit_rx) = watch::channel(None);
-        let server = server.to_owned();
-        tokio::spawn(async move {
-            let description = match child.wait().await {
-                Ok(status) => describe_exit(status),
-                Err(err) => format!("unknown exit ({err})"),
-            };
-            tracing::info!(server, exit = %description, "server process exited");
-            // Whatever the leader left behind in its group goes too.
-            kill_group(pid, libc::SIGKILL);
-            crate::reaper::unregister(pid);
-            let _ = exit_tx.send(Some(ExitInfo { description }));
-        });
-        Ok((
-            ChildProcess {
-                pid,
-                exit: exit_rx,
-                stderr,
-            },
-            stdout,
-            stdin,
-        ))
-    }
-
-    /// How the child ended, if it has.
-    pub(crate) fn exit_info(&self) -> Option<ExitInfo> {
-        self.exit.borrow().clone()
-    }
-
-    /// Waits up to `limit` for the child to exit and returns how it ended.
-    pub(crate) async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
-        let mut exit = self.exit.clone();
-        match tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await {
-            Ok(Ok(info)) => info.clone(),
-            _ => None,
-        }
-    }
-
-    /// Stops the child's whole process group: the caller has closed its stdin already; give it a
-    /// moment to exit on its own, then SIGTERM, then SIGKILL.
-    pub(crate) async fn stop(&self) {
-        if self.wait_exit(STOP_GRACE / 3).await.is_some() {
-            return;
-        }
-        kill_group(self.pid, libc::SIGTERM);
-        if self.wait_exit(STOP_GRACE).await.is_some() {
-            return;
-        }
-        kill_group(self.pid, libc::SIGKILL);
-        self.wait_exit(STOP_GRACE).await;
-    }
-}
-
-impl Drop for ChildProcess {
-    /// A child nobody holds any more is never left running: this is what stops a server whose
-    /// connection attempt was abandoned (on shutdown, say).
-    fn drop(&mut self) {
-        if self.exit.borrow().is_none() {
-            kill_group(self.pid, libc::SIGKILL);
-        }
-    }
-}
-
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 0 {
-        // SAFETY: kill has no memory-safety preconditions; a group that is gone gives ESRCH.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
-
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        format!("exit code {code}")
-    } else if let Some(signal) = status.signal() {
-        format!("signal {signal} ({})", signal_name(signal))
-    } else {
-        status.to_string()
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => "other",
-    }
-}
+/// Why the stream ended when the child exited but its stdout stayed open.
+pub(crate) const EXITED_WITH_STDOUT_HELD: &str =
+    "the server process exited, but a process it started still holds its stdout open";
 
 /// Raw JSON results of the requests whose results we pass through unnarrowed, keyed by the
 /// JSON text of the request id. Only ids registered when the request was sent are kept, and the
@@ -263,16 +86,41 @@ pub(crate) struct StdioTransport {
     raw: Arc<RawResults>,
 }
 
+/// The pipes and bookkeeping a [`StdioTransport`] runs over.
+pub(crate) struct StdioParts<R, W> {
+    /// The child's stdout.
+    pub(crate) stdout: R,
+    /// The child's stdin.
+    pub(crate) stdin: W,
+    /// Largest message accepted.
+    pub(crate) max_message_bytes: usize,
+    /// Where wanted raw results are tapped.
+    pub(crate) raw: Arc<RawResults>,
+    /// Receives why the stream ended.
+    pub(crate) closed: Arc<Mutex<Option<String>>>,
+    /// Becomes `Some` when the child exits (`ChildProcess::exit_watch`).
+    pub(crate) exited: watch::Receiver<Option<ExitInfo>>,
+}
+
 impl StdioTransport {
-    /// Starts the reader and writer tasks. `closed` receives why the stream ended.
-    pub(crate) fn new(
-        server: &str,
-        stdout: impl AsyncRead + Send + Unpin + 'static,
-        mut stdin: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
-        max_message_bytes: usize,
-        raw: Arc<RawResults>,
-        closed: Arc<Mutex<Option<String>>>,
-    ) -> StdioTransport {
+    /// Starts the reader and writer tasks.
+    ///
+    /// The stream ends at end-of-file on stdout, or shortly after the child exits even if
+    /// end-of-file never comes: a server that started a detached process (its own session,
+    /// inheriting stdout) and then exited must not look alive for as long as that process lives.
+    pub(crate) fn new<R, W>(server: &str, parts: StdioParts<R, W>) -> StdioTransport
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let StdioParts {
+            stdout,
+            mut stdin,
+            max_message_bytes,
+            raw,
+            closed,
+            exited,
+        } = parts;
         let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
         tokio::spawn(async move {
             while let Some(bytes) = out_rx.recv().await {
@@ -287,8 +135,15 @@ impl StdioTransport {
         let reader_raw = Arc::clone(&raw);
         let server = server.to_owned();
         tokio::spawn(async move {
-            let reason =
-                read_messages(&server, stdout, max_message_bytes, &reader_raw, &in_tx).await;
+            let reason = read_messages(
+                &server,
+                stdout,
+                max_message_bytes,
+                &reader_raw,
+                &in_tx,
+                exited,
+            )
+            .await;
             tracing::debug!(server, reason, "stdout closed");
             *closed.lock().unwrap() = Some(reason);
         });
@@ -301,19 +156,49 @@ impl StdioTransport {
 }
 
 /// Reads newline-delimited JSON-RPC messages until the stream ends; returns why it ended.
+///
+/// Once `exited` says the child is gone, reading goes on only for [`EXIT_DRAIN`] (what the child
+/// wrote before it exited is already in the pipe), so the stream ends whatever its descendants do
+/// with the pipe.
 async fn read_messages(
     server: &str,
     stdout: impl AsyncRead + Unpin,
     max_message_bytes: usize,
     raw: &RawResults,
     sink: &mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
+    mut exited: watch::Receiver<Option<ExitInfo>>,
 ) -> String {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let mut ignored_lines = 0u64;
+    let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
-        line.clear();
-        match read_line_capped(&mut reader, &mut line, max_message_bytes).await {
+        // `read_line_capped` is cancel-safe (it only awaits in `fill_buf`), and `line` keeps
+        // what it had read, so switching to draining mid-line loses nothing.
+        let read = match drain_until {
+            None => tokio::select! {
+                read = read_line_capped(&mut reader, &mut line, max_message_bytes) => read,
+                () = process_exited(&mut exited) => {
+                    drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
+                    continue;
+                }
+            },
+            Some(deadline) => {
+                match tokio::time::timeout_at(
+                    deadline,
+                    read_line_capped(&mut reader, &mut line, max_message_bytes),
+                )
+                .await
+                {
+                    Ok(read) => read,
+                    Err(_) => {
+                        tracing::warn!(server, "{EXITED_WITH_STDOUT_HELD}");
+                        return EXITED_WITH_STDOUT_HELD.to_owned();
+                    }
+                }
+            }
+        };
+        match read {
             Ok(LineRead::Eof) => return "the server closed its stdout".to_owned(),
             Ok(LineRead::TooLong) => {
                 tracing::warn!(server, max_message_bytes, "message over the size limit");
@@ -326,33 +211,94 @@ async fn read_messages(
         }
         let text = line.trim_ascii();
         if text.is_empty() {
+            line.clear();
             continue;
         }
-        let Some(message) = decode(text, raw) else {
-            ignored_lines += 1;
-            // Banners and stray prints happen; log the first few, then every thousandth.
-            if ignored_lines <= 5 || ignored_lines.is_multiple_of(1000) {
-                let preview = String::from_utf8_lossy(&text[..text.len().min(200)]);
-                tracing::warn!(server, ignored_lines, %preview, "ignoring a non-JSON-RPC line on stdout");
+        let message = match decode(text, raw) {
+            Ok(message) => message,
+            Err(rejected) => {
+                ignored_lines += 1;
+                // Banners and stray prints happen; log the first few, then every thousandth.
+                if ignored_lines <= 5 || ignored_lines.is_multiple_of(1000) {
+                    let preview = String::from_utf8_lossy(&text[..text.len().min(200)]);
+                    tracing::warn!(
+                        server,
+                        ignored_lines,
+                        why = rejected.describe(),
+                        %preview,
+                        "ignoring a line on stdout"
+                    );
+                }
+                line.clear();
+                continue;
             }
-            continue;
         };
+        line.clear();
         if sink.send(message).await.is_err() {
             return "the connection was closed".to_owned();
         }
     }
 }
 
-/// Parses one line; taps the raw result of responses we want unnarrowed.
-fn decode(text: &[u8], raw: &RawResults) -> Option<RxJsonRpcMessage<RoleClient>> {
-    let value: Value = serde_json::from_slice(text).ok()?;
-    if let (Some(id), Some(result)) = (value.get("id"), value.get("result")) {
-        raw.offer(id.to_string(), result);
+/// Resolves once the child has exited; never, if nobody can tell any more.
+async fn process_exited(exited: &mut watch::Receiver<Option<ExitInfo>>) {
+    if exited.wait_for(Option::is_some).await.is_err() {
+        std::future::pending::<()>().await;
     }
-    ServerJsonRpcMessage::deserialize(&value).ok()
 }
 
-use serde::Deserialize as _;
+/// Why a line from a server's stdout was not passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rejected {
+    /// Not JSON at all: a banner or a stray print.
+    NotJson,
+    /// JSON, but not a valid JSON-RPC 2.0 message (wrong or missing `jsonrpc`, both `result` and
+    /// `error`, …).
+    NotJsonRpc,
+    /// A response whose id is a string of digits. We only ever send numeric ids, and rmcp would
+    /// take `"7"` as the answer to request 7; an answer must carry the id exactly as it was sent.
+    StringId,
+}
+
+impl Rejected {
+    fn describe(self) -> &'static str {
+        match self {
+            Rejected::NotJson => "not JSON",
+            Rejected::NotJsonRpc => "not a valid JSON-RPC 2.0 message",
+            Rejected::StringId => {
+                "a response whose id is a string, though every request we send has a numeric id"
+            }
+        }
+    }
+}
+
+/// Parses one line into a message rmcp accepts. The raw result of a response we pass through
+/// unnarrowed is tapped only after the line has passed validation, under its exact id, so what
+/// a caller gets is never a line that was rejected.
+fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>, Rejected> {
+    let value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
+    let message = ServerJsonRpcMessage::deserialize(&value).map_err(|_| Rejected::NotJsonRpc)?;
+    match &message {
+        JsonRpcMessage::Response(response) => {
+            if is_numeric_string(&response.id) {
+                return Err(Rejected::StringId);
+            }
+            if let Some(result) = value.get("result") {
+                raw.offer(id_key(&response.id), result);
+            }
+        }
+        JsonRpcMessage::Error(error) if error.id.as_ref().is_some_and(is_numeric_string) => {
+            return Err(Rejected::StringId);
+        }
+        _ => {}
+    }
+    Ok(message)
+}
+
+/// Whether `id` is a string rmcp would match to a numeric request id.
+fn is_numeric_string(id: &rmcp::model::RequestId) -> bool {
+    matches!(id, rmcp::model::NumberOrString::String(text) if text.parse::<i64>().is_ok())
+}
 
 enum LineRead {
     Line,
@@ -474,6 +420,41 @@ mod tests {
         );
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn the_stream_ends_when_the_child_exits_even_if_stdout_stays_open() {
+        use tokio::io::AsyncWriteExt as _;
+        const NOTIFICATION: &[u8] =
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
+        // The writer half stays open throughout, like a detached grandchild holding the pipe.
+        let (mut writer, reader) = tokio::io::duplex(1024);
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (sink, mut received) = mpsc::channel(8);
+        let reading = tokio::spawn(async move {
+            let raw = RawResults::default();
+            read_messages("t", reader, 1024, &raw, &sink, exit_rx).await
+        });
+        writer.write_all(NOTIFICATION).await.unwrap();
+        assert!(received.recv().await.is_some());
+        // Written just before the exit: still delivered.
+        writer.write_all(NOTIFICATION).await.unwrap();
+        exit_tx.send_replace(Some(ExitInfo {
+            description: "exit code 0".into(),
+        }));
+        assert_eq!(reading.await.unwrap(), EXITED_WITH_STDOUT_HELD);
+        assert!(received.recv().await.is_some());
+        assert!(received.recv().await.is_none());
+        drop(writer);
+    }
+
+    #[tokio::test]
+    async fn end_of_file_still_ends_the_stream_when_the_child_lives_on() {
+        let (_exit_tx, exit_rx) = watch::channel(None);
+        let (sink, _received) = mpsc::channel(8);
+        let raw = RawResults::default();
+        let reason = read_messages("t", &b""[..], 1024, &raw, &sink, exit_rx).await;
+        assert_eq!(reason, "the server closed its stdout");
+    }
+
     #[test]
     fn only_wanted_raw_results_are_kept() {
         let raw = RawResults::default();
@@ -490,10 +471,58 @@ mod tests {
     #[test]
     fn decode_skips_garbage_and_taps_results() {
         let raw = RawResults::default();
-        assert!(decode(b"Starting server...", &raw).is_none());
+        assert_eq!(
+            decode(b"Starting server...", &raw).err(),
+            Some(Rejected::NotJson)
+        );
         raw.want("7".into());
         let line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"x-extra":true}}"#;
-        assert!(decode(line, &raw).is_some());
+        assert!(decode(line, &raw).is_ok());
         assert_eq!(raw.take("7").unwrap()["x-extra"], true);
+    }
+
+    #[test]
+    fn rejected_lines_are_never_tapped_and_the_valid_answer_after_them_is() {
+        let forged = [
+            (
+                &br#"{"jsonrpc":"1.0","id":7,"result":{"content":[],"forged":1}}"#[..],
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"id":7,"result":{"content":[],"forged":2}}"#,
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"forged":3},"error":{"code":1,"message":"m"}}"#,
+                Rejected::NotJsonRpc,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"7","result":{"content":[],"forged":4}}"#,
+                Rejected::StringId,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":"7","error":{"code":1,"message":"forged 5"}}"#,
+                Rejected::StringId,
+            ),
+        ];
+        for (line, why) in forged {
+            let raw = RawResults::default();
+            raw.want("7".into());
+            assert_eq!(
+                decode(line, &raw).err(),
+                Some(why),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+            let valid = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"real":true}}"#;
+            assert!(decode(valid, &raw).is_ok());
+            assert_eq!(
+                raw.take("7"),
+                Some(serde_json::json!({"content": [], "real": true}))
+            );
+        }
+        // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
+        let raw = RawResults::default();
+        assert!(decode(br#"{"jsonrpc":"2.0","id":"abc","result":{}}"#, &raw).is_ok());
     }
 }

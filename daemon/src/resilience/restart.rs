@@ -6,8 +6,13 @@
 //! exponential backoff with equal jitter (see [`super::backoff`], the same schedule Kubernetes'
 //! CrashLoopBackOff uses in spirit: 500 ms doubling up to 30 s), a run that stayed up longer than a
 //! stability period resets the backoff (the crash was a one-off, not a loop), and too many restarts
-//! give up and *park* the server `down` until someone resets it explicitly (Erlang/OTP's restart
-//! intensity, "at most `max_restarts` restarts within `window`", and supervisord's `startretries`).
+//! *park* the server `down` (Erlang/OTP's restart intensity, "at most `max_restarts` restarts
+//! within `window`", and supervisord's `startretries`).
+//!
+//! Parked is not forever: the cause is often outside the server (a remote endpoint down for a
+//! while, a missing file that someone then creates), so a parked server is still *probed*, on a
+//! slow schedule of its own (`probe`: 30 s doubling up to 10 min, with jitter), until a probe
+//! connects or an operator restarts it ([`RestartTracker::reset`], the `restartServer` method).
 //!
 //! Two limits park a server, both measured against `max_restarts`:
 //!
@@ -41,10 +46,20 @@ pub struct RestartPolicy {
     pub window: Duration,
     /// A run at least this long counts as healthy: it resets the backoff and the crash-loop count.
     pub stable_after: Duration,
+    /// The delay before each probe of a parked server; its attempt number counts failed probes.
+    pub probe: Backoff,
 }
 
+/// How a parked server is probed: first after 15–30 s, doubling up to 5–10 min.
+pub const PARKED_PROBE: Backoff = Backoff {
+    base: Duration::from_secs(30),
+    factor: 2.0,
+    max: Duration::from_secs(600),
+};
+
 impl Default for RestartPolicy {
-    /// Backoff 500 ms ×2 up to 30 s, at most 10 restarts per 60 s, stable after 60 s of uptime.
+    /// Backoff 500 ms ×2 up to 30 s, at most 10 restarts per 60 s, stable after 60 s of uptime;
+    /// parked servers probed per [`PARKED_PROBE`].
     fn default() -> RestartPolicy {
         RestartPolicy {
             backoff: Backoff {
@@ -55,6 +70,7 @@ impl Default for RestartPolicy {
             max_restarts: 10,
             window: Duration::from_secs(60),
             stable_after: Duration::from_secs(60),
+            probe: PARKED_PROBE,
         }
     }
 }
@@ -64,8 +80,12 @@ impl Default for RestartPolicy {
 pub enum Decision {
     /// Spawn it again after this delay.
     RestartAfter(Duration),
-    /// Stop restarting: mark the server `down` until [`RestartTracker::reset`].
-    Park,
+    /// Stop restarting: mark the server `down`, and try it once more (a probe) after this delay.
+    /// Each failed probe answers `Park` again, with a longer delay.
+    Park {
+        /// When to probe it.
+        probe_after: Duration,
+    },
 }
 
 /// The restart history of one server.
@@ -78,6 +98,8 @@ pub struct RestartTracker {
     /// Restarts since the last stable run: the backoff attempt number and the crash-loop count.
     unstable_restarts: u32,
     parked: bool,
+    /// Probes that failed since it was parked: the probe backoff's attempt number.
+    failed_probes: u32,
 }
 
 impl RestartTracker {
@@ -88,6 +110,7 @@ impl RestartTracker {
             recent_restarts: VecDeque::new(),
             unstable_restarts: 0,
             parked: false,
+            failed_probes: 0,
         }
     }
 
@@ -99,11 +122,12 @@ impl RestartTracker {
     /// Records that the server exited at `now` after running for `ran_for`, and decides.
     ///
     /// `jitter` is a uniform random number in `[0, 1)` for the backoff
-    /// ([`super::backoff::random_jitter`] in production). Once parked, every exit answers
-    /// [`Decision::Park`] until [`RestartTracker::reset`].
+    /// ([`super::backoff::random_jitter`] in production). Once parked, every exit (a failed
+    /// probe) answers [`Decision::Park`] with the next, longer probe delay, until
+    /// [`RestartTracker::reset`] (after a probe connected, or an explicit restart).
     pub fn record_exit(&mut self, now: Instant, ran_for: Duration, jitter: f64) -> Decision {
         if self.parked {
-            return Decision::Park;
+            return self.park(jitter);
         }
         if ran_for >= self.policy.stable_after {
             self.unstable_restarts = 0;
@@ -113,12 +137,18 @@ impl RestartTracker {
         if self.recent_restarts.len() >= limit || self.unstable_restarts >= self.policy.max_restarts
         {
             self.parked = true;
-            return Decision::Park;
+            return self.park(jitter);
         }
         let delay = self.policy.backoff.delay(self.unstable_restarts, jitter);
         self.unstable_restarts = self.unstable_restarts.saturating_add(1);
         self.recent_restarts.push_back(now);
         Decision::RestartAfter(delay)
+    }
+
+    fn park(&mut self, jitter: f64) -> Decision {
+        let probe_after = self.policy.probe.delay(self.failed_probes, jitter);
+        self.failed_probes = self.failed_probes.saturating_add(1);
+        Decision::Park { probe_after }
     }
 
     /// Whether the server is parked.
@@ -144,6 +174,7 @@ impl RestartTracker {
         self.recent_restarts.clear();
         self.unstable_restarts = 0;
         self.parked = false;
+        self.failed_probes = 0;
     }
 
     fn forget_restarts_before(&mut self, now: Instant) {
@@ -186,7 +217,7 @@ mod tests {
                     delays.push(delay);
                     tokio::time::advance(delay).await;
                 }
-                Decision::Park => return (delays, Some(start.elapsed())),
+                Decision::Park { .. } => return (delays, Some(start.elapsed())),
             }
         }
         (delays, None)
@@ -201,6 +232,7 @@ mod tests {
         assert_eq!(policy.max_restarts, 10);
         assert_eq!(policy.window, secs(60));
         assert_eq!(policy.stable_after, secs(60));
+        assert_eq!(policy.probe, PARKED_PROBE);
     }
 
     #[tokio::test(start_paused = true)]
@@ -226,9 +258,46 @@ mod tests {
         // Parked at the 11th exit, right after the 10th delay.
         assert_eq!(parked_at, Some(delays.iter().sum()));
         assert!(tracker.is_parked());
+        assert!(matches!(
+            tracker.record_exit(Instant::now(), Duration::ZERO, 0.0),
+            Decision::Park { .. }
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_server_is_probed_from_30_s_doubling_up_to_10_min() {
+        let mut tracker = RestartTracker::new(RestartPolicy::default());
+        let (_, parked_at) = crash_loop(&mut tracker, Duration::ZERO, 1.0, secs(3_600)).await;
+        assert!(parked_at.is_some());
+        // The park itself was the first answer; every failed probe gets the next delay.
+        let mut probes = Vec::new();
+        for _ in 0..8 {
+            match tracker.record_exit(Instant::now(), Duration::ZERO, 1.0) {
+                Decision::Park { probe_after } => {
+                    probes.push(probe_after.as_secs());
+                    tokio::time::advance(probe_after).await;
+                }
+                other => panic!("a parked server stays parked until reset: {other:?}"),
+            }
+        }
+        // Full jitter: the whole exponential delay (the park's own probe was at 30 s).
+        assert_eq!(probes, [60, 120, 240, 480, 600, 600, 600, 600]);
+        // Without jitter, half of it: the first probe comes 15 s after parking, never before.
+        let mut tracker = RestartTracker::new(RestartPolicy::default());
+        let mut first_probe = None;
+        while first_probe.is_none() {
+            if let Decision::Park { probe_after } =
+                tracker.record_exit(Instant::now(), Duration::ZERO, 0.0)
+            {
+                first_probe = Some(probe_after);
+            }
+        }
+        assert_eq!(first_probe, Some(secs(15)));
+        // A probe that connects (or an explicit restart) resets it: back to ordinary restarts.
+        tracker.reset();
         assert_eq!(
             tracker.record_exit(Instant::now(), Duration::ZERO, 0.0),
-            Decision::Park
+            Decision::RestartAfter(millis(250))
         );
     }
 
@@ -260,6 +329,7 @@ mod tests {
             window: secs(60),
             // A run of 5 s counts as stable, so the crash-loop limit never fires here.
             stable_after: secs(5),
+            probe: PARKED_PROBE,
         };
         let mut tracker = RestartTracker::new(policy);
         let (delays, parked_at) = crash_loop(&mut tracker, secs(5), 0.0, secs(3_600)).await;
@@ -283,6 +353,7 @@ mod tests {
             max_restarts: 3,
             window: secs(10),
             stable_after: secs(4),
+            probe: PARKED_PROBE,
         };
         let mut tracker = RestartTracker::new(policy);
         // One stable 4 s run per exit: about 2.5 restarts per 10 s, under the limit of 3.
@@ -300,7 +371,7 @@ mod tests {
         for _ in 0..4 {
             match tracker.record_exit(now, Duration::ZERO, 0.0) {
                 Decision::RestartAfter(delay) => delays.push(delay),
-                Decision::Park => panic!("parked too early"),
+                Decision::Park { .. } => panic!("parked too early"),
             }
             now += secs(1);
         }
@@ -357,7 +428,9 @@ mod tests {
         let mut tracker = RestartTracker::new(policy);
         assert_eq!(
             tracker.record_exit(Instant::now(), secs(3_600), 0.5),
-            Decision::Park
+            Decision::Park {
+                probe_after: secs(22) + millis(500)
+            }
         );
     }
 

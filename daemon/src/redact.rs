@@ -1,0 +1,474 @@
+//! Keeping the servers' secrets out of everything the daemon says: log lines, statuses and
+//! errors.
+//!
+//! A server's config carries secrets (an API key in `env`, an `Authorization` header, a token in
+//! the `url`'s query), and they come back in places nobody chose: reqwest's errors print the full
+//! URL, an upstream's HTTP error body may reflect the request headers, a server's stderr may print
+//! its environment. Rather than hope each message is built carefully, [`Secrets`] knows every
+//! configured secret and removes it from any text, and the daemon passes through it what it
+//! logs (a [`tracing`] writer, [`LogWriter`]) and what it tells callers (statuses and errors of
+//! the pool, and every error in `rpc.rs`).
+//!
+//! A secret is: every value a `${VAR}` put into `env`, `headers` or `url`; every value of the
+//! URL's query and its userinfo; and the value of every header whose name says credential
+//! (`authorization`, `cookie`, or a name containing `key`, `token`, `secret`, `auth`,
+//! `password`, `session`), with and without its `Bearer `/`Basic ` scheme. It is removed as
+//! written, percent-encoded and JSON-escaped. Values shorter than [`MIN_SECRET_CHARS`] are left
+//! alone: removing `1` or `on` everywhere would garble every message while protecting nothing.
+//!
+//! Text that comes from an upstream (an error message, a body, stderr lines) is also capped and
+//! stripped of control characters ([`clean_text`]), so a hostile server can neither flood a
+//! caller nor put terminal escapes in front of it.
+
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tool_cli_protocol::ErrorData;
+
+use crate::config::{Config, TransportConfig};
+use crate::error::Error;
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Secrets shorter than this are not redacted (see the module documentation).
+pub const MIN_SECRET_CHARS: usize = 4;
+
+/// Most characters of one piece of upstream text (an error message, a reason) passed on.
+pub const MAX_UPSTREAM_TEXT_CHARS: usize = 1024;
+
+/// Most bytes of an upstream error's `data` passed on (as JSON); larger data is replaced by a
+/// note saying how large it was.
+pub const MAX_UPSTREAM_DATA_BYTES: usize = 8 * 1024;
+
+/// Every configured secret, in each form it may appear in.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    /// Longest first, so a secret containing another is removed whole.
+    needles: Vec<String>,
+}
+
+impl Secrets {
+    /// The secrets of every server of `config`.
+    pub fn from_config(config: &Config) -> Secrets {
+        let mut values = Vec::new();
+        for server in &config.servers {
+            values.extend(server.substituted.iter().cloned());
+            match &server.transport {
+                TransportConfig::Http { url, headers } => {
+                    values.extend(url_secrets(url));
+                    for (name, value) in headers {
+                        if is_credential_header(name) {
+                            values.push(value.clone());
+                            if let Some((_, credential)) = value.split_once(' ') {
+                                values.push(credential.trim().to_owned());
+                            }
+                        }
+                    }
+                }
+                TransportConfig::Stdio { .. } => {}
+            }
+        }
+        Secrets::new(values)
+    }
+
+    /// These secrets (and their encoded forms).
+    pub fn new(values: impl IntoIterator<Item = String>) -> Secrets {
+        let mut needles = Vec::new();
+        for value in values {
+            if value.chars().count() < MIN_SECRET_CHARS {
+                continue;
+            }
+            let escaped = format!("{value:?}");
+            let escaped = escaped[1..escaped.len() - 1].to_owned();
+            needles.push(percent_encode(&value));
+            needles.push(escaped);
+            needles.push(value);
+        }
+        needles.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        needles.dedup();
+        Secrets { needles }
+    }
+
+    /// Whether there is nothing to redact.
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every secret replaced by [`REDACTED`].
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut text = Cow::Borrowed(text);
+        for needle in &self.needles {
+            if text.contains(needle.as_str()) {
+                text = Cow::Owned(text.replace(needle.as_str(), REDACTED));
+            }
+        }
+        text
+    }
+
+    /// Upstream text as it may be passed on: redacted, control characters replaced, capped.
+    pub fn clean(&self, text: &str) -> String {
+        clean_text(&self.redact(text), MAX_UPSTREAM_TEXT_CHARS)
+    }
+
+    /// An error as it may be passed on: every string in its data redacted, and what came from
+    /// the upstream (messages, stderr, error data) cleaned and capped.
+    pub fn clean_error(&self, error: Error) -> Error {
+        let Some(data) = error.data() else {
+            // An internal fault's detail is logged (through the redacting writer), never sent.
+            return error;
+        };
+        let cleaned = match data.clone() {
+            ErrorData::Upstream {
+                server,
+                code,
+                message,
+                data,
+            } => {
+                let (data, note) = self.clean_data(data);
+                ErrorData::Upstream {
+                    server,
+                    code,
+                    message: format!("{}{note}", self.clean(&message)),
+                    data,
+                }
+            }
+            ErrorData::ServerExited {
+                server,
+                exit,
+                stderr_tail,
+            } => ErrorData::ServerExited {
+                server,
+                exit: self.clean(&exit),
+                stderr_tail: stderr_tail.iter().map(|line| self.clean(line)).collect(),
+            },
+            ErrorData::ServerUnavailable {
+                server,
+                state,
+                last_error,
+            } => ErrorData::ServerUnavailable {
+                server,
+                state,
+                last_error: last_error.map(|text| self.clean(&text)),
+            },
+            ErrorData::CircuitOpen {
+                server,
+                retry_after_ms,
+                last_error,
+            } => ErrorData::CircuitOpen {
+                server,
+                retry_after_ms,
+                last_error: last_error.map(|text| self.clean(&text)),
+            },
+            ErrorData::InvalidResult {
+                server,
+                method,
+                message,
+            } => ErrorData::InvalidResult {
+                server,
+                method,
+                message: self.clean(&message),
+            },
+            // The rest is the daemon's own words about the caller's request; a secret could
+            // only be there if the caller sent it. Redact every string anyway.
+            other => match serde_json::to_value(&other) {
+                Ok(mut value) => {
+                    self.redact_value(&mut value);
+                    serde_json::from_value(value).unwrap_or(other)
+                }
+                Err(_) => other,
+            },
+        };
+        cleaned.into()
+    }
+
+    /// Redacts every string in `value`, keys included.
+    pub fn redact_value(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(redacted) = self.redact(text) {
+                    *text = redacted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_value(item)),
+            Value::Object(object) => {
+                let entries = std::mem::take(object);
+                for (key, mut item) in entries {
+                    self.redact_value(&mut item);
+                    object.insert(self.redact(&key).into_owned(), item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An upstream's error data, redacted, or left out with a note when it is too large.
+    fn clean_data(&self, data: Option<Value>) -> (Option<Value>, String) {
+        let Some(mut data) = data else {
+            return (None, String::new());
+        };
+        self.redact_value(&mut data);
+        let size = serde_json::to_string(&data).map_or(0, |text| text.len());
+        if size > MAX_UPSTREAM_DATA_BYTES {
+            let note = format!(" (its error data, {size} bytes, was left out)");
+            return (None, note);
+        }
+        (Some(data), String::new())
+    }
+}
+
+/// Text from elsewhere made safe to show: control characters (escape sequences, NUL, newlines)
+/// become spaces, and anything past `max_chars` is cut with a note of how much was cut.
+pub fn clean_text(text: &str, max_chars: usize) -> String {
+    let mut cleaned = String::with_capacity(text.len().min(max_chars * 4));
+    for (kept, (index, character)) in text.char_indices().enumerate() {
+        if kept == max_chars {
+            let cut = text.len() - index;
+            cleaned.push_str(&format!("… ({cut} more bytes)"));
+            return cleaned;
+        }
+        cleaned.push(if character.is_control() {
+            ' '
+        } else {
+            character
+        });
+    }
+    cleaned
+}
+
+/// The values of a URL's query and its userinfo (user and password), as written and decoded.
+fn url_secrets(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority_end = after_scheme
+        .find(['/', '?', '#'])
+        .unwrap_or(after_scheme.len());
+    if let Some((userinfo, _)) = after_scheme[..authority_end].rsplit_once('@') {
+        found.extend(userinfo.split(':').map(str::to_owned));
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        let query = query.split('#').next().unwrap_or_default();
+        for pair in query.split('&') {
+            if let Some((_, value)) = pair.split_once('=') {
+                found.push(value.to_owned());
+            }
+        }
+    }
+    let decoded: Vec<String> = found
+        .iter()
+        .filter_map(|value| percent_decode(value))
+        .collect();
+    found.extend(decoded);
+    found
+}
+
+/// Whether a header's name says its value is a credential.
+fn is_credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "auth", "cookie", "key", "token", "secret", "password", "session",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn percent_encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+/// Decodes `%XX` escapes (and `+` as a space, as in a query); `None` when nothing changes or
+/// the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains(['%', '+']) {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = bytes
+            .get(index + 1..index + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (bytes[index], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                index += 3;
+                continue;
+            }
+            (b'+', _) => decoded.push(b' '),
+            (byte, _) => decoded.push(byte),
+        }
+        index += 1;
+    }
+    String::from_utf8(decoded).ok()
+}
+
+/// The daemon's secrets, once its config is loaded; read by [`LogWriter`] and `rpc.rs`.
+static INSTALLED: OnceLock<Arc<Secrets>> = OnceLock::new();
+
+/// Makes `secrets` the ones every log line and every error is redacted of. Once per process.
+pub fn install(secrets: Arc<Secrets>) {
+    let _ = INSTALLED.set(secrets);
+}
+
+/// The installed secrets, if any.
+pub fn installed() -> Option<&'static Arc<Secrets>> {
+    INSTALLED.get()
+}
+
+/// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log
+/// line. The formatter hands over one whole event per `write`, so a secret is never split.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut stderr = std::io::stderr().lock();
+        match installed() {
+            Some(secrets) if !secrets.is_empty() => {
+                let text = String::from_utf8_lossy(bytes);
+                stderr.write_all(secrets.redact(&text).as_bytes())?;
+            }
+            _ => stderr.write_all(bytes)?,
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> LogWriter {
+        LogWriter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigSource, parse};
+
+    #[test]
+    fn every_kind_of_configured_secret_is_found() {
+        let env = |name: &str| match name {
+            "KEY" => Some("k3y-from-env".to_owned()),
+            "TOKEN" => Some("bearer-t0ken".to_owned()),
+            "SHORT" => Some("on".to_owned()),
+            _ => None,
+        };
+        let text = serde_json::json!({"mcpServers": {
+            "remote": {
+                "url": "http://user:pa55word@127.0.0.1:9/mcp?api_key=${KEY}&plain=v%2Fs1&x=${SHORT}",
+                "headers": {"Authorization": "Bearer ${TOKEN}", "X-Api-Key": "literal-key",
+                            "Accept": "application/json"}
+            },
+            "local": {"command": "x", "env": {"GITHUB_TOKEN": "${TOKEN}"}}
+        }})
+        .to_string();
+        let config = parse(&text, ConfigSource::File("c.json".into()), &env).unwrap();
+        let secrets = Secrets::from_config(&config);
+        let said = "GET http://user:pa55word@127.0.0.1:9/mcp?api_key=k3y-from-env&plain=v%2Fs1 \
+                    (authorization: Bearer bearer-t0ken, x-api-key: literal-key, \
+                    accept: application/json, plain decoded: v/s1, short: on)";
+        assert_eq!(
+            secrets.redact(said),
+            "GET http://[redacted]:[redacted]@127.0.0.1:9/mcp?api_key=[redacted]&plain=[redacted] \
+             (authorization: [redacted], x-api-key: [redacted], \
+             accept: application/json, plain decoded: [redacted], short: on)"
+        );
+    }
+
+    #[test]
+    fn encoded_forms_are_redacted_and_longer_secrets_first() {
+        let secrets = Secrets::new([
+            "a b\"c/d".to_owned(),
+            "abcd".to_owned(),
+            "abcdef".to_owned(),
+        ]);
+        assert_eq!(secrets.redact("x=a%20b%22c%2Fd"), "x=[redacted]");
+        assert_eq!(
+            secrets.redact(r#"{"k":"a b\"c/d"}"#),
+            r#"{"k":"[redacted]"}"#
+        );
+        assert_eq!(secrets.redact("abcdef abcd"), "[redacted] [redacted]");
+        assert_eq!(
+            secrets.redact("nothing here"),
+            Cow::Borrowed("nothing here")
+        );
+    }
+
+    #[test]
+    fn upstream_text_is_capped_and_loses_its_control_characters() {
+        assert_eq!(clean_text("a\u{1b}[2Jb\0c\nd", 100), "a [2Jb c d");
+        let long = "é".repeat(10);
+        assert_eq!(clean_text(&long, 4), "éééé… (12 more bytes)");
+        assert_eq!(clean_text("short", 5), "short");
+    }
+
+    #[test]
+    fn errors_are_redacted_in_message_and_data_and_upstream_data_is_capped() {
+        let secrets = Secrets::new(["s3cr3t-value".to_owned()]);
+        let error: Error = ErrorData::Upstream {
+            server: "remote".into(),
+            code: -32000,
+            message: "echo: Authorization: Bearer s3cr3t-value\u{1b}[31m".into(),
+            data: Some(serde_json::json!({"headers": ["Bearer s3cr3t-value"], "s3cr3t-value": 1})),
+        }
+        .into();
+        let cleaned = secrets.clean_error(error);
+        let wire = serde_json::to_string(&cleaned.to_data()).unwrap();
+        assert!(!wire.contains("s3cr3t"), "{wire}");
+        assert!(!wire.contains('\u{1b}'), "{wire}");
+        assert!(cleaned.wire_message().contains("Bearer [redacted]"));
+
+        let huge = serde_json::json!({"blob": "x".repeat(MAX_UPSTREAM_DATA_BYTES)});
+        let error: Error = ErrorData::Upstream {
+            server: "remote".into(),
+            code: 1,
+            message: "m".into(),
+            data: Some(huge),
+        }
+        .into();
+        match secrets.clean_error(error).to_data() {
+            ErrorData::Upstream { data, message, .. } => {
+                assert_eq!(data, None);
+                assert!(message.contains("was left out"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let error: Error = ErrorData::ServerExited {
+            server: "remote".into(),
+            exit: format!("HTTP 400: {}", "y".repeat(5000)),
+            stderr_tail: vec!["KEY=s3cr3t-value".into()],
+        }
+        .into();
+        match secrets.clean_error(error).to_data() {
+            ErrorData::ServerExited {
+                exit, stderr_tail, ..
+            } => {
+                assert!(
+                    exit.chars().count() < MAX_UPSTREAM_TEXT_CHARS + 40,
+                    "{exit}"
+                );
+                assert_eq!(stderr_tail, ["KEY=[redacted]"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
