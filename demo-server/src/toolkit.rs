@@ -47,7 +47,7 @@ pub(crate) struct ExchangeRateArguments {
     date: Option<String>,
     /// An amount of base to convert; the result's converted is amount × rate. Defaults to 1.
     #[serde(default)]
-    #[schemars(range(min = 0.0), extend("default" = 1))]
+    #[schemars(extend("exclusiveMinimum" = 0, "default" = 1))]
     amount: Option<f64>,
 }
 

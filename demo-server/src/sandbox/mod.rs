@@ -154,14 +154,26 @@ pub(crate) struct CodeRun {
     pub(crate) signal: Option<String>,
     /// Whether the wall-clock limit stopped it.
     pub(crate) timed_out: bool,
-    /// What stopped it, if we did: "timeout", "outputLimit" or "cancelled"; null if it ended on its own.
-    pub(crate) stopped_by: Option<String>,
+    /// What stopped it, if we did; null if it ended on its own.
+    pub(crate) stopped_by: Option<StoppedBy>,
     /// Wall-clock milliseconds from start to end.
     pub(crate) duration_ms: u64,
     /// Whether stdout was cut at the limit.
     pub(crate) stdout_truncated: bool,
     /// Whether stderr was cut at the limit.
     pub(crate) stderr_truncated: bool,
+}
+
+/// Why we stopped a snippet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum StoppedBy {
+    /// The wall-clock limit passed.
+    Timeout,
+    /// It printed more than the output limit.
+    OutputLimit,
+    /// The caller cancelled the request.
+    Cancelled,
 }
 
 /// The code tool's state: what the platform allows, and where runs get their directories.
@@ -278,13 +290,10 @@ impl Sandbox {
             exit_code: finished.exit_code,
             signal: finished.signal.map(signal_name),
             timed_out: finished.stopped_by == Some(StopReason::Timeout),
-            stopped_by: finished.stopped_by.map(|reason| {
-                match reason {
-                    StopReason::Timeout => "timeout",
-                    StopReason::OutputLimit => "outputLimit",
-                    StopReason::Cancelled => "cancelled",
-                }
-                .to_owned()
+            stopped_by: finished.stopped_by.map(|reason| match reason {
+                StopReason::Timeout => StoppedBy::Timeout,
+                StopReason::OutputLimit => StoppedBy::OutputLimit,
+                StopReason::Cancelled => StoppedBy::Cancelled,
             }),
             duration_ms: finished.duration.as_millis() as u64,
             stdout_truncated: finished.stdout.truncated,

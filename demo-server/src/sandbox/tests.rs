@@ -114,7 +114,7 @@ async fn whole_tool_computes_and_reads_stdin() {
     let run = sandbox.run(&request, std::future::pending()).await.unwrap();
     assert_eq!(run.stdout, "3 [('a', 2)] Point(x=1, y=2) 3\n", "{run:?}");
     assert_eq!(
-        (run.exit_code, run.timed_out, run.stopped_by.as_deref()),
+        (run.exit_code, run.timed_out, run.stopped_by),
         (Some(0), false, None)
     );
     assert!(!run.stdout_truncated && !run.stderr_truncated);
@@ -150,7 +150,7 @@ async fn whole_tool_stops_a_loop_at_the_deadline() {
         .await
         .unwrap();
     assert!(run.timed_out, "{run:?}");
-    assert_eq!(run.stopped_by.as_deref(), Some("timeout"));
+    assert_eq!(run.stopped_by, Some(StoppedBy::Timeout));
     assert_eq!(
         (run.exit_code, run.signal.as_deref()),
         (None, Some("SIGKILL"))
@@ -185,13 +185,13 @@ async fn whole_tool_caps_output_and_stops_the_writer() {
         .unwrap();
     assert!(run.stdout_truncated, "{run:?}");
     assert_eq!(run.stdout.len(), OUTPUT_LIMIT_BYTES);
-    assert_eq!(run.stopped_by.as_deref(), Some("outputLimit"));
+    assert_eq!(run.stopped_by, Some(StoppedBy::OutputLimit));
     assert!(!run.timed_out);
     // A writer that never stops is stopped too, long before its deadline.
     let run = run_code(&sandbox, "while True:\n    print('y' * 1000)", Some(10_000))
         .await
         .unwrap();
-    assert_eq!(run.stopped_by.as_deref(), Some("outputLimit"), "{run:?}");
+    assert_eq!(run.stopped_by, Some(StoppedBy::OutputLimit), "{run:?}");
     assert_nothing_left(&root);
 }
 
