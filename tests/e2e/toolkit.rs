@@ -312,3 +312,33 @@ fn toolkit_resource_handles_over_rpc_and_cli() {
     assert!(message.contains("already released"), "{message}");
     cli(&daemon, "read_resource", json!({ "handle": handle }), 6);
 }
+
+#[test]
+fn toolkit_a_cancelled_run_is_killed_with_its_group() {
+    let daemon = start(json!({}));
+    // The daemon gives up after 1 s and sends notifications/cancelled; the snippet's own limit
+    // is 10 s, so its processes vanishing well before that shows the cancellation stopped them.
+    let started = std::time::Instant::now();
+    let error = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "demo", "tool": "run_python", "timeoutMs": 1000,
+               "arguments": {"code": "while True: pass", "timeoutMs": 10000}}),
+    );
+    assert!(
+        error.message.contains("did not answer within 1000 ms; the call was cancelled"),
+        "{error:?}"
+    );
+    let gone = tool_cli_tests::eventually(std::time::Duration::from_secs(6), || {
+        processes_in_runs(&daemon).is_empty()
+            && std::fs::read_dir(daemon.dir().join("runs")).map_or(0, |runs| runs.count()) == 0
+    });
+    assert!(
+        gone,
+        "the run was still there {:?} after the call: {:?}",
+        started.elapsed(),
+        processes_in_runs(&daemon)
+    );
+    // The server still runs snippets afterwards.
+    let result = daemon.call_tool("demo", "run_python", json!({"code": "print(2 + 2)"}));
+    assert_eq!(result["structuredContent"]["stdout"], "4\n");
+}
