@@ -245,6 +245,7 @@ async fn sql_query_refuses_writes_as_tool_errors() {
             "only one SELECT statement is allowed; got 2 statements",
         ),
         ("SELECT * FROM nope", "no such table: nope"),
+        ("ATTACH DATABASE '/tmp/x' AS x", "starting with ATTACH"),
     ];
     for (sql, expected) in cases {
         let result = call(&client, "sql_query", json!({ "sql": sql })).await;
