@@ -325,7 +325,9 @@ fn toolkit_a_cancelled_run_is_killed_with_its_group() {
                "arguments": {"code": "while True: pass", "timeoutMs": 10000}}),
     );
     assert!(
-        error.message.contains("did not answer within 1000 ms; the call was cancelled"),
+        error
+            .message
+            .contains("did not answer within 1000 ms; the call was cancelled"),
         "{error:?}"
     );
     let gone = tool_cli_tests::eventually(std::time::Duration::from_secs(6), || {
