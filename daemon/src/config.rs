@@ -251,10 +251,16 @@ pub fn bundled_default(self_exe: &Path) -> Config {
                 cwd: None,
             },
             description: Some(
-                "bundled demo: read-only SQL over a sample shop database (customers, products, orders)"
+                "bundled demo toolkit: read-only SQL over a sample shop database, exchange rates, \
+                 sandboxed Python, resource handles"
                     .to_owned(),
             ),
-            tags: vec!["demo".to_owned(), "sql".to_owned()],
+            tags: vec![
+                "demo".to_owned(),
+                "sql".to_owned(),
+                "rest".to_owned(),
+                "code-execution".to_owned(),
+            ],
             enabled: true,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             max_concurrent: DEFAULT_MAX_CONCURRENT,

@@ -142,13 +142,29 @@ enum Command {
         /// The sample SQLite database (created on first use).
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
+        /// Base URL of the exchange-rate REST service (e.g. https://api.frankfurter.dev/v1);
+        /// by default a built-in fixed-table service on 127.0.0.1 answers.
+        #[arg(long, value_name = "URL", env = "DEMO_RATES_URL")]
+        rates_url: Option<String>,
+        /// The Python interpreter for run_python (default: python3, then python, on PATH).
+        #[arg(long, value_name = "PATH", env = "DEMO_PYTHON")]
+        python: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::DemoServer { db }) => run_demo_server(db),
+        Some(Command::DemoServer {
+            db,
+            rates_url,
+            python,
+        }) => run_demo_server(tool_cli_demo_server::DemoOptions {
+            db,
+            rates_url,
+            python,
+            ..Default::default()
+        }),
         Some(Command::Reaper) => {
             tool_cli_daemon::reaper::run(std::io::stdin().lock());
             ExitCode::SUCCESS
@@ -180,13 +196,13 @@ fn init_tracing(default: &str) {
     tracing_subscriber::registry().with(layer).init();
 }
 
-fn run_demo_server(db: Option<PathBuf>) -> ExitCode {
+fn run_demo_server(options: tool_cli_demo_server::DemoOptions) -> ExitCode {
     init_tracing("warn");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match runtime.block_on(tool_cli_demo_server::run_stdio(db)) {
+    match runtime.block_on(tool_cli_demo_server::run_stdio(options)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("tool-cli-daemon demo-server: error: {err:#}");

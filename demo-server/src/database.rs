@@ -49,9 +49,11 @@ pub(crate) fn database_path_from(
     data_home.join("tool-cli").join(DATABASE_FILE_NAME)
 }
 
-/// Makes sure the sample database exists at `path`, building it if needed.
-pub(crate) fn ensure_database(path: &Path) -> anyhow::Result<()> {
-    if path.exists() {
+/// Makes sure the sample database exists at `path`, building it if needed. With
+/// `replace_outdated` (the default path, which only we write), a file whose `user_version` is older
+/// than [`sample_data::SCHEMA_VERSION`] is rebuilt too, so an upgrade brings the documented data.
+pub(crate) fn ensure_database(path: &Path, replace_outdated: bool) -> anyhow::Result<()> {
+    if path.exists() && !(replace_outdated && is_outdated_sample(path)) {
         return Ok(());
     }
     let directory = path
@@ -75,6 +77,15 @@ pub(crate) fn ensure_database(path: &Path) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     built
+}
+
+/// Whether the file at `path` is a sample database written by an older version of this crate. A
+/// file we cannot read is left alone: opening it later reports the real problem.
+fn is_outdated_sample(path: &Path) -> bool {
+    let version = open_read_only(path).and_then(|connection| {
+        connection.pragma_query_value(None, "user_version", |row| row.get(0))
+    });
+    matches!(version, Ok(version) if (1..sample_data::SCHEMA_VERSION).contains(&version))
 }
 
 /// A name no other process or thread will pick: pid, time and a per-process counter.
@@ -113,14 +124,14 @@ fn build_database(path: &Path) -> anyhow::Result<()> {
             ])?;
         }
         let mut insert = transaction.prepare(
-            "INSERT INTO products (id, name, category, price_cents, stock) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO products (id, name, category, price_usd, stock) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?;
         for product in &data.products {
             insert.execute(params![
                 product.id,
                 product.name,
                 product.category,
-                product.price_cents,
+                product.price_usd,
                 product.stock
             ])?;
         }
@@ -298,7 +309,7 @@ pub(crate) mod tests {
     pub(crate) fn sample_database(label: &str) -> (TemporaryDirectory, Database) {
         let directory = TemporaryDirectory::new(label);
         let path = directory.0.join("nested").join("demo.sqlite");
-        ensure_database(&path).unwrap();
+        ensure_database(&path, false).unwrap();
         (directory, Database::new(path, DEFAULT_TIME_BUDGET))
     }
 
@@ -357,7 +368,7 @@ pub(crate) mod tests {
             .unwrap()
             .execute_batch("CREATE TABLE notes (body TEXT)")
             .unwrap();
-        ensure_database(&path).unwrap();
+        ensure_database(&path, false).unwrap();
         let connection = open_read_only(&path).unwrap();
         let tables: i64 = connection
             .query_row(
@@ -370,12 +381,51 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn an_outdated_sample_is_rebuilt_only_at_the_default_path() {
+        let directory = TemporaryDirectory::new("outdated");
+        let path = directory.0.join("demo.sqlite");
+        let write_old = || {
+            let _ = std::fs::remove_file(&path);
+            let connection = Connection::open(&path).unwrap();
+            connection
+                .execute_batch(
+                    "CREATE TABLE products (price_cents INTEGER); PRAGMA user_version = 1",
+                )
+                .unwrap();
+        };
+        let has_price_usd = || {
+            open_read_only(&path)
+                .unwrap()
+                .prepare("SELECT price_usd FROM products")
+                .is_ok()
+        };
+        write_old();
+        ensure_database(&path, false).unwrap();
+        assert!(!has_price_usd(), "a user's file is never replaced");
+        ensure_database(&path, true).unwrap();
+        assert!(has_price_usd(), "our outdated file is rebuilt");
+        // A current file, and a file with a version we do not know, are left alone.
+        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        ensure_database(&path, true).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            before
+        );
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        ensure_database(&path, true).unwrap();
+        assert!(has_price_usd());
+    }
+
+    #[test]
     fn concurrent_builders_agree() {
         let directory = TemporaryDirectory::new("race");
         let path = directory.0.join("demo.sqlite");
         std::thread::scope(|scope| {
             for _ in 0..4 {
-                scope.spawn(|| ensure_database(&path).unwrap());
+                scope.spawn(|| ensure_database(&path, false).unwrap());
             }
         });
         let connection = open_read_only(&path).unwrap();
@@ -405,7 +455,7 @@ pub(crate) mod tests {
         let page = database
             .run(|connection| {
                 let sql = check_sql(
-                    "SELECT o.id, c.name, p.name, o.quantity * p.price_cents AS total_cents
+                    "SELECT o.id, c.name, p.name, o.quantity * p.price_usd AS total_usd
                      FROM orders o JOIN customers c ON c.id = o.customer_id
                      JOIN products p ON p.id = o.product_id ORDER BY o.id",
                 )?;
@@ -413,7 +463,7 @@ pub(crate) mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(page.columns, ["id", "name", "name:1", "total_cents"]);
+        assert_eq!(page.columns, ["id", "name", "name:1", "total_usd"]);
         assert_eq!(page.total_rows_matched, 500);
         assert_eq!(page.returned_rows, 10);
         assert_eq!(page.rows[0]["id"], 491);

@@ -1,4 +1,4 @@
-//! The MCP resources: two documents and one row sample per table.
+//! The MCP resources: the readme, the schema, the sample documents and one row sample per table.
 //!
 //! URIs are parsed here without I/O so the mapping (and the "which URIs are valid" message) is
 //! unit-tested; reading touches the database only for the schema document and table samples.
@@ -9,6 +9,7 @@ use rusqlite::Connection;
 use serde_json::json;
 
 use crate::{
+    documents::{self, DOCUMENTS, Document},
     query::{Pagination, QueryError, fetch_page},
     schema,
 };
@@ -28,32 +29,45 @@ const JSON: &str = "application/json";
 pub(crate) const README: &str = r#"# tool-cli demo server
 
 A small MCP server bundled with tool-cli so agents (and people) have something real to try.
-It serves a sample shop database in SQLite, read-only.
+It serves a sample shop database in SQLite, read-only, a few documents, an exchange-rate lookup
+over HTTP and a sandboxed Python interpreter.
 
 ## Tables
 - `customers` (50 rows): id, name, email, country (ISO 3166 alpha-2 code such as `US` or `DE`), created_at
-- `products` (30 rows): id, name, category (Electronics, Books, Home & Kitchen, Sports, Toys, Office), price_cents, stock
+- `products` (30 rows): id, name, category (Electronics, Books, Home & Kitchen, Sports, Toys, Office), price_usd, stock
 - `orders` (500 rows): id, customer_id → customers.id, product_id → products.id, quantity, ordered_at, status
-  (`pending`, `shipped`, `delivered`, `cancelled`, `returned`)
+  (`pending`, `shipped`, `completed`, `cancelled`, `returned`)
 
+An order is one product line: its total is `quantity * price_usd` (join `products`). Only `completed`
+orders are delivered and paid. Prices are US dollars with whole cents; round sums with `round(x, 2)`.
 Timestamps are UTC text in SQLite's `YYYY-MM-DD HH:MM:SS` form, so `date()` and `strftime()` work on them.
-Money is in integer cents.
 
 ## Tools
 - `describe_schema`: tables, columns, keys and row counts. Call it first.
 - `sql_query`: one read-only `SELECT` (or `WITH … SELECT`) statement, paged. Pass `page_size`
   (1 to 200, default 50) and `offset`; the result says `has_more` and the `next_offset` to ask for.
+- `rest_exchange_rate`: the rate from one currency to another (`base` `USD`, `quote` `EUR`), from a
+  REST service; pass `amount` to convert.
+- `run_python`: run a short Python snippet (standard-library maths, json, re, datetime, …) in a
+  sandbox with no files, no network and a time limit; prints come back as `stdout`.
+- `list_resources`, `open_resource`, `read_resource`, `release_resource`: read the resources below
+  through a handle, in chunks, and release it when done.
 
 ## Example queries
 ```sql
--- Revenue per category, delivered orders only
-SELECT p.category, sum(o.quantity * p.price_cents) / 100.0 AS revenue
+-- One customer's completed orders and what they came to
+SELECT count(*) AS orders, round(sum(o.quantity * p.price_usd), 2) AS total_usd
+FROM orders o JOIN customers c ON c.id = o.customer_id JOIN products p ON p.id = o.product_id
+WHERE c.name = 'Ada Okafor' AND o.status = 'completed';
+
+-- Revenue per category, completed orders only
+SELECT p.category, round(sum(o.quantity * p.price_usd), 2) AS revenue
 FROM orders o JOIN products p ON p.id = o.product_id
-WHERE o.status = 'delivered'
+WHERE o.status = 'completed'
 GROUP BY p.category ORDER BY revenue DESC;
 
 -- The ten best customers
-SELECT c.name, c.country, count(*) AS orders, sum(o.quantity * p.price_cents) / 100.0 AS spent
+SELECT c.name, c.country, count(*) AS orders, round(sum(o.quantity * p.price_usd), 2) AS spent
 FROM customers c JOIN orders o ON o.customer_id = c.id JOIN products p ON p.id = o.product_id
 GROUP BY c.id ORDER BY spent DESC LIMIT 10;
 
@@ -72,6 +86,9 @@ SELECT name, category FROM products WHERE stock = 0;
 ## Resources
 - `demo://docs/readme`: this document.
 - `demo://docs/schema`: the CREATE statements with row counts.
+- `demo://docs/returns-policy`: what each order status means.
+- `demo://docs/shipping`: shipping rates by country.
+- `demo://docs/currency-notes`: prices are USD; the local exchange-rate table.
 - `demo://tables/{table}`: the first 100 rows of a table as JSON, e.g. `demo://tables/orders`.
 "#;
 
@@ -80,6 +97,7 @@ SELECT name, category FROM products WHERE stock = 0;
 pub(crate) enum ResourceTarget<'a> {
     Readme,
     Schema,
+    Document(&'static Document),
     Table(&'a str),
 }
 
@@ -89,10 +107,13 @@ pub(crate) fn parse_uri(uri: &str) -> Option<ResourceTarget<'_>> {
     match uri {
         README_URI => Some(ResourceTarget::Readme),
         SCHEMA_URI => Some(ResourceTarget::Schema),
-        _ => uri
-            .strip_prefix(TABLE_URI_PREFIX)
-            .filter(|table| !table.is_empty() && !table.contains('/'))
-            .map(ResourceTarget::Table),
+        _ => documents::find(uri)
+            .map(ResourceTarget::Document)
+            .or_else(|| {
+                uri.strip_prefix(TABLE_URI_PREFIX)
+                    .filter(|table| !table.is_empty() && !table.contains('/'))
+                    .map(ResourceTarget::Table)
+            }),
     }
 }
 
@@ -115,6 +136,13 @@ pub(crate) fn list(tables: &[String]) -> Vec<Resource> {
             .with_description("The CREATE statement and row count of every table")
             .with_mime_type(PLAIN_TEXT),
     ];
+    resources.extend(DOCUMENTS.iter().map(|document| {
+        Resource::new(document.uri, document.name)
+            .with_title(document.title)
+            .with_description(document.description)
+            .with_mime_type(document.mime_type)
+            .with_size(document.text.len() as u64)
+    }));
     resources.extend(tables.iter().map(|table| {
         Resource::new(table_uri(table), format!("table-{table}"))
             .with_title(format!("Table {table}"))
@@ -151,6 +179,7 @@ pub(crate) enum ResourceError {
 fn valid_uris(tables: &[String]) -> Vec<String> {
     [README_URI.to_owned(), SCHEMA_URI.to_owned()]
         .into_iter()
+        .chain(DOCUMENTS.iter().map(|document| document.uri.to_owned()))
         .chain(tables.iter().map(|table| table_uri(table)))
         .collect()
 }
@@ -170,6 +199,9 @@ pub(crate) fn read(connection: &Connection, uri: &str) -> Result<ResourceContent
         None => Err(not_found(connection)),
         Some(ResourceTarget::Readme) => {
             Ok(ResourceContents::text(README, uri).with_mime_type(MARKDOWN))
+        }
+        Some(ResourceTarget::Document(document)) => {
+            Ok(ResourceContents::text(document.text, uri).with_mime_type(document.mime_type))
         }
         Some(ResourceTarget::Schema) => {
             let description = schema::describe(connection, None)?;
@@ -218,6 +250,10 @@ mod tests {
             parse_uri("demo://tables/orders"),
             Some(ResourceTarget::Table("orders"))
         );
+        assert_eq!(
+            parse_uri("demo://docs/shipping"),
+            Some(ResourceTarget::Document(&DOCUMENTS[1]))
+        );
         assert_eq!(parse_uri("demo://tables/"), None);
         assert_eq!(parse_uri("demo://tables/a/b"), None);
         assert_eq!(parse_uri("demo://docs/other"), None);
@@ -230,7 +266,17 @@ mod tests {
             .into_iter()
             .map(|resource| resource.uri)
             .collect();
-        assert_eq!(uris, [README_URI, SCHEMA_URI, "demo://tables/orders"]);
+        assert_eq!(
+            uris,
+            [
+                README_URI,
+                SCHEMA_URI,
+                "demo://docs/returns-policy",
+                "demo://docs/shipping",
+                "demo://docs/currency-notes",
+                "demo://tables/orders"
+            ]
+        );
         assert_eq!(templates()[0].uri_template, TABLE_URI_TEMPLATE);
     }
 
@@ -251,6 +297,10 @@ mod tests {
         let (mime, text) = text_of(read(&connection, README_URI).unwrap());
         assert_eq!(mime.as_deref(), Some(MARKDOWN));
         assert!(text.starts_with("# tool-cli demo server"));
+
+        let (mime, text) = text_of(read(&connection, "demo://docs/shipping").unwrap());
+        assert_eq!(mime.as_deref(), Some(PLAIN_TEXT));
+        assert!(text.starts_with("SHIPPING RATES"));
 
         let (mime, text) = text_of(read(&connection, SCHEMA_URI).unwrap());
         assert_eq!(mime.as_deref(), Some(PLAIN_TEXT));
@@ -281,6 +331,7 @@ mod tests {
                 error.to_string(),
                 format!(
                     "no resource {uri:?}; valid URIs: demo://docs/readme, demo://docs/schema, \
+                     demo://docs/returns-policy, demo://docs/shipping, demo://docs/currency-notes, \
                      demo://tables/customers, demo://tables/orders, demo://tables/products"
                 )
             );

@@ -6,7 +6,8 @@
 //! in `database.rs`.
 
 /// Stored in `PRAGMA user_version` so a future layout change can recognise an old file.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+/// Version 2 priced products in dollars (`price_usd`) and named finished orders `completed`.
+pub(crate) const SCHEMA_VERSION: i32 = 2;
 
 /// The tables, in creation order. Foreign keys and indexes are declared so that
 /// `describe_schema` can show agents how the tables join.
@@ -22,7 +23,7 @@ CREATE TABLE products (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     category TEXT NOT NULL,
-    price_cents INTEGER NOT NULL CHECK (price_cents > 0),
+    price_usd REAL NOT NULL CHECK (price_usd > 0),
     stock INTEGER NOT NULL CHECK (stock >= 0)
 );
 CREATE TABLE orders (
@@ -65,7 +66,8 @@ const COUNTRIES: [&str; 16] = [
     "US", "US", "US", "US", "DE", "DE", "GB", "GB", "FR", "CA", "JP", "BR", "IN", "NL", "SE", "AU",
 ];
 
-/// Name, category and price in cents of every product; ids follow this order.
+/// Name, category and price in US cents of every product; ids follow this order. Cents keep the
+/// table exact; the database stores dollars (`price_usd`), which is what agents ask about.
 const PRODUCTS: [(&str, &str, i64); 30] = [
     ("Wireless Mouse", "Electronics", 2499),
     ("Mechanical Keyboard", "Electronics", 8999),
@@ -123,7 +125,8 @@ pub(crate) struct Product {
     pub(crate) id: i64,
     pub(crate) name: &'static str,
     pub(crate) category: &'static str,
-    pub(crate) price_cents: i64,
+    /// The price in US dollars, always a whole number of cents.
+    pub(crate) price_usd: f64,
     pub(crate) stock: i64,
 }
 
@@ -225,7 +228,7 @@ fn generate_products(sequence: &mut Sequence) -> Vec<Product> {
                 id: index as i64 + 1,
                 name,
                 category,
-                price_cents,
+                price_usd: price_cents as f64 / 100.0,
                 stock,
             }
         })
@@ -267,18 +270,18 @@ fn generate_orders(
         .collect()
 }
 
-/// Recent orders are still open; older ones are mostly delivered, with a few cancelled or
-/// returned. `roll` is a value in `0..100`.
+/// Recent orders are still open; older ones are mostly completed (delivered and paid), with a few
+/// cancelled or returned. `roll` is a value in `0..100`.
 fn order_status(ordered_at: i64, roll: u64) -> &'static str {
     let age_days = (ORDERS_END - ordered_at) / DAY;
     match (age_days, roll) {
         (0..=4, 0..=59) => "pending",
         (0..=4, _) => "shipped",
         (5..=14, 0..=69) => "shipped",
-        (5..=14, _) => "delivered",
+        (5..=14, _) => "completed",
         (_, 0..=5) => "cancelled",
         (_, 6..=9) => "returned",
-        _ => "delivered",
+        _ => "completed",
     }
 }
 
@@ -323,7 +326,7 @@ mod tests {
     use super::*;
 
     /// The values of `orders.status` that `order_status` produces and the readme documents.
-    const ORDER_STATUSES: [&str; 5] = ["pending", "shipped", "delivered", "cancelled", "returned"];
+    const ORDER_STATUSES: [&str; 5] = ["pending", "shipped", "completed", "cancelled", "returned"];
 
     #[test]
     fn the_readme_documents_every_status() {

@@ -1,5 +1,5 @@
 //! The MCP face of the demo: the `sql_query` and `describe_schema` tools, the resources, and the
-//! server info, wired to rmcp's `ServerHandler`.
+//! server info, wired to rmcp's `ServerHandler`; the other tools' face is `toolkit.rs`.
 //!
 //! This module only translates: arguments in, results and errors out. The work lives in
 //! `query.rs`, `schema.rs` and `resources.rs`, which know nothing of MCP. Tool failures the agent
@@ -7,7 +7,7 @@
 //! and a message, so the model sees them; protocol errors are kept for bad requests, such as an
 //! unknown resource URI.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::{
     ErrorData as McpError, Json, RoleServer, ServerHandler,
@@ -26,15 +26,21 @@ use serde_json::json;
 
 use crate::{
     database::Database,
+    handles::HandleTable,
     query::{self, Pagination, QueryPage},
+    rates::RatesClient,
     resources::{self, ResourceError},
+    sandbox::Sandbox,
     schema::{self, SchemaDescription},
 };
 
-const INSTRUCTIONS: &str = "A sample shop database (customers, products, orders) in SQLite, \
-    read-only. Call describe_schema to see the tables and how they join, then sql_query with one \
-    SELECT statement; results are paged (page_size up to 200, follow next_offset). The resource \
-    demo://docs/readme has example queries, and demo://tables/{table} shows a table's first rows.";
+const INSTRUCTIONS: &str = "A sample shop database (customers, products, orders; prices in US \
+    dollars) in SQLite, read-only, plus an exchange-rate tool, a sandboxed Python tool and \
+    resource handles. Call describe_schema to see the tables and how they join, then sql_query \
+    with one SELECT statement; results are paged (page_size up to 200, follow next_offset). An \
+    order's total is quantity * price_usd; completed orders have status 'completed'. Convert \
+    dollars with rest_exchange_rate, compute with run_python, and read the documents \
+    (demo://docs/readme has example queries) with open_resource and read_resource.";
 
 /// Arguments of `sql_query`.
 ///
@@ -67,16 +73,26 @@ pub(crate) struct DescribeSchemaArguments {
 /// The demo MCP server. Cheap to clone: rmcp clones the handler per connection.
 #[derive(Debug, Clone)]
 pub(crate) struct DemoServer {
-    database: Arc<Database>,
+    pub(crate) database: Arc<Database>,
+    pub(crate) rates: Arc<RatesClient>,
+    pub(crate) sandbox: Arc<Sandbox>,
+    /// Open resource handles. A std mutex: every operation is a short map update, never held
+    /// across an await.
+    pub(crate) handles: Arc<Mutex<HandleTable>>,
     tool_router: ToolRouter<DemoServer>,
 }
 
 #[tool_router(router = tool_router, vis = "pub(crate)")]
 impl DemoServer {
-    pub(crate) fn new(database: Database) -> Self {
+    pub(crate) fn new(database: Database, rates: RatesClient, sandbox: Sandbox) -> Self {
+        let mut tool_router = Self::tool_router() + Self::toolkit_router();
+        crate::toolkit::describe_platform(&mut tool_router, &sandbox);
         Self {
             database: Arc::new(database),
-            tool_router: Self::tool_router(),
+            rates: Arc::new(rates),
+            sandbox: Arc::new(sandbox),
+            handles: Arc::new(Mutex::new(HandleTable::default())),
+            tool_router,
         }
     }
 
@@ -206,7 +222,7 @@ impl ServerHandler for DemoServer {
 }
 
 /// A failure that is ours, not the client's: logged in full, reported with its message.
-fn internal_error(error: impl std::fmt::Display) -> McpError {
+pub(crate) fn internal_error(error: impl std::fmt::Display) -> McpError {
     tracing::warn!(%error, "demo server request failed");
     McpError::internal_error(error.to_string(), None)
 }
@@ -218,7 +234,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tools_declare_schemas_and_read_only_annotations() {
+    fn sql_tools_declare_schemas_and_read_only_annotations() {
         let tools = DemoServer::tool_router().list_all();
         let names: Vec<_> = tools.iter().map(|tool| tool.name.as_ref()).collect();
         assert_eq!(names, ["describe_schema", "sql_query"]);

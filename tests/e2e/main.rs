@@ -18,3 +18,4 @@ mod peers;
 mod resilience;
 mod security;
 mod snapshots;
+mod toolkit;

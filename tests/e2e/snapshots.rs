@@ -161,10 +161,11 @@ fn list_servers() {
               "servers": [
                 {
                   "name": "demo",
-                  "toolCount": 2,
+                  "toolCount": 8,
                   "examples": [
                     "describe_schema",
-                    "sql_query"
+                    "list_resources",
+                    "open_resource"
                   ],
                   "state": "ready",
                   "transport": "stdio",
@@ -189,6 +190,36 @@ fn list_tools() {
               "tools": [
                 {
                   "name": "describe_schema",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "list_resources",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "open_resource",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "read_resource",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "release_resource",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "rest_exchange_rate",
+                  "description": "<description>",
+                  "hasStructuredOutput": true
+                },
+                {
+                  "name": "run_python",
                   "description": "<description>",
                   "hasStructuredOutput": true
                 },
@@ -506,8 +537,8 @@ fn call_tool_describe_schema() {
                         "default_value": null
                       },
                       {
-                        "name": "price_cents",
-                        "declared_type": "INTEGER",
+                        "name": "price_usd",
+                        "declared_type": "REAL",
                         "not_null": true,
                         "primary_key": false,
                         "default_value": null
@@ -521,7 +552,7 @@ fn call_tool_describe_schema() {
                       }
                     ],
                     "foreign_keys": [],
-                    "sql": "CREATE TABLE products (\n    id INTEGER PRIMARY KEY,\n    name TEXT NOT NULL,\n    category TEXT NOT NULL,\n    price_cents INTEGER NOT NULL CHECK (price_cents > 0),\n    stock INTEGER NOT NULL CHECK (stock >= 0)\n)"
+                    "sql": "CREATE TABLE products (\n    id INTEGER PRIMARY KEY,\n    name TEXT NOT NULL,\n    category TEXT NOT NULL,\n    price_usd REAL NOT NULL CHECK (price_usd > 0),\n    stock INTEGER NOT NULL CHECK (stock >= 0)\n)"
                   }
                 ]
               },
@@ -564,7 +595,7 @@ fn list_resources() {
                   "title": "About the demo server",
                   "description": "<description>",
                   "mimeType": "text/markdown",
-                  "size": 2072
+                  "size": 3296
                 },
                 {
                   "uri": "demo://docs/schema",
@@ -572,6 +603,30 @@ fn list_resources() {
                   "title": "Database schema",
                   "description": "<description>",
                   "mimeType": "text/plain"
+                },
+                {
+                  "uri": "demo://docs/returns-policy",
+                  "name": "returns-policy",
+                  "title": "Returns policy and order statuses",
+                  "description": "<description>",
+                  "mimeType": "text/markdown",
+                  "size": 1446
+                },
+                {
+                  "uri": "demo://docs/shipping",
+                  "name": "shipping",
+                  "title": "Shipping rates",
+                  "description": "<description>",
+                  "mimeType": "text/plain",
+                  "size": 822
+                },
+                {
+                  "uri": "demo://docs/currency-notes",
+                  "name": "currency-notes",
+                  "title": "Currencies",
+                  "description": "<description>",
+                  "mimeType": "text/markdown",
+                  "size": 1193
                 },
                 {
                   "uri": "demo://tables/customers",
@@ -699,20 +754,32 @@ fn error_objects() {
         expect![[r#"
             {
               "code": -32602,
-              "message": "server \"demo\" has no tool \"nope\"; its tools: sql_query, describe_schema",
+              "message": "server \"demo\" has no tool \"nope\"; its tools: run_python, sql_query, open_resource, read_resource, list_resources, describe_schema, release_resource, rest_exchange_rate",
               "data": {
                 "kind": "unknownTool",
                 "server": "demo",
                 "tool": "nope",
                 "knownTools": [
+                  "run_python",
                   "sql_query",
-                  "describe_schema"
+                  "open_resource",
+                  "read_resource",
+                  "list_resources",
+                  "describe_schema",
+                  "release_resource",
+                  "rest_exchange_rate"
                 ],
                 "discoveredTools": [
+                  "run_python",
                   "sql_query",
-                  "describe_schema"
+                  "open_resource",
+                  "read_resource",
+                  "list_resources",
+                  "describe_schema",
+                  "release_resource",
+                  "rest_exchange_rate"
                 ],
-                "toolCount": 2
+                "toolCount": 8
               }
             }"#]],
     );
@@ -884,5 +951,272 @@ fn an_unknown_tool_error_stays_small_on_a_huge_server() {
                 "toolCount": 10015
               }
             }"#]],
+    );
+}
+
+#[test]
+fn describe_tool_rest_exchange_rate() {
+    let daemon = Daemon::start_demo();
+    let tool = daemon.call(
+        name::DESCRIBE_TOOL,
+        json!({"server": "demo", "tool": "rest_exchange_rate"}),
+    );
+    check(
+        &without_descriptions(tool),
+        expect![[r#"
+        {
+          "name": "rest_exchange_rate",
+          "description": "<description>",
+          "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "required": [
+              "base",
+              "quote"
+            ],
+            "additionalProperties": false,
+            "type": "object",
+            "properties": {
+              "base": {
+                "description": "<description>",
+                "type": "string",
+                "minLength": 3,
+                "maxLength": 3
+              },
+              "quote": {
+                "description": "<description>",
+                "type": "string",
+                "minLength": 3,
+                "maxLength": 3
+              },
+              "date": {
+                "description": "<description>",
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "default": null
+              },
+              "amount": {
+                "description": "<description>",
+                "type": [
+                  "number",
+                  "null"
+                ],
+                "format": "double",
+                "default": 1,
+                "exclusiveMinimum": 0
+              }
+            }
+          },
+          "outputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "required": [
+              "base",
+              "quote",
+              "date",
+              "rate",
+              "amount",
+              "converted",
+              "source"
+            ],
+            "properties": {
+              "base": {
+                "description": "<description>",
+                "type": "string"
+              },
+              "quote": {
+                "description": "<description>",
+                "type": "string"
+              },
+              "date": {
+                "description": "<description>",
+                "type": "string"
+              },
+              "rate": {
+                "description": "<description>",
+                "type": "number",
+                "format": "double"
+              },
+              "amount": {
+                "description": "<description>",
+                "type": "number",
+                "format": "double"
+              },
+              "converted": {
+                "description": "<description>",
+                "type": "number",
+                "format": "double"
+              },
+              "source": {
+                "description": "<description>",
+                "type": "string"
+              }
+            },
+            "type": "object"
+          },
+          "annotations": {
+            "title": "Exchange rate",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": true
+          }
+        }"#]],
+    );
+}
+
+/// `run_python`'s schemas and annotations; its description and `_meta` say what this machine
+/// allows, so they are left out.
+#[test]
+fn describe_tool_run_python() {
+    let daemon = Daemon::start_demo();
+    let tool = daemon.call(
+        name::DESCRIBE_TOOL,
+        json!({"server": "demo", "tool": "run_python"}),
+    );
+    let shape = json!({
+        "inputSchema": tool["inputSchema"],
+        "outputSchema": tool["outputSchema"],
+        "annotations": tool["annotations"],
+    });
+    check(
+        &without_descriptions(shape),
+        expect![[r##"
+        {
+          "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "required": [
+              "code"
+            ],
+            "additionalProperties": false,
+            "type": "object",
+            "properties": {
+              "code": {
+                "description": "<description>",
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 65536
+              },
+              "timeoutMs": {
+                "description": "<description>",
+                "type": [
+                  "integer",
+                  "null"
+                ],
+                "format": "uint64",
+                "minimum": 1,
+                "maximum": 10000,
+                "default": 5000
+              },
+              "stdin": {
+                "description": "<description>",
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "maxLength": 65536,
+                "default": null
+              }
+            }
+          },
+          "outputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": {
+              "StoppedBy": {
+                "description": "<description>",
+                "oneOf": [
+                  {
+                    "description": "<description>",
+                    "type": "string",
+                    "const": "timeout"
+                  },
+                  {
+                    "description": "<description>",
+                    "type": "string",
+                    "const": "outputLimit"
+                  },
+                  {
+                    "description": "<description>",
+                    "type": "string",
+                    "const": "cancelled"
+                  }
+                ]
+              }
+            },
+            "required": [
+              "stdout",
+              "stderr",
+              "exitCode",
+              "signal",
+              "timedOut",
+              "stoppedBy",
+              "durationMs",
+              "stdoutTruncated",
+              "stderrTruncated"
+            ],
+            "type": "object",
+            "properties": {
+              "stdout": {
+                "description": "<description>",
+                "type": "string"
+              },
+              "stderr": {
+                "description": "<description>",
+                "type": "string"
+              },
+              "exitCode": {
+                "description": "<description>",
+                "type": [
+                  "integer",
+                  "null"
+                ],
+                "format": "int32"
+              },
+              "signal": {
+                "description": "<description>",
+                "type": [
+                  "string",
+                  "null"
+                ]
+              },
+              "timedOut": {
+                "description": "<description>",
+                "type": "boolean"
+              },
+              "stoppedBy": {
+                "description": "<description>",
+                "anyOf": [
+                  {
+                    "$ref": "#/$defs/StoppedBy"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "durationMs": {
+                "description": "<description>",
+                "type": "integer",
+                "format": "uint64",
+                "minimum": 0
+              },
+              "stdoutTruncated": {
+                "description": "<description>",
+                "type": "boolean"
+              },
+              "stderrTruncated": {
+                "description": "<description>",
+                "type": "boolean"
+              }
+            }
+          },
+          "annotations": {
+            "title": "Run Python (sandboxed)",
+            "readOnlyHint": false,
+            "destructiveHint": false,
+            "idempotentHint": false,
+            "openWorldHint": false
+          }
+        }"##]],
     );
 }

@@ -48,7 +48,7 @@ fn expected_demo_figures(daemon: &Daemon) -> (String, f64, u64) {
     let result = daemon.call_tool(
         "demo",
         "sql_query",
-        json!({"sql": "SELECT c.name AS name, COUNT(*) AS n, SUM(p.price_cents * o.quantity) AS cents \
+        json!({"sql": "SELECT c.name AS name, COUNT(*) AS n, ROUND(SUM(p.price_usd * o.quantity), 2) AS total \
                        FROM customers c JOIN orders o ON o.customer_id = c.id \
                        JOIN products p ON p.id = o.product_id \
                        WHERE lower(o.status) IN ('completed', 'complete', 'delivered', 'fulfilled', \
@@ -56,10 +56,9 @@ fn expected_demo_figures(daemon: &Daemon) -> (String, f64, u64) {
                        GROUP BY c.id ORDER BY n DESC, c.id LIMIT 1"}),
     );
     let row = &result["structuredContent"]["rows"][0];
-    let cents = row["cents"].as_i64().expect("integer cents");
     (
         row["name"].as_str().expect("name").to_owned(),
-        cents as f64 / 100.0,
+        row["total"].as_f64().expect("a total in USD"),
         row["n"].as_u64().expect("count"),
     )
 }

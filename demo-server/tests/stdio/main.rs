@@ -1,8 +1,11 @@
 //! The demo server end to end: the real `serve` path driven by rmcp's own client over an
-//! in-process pipe, the same code `run_stdio` runs over stdin/stdout.
+//! in-process pipe, the same code `run_stdio` runs over stdin/stdout. This file covers the SQL
+//! tools and the MCP resources; `toolkit.rs` the rates, code and resource-handle tools.
 //!
 //! Structured results are read into test-side copies of the wire format with
 //! `deny_unknown_fields`, so a renamed or added field fails here before it surprises an agent.
+
+mod toolkit;
 
 use std::path::PathBuf;
 
@@ -16,6 +19,7 @@ use rmcp::{
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tool_cli_demo_server::DemoOptions;
 
 /// The shape of `sql_query`'s structuredContent, as a client would rely on it.
 #[derive(Debug, Deserialize)]
@@ -70,18 +74,30 @@ impl Drop for TemporaryDirectory {
     }
 }
 
+/// The options every test starts from: a database and a sandbox work root inside `directory`.
+fn options(directory: &TemporaryDirectory) -> DemoOptions {
+    let work_root = directory.0.join("runs");
+    std::fs::create_dir_all(&work_root).unwrap();
+    DemoOptions {
+        db: Some(directory.0.join("data").join("demo.sqlite")),
+        work_root: Some(work_root),
+        ..DemoOptions::default()
+    }
+}
+
+type Client = RunningService<RoleClient, TestClient>;
+type Server = tokio::task::JoinHandle<anyhow::Result<()>>;
+
 /// Starts the server on one end of a pipe and an initialized client on the other.
-async fn connect(
-    directory: &TemporaryDirectory,
-) -> (
-    RunningService<RoleClient, TestClient>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
-) {
+async fn connect(directory: &TemporaryDirectory) -> (Client, Server) {
+    connect_with(options(directory)).await
+}
+
+async fn connect_with(options: DemoOptions) -> (Client, Server) {
     let (server_stream, client_stream) = tokio::io::duplex(64 * 1024);
     let (server_reader, server_writer) = tokio::io::split(server_stream);
-    let db_path = directory.0.join("data").join("demo.sqlite");
     let server = tokio::spawn(tool_cli_demo_server::serve(
-        Some(db_path),
+        options,
         server_reader,
         server_writer,
     ));
@@ -133,8 +149,23 @@ async fn tools_are_listed_with_schemas_and_annotations() {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<_> = tools.iter().map(|tool| tool.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["describe_schema", "sql_query"]);
-    for tool in &tools {
+    assert_eq!(
+        names,
+        [
+            "describe_schema",
+            "list_resources",
+            "open_resource",
+            "read_resource",
+            "release_resource",
+            "rest_exchange_rate",
+            "run_python",
+            "sql_query"
+        ]
+    );
+    for tool in tools
+        .iter()
+        .filter(|tool| tool.name.contains("sql") || tool.name == "describe_schema")
+    {
         let wire = serde_json::to_value(tool).unwrap();
         assert_eq!(wire["annotations"]["readOnlyHint"], true, "{wire}");
         assert_eq!(wire["annotations"]["destructiveHint"], false);
@@ -214,6 +245,7 @@ async fn sql_query_refuses_writes_as_tool_errors() {
             "only one SELECT statement is allowed; got 2 statements",
         ),
         ("SELECT * FROM nope", "no such table: nope"),
+        ("ATTACH DATABASE '/tmp/x' AS x", "starting with ATTACH"),
     ];
     for (sql, expected) in cases {
         let result = call(&client, "sql_query", json!({ "sql": sql })).await;
@@ -274,6 +306,9 @@ async fn resources_list_and_read() {
         [
             "demo://docs/readme",
             "demo://docs/schema",
+            "demo://docs/returns-policy",
+            "demo://docs/shipping",
+            "demo://docs/currency-notes",
             "demo://tables/customers",
             "demo://tables/orders",
             "demo://tables/products"
