@@ -458,9 +458,11 @@ pub struct ListToolsResult {
 pub struct ToolSummary {
     /// The tool's name.
     pub name: String,
-    /// Its description (empty when the server gave none).
+    /// Its description (empty when the server gave none; a 1.x bridge may leave it out).
+    #[serde(default)]
     pub description: String,
     /// Whether it declares an `outputSchema` (and so returns `structuredContent`).
+    #[serde(default)]
     pub has_structured_output: bool,
 }
 
