@@ -2,10 +2,14 @@
 //!
 //! The heart of the client is a positional grammar, `tool-cli [SERVER] [TOOL] [ARGS_JSON]`, where
 //! each extra word goes one step deeper in the progressive discovery (servers, then tools, then one
-//! schema, then a call), next to the `resource`, `health` and `token` subcommands. clap does the tokenising, `--help` and
-//! `--version`; everything it cannot express (the JSON must be an object, `-` reads stdin, the
-//! timeout is clamped rather than refused) is checked here. The module does no I/O of its own:
-//! the environment and stdin come in as arguments, so every form is unit-tested without a process.
+//! schema, then a call), next to the `resource`, `health`, `token` and `daemon` subcommands. clap
+//! does the tokenising, `--help` and `--version`; everything it cannot express (the JSON must be
+//! an object, `-` reads stdin, the timeout is clamped rather than refused, `SERVER --help` shows
+//! that server's tools) is checked here. The module does no I/O of its own: the environment and
+//! stdin come in as arguments, so every form is unit-tested without a process. The long help text
+//! is in `help.rs`.
+
+mod help;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,9 +17,10 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Map, Value};
 use tool_cli_protocol::methods::MintTokenParams;
-use tool_cli_protocol::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
 use crate::error::Error;
+use crate::settings;
+use help::AFTER_HELP;
 
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +56,26 @@ pub(crate) enum Command {
     RevokeToken { token_id: String },
     /// `tool-cli token list`.
     ListTokens,
+    /// `tool-cli SERVER --help`: the server's tools, with how to go on.
+    ServerHelp { server: String },
+    /// `tool-cli daemon start|stop|status`.
+    Daemon(DaemonCommand),
+}
+
+/// `tool-cli daemon ...`: managing the daemon of the runtime file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DaemonCommand {
+    /// Start one in the background and wait until it is ready.
+    Start {
+        /// `--config PATH`, passed on.
+        config: Option<PathBuf>,
+        /// Words after `--`, passed on to `tool-cli-daemon`.
+        daemon_args: Vec<String>,
+    },
+    /// Stop it (SIGTERM) and wait until it has exited.
+    Stop,
+    /// Whether one runs: pid, address, uptime, servers.
+    Status,
 }
 
 /// A parsed command line: the command and how to present its result.
@@ -61,8 +86,12 @@ pub(crate) struct Invocation {
     pub(crate) json: bool,
     /// `--out FILE`: write the body to this file and print a one-line summary instead.
     pub(crate) out: Option<PathBuf>,
-    /// Request timeout in milliseconds, already clamped to the protocol's maximum.
-    pub(crate) timeout_ms: u64,
+    /// The request timeout the user gave (`--timeout`, `TOOL_CLI_TIMEOUT_MS`) in milliseconds,
+    /// already clamped to the protocol's maximum; `None` leaves each server's own timeout.
+    pub(crate) timeout_ms: Option<u64>,
+    /// Whether the listener must prove its identity (not `--no-identity`, not
+    /// `TOOL_CLI_REQUIRE_IDENTITY=0`).
+    pub(crate) require_identity: bool,
     /// `--yes`: confirm a destructive tool call (`"confirm": true`); ignored by other commands.
     pub(crate) confirm: bool,
     /// Things worth telling the user that do not stop the command (e.g. a clamped timeout).
@@ -74,6 +103,8 @@ pub(crate) struct Invocation {
 pub(crate) struct ArgsEnv {
     /// `TOOL_CLI_TIMEOUT_MS`, when set.
     pub(crate) timeout_ms: Option<String>,
+    /// `TOOL_CLI_REQUIRE_IDENTITY`, when set.
+    pub(crate) require_identity: Option<String>,
 }
 
 /// Why parsing stopped: either clap has something to print (help, version, a grammar error, each
@@ -87,70 +118,6 @@ pub(crate) enum ParseOutcome {
     Usage(Error),
 }
 
-const AFTER_HELP: &str = "\
-Progressive discovery (each step adds one word):
-  tool-cli                              list servers: state, tool count, examples
-  tool-cli SERVER                       list the server's tools, one line each
-  tool-cli SERVER TOOL                  show the tool's parameters and a usage example
-  tool-cli SERVER TOOL '{\"k\": \"v\"}'     call the tool with these JSON arguments
-  tool-cli SERVER TOOL -                call it with the JSON arguments read from stdin
-
-  A call prints the tool's structuredContent as JSON when it has one, else its text content;
-  images, audio and embedded resources are shown as one-line placeholders (use --json or --out).
-
-Resources:
-  tool-cli resource list [--server S]       resources of S, or of every ready server
-  tool-cli resource templates [--server S]  resource templates, likewise
-  tool-cli resource read [--server S] URI [--out FILE | --meta | --json]
-  The `resource` subcommand wins over a server named `resource`; reach such a server with
-  `tool-cli -- resource [TOOL] [ARGS_JSON]`.
-
-Health:
-  tool-cli health [--json]              per server: state, restarts, uptime, calls/errors,
-                                        in-flight/queued, p50/p95 latency, circuit breaker
-  health exits 1 when any server is unhealthy, so scripts can check it: every enabled server
-  must be ready (disabled ones don't count). Like `resource`, the subcommand wins over a server
-  named `health`; reach such a server with `tool-cli -- health [TOOL] [ARGS_JSON]`.
-
-Destructive tools:
-  tool-cli SERVER TOOL ARGS_JSON --yes  a tool marked destructive runs only with --yes
-                                        (without it: exit 9, nothing is run)
-
-Tokens (with the daemon's own token; hand a minted one to a sub-agent as TOOL_CLI_TOKEN):
-  tool-cli token mint [--server GLOB]... [--tool SERVER/TOOL_GLOB]... [--read-only]
-                      [--ttl SECONDS] [--label TEXT]
-                                        prints only the new token on stdout, a summary on
-                                        stderr: TOKEN=$(tool-cli token mint --server demo)
-  tool-cli token list [--json]          live minted tokens: id, label, expiry, scope
-  tool-cli token revoke TOKEN_ID        exit 1 when no live token has that id
-  The subcommand wins over a server named `token`; reach it with `tool-cli -- token ...`.
-
-Environment:
-  TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read
-                                 from the daemon's runtime file (daemon.json)
-  TOOL_CLI_HOST                  address of the daemon (default 127.0.0.1)
-  TOOL_CLI_SOCKET                the daemon's Unix socket, used instead of TCP; a runtime file
-                                 naming a socket is used too, unless TOOL_CLI_PORT is set
-  TOOL_CLI_TIMEOUT_MS            request timeout, like --timeout (default 30000, at most 300000)
-  TOOL_CLI_RUNTIME_DIR           directory of the runtime file (default $XDG_RUNTIME_DIR/tool-cli)
-  Start a daemon with: eval \"$(tool-cli-daemon --print-env &)\"
-
-Exit codes:
-  0  success
-  1  other error (including errors of the MCP server itself), an unhealthy server in
-     `tool-cli health`, or a server that is busy or whose circuit breaker is open (both
-     transient: the message says when to retry)
-  2  usage error: bad command line or arguments that are not a JSON object
-  3  cannot reach the daemon (no port or token found, connection refused, connect timeout)
-  4  the daemon refused the token (HTTP 401/403)
-  5  invalid params: unknown server or tool, arguments that fail the tool's input schema
-  6  the tool ran and reported an error (isError: true)
-  7  timed out (no answer within --timeout, or the daemon's call timeout)
-  8  the listener did not prove it holds the token, so the token was not sent (a stale
-     TOOL_CLI_PORT or TOOL_CLI_SOCKET, another program there, or a revoked token)
-  9  not permitted: the token's scope or the daemon's policy forbids it, or a destructive
-     tool needs --yes";
-
 /// clap's view of the command line; converted to a [`Command`] by [`parse`].
 #[derive(Debug, Parser)]
 #[command(
@@ -159,7 +126,8 @@ Exit codes:
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
                       tool-cli health [--json]\n       \
-                      tool-cli token <mint|list|revoke> [OPTIONS]",
+                      tool-cli token <mint|list|revoke> [OPTIONS]\n       \
+                      tool-cli daemon <start|stop|status> [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -203,6 +171,11 @@ struct GlobalFlags {
     /// Confirm a call of a destructive tool (without it the daemon refuses, exit 9)
     #[arg(long, global = true)]
     yes: bool,
+
+    /// Also send the token to a bridge that does not prove its identity (a tool-cli 1.x
+    /// bridge); like TOOL_CLI_REQUIRE_IDENTITY=0
+    #[arg(long, global = true)]
+    no_identity: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -224,6 +197,31 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: TokenAction,
     },
+    /// Start, stop or check the daemon of the runtime file (wins over a server named `daemon`)
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DaemonAction {
+    /// Start tool-cli-daemon in the background, wait until its servers have settled, and say
+    /// where it listens; its log goes to daemon.log in the runtime directory
+    Start {
+        /// The servers config file [default: the daemon's: $TOOL_CLI_CONFIG, else
+        /// ~/.config/tool-cli/servers.json, else the bundled demo]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+
+        /// More tool-cli-daemon options, after `--` (e.g. `-- --shutdown-grace-ms 2000`)
+        #[arg(last = true, value_name = "DAEMON_ARGS")]
+        daemon_args: Vec<String>,
+    },
+    /// Stop the daemon (SIGTERM) and wait until it has exited
+    Stop,
+    /// Say whether the daemon runs: pid, address, uptime, servers (exit 3 when none runs)
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -299,15 +297,27 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let matches = Cli::command()
-        .try_get_matches_from(hoist_subcommand(args))
-        .map_err(ParseOutcome::Clap)?;
+    let args = hoist_subcommand(args);
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) if error.kind() == clap::error::ErrorKind::DisplayHelp => {
+            return server_help(&args, env).unwrap_or(Err(ParseOutcome::Clap(error)));
+        }
+        Err(error) => return Err(ParseOutcome::Clap(error)),
+    };
     let cli = Cli::from_arg_matches(&matches).map_err(ParseOutcome::Clap)?;
     let usage = ParseOutcome::Usage;
 
     let mut warnings = Vec::new();
-    let timeout_ms =
-        resolve_timeout(cli.global.timeout.as_deref(), env, &mut warnings).map_err(usage)?;
+    let timeout_ms = settings::timeout_ms(
+        cli.global.timeout.as_deref(),
+        env.timeout_ms.as_deref(),
+        &mut warnings,
+    )
+    .map_err(usage)?;
+    let require_identity =
+        settings::require_identity(cli.global.no_identity, env.require_identity.as_deref())
+            .map_err(usage)?;
 
     let command = match cli.subcommand {
         Some(TopSubcommand::Health { words }) => {
@@ -322,6 +332,17 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
+            DaemonAction::Start {
+                config,
+                daemon_args,
+            } => DaemonCommand::Start {
+                config,
+                daemon_args,
+            },
+            DaemonAction::Stop => DaemonCommand::Stop,
+            DaemonAction::Status => DaemonCommand::Status,
+        }),
         Some(TopSubcommand::Resource { action }) => match action {
             ResourceAction::List { server } => Command::ListResources { server },
             ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
@@ -373,9 +394,40 @@ where
         json: cli.global.json,
         out: cli.global.out,
         timeout_ms,
+        require_identity,
         confirm: cli.global.yes,
         warnings,
     })
+}
+
+/// `tool-cli SERVER --help` (or `-h`): that server's tools rather than the global help, since the
+/// server's tools are what a user asking there wants to know. `SERVER TOOL --help` shows the
+/// tool's schema. `None` when the line names no server (or a subcommand's help was asked for):
+/// clap's help is printed then.
+fn server_help(args: &[OsString], env: &ArgsEnv) -> Option<Result<Invocation, ParseOutcome>> {
+    let is_help = |word: &OsString| word == "--help" || word == "-h";
+    let end = args
+        .iter()
+        .position(|word| word == "--")
+        .unwrap_or(args.len());
+    if !args[..end].iter().any(is_help) {
+        return None;
+    }
+    let without_help: Vec<OsString> = args
+        .iter()
+        .enumerate()
+        .filter(|(index, word)| *index >= end || !is_help(word))
+        .map(|(_, word)| word.clone())
+        .collect();
+    let mut invocation = parse(without_help, env, || Ok(String::new())).ok()?;
+    invocation.command = match invocation.command {
+        Command::ListTools { server } => Command::ServerHelp { server },
+        Command::DescribeTool { server, tool } | Command::CallTool { server, tool, .. } => {
+            Command::DescribeTool { server, tool }
+        }
+        _ => return None,
+    };
+    Some(Ok(invocation))
 }
 
 /// `tool-cli token ...`, with the checks that need no daemon.
@@ -442,8 +494,8 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
     }
 }
 
-/// Moves a subcommand name (`resource`, `health`, `token`) that stands in the SERVER position in front of
-/// any flags before it.
+/// Moves a subcommand name (`resource`, `health`, `token`, `daemon`) that stands in the SERVER
+/// position in front of any flags before it.
 ///
 /// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
 /// argument came before it, which is what keeps `tool-cli demo resource` a tool named
@@ -462,7 +514,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" => {
+            "resource" | "health" | "token" | "daemon" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;
@@ -471,39 +523,6 @@ where
         }
     }
     args
-}
-
-/// The request timeout: `--timeout` wins over `TOOL_CLI_TIMEOUT_MS`, which wins over the default.
-/// Values above the protocol's maximum are clamped with a warning rather than refused, because a
-/// long timeout is a reasonable wish that we can partly honour; zero and non-numbers are refused.
-fn resolve_timeout(
-    flag: Option<&str>,
-    env: &ArgsEnv,
-    warnings: &mut Vec<String>,
-) -> Result<u64, Error> {
-    let (text, source) = match (flag, env.timeout_ms.as_deref()) {
-        (Some(text), _) => (text, "--timeout"),
-        (None, Some(text)) if !text.trim().is_empty() => (text, "TOOL_CLI_TIMEOUT_MS"),
-        _ => return Ok(DEFAULT_TIMEOUT_MS),
-    };
-    let milliseconds: u64 = text.trim().parse().map_err(|_| {
-        Error::Usage(format!(
-            "{source} must be a whole number of milliseconds between 1 and {MAX_TIMEOUT_MS}, \
-             got {text:?}"
-        ))
-    })?;
-    if milliseconds == 0 {
-        return Err(Error::Usage(format!(
-            "{source} must be at least 1 millisecond, got 0"
-        )));
-    }
-    if milliseconds > MAX_TIMEOUT_MS {
-        warnings.push(format!(
-            "{source} {milliseconds} is above the maximum; using {MAX_TIMEOUT_MS} ms"
-        ));
-        return Ok(MAX_TIMEOUT_MS);
-    }
-    Ok(milliseconds)
 }
 
 /// Parses a tool's arguments, which must be one JSON object. `origin` says where the text came
@@ -562,689 +581,4 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::error::exit;
-
-    fn no_stdin() -> std::io::Result<String> {
-        panic!("stdin must not be read")
-    }
-
-    fn parse_ok(args: &[&str]) -> Invocation {
-        let argv = std::iter::once("tool-cli").chain(args.iter().copied());
-        match parse(argv, &ArgsEnv::default(), no_stdin) {
-            Ok(invocation) => invocation,
-            Err(outcome) => panic!("{args:?} failed: {outcome:?}"),
-        }
-    }
-
-    fn command(args: &[&str]) -> Command {
-        parse_ok(args).command
-    }
-
-    /// The usage message of our own validation, panicking on success or on a clap error.
-    fn usage_error(args: &[&str]) -> String {
-        let argv = std::iter::once("tool-cli").chain(args.iter().copied());
-        match parse(argv, &ArgsEnv::default(), no_stdin) {
-            Err(ParseOutcome::Usage(error)) => {
-                assert_eq!(error.exit_code(), exit::USAGE);
-                error.to_string()
-            }
-            other => panic!("{args:?}: expected a usage error, got {other:?}"),
-        }
-    }
-
-    /// The clap error kind, panicking when clap accepted the line.
-    fn clap_error(args: &[&str]) -> clap::Error {
-        let argv = std::iter::once("tool-cli").chain(args.iter().copied());
-        match parse(argv, &ArgsEnv::default(), no_stdin) {
-            Err(ParseOutcome::Clap(error)) => error,
-            other => panic!("{args:?}: expected a clap error, got {other:?}"),
-        }
-    }
-
-    fn object(value: Value) -> Map<String, Value> {
-        value.as_object().unwrap().clone()
-    }
-
-    #[test]
-    fn clap_definition_is_consistent() {
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn each_word_goes_one_step_deeper() {
-        assert_eq!(command(&[]), Command::ListServers);
-        assert_eq!(
-            command(&["demo"]),
-            Command::ListTools {
-                server: "demo".into()
-            }
-        );
-        assert_eq!(
-            command(&["demo", "sql_query"]),
-            Command::DescribeTool {
-                server: "demo".into(),
-                tool: "sql_query".into()
-            }
-        );
-        assert_eq!(
-            command(&["demo", "sql_query", r#"{"query": "select 1", "limit": 5}"#]),
-            Command::CallTool {
-                server: "demo".into(),
-                tool: "sql_query".into(),
-                arguments: object(json!({"query": "select 1", "limit": 5})),
-            }
-        );
-    }
-
-    #[test]
-    fn empty_object_is_a_call_without_arguments() {
-        assert_eq!(
-            command(&["demo", "describe_schema", "{}"]),
-            Command::CallTool {
-                server: "demo".into(),
-                tool: "describe_schema".into(),
-                arguments: Map::new(),
-            }
-        );
-    }
-
-    #[test]
-    fn defaults_without_flags() {
-        let invocation = parse_ok(&["demo"]);
-        assert!(!invocation.json);
-        assert_eq!(invocation.out, None);
-        assert_eq!(invocation.timeout_ms, DEFAULT_TIMEOUT_MS);
-        assert!(invocation.warnings.is_empty());
-    }
-
-    #[test]
-    fn flags_are_accepted_anywhere() {
-        for args in [
-            &[
-                "--json",
-                "--out",
-                "f.json",
-                "--timeout",
-                "500",
-                "demo",
-                "t",
-                "{}",
-            ][..],
-            &[
-                "demo",
-                "--json",
-                "t",
-                "--out",
-                "f.json",
-                "{}",
-                "--timeout",
-                "500",
-            ],
-            &["demo", "t", "{}", "--timeout=500", "--out=f.json", "--json"],
-        ] {
-            let invocation = parse_ok(args);
-            assert!(invocation.json, "{args:?}");
-            assert_eq!(invocation.out, Some(PathBuf::from("f.json")), "{args:?}");
-            assert_eq!(invocation.timeout_ms, 500, "{args:?}");
-            assert!(
-                matches!(invocation.command, Command::CallTool { .. }),
-                "{args:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn invalid_json_names_line_and_column() {
-        let message = usage_error(&["demo", "t", "{\"a\": 1,\n \"b\" 2}"]);
-        assert!(message.contains("not valid JSON"), "{message}");
-        assert!(message.contains("line 2, column 6"), "{message}");
-        assert!(message.contains("on the command line"), "{message}");
-    }
-
-    #[test]
-    fn json_without_quotes_suggests_single_quotes() {
-        let message = usage_error(&["demo", "t", "{query: select}"]);
-        assert!(
-            message.contains("wrap the whole object in single quotes"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn non_object_json_says_what_it_got() {
-        for (text, kind) in [
-            ("[1, 2]", "got an array"),
-            ("\"x\"", "got a string"),
-            ("42", "got a number"),
-            ("null", "got null"),
-            ("true", "got a boolean"),
-        ] {
-            let message = usage_error(&["demo", "t", text]);
-            assert!(message.contains("must be a JSON object"), "{message}");
-            assert!(message.contains(kind), "{text}: {message}");
-        }
-    }
-
-    #[test]
-    fn empty_arguments_are_refused() {
-        let message = usage_error(&["demo", "t", "  "]);
-        assert!(message.contains("empty"), "{message}");
-    }
-
-    #[test]
-    fn dash_reads_arguments_from_stdin() {
-        let argv = ["tool-cli", "demo", "t", "-", "--json"];
-        let invocation = parse(argv, &ArgsEnv::default(), || {
-            Ok("{\"query\": \"select 1\"}\n".to_owned())
-        })
-        .unwrap();
-        assert!(invocation.json);
-        assert_eq!(
-            invocation.command,
-            Command::CallTool {
-                server: "demo".into(),
-                tool: "t".into(),
-                arguments: object(json!({"query": "select 1"})),
-            }
-        );
-    }
-
-    #[test]
-    fn bad_stdin_is_a_usage_error_naming_stdin() {
-        let argv = ["tool-cli", "demo", "t", "-"];
-        match parse(argv, &ArgsEnv::default(), || Ok("[]".to_owned())) {
-            Err(ParseOutcome::Usage(error)) => {
-                let message = error.to_string();
-                assert!(message.contains("from stdin"), "{message}");
-                assert!(message.contains("got an array"), "{message}");
-            }
-            other => panic!("{other:?}"),
-        }
-        match parse(argv, &ArgsEnv::default(), || {
-            Err(std::io::Error::other("closed"))
-        }) {
-            Err(ParseOutcome::Usage(error)) => {
-                assert!(error.to_string().contains("cannot read"), "{error}")
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn json_split_by_the_shell_asks_for_quotes() {
-        let message = usage_error(&["demo", "t", "{\"query\":", "select 1}"]);
-        assert!(message.contains("got 2"), "{message}");
-        assert!(message.contains("single quotes"), "{message}");
-    }
-
-    #[test]
-    fn unknown_flag_is_a_clap_usage_error() {
-        let error = clap_error(&["--frobnicate"]);
-        assert_eq!(error.kind(), clap::error::ErrorKind::UnknownArgument);
-        assert_eq!(error.exit_code(), exit::USAGE);
-    }
-
-    #[test]
-    fn help_and_version_exit_zero() {
-        for flag in ["--help", "-h", "--version", "-V"] {
-            let error = clap_error(&[flag]);
-            assert_eq!(error.exit_code(), exit::OK, "{flag}");
-        }
-        let help = clap_error(&["--help"]).render().to_string();
-        for needle in [
-            "Exit codes",
-            "TOOL_CLI_TOKEN",
-            "tool-cli SERVER TOOL",
-            "resource",
-        ] {
-            assert!(help.contains(needle), "help lacks {needle}");
-        }
-    }
-
-    #[test]
-    fn resource_subcommands() {
-        assert_eq!(
-            command(&["resource", "list"]),
-            Command::ListResources { server: None }
-        );
-        assert_eq!(
-            command(&["resource", "list", "--server", "demo"]),
-            Command::ListResources {
-                server: Some("demo".into())
-            }
-        );
-        assert_eq!(
-            command(&["resource", "templates", "--server=demo"]),
-            Command::ListResourceTemplates {
-                server: Some("demo".into())
-            }
-        );
-        assert_eq!(
-            command(&["resource", "read", "demo://schema"]),
-            Command::ReadResource {
-                server: None,
-                uri: "demo://schema".into(),
-                meta: false
-            }
-        );
-        assert_eq!(
-            command(&[
-                "resource",
-                "read",
-                "--meta",
-                "demo://schema",
-                "--server",
-                "demo"
-            ]),
-            Command::ReadResource {
-                server: Some("demo".into()),
-                uri: "demo://schema".into(),
-                meta: true
-            }
-        );
-    }
-
-    #[test]
-    fn skill_uris_are_refused_by_read() {
-        let message = usage_error(&["resource", "read", "skill://pdf/SKILL.md"]);
-        assert!(message.contains("is a skill"), "{message}");
-    }
-
-    #[test]
-    fn global_flags_work_with_resource_subcommands() {
-        let invocation = parse_ok(&["--json", "resource", "list", "--timeout", "100"]);
-        assert_eq!(invocation.command, Command::ListResources { server: None });
-        assert!(invocation.json);
-        assert_eq!(invocation.timeout_ms, 100);
-        let invocation = parse_ok(&["--timeout=7", "resource", "--json", "templates"]);
-        assert_eq!(
-            invocation.command,
-            Command::ListResourceTemplates { server: None }
-        );
-        assert!(invocation.json);
-        assert_eq!(invocation.timeout_ms, 7);
-        let invocation = parse_ok(&["resource", "read", "file:///a.png", "--out", "a.png"]);
-        assert_eq!(invocation.out, Some(PathBuf::from("a.png")));
-    }
-
-    #[test]
-    fn meta_excludes_out_and_json() {
-        clap_error(&["resource", "read", "x://y", "--meta", "--json"]);
-        clap_error(&["resource", "read", "x://y", "--meta", "--out", "f"]);
-    }
-
-    #[test]
-    fn resource_read_needs_a_uri() {
-        let error = clap_error(&["resource", "read"]);
-        assert_eq!(error.exit_code(), exit::USAGE);
-    }
-
-    #[test]
-    fn resource_subcommand_wins_and_double_dash_reaches_a_server_named_resource() {
-        assert!(matches!(
-            clap_error(&["resource"]).kind(),
-            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-                | clap::error::ErrorKind::MissingSubcommand
-        ));
-        assert_eq!(
-            command(&["--", "resource"]),
-            Command::ListTools {
-                server: "resource".into()
-            }
-        );
-        assert_eq!(
-            command(&["--", "resource", "list"]),
-            Command::DescribeTool {
-                server: "resource".into(),
-                tool: "list".into()
-            }
-        );
-    }
-
-    #[test]
-    fn hoisting_moves_only_a_subcommand_in_server_position() {
-        let hoisted = |args: &[&str]| -> Vec<String> {
-            hoist_subcommand(args.iter().copied())
-                .into_iter()
-                .map(|word| word.into_string().unwrap())
-                .collect()
-        };
-        assert_eq!(
-            hoisted(&[
-                "t",
-                "--json",
-                "--out",
-                "f",
-                "--timeout",
-                "5",
-                "resource",
-                "list"
-            ]),
-            [
-                "t",
-                "resource",
-                "--json",
-                "--out",
-                "f",
-                "--timeout",
-                "5",
-                "list"
-            ]
-        );
-        assert_eq!(
-            hoisted(&["t", "--out=f", "resource"]),
-            ["t", "resource", "--out=f"]
-        );
-        assert_eq!(
-            hoisted(&["t", "demo", "resource"]),
-            ["t", "demo", "resource"]
-        );
-        assert_eq!(hoisted(&["t", "--", "resource"]), ["t", "--", "resource"]);
-        assert_eq!(
-            hoisted(&["t", "--json", "health"]),
-            ["t", "health", "--json"]
-        );
-        assert_eq!(hoisted(&["t", "--", "health"]), ["t", "--", "health"]);
-        assert_eq!(
-            hoisted(&["t", "--yes", "--json", "token", "list"]),
-            ["t", "token", "--yes", "--json", "list"]
-        );
-        assert_eq!(hoisted(&["t", "--", "token"]), ["t", "--", "token"]);
-        assert_eq!(
-            hoisted(&["t", "--out", "resource"]),
-            ["t", "--out", "resource"]
-        );
-    }
-
-    #[test]
-    fn resource_as_a_tool_name_after_a_server() {
-        assert_eq!(
-            command(&["demo", "resource"]),
-            Command::DescribeTool {
-                server: "demo".into(),
-                tool: "resource".into()
-            }
-        );
-        assert_eq!(
-            command(&["--json", "--", "demo", "resource", "{}"]),
-            Command::CallTool {
-                server: "demo".into(),
-                tool: "resource".into(),
-                arguments: Map::new()
-            }
-        );
-        assert_eq!(
-            command(&["demo", "--json", "resource"]),
-            Command::DescribeTool {
-                server: "demo".into(),
-                tool: "resource".into()
-            }
-        );
-    }
-
-    #[test]
-    fn health_subcommand_with_flags_anywhere() {
-        for args in [
-            &["health"][..],
-            &["health", "--json"],
-            &["--json", "health"],
-            &["--timeout", "500", "health", "--json"],
-        ] {
-            let invocation = parse_ok(args);
-            assert_eq!(invocation.command, Command::Health, "{args:?}");
-            assert_eq!(invocation.json, args.contains(&"--json"), "{args:?}");
-        }
-        assert_eq!(parse_ok(&["--timeout=500", "health"]).timeout_ms, 500);
-    }
-
-    #[test]
-    fn health_subcommand_wins_and_double_dash_reaches_a_server_named_health() {
-        assert_eq!(
-            command(&["--", "health"]),
-            Command::ListTools {
-                server: "health".into()
-            }
-        );
-        assert_eq!(
-            command(&["--json", "--", "health", "check", "{}"]),
-            Command::CallTool {
-                server: "health".into(),
-                tool: "check".into(),
-                arguments: Map::new()
-            }
-        );
-        assert_eq!(
-            command(&["demo", "health"]),
-            Command::DescribeTool {
-                server: "demo".into(),
-                tool: "health".into()
-            }
-        );
-        let message = usage_error(&["health", "check", "{}"]);
-        assert!(message.contains("takes no arguments, got 2"), "{message}");
-        assert!(
-            message.contains("`tool-cli -- health check {}`"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn help_documents_the_health_exit_code() {
-        let help = clap_error(&["--help"]).render().to_string();
-        assert!(
-            help.contains("health exits 1 when any server is unhealthy, so scripts can check it"),
-            "{help}"
-        );
-        assert!(help.contains("tool-cli health [--json]"), "{help}");
-        let help = clap_error(&["health", "--help"]).render().to_string();
-        assert!(help.contains("exit 1 if any is unhealthy"), "{help}");
-    }
-
-    #[test]
-    fn a_server_named_like_a_resource_action_is_just_a_server() {
-        assert_eq!(
-            command(&["list"]),
-            Command::ListTools {
-                server: "list".into()
-            }
-        );
-    }
-
-    #[test]
-    fn timeout_from_flag_env_or_default() {
-        let env = ArgsEnv {
-            timeout_ms: Some("1234".into()),
-        };
-        let from_env = parse(["tool-cli"], &env, no_stdin).unwrap();
-        assert_eq!(from_env.timeout_ms, 1234);
-        let flag_wins = parse(["tool-cli", "--timeout", "99"], &env, no_stdin).unwrap();
-        assert_eq!(flag_wins.timeout_ms, 99);
-        let empty_env = ArgsEnv {
-            timeout_ms: Some(String::new()),
-        };
-        let default = parse(["tool-cli"], &empty_env, no_stdin).unwrap();
-        assert_eq!(default.timeout_ms, DEFAULT_TIMEOUT_MS);
-    }
-
-    #[test]
-    fn large_timeout_is_clamped_with_a_warning() {
-        let invocation = parse_ok(&["--timeout", "999999"]);
-        assert_eq!(invocation.timeout_ms, MAX_TIMEOUT_MS);
-        assert_eq!(invocation.warnings.len(), 1);
-        assert!(invocation.warnings[0].contains("300000"));
-    }
-
-    #[test]
-    fn bad_timeouts_are_usage_errors() {
-        for bad in ["abc", "-5", "0", "1.5", "", "99999999999999999999999"] {
-            let message = usage_error(&["--timeout", bad]);
-            assert!(message.contains("--timeout"), "{bad}: {message}");
-        }
-        let env = ArgsEnv {
-            timeout_ms: Some("soon".into()),
-        };
-        match parse(["tool-cli"], &env, no_stdin) {
-            Err(ParseOutcome::Usage(error)) => {
-                assert!(error.to_string().contains("TOOL_CLI_TIMEOUT_MS"))
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn yes_confirms_a_call_anywhere_on_the_line() {
-        for args in [
-            &["--yes", "demo", "drop", "{}"][..],
-            &["demo", "drop", "{}", "--yes"],
-            &["demo", "--yes", "drop", "{}"],
-        ] {
-            let invocation = parse_ok(args);
-            assert!(invocation.confirm, "{args:?}");
-            assert!(
-                matches!(invocation.command, Command::CallTool { .. }),
-                "{args:?}"
-            );
-        }
-        assert!(!parse_ok(&["demo", "drop", "{}"]).confirm);
-    }
-
-    #[test]
-    fn token_mint_collects_repeated_globs_and_options() {
-        assert_eq!(
-            command(&["token", "mint"]),
-            Command::MintToken(MintTokenParams::default())
-        );
-        let invocation = parse_ok(&[
-            "--json",
-            "token",
-            "mint",
-            "--server",
-            "demo",
-            "--server=fs*",
-            "--tool",
-            "fs/read_*",
-            "--read-only",
-            "--ttl",
-            "3600",
-            "--label",
-            "sub-agent 1",
-        ]);
-        assert!(invocation.json);
-        assert_eq!(
-            invocation.command,
-            Command::MintToken(MintTokenParams {
-                servers: Some(vec!["demo".into(), "fs*".into()]),
-                tools: Some(vec!["fs/read_*".into()]),
-                read_only: true,
-                ttl_seconds: Some(3600),
-                label: Some("sub-agent 1".into()),
-            })
-        );
-    }
-
-    #[test]
-    fn token_mint_refuses_malformed_tool_globs_and_zero_ttl() {
-        for glob in ["read_*", "/read_*", "fs/"] {
-            let message = usage_error(&["token", "mint", "--tool", glob]);
-            assert!(message.contains("SERVER/TOOL_GLOB"), "{glob}: {message}");
-        }
-        let message = usage_error(&["token", "mint", "--ttl", "0"]);
-        assert!(message.contains("at least 1 second"), "{message}");
-        assert_eq!(
-            clap_error(&["token", "mint", "--ttl", "-5"]).exit_code(),
-            exit::USAGE
-        );
-        assert_eq!(
-            clap_error(&["token", "mint", "--ttl", "1h"]).exit_code(),
-            exit::USAGE
-        );
-    }
-
-    #[test]
-    fn token_list_and_revoke() {
-        assert_eq!(command(&["token", "list"]), Command::ListTokens);
-        assert_eq!(command(&["--json", "token", "list"]), Command::ListTokens);
-        assert_eq!(
-            command(&["token", "revoke", "a8ae6e6ee929abea"]),
-            Command::RevokeToken {
-                token_id: "a8ae6e6ee929abea".into()
-            }
-        );
-        // The token itself is turned into its id, and never sent.
-        let token = "0123456789abcdef".repeat(4);
-        assert_eq!(
-            command(&["token", "revoke", &token]),
-            Command::RevokeToken {
-                token_id: "a8ae6e6ee929abea".into()
-            }
-        );
-        let message = usage_error(&["token", "revoke", "A8AE6E6EE929ABEA-secret"]);
-        assert!(message.contains("expected a token id"), "{message}");
-        assert!(
-            !message.contains("secret"),
-            "the argument is not echoed: {message}"
-        );
-        assert_eq!(clap_error(&["token", "revoke"]).exit_code(), exit::USAGE);
-    }
-
-    #[test]
-    fn token_subcommand_wins_and_double_dash_reaches_a_server_named_token() {
-        assert_eq!(clap_error(&["token"]).exit_code(), exit::USAGE);
-        assert_eq!(
-            command(&["--", "token"]),
-            Command::ListTools {
-                server: "token".into()
-            }
-        );
-        assert_eq!(
-            command(&["--", "token", "mint", "{}"]),
-            Command::CallTool {
-                server: "token".into(),
-                tool: "mint".into(),
-                arguments: Map::new()
-            }
-        );
-        assert_eq!(
-            command(&["demo", "token"]),
-            Command::DescribeTool {
-                server: "demo".into(),
-                tool: "token".into()
-            }
-        );
-        assert_eq!(
-            command(&["--timeout", "5", "token", "list"]),
-            Command::ListTokens
-        );
-    }
-
-    #[test]
-    fn help_documents_the_new_exit_codes_tokens_and_socket() {
-        let help = clap_error(&["--help"]).render().to_string();
-        for needle in [
-            "8  the listener did not prove it holds the token",
-            "9  not permitted",
-            "--yes",
-            "TOOL_CLI_SOCKET",
-            "tool-cli token mint",
-            "TOKEN=$(tool-cli token mint --server demo)",
-            "tool-cli -- token",
-        ] {
-            assert!(help.contains(needle), "help lacks {needle}:\n{help}");
-        }
-        let help = clap_error(&["token", "mint", "--help"])
-            .render()
-            .to_string();
-        for needle in [
-            "--server <GLOB>",
-            "--tool <SERVER/TOOL_GLOB>",
-            "--read-only",
-            "--ttl",
-        ] {
-            assert!(help.contains(needle), "mint help lacks {needle}:\n{help}");
-        }
-    }
-}
+mod tests;
