@@ -72,10 +72,8 @@ pub(super) async fn mint_token(
     }
     let minted: MintTokenResult = parse_result(name::MINT_TOKEN, result)?;
     output.emit_text(&minted.token)?;
-    eprintln!(
-        "tool-cli: {}",
-        render::minted_summary(&minted, epoch_seconds_now())
-    );
+    let summary = render::minted_summary(&minted, epoch_seconds_now());
+    eprintln!("tool-cli: {}", crate::sanitize::text(&summary));
     Ok(())
 }
 
