@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, client_command, everything_stdio, fault_server, free_port, python_fixture,
-    run_with_timeout, scratch,
+    Daemon, client_command, count_recorded, eventually, everything_stdio, fault_server,
+    fault_server_recording, free_port, python_fixture, run_with_timeout, scratch,
 };
 
 fn stdout(output: &Output) -> String {
@@ -459,4 +459,31 @@ fn help_and_version_need_no_daemon() {
         assert_exit(&output, 0);
         assert!(!stdout(&output).is_empty(), "{flag} prints something");
     }
+}
+
+#[test]
+fn a_client_that_goes_away_has_its_call_cancelled_upstream() {
+    let dir = scratch();
+    let record = dir.path().join("hang.jsonl");
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "flaky": fault_server_recording(&record, &[])
+    }}));
+    let mut command = daemon.client_command();
+    command
+        .args(["flaky", "hang", "{}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut client = command.spawn().expect("spawn tool-cli");
+    let reached = eventually(Duration::from_secs(30), || {
+        count_recorded(&record, "tools/call", Some("hang")) == 1
+    });
+    assert!(reached, "the call reached the server");
+    // The client dies mid-call (as a dropped future does in the library): its connection goes,
+    // and the daemon tells the server to stop.
+    client.kill().expect("kill tool-cli");
+    client.wait().expect("reap tool-cli");
+    let cancelled = eventually(Duration::from_secs(30), || {
+        count_recorded(&record, "notifications/cancelled", None) == 1
+    });
+    assert!(cancelled, "notifications/cancelled reached the server");
 }
