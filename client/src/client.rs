@@ -339,8 +339,10 @@ impl Client {
         // the link is dropped with it, which closes the connection and so cancels the request
         // in the daemon, and no half-used connection is left behind for the next request.
         let mut link = match self.link.take() {
-            Some(link) => link,
-            None => {
+            // A connection the daemon closed while it was idle is replaced, not reported: no
+            // request was lost, and a long-lived client must outlive the daemon's idle timeout.
+            Some(link) if !link.is_closed() => link,
+            _ => {
                 DaemonLink::connect(
                     &self.endpoint,
                     CONNECT_TIMEOUT.min(self.request_timeout()),

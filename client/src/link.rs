@@ -127,6 +127,12 @@ impl DaemonLink {
         self.identity
     }
 
+    /// Whether the connection has ended (the daemon closes connections that stay idle, for
+    /// instance after its header-read timeout): a new request needs a new link then.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     /// Sends one JSON-RPC request and waits at most `timeout` for its response. After a
     /// timeout the link must be dropped: its connection still carries the abandoned request.
     pub(crate) async fn call<P: Serialize>(

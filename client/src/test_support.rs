@@ -139,7 +139,28 @@ pub(crate) async fn serve<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut answers = answers.into_iter();
+    exchange(socket, identity, answers, false).await
+}
+
+/// Like [`serve`] with an honest identity check, but returns as soon as the last answer is
+/// written, so the caller can close the connection while the client is idle.
+pub(crate) async fn answer_all<S>(socket: &mut S, answers: Vec<(u16, String)>) -> Vec<String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    exchange(socket, IdentityScript::Honest, answers, true).await
+}
+
+async fn exchange<S>(
+    socket: &mut S,
+    identity: IdentityScript,
+    answers: Vec<(u16, String)>,
+    return_when_answered: bool,
+) -> Vec<String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut answers = answers.into_iter().peekable();
     let mut seen = Vec::new();
     let mut buffer = Vec::new();
     loop {
@@ -172,6 +193,9 @@ where
             body.len()
         );
         if socket.write_all(response.as_bytes()).await.is_err() {
+            return seen;
+        }
+        if return_when_answered && answers.peek().is_none() {
             return seen;
         }
     }

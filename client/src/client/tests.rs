@@ -5,7 +5,9 @@ use serde_json::json;
 
 use super::*;
 use crate::error::exit;
-use crate::test_support::{IdentityScript, bridge_info, endpoint, fake_daemon, result, serve};
+use crate::test_support::{
+    IdentityScript, answer_all, bridge_info, endpoint, fake_daemon, result, serve,
+};
 
 #[tokio::test]
 async fn typed_methods_send_their_params_and_parse_their_results() {
@@ -144,5 +146,40 @@ fn the_token_stays_out_of_debug_output() {
     assert_eq!(
         Client::unix_socket("/run/d.sock", "t").address(),
         "/run/d.sock"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_the_daemon_closed_while_idle_is_replaced() {
+    // Two connections in turn: the daemon closes the first one after its answers, as it does
+    // with an idle connection; the second one must be opened, and proven, anew.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let daemon = tokio::spawn(async move {
+        let (mut first, _) = listener.accept().await.unwrap();
+        let answers = vec![bridge_info(), result(json!({"n": 1}))];
+        let mut seen = answer_all(&mut first, answers).await;
+        drop(first);
+        let (mut second, _) = listener.accept().await.unwrap();
+        let answers = vec![result(json!({"n": 2}))];
+        seen.extend(serve(&mut second, IdentityScript::Honest, answers).await);
+        seen
+    });
+    let mut client = Client::from_endpoint(endpoint(port));
+    assert_eq!(client.call("first", None).await.unwrap(), json!({"n": 1}));
+    // Wait until the client has seen the connection end.
+    while !client.link.as_ref().is_some_and(DaemonLink::is_closed) {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(client.call("second", None).await.unwrap(), json!({"n": 2}));
+    drop(client);
+    let seen = daemon.await.unwrap();
+    let identity_checks = seen
+        .iter()
+        .filter(|request| request.starts_with("POST /identity "))
+        .count();
+    assert_eq!(
+        identity_checks, 2,
+        "the new connection was proven too: {seen:?}"
     );
 }
