@@ -55,7 +55,9 @@ Environment:
   TOOL_CLI_HOST                  address of the daemon (default 127.0.0.1)
   TOOL_CLI_SOCKET                the daemon's Unix socket, used instead of TCP; a runtime file
                                  naming a socket is used too, unless TOOL_CLI_PORT is set
-  TOOL_CLI_TIMEOUT_MS            request timeout, like --timeout (default 30000, at most 300000)
+  TOOL_CLI_TIMEOUT_MS            request timeout, like --timeout (at most 300000); without it a
+                                 call is bounded by its server's configured timeoutMs and other
+                                 requests by 30000
   TOOL_CLI_RUNTIME_DIR           directory of the runtime file (default $XDG_RUNTIME_DIR/tool-cli)
   TOOL_CLI_REQUIRE_IDENTITY=0    like --no-identity: also send the token to a bridge that does
                                  not prove it holds it (a tool-cli 1.x bridge); only for an

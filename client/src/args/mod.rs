@@ -164,7 +164,8 @@ struct GlobalFlags {
     #[arg(long, global = true, value_name = "FILE")]
     out: Option<PathBuf>,
 
-    /// Request timeout in milliseconds [default: 30000, at most 300000]
+    /// Request timeout in milliseconds, at most 300000 [default: for a call, its server's
+    /// configured timeout; 30000 for the rest]
     #[arg(long, global = true, value_name = "MS", allow_hyphen_values = true)]
     timeout: Option<String>,
 
