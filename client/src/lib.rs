@@ -1,72 +1,154 @@
-//! `tool-cli`: the thin client of the tool-cli daemon. The binary (`main.rs`) only calls
-//! `run_cli`; the library exists so the argument parser can be fuzzed (`fuzz/`).
+//! `tool-cli`: the thin client of the tool-cli daemon, as a library and as the `tool-cli` binary.
 //!
-//! It parses the command line (`args`), finds the daemon and speaks JSON-RPC to it over one
-//! HTTP/1.1 connection (`connection`) once the daemon proved it holds the token (`identity`),
-//! runs the command (`run`) and renders the result for
-//! people and agents (`render`). Every failure is an `error::Error` with a documented exit
-//! code. The client is started once per command, often by an agent in a loop, so it stays small:
-//! a current-thread tokio runtime, a bare hyper connection, no TLS.
+//! # The library
+//!
+//! [`Client`] talks to a running daemon (or to any tool-cli 1.x bridge) from Rust: it finds it
+//! like the CLI does ([`Client::from_env`]) or is told where it is ([`Client::tcp`],
+//! [`Client::unix_socket`]), checks that the listener holds the token before sending it, and
+//! offers the discovery methods, [`Client::call_tool`] with a timeout and cancellation by
+//! dropping the future, and [`Client::call`] for any method with raw JSON. Every failure is an
+//! [`Error`] whose [`Error::exit_code`] is the code `tool-cli` documents ([`exit`]).
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), tool_cli::Error> {
+//! use tool_cli::{Client, ToolCall};
+//!
+//! let mut client = Client::from_env()?;
+//! let tools = client.list_tools("demo").await?;
+//! println!("{} tools", tools.tools.len());
+//! let result = client
+//!     .call_tool(&ToolCall::new("demo", "sql_query").arguments(serde_json::json!({"sql": "SELECT 1"})))
+//!     .await?;
+//! if result["isError"] == true {
+//!     eprintln!("the tool failed: {}", result["content"]);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The binary
+//!
+//! `main.rs` only calls [`run_cli`]: it parses the command line (`args`), carries the command out
+//! with a [`Client`] (`run`) and renders the result for people and agents (`render`), with
+//! server-supplied text made safe for a terminal (`sanitize`). The client is started once per
+//! command, often by an agent in a loop, so it stays small: a current-thread tokio runtime, a bare
+//! hyper HTTP/1 connection, no TLS, no MCP library.
 
 mod args;
 mod base64;
-mod connection;
+mod client;
+mod endpoint;
 mod error;
 mod identity;
+mod link;
 mod render;
 mod run;
+mod sanitize;
+mod settings;
 #[cfg(test)]
 mod test_support;
 
-use std::io::Read as _;
+use std::ffi::OsString;
+use std::io::{IsTerminal as _, Read as _};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use crate::error::{Error, exit};
+pub use client::{Client, ToolCall};
+pub use error::{Error, exit};
+
+use crate::args::{Command, Invocation};
+use crate::endpoint::{EndpointEnv, resolve_endpoint};
 
 /// Runs `tool-cli` with the process's arguments, environment and stdin; returns its exit code.
 pub fn run_cli() -> ExitCode {
+    use tool_cli_protocol::env;
     let args_env = args::ArgsEnv {
-        timeout_ms: std::env::var(tool_cli_protocol::env::TIMEOUT_MS).ok(),
+        timeout_ms: std::env::var(env::TIMEOUT_MS).ok(),
+        require_identity: std::env::var(env::REQUIRE_IDENTITY).ok(),
     };
     let read_stdin = || {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map(|_| text)
     };
-    let invocation = match args::parse(std::env::args_os(), &args_env, read_stdin) {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    let json = wants_json(&argv);
+    let invocation = match args::parse(argv, &args_env, read_stdin) {
         Ok(invocation) => invocation,
+        Err(args::ParseOutcome::Clap(error)) if json && error.use_stderr() => {
+            // A program asked for JSON: the grammar error too, and only it, on stderr.
+            let message = error.render().to_string();
+            let message = message.trim().trim_start_matches("error: ");
+            return report(&Error::Usage(message.to_owned()), true);
+        }
         Err(args::ParseOutcome::Clap(error)) => {
             // clap formats help, version and grammar errors itself, with exit 0 or 2.
             let _ = error.print();
             return exit_code(error.exit_code());
         }
-        Err(args::ParseOutcome::Usage(error)) => return report(&error),
+        Err(args::ParseOutcome::Usage(error)) => return report(&error, json),
     };
     for warning in &invocation.warnings {
-        eprintln!("tool-cli: warning: {warning}");
+        run::warn(warning);
     }
+    let json = invocation.json;
     match execute(invocation) {
         Ok(()) => exit_code(exit::OK),
-        Err(error) => report(&error),
+        Err(error) => report(&error, json),
     }
 }
 
-fn execute(invocation: args::Invocation) -> Result<(), Error> {
-    let endpoint =
-        connection::resolve_endpoint(&connection::EndpointEnv::from_process(), |path| {
-            std::fs::read_to_string(path)
-        })?;
+/// Whether `--json` is on the line (before a `--`), known before parsing so that a parse error
+/// can be reported as JSON too.
+fn wants_json(argv: &[OsString]) -> bool {
+    argv.iter()
+        .skip(1)
+        .take_while(|word| *word != "--")
+        .any(|word| word == "--json")
+}
+
+fn execute(invocation: Invocation) -> Result<(), Error> {
     // One command is a few sequential requests: a current-thread runtime starts fastest.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
         .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))?;
+    let terminal = std::io::stdout().is_terminal();
     let mut stdout = std::io::stdout().lock();
-    runtime.block_on(run::run(invocation, endpoint, &mut stdout))
+    let environment = EndpointEnv::from_process();
+    let timeout = invocation.timeout_ms.map(Duration::from_millis);
+    if let Command::Daemon(command) = invocation.command {
+        let mut output = run::Output {
+            json: invocation.json,
+            out: invocation.out.as_deref(),
+            stdout: &mut stdout,
+            terminal,
+        };
+        return runtime.block_on(run::daemon::run(
+            command,
+            &environment.runtime_dir,
+            timeout,
+            &mut output,
+        ));
+    }
+    let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))?;
+    let mut client =
+        Client::from_endpoint(endpoint).with_identity_required(invocation.require_identity);
+    if let Some(timeout) = timeout {
+        client = client.with_timeout(timeout);
+    }
+    runtime.block_on(run::run(invocation, client, &mut stdout, terminal))
 }
 
-fn report(error: &Error) -> ExitCode {
-    eprintln!("tool-cli: error: {error}");
+/// Prints the error on stderr (a sanitised message, or with `--json` the JSON envelope on one
+/// line) and returns its exit code.
+fn report(error: &Error, json: bool) -> ExitCode {
+    if json {
+        let envelope = error.envelope().to_string();
+        eprintln!("{}", sanitize::json_for_terminal(&envelope));
+    } else {
+        eprintln!("tool-cli: error: {}", sanitize::text(&error.to_string()));
+    }
     exit_code(error.exit_code())
 }
 
@@ -80,6 +162,7 @@ fn exit_code(code: i32) -> ExitCode {
 pub fn fuzz_parse_args(argv: Vec<std::ffi::OsString>, timeout_env: Option<String>, stdin: &str) {
     let args_env = args::ArgsEnv {
         timeout_ms: timeout_env,
+        require_identity: None,
     };
     let _ = args::parse(argv, &args_env, || Ok(stdin.to_owned()));
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::connection::{Endpoint, Target};
+use crate::endpoint::{Endpoint, Target};
 
 /// The token every scripted daemon holds.
 pub(crate) const TOKEN: &str = "secret";
@@ -25,8 +25,10 @@ pub(crate) fn endpoint(port: u16) -> Endpoint {
             port,
         },
         token: TOKEN.into(),
+        fallback: None,
     }
 }
+
 /// An HTTP 200 answer carrying a JSON-RPC result.
 pub(crate) fn result(value: Value) -> (u16, String) {
     (
@@ -56,7 +58,7 @@ pub(crate) fn bridge_info() -> (u16, String) {
 
 /// How the scripted peer answers `POST /identity`.
 #[derive(Debug, Clone)]
-pub(crate) enum Identity {
+pub(crate) enum IdentityScript {
     /// Like the daemon: the right proof for the nonce and `Host` received, 403 for another
     /// token id.
     Honest,
@@ -64,6 +66,8 @@ pub(crate) enum Identity {
     Answer(u16, String),
     /// Close the connection without answering.
     Close,
+    /// Reset the connection without answering (as a daemon at its connection cap may).
+    Reset,
 }
 
 /// A scripted daemon on loopback TCP that proves its identity honestly; the task yields the
@@ -71,7 +75,7 @@ pub(crate) enum Identity {
 pub(crate) async fn fake_daemon(
     answers: Vec<(u16, String)>,
 ) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
-    let (port, task) = fake_listener(Identity::Honest, answers).await;
+    let (port, task) = fake_listener(IdentityScript::Honest, answers).await;
     (
         port,
         tokio::spawn(async move { rpc_requests(task.await.unwrap()) }),
@@ -81,13 +85,17 @@ pub(crate) async fn fake_daemon(
 /// A scripted peer on loopback TCP with any identity behaviour; the task yields every request
 /// it saw, the identity check included.
 pub(crate) async fn fake_listener(
-    identity: Identity,
+    identity: IdentityScript,
     answers: Vec<(u16, String)>,
 ) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let task = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
+        if matches!(identity, IdentityScript::Reset) {
+            // Dropped with a zero linger below: the kernel answers with RST, not FIN.
+            socket.set_zero_linger().unwrap();
+        }
         serve(&mut socket, identity, answers).await
     });
     (port, task)
@@ -102,7 +110,7 @@ pub(crate) fn fake_daemon_on_socket(
     let listener = tokio::net::UnixListener::bind(path).unwrap();
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        rpc_requests(serve(&mut socket, Identity::Honest, answers).await)
+        rpc_requests(serve(&mut socket, IdentityScript::Honest, answers).await)
     })
 }
 
@@ -125,13 +133,34 @@ fn is_identity_request(request: &str) -> bool {
 /// connection or sends a request with no answer left; the socket stays open for the caller.
 pub(crate) async fn serve<S>(
     socket: &mut S,
-    identity: Identity,
+    identity: IdentityScript,
     answers: Vec<(u16, String)>,
 ) -> Vec<String>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut answers = answers.into_iter();
+    exchange(socket, identity, answers, false).await
+}
+
+/// Like [`serve`] with an honest identity check, but returns as soon as the last answer is
+/// written, so the caller can close the connection while the client is idle.
+pub(crate) async fn answer_all<S>(socket: &mut S, answers: Vec<(u16, String)>) -> Vec<String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    exchange(socket, IdentityScript::Honest, answers, true).await
+}
+
+async fn exchange<S>(
+    socket: &mut S,
+    identity: IdentityScript,
+    answers: Vec<(u16, String)>,
+    return_when_answered: bool,
+) -> Vec<String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut answers = answers.into_iter().peekable();
     let mut seen = Vec::new();
     let mut buffer = Vec::new();
     loop {
@@ -147,9 +176,9 @@ where
         };
         let answer = if is_identity_request(&request) {
             match &identity {
-                Identity::Honest => Some(honest_identity_answer(&request)),
-                Identity::Answer(status, body) => Some((*status, body.clone())),
-                Identity::Close => None,
+                IdentityScript::Honest => Some(honest_identity_answer(&request)),
+                IdentityScript::Answer(status, body) => Some((*status, body.clone())),
+                IdentityScript::Close | IdentityScript::Reset => None,
             }
         } else {
             answers.next()
@@ -164,6 +193,9 @@ where
             body.len()
         );
         if socket.write_all(response.as_bytes()).await.is_err() {
+            return seen;
+        }
+        if return_when_answered && answers.peek().is_none() {
             return seen;
         }
     }

@@ -144,15 +144,15 @@ impl Gate {
             return status(StatusCode::BAD_REQUEST);
         }
         let Some(token) = self.tokens.by_id(token_id, SystemTime::now()) else {
-            return status(StatusCode::FORBIDDEN);
+            // Said in so many words, so that a client can tell "this daemon does not know your
+            // token" (exit 4) from a listener that fails the proof (exit 8). It tells the asker
+            // nothing the 403 alone did not: whether a 64-bit id it already holds is live.
+            let body = format!(r#"{{"error":"{}"}}"#, identity::UNKNOWN_TOKEN_ID);
+            return json_answer(StatusCode::FORBIDDEN, body);
         };
         let host = text(header::HOST.as_str()).unwrap_or("");
         let body = format!(r#"{{"proof":"{}"}}"#, token.prove(nonce, host));
-        Response::builder()
-            .status(StatusCode::OK)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(HttpBody::from(body))
-            .expect("static response parts are valid")
+        json_answer(StatusCode::OK, body)
     }
 }
 
@@ -198,6 +198,15 @@ fn refusal(code: StatusCode) -> HttpResponse {
             .insert(name, HeaderValue::from_static(value));
     }
     response
+}
+
+/// An answer of the identity challenge: a small JSON body.
+fn json_answer(code: StatusCode, body: String) -> HttpResponse {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body))
+        .expect("static response parts are valid")
 }
 
 fn status(code: StatusCode) -> HttpResponse {
@@ -433,7 +442,12 @@ mod tests {
                 (identity::TOKEN_ID_HEADER, "0000000000000000"),
             ],
         );
-        assert_eq!(gate.identity(&headers).status(), StatusCode::FORBIDDEN);
+        let unknown = gate.identity(&headers);
+        assert_eq!(unknown.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            unknown.headers().get(header::CONTENT_TYPE).unwrap(),
+            "application/json"
+        );
         let (_, _, headers) = head(
             "POST",
             "/identity",

@@ -37,6 +37,10 @@ pub const IMPLEMENTATION_NAME: &str = "tool-cli-daemon-rs";
 /// Default host a client connects to and the daemon binds.
 pub const DEFAULT_HOST: &str = "127.0.0.1";
 
+/// The port a client tries last, when neither `TOOL_CLI_PORT` nor a runtime file names one: the
+/// fixed port of the reference 1.x bridge. A listener found there must still prove its identity.
+pub const DEFAULT_PORT: u16 = 7179;
+
 /// Default client request timeout in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
@@ -65,8 +69,10 @@ pub const SUPPORTED_JSON_SCHEMA_DIALECTS: &[&str] = &[
 /// daemon answers `200 {"proof": <64 hex>}` with HMAC-SHA256 keyed by the token over
 /// [`identity::message`], which binds the proof to the nonce and to the `Host` the client dialed
 /// (so a listener cannot relay the challenge to the real daemon on another port). An unknown
-/// token id gets 403. The client compares the proof in constant time and only then sends the
-/// token.
+/// token id gets 403 with the body `{"error": "unknownTokenId"}` ([`identity::UNKNOWN_TOKEN_ID`]),
+/// so a client can say "this daemon does not know your token" rather than suspect an impostor;
+/// that answer reveals nothing the status alone did not (see `docs/security.md`). The client
+/// compares the proof in constant time and only then sends the token.
 pub mod identity {
     /// Path of the challenge.
     pub const PATH: &str = "/identity";
@@ -76,6 +82,9 @@ pub mod identity {
     pub const TOKEN_ID_HEADER: &str = "x-tool-cli-token-id";
     /// Domain separation for the proof.
     pub const CONTEXT: &str = "tool-cli-identity-v1";
+    /// The `error` member of the 403 answer to a token id the daemon does not know (never
+    /// minted, revoked or expired): `{"error": "unknownTokenId"}`.
+    pub const UNKNOWN_TOKEN_ID: &str = "unknownTokenId";
 
     /// The message the proof is computed over.
     pub fn message(nonce_hex: &str, host: &str) -> String {
@@ -138,6 +147,9 @@ pub mod env {
     pub const RUNTIME_DIR: &str = "TOOL_CLI_RUNTIME_DIR";
     /// Client side: the daemon's Unix socket, used instead of `TOOL_CLI_PORT`.
     pub const SOCKET: &str = "TOOL_CLI_SOCKET";
+    /// Client side: `0` lets the client send its token to a listener that does not serve the
+    /// identity proof at all (a tool-cli 1.x bridge); by default it refuses (exit 8).
+    pub const REQUIRE_IDENTITY: &str = "TOOL_CLI_REQUIRE_IDENTITY";
     /// Prefix shared by every variable above; none of them is ever passed to an MCP server.
     pub const PREFIX: &str = "TOOL_CLI_";
 }

@@ -624,9 +624,11 @@ pub struct ToolSummary {
     pub server: Option<String>,
     /// The tool's name.
     pub name: String,
-    /// Its description (empty when the server gave none).
+    /// Its description (empty when the server gave none; a 1.x bridge may leave it out).
+    #[serde(default)]
     pub description: String,
     /// Whether it declares an `outputSchema` (and so returns `structuredContent`).
+    #[serde(default)]
     pub has_structured_output: bool,
     /// Whether the config overrides its description or arguments (`describeTool` shows what,
     /// in `_meta["tool-cli/overridden"]`).

@@ -1,13 +1,17 @@
 //! The `tool-cli` binary end to end: progressive discovery one word at a time, calls whose output
-//! pipes into a JSON parser, `--json`, `--out`, resources, finding the daemon through the runtime
-//! file, and the documented exit codes for every kind of failure (a dead port fails fast with 3).
+//! pipes into a JSON parser, `--json` (and its error envelope on stderr), `--out` (the bytes of an
+//! image), `SERVER --help`, resources, finding the daemon through the runtime file, a server's own
+//! call timeout, a scoped token that sees nothing, and the documented exit codes for every kind of
+//! failure (a dead port fails fast with 3, a reset during the identity check is 3, an unknown or
+//! revoked token is 4).
 
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, client_command, free_port, python_fixture, run_with_timeout, scratch,
+    Daemon, client_command, count_recorded, eventually, everything_stdio, fault_server,
+    fault_server_recording, free_port, python_fixture, run_with_timeout, scratch,
 };
 
 fn stdout(output: &Output) -> String {
@@ -211,14 +215,200 @@ fn exit_codes_say_what_went_wrong() {
     assert_exit(&tool_error, 6);
 
     let wrong_token = "f".repeat(64);
-    // A token the daemon does not know is never sent: the daemon cannot prove it holds it.
+    // A token the daemon does not know is never sent, and it is reported as a token problem
+    // (4), not as an impostor (8): the daemon says it knows no such token id.
     let refused = daemon.run_client(&[], &[("TOOL_CLI_TOKEN", wrong_token.as_str())]);
-    assert_exit(&refused, 8);
+    assert_exit(&refused, 4);
+    let message = stderr(&refused);
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("token was not sent"),
-        "{}",
-        String::from_utf8_lossy(&refused.stderr)
+        message.contains("knows no live token with this id"),
+        "{message}"
     );
+    assert!(message.contains("the token was not sent"), "{message}");
+}
+
+#[test]
+fn a_revoked_token_exits_4() {
+    let daemon = Daemon::start_demo();
+    let minted = daemon.call("mintToken", json!({"servers": ["demo"]}));
+    let token = minted["token"].as_str().expect("a token").to_owned();
+    assert_exit(
+        &daemon.run_client(&[], &[("TOOL_CLI_TOKEN", token.as_str())]),
+        0,
+    );
+    daemon.call("revokeToken", json!({"tokenId": minted["tokenId"]}));
+    let revoked = daemon.run_client(&[], &[("TOOL_CLI_TOKEN", token.as_str())]);
+    assert_exit(&revoked, 4);
+    assert!(stderr(&revoked).contains("revoked"), "{}", stderr(&revoked));
+}
+
+#[test]
+fn a_reset_during_the_identity_check_exits_3_with_a_retry_hint() {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    // What a daemon at its connection cap does: accept, then drop the connection at once.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let resetter = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut request = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+            let read = stream.read(&mut chunk).expect("read the request");
+            assert!(read > 0, "the client closed first");
+            request.extend_from_slice(&chunk[..read]);
+        }
+        // A zero linger turns the close into a reset (RST).
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: setsockopt on an open socket with a properly sized linger value.
+        let set = unsafe {
+            libc::setsockopt(
+                stream.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0);
+        String::from_utf8_lossy(&request).into_owned()
+    });
+    let mut command = client_command();
+    command
+        .env("TOOL_CLI_PORT", port.to_string())
+        .env("TOOL_CLI_TOKEN", "0".repeat(64))
+        .env("TOOL_CLI_RUNTIME_DIR", scratch().path());
+    let output = run_with_timeout(command, Duration::from_secs(30));
+    let request = resetter.join().expect("the listener thread");
+    assert_exit(&output, 3);
+    let message = stderr(&output);
+    assert!(message.contains("retry in a moment"), "{message}");
+    assert!(message.contains("the token was not sent"), "{message}");
+    assert!(request.starts_with("POST /identity "), "{request}");
+    assert!(!request.contains(&"0".repeat(64)), "{request}");
+}
+
+#[test]
+fn a_servers_configured_timeout_applies_when_none_is_given() {
+    // 700 ms, not the CLI's 30 s default: the CLI sends no timeoutMs of its own.
+    let mut slow = fault_server(&[]);
+    slow["timeoutMs"] = json!(700);
+    let daemon = Daemon::start(json!({"mcpServers": {"slow": slow}}));
+    let output = daemon.run_client(&["slow", "sleep", r#"{"ms": 20000}"#], &[]);
+    assert_exit(&output, 7);
+    let message = stderr(&output);
+    assert!(
+        message.contains("did not finish within 700 ms"),
+        "{message}"
+    );
+    // Within its timeout, the same tool answers.
+    let output = daemon.run_client(&["slow", "sleep", r#"{"ms": 10}"#], &[]);
+    assert_exit(&output, 0);
+    // A timeout the user gives wins over the server's.
+    let output = daemon.run_client(
+        &["--timeout", "300", "slow", "sleep", r#"{"ms": 20000}"#],
+        &[],
+    );
+    assert_exit(&output, 7);
+    assert!(
+        stderr(&output).contains("within 300 ms"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn out_saves_the_bytes_of_an_image_result() {
+    let daemon = Daemon::start(json!({"mcpServers": {"everything": everything_stdio()}}));
+    let dir = scratch();
+    let file = dir.path().join("tiny.png");
+    let file_text = file.to_string_lossy().into_owned();
+    let output = daemon.run_client(
+        &["everything", "get-tiny-image", "{}", "--out", &file_text],
+        &[],
+    );
+    assert_exit(&output, 0);
+    let bytes = std::fs::read(&file).expect("the --out file");
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "the file holds the PNG itself, not a placeholder: {:?}",
+        String::from_utf8_lossy(&bytes[..bytes.len().min(80)])
+    );
+    assert_eq!(
+        stdout(&output),
+        format!("wrote {} bytes to {file_text}\n", bytes.len())
+    );
+}
+
+#[test]
+fn server_help_lists_that_servers_tools() {
+    let daemon = Daemon::start_demo();
+    for flag in ["--help", "-h"] {
+        let help = run_ok(&daemon, &["demo", flag]);
+        assert!(help.starts_with("Usage: tool-cli demo TOOL"), "{help}");
+        assert!(help.contains("sql_query"), "{help}");
+        assert!(help.contains("describe_schema"), "{help}");
+    }
+    let schema = run_ok(&daemon, &["demo", "sql_query", "--help"]);
+    assert!(schema.contains("Parameters:"), "{schema}");
+}
+
+#[test]
+fn json_failures_print_an_envelope_on_stderr() {
+    let daemon = Daemon::start_demo();
+    let output = daemon.run_client(&["--json", "nope"], &[]);
+    assert_exit(&output, 5);
+    assert!(stdout(&output).is_empty());
+    let envelope: Value =
+        serde_json::from_str(stderr(&output).trim()).expect("stderr is one JSON object");
+    let error = &envelope["error"];
+    assert_eq!(error["code"], -32602);
+    assert_eq!(error["exitCode"], 5);
+    assert_eq!(error["kind"], "unknownServer");
+    assert_eq!(error["data"]["knownServers"], json!(["demo"]));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown server")
+    );
+
+    // A failure on the client's side has no JSON-RPC code.
+    let mut command = client_command();
+    command
+        .args(["--json", "demo"])
+        .env("TOOL_CLI_PORT", free_port().to_string())
+        .env("TOOL_CLI_TOKEN", "0".repeat(64))
+        .env("TOOL_CLI_RUNTIME_DIR", scratch().path());
+    let output = run_with_timeout(command, Duration::from_secs(10));
+    assert_exit(&output, 3);
+    let envelope: Value = serde_json::from_str(stderr(&output).trim()).expect("JSON");
+    assert_eq!(envelope["error"]["code"], Value::Null, "{envelope}");
+    assert_eq!(envelope["error"]["kind"], "unreachable");
+
+    // A usage error too.
+    let output = daemon.run_client(&["--json", "demo", "sql_query", "[1]"], &[]);
+    assert_exit(&output, 2);
+    let envelope: Value = serde_json::from_str(stderr(&output).trim()).expect("JSON");
+    assert_eq!(envelope["error"]["kind"], "usage");
+}
+
+#[test]
+fn a_scoped_token_that_sees_no_server_is_told_so() {
+    let daemon = Daemon::start_demo();
+    let minted = daemon.call("mintToken", json!({"servers": ["no-such-server*"]}));
+    let token = minted["token"].as_str().expect("a token");
+    let output = daemon.run_client(&[], &[("TOOL_CLI_TOKEN", token)]);
+    assert_exit(&output, 0);
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("this token can see no server: its scope matches none"),
+        "{text}"
+    );
+    assert!(!text.contains("add some"), "{text}");
 }
 
 #[test]
@@ -269,4 +459,31 @@ fn help_and_version_need_no_daemon() {
         assert_exit(&output, 0);
         assert!(!stdout(&output).is_empty(), "{flag} prints something");
     }
+}
+
+#[test]
+fn a_client_that_goes_away_has_its_call_cancelled_upstream() {
+    let dir = scratch();
+    let record = dir.path().join("hang.jsonl");
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "flaky": fault_server_recording(&record, &[])
+    }}));
+    let mut command = daemon.client_command();
+    command
+        .args(["flaky", "hang", "{}"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut client = command.spawn().expect("spawn tool-cli");
+    let reached = eventually(Duration::from_secs(30), || {
+        count_recorded(&record, "tools/call", Some("hang")) == 1
+    });
+    assert!(reached, "the call reached the server");
+    // The client dies mid-call (as a dropped future does in the library): its connection goes,
+    // and the daemon tells the server to stop.
+    client.kill().expect("kill tool-cli");
+    client.wait().expect("reap tool-cli");
+    let cancelled = eventually(Duration::from_secs(30), || {
+        count_recorded(&record, "notifications/cancelled", None) == 1
+    });
+    assert!(cancelled, "notifications/cancelled reached the server");
 }

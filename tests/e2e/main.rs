@@ -7,6 +7,8 @@
 
 mod bad_inputs;
 mod cli;
+mod cli_daemon;
+mod compat;
 mod concurrency;
 mod config;
 mod edge;

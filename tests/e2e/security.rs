@@ -37,8 +37,8 @@
 //! - 1,100 idle connections (over the cap of 1,024) → released, no descriptor leak:
 //!   `connections_over_the_cap_do_not_take_the_daemon_down`
 //! - `POST /identity` → HMAC proof bound to nonce and `Host`: `identity_proves_the_token`;
-//!   for a minted token: `identity_proves_a_minted_token`; unknown token id → 403:
-//!   `identity_with_an_unknown_token_id_is_403`; malformed headers → 400:
+//!   for a minted token: `identity_proves_a_minted_token`; unknown or revoked token id → 403
+//!   `{"error": "unknownTokenId"}`: `identity_with_an_unknown_token_id_is_403`; malformed headers → 400:
 //!   `identity_with_malformed_headers_is_400`
 //! - malformed JSON → -32700: `malformed_json_is_a_parse_error_and_the_daemon_keeps_serving`
 //! - invalid UTF-8 → -32700: `invalid_utf8_is_a_parse_error`
@@ -985,9 +985,16 @@ fn identity_proves_a_minted_token() {
 #[test]
 fn identity_with_an_unknown_token_id_is_403() {
     let daemon = start_fault_daemon();
-    let unknown = token_id(&random_hex(32));
-    let response = identity_request(&daemon, &our_host(&daemon), &random_hex(32), &unknown);
-    assert_eq!(response.status, 403);
+    // Never minted, and minted then revoked: the same answer, which names the reason and
+    // nothing else (no proof, no other token's id).
+    let revoked = mint(&daemon, json!({"servers": ["alpha"]}));
+    daemon.call(name::REVOKE_TOKEN, json!({"tokenId": revoked.token_id}));
+    for unknown in [token_id(&random_hex(32)), revoked.token_id] {
+        let response = identity_request(&daemon, &our_host(&daemon), &random_hex(32), &unknown);
+        assert_eq!(response.status, 403);
+        let body: Value = serde_json::from_slice(&response.body).expect("a JSON body");
+        assert_eq!(body, json!({"error": identity::UNKNOWN_TOKEN_ID}));
+    }
     assert_still_serving(&daemon);
 }
 

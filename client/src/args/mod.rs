@@ -1,0 +1,617 @@
+//! The command-line grammar: from `argv` (plus the environment and stdin) to a [`Command`].
+//!
+//! The heart of the client is a positional grammar, `tool-cli [SERVER] [TOOL] [ARGS_JSON]`, where
+//! each extra word goes one step deeper in the progressive discovery (servers, then tools, then one
+//! schema, then a call), next to the `resource`, `health`, `token` and `daemon` subcommands. clap
+//! does the tokenising, `--help` and `--version`; everything it cannot express (the JSON must be
+//! an object, `-` reads stdin, the timeout is clamped rather than refused, `SERVER --help` shows
+//! that server's tools) is checked here. The module does no I/O of its own: the environment and
+//! stdin come in as arguments, so every form is unit-tested without a process. The long help text
+//! is in `help.rs`.
+
+mod help;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use serde_json::{Map, Value};
+use tool_cli_protocol::methods::MintTokenParams;
+
+use crate::error::Error;
+use crate::settings;
+use help::AFTER_HELP;
+
+/// What the user asked for, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Command {
+    /// `tool-cli`: every server.
+    ListServers,
+    /// `tool-cli SERVER`: one server's tools.
+    ListTools { server: String },
+    /// `tool-cli SERVER TOOL`: one tool's schema.
+    DescribeTool { server: String, tool: String },
+    /// `tool-cli SERVER TOOL ARGS_JSON`: call the tool.
+    CallTool {
+        server: String,
+        tool: String,
+        arguments: Map<String, Value>,
+    },
+    /// `tool-cli resource list [--server S]`.
+    ListResources { server: Option<String> },
+    /// `tool-cli resource templates [--server S]`.
+    ListResourceTemplates { server: Option<String> },
+    /// `tool-cli resource read [--server S] URI`.
+    ReadResource {
+        server: Option<String>,
+        uri: String,
+        /// `--meta`: print uri, mime type and size instead of the body.
+        meta: bool,
+    },
+    /// `tool-cli health`: every server's state, restarts, load, latency and breaker.
+    Health,
+    /// `tool-cli token mint ...`: a scoped child token.
+    MintToken(MintTokenParams),
+    /// `tool-cli token revoke TOKEN_ID`.
+    RevokeToken { token_id: String },
+    /// `tool-cli token list`.
+    ListTokens,
+    /// `tool-cli SERVER --help`: the server's tools, with how to go on.
+    ServerHelp { server: String },
+    /// `tool-cli daemon start|stop|status`.
+    Daemon(DaemonCommand),
+    /// `tool-cli server restart NAME`.
+    RestartServer { server: String },
+}
+
+/// `tool-cli daemon ...`: managing the daemon of the runtime file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DaemonCommand {
+    /// Start one in the background and wait until it is ready.
+    Start {
+        /// `--config PATH`, passed on.
+        config: Option<PathBuf>,
+        /// Words after `--`, passed on to `tool-cli-daemon`.
+        daemon_args: Vec<String>,
+    },
+    /// Stop it (SIGTERM) and wait until it has exited.
+    Stop,
+    /// Whether one runs: pid, address, uptime, servers.
+    Status,
+}
+
+/// A parsed command line: the command and how to present its result.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Invocation {
+    pub(crate) command: Command,
+    /// `--json`: print the method's raw result instead of the human rendering.
+    pub(crate) json: bool,
+    /// `--out FILE`: write the body to this file and print a one-line summary instead.
+    pub(crate) out: Option<PathBuf>,
+    /// The request timeout the user gave (`--timeout`, `TOOL_CLI_TIMEOUT_MS`) in milliseconds,
+    /// already clamped to the protocol's maximum; `None` leaves each server's own timeout.
+    pub(crate) timeout_ms: Option<u64>,
+    /// Whether the listener must prove its identity (not `--no-identity`, not
+    /// `TOOL_CLI_REQUIRE_IDENTITY=0`).
+    pub(crate) require_identity: bool,
+    /// `--yes`: confirm a destructive tool call (`"confirm": true`); ignored by other commands.
+    pub(crate) confirm: bool,
+    /// Things worth telling the user that do not stop the command (e.g. a clamped timeout).
+    pub(crate) warnings: Vec<String>,
+}
+
+/// The environment variables the grammar depends on, read by the caller.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArgsEnv {
+    /// `TOOL_CLI_TIMEOUT_MS`, when set.
+    pub(crate) timeout_ms: Option<String>,
+    /// `TOOL_CLI_REQUIRE_IDENTITY`, when set.
+    pub(crate) require_identity: Option<String>,
+}
+
+/// Why parsing stopped: either clap has something to print (help, version, a grammar error, each
+/// with its own exit code), or our own validation found a usage error.
+#[derive(Debug)]
+pub(crate) enum ParseOutcome {
+    /// Print with `clap::Error::print` and exit with `clap::Error::exit_code`; this covers
+    /// `--help` and `--version` (exit 0) as well as unknown flags (exit 2).
+    Clap(clap::Error),
+    /// A usage error of ours, exit code 2.
+    Usage(Error),
+}
+
+/// clap's view of the command line; converted to a [`Command`] by [`parse`].
+#[derive(Debug, Parser)]
+#[command(
+    name = "tool-cli",
+    version,
+    override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
+                      tool-cli resource <list|templates|read> [OPTIONS]\n       \
+                      tool-cli health [--json]\n       \
+                      tool-cli token <mint|list|revoke> [OPTIONS]\n       \
+                      tool-cli daemon <start|stop|status> [OPTIONS]\n       \
+                      tool-cli server restart NAME",
+    about = "Progressive access to every MCP tool behind a tool-cli daemon",
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    subcommand: Option<TopSubcommand>,
+
+    /// The server to inspect or call (see `tool-cli` for the list)
+    server: Option<String>,
+
+    /// The tool to describe or call (see `tool-cli SERVER` for the list)
+    tool: Option<String>,
+
+    // More than one word is collected here rather than refused by clap, so that the usual
+    // mistake (an unquoted object split by the shell) gets a message that says to quote it.
+    /// The tool's arguments as a JSON object, or `-` to read them from stdin
+    #[arg(value_name = "ARGS_JSON")]
+    arguments: Vec<String>,
+
+    #[command(flatten)]
+    global: GlobalFlags,
+}
+
+/// Flags accepted anywhere on the line, before or after the positionals and in subcommands.
+#[derive(Debug, Args)]
+struct GlobalFlags {
+    /// Print the complete raw JSON result (complete schema, complete CallToolResult, ...)
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// Write the result body to FILE and print a one-line summary instead
+    #[arg(long, global = true, value_name = "FILE")]
+    out: Option<PathBuf>,
+
+    /// Request timeout in milliseconds, at most 300000 [default: for a call, its server's
+    /// configured timeout; 30000 for the rest]
+    #[arg(long, global = true, value_name = "MS", allow_hyphen_values = true)]
+    timeout: Option<String>,
+
+    /// Confirm a call of a destructive tool (without it the daemon refuses, exit 9)
+    #[arg(long, global = true)]
+    yes: bool,
+
+    /// Also send the token to a bridge that does not prove its identity (a tool-cli 1.x
+    /// bridge); like TOOL_CLI_REQUIRE_IDENTITY=0
+    #[arg(long, global = true)]
+    no_identity: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum TopSubcommand {
+    /// List and read MCP resources (wins over a server named `resource`)
+    Resource {
+        #[command(subcommand)]
+        action: ResourceAction,
+    },
+    /// Show server health, exit 1 if any is unhealthy (wins over a server named `health`)
+    Health {
+        // Collected rather than refused by clap, so that `tool-cli health TOOL` (meant for a
+        // server named `health`) gets a message that says how to reach that server.
+        #[arg(hide = true)]
+        words: Vec<String>,
+    },
+    /// Mint, list and revoke scoped tokens (wins over a server named `token`)
+    Token {
+        #[command(subcommand)]
+        action: TokenAction,
+    },
+    /// Start, stop or check the daemon of the runtime file (wins over a server named `daemon`)
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+    /// Manage servers: `restart NAME` (wins over a server named `server`)
+    Server {
+        #[command(subcommand)]
+        action: ServerAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ServerAction {
+    /// Start a server again now, even one parked `down`, and clear its circuit breakers
+    Restart {
+        /// The server's name, as in `tool-cli`'s list
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DaemonAction {
+    /// Start tool-cli-daemon in the background, wait until its servers have settled, and say
+    /// where it listens; its log goes to daemon.log in the runtime directory
+    Start {
+        /// The servers config file [default: the daemon's: $TOOL_CLI_CONFIG, else
+        /// ~/.config/tool-cli/servers.json, else the bundled demo]
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+
+        /// More tool-cli-daemon options, after `--` (e.g. `-- --shutdown-grace-ms 2000`)
+        #[arg(last = true, value_name = "DAEMON_ARGS")]
+        daemon_args: Vec<String>,
+    },
+    /// Stop the daemon (SIGTERM) and wait until it has exited
+    Stop,
+    /// Say whether the daemon runs: pid, address, uptime, servers (exit 3 when none runs)
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenAction {
+    /// Mint a scoped token; prints only the token on stdout (--json: the whole result)
+    Mint {
+        /// Only servers matching this glob (`*`, `?`); repeatable [default: every server]
+        #[arg(long = "server", value_name = "GLOB")]
+        servers: Vec<String>,
+
+        /// Only tools matching SERVER/TOOL_GLOB, e.g. `fs/read_*`; repeatable [default: every tool]
+        #[arg(long = "tool", value_name = "SERVER/TOOL_GLOB")]
+        tools: Vec<String>,
+
+        /// Resources matching SERVER/URI_GLOB, e.g. `fs/file:///home/me/*`; repeatable
+        /// [default: no resources at all]
+        #[arg(long = "resource", value_name = "SERVER/URI_GLOB")]
+        resources: Vec<String>,
+
+        /// Only tools annotated read-only (readOnlyHint)
+        #[arg(long)]
+        read_only: bool,
+
+        /// Lifetime in seconds (at most 30 days) [default: until the daemon stops]
+        #[arg(long, value_name = "SECONDS")]
+        ttl: Option<u64>,
+
+        /// A label shown by `tool-cli token list`
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+    },
+    /// List live minted tokens (never their secrets)
+    List,
+    /// Revoke a minted token; exit 1 when no live token has that id
+    Revoke {
+        /// The token's id, as printed by `mint` and `list` (or the token itself)
+        #[arg(value_name = "TOKEN_ID")]
+        token_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ResourceAction {
+    /// List resources, grouped by server (skill:// resources are hidden)
+    List {
+        /// Only this server [default: every ready server]
+        #[arg(long, value_name = "S")]
+        server: Option<String>,
+    },
+    /// List resource templates, grouped by server
+    Templates {
+        /// Only this server [default: every ready server]
+        #[arg(long, value_name = "S")]
+        server: Option<String>,
+    },
+    /// Read one resource; binary content needs --out
+    Read {
+        /// The server holding it [default: the only ready server]
+        #[arg(long, value_name = "S")]
+        server: Option<String>,
+
+        /// The resource's URI, as shown by `tool-cli resource list`
+        uri: String,
+
+        /// Print uri, mime type and size of each content instead of the body
+        #[arg(long, conflicts_with_all = ["json", "out"])]
+        meta: bool,
+    },
+}
+
+/// Parses a command line. `read_stdin` is called only when the arguments are `-`.
+pub(crate) fn parse<I, T>(
+    args: I,
+    env: &ArgsEnv,
+    read_stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Invocation, ParseOutcome>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args = hoist_subcommand(args);
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) if error.kind() == clap::error::ErrorKind::DisplayHelp => {
+            return server_help(&args, env).unwrap_or(Err(ParseOutcome::Clap(error)));
+        }
+        Err(error) => return Err(ParseOutcome::Clap(error)),
+    };
+    let cli = Cli::from_arg_matches(&matches).map_err(ParseOutcome::Clap)?;
+    let usage = ParseOutcome::Usage;
+
+    let mut warnings = Vec::new();
+    let timeout_ms = settings::timeout_ms(
+        cli.global.timeout.as_deref(),
+        env.timeout_ms.as_deref(),
+        &mut warnings,
+    )
+    .map_err(usage)?;
+    let require_identity =
+        settings::require_identity(cli.global.no_identity, env.require_identity.as_deref())
+            .map_err(usage)?;
+
+    let command = match cli.subcommand {
+        Some(TopSubcommand::Health { words }) => {
+            if !words.is_empty() {
+                return Err(usage(Error::Usage(format!(
+                    "`tool-cli health` takes no arguments, got {}; to reach a server named \
+                     `health`, put `--` first: `tool-cli -- health {}`",
+                    words.len(),
+                    crate::render::truncate(&words.join(" "), 80)
+                ))));
+            }
+            Command::Health
+        }
+        Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Server {
+            action: ServerAction::Restart { name },
+        }) => Command::RestartServer { server: name },
+        Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
+            DaemonAction::Start {
+                config,
+                daemon_args,
+            } => DaemonCommand::Start {
+                config,
+                daemon_args,
+            },
+            DaemonAction::Stop => DaemonCommand::Stop,
+            DaemonAction::Status => DaemonCommand::Status,
+        }),
+        Some(TopSubcommand::Resource { action }) => match action {
+            ResourceAction::List { server } => Command::ListResources { server },
+            ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
+            ResourceAction::Read { server, uri, meta } => {
+                // Refused here, before any daemon is needed, so the answer never depends on one.
+                if crate::render::is_skill_uri(&uri) {
+                    return Err(usage(Error::Usage(format!(
+                        "{uri} is a skill, not a resource: skill:// URIs are hidden from \
+                         `tool-cli resource list` and cannot be read with `tool-cli resource read`"
+                    ))));
+                }
+                Command::ReadResource { server, uri, meta }
+            }
+        },
+        None => match (cli.server, cli.tool, cli.arguments.as_slice()) {
+            (None, _, _) => Command::ListServers,
+            (Some(server), None, _) => Command::ListTools { server },
+            (Some(server), Some(tool), []) => Command::DescribeTool { server, tool },
+            (Some(_), Some(_), [_, _, ..]) => {
+                return Err(usage(Error::Usage(format!(
+                    "expected one ARGS_JSON word after SERVER TOOL, got {}: {}; quote the \
+                     whole object in single quotes, e.g. '{{\"query\": \"select 1\"}}'",
+                    cli.arguments.len(),
+                    crate::render::truncate(&cli.arguments.join(" "), 80)
+                ))));
+            }
+            (Some(server), Some(tool), [text]) => {
+                let arguments = if text.as_str() == "-" {
+                    let stdin = read_stdin().map_err(|error| {
+                        usage(Error::Usage(format!(
+                            "cannot read the JSON arguments from stdin: {error}"
+                        )))
+                    })?;
+                    parse_arguments(&stdin, "read from stdin").map_err(usage)?
+                } else {
+                    parse_arguments(text, "on the command line").map_err(usage)?
+                };
+                Command::CallTool {
+                    server,
+                    tool,
+                    arguments,
+                }
+            }
+        },
+    };
+
+    Ok(Invocation {
+        command,
+        json: cli.global.json,
+        out: cli.global.out,
+        timeout_ms,
+        require_identity,
+        confirm: cli.global.yes,
+        warnings,
+    })
+}
+
+/// `tool-cli SERVER --help` (or `-h`): that server's tools rather than the global help, since the
+/// server's tools are what a user asking there wants to know. `SERVER TOOL --help` shows the
+/// tool's schema. `None` when the line names no server (or a subcommand's help was asked for):
+/// clap's help is printed then.
+fn server_help(args: &[OsString], env: &ArgsEnv) -> Option<Result<Invocation, ParseOutcome>> {
+    let is_help = |word: &OsString| word == "--help" || word == "-h";
+    let end = args
+        .iter()
+        .position(|word| word == "--")
+        .unwrap_or(args.len());
+    if !args[..end].iter().any(is_help) {
+        return None;
+    }
+    let without_help: Vec<OsString> = args
+        .iter()
+        .enumerate()
+        .filter(|(index, word)| *index >= end || !is_help(word))
+        .map(|(_, word)| word.clone())
+        .collect();
+    let mut invocation = parse(without_help, env, || Ok(String::new())).ok()?;
+    invocation.command = match invocation.command {
+        Command::ListTools { server } => Command::ServerHelp { server },
+        Command::DescribeTool { server, tool } | Command::CallTool { server, tool, .. } => {
+            Command::DescribeTool { server, tool }
+        }
+        _ => return None,
+    };
+    Some(Ok(invocation))
+}
+
+/// `tool-cli token ...`, with the checks that need no daemon.
+fn token_command(action: TokenAction) -> Result<Command, Error> {
+    match action {
+        TokenAction::Mint {
+            servers,
+            tools,
+            resources,
+            read_only,
+            ttl,
+            label,
+        } => {
+            let well_formed = |glob: &String| {
+                glob.split_once('/')
+                    .is_some_and(|(server, rest)| !server.is_empty() && !rest.is_empty())
+            };
+            if let Some(glob) = tools.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--tool takes SERVER/TOOL_GLOB, e.g. `--tool 'fs/read_*'`, got {glob:?}"
+                )));
+            }
+            if let Some(glob) = resources.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--resource takes SERVER/URI_GLOB, e.g. `--resource 'fs/file:///tmp/*'`, \
+                     got {glob:?}"
+                )));
+            }
+            if ttl == Some(0) {
+                return Err(Error::Usage(
+                    "--ttl must be at least 1 second; leave it out for a token that lives \
+                     until the daemon stops"
+                        .to_owned(),
+                ));
+            }
+            let non_empty = |globs: Vec<String>| (!globs.is_empty()).then_some(globs);
+            Ok(Command::MintToken(MintTokenParams {
+                servers: non_empty(servers),
+                tools: non_empty(tools),
+                resources: non_empty(resources),
+                read_only,
+                ttl_seconds: ttl,
+                label,
+            }))
+        }
+        TokenAction::List => Ok(Command::ListTokens),
+        TokenAction::Revoke { token_id } => {
+            use tool_cli_protocol::identity::is_token_id;
+            let token_id = token_id.trim();
+            if is_token_id(token_id) {
+                return Ok(Command::RevokeToken {
+                    token_id: token_id.to_owned(),
+                });
+            }
+            // The token itself names its id, so `tool-cli token revoke "$TOKEN"` works too.
+            let is_token = token_id.len() == tool_cli_protocol::TOKEN_BYTES * 2
+                && token_id.bytes().all(|byte| byte.is_ascii_hexdigit());
+            if is_token {
+                return Ok(Command::RevokeToken {
+                    token_id: crate::identity::token_id(token_id),
+                });
+            }
+            // Not echoed: a mistyped argument here may well be a secret.
+            Err(Error::Usage(format!(
+                "expected a token id (16 lowercase hex characters, as printed by `tool-cli \
+                 token mint` and `tool-cli token list`) or the token itself, got {} characters \
+                 that are neither",
+                token_id.chars().count()
+            )))
+        }
+    }
+}
+
+/// Moves a subcommand name (`resource`, `health`, `token`, `daemon`) that stands in the SERVER
+/// position in front of any flags before it.
+///
+/// `args_conflicts_with_subcommands` makes clap treat `resource` as the subcommand only when no
+/// argument came before it, which is what keeps `tool-cli demo resource` a tool named
+/// `resource`; but a global flag also counts as an argument, so `tool-cli --json resource list`
+/// (or `tool-cli --json health`) would lose the subcommand. Global flags are accepted after the subcommand too, so moving the
+/// word first changes nothing else. A `--` ends the scan: after it every word is positional.
+fn hoist_subcommand<I, T>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let mut index = 1;
+    while let Some(word) = args.get(index).and_then(|word| word.to_str()) {
+        match word {
+            "--" => break,
+            "--out" | "--timeout" => index += 2,
+            flag if flag.starts_with('-') && flag != "-" => index += 1,
+            "resource" | "health" | "token" | "daemon" | "server" => {
+                let word = args.remove(index);
+                args.insert(1, word);
+                break;
+            }
+            _ => break,
+        }
+    }
+    args
+}
+
+/// Parses a tool's arguments, which must be one JSON object. `origin` says where the text came
+/// from (`on the command line`, `read from stdin`), for the message.
+fn parse_arguments(text: &str, origin: &str) -> Result<Map<String, Value>, Error> {
+    if text.trim().is_empty() {
+        return Err(Error::Usage(format!(
+            "the tool arguments {origin} are empty; pass a JSON object such as '{{}}'"
+        )));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        let mut message = format!(
+            "the tool arguments {origin} are not valid JSON: {} at line {}, column {}",
+            describe_json_error(&error),
+            error.line(),
+            error.column()
+        );
+        // The commonest cause is a shell that ate the double quotes: `{query: x}`.
+        if !text.contains('"') && text.contains(':') {
+            message.push_str(
+                "; keys and strings need double quotes, so wrap the whole object in single \
+                 quotes: '{\"key\": \"value\"}'",
+            );
+        }
+        Error::Usage(message)
+    })?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(Error::Usage(format!(
+            "the tool arguments {origin} must be a JSON object such as \
+             '{{\"key\": \"value\"}}', got {}",
+            json_kind(&other)
+        ))),
+    }
+}
+
+/// serde_json's message without its trailing " at line X column Y", which we format ourselves.
+fn describe_json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(index) => text[..index].to_owned(),
+        None => text,
+    }
+}
+
+/// "an array", "a string", ... for messages.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;
