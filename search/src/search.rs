@@ -180,7 +180,16 @@ fn query_groups(text: &str) -> Vec<TermGroup> {
     // whatever tools happen to share a word like "can" in a parameter name.
     let mut words: Vec<String> = Vec::new();
     let mut abbreviated: Vec<(String, String)> = Vec::new();
+    let mut previous = String::new();
     text::analyze(text, |term, stop| {
+        // A two-word expression ("sign up", "turn off") adds the words it stands for.
+        for meaning in concepts::phrase_meaning(&previous, term) {
+            if !words.contains(meaning) {
+                words.push(meaning.clone());
+            }
+        }
+        previous.clear();
+        previous.push_str(term);
         if stop || words.iter().any(|t| t == term) {
             return;
         }
