@@ -411,26 +411,27 @@ const PHRASES: &[(&str, &str, &[&str])] = &[
 
 /// The words that the expression `first second` (terms, stemmed) stands for; empty when none.
 pub(crate) fn phrase_meaning(first: &str, second: &str) -> &'static [String] {
-    static TABLE: OnceLock<HashMap<(String, String), Vec<String>>> = OnceLock::new();
+    // Keyed by the first word, so a lookup borrows the query's words instead of allocating.
+    type Meanings = HashMap<String, Vec<(String, Vec<String>)>>;
+    static TABLE: OnceLock<Meanings> = OnceLock::new();
     let table = TABLE.get_or_init(|| {
         let mut stemmed = String::new();
         let mut stem = |word: &str| {
             text::stem(word, &mut stemmed);
             stemmed.clone()
         };
-        PHRASES
-            .iter()
-            .map(|(a, b, meaning)| {
-                (
-                    (stem(a), stem(b)),
-                    meaning.iter().map(|w| stem(w)).collect(),
-                )
-            })
-            .collect()
+        let mut table: Meanings = HashMap::new();
+        for (a, b, meaning) in PHRASES {
+            let meaning = meaning.iter().map(|w| stem(w)).collect();
+            let second = stem(b);
+            table.entry(stem(a)).or_default().push((second, meaning));
+        }
+        table
     });
     table
-        .get(&(first.to_owned(), second.to_owned()))
-        .map(Vec::as_slice)
+        .get(first)
+        .and_then(|seconds| seconds.iter().find(|(word, _)| word == second))
+        .map(|(_, meaning)| meaning.as_slice())
         .unwrap_or_default()
 }
 
