@@ -388,6 +388,53 @@ pub(crate) fn expansion_of_abbreviation(term: &str) -> &'static [String] {
     table.get(term).map(Vec::as_slice).unwrap_or_default()
 }
 
+/// Two-word expressions (phrasal verbs, fixed phrases) and the words a tool catalog would use for
+/// them: "sign up" means subscribe or register, "turn off" means disable, "how many" means count.
+/// Matched on adjacent words of the request, stop words included.
+#[rustfmt::skip]
+const PHRASES: &[(&str, &str, &[&str])] = &[
+    ("how", "many", &["count"]), ("how", "much", &["amount", "price"]),
+    ("sign", "up", &["subscribe", "register"]), ("sign", "in", &["login"]),
+    ("log", "in", &["login"]), ("log", "out", &["logout"]),
+    ("turn", "on", &["enable"]), ("turn", "off", &["disable"]),
+    ("switch", "on", &["enable"]), ("switch", "off", &["disable"]),
+    ("turn", "down", &["decrease", "reject"]), ("turn", "up", &["increase"]),
+    ("look", "up", &["lookup", "search"]), ("find", "out", &["get"]),
+    ("set", "up", &["create", "configure"]), ("spin", "up", &["create", "start"]),
+    ("shut", "down", &["stop"]), ("back", "up", &["backup"]),
+    ("come", "back", &["return"]), ("day", "off", &["holiday", "leave"]),
+    ("time", "off", &["leave", "vacation"]), ("on", "call", &["oncall"]),
+    ("out", "office", &["vacation"]), ("check", "in", &["checkin"]),
+    ("clean", "up", &["delete"]), ("get", "rid", &["delete"]),
+    ("write", "down", &["note"]), ("jot", "down", &["note"]), ("fill", "in", &["fill"]),
+];
+
+/// The words that the expression `first second` (terms, stemmed) stands for; empty when none.
+pub(crate) fn phrase_meaning(first: &str, second: &str) -> &'static [String] {
+    // Keyed by the first word, so a lookup borrows the query's words instead of allocating.
+    type Meanings = HashMap<String, Vec<(String, Vec<String>)>>;
+    static TABLE: OnceLock<Meanings> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut stemmed = String::new();
+        let mut stem = |word: &str| {
+            text::stem(word, &mut stemmed);
+            stemmed.clone()
+        };
+        let mut table: Meanings = HashMap::new();
+        for (a, b, meaning) in PHRASES {
+            let meaning = meaning.iter().map(|w| stem(w)).collect();
+            let second = stem(b);
+            table.entry(stem(a)).or_default().push((second, meaning));
+        }
+        table
+    });
+    table
+        .get(first)
+        .and_then(|seconds| seconds.iter().find(|(word, _)| word == second))
+        .map(|(_, meaning)| meaning.as_slice())
+        .unwrap_or_default()
+}
+
 /// The terms that share a group with `term`, without `term` itself and without duplicates.
 pub(crate) fn expansions(term: &str) -> Vec<&'static str> {
     let table = table();
@@ -421,6 +468,12 @@ mod tests {
         assert_eq!(expansion_of_abbreviation("pr"), ["pull", "request"]);
         assert_eq!(expansion_of_abbreviation("repo"), ["repository"]);
         assert!(expansion_of_abbreviation("issue").is_empty());
+    }
+
+    #[test]
+    fn phrases_stand_for_catalog_words() {
+        assert_eq!(phrase_meaning("sign", "up"), ["subscrib", "register"]);
+        assert!(phrase_meaning("sign", "contract").is_empty());
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub(crate) const SERVER: usize = 4;
 
 /// How much of a description feeds the embedding: the opening says what a tool is for; the rest
 /// (examples, caveats) blurs a bag-of-features vector.
-const EMBEDDED_DESCRIPTION_BYTES: usize = 1024;
+const EMBEDDED_DESCRIPTION_BYTES: usize = 512;
 
 /// One tool of a shard, as returned in hits.
 #[derive(Debug)]

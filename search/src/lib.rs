@@ -1,7 +1,8 @@
 //! Tool search for tool-cli: ranks the tools of many MCP servers against a natural-language
-//! request, in process, in well under a millisecond for ten thousand tools.
+//! request, in process, in under a millisecond for ten thousand tools.
 //!
-//! The crate is pure: no I/O, no async, no global state beyond constant tables. The daemon turns
+//! The crate is pure: no I/O, no async, no global state beyond constant tables and bounded
+//! per-thread memos of word analysis (large builds use scoped threads, none outlives a call). The daemon turns
 //! each server's catalog into `doc::ToolDoc`s, keeps an `index::Index` (one shard per server,
 //! replaced when that server's tools change), and answers `searchTools` with
 //! `Index::search(&search::Query)`. Ranking is BM25F over a tool's name, title, description,

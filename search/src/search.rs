@@ -180,7 +180,16 @@ fn query_groups(text: &str) -> Vec<TermGroup> {
     // whatever tools happen to share a word like "can" in a parameter name.
     let mut words: Vec<String> = Vec::new();
     let mut abbreviated: Vec<(String, String)> = Vec::new();
+    let mut previous = String::new();
     text::analyze(text, |term, stop| {
+        // A two-word expression ("sign up", "turn off") adds the words it stands for.
+        for meaning in concepts::phrase_meaning(&previous, term) {
+            if !words.contains(meaning) {
+                words.push(meaning.clone());
+            }
+        }
+        previous.clear();
+        previous.push_str(term);
         if stop || words.iter().any(|t| t == term) {
             return;
         }
@@ -383,46 +392,79 @@ impl Index {
         // by the best one, mixed with the cosine in the embedder's proportion.
         let semantic_share = self.embedder.semantic_share().clamp(0.0, 1.0);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
-        let mut scored: Vec<(f32, u32)> = Vec::new();
         let mut semantic = vec![0.0f32; total];
+        let cosine_of = |shard: &Shard, local: usize| {
+            if query_scale > 0.0 {
+                let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
+                embed::dot_quantized(&query_row, row) as f32
+                    * query_scale
+                    * shard.embedding_scales[local]
+            } else {
+                0.0
+            }
+        };
+        let text_score_of = |shard: &Shard, local: usize, lexical_score: f32, cosine: f32| {
+            let normalised = if max_lexical > 0.0 {
+                lexical_score / max_lexical
+            } else {
+                0.0
+            };
+            let mut text_score =
+                (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
+            if let Some(action) = shard.tools[local].action
+                && !asked.is_empty()
+            {
+                text_score *= if asked.contains(&action) {
+                    ACTION_MATCH
+                } else if !action.mutates() && asks_mutation {
+                    UNASKED_READ
+                } else {
+                    1.0
+                };
+            }
+            text_score
+        };
+        // First the tools that matched lexically.
+        let mut scored: Vec<(f32, u32)> = Vec::new();
         for (shard, &offset) in shards.iter().zip(offsets) {
             for local in 0..shard.tools.len() {
                 let global = offset + local;
-                if !candidate[global] {
+                if !candidate[global] || lexical[global] <= 0.0 {
                     continue;
                 }
-                let cosine = if query_scale > 0.0 {
-                    let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
-                    embed::dot_quantized(&query_row, row) as f32
-                        * query_scale
-                        * shard.embedding_scales[local]
-                } else {
-                    0.0
-                };
+                let cosine = cosine_of(shard, local);
                 semantic[global] = cosine;
-                let lexical_score = lexical[global];
-                if lexical_score <= 0.0 && cosine < MIN_SEMANTIC {
-                    continue;
+                scored.push((
+                    text_score_of(shard, local, lexical[global], cosine),
+                    global as u32,
+                ));
+            }
+        }
+        // Then, only if one could still make the top `limit`, the tools that match by meaning
+        // alone: their textual score is at most the semantic share (times the action bonus), so
+        // when the limit-th lexical match already scores more than that plus every prior, the
+        // scan over all their embeddings is skipped without changing the result.
+        let semantic_only_ceiling = semantic_share * ACTION_MATCH + MAX_PRIOR_BONUS;
+        let lexical_floor = if scored.len() >= query.limit {
+            let mut scores: Vec<f32> = scored.iter().map(|(score, _)| *score).collect();
+            let (_, kth, _) = scores.select_nth_unstable_by(query.limit - 1, |a, b| b.total_cmp(a));
+            *kth
+        } else {
+            f32::NEG_INFINITY
+        };
+        if semantic_only_ceiling >= lexical_floor {
+            for (shard, &offset) in shards.iter().zip(offsets) {
+                for local in 0..shard.tools.len() {
+                    let global = offset + local;
+                    if !candidate[global] || lexical[global] > 0.0 {
+                        continue;
+                    }
+                    let cosine = cosine_of(shard, local);
+                    semantic[global] = cosine;
+                    if cosine >= MIN_SEMANTIC {
+                        scored.push((text_score_of(shard, local, 0.0, cosine), global as u32));
+                    }
                 }
-                let normalised = if max_lexical > 0.0 {
-                    lexical_score / max_lexical
-                } else {
-                    0.0
-                };
-                let mut text_score =
-                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
-                if let Some(action) = shard.tools[local].action
-                    && !asked.is_empty()
-                {
-                    text_score *= if asked.contains(&action) {
-                        ACTION_MATCH
-                    } else if !action.mutates() && asks_mutation {
-                        UNASKED_READ
-                    } else {
-                        1.0
-                    };
-                }
-                scored.push((text_score, global as u32));
             }
         }
 

@@ -392,7 +392,7 @@ pub(crate) fn stem(word: &str, out: &mut String) {
 /// A term of the index: a stemmed word or a CJK bigram.
 ///
 /// Calls `emit(term, is_stop_word)` for every term of `text`. Stop words are reported rather
-/// than dropped so a caller may fall back to them (a query made only of stop words).
+/// than dropped: the query's action words include some (`which`, `what`).
 pub(crate) fn analyze(text: &str, mut emit: impl FnMut(&str, bool)) {
     let mut term = String::with_capacity(32);
     split_words(text, |word| {

@@ -6,7 +6,9 @@
 //! the queries are the 606 labeled requests. Memory is measured by a counting allocator: the
 //! bytes still allocated after a build, minus those before. Prints a table; asserts nothing.
 //! Build times are the minimum of seven runs (the least disturbed by other processes on a shared
-//! machine) and the median; the one-server rebuild is the minimum of five. `--builds N` only builds the 10k index N times, for a profiler.
+//! machine) and the median; "build CPU" is the CPU time one build used (all threads, mean of the
+//! seven), which other processes cannot inflate the way they inflate wall time. The one-server
+//! rebuild is the minimum of five. `--builds N` only builds the 10k index N times, for a profiler.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
@@ -77,6 +79,20 @@ fn catalog_of(docs: &[ToolDoc], count: usize) -> Vec<ToolDoc> {
         .collect()
 }
 
+/// CPU time this process has used (all threads, user + system), from `/proc/self/stat`, so a
+/// build's cost can be told apart from the time other processes on a busy machine took from it.
+/// Clock ticks are 10 ms (`CLK_TCK` = 100 on Linux); summed over several builds that is precise
+/// enough. `None` off Linux.
+fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
 fn percentile(sorted: &[Duration], share: f64) -> Duration {
     let at = ((sorted.len() as f64 - 1.0) * share).round() as usize;
     sorted[at]
@@ -114,21 +130,26 @@ fn main() -> anyhow::Result<()> {
     let _ = Index::new().with_server("warm", docs[..10].to_vec());
 
     println!(
-        "| tools  | build min / median  | rebuild one server | memory      | per 1k tools | query p50 | query p99 |"
+        "| tools  | build min / median  | build CPU | rebuild one server | memory      | per 1k tools | query p50 | query p99 |"
     );
     println!(
-        "|--------|---------------------|--------------------|-------------|--------------|-----------|-----------|"
+        "|--------|---------------------|-----------|--------------------|-------------|--------------|-----------|-----------|"
     );
     for count in [1_000, 10_000] {
         let catalog = catalog_of(&docs, count);
         let servers = group_by_server(&catalog);
 
         let mut builds = Vec::new();
+        let mut build_cpu = Duration::ZERO;
         for _ in 0..7 {
             let input = servers.clone();
+            let cpu_before = process_cpu_time();
             let started = Instant::now();
             let index = Index::new().with_servers(input);
             builds.push(started.elapsed());
+            if let (Some(before), Some(after)) = (cpu_before, process_cpu_time()) {
+                build_cpu += after.saturating_sub(before);
+            }
             drop(index);
         }
         builds.sort();
@@ -165,10 +186,11 @@ fn main() -> anyhow::Result<()> {
         latencies.sort();
 
         println!(
-            "| {:>6} | {:>6.1} / {:>6.1} ms | {:>15.2} ms | {:>7.1} MiB | {:>8.2} MiB | {:>6.0} us | {:>6.0} us |",
+            "| {:>6} | {:>6.1} / {:>6.1} ms | {:>6.0} ms | {:>15.2} ms | {:>7.1} MiB | {:>8.2} MiB | {:>6.0} us | {:>6.0} us |",
             index.len(),
             builds[0].as_secs_f64() * 1000.0,
             builds[3].as_secs_f64() * 1000.0,
+            build_cpu.as_secs_f64() * 1000.0 / 7.0,
             rebuilds[0].as_secs_f64() * 1000.0,
             memory as f64 / (1024.0 * 1024.0),
             memory as f64 / (1024.0 * 1024.0) / (index.len() as f64 / 1000.0),

@@ -186,6 +186,52 @@ fn non_latin_scripts_match_by_words_bigrams_and_trigrams() {
     assert_eq!(first(&index, "محتوى الملف"), "ar/qiraat_milaf");
 }
 
+/// An embedder for tests: a text's vector counts its `x`s and `y`s, so similarity is
+/// controlled exactly, and it claims a large semantic share, as a real model would.
+struct CountingEmbedder;
+
+impl crate::embed::Embedder for CountingEmbedder {
+    fn dimensions(&self) -> usize {
+        2
+    }
+
+    fn embed(&self, text: &str) -> crate::embed::Embedding {
+        let count = |c| text.chars().filter(|&t| t == c).count() as f32;
+        crate::embed::Embedding::normalized(vec![count('x'), count('y')])
+    }
+
+    fn semantic_share(&self) -> f32 {
+        0.6
+    }
+}
+
+#[test]
+fn a_tool_can_be_found_by_embedding_alone_when_no_word_matches() {
+    let index = Index::with_embedder(std::sync::Arc::new(CountingEmbedder)).with_server(
+        "s",
+        vec![
+            doc("by_meaning", "xxxx"),
+            doc("unrelated", "yyyy"),
+            doc("words", "zebra"),
+        ],
+    );
+    // "xxxxy" is no indexed word, but its vector is close to the first tool's.
+    let outcome = index.search(&Query::new("xxxxy")).unwrap();
+    assert_eq!(outcome.hits.len(), 1, "{:?}", outcome.hits);
+    assert_eq!(outcome.hits[0].tool, "by_meaning");
+    assert_eq!(outcome.hits[0].why.lexical, 0.0);
+    assert!(outcome.hits[0].why.semantic > 0.9);
+    // With enough strong lexical matches, the semantic-only scan is skipped: same answer as a
+    // full scan would give, since no semantic-only tool could reach the top.
+    let outcome = index
+        .search(&Query {
+            limit: 1,
+            ..Query::new("zebra")
+        })
+        .unwrap();
+    assert_eq!(outcome.hits[0].tool, "words");
+}
+
 #[test]
 fn emoji_are_ignored_around_words_and_alone_find_nothing() {
     assert_eq!(
