@@ -76,6 +76,9 @@ pub struct SessionStore {
 
 type Key = (String, String);
 
+/// A tool, as `(server, tool)`.
+pub(crate) type ToolKey = (String, String);
+
 /// One session.
 #[derive(Debug)]
 pub(crate) struct Session {
@@ -234,7 +237,7 @@ impl SessionStore {
         &self,
         token_id: &str,
         id: &str,
-    ) -> (Option<(String, String)>, HashMap<(String, String), f32>) {
+    ) -> (Option<ToolKey>, HashMap<ToolKey, f32>) {
         let Ok(session) = self.get(token_id, id) else {
             return (None, HashMap::new());
         };

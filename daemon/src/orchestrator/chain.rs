@@ -308,6 +308,10 @@ fn walk(value: &Value, at: &str, visit: &mut dyn FnMut(&Value, &str)) {
     }
 }
 
+/// Replaces a binding found at a location (named for messages) by the value it points at;
+/// `None` for a value that is not a binding.
+type Resolver<'a> = dyn Fn(&Value, &str) -> Result<Option<Value>, String> + 'a;
+
 /// Step `index`'s arguments with every binding replaced by the value it points at in the
 /// results of the steps before it.
 pub(crate) fn bind(
@@ -334,11 +338,7 @@ pub(crate) fn bind(
             format!("step {index} {at}: pointer \"{pointer}\" is not in step {from}'s result")
         })
     };
-    fn substitute(
-        value: &mut Value,
-        at: &str,
-        resolve: &dyn Fn(&Value, &str) -> Result<Option<Value>, String>,
-    ) -> Result<(), String> {
+    fn substitute(value: &mut Value, at: &str, resolve: &Resolver<'_>) -> Result<(), String> {
         if let Some(bound) = resolve(value, at)? {
             *value = bound;
             return Ok(());
