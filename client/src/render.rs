@@ -1224,6 +1224,7 @@ next: `tool-cli SERVER` lists a server's tools
         off.transport = TransportKind::Http;
         let result = HealthResult {
             servers: vec![demo, github, off],
+            traces: None,
         };
         assert_eq!(
             health(&result),
@@ -1257,7 +1258,10 @@ next: `tool-cli SERVER` lists a server's tools
 
     #[test]
     fn health_without_servers_says_where_to_add_them() {
-        let text = health(&HealthResult { servers: vec![] });
+        let text = health(&HealthResult {
+            servers: vec![],
+            traces: None,
+        });
         assert!(text.contains("no servers are configured"), "{text}");
     }
 

@@ -9,8 +9,8 @@ use tool_cli_protocol::methods::{
 };
 
 use crate::auth::Grant;
-use crate::pipeline::{Slot, visible};
 use crate::orchestrator::Orchestrator;
+use crate::pipeline::{Slot, visible};
 use crate::resilience::breaker::BreakerState;
 
 impl Orchestrator {
@@ -88,7 +88,10 @@ impl Orchestrator {
                 }
             })
             .collect();
-        HealthResult { servers }
+        HealthResult {
+            servers,
+            traces: None,
+        }
     }
 }
 

@@ -12,9 +12,9 @@ use jsonrpsee::{Extensions, RpcModule};
 use serde::de::DeserializeOwned;
 use tool_cli_protocol::methods::{
     AuthenticationCapability, BridgeCapabilities, BridgeInfo, BridgeProtocol, CallToolParams,
-    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult, MintTokenParams,
-    ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult, ServerParams,
-    ToolsCapability, UpstreamMcp, name,
+    CancellationCapability, DescribeToolParams, HealthParams, Implementation, ListTokensResult,
+    MintTokenParams, ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult,
+    ServerParams, ToolsCapability, UpstreamMcp, name,
 };
 
 use crate::auth::{Grant, TokenStore};
@@ -80,7 +80,11 @@ pub(crate) fn module(
             } else {
                 parse(name::HEALTH, &params, r#"{"tools"?: boolean}"#)?
             };
-            Ok::<_, ErrorObjectOwned>(context.orchestrator.health(grant(extensions)?, params.tools))
+            Ok::<_, ErrorObjectOwned>(
+                context
+                    .orchestrator
+                    .health(grant(extensions)?, params.tools),
+            )
         })
         .expect("method names are unique");
     module

@@ -34,6 +34,9 @@ pub mod name {
     pub const REVOKE_TOKEN: &str = "revokeToken";
     /// List minted tokens, without their secrets (owner token only; ours).
     pub const LIST_TOKENS: &str = "listTokens";
+    /// Aggregate the daemon's trace files: calls, errors, latency, tokens, cost per group
+    /// (owner token only; ours).
+    pub const TRACES_REPORT: &str = "tracesReport";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -403,6 +406,9 @@ pub enum TransportKind {
 pub struct HealthResult {
     /// Every configured server, in config order.
     pub servers: Vec<ServerHealth>,
+    /// The trace writer: only for the owner token, and only when traces are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<crate::trace::TracesHealth>,
 }
 
 /// One server in `health`.
