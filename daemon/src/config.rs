@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::policy::ServerPolicy;
+use crate::trace::settings::TracesConfig;
 
 /// Default per-call timeout of a server without `timeoutMs`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,6 +30,11 @@ pub struct Config {
     pub source: ConfigSource,
     /// The servers, in the order the file lists them.
     pub servers: Vec<ServerConfig>,
+    /// The `traces` section (defaults when absent).
+    pub traces: TracesConfig,
+    /// The values of the variables substituted (`${VAR}`) into servers' `env` and `headers`:
+    /// API keys and tokens, which verbose traces redact wherever they appear.
+    pub secrets: Vec<String>,
 }
 
 /// Where a config came from.
@@ -221,6 +227,8 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             policy: ServerPolicy::default(),
             priority: 0,
         }],
+        traces: TracesConfig::default(),
+        secrets: Vec::new(),
     }
 }
 
@@ -314,15 +322,29 @@ pub fn parse(
     };
 
     let mut parsed = Vec::with_capacity(servers.len());
+    let mut secrets = Vec::new();
     for (name, raw) in servers {
         parsed.push(
-            parse_server(name, raw, env)
+            parse_server(name, raw, env, &mut secrets)
                 .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?,
         );
     }
+    let traces = match root.get("traces") {
+        None => TracesConfig::default(),
+        Some(section) => {
+            let config_dir = match &source {
+                ConfigSource::File(path) => path.parent(),
+                ConfigSource::BundledDefault => None,
+            };
+            crate::trace::settings::parse(section, config_dir, env)
+                .map_err(|(field, message)| error(None, Some(&field), message))?
+        }
+    };
     Ok(Config {
         source,
         servers: parsed,
+        traces,
+        secrets,
     })
 }
 
@@ -332,6 +354,7 @@ fn parse_server(
     name: &str,
     raw: &Value,
     env: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
 ) -> Result<ServerConfig, FieldError> {
     if let Err(message) = check_server_name(name) {
         return Err((None, message));
@@ -361,9 +384,9 @@ fn parse_server(
 
     let kind = raw.kind.as_deref().map(str::to_ascii_lowercase);
     let transport = match kind.as_deref() {
-        Some("stdio") => stdio_transport(&raw, env)?,
+        Some("stdio") => stdio_transport(&raw, env, secrets)?,
         Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
-            http_transport(&raw, env)?
+            http_transport(&raw, env, secrets)?
         }
         Some("sse") => {
             return Err((
@@ -380,8 +403,8 @@ fn parse_server(
             ));
         }
         None => match (&raw.command, &raw.url) {
-            (Some(_), None) => stdio_transport(&raw, env)?,
-            (None, Some(_)) => http_transport(&raw, env)?,
+            (Some(_), None) => stdio_transport(&raw, env, secrets)?,
+            (None, Some(_)) => http_transport(&raw, env, secrets)?,
             (Some(_), Some(_)) => {
                 return Err((
                     None,
@@ -461,6 +484,7 @@ fn check_server_name(name: &str) -> Result<(), String> {
 fn stdio_transport(
     raw: &RawServer,
     env: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
 ) -> Result<TransportConfig, FieldError> {
     let command = match raw.command.as_deref().map(str::trim) {
         Some(command) if !command.is_empty() => command.to_owned(),
@@ -493,7 +517,8 @@ fn stdio_transport(
                     .to_owned(),
             ));
         }
-        let value = substitute(value, env).map_err(|m| (Some(format!("env.{key}")), m))?;
+        let value = substitute_recording(value, env, secrets)
+            .map_err(|m| (Some(format!("env.{key}")), m))?;
         child_env.insert(key.clone(), value);
     }
     Ok(TransportConfig::Stdio {
@@ -507,6 +532,7 @@ fn stdio_transport(
 fn http_transport(
     raw: &RawServer,
     env: &dyn Fn(&str) -> Option<String>,
+    secrets: &mut Vec<String>,
 ) -> Result<TransportConfig, FieldError> {
     let Some(url) = raw.url.as_deref() else {
         return Err((
@@ -529,7 +555,8 @@ fn http_transport(
     }
     let mut headers = BTreeMap::new();
     for (key, value) in &raw.headers {
-        let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
+        let value = substitute_recording(value, env, secrets)
+            .map_err(|m| (Some(format!("headers.{key}")), m))?;
         headers.insert(key.clone(), value);
     }
     Ok(TransportConfig::Http { url, headers })
@@ -538,6 +565,15 @@ fn http_transport(
 /// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
 /// an empty string: an empty API key fails later, far from its cause. `$$` is a literal `$`.
 pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    substitute_recording(text, env, &mut Vec::new())
+}
+
+/// [`substitute`], pushing each substituted value onto `values` (they are secrets to redact).
+fn substitute_recording(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    values: &mut Vec<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('$') {
@@ -563,7 +599,10 @@ pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<St
                 ));
             }
             match env(name) {
-                Some(value) => out.push_str(&value),
+                Some(value) => {
+                    out.push_str(&value);
+                    values.push(value);
+                }
                 None => {
                     return Err(format!(
                         "references ${{{name}}}, which is not set in the daemon's environment"
@@ -692,6 +731,45 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("invalid JSON at line 1"), "{err}");
+    }
+
+    #[test]
+    fn the_traces_section_is_read_beside_the_servers_and_its_errors_name_the_path() {
+        let config = parse_json(
+            json!({"mcpServers": {}, "traces": {"path": "t/traces.jsonl",
+            "verbose": true, "maxBytes": 2048, "keep": 3}}),
+        )
+        .unwrap();
+        assert_eq!(config.traces.path, Some(PathBuf::from("/t/traces.jsonl")));
+        assert!(config.traces.verbose && config.traces.enabled);
+        assert_eq!((config.traces.max_bytes, config.traces.keep), (2048, 3));
+        assert_eq!(
+            parse_json(json!({"mcpServers": {}})).unwrap().traces,
+            TracesConfig::default()
+        );
+
+        let err = parse_json(json!({"mcpServers": {}, "traces": {"keep": "all"}})).unwrap_err();
+        assert_eq!(
+            (err.server.as_deref(), err.field.as_deref()),
+            (None, Some("traces.keep"))
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("config /c.json: field \"traces.keep\": expected"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn values_substituted_into_env_and_headers_are_remembered_as_secrets() {
+        let config = parse_json(json!({"mcpServers": {
+            "a": {"command": "x", "env": {"KEY": "${API_KEY}", "PLAIN": "visible"}},
+            "b": {"url": "http://127.0.0.1:${PORT}/mcp",
+                  "headers": {"Authorization": "Bearer ${API_KEY}"}}
+        }}))
+        .unwrap();
+        // The URL's port is not a secret; the key is recorded once per use.
+        assert_eq!(config.secrets, ["secret", "secret"]);
     }
 
     #[test]

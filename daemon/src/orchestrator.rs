@@ -1,7 +1,8 @@
 //! The orchestrator: what the RPC layer talks to.
 //!
 //! It owns the [`Pipeline`] (every call and resource read) over a [`ToolProvider`], and answers
-//! the methods that only look: discovery (`discovery.rs`) and health (`health.rs`). New
+//! the methods that only look: discovery (`discovery.rs`), health (`health.rs`) and the trace
+//! report (`trace/report.rs`). New
 //! capabilities (sessions, chains, search, the agent) are callers of the pipeline added here,
 //! never side doors around it.
 
@@ -15,10 +16,14 @@ use crate::pipeline::{
     CallContext, CallObserver, CallRequest, Pipeline, PipelineOptions, caller_timeout,
 };
 use crate::provider::{ResourceListKind, ToolProvider};
+use crate::trace::Traces;
 
 /// Serves the protocol's methods over one provider.
 pub struct Orchestrator {
     pub(crate) pipeline: Pipeline,
+    /// The trace writer, when traces are on: for `health` and `tracesReport` (it is also one
+    /// of the pipeline's observers, which is how it gets the calls).
+    pub(crate) traces: Option<Arc<Traces>>,
 }
 
 impl Orchestrator {
@@ -34,7 +39,17 @@ impl Orchestrator {
         observers: Vec<Arc<dyn CallObserver>>,
     ) -> Orchestrator {
         let pipeline = Pipeline::new(provider.as_ref(), options, observers);
-        Orchestrator { pipeline }
+        Orchestrator {
+            pipeline,
+            traces: None,
+        }
+    }
+
+    /// Reports on `traces` in `health` and answers `tracesReport` from its files. Pass the same
+    /// writer among the observers of [`Orchestrator::with_options`] for calls to reach it.
+    pub fn with_traces(mut self, traces: Arc<Traces>) -> Orchestrator {
+        self.traces = Some(traces);
+        self
     }
 
     /// The call pipeline.

@@ -152,6 +152,9 @@ impl Pipeline {
             let mut record =
                 CallRecord::new(context, &request.tool, arguments_hash(&request.arguments));
             record.dry_run = request.dry_run;
+            // The server the caller named, until resolution confirms it: a call refused before
+            // (unknown tool on a named server) is still that server's in the trace.
+            record.server = request.server.clone().filter(|name| name != "*");
             if self.wants_payloads {
                 record.arguments = Some(Value::Object(request.arguments.clone()));
             }
