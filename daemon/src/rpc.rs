@@ -16,6 +16,7 @@ use tool_cli_protocol::methods::{
     MintTokenParams, ReadResourceParams, ResourcesCapability, RevokeTokenParams, RevokeTokenResult,
     ServerParams, ToolsCapability, UpstreamMcp, name,
 };
+use tool_cli_protocol::trace::TracesReportParams;
 
 use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
@@ -41,7 +42,7 @@ fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
-/// Refuses token management to anything but the owner token.
+/// Refuses token management and the trace report to anything but the owner token.
 fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
     if grant.is_owner {
         return Ok(());
@@ -52,7 +53,7 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
             tool: None,
             reason: format!(
                 "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-                 list tokens"
+                 list tokens, nor read the daemon's traces"
             ),
         }
         .into(),
@@ -205,6 +206,28 @@ pub(crate) fn module(
                 revoked: context.tokens.revoke(&params.token_id),
             })
         })
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::TRACES_REPORT,
+            |params, context, extensions| async move {
+                owner_only(grant(&extensions)?, name::TRACES_REPORT)?;
+                let params: TracesReportParams = if params.as_str().is_none() {
+                    TracesReportParams::default()
+                } else {
+                    parse(
+                        name::TRACES_REPORT,
+                        &params,
+                        r#"{"since"?: "24h" | "2026-05-01", "by"?: "day" | "server" | "tool" | "session", "executedOnly"?: boolean}"#,
+                    )?
+                };
+                context
+                    .orchestrator
+                    .traces_report(params)
+                    .await
+                    .map_err(to_rpc_error)
+            },
+        )
         .expect("method names are unique");
     module
         .register_method(name::LIST_TOKENS, |_, context, extensions| {

@@ -52,6 +52,7 @@ pub mod name {
         MINT_TOKEN,
         REVOKE_TOKEN,
         LIST_TOKENS,
+        TRACES_REPORT,
     ];
 }
 

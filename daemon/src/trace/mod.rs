@@ -14,6 +14,7 @@
 
 mod line;
 mod redact;
+mod report;
 pub mod settings;
 mod writer;
 
