@@ -51,6 +51,8 @@ pub(crate) enum Command {
     RevokeToken { token_id: String },
     /// `tool-cli token list`.
     ListTokens,
+    /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
+    TracesReport(crate::traces::ReportRequest),
 }
 
 /// A parsed command line: the command and how to present its result.
@@ -125,6 +127,13 @@ Tokens (with the daemon's own token; hand a minted one to a sub-agent as TOOL_CL
   tool-cli token revoke TOKEN_ID        exit 1 when no live token has that id
   The subcommand wins over a server named `token`; reach it with `tool-cli -- token ...`.
 
+Traces (the daemon appends a line per call to its traces.jsonl):
+  tool-cli traces report [--since 24h] [--by day|server|tool|session] [--executed-only]
+                         [--json | --markdown] [--file PATH]
+                                        calls, errors, success rate, p50/p95 latency, tokens
+                                        and cost per group; --file reads a trace file (and its
+                                        rotated PATH.1, ...) itself, without a daemon
+
 Environment:
   TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read
                                  from the daemon's runtime file (daemon.json)
@@ -159,7 +168,8 @@ Exit codes:
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
                       tool-cli health [--json]\n       \
-                      tool-cli token <mint|list|revoke> [OPTIONS]",
+                      tool-cli token <mint|list|revoke> [OPTIONS]\n       \
+                      tool-cli traces report [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -223,6 +233,11 @@ enum TopSubcommand {
     Token {
         #[command(subcommand)]
         action: TokenAction,
+    },
+    /// Report on the daemon's trace of calls (wins over a server named `traces`)
+    Traces {
+        #[command(subcommand)]
+        action: crate::traces::TracesAction,
     },
 }
 
@@ -327,6 +342,9 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Traces { action }) => {
+            Command::TracesReport(crate::traces::request(action).map_err(usage)?)
+        }
         Some(TopSubcommand::Resource { action }) => match action {
             ResourceAction::List { server } => Command::ListResources { server },
             ResourceAction::Templates { server } => Command::ListResourceTemplates { server },
@@ -474,7 +492,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" => {
+            "resource" | "health" | "token" | "traces" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

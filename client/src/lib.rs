@@ -4,7 +4,8 @@
 //! It parses the command line (`args`), finds the daemon and speaks JSON-RPC to it over one
 //! HTTP/1.1 connection (`connection`) once the daemon proved it holds the token (`identity`),
 //! runs the command (`run`) and renders the result for
-//! people and agents (`render`). Every failure is an `error::Error` with a documented exit
+//! people and agents (`render`; `traces` for the trace report, which can also run without a
+//! daemon). Every failure is an `error::Error` with a documented exit
 //! code. The client is started once per command, often by an agent in a loop, so it stays small:
 //! a current-thread tokio runtime, a bare hyper connection, no TLS.
 
@@ -17,6 +18,7 @@ mod render;
 mod run;
 #[cfg(test)]
 mod test_support;
+mod traces;
 
 use std::io::Read as _;
 use std::process::ExitCode;
@@ -51,6 +53,19 @@ pub fn run_cli() -> ExitCode {
 }
 
 fn execute(invocation: args::Invocation) -> Result<(), Error> {
+    // A report from a trace file needs no daemon: answered before one is looked for.
+    if let args::Command::TracesReport(request) = &invocation.command
+        && let Some(path) = &request.file
+    {
+        let mut stdout = std::io::stdout().lock();
+        return traces::report_from_file(
+            request,
+            path,
+            invocation.json,
+            invocation.out.as_deref(),
+            &mut stdout,
+        );
+    }
     let endpoint =
         connection::resolve_endpoint(&connection::EndpointEnv::from_process(), |path| {
             std::fs::read_to_string(path)

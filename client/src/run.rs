@@ -19,6 +19,7 @@ use tool_cli_protocol::methods::{
     ListTokensResult, ListToolsResult, MintTokenParams, MintTokenResult, ReadResourceParams,
     RevokeTokenParams, RevokeTokenResult, ServerParams, ServerState, name,
 };
+use tool_cli_protocol::trace::TracesReport;
 use tool_cli_protocol::{BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_NAME, code};
 
 use crate::args::{Command, Invocation};
@@ -128,6 +129,17 @@ pub(crate) async fn run(
             Ok(())
         }
         Command::Health => health(&mut session, &mut output).await,
+        Command::TracesReport(request) => {
+            let result = session
+                .call_value(name::TRACES_REPORT, Some(&request.params))
+                .await
+                .map_err(|error| older_daemon(error, "traces report"))?;
+            if output.json {
+                return output.emit_json(&result);
+            }
+            let report: TracesReport = parse_result(name::TRACES_REPORT, result)?;
+            output.emit_text(&crate::traces::render(&report, request.markdown))
+        }
         Command::MintToken(params) => mint_token(&mut session, &mut output, params).await,
         Command::RevokeToken { token_id } => {
             let params = RevokeTokenParams {
