@@ -15,3 +15,4 @@ mod peers;
 mod resilience;
 mod security;
 mod snapshots;
+mod traces;

@@ -94,7 +94,8 @@ fn get_bridge_info() {
                 "health",
                 "mintToken",
                 "revokeToken",
-                "listTokens"
+                "listTokens",
+                "tracesReport"
               ],
               "capabilities": {
                 "authentication": {
