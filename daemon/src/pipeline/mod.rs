@@ -8,13 +8,13 @@
 //!                                                                                   sessions)
 //! ```
 //!
-//! Each stage passes a plain value to the next ([`resolve::Resolved`], [`plan::CallPlan`],
-//! [`execute::CallOutcome`], [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
+//! Each stage passes a plain value to the next (`resolve::Resolved`, `plan::CallPlan`,
+//! `execute::CallOutcome`, [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
 //! arrival time) travels alongside. Deciding is separate from doing: `resolve` and `plan` have no
 //! side effects, so a dry-run is the plan itself. The pipeline talks to servers only through the
 //! [`ToolProvider`] seam, so the stages are unit-tested over an in-memory provider.
 //!
-//! Invariant: nothing reaches an upstream except through [`execute`], and `execute` only runs a
+//! Invariant: nothing reaches an upstream except through `execute`, and `execute` only runs a
 //! plan that passed validation and policy (`plan.blocked` is `None`).
 
 mod context;

@@ -6,7 +6,7 @@
 //! to do: start again after an exponential backoff with jitter, or, for a server that keeps dying,
 //! park it `down` with its last error. One server's troubles never touch another's.
 //!
-//! A live connection is a [`Connection`] (`connection.rs`). The server outlives its connections:
+//! A live connection is a `Connection` (`connection.rs`). The server outlives its connections:
 //! it keeps the last catalog it knew across restarts and publishes every status and catalog
 //! change (a `watch` channel per server and a change counter for the whole pool), so routing and
 //! tool search can follow them. The pool only connects and forwards, and replaces a connection
