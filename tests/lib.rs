@@ -484,6 +484,16 @@ impl Daemon {
         Daemon::launch(dir, config, DaemonOptions::default())
     }
 
+    /// [`Daemon::start_with_dir`] with extra options.
+    pub fn start_with_dir_and(
+        config: impl FnOnce(&Path) -> Value,
+        options: DaemonOptions,
+    ) -> Daemon {
+        let dir = scratch();
+        let config = config(dir.path());
+        Daemon::launch(dir, config, options)
+    }
+
     /// Like [`Daemon::start`], with extra options.
     pub fn start_with(config: Value, options: DaemonOptions) -> Daemon {
         Daemon::launch(scratch(), config, options)
@@ -746,11 +756,14 @@ impl Drop for Daemon {
 }
 
 /// A `tool-cli-daemon` command with a clean `TOOL_CLI_*` environment and the given runtime dir.
+/// Its state directory (the trace file) is `state/` beside the runtime dir, so no test writes
+/// to the home directory of whoever runs it.
 pub fn daemon_command(runtime_dir: &Path) -> Command {
     let mut command = Command::new(daemon_bin());
     clear_tool_cli_env(&mut command);
     command
         .env(tool_cli_protocol::env::RUNTIME_DIR, runtime_dir)
+        .env("XDG_STATE_HOME", runtime_dir.with_file_name("state"))
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),

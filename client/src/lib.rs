@@ -47,6 +47,7 @@ mod sanitize;
 mod settings;
 #[cfg(test)]
 mod test_support;
+mod traces;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read as _};
@@ -117,6 +118,18 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
     let mut stdout = std::io::stdout().lock();
     let environment = EndpointEnv::from_process();
     let timeout = invocation.timeout_ms.map(Duration::from_millis);
+    // A report from a trace file needs no daemon: answered before one is looked for.
+    if let Command::TracesReport(request) = &invocation.command
+        && let Some(path) = &request.file
+    {
+        return traces::report_from_file(
+            request,
+            path,
+            invocation.json,
+            invocation.out.as_deref(),
+            &mut stdout,
+        );
+    }
     if let Command::Daemon(command) = invocation.command {
         let mut output = run::Output {
             json: invocation.json,

@@ -21,6 +21,7 @@ use tool_cli_agent::config::AgentConfig;
 use crate::client_fields::{self, FieldNote};
 use crate::overrides::ToolOverride;
 use crate::policy::ServerPolicy;
+use crate::trace::settings::TracesConfig;
 
 /// Default per-call timeout of a server without `timeoutMs`.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -37,6 +38,8 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The `agent` key: `runAgent`'s backend, model, prices and limits.
     pub agent: AgentConfig,
+    /// The `traces` section (defaults when absent).
+    pub traces: TracesConfig,
     /// Fields written for other MCP clients that were translated or ignored; the daemon logs
     /// them at start-up.
     pub notes: Vec<ConfigNote>,
@@ -272,6 +275,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             substituted: Vec::new(),
         }],
         agent: AgentConfig::default(),
+        traces: TracesConfig::default(),
         notes: Vec::new(),
     }
 }
@@ -400,10 +404,22 @@ pub fn parse(
             agent
         }
     };
+    let traces = match root.get("traces") {
+        None => TracesConfig::default(),
+        Some(section) => {
+            let config_dir = match &source {
+                ConfigSource::File(path) => path.parent(),
+                ConfigSource::BundledDefault => None,
+            };
+            crate::trace::settings::parse(section, config_dir, env)
+                .map_err(|(field, message)| error(None, Some(&field), message))?
+        }
+    };
     Ok(Config {
         source,
         servers: parsed,
         agent,
+        traces,
         notes,
     })
 }
@@ -902,6 +918,33 @@ mod tests {
         assert_eq!(
             locate(None, Some("".into()), Some("/nonexistent-home".into())),
             None
+        );
+    }
+
+    #[test]
+    fn the_traces_section_is_read_beside_the_servers_and_its_errors_name_the_path() {
+        let config = parse_json(
+            json!({"mcpServers": {}, "traces": {"path": "t/traces.jsonl",
+            "verbose": true, "maxBytes": 2048, "keep": 3}}),
+        )
+        .unwrap();
+        assert_eq!(config.traces.path, Some(PathBuf::from("/t/traces.jsonl")));
+        assert!(config.traces.verbose && config.traces.enabled);
+        assert_eq!((config.traces.max_bytes, config.traces.keep), (2048, 3));
+        assert_eq!(
+            parse_json(json!({"mcpServers": {}})).unwrap().traces,
+            TracesConfig::default()
+        );
+
+        let err = parse_json(json!({"mcpServers": {}, "traces": {"keep": "all"}})).unwrap_err();
+        assert_eq!(
+            (err.server.as_deref(), err.field.as_deref()),
+            (None, Some("traces.keep"))
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with("config /c.json: field \"traces.keep\": expected"),
+            "{text}"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! `health`: per server, its connection (from the provider) and its protection (from the
-//! pipeline's guards): state, restarts, uptime, calls, errors, load, latency and breaker.
+//! pipeline's guards): state, restarts, uptime, calls, errors, load, latency and breaker; and,
+//! for the owner token, the trace writer's counts.
 
 use std::time::UNIX_EPOCH;
 
@@ -88,7 +89,14 @@ impl Orchestrator {
                 }
             })
             .collect();
-        HealthResult { servers }
+        // The trace file's path and its troubles are the daemon owner's business, not a
+        // sub-agent's.
+        let traces = self
+            .traces
+            .as_ref()
+            .filter(|_| grant.is_owner)
+            .map(|traces| traces.health());
+        HealthResult { servers, traces }
     }
 }
 

@@ -5,7 +5,8 @@
 //! [`pipeline`] is the one path every call takes (resolve, plan, execute, record),
 //! [`orchestrator`] answers the methods over it, `rpc` maps methods onto that and is the only
 //! place errors become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`]
-//! layer.
+//! layer. [`trace`] appends a line per call to the trace file, as one of the pipeline's
+//! observers.
 
 mod agent_runs;
 pub mod answer;
@@ -35,4 +36,5 @@ pub mod spill;
 pub mod subreaper;
 mod suggest;
 mod tool_search;
+pub mod trace;
 mod validate;

@@ -13,11 +13,13 @@ use std::os::unix::net::UnixListener;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
 use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
+use tool_cli_daemon::pipeline::CallObserver;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_daemon::spill::SpillStore;
+use tool_cli_daemon::trace::{Traces, settings as trace_settings};
 use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RuntimeFile;
 
@@ -105,6 +107,16 @@ struct Cli {
         value_parser = parse_host_name
     )]
     allowed_hosts: Vec<String>,
+
+    /// Append a trace line per call to this file (turns traces on, whatever the config says)
+    /// [default: the config's traces.path, else $XDG_STATE_HOME/tool-cli/traces.jsonl, else
+    /// ~/.local/state/tool-cli/traces.jsonl]
+    #[arg(long, value_name = "PATH")]
+    traces: Option<PathBuf>,
+
+    /// Write no trace file, whatever the config says
+    #[arg(long, conflicts_with = "traces")]
+    no_traces: bool,
 }
 
 /// A bare host name for `--allow-host`: no port (ours is added), no scheme, no path.
@@ -245,6 +257,18 @@ fn run_daemon(cli: Cli) -> ExitCode {
     tool_cli_daemon::redact::install(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
         &config,
     )));
+    let traces =
+        match trace_settings::resolve(&config.traces, cli.traces.clone(), cli.no_traces, &|name| {
+            std::env::var(name).ok()
+        }) {
+            Ok(traces) => traces,
+            Err(err) => {
+                // Traces are a record, not a function: a daemon without a place for them still
+                // serves every call.
+                tracing::warn!(%err, "calls are not traced");
+                None
+            }
+        };
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path),
         (None, Ok(text)) if !text.is_empty() => {
@@ -286,7 +310,9 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    runtime.block_on(serve(cli, config, token, listener, endpoint, self_exe))
+    runtime.block_on(serve(
+        cli, config, traces, token, listener, endpoint, self_exe,
+    ))
 }
 
 /// Where clients reach us.
@@ -365,6 +391,7 @@ fn bind_socket(path: &std::path::Path) -> Result<UnixListener, String> {
 async fn serve(
     cli: Cli,
     config: config::Config,
+    traces: Option<trace_settings::TraceSettings>,
     token: Token,
     listener: Listener,
     endpoint: Endpoint,
@@ -433,14 +460,25 @@ async fn serve(
             ..PoolOptions::default()
         },
     );
-    let orchestrator = Arc::new(Orchestrator::with_options(
+    let traces = traces.map(|settings| {
+        tracing::info!(path = %settings.path.display(), verbose = settings.verbose, "tracing calls");
+        Traces::start(settings, tool_cli_daemon::redact::config_secrets(&config))
+    });
+    let mut orchestrator = Orchestrator::with_options(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
         OrchestratorOptions {
             agent: config.agent.clone(),
             ..OrchestratorOptions::default()
         },
-        Vec::new(),
-    ));
+        traces
+            .iter()
+            .map(|traces| Arc::clone(traces) as Arc<dyn CallObserver>)
+            .collect(),
+    );
+    if let Some(traces) = &traces {
+        orchestrator = orchestrator.with_traces(Arc::clone(traces));
+    }
+    let orchestrator = Arc::new(orchestrator);
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once every server has settled.
@@ -488,6 +526,10 @@ async fn serve(
     )
     .await;
     starter.abort();
+    // The last calls' lines are still queued: give the writer a moment to put them on disk.
+    if let Some(traces) = &traces {
+        traces.flush(Duration::from_secs(2)).await;
+    }
     pool.shutdown().await;
     drop(runtime_guard);
     if let Endpoint::Socket(path) = &endpoint {

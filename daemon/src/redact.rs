@@ -52,25 +52,7 @@ pub struct Secrets {
 impl Secrets {
     /// The secrets of every server of `config`.
     pub fn from_config(config: &Config) -> Secrets {
-        let mut values = Vec::new();
-        for server in &config.servers {
-            values.extend(server.substituted.iter().cloned());
-            match &server.transport {
-                TransportConfig::Http { url, headers } => {
-                    values.extend(url_secrets(url));
-                    for (name, value) in headers {
-                        if is_credential_header(name) {
-                            values.push(value.clone());
-                            if let Some((_, credential)) = value.split_once(' ') {
-                                values.push(credential.trim().to_owned());
-                            }
-                        }
-                    }
-                }
-                TransportConfig::Stdio { .. } => {}
-            }
-        }
-        Secrets::new(values)
+        Secrets::new(config_secrets(config))
     }
 
     /// These secrets (and their encoded forms).
@@ -356,6 +338,30 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     fn make_writer(&'a self) -> LogWriter {
         LogWriter
     }
+}
+
+/// The secret values of `config`: whatever a `${VAR}` put into a server's `env`, `headers` or
+/// `url`, the credentials in its URL, and the values of its credential headers.
+pub fn config_secrets(config: &Config) -> Vec<String> {
+    let mut values = Vec::new();
+    for server in &config.servers {
+        values.extend(server.substituted.iter().cloned());
+        match &server.transport {
+            TransportConfig::Http { url, headers } => {
+                values.extend(url_secrets(url));
+                for (name, value) in headers {
+                    if is_credential_header(name) {
+                        values.push(value.clone());
+                        if let Some((_, credential)) = value.split_once(' ') {
+                            values.push(credential.trim().to_owned());
+                        }
+                    }
+                }
+            }
+            TransportConfig::Stdio { .. } => {}
+        }
+    }
+    values
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use tool_cli_protocol::orchestration::{
     CallChainParams, CallManyParams, CloseSessionResult, OpenSessionParams, SessionParams,
 };
 use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
+use tool_cli_protocol::trace::TracesReportParams;
 
 use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::{Grant, TokenStore};
@@ -101,7 +102,8 @@ fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
-/// Refuses token management and server restarts to anything but the owner token.
+/// Refuses token management, server restarts and the trace report to anything but the owner
+/// token.
 fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
     if grant.is_owner {
         return Ok(());
@@ -112,7 +114,7 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
             tool: None,
             reason: format!(
                 "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-                 list tokens, nor restart servers"
+                 list tokens, restart servers or read the daemon's traces"
             ),
         }
         .into(),
@@ -382,6 +384,28 @@ pub(crate) fn module(
                     revoked: context.tokens.revoke(&params.token_id),
                 };
                 fit(name::REVOKE_TOKEN, &revoked, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_async_method(
+            name::TRACES_REPORT,
+            |params, context, extensions| async move {
+                owner_only(grant(&extensions)?, name::TRACES_REPORT)?;
+                let params: TracesReportParams = if params.as_str().is_none() {
+                    TracesReportParams::default()
+                } else {
+                    parse(
+                        name::TRACES_REPORT,
+                        &params,
+                        r#"{"since"?: "24h" | "2026-05-01", "by"?: "day" | "server" | "tool" | "session", "executedOnly"?: boolean}"#,
+                    )?
+                };
+                let report = context
+                    .until_grace_over(context.orchestrator.traces_report(params))
+                    .await?;
+                fit(name::TRACES_REPORT, &report, context.budget(&extensions))
+                    .map_err(to_rpc_error)
             },
         )
         .expect("method names are unique");

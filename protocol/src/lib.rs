@@ -3,8 +3,8 @@
 //! This crate is the one definition of what travels between the `tool-cli-daemon` and its clients
 //! (the `tool-cli` binary, scripts in any language, agent harnesses): the JSON-RPC 2.0 envelope,
 //! the params and result of every method, the error codes and the shape of their `data`, the
-//! environment variables a harness hands to its subprocesses, and the runtime file the daemon
-//! writes so a client can find it.
+//! environment variables a harness hands to its subprocesses, the runtime file the daemon
+//! writes so a client can find it, and the trace file it appends every call to.
 //!
 //! It is plain data: serde types and constants, no I/O, no async runtime, no HTTP. The format is
 //! documented for other languages in `docs/protocol.md`; the two must agree.
@@ -18,6 +18,7 @@ pub mod methods;
 pub mod orchestration;
 pub mod runtime;
 pub mod search;
+pub mod trace;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};
 pub use error::{ArgumentError, ErrorData, ValidationError, code};

@@ -59,6 +59,9 @@ pub mod name {
     pub const READ_SPILLED: &str = "readSpilled";
     /// Restart one server now, clearing its park and its breakers (owner token only; ours).
     pub const RESTART_SERVER: &str = "restartServer";
+    /// Aggregate the daemon's trace files: calls, errors, latency, tokens, cost per group
+    /// (owner token only; ours).
+    pub const TRACES_REPORT: &str = "tracesReport";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -86,6 +89,7 @@ pub mod name {
         CANCEL_AGENT,
         READ_SPILLED,
         RESTART_SERVER,
+        TRACES_REPORT,
     ];
 }
 
@@ -514,6 +518,9 @@ pub enum TransportKind {
 pub struct HealthResult {
     /// Every configured server, in config order.
     pub servers: Vec<ServerHealth>,
+    /// The trace writer: only for the owner token, and only when traces are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<crate::trace::TracesHealth>,
 }
 
 /// One server in `health`.

@@ -21,3 +21,4 @@ mod resilience;
 mod security;
 mod snapshots;
 mod toolkit;
+mod traces;

@@ -106,7 +106,8 @@ fn get_bridge_info() {
                 "agentEvents",
                 "cancelAgent",
                 "readSpilled",
-                "restartServer"
+                "restartServer",
+                "tracesReport"
               ],
               "capabilities": {
                 "authentication": {

@@ -54,6 +54,13 @@ Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready
 
+Traces (the daemon appends a line per call to its traces.jsonl):
+  tool-cli traces report [--since 24h] [--by day|server|tool|session] [--executed-only]
+                         [--json | --markdown] [--file PATH]
+                                        calls, errors, success rate, p50/p95 latency, tokens
+                                        and cost per group; --file reads a trace file (and its
+                                        rotated PATH.1, ...) itself, without a daemon
+
 Environment:
   TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read
                                  from the daemon's runtime file (daemon.json); with a token but

@@ -62,6 +62,8 @@ pub(crate) enum Command {
     Daemon(DaemonCommand),
     /// `tool-cli server restart NAME`.
     RestartServer { server: String },
+    /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
+    TracesReport(crate::traces::ReportRequest),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -130,7 +132,8 @@ pub(crate) enum ParseOutcome {
                       tool-cli health [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
-                      tool-cli server restart NAME",
+                      tool-cli server restart NAME\n       \
+                      tool-cli traces report [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -210,6 +213,11 @@ enum TopSubcommand {
     Server {
         #[command(subcommand)]
         action: ServerAction,
+    },
+    /// Report on the daemon's trace of calls (wins over a server named `traces`)
+    Traces {
+        #[command(subcommand)]
+        action: crate::traces::TracesAction,
     },
 }
 
@@ -355,6 +363,9 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Traces { action }) => {
+            Command::TracesReport(crate::traces::request(action).map_err(usage)?)
+        }
         Some(TopSubcommand::Server {
             action: ServerAction::Restart { name },
         }) => Command::RestartServer { server: name },
@@ -547,7 +558,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" => {
+            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -316,6 +316,7 @@ mod tests {
         off.transport = TransportKind::Http;
         let result = HealthResult {
             servers: vec![demo, github, off],
+            traces: None,
         };
         assert_eq!(
             health(&result),
@@ -349,7 +350,10 @@ mod tests {
 
     #[test]
     fn health_without_servers_says_where_to_add_them() {
-        let text = health(&HealthResult { servers: vec![] });
+        let text = health(&HealthResult {
+            servers: vec![],
+            traces: None,
+        });
         assert!(text.contains("no servers are configured"), "{text}");
     }
 

@@ -178,3 +178,20 @@ pub(super) async fn restart_server(
     }
     output.emit_text(&format!("restarted {}: {state}", restarted.server))
 }
+
+/// `tool-cli traces report`: the daemon's aggregate of its own trace files.
+pub(super) async fn traces_report(
+    client: &mut Client,
+    output: &mut Output<'_>,
+    request: crate::traces::ReportRequest,
+) -> Result<(), Error> {
+    let result = client
+        .call(name::TRACES_REPORT, Some(to_value(&request.params)?))
+        .await
+        .map_err(|error| older_daemon(error, "traces report"))?;
+    if output.json {
+        return output.emit_json(&result);
+    }
+    let report: tool_cli_protocol::trace::TracesReport = parse_result(name::TRACES_REPORT, result)?;
+    output.emit_text(&crate::traces::render(&report, request.markdown))
+}

@@ -509,6 +509,7 @@ mod tests {
                 server("gh", ServerState::Down),
                 server("off", ServerState::Disabled),
             ],
+            traces: None,
         };
         assert_eq!(
             servers_line(&health),
@@ -516,6 +517,7 @@ mod tests {
         );
         let none = HealthResult {
             servers: Vec::new(),
+            traces: None,
         };
         assert!(servers_line(&none).starts_with("servers: none"));
     }

@@ -130,6 +130,7 @@ pub(crate) async fn run(
             }
             resources::emit_body(&mut output, &uri, &result)
         }
+        Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
         Command::Daemon(_) => Err(Error::Other(
             "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
         )),

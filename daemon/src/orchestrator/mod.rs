@@ -1,9 +1,9 @@
 //! The orchestrator: what the RPC layer talks to.
 //!
 //! It owns the [`Pipeline`] (every call and resource read) over a [`ToolProvider`] and the
-//! [`SessionStore`], and answers the methods that only look: discovery (`discovery.rs`) and
-//! health (`health.rs`). Everything that makes calls — `callTool`, chains and fan-outs
-//! (`chain.rs`), later the agent — goes through [`Orchestrator::call`], which consults the
+//! [`SessionStore`], and answers the methods that only look: discovery (`discovery.rs`),
+//! health (`health.rs`) and the trace report (`trace/report.rs`). Everything that makes calls — `callTool`, chains and fan-outs
+//! (`chain.rs`), the agent (`agent_runs`) — goes through [`Orchestrator::call`], which consults the
 //! caller's session (routing facts, loop and budget guards) and hands the call to the pipeline.
 //! New capabilities are callers of the pipeline added here, never side doors around it.
 
@@ -30,6 +30,7 @@ use crate::pipeline::{
 use crate::provider::{ResourceListKind, ToolProvider};
 use crate::sessions::{SessionLimits, SessionStore};
 use crate::tool_search::ToolSearch;
+use crate::trace::Traces;
 
 /// Settings of the orchestrator.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +49,9 @@ pub struct Orchestrator {
     pub(crate) sessions: Arc<SessionStore>,
     pub(crate) search: Arc<ToolSearch>,
     pub(crate) agents: AgentRuns,
+    /// The trace writer, when traces are on: for `health` and `tracesReport` (it is also one
+    /// of the pipeline's observers, which is how it gets the calls).
+    pub(crate) traces: Option<Arc<Traces>>,
 }
 
 impl Orchestrator {
@@ -88,7 +92,15 @@ impl Orchestrator {
             sessions,
             search,
             agents: AgentRuns::new(agent),
+            traces: None,
         }
+    }
+
+    /// Reports on `traces` in `health` and answers `tracesReport` from its files. Pass the same
+    /// writer among the observers of [`Orchestrator::with_options`] for calls to reach it.
+    pub fn with_traces(mut self, traces: Arc<Traces>) -> Orchestrator {
+        self.traces = Some(traces);
+        self
     }
 
     /// The call pipeline.

@@ -1,0 +1,140 @@
+//! Traces: one JSON line per call (and per dry-run and refusal) appended to `traces.jsonl`, and
+//! the report over them.
+//!
+//! [`Traces`] is a [`CallObserver`]: the pipeline hands it every finished [`CallRecord`], it
+//! turns the record into a [`TraceLine`] ([`trace_line`]) and `try_send`s it into a bounded
+//! queue. A thread of its own (`writer`) redacts verbose payloads (`redact`), appends the line
+//! and rotates the file by size. A call never waits for any of this and never fails because of
+//! it: a full queue or a failed write drops the line, counts it, and `health` shows the count
+//! and the last error. `settings` reads the config's `traces` section; `report` serves
+//! `tracesReport` with the aggregation of the `tool-cli-trace-report` crate.
+//!
+//! Invariant: nothing here blocks or errors on a call's path; `observe` only converts and
+//! `try_send`s.
+
+mod line;
+mod redact;
+mod report;
+pub mod settings;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tool_cli_protocol::trace::{TraceLine, TracesHealth};
+
+pub use line::trace_line;
+pub use writer::WriteError;
+
+use crate::pipeline::{CallObserver, CallRecord};
+use redact::Redactor;
+use settings::TraceSettings;
+use writer::{Counters, FileSink, Message, Sink};
+
+/// Lines waiting for the writer before new ones are dropped: a burst of a thousand calls
+/// faster than the disk is absorbed, a stalled disk costs at most this much memory.
+pub const QUEUE_CAPACITY: usize = 1024;
+
+/// The trace writer: a handle to its queue and its counters.
+pub struct Traces {
+    settings: TraceSettings,
+    sender: mpsc::Sender<Message>,
+    counters: Arc<Counters>,
+}
+
+impl Traces {
+    /// Starts writing to `settings.path`; `secrets` (values substituted into servers' `env`
+    /// and `headers`) are redacted from verbose payloads. Never fails: a file that cannot be
+    /// written shows in [`Traces::health`].
+    pub fn start(settings: TraceSettings, secrets: Vec<String>) -> Arc<Traces> {
+        let sink = FileSink::new(&settings);
+        Traces::start_with(
+            settings,
+            Redactor::new(secrets),
+            Box::new(sink),
+            QUEUE_CAPACITY,
+        )
+    }
+
+    fn start_with(
+        settings: TraceSettings,
+        redactor: Redactor,
+        sink: Box<dyn Sink>,
+        capacity: usize,
+    ) -> Arc<Traces> {
+        let (sender, receiver) = mpsc::channel(capacity);
+        let counters = Arc::new(Counters::default());
+        let spawned = std::thread::Builder::new()
+            .name("tool-cli-traces".to_owned())
+            .spawn({
+                let counters = Arc::clone(&counters);
+                move || writer::run(receiver, sink, &redactor, &counters)
+            });
+        if let Err(error) = spawned {
+            // The receiver went with the failed thread: every line will count as dropped.
+            *counters.last_error.lock().unwrap() =
+                Some(format!("cannot start the trace writer thread: {error}"));
+        }
+        Arc::new(Traces {
+            settings,
+            sender,
+            counters,
+        })
+    }
+
+    /// The current trace file.
+    pub fn path(&self) -> &Path {
+        &self.settings.path
+    }
+
+    /// What `health` shows.
+    pub fn health(&self) -> TracesHealth {
+        TracesHealth {
+            path: self.settings.path.to_string_lossy().into_owned(),
+            written: self.counters.written.load(Ordering::Relaxed),
+            dropped: self.counters.dropped.load(Ordering::Relaxed),
+            last_error: self.counters.last_error.lock().unwrap().clone(),
+        }
+    }
+
+    /// Waits (at most `timeout`) until every line queued before now has been written or
+    /// dropped; `false` when the writer did not get there in time.
+    pub async fn flush(&self, timeout: Duration) -> bool {
+        let (done, written) = oneshot::channel();
+        let flushed = async {
+            self.sender.send(Message::Flush(done)).await.ok()?;
+            written.await.ok()
+        };
+        matches!(tokio::time::timeout(timeout, flushed).await, Ok(Some(())))
+    }
+}
+
+impl CallObserver for Traces {
+    fn wants_payloads(&self) -> bool {
+        self.settings.verbose
+    }
+
+    fn observe(&self, record: &CallRecord) {
+        let mut line: TraceLine = trace_line(record);
+        if self.settings.verbose {
+            line.arguments = record.arguments.clone();
+            line.result = record.result.clone();
+        }
+        if let Err(error) = self.sender.try_send(Message::Line(Box::new(line))) {
+            let reason = match error {
+                mpsc::error::TrySendError::Full(_) => format!(
+                    "the trace writer fell behind ({} lines waiting); the disk may be slow",
+                    self.sender.max_capacity()
+                ),
+                mpsc::error::TrySendError::Closed(_) => "the trace writer has stopped".to_owned(),
+            };
+            self.counters.drop_line(reason);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

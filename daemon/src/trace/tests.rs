@@ -1,0 +1,174 @@
+//! The trace writer end to end within the process: records in, lines (or counted drops) out,
+//! with sinks that fail or stall on demand.
+
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tool_cli_protocol::trace::REDACTED;
+
+use super::line::test_record;
+use super::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn settings(path: &Path, verbose: bool) -> TraceSettings {
+    TraceSettings {
+        path: path.to_path_buf(),
+        verbose,
+        max_bytes: settings::DEFAULT_MAX_BYTES,
+        keep: 1,
+    }
+}
+
+/// Fails every line the way a full disk does.
+struct FullDisk;
+
+impl Sink for FullDisk {
+    fn append(&mut self, _line: &[u8]) -> Result<(), WriteError> {
+        Err(WriteError::Write {
+            path: "/full/traces.jsonl".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        })
+    }
+}
+
+/// Keeps lines in memory; each append first waits for a permit when `gate` is set.
+struct Memory {
+    lines: Arc<Mutex<Vec<Value>>>,
+    gate: Option<std_mpsc::Receiver<()>>,
+}
+
+impl Sink for Memory {
+    fn append(&mut self, line: &[u8]) -> Result<(), WriteError> {
+        if let Some(gate) = &self.gate {
+            let _ = gate.recv();
+        }
+        self.lines
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(line).unwrap());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_disk_counts_every_line_as_dropped_and_says_why() {
+    let traces = Traces::start_with(
+        settings(Path::new("/full/traces.jsonl"), false),
+        Redactor::default(),
+        Box::new(FullDisk),
+        QUEUE_CAPACITY,
+    );
+    for _ in 0..3 {
+        traces.observe(&test_record());
+    }
+    assert!(traces.flush(WAIT).await);
+    let health = traces.health();
+    assert_eq!((health.written, health.dropped), (0, 3));
+    let error = health.last_error.unwrap();
+    assert!(error.contains("No space left on device"), "{error}");
+    assert!(error.contains("/full/traces.jsonl"), "{error}");
+}
+
+#[tokio::test]
+async fn a_stalled_writer_never_blocks_a_call_and_counts_what_did_not_fit() {
+    let (permits, gate) = std_mpsc::channel();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let traces = Traces::start_with(
+        settings(Path::new("/memory"), false),
+        Redactor::default(),
+        Box::new(Memory {
+            lines: Arc::clone(&lines),
+            gate: Some(gate),
+        }),
+        1,
+    );
+    // The writer holds at most one line in its hand and one in the queue; every other one is
+    // dropped at once rather than waited for.
+    for _ in 0..10 {
+        traces.observe(&test_record());
+    }
+    let dropped = traces.health().dropped;
+    assert!((8..=9).contains(&dropped), "{dropped}");
+    let reason = traces.health().last_error.unwrap();
+    assert!(reason.contains("fell behind"), "{reason}");
+    for _ in 0..10 {
+        permits.send(()).unwrap();
+    }
+    assert!(traces.flush(WAIT).await);
+    let health = traces.health();
+    assert_eq!(health.written + health.dropped, 10);
+    assert_eq!(lines.lock().unwrap().len() as u64, health.written);
+}
+
+#[tokio::test]
+async fn verbose_lines_carry_redacted_payloads_and_plain_ones_none() {
+    for verbose in [true, false] {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let traces = Traces::start_with(
+            settings(Path::new("/memory"), verbose),
+            Redactor::new(["sk-configured-secret".to_owned()]),
+            Box::new(Memory {
+                lines: Arc::clone(&lines),
+                gate: None,
+            }),
+            QUEUE_CAPACITY,
+        );
+        assert_eq!(traces.wants_payloads(), verbose);
+        let mut record = test_record();
+        // Another observer may have asked for payloads: plain traces still leave them out.
+        record.arguments = Some(json!({"sql": "select 1", "auth": {"api_key": "hunter2"}}));
+        record.result = Some(json!({"content": [{"type": "text",
+            "text": "the key is sk-configured-secret"}]}));
+        traces.observe(&record);
+        assert!(traces.flush(WAIT).await);
+        let line = lines.lock().unwrap().pop().unwrap();
+        let text = line.to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("sk-configured-secret"),
+            "{text}"
+        );
+        if verbose {
+            assert_eq!(line["arguments"]["auth"]["api_key"], REDACTED);
+            assert_eq!(line["arguments"]["sql"], "select 1");
+            assert_eq!(
+                line["result"]["content"][0]["text"],
+                format!("the key is {REDACTED}")
+            );
+        } else {
+            assert!(line.get("arguments").is_none() && line.get("result").is_none());
+        }
+        assert_eq!(traces.health().written, 1);
+    }
+}
+
+#[tokio::test]
+async fn lines_reach_the_real_file_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traces.jsonl");
+    let traces = Traces::start(settings(&path, false), Vec::new());
+    let mut records = Vec::new();
+    for _ in 0..5 {
+        let record = {
+            let mut record = test_record();
+            record.call_id = crate::pipeline::CallId::next();
+            record
+        };
+        traces.observe(&record);
+        records.push(record.call_id.to_string());
+    }
+    assert!(traces.flush(WAIT).await);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<TraceLine>(line).unwrap().call_id)
+        .collect();
+    assert_eq!(ids, records);
+    let health = traces.health();
+    assert_eq!(
+        (health.written, health.dropped, health.last_error),
+        (5, 0, None)
+    );
+    assert_eq!(health.path, path.to_string_lossy());
+}
