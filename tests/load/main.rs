@@ -26,7 +26,17 @@
 //! duplicated or answered with the wrong nonce, or when the client's p99 under slow-loris is 1 s
 //! or more.
 //!
+//! Phase 3, with `--soak-seconds S` (default 0: skipped), is the soak of `soak.rs`: clients
+//! calling for S seconds while faults are injected into a second server, then a SIGKILL of the
+//! daemon and a count of the processes that outlived it (none may).
+//!
+//! `--short` is the mode `.ci/run` runs (about 45 s, on debug builds too): 2,000 calls over 100
+//! connections, 50 slow-loris connections for 5 s and a 20 s soak with 20 clients. The long
+//! modes (the defaults, `--soak-seconds 300 --soak-clients 50`) are for benchmarks.
+//!
 //! Everything is on loopback; every loop is bounded by a count or a deadline.
+
+mod soak;
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
@@ -60,6 +70,7 @@ struct Options {
     total: usize,
     slow_loris: usize,
     slow_loris_seconds: u64,
+    soak: soak::SoakOptions,
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -68,6 +79,10 @@ fn parse_options() -> Result<Options, String> {
         total: 10_000,
         slow_loris: 500,
         slow_loris_seconds: 20,
+        soak: soak::SoakOptions {
+            seconds: 0,
+            clients: 50,
+        },
     };
     let mut arguments = std::env::args().skip(1);
     while let Some(flag) = arguments.next() {
@@ -83,10 +98,25 @@ fn parse_options() -> Result<Options, String> {
             "--total" => options.total = value("--total")? as usize,
             "--slow-loris" => options.slow_loris = value("--slow-loris")? as usize,
             "--slow-loris-seconds" => options.slow_loris_seconds = value("--slow-loris-seconds")?,
+            "--soak-seconds" => options.soak.seconds = value("--soak-seconds")?,
+            "--soak-clients" => options.soak.clients = value("--soak-clients")?.max(1) as usize,
+            "--short" => {
+                options.concurrency = 100;
+                options.total = 2_000;
+                options.slow_loris = 50;
+                options.slow_loris_seconds = 5;
+                options.soak = soak::SoakOptions {
+                    seconds: 20,
+                    clients: 20,
+                };
+            }
             "-h" | "--help" => {
-                return Err("usage: tool-cli-load [--concurrency N] [--total N] \
-                            [--slow-loris N] [--slow-loris-seconds S]"
-                    .to_owned());
+                return Err(
+                    "usage: tool-cli-load [--short] [--concurrency N] [--total N] \
+                            [--slow-loris N] [--slow-loris-seconds S] [--soak-seconds S] \
+                            [--soak-clients N]"
+                        .to_owned(),
+                );
             }
             other => return Err(format!("unknown flag {other:?}; try --help")),
         }
@@ -128,6 +158,15 @@ fn main() -> ExitCode {
     );
     let loris = run_slow_loris(&daemon, &options);
     ok &= loris.verify(&mut report);
+    drop(daemon);
+
+    if options.soak.seconds > 0 {
+        eprintln!(
+            "phase 3: soak, {} clients for {} s with faults injected, then SIGKILL…",
+            options.soak.clients, options.soak.seconds
+        );
+        ok &= soak::run(&options.soak, &mut report);
+    }
 
     report.print();
     println!(
