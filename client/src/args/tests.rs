@@ -434,7 +434,11 @@ fn health_subcommand_with_flags_anywhere() {
         &["--timeout", "500", "health", "--json"],
     ] {
         let invocation = parse_ok(args);
-        assert_eq!(invocation.command, Command::Health, "{args:?}");
+        assert_eq!(
+            invocation.command,
+            Command::Health { tools: false },
+            "{args:?}"
+        );
         assert_eq!(invocation.json, args.contains(&"--json"), "{args:?}");
     }
     assert_eq!(parse_ok(&["--timeout=500", "health"]).timeout_ms, Some(500));
