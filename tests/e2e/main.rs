@@ -5,6 +5,7 @@
 //!
 //! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
+mod agent;
 mod bad_inputs;
 mod cli;
 mod cli_daemon;
