@@ -9,6 +9,7 @@ mod agent;
 mod bad_inputs;
 mod cli;
 mod cli_daemon;
+mod cli_orchestration;
 mod compat;
 mod concurrency;
 mod config;
