@@ -2,11 +2,19 @@
 //!
 //! The client names the run itself (`runId`), sends `runAgent` on one connection and, on a
 //! second one, long-polls `agentEvents` for that run, printing a progress line per event on
-//! stderr (step, tool, outcome, cost so far). When `runAgent` answers, the events not printed yet
-//! are fetched once more, then the answer goes to stdout (`--json`: the whole result) and the
-//! exit code says how the run ended. Ctrl-C sends `cancelAgent`; once the daemon acknowledged it
-//! the command waits briefly for the run's end and exits 130.
+//! stderr (step, tool, outcome, cost so far), with a spinner between events when stderr is a
+//! terminal. When `runAgent` answers, the events not printed yet are fetched once more, then the
+//! answer goes to stdout (`--json`: the whole result) and the exit code says how the run ended.
+//! Ctrl-C sends `cancelAgent` on a third connection; once the daemon acknowledged it the command
+//! waits briefly for the run's end and exits 130.
+//!
+//! The events request in flight is a future that owns its connection and survives the turns of
+//! the loop (a spinner tick must not cancel it); each answer hands the connection back for the
+//! next request.
 
+use std::future::Future;
+use std::io::IsTerminal as _;
+use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -15,6 +23,7 @@ use tool_cli_protocol::agent::AgentEventsResult;
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
 
+use super::admin::older_daemon;
 use super::output::Output;
 use crate::args::agent::AgentCommand;
 use crate::args::call::CallOptions;
@@ -39,8 +48,15 @@ const EVENTS_WAIT: Duration = Duration::from_secs(15);
 /// `runAgent` request that registers it travels on another connection and may arrive second.
 const NOT_REGISTERED_RETRY: Duration = Duration::from_millis(25);
 
+/// How many times a run the daemon does not know is asked for before the client stops following
+/// it (and just waits for its answer): 5 s of retries.
+const NOT_REGISTERED_ATTEMPTS: u32 = 200;
+
 /// How long to wait for the run's end once its cancellation was acknowledged.
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
+
+/// How often the spinner turns.
+const SPIN: Duration = Duration::from_millis(125);
 
 /// Runs the agent on the task and follows it.
 pub(super) async fn run(
@@ -57,9 +73,11 @@ pub(super) async fn run(
         action: "listen for Ctrl-C".to_owned(),
         source,
     })?;
-    let mut events = client.sibling();
-    let mut follower = Follower::default();
-    progress(&format!("starting run {run_id}"));
+    let mut follower = Follower::new(run_id.clone(), std::io::stderr().is_terminal());
+    let mut canceller = client.sibling();
+    let mut polling = Some(follower.next_poll(client.sibling(), None));
+    let mut spinner = tokio::time::interval(SPIN);
+    follower.display.line(&format!("starting run {run_id}"));
 
     let outcome = {
         let run = client.call_with_timeout(name::RUN_AGENT, Some(params), wait);
@@ -69,40 +87,46 @@ pub(super) async fn run(
                 biased;
                 result = &mut run => break Outcome::Finished(result),
                 _ = interrupt.recv() => {
-                    progress(&format!("interrupted: cancelling run {run_id}"));
-                    let acknowledged = cancel(&mut events, &run_id).await;
+                    follower.display.line(&format!("interrupted: cancelling run {run_id}"));
+                    let acknowledged = cancel(&mut canceller, &run_id, &mut follower.display).await;
                     if !acknowledged {
                         // Not registered yet (or the daemon is gone): dropping the request closes
                         // its connection, which cancels the run in the daemon all the same.
-                        break Outcome::Interrupted { acknowledged, result: None };
+                        break Outcome::Interrupted { acknowledged, ended: false };
                     }
-                    let result = tokio::select! {
-                        result = &mut run => Some(result),
-                        _ = interrupt.recv() => None,
-                        () = tokio::time::sleep(CANCEL_GRACE) => None,
+                    let ended = tokio::select! {
+                        _ = &mut run => true,
+                        _ = interrupt.recv() => false,
+                        () = tokio::time::sleep(CANCEL_GRACE) => false,
                     };
-                    break Outcome::Interrupted { acknowledged, result };
+                    break Outcome::Interrupted { acknowledged, ended };
                 }
-                polled = follower.poll(&mut events, &run_id), if !follower.done => {
-                    follower.show(polled).await;
+                (events, polled) = async { polling.as_mut().expect("guarded").await },
+                    if polling.is_some() =>
+                {
+                    polling = follower.show(polled).map(|delay| follower.next_poll(events, delay));
                 }
+                _ = spinner.tick(), if follower.display.terminal => follower.display.spin(),
             }
         }
     };
+    drop(polling);
 
     match outcome {
         Outcome::Finished(result) => {
-            let result = result?;
-            follower.drain(&mut events, &run_id).await;
+            let result = result.map_err(|error| older_daemon(error, "agent"))?;
+            follower.drain(client).await;
+            follower.display.clear();
             finish(output, &run_id, &result)
         }
         Outcome::Interrupted {
             acknowledged,
-            result,
+            ended,
         } => {
-            if result.is_some() {
-                follower.drain(&mut events, &run_id).await;
+            if ended {
+                follower.drain(client).await;
             }
+            follower.display.clear();
             Err(Error::Interrupted(if acknowledged {
                 format!("the daemon cancelled run {run_id}")
             } else {
@@ -117,10 +141,7 @@ pub(super) async fn run(
 
 enum Outcome {
     Finished(Result<Value, Error>),
-    Interrupted {
-        acknowledged: bool,
-        result: Option<Result<Value, Error>>,
-    },
+    Interrupted { acknowledged: bool, ended: bool },
 }
 
 /// `runAgent`'s params: only what was given, so the daemon's config decides the rest.
@@ -170,65 +191,104 @@ fn new_run_id() -> String {
 
 /// `cancelAgent`: whether the daemon acknowledged it (it knows the run, whether or not it was
 /// still going).
-async fn cancel(events: &mut Client, run_id: &str) -> bool {
-    // A fresh connection: the events request in flight was dropped with its future.
-    let mut canceller = events.sibling();
+async fn cancel(canceller: &mut Client, run_id: &str, display: &mut Display) -> bool {
     match canceller
         .call(name::CANCEL_AGENT, Some(json!({"runId": run_id})))
         .await
     {
         Ok(_) => true,
         Err(error) => {
-            progress(&format!("cannot cancel run {run_id}: {error}"));
+            display.line(&format!("cannot cancel run {run_id}: {error}"));
             false
         }
     }
 }
 
+/// An `agentEvents` request in flight, owning its connection, which it hands back.
+type EventsPoll = Pin<Box<dyn Future<Output = (Client, Result<AgentEventsResult, Error>)>>>;
+
 /// Follows the run's events and prints them.
-#[derive(Default)]
 struct Follower {
+    run_id: String,
     after: u64,
     done: bool,
-    progress: AgentProgress,
+    not_registered: u32,
     dropped_reported: u64,
+    display: Display,
 }
 
 impl Follower {
-    async fn poll(&self, events: &mut Client, run_id: &str) -> Result<AgentEventsResult, Error> {
-        let params = json!({"runId": run_id, "after": self.after,
-                            "waitMs": EVENTS_WAIT.as_millis() as u64});
-        let result = events
-            .call_with_timeout(name::AGENT_EVENTS, Some(params), EVENTS_WAIT * 2)
-            .await?;
-        parse_result(name::AGENT_EVENTS, result)
+    fn new(run_id: String, terminal: bool) -> Follower {
+        Follower {
+            run_id,
+            after: 0,
+            done: false,
+            not_registered: 0,
+            dropped_reported: 0,
+            display: Display {
+                terminal,
+                ..Display::default()
+            },
+        }
     }
 
-    /// Prints a page of events; an unknown run means `runAgent` has not registered it yet, so
-    /// it is asked again shortly; any other failure stops the following (the run goes on).
-    async fn show(&mut self, polled: Result<AgentEventsResult, Error>) {
+    /// The next long-poll, after `delay` when there is one.
+    fn next_poll(&self, mut events: Client, delay: Option<Duration>) -> EventsPoll {
+        let params = json!({"runId": self.run_id, "after": self.after,
+                            "waitMs": EVENTS_WAIT.as_millis() as u64});
+        Box::pin(async move {
+            if let Some(delay) = delay {
+                tokio::time::sleep(delay).await;
+            }
+            let result = match events
+                .call_with_timeout(name::AGENT_EVENTS, Some(params), EVENTS_WAIT * 2)
+                .await
+            {
+                Ok(result) => parse_result(name::AGENT_EVENTS, result),
+                Err(error) => Err(error),
+            };
+            (events, result)
+        })
+    }
+
+    /// Prints a page of events. `Some(delay)` asks for the next page (after the delay), `None`
+    /// stops following: the run ended, or its events cannot be had (the run goes on, and its
+    /// answer will come). An unknown run means `runAgent` has not registered it yet.
+    fn show(&mut self, polled: Result<AgentEventsResult, Error>) -> Option<Option<Duration>> {
         match polled {
-            Ok(page) => self.print(page),
-            Err(Error::Rpc { error, .. }) if error.code == code::INVALID_PARAMS => {
-                tokio::time::sleep(NOT_REGISTERED_RETRY).await;
+            Ok(page) => {
+                self.print(page);
+                (!self.done).then_some(None)
+            }
+            Err(Error::Rpc { error, .. })
+                if error.code == code::INVALID_PARAMS
+                    && self.after == 0
+                    && self.not_registered < NOT_REGISTERED_ATTEMPTS =>
+            {
+                self.not_registered += 1;
+                Some(Some(NOT_REGISTERED_RETRY))
             }
             Err(error) => {
-                progress(&format!(
+                self.display.line(&format!(
                     "cannot follow the run's progress ({error}); waiting for its answer"
                 ));
                 self.done = true;
+                None
             }
         }
     }
 
     fn print(&mut self, page: AgentEventsResult) {
         for event in &page.events {
-            if let Some(line) = self.progress.line(event) {
-                progress(&line);
+            if let Some(line) = self.display.progress.line(event) {
+                self.display.line(&line);
+            }
+            if let Some(step) = event.get("step").and_then(Value::as_u64) {
+                self.display.step = step;
             }
         }
         if page.dropped > self.dropped_reported {
-            progress(&format!(
+            self.display.line(&format!(
                 "{} progress events were dropped by the daemon",
                 page.dropped - self.dropped_reported
             ));
@@ -239,12 +299,12 @@ impl Follower {
     }
 
     /// The events not printed yet, once the run has ended.
-    async fn drain(&mut self, events: &mut Client, run_id: &str) {
+    async fn drain(&mut self, client: &mut Client) {
         if self.done {
             return;
         }
-        let params = json!({"runId": run_id, "after": self.after, "waitMs": 0});
-        if let Ok(result) = events.call(name::AGENT_EVENTS, Some(params)).await
+        let params = json!({"runId": self.run_id, "after": self.after, "waitMs": 0});
+        if let Ok(result) = client.call(name::AGENT_EVENTS, Some(params)).await
             && let Ok(page) = parse_result::<AgentEventsResult>(name::AGENT_EVENTS, result)
         {
             self.print(page);
@@ -253,9 +313,48 @@ impl Follower {
     }
 }
 
-/// One progress line on stderr.
-fn progress(line: &str) {
-    eprintln!("tool-cli: agent: {}", sanitize::text(line));
+/// The progress on stderr: a line per event, and on a terminal a spinner line between them
+/// that each line replaces.
+#[derive(Default)]
+struct Display {
+    terminal: bool,
+    progress: AgentProgress,
+    step: u64,
+    frame: usize,
+    spinner_shown: bool,
+}
+
+impl Display {
+    /// One progress line.
+    fn line(&mut self, line: &str) {
+        self.clear();
+        eprintln!("tool-cli: agent: {}", sanitize::text(line));
+    }
+
+    /// Turns the spinner (a terminal only).
+    fn spin(&mut self) {
+        const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let cost = if self.progress.unpriced {
+            "cost unknown".to_owned()
+        } else {
+            format!("${:.4}", self.progress.cost_usd)
+        };
+        // Carriage return and erase-line: the spinner rewrites its own line.
+        eprint!(
+            "\r\x1b[2K{} working: step {}, {cost} so far",
+            FRAMES[self.frame], self.step
+        );
+        self.spinner_shown = true;
+    }
+
+    /// Erases the spinner line, if one is shown.
+    fn clear(&mut self) {
+        if self.spinner_shown {
+            eprint!("\r\x1b[2K");
+            self.spinner_shown = false;
+        }
+    }
 }
 
 /// The answer on stdout (the whole result with `--json`), then the exit code of the status.

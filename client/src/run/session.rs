@@ -7,6 +7,7 @@ use tool_cli_protocol::orchestration::{
     CloseSessionResult, ListSessionsResult, OpenSessionResult, SessionParams, SessionSummary,
 };
 
+use super::admin::older_daemon;
 use super::output::Output;
 use crate::args::session::SessionCommand;
 use crate::client::{Client, parse_result};
@@ -23,7 +24,8 @@ pub(super) async fn run(
         SessionCommand::Open(params) => {
             let result = client
                 .call(name::OPEN_SESSION, Some(to_value(&params)?))
-                .await?;
+                .await
+                .map_err(|error| older_daemon(error, "session open"))?;
             if output.json {
                 return output.emit_json(&result);
             }
@@ -32,7 +34,10 @@ pub(super) async fn run(
         }
         SessionCommand::Summary { session_id } => {
             let params = to_value(&SessionParams { session_id })?;
-            let result = client.call(name::SESSION_SUMMARY, Some(params)).await?;
+            let result = client
+                .call(name::SESSION_SUMMARY, Some(params))
+                .await
+                .map_err(|error| older_daemon(error, "session summary"))?;
             if output.json {
                 return output.emit_json(&result);
             }
@@ -40,7 +45,10 @@ pub(super) async fn run(
             output.emit_text(&render::session_summary(&summary))
         }
         SessionCommand::List => {
-            let result = client.call(name::LIST_SESSIONS, None).await?;
+            let result = client
+                .call(name::LIST_SESSIONS, None)
+                .await
+                .map_err(|error| older_daemon(error, "session list"))?;
             if output.json {
                 return output.emit_json(&result);
             }
@@ -51,7 +59,10 @@ pub(super) async fn run(
             let params = to_value(&SessionParams {
                 session_id: session_id.clone(),
             })?;
-            let result = client.call(name::CLOSE_SESSION, Some(params)).await?;
+            let result = client
+                .call(name::CLOSE_SESSION, Some(params))
+                .await
+                .map_err(|error| older_daemon(error, "session close"))?;
             if output.json {
                 return output.emit_json(&result);
             }
