@@ -482,7 +482,10 @@ fn help_documents_the_health_exit_code() {
         help.contains("health exits 1 when any server is unhealthy, so scripts can check it"),
         "{help}"
     );
-    assert!(help.contains("tool-cli health [--tools] [--json]"), "{help}");
+    assert!(
+        help.contains("tool-cli health [--tools] [--json]"),
+        "{help}"
+    );
     let help = clap_error(&["health", "--help"]).render().to_string();
     assert!(help.contains("exit 1 if any is unhealthy"), "{help}");
 }
