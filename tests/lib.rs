@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub mod scripted_llm;
+
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tool_cli_protocol::runtime::{RUNTIME_FILE_NAME, RuntimeFile};
@@ -649,6 +651,26 @@ impl Daemon {
             "response id"
         );
         response.into_result()
+    }
+
+    /// [`Daemon::rpc`] with another token (a minted one), which must be accepted (HTTP 200).
+    pub fn rpc_as(
+        &self,
+        token: &str,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::to_vec(&Request::new(id, method, params)).expect("serialize");
+        let auth = format!("Bearer {token}");
+        let (status, response) = self.raw_post(&[("Authorization", auth.as_str())], &body);
+        assert_eq!(
+            status,
+            200,
+            "HTTP status of {method}; body: {}",
+            String::from_utf8_lossy(&response)
+        );
+        parse_response(&response).into_result()
     }
 
     /// [`Daemon::rpc`] that must succeed.

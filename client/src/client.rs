@@ -173,6 +173,19 @@ impl Client {
         self
     }
 
+    /// A new client of the same daemon with the same settings, not connected yet: for a request
+    /// that runs beside one of this client's (`tool-cli agent` follows a run's events while the
+    /// run's own request waits).
+    pub(crate) fn sibling(&self) -> Client {
+        Client {
+            endpoint: self.endpoint.clone(),
+            timeout: self.timeout,
+            require_identity: self.require_identity,
+            link: None,
+            bridge_info: None,
+        }
+    }
+
     /// Where the daemon is, for messages: `127.0.0.1:40123` or the socket's path.
     pub fn address(&self) -> String {
         self.endpoint.target.describe()

@@ -47,6 +47,13 @@ pub mod exit {
     /// Forbidden (`-32006`): the token's scope or the daemon's policy does not allow this, or a
     /// destructive tool needs `--yes`.
     pub const FORBIDDEN: i32 = 9;
+    /// `tool-cli agent`: a guard halted the run (cost ceiling, step limit, loop, cancelled by
+    /// another client) before a final answer; what the run had is on stdout. A run halted by its
+    /// time limit exits 7, a failed run 1.
+    pub const AGENT_HALTED: i32 = 10;
+    /// Interrupted by Ctrl-C (SIGINT); `tool-cli agent` exits so once the daemon acknowledged
+    /// the cancellation of its run.
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// How to get a daemon, appended to every "cannot reach" message.
@@ -214,9 +221,40 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// `tool-cli agent`: the run ended without a completed answer (`status` is `halted` or
+    /// `failed`).
+    #[error("{}", agent_message(run_id, status, reason))]
+    AgentStopped {
+        /// The run.
+        run_id: String,
+        /// `halted` or `failed`.
+        status: String,
+        /// The halt reason (`cost_ceiling`, `max_steps`, `timeout`, ...) or the failure.
+        reason: String,
+    },
+    /// Ctrl-C: the command was interrupted; the message says what became of its work.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
     /// A failure that fits nowhere else; the message says what happened.
     #[error("{0}")]
     Other(String),
+}
+
+fn agent_message(run_id: &str, status: &str, reason: &str) -> String {
+    match status {
+        "halted" => format!(
+            "the agent's run {run_id} halted ({reason}) before a final answer; what it had is \
+             above. {}",
+            match reason {
+                "cost_ceiling" => "Raise --max-cost to let it spend more",
+                "max_steps" => "Raise --max-steps to give it more steps",
+                "timeout" => "Give it more time (the daemon's agent.timeouts.runMs)",
+                "loop_detected" => "It repeated a call without progress; rephrase the task",
+                _ => "Run it again to retry",
+            }
+        ),
+        _ => format!("the agent's run {run_id} failed: {reason}"),
+    }
 }
 
 fn unproven_message(address: &str, unix_socket: bool, reason: &str) -> String {
@@ -282,6 +320,14 @@ impl Error {
                 _ => exit::OTHER,
             },
             Error::ToolReported { .. } => exit::TOOL_ERROR,
+            Error::AgentStopped { status, reason, .. } => {
+                match (status.as_str(), reason.as_str()) {
+                    ("halted", "timeout") => exit::TIMEOUT,
+                    ("halted", _) => exit::AGENT_HALTED,
+                    _ => exit::OTHER,
+                }
+            }
+            Error::Interrupted(_) => exit::INTERRUPTED,
             Error::Unhealthy { .. }
             | Error::Http { .. }
             | Error::Transport(_)
@@ -316,6 +362,9 @@ impl Error {
             Error::ToolReported { .. } => "toolError",
             Error::Unhealthy { .. } => "unhealthy",
             Error::Io { .. } => "io",
+            Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
+            Error::AgentStopped { .. } => "agentFailed",
+            Error::Interrupted(_) => "interrupted",
             Error::Other(_) => "other",
         }
     }
@@ -346,6 +395,11 @@ impl Error {
                     .collect();
                 json!({"unhealthy": servers, "enabled": enabled})
             }
+            Error::AgentStopped {
+                run_id,
+                status,
+                reason,
+            } => json!({"runId": run_id, "status": status, "reason": reason}),
             Error::Http { status, .. } | Error::AuthRefused { status } => {
                 json!({"status": status})
             }

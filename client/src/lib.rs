@@ -66,6 +66,7 @@ pub fn run_cli() -> ExitCode {
     let args_env = args::ArgsEnv {
         timeout_ms: std::env::var(env::TIMEOUT_MS).ok(),
         require_identity: std::env::var(env::REQUIRE_IDENTITY).ok(),
+        session: std::env::var(env::SESSION).ok(),
     };
     let read_stdin = || {
         let mut text = String::new();
@@ -176,6 +177,7 @@ pub fn fuzz_parse_args(argv: Vec<std::ffi::OsString>, timeout_env: Option<String
     let args_env = args::ArgsEnv {
         timeout_ms: timeout_env,
         require_identity: None,
+        session: None,
     };
     let _ = args::parse(argv, &args_env, || Ok(stdin.to_owned()));
 }

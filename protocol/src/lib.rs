@@ -151,6 +151,8 @@ pub mod env {
     /// Client side: `0` lets the client send its token to a listener that does not serve the
     /// identity proof at all (a tool-cli 1.x bridge); by default it refuses (exit 8).
     pub const REQUIRE_IDENTITY: &str = "TOOL_CLI_REQUIRE_IDENTITY";
+    /// Client side: the session every call (and agent run) is attached to, like `--session`.
+    pub const SESSION: &str = "TOOL_CLI_SESSION";
     /// Prefix shared by every variable above; none of them is ever passed to an MCP server.
     pub const PREFIX: &str = "TOOL_CLI_";
 }

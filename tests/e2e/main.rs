@@ -5,9 +5,11 @@
 //!
 //! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
+mod agent;
 mod bad_inputs;
 mod cli;
 mod cli_daemon;
+mod cli_orchestration;
 mod compat;
 mod concurrency;
 mod config;

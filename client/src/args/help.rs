@@ -10,6 +10,20 @@ Progressive discovery (each step adds one word):
   tool-cli SERVER TOOL -                call it with the JSON arguments read from stdin
   tool-cli SERVER --help                the server's tools (SERVER TOOL --help: the tool's schema)
 
+  Routed calls (the daemon picks the server among those offering the tool):
+  tool-cli TOOL '{\"k\": \"v\"}'            two words, the second starting with `{`: a routed call
+  tool-cli '*' TOOL ['{\"k\": \"v\"}']      the server `*`: a routed call (arguments default to {})
+  Any other second word is a tool name, so `tool-cli SERVER TOOL` still describes, and a server
+  named like a tool is reached with three words: `tool-cli SERVER TOOL '{...}'`. Where the call
+  went (server, rule, rejected alternatives) is noted on stderr.
+
+Call options (anywhere on the line):
+  --session ID            attach the call to a session (default: $TOOL_CLI_SESSION)
+  --dry-run               print the plan (server, rule, why, validation) without calling; exit 0
+                          if the call would run, else the exit code the real call would get
+  --hint TEXT             words for routing: a server or tag the call means, or its purpose
+  --idempotency-key KEY   a repeat with the same KEY is answered from memory (10 minutes)
+
   A call prints the tool's structuredContent as JSON when it has one, else its text content;
   images, audio and embedded resources are shown as one-line placeholders; --out FILE writes
   the decoded bytes of a binary result, --json prints everything.
@@ -22,8 +36,10 @@ Resources:
   `tool-cli -- resource [TOOL] [ARGS_JSON]`.
 
 Health:
-  tool-cli health [--json]              per server: state, restarts, uptime, calls/errors,
-                                        in-flight/queued, p50/p95 latency, circuit breaker
+  tool-cli health [--tools] [--json]    per server: state, restarts, uptime, calls/errors,
+                                        in-flight/queued, p50/p95 latency, circuit breaker;
+                                        --tools adds a row per tool called: calls, successes,
+                                        p50/p95 latency, last use, its server's breaker
   health exits 1 when any server is unhealthy, so scripts can check it: every enabled server
   must be ready (disabled ones don't count). Like `resource`, the subcommand wins over a server
   named `health`; reach such a server with `tool-cli -- health [TOOL] [ARGS_JSON]`.
@@ -50,6 +66,22 @@ Tokens (with the daemon's own token; hand a minted one to a sub-agent as TOOL_CL
   tool-cli token mint --resource SERVER/URI_GLOB   grant resources too: a minted token sees none
                                         unless granted, e.g. --resource 'fs/file:///srv/*'
 
+Sessions (a token's own; wins over a server named `session`):
+  tool-cli session open [--task TEXT] [--label L]...
+                                        prints only the id: SESSION=$(tool-cli session open ...)
+  tool-cli session summary ID [--json]  calls, errors, success rate, latency, tokens, cost,
+                                        tools used, routing rules fired (unknown id: exit 5)
+  tool-cli session list                 this token's sessions, most recent first
+  tool-cli session close ID             exit 5 when this token has no such session
+
+The agent (wins over a server named `agent`):
+  tool-cli agent \"TASK\" [--backend B] [--model M] [--max-steps N] [--max-cost USD]
+                 [--dry-run] [--session ID] [--json]
+                                        runs the daemon's agent on TASK: a progress line per
+                                        step on stderr (tool, outcome, cost so far), the answer
+                                        on stdout (--json: the whole result); Ctrl-C cancels the
+                                        run and exits 130 once the daemon acknowledged it
+
 Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready
@@ -72,6 +104,8 @@ Environment:
                                  call is bounded by its server's configured timeoutMs and other
                                  requests by 30000
   TOOL_CLI_RUNTIME_DIR           directory of the runtime file (default $XDG_RUNTIME_DIR/tool-cli)
+  TOOL_CLI_SESSION               the session every call and agent run is attached to, like
+                                 --session
   TOOL_CLI_REQUIRE_IDENTITY=0    like --no-identity: also send the token to a bridge that does
                                  not prove it holds it (a tool-cli 1.x bridge); only for an
                                  address you trust
@@ -95,4 +129,7 @@ Exit codes:
      TOOL_CLI_PORT or TOOL_CLI_SOCKET, another program there, or a 1.x bridge without
      --no-identity)
   9  not permitted: the token's scope or the daemon's policy forbids it, or a destructive
-     tool needs --yes";
+     tool needs --yes
+  10 `tool-cli agent`: a guard halted the run (cost ceiling, step limit, loop, cancelled
+     elsewhere) before a final answer; a run out of time exits 7, a failed run 1
+  130 interrupted (Ctrl-C); `tool-cli agent` cancelled its run first";

@@ -9,7 +9,10 @@
 //! stdin come in as arguments, so every form is unit-tested without a process. The long help text
 //! is in `help.rs`.
 
+pub(crate) mod agent;
+pub(crate) mod call;
 mod help;
+pub(crate) mod session;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -48,8 +51,9 @@ pub(crate) enum Command {
         /// `--meta`: print uri, mime type and size instead of the body.
         meta: bool,
     },
-    /// `tool-cli health`: every server's state, restarts, load, latency and breaker.
-    Health,
+    /// `tool-cli health [--tools]`: every server's state, restarts, load, latency and breaker
+    /// (with `--tools`, each tool's calls and latency too).
+    Health { tools: bool },
     /// `tool-cli token mint ...`: a scoped child token.
     MintToken(MintTokenParams),
     /// `tool-cli token revoke TOKEN_ID`.
@@ -64,6 +68,10 @@ pub(crate) enum Command {
     RestartServer { server: String },
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
+    /// `tool-cli session open|summary|list|close`.
+    Session(session::SessionCommand),
+    /// `tool-cli agent "TASK" ...`.
+    Agent(agent::AgentCommand),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -100,6 +108,8 @@ pub(crate) struct Invocation {
     pub(crate) confirm: bool,
     /// Things worth telling the user that do not stop the command (e.g. a clamped timeout).
     pub(crate) warnings: Vec<String>,
+    /// `--session` (or `TOOL_CLI_SESSION`), `--dry-run`, `--hint`, `--idempotency-key`.
+    pub(crate) call: call::CallOptions,
 }
 
 /// The environment variables the grammar depends on, read by the caller.
@@ -109,6 +119,8 @@ pub(crate) struct ArgsEnv {
     pub(crate) timeout_ms: Option<String>,
     /// `TOOL_CLI_REQUIRE_IDENTITY`, when set.
     pub(crate) require_identity: Option<String>,
+    /// `TOOL_CLI_SESSION`, when set.
+    pub(crate) session: Option<String>,
 }
 
 /// Why parsing stopped: either clap has something to print (help, version, a grammar error, each
@@ -128,8 +140,12 @@ pub(crate) enum ParseOutcome {
     name = "tool-cli",
     version,
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
+                      tool-cli [OPTIONS] TOOL '{...}'   (routed: the daemon picks the server)\n       \
+                      tool-cli [OPTIONS] '*' TOOL [ARGS_JSON]\n       \
+                      tool-cli session <open|summary|list|close> [OPTIONS]\n       \
+                      tool-cli agent \"TASK\" [OPTIONS]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
-                      tool-cli health [--json]\n       \
+                      tool-cli health [--tools] [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
@@ -157,6 +173,9 @@ struct Cli {
 
     #[command(flatten)]
     global: GlobalFlags,
+
+    #[command(flatten)]
+    call: call::CallFlags,
 }
 
 /// Flags accepted anywhere on the line, before or after the positionals and in subcommands.
@@ -198,6 +217,11 @@ enum TopSubcommand {
         // server named `health`) gets a message that says how to reach that server.
         #[arg(hide = true)]
         words: Vec<String>,
+
+        /// Also list each tool called since the daemon started: calls, successes, p50/p95
+        /// latency, last use, and its server's breaker
+        #[arg(long)]
+        tools: bool,
     },
     /// Mint, list and revoke scoped tokens (wins over a server named `token`)
     Token {
@@ -219,6 +243,14 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: crate::traces::TracesAction,
     },
+    /// Open, summarise, list and close sessions (wins over a server named `session`)
+    Session {
+        #[command(subcommand)]
+        action: session::SessionAction,
+    },
+    /// Run the daemon's agent on a task: progress on stderr, the answer on stdout (wins over a
+    /// server named `agent`)
+    Agent(agent::AgentArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -350,8 +382,14 @@ where
         settings::require_identity(cli.global.no_identity, env.require_identity.as_deref())
             .map_err(usage)?;
 
+    // The routed call forms (`tool-cli TOOL '{...}'`, `tool-cli '*' TOOL`) come before the
+    // positional grammar; `call.rs` says which words make one.
+    let mut routed = match cli.subcommand {
+        None => call::routed(cli.server.as_deref(), cli.tool.as_deref(), &cli.arguments),
+        Some(_) => None,
+    };
     let command = match cli.subcommand {
-        Some(TopSubcommand::Health { words }) => {
+        Some(TopSubcommand::Health { words, tools }) => {
             if !words.is_empty() {
                 return Err(usage(Error::Usage(format!(
                     "`tool-cli health` takes no arguments, got {}; to reach a server named \
@@ -360,8 +398,12 @@ where
                     crate::render::truncate(&words.join(" "), 80)
                 ))));
             }
-            Command::Health
+            Command::Health { tools }
         }
+        Some(TopSubcommand::Session { action }) => {
+            Command::Session(session::command(action).map_err(usage)?)
+        }
+        Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
@@ -394,6 +436,10 @@ where
                 Command::ReadResource { server, uri, meta }
             }
         },
+        None if routed.is_some() => routed
+            .take()
+            .expect("checked by the guard")
+            .map_err(usage)?,
         None => match (cli.server, cli.tool, cli.arguments.as_slice()) {
             (None, _, _) => Command::ListServers,
             (Some(server), None, _) => Command::ListTools { server },
@@ -426,6 +472,7 @@ where
         },
     };
 
+    let call = call::options(cli.call, env.session.as_deref(), &command).map_err(usage)?;
     Ok(Invocation {
         command,
         json: cli.global.json,
@@ -434,6 +481,7 @@ where
         require_identity,
         confirm: cli.global.yes,
         warnings,
+        call,
     })
 }
 
@@ -556,9 +604,10 @@ where
     while let Some(word) = args.get(index).and_then(|word| word.to_str()) {
         match word {
             "--" => break,
-            "--out" | "--timeout" => index += 2,
+            "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
+            "resource" | "health" | "token" | "daemon" | "server" | "traces" | "session"
+            | "agent" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -434,7 +434,11 @@ fn health_subcommand_with_flags_anywhere() {
         &["--timeout", "500", "health", "--json"],
     ] {
         let invocation = parse_ok(args);
-        assert_eq!(invocation.command, Command::Health, "{args:?}");
+        assert_eq!(
+            invocation.command,
+            Command::Health { tools: false },
+            "{args:?}"
+        );
         assert_eq!(invocation.json, args.contains(&"--json"), "{args:?}");
     }
     assert_eq!(parse_ok(&["--timeout=500", "health"]).timeout_ms, Some(500));
@@ -478,7 +482,10 @@ fn help_documents_the_health_exit_code() {
         help.contains("health exits 1 when any server is unhealthy, so scripts can check it"),
         "{help}"
     );
-    assert!(help.contains("tool-cli health [--json]"), "{help}");
+    assert!(
+        help.contains("tool-cli health [--tools] [--json]"),
+        "{help}"
+    );
     let help = clap_error(&["health", "--help"]).render().to_string();
     assert!(help.contains("exit 1 if any is unhealthy"), "{help}");
 }

@@ -99,7 +99,7 @@ fn health_row(server: &ServerHealth) -> Vec<String> {
 }
 
 /// `12ms/80ms`, or `-` before any call has been measured.
-fn latency(summary: Option<&LatencySummary>) -> String {
+pub(super) fn latency(summary: Option<&LatencySummary>) -> String {
     match summary {
         Some(summary) if summary.samples > 0 => format!(
             "{}/{}",
@@ -111,7 +111,7 @@ fn latency(summary: Option<&LatencySummary>) -> String {
 }
 
 /// `closed`, `halfOpen`, or `open, retry in 12s`.
-fn breaker(breaker: &BreakerHealth) -> String {
+pub(super) fn breaker(breaker: &BreakerHealth) -> String {
     match breaker.retry_after_ms {
         Some(retry_after_ms) if breaker.state == "open" => {
             // Rounded up, so that "retry in 1s" is never too early.
@@ -123,7 +123,7 @@ fn breaker(breaker: &BreakerHealth) -> String {
 }
 
 /// A latency: `0.4ms`, `12ms`, `1.5s`.
-fn human_milliseconds(milliseconds: f64) -> String {
+pub(super) fn human_milliseconds(milliseconds: f64) -> String {
     if milliseconds < 10.0 {
         format!("{milliseconds:.1}ms")
     } else if milliseconds < 1000.0 {
@@ -191,7 +191,7 @@ pub(crate) fn tokens(result: &ListTokensResult, now_seconds: u64) -> String {
 }
 
 /// Left-aligned columns two spaces apart, trailing spaces trimmed.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(super) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let header: Vec<String> = header.iter().map(|cell| (*cell).to_owned()).collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|column| {

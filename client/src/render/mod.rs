@@ -9,6 +9,7 @@
 //! text before it reaches a terminal.
 
 mod health;
+mod orchestration;
 mod schema;
 
 use std::fmt::Write as _;
@@ -21,6 +22,9 @@ use crate::base64;
 use crate::sanitize;
 
 pub(crate) use health::{health, human_duration, is_unhealthy, minted_summary, tokens};
+pub(crate) use orchestration::{
+    AgentProgress, dry_run, routed_note, session_summary, sessions, tool_health,
+};
 pub(crate) use schema::tool_schema;
 
 /// Longest one-line description in a list, in characters.

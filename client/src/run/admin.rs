@@ -16,8 +16,13 @@ use crate::render;
 
 /// `tool-cli health`: the table (or the raw result), then exit 1 when an enabled server is not
 /// ready, so that a script can poll it.
-pub(super) async fn health(client: &mut Client, output: &mut Output<'_>) -> Result<(), Error> {
-    let result = match client.call(name::HEALTH, None).await {
+pub(super) async fn health(
+    client: &mut Client,
+    output: &mut Output<'_>,
+    tools: bool,
+) -> Result<(), Error> {
+    let params = tools.then(|| serde_json::json!({"tools": true}));
+    let result = match client.call(name::HEALTH, params).await {
         Ok(result) => result,
         Err(Error::Rpc { error, .. }) if error.code == code::METHOD_NOT_FOUND => {
             return Err(Error::Other(
@@ -36,6 +41,13 @@ pub(super) async fn health(client: &mut Client, output: &mut Output<'_>) -> Resu
     } else if servers.servers.is_empty() {
         let why = super::why_no_servers(client).await;
         output.emit_text(&why)?;
+    } else if tools {
+        let text = format!(
+            "{}\n{}",
+            render::health(&servers),
+            render::tool_health(&servers)
+        );
+        output.emit_text(&text)?;
     } else {
         output.emit_text(&render::health(&servers))?;
     }
@@ -78,7 +90,7 @@ pub(super) async fn mint_token(
 }
 
 /// A "method not found" from a daemon that predates the token methods, said plainly.
-fn older_daemon(error: Error, command: &str) -> Error {
+pub(super) fn older_daemon(error: Error, command: &str) -> Error {
     match error {
         Error::Rpc { error, .. } if error.code == code::METHOD_NOT_FOUND => Error::Other(format!(
             "this daemon does not serve `tool-cli {command}`; it is older than this tool-cli, \

@@ -10,9 +10,12 @@
 //! own.
 
 mod admin;
+mod agent;
+mod call;
 pub(crate) mod daemon;
 mod output;
 mod resources;
+mod session;
 
 use std::io::Write;
 
@@ -92,10 +95,28 @@ pub(crate) async fn run(
             if invocation.confirm {
                 call = call.confirm();
             }
+            let call = call::with_options(call, &invocation.call);
+            if invocation.call.dry_run {
+                return call::dry_run(client, &mut output, &call).await;
+            }
             let result = client.call_tool(&call).await?;
+            if server == "*" {
+                call::note_routing(&result);
+            }
             emit_call_result(&mut output, &server, &tool, &result)
         }
-        Command::Health => admin::health(client, &mut output).await,
+        Command::Health { tools } => admin::health(client, &mut output, tools).await,
+        Command::Session(command) => session::run(client, &mut output, command).await,
+        Command::Agent(command) => {
+            agent::run(
+                client,
+                &mut output,
+                command,
+                &invocation.call,
+                invocation.timeout_ms,
+            )
+            .await
+        }
         Command::MintToken(params) => admin::mint_token(client, &mut output, params).await,
         Command::RevokeToken { token_id } => {
             admin::revoke_token(client, &mut output, token_id).await
