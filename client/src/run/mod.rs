@@ -10,6 +10,8 @@
 //! own.
 
 mod admin;
+mod call;
+pub(crate) mod complete;
 pub(crate) mod daemon;
 mod output;
 mod resources;
@@ -92,8 +94,19 @@ pub(crate) async fn run(
             if invocation.confirm {
                 call = call.confirm();
             }
-            let result = client.call_tool(&call).await?;
-            emit_call_result(&mut output, &server, &tool, &result)
+            call::call(client, &mut output, (&server, &tool), call, invocation.raw).await
+        }
+        Command::CallToolWords {
+            server,
+            tool,
+            arguments,
+        } => {
+            let arguments = call::resolve_words(client, &server, &tool, arguments).await?;
+            let mut call = ToolCall::new(&server, &tool).arguments(Value::Object(arguments));
+            if invocation.confirm {
+                call = call.confirm();
+            }
+            call::call(client, &mut output, (&server, &tool), call, invocation.raw).await
         }
         Command::Health => admin::health(client, &mut output).await,
         Command::MintToken(params) => admin::mint_token(client, &mut output, params).await,
@@ -131,8 +144,10 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
-        Command::Daemon(_) => Err(Error::Other(
-            "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
+        Command::Daemon(_) | Command::Completions(_) | Command::Complete(_) => Err(Error::Other(
+            "`tool-cli daemon`, `completions` and `__complete` are run without a daemon \
+                 connection; this is a bug"
+                .to_owned(),
         )),
     }
 }
