@@ -57,7 +57,13 @@ pub(crate) fn script(shell: Shell) -> String {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     clap_complete::generate(generator, &mut command, "tool-cli", &mut generated);
-    let generated = String::from_utf8_lossy(&generated).into_owned();
+    let mut generated = String::from_utf8_lossy(&generated).into_owned();
+    if shell == Shell::Bash {
+        // clap_complete 4.6 spells the state of a hyphenated binary two ways in bash
+        // (`tool__cli__subcmd__daemon` when it sets it, `tool__subcmd__cli__subcmd__daemon` in
+        // the `case` that reads it), so no subcommand's flags or values would complete.
+        generated = generated.replace("tool__subcmd__cli", "tool__cli");
+    }
     let subcommands = subcommand_names();
     let live = match shell {
         Shell::Bash => BASH_LIVE,
@@ -100,7 +106,10 @@ _tool_cli_live() {
         esac
     done
     case " @SUBCOMMANDS@ " in
-        *" ${words[0]:-} "*) _tool-cli "$@"; return ;;
+        *" ${words[0]:-} "*) _tool__cli "$@"; return ;;
+    esac
+    case "${COMP_WORDS[COMP_CWORD - 1]}" in
+        @FLAGS_WITH_VALUE@) _tool__cli "$@"; return ;;
     esac
     if [[ "$cur" != -* ]]; then
         local IFS=$'\n' names
@@ -113,7 +122,7 @@ _tool_cli_live() {
         COMPREPLY=($(compgen -W "$names" -- "$cur"))
         return
     fi
-    _tool-cli "$@"
+    _tool__cli "$@"
 }
 complete -F _tool_cli_live -o bashdefault -o default tool-cli
 "#;
@@ -132,7 +141,8 @@ _tool_cli_live() {
             *) positionals+=("${words[i]}") ;;
         esac
     done
-    if [[ " @SUBCOMMANDS@ " == *" ${positionals[1]:-} "* ]] || [[ "${words[CURRENT]}" == -* ]]; then
+    if [[ " @SUBCOMMANDS@ " == *" ${positionals[1]:-} "* ]] || [[ "${words[CURRENT]}" == -* ]] \
+        || ((skip)); then
         _tool-cli "$@"
         return
     fi

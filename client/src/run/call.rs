@@ -141,8 +141,15 @@ fn emit_raw(
     if result.get("isError") == Some(&Value::Bool(true)) {
         return super::emit_call_result(output, server, tool, result);
     }
-    let bytes = raw_bytes(result)
+    let (bytes, left_out) = raw_bytes(result)
         .map_err(|reason| Error::Protocol(format!("the result of {server}/{tool} {reason}")))?;
+    if left_out > 0 {
+        super::output::note(&format!(
+            "--output raw wrote the binary content of {server}/{tool} and left out its {left_out} \
+             text {}; --json shows everything",
+            if left_out == 1 { "item" } else { "items" }
+        ));
+    }
     if output.terminal && output.out.is_none() && std::str::from_utf8(&bytes).is_err() {
         return Err(Error::Usage(format!(
             "{server}/{tool} returned binary content, which --output raw would write to the \
@@ -155,10 +162,12 @@ fn emit_raw(
     output.emit_raw(&bytes)
 }
 
-/// The bytes of a `CallToolResult`'s content: text parts and embedded text as they are, images,
-/// audio and blobs decoded from base64, a resource link as its URI, in order; with no content,
-/// the `structuredContent` as JSON.
-pub(super) fn raw_bytes(result: &Value) -> Result<Vec<u8>, String> {
+/// The bytes of a `CallToolResult`'s content, and how many text items were left out of them.
+/// With binary content (images, audio, blobs) those bytes, decoded, so that `> file.png` holds
+/// the image; the text around them (a caption, usually) is left out. Otherwise the text parts,
+/// embedded text and resource links' URIs concatenated, in order; with no content at all, the
+/// `structuredContent` as JSON.
+pub(super) fn raw_bytes(result: &Value) -> Result<(Vec<u8>, usize), String> {
     let items = result
         .get("content")
         .and_then(Value::as_array)
@@ -167,9 +176,12 @@ pub(super) fn raw_bytes(result: &Value) -> Result<Vec<u8>, String> {
     if items.is_empty()
         && let Some(structured) = result.get("structuredContent")
     {
-        return Ok(structured.to_string().into_bytes());
+        return Ok((structured.to_string().into_bytes(), 0));
     }
-    let mut bytes = Vec::new();
+    let mut text_bytes = Vec::new();
+    let mut text_items = 0;
+    let mut binary_bytes = Vec::new();
+    let mut binary_items = 0;
     for (index, item) in items.iter().enumerate() {
         let field = |holder: &Value, name: &str| {
             holder.get(name).and_then(Value::as_str).map(str::to_owned)
@@ -179,19 +191,29 @@ pub(super) fn raw_bytes(result: &Value) -> Result<Vec<u8>, String> {
             base64::decode(&data)
                 .map_err(|error| format!("has {kind} content {index} that is not base64: {error}"))
         };
-        match kind {
-            "text" => bytes.extend(field(item, "text").unwrap_or_default().into_bytes()),
-            "image" | "audio" => bytes.extend(decode(field(item, "data").unwrap_or_default())?),
-            "resource" => {
-                let resource = item.get("resource").unwrap_or(&Value::Null);
-                if let Some(text) = field(resource, "text") {
-                    bytes.extend(text.into_bytes());
-                } else if let Some(blob) = field(resource, "blob") {
-                    bytes.extend(decode(blob)?);
-                }
+        let resource = item.get("resource").unwrap_or(&Value::Null);
+        let text = match kind {
+            "text" => field(item, "text"),
+            "resource_link" => field(item, "uri"),
+            "resource" => field(resource, "text"),
+            _ => None,
+        };
+        let binary = match kind {
+            "image" | "audio" => field(item, "data"),
+            "resource" => field(resource, "blob"),
+            _ => None,
+        };
+        match (kind, text, binary) {
+            (_, Some(text), _) => {
+                text_bytes.extend(text.into_bytes());
+                text_items += 1;
             }
-            "resource_link" => bytes.extend(field(item, "uri").unwrap_or_default().into_bytes()),
-            other => {
+            (_, None, Some(data)) => {
+                binary_bytes.extend(decode(data)?);
+                binary_items += 1;
+            }
+            ("text" | "resource_link" | "resource" | "image" | "audio", None, None) => {}
+            (other, _, _) => {
                 return Err(format!(
                     "has content {index} of type {:?}, which has no raw form; use --json",
                     render::truncate(other, 40)
@@ -199,7 +221,11 @@ pub(super) fn raw_bytes(result: &Value) -> Result<Vec<u8>, String> {
             }
         }
     }
-    Ok(bytes)
+    if binary_items > 0 {
+        Ok((binary_bytes, text_items))
+    } else {
+        Ok((text_bytes, 0))
+    }
 }
 
 #[cfg(test)]
@@ -210,27 +236,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn raw_bytes_concatenate_text_and_decode_binary() {
-        let result = json!({"content": [
+    fn raw_bytes_concatenate_text_or_decode_binary() {
+        let text = json!({"content": [
             {"type": "text", "text": "a\n"},
-            {"type": "image", "mimeType": "image/png", "data": "AAEC/w=="},
             {"type": "resource", "resource": {"uri": "x:y", "text": "t"}},
-            {"type": "resource", "resource": {"uri": "x:z", "blob": "AQ=="}},
             {"type": "resource_link", "uri": "file:///f", "name": "f"}
         ]});
-        let mut expected = b"a\n".to_vec();
-        expected.extend([0, 1, 2, 255]);
-        expected.extend(b"t");
-        expected.push(1);
-        expected.extend(b"file:///f");
-        assert_eq!(raw_bytes(&result).unwrap(), expected);
+        assert_eq!(raw_bytes(&text).unwrap(), (b"a\ntfile:///f".to_vec(), 0));
+        let binary = json!({"content": [
+            {"type": "text", "text": "a tiny image:"},
+            {"type": "image", "mimeType": "image/png", "data": "AAEC/w=="},
+            {"type": "resource", "resource": {"uri": "x:z", "blob": "AQ=="}},
+            {"type": "text", "text": "the image above"}
+        ]});
+        assert_eq!(raw_bytes(&binary).unwrap(), (vec![0, 1, 2, 255, 1], 2));
     }
 
     #[test]
     fn raw_bytes_fall_back_to_structured_content_and_refuse_unknown_kinds() {
         assert_eq!(
             raw_bytes(&json!({"content": [], "structuredContent": {"a": 1}})).unwrap(),
-            b"{\"a\":1}"
+            (b"{\"a\":1}".to_vec(), 0)
         );
         let reason = raw_bytes(&json!({"content": [{"type": "hologram"}]})).unwrap_err();
         assert_eq!(
