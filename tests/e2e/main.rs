@@ -7,6 +7,7 @@
 
 mod bad_inputs;
 mod cli;
+mod cli_conveniences;
 mod cli_daemon;
 mod compat;
 mod concurrency;
