@@ -352,3 +352,27 @@ fn exactly_one_form_per_call() {
     assert!(message.contains("quote the whole object"), "{message}");
     assert!(message.contains("query='select 1'"), "{message}");
 }
+
+#[test]
+fn output_raw_is_json_for_commands_other_than_calls() {
+    let env = crate::args::ArgsEnv::default();
+    let parse = |line: &[&str]| {
+        let mut argv = vec!["tool-cli"];
+        argv.extend_from_slice(line);
+        match crate::args::parse(argv, &env, || Ok(String::new())) {
+            Ok(invocation) => (invocation.json, invocation.raw),
+            Err(outcome) => panic!("{line:?}: {outcome:?}"),
+        }
+    };
+    assert_eq!(
+        parse(&["demo", "t", "a=1", "--output", "raw"]),
+        (false, true)
+    );
+    assert_eq!(
+        parse(&["demo", "t", "{}", "--output", "raw"]),
+        (false, true)
+    );
+    assert_eq!(parse(&["demo", "--output", "raw"]), (true, false));
+    assert_eq!(parse(&["--output", "json"]), (true, false));
+    assert_eq!(parse(&["demo", "t", "a=1"]), (false, false));
+}

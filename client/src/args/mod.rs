@@ -470,6 +470,12 @@ where
     };
 
     let (json, raw) = output::resolve(cli.global.json, cli.global.output).map_err(usage)?;
+    // `raw` is a call's content; every other command has no content but its JSON result.
+    let is_call = matches!(
+        command,
+        Command::CallTool { .. } | Command::CallToolWords { .. }
+    );
+    let (json, raw) = (json || (raw && !is_call), raw && is_call);
     Ok(Invocation {
         command,
         json,
