@@ -26,7 +26,7 @@ def main():
     client = Client.from_env()
     info = client.bridge_info()
     print(f"connected to {info['serverImplementation']['name']} "
-          f"{info['serverImplementation']['version']} at {client._address()}")
+          f"{info['serverImplementation']['version']} at {client.address()}")
 
     servers = client.list_servers()
     for server in servers:
@@ -80,6 +80,14 @@ def main():
     check(isinstance(run["keyFacts"]["exceeds_threshold"], bool), "a yes/no answer")
     check(len(run["toolCalls"]) >= 2, "the agent called tools")
     print(f"agent ({run['backend']}): {run['answer']}")
+    # A token the daemon does not know is refused at the identity check, before it is sent.
+    if client.port:
+        stranger = Client("0" * 63 + "7", host=client.host, port=client.port, timeout=10)
+        try:
+            stranger.list_servers()
+            check(False, "an unknown token must be refused")
+        except ToolCliError as error:
+            check(error.kind == "unknownToken", f"kind unknownToken, got {error!r}")
     print("python example: all checks passed")
 
 

@@ -147,7 +147,8 @@ class Client:
 
     # -- transport ------------------------------------------------------------------------------
 
-    def _address(self):
+    def address(self):
+        """host:port, or the socket's path."""
         return self.socket_path or f"{self.host}:{self.port}"
 
     def _host_header(self):
@@ -172,11 +173,11 @@ class Client:
             response = connection.getresponse()
             return response.status, response.read()
         except socket.timeout:
-            raise ToolCliError(f"no answer from the daemon at {self._address()} within "
+            raise ToolCliError(f"no answer from the daemon at {self.address()} within "
                                f"{self.timeout} s", "timeout") from None
         except OSError as error:
             raise ToolCliError(
-                f"cannot reach the tool-cli daemon at {self._address()} ({error}); is it "
+                f"cannot reach the tool-cli daemon at {self.address()} ({error}); is it "
                 f"running? start one with `tool-cli daemon start`", "unreachable") from None
         finally:
             connection.close()
@@ -195,23 +196,23 @@ class Client:
             expected = hmac.new(self._token.encode(), message, hashlib.sha256).hexdigest()
             if not hmac.compare_digest(str(presented).lower(), expected):
                 raise ToolCliError(
-                    f"the listener at {self._address()} did not prove it holds the token, so "
+                    f"the listener at {self.address()} did not prove it holds the token, so "
                     f"the token was not sent (a stale TOOL_CLI_PORT, or another program there?)",
                     "identityUnproven")
         elif status == 403 and b"unknownTokenId" in body:
             raise ToolCliError(
-                f"the daemon at {self._address()} knows no live token with this id (revoked, "
+                f"the daemon at {self.address()} knows no live token with this id (revoked, "
                 f"expired, or another daemon's); the token was not sent", "unknownToken")
         elif status in (401, 404) and not self.require_identity:
             pass  # A tool-cli 1.x bridge, allowed by TOOL_CLI_REQUIRE_IDENTITY=0.
         elif status in (401, 404):
             raise ToolCliError(
-                f"the listener at {self._address()} does not prove its identity (HTTP {status}; "
+                f"the listener at {self.address()} does not prove its identity (HTTP {status}; "
                 f"a tool-cli 1.x bridge?), so the token was not sent; allow it with "
                 f"TOOL_CLI_REQUIRE_IDENTITY=0 only if you trust it", "noIdentityProof",
                 data={"status": status})
         else:
-            raise ToolCliError(f"the identity check at {self._address()} answered HTTP "
+            raise ToolCliError(f"the identity check at {self.address()} answered HTTP "
                                f"{status}", "identityUnproven", data={"status": status})
         self._proven = True
 
