@@ -10,6 +10,8 @@
 
 mod describe;
 
+pub(crate) use describe::did_you_mean;
+
 use serde_json::{Value, json};
 use tool_cli_protocol::{ErrorObject, MAX_TIMEOUT_MS, code};
 
@@ -235,6 +237,17 @@ pub enum Error {
     /// Ctrl-C: the command was interrupted; the message says what became of its work.
     #[error("interrupted: {0}")]
     Interrupted(String),
+    /// A tool argument the tool's input schema does not know (checked by the client when it
+    /// has the schema, with the closest known name); nothing was sent.
+    #[error("{message}")]
+    UnknownParameter {
+        /// The key as given.
+        key: String,
+        /// The closest parameter name, when one is close enough to be a likely typo.
+        suggestion: Option<String>,
+        /// The whole message: the key, the known names and the suggestion.
+        message: String,
+    },
     /// A failure that fits nowhere else; the message says what happened.
     #[error("{0}")]
     Other(String),
@@ -328,6 +341,7 @@ impl Error {
                 }
             }
             Error::Interrupted(_) => exit::INTERRUPTED,
+            Error::UnknownParameter { .. } => exit::INVALID_PARAMS,
             Error::Unhealthy { .. }
             | Error::Http { .. }
             | Error::Transport(_)
@@ -365,6 +379,7 @@ impl Error {
             Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
             Error::AgentStopped { .. } => "agentFailed",
             Error::Interrupted(_) => "interrupted",
+            Error::UnknownParameter { .. } => "unknownParameter",
             Error::Other(_) => "other",
         }
     }
@@ -385,6 +400,9 @@ impl Error {
         let data = match self {
             Error::Rpc { error, .. } => error.data.clone().unwrap_or(Value::Null),
             Error::ToolReported { server, tool, .. } => json!({"server": server, "tool": tool}),
+            Error::UnknownParameter {
+                key, suggestion, ..
+            } => json!({"key": key, "suggestion": suggestion}),
             Error::Timeout { method, timeout_ms } => {
                 json!({"method": method, "timeoutMs": timeout_ms})
             }

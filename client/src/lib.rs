@@ -99,13 +99,20 @@ pub fn run_cli() -> ExitCode {
     }
 }
 
-/// Whether `--json` is on the line (before a `--`), known before parsing so that a parse error
-/// can be reported as JSON too.
+/// Whether `--json` (or `--output json`) is on the line (before a `--`), known before parsing
+/// so that a parse error can be reported as JSON too.
 fn wants_json(argv: &[OsString]) -> bool {
-    argv.iter()
+    let words: Vec<&OsString> = argv
+        .iter()
         .skip(1)
         .take_while(|word| *word != "--")
-        .any(|word| word == "--json")
+        .collect();
+    words
+        .iter()
+        .any(|word| *word == "--json" || *word == "--output=json")
+        || words
+            .windows(2)
+            .any(|pair| pair[0] == "--output" && pair[1] == "json")
 }
 
 fn execute(invocation: Invocation) -> Result<(), Error> {
@@ -130,6 +137,29 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             invocation.out.as_deref(),
             &mut stdout,
         );
+    }
+    match invocation.command {
+        Command::Completions(shell) => {
+            let script = args::complete::script(shell);
+            return std::io::Write::write_all(&mut stdout, script.as_bytes()).map_err(|source| {
+                Error::Io {
+                    action: "write the completion script to stdout".to_owned(),
+                    source,
+                }
+            });
+        }
+        Command::Complete(request) => {
+            // Whatever fails (no daemon, no token), the shell gets no names and exit 0.
+            let client = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))
+                .ok()
+                .map(|endpoint| {
+                    Client::from_endpoint(endpoint)
+                        .with_identity_required(invocation.require_identity)
+                });
+            runtime.block_on(run::complete::run(request, client, &mut stdout));
+            return Ok(());
+        }
+        _ => {}
     }
     if let Command::Daemon(command) = invocation.command {
         let mut output = run::Output {

@@ -8,6 +8,7 @@
 mod agent;
 mod bad_inputs;
 mod cli;
+mod cli_conveniences;
 mod cli_daemon;
 mod cli_orchestration;
 mod compat;

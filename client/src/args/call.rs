@@ -67,7 +67,10 @@ pub(super) fn options(
     env_session: Option<&str>,
     command: &Command,
 ) -> Result<CallOptions, Error> {
-    let is_call = matches!(command, Command::CallTool { .. });
+    let is_call = matches!(
+        command,
+        Command::CallTool { .. } | Command::CallToolWords { .. }
+    );
     let is_agent = matches!(command, Command::Agent(_));
     let refuse = |flag: &str, for_what: &str| {
         Err(Error::Usage(format!(

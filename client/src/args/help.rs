@@ -23,6 +23,20 @@ Call options (anywhere on the line):
                           if the call would run, else the exit code the real call would get
   --hint TEXT             words for routing: a server or tag the call means, or its purpose
   --idempotency-key KEY   a repeat with the same KEY is answered from memory (10 minutes)
+Arguments as words instead of one JSON object (one form per call, each key once):
+  key=value      a string, or a number/boolean/null when the tool's schema says so
+                 (the schema is fetched only when a value could be either)
+  key:=JSON      any JSON value: n:=3, ids:='[1, 2]', filter:='{\"a\": 1}'
+  key=@FILE      the file's contents as a string (key:=@FILE: as JSON; key=\\@x: the text @x)
+  --args-file F  the whole arguments object from a JSON file
+  e.g. tool-cli demo sql_query sql='SELECT * FROM orders' page_size=5
+  A key the schema does not know is refused with the closest name (\"did you mean\").
+
+Output:
+  --output text  the rendering below (the default)
+  --output json  the method's raw JSON result (same as --json)
+  --output raw   a call's content exactly, for pipes: text parts concatenated with nothing
+                 added, or the decoded bytes of binary content (an image > file.png)
 
   A call prints the tool's structuredContent as JSON when it has one, else its text content;
   images, audio and embedded resources are shown as one-line placeholders; --out FILE writes
@@ -92,6 +106,11 @@ Traces (the daemon appends a line per call to its traces.jsonl):
                                         calls, errors, success rate, p50/p95 latency, tokens
                                         and cost per group; --file reads a trace file (and its
                                         rotated PATH.1, ...) itself, without a daemon
+
+Shell completion (servers, tools and parameters live from the daemon; none without one):
+  tool-cli completions bash > ~/.local/share/bash-completion/completions/tool-cli
+  source <(tool-cli completions zsh)         (after compinit, e.g. in ~/.zshrc)
+  tool-cli completions fish > ~/.config/fish/completions/tool-cli.fish
 
 Environment:
   TOOL_CLI_PORT, TOOL_CLI_TOKEN  the daemon's port and bearer token; when unset they are read

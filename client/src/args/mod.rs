@@ -11,7 +11,10 @@
 
 pub(crate) mod agent;
 pub(crate) mod call;
+pub(crate) mod complete;
 mod help;
+pub(crate) mod kv;
+mod output;
 pub(crate) mod session;
 
 use std::ffi::OsString;
@@ -40,6 +43,17 @@ pub(crate) enum Command {
         tool: String,
         arguments: Map<String, Value>,
     },
+    /// `tool-cli SERVER TOOL key=value...` or `--args-file PATH`: call the tool once the words
+    /// are resolved (files read, plain values typed by the schema when needed).
+    CallToolWords {
+        server: String,
+        tool: String,
+        arguments: kv::ArgumentWords,
+    },
+    /// `tool-cli completions SHELL`: print the completion script.
+    Completions(complete::Shell),
+    /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
+    Complete(complete::Request),
     /// `tool-cli resource list [--server S]`.
     ListResources { server: Option<String> },
     /// `tool-cli resource templates [--server S]`.
@@ -94,8 +108,11 @@ pub(crate) enum DaemonCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Invocation {
     pub(crate) command: Command,
-    /// `--json`: print the method's raw result instead of the human rendering.
+    /// `--json` or `--output json`: print the method's raw result instead of the human
+    /// rendering.
     pub(crate) json: bool,
+    /// `--output raw`: a call prints its content exactly (text concatenated, binary bytes).
+    pub(crate) raw: bool,
     /// `--out FILE`: write the body to this file and print a one-line summary instead.
     pub(crate) out: Option<PathBuf>,
     /// The request timeout the user gave (`--timeout`, `TOOL_CLI_TIMEOUT_MS`) in milliseconds,
@@ -139,7 +156,7 @@ pub(crate) enum ParseOutcome {
 #[command(
     name = "tool-cli",
     version,
-    override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
+    override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON | key=value...]\n       \
                       tool-cli [OPTIONS] TOOL '{...}'   (routed: the daemon picks the server)\n       \
                       tool-cli [OPTIONS] '*' TOOL [ARGS_JSON]\n       \
                       tool-cli session <open|summary|list|close> [OPTIONS]\n       \
@@ -149,7 +166,8 @@ pub(crate) enum ParseOutcome {
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
-                      tool-cli traces report [OPTIONS]",
+                      tool-cli traces report [OPTIONS]\n       \
+                      tool-cli completions <bash|zsh|fish>",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -167,8 +185,9 @@ struct Cli {
 
     // More than one word is collected here rather than refused by clap, so that the usual
     // mistake (an unquoted object split by the shell) gets a message that says to quote it.
-    /// The tool's arguments as a JSON object, or `-` to read them from stdin
-    #[arg(value_name = "ARGS_JSON")]
+    /// The tool's arguments: one JSON object, `-` to read it from stdin, or key=value,
+    /// key:=JSON, key=@FILE, key:=@FILE words
+    #[arg(value_name = "ARGS_JSON | key=value...")]
     arguments: Vec<String>,
 
     #[command(flatten)]
@@ -202,6 +221,16 @@ struct GlobalFlags {
     /// bridge); like TOOL_CLI_REQUIRE_IDENTITY=0
     #[arg(long, global = true)]
     no_identity: bool,
+
+    /// How to print the result: text (the rendering), json (like --json), raw (a call's
+    /// content exactly: text concatenated, binary bytes; for pipes) [default: text]
+    #[arg(long, global = true, value_name = "FORMAT")]
+    output: Option<output::Format>,
+
+    /// Read the tool's arguments from a JSON object in this file (instead of ARGS_JSON or
+    /// key=value words)
+    #[arg(long, global = true, value_name = "PATH")]
+    args_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -251,6 +280,19 @@ enum TopSubcommand {
     /// Run the daemon's agent on a task: progress on stderr, the answer on stdout (wins over a
     /// server named `agent`)
     Agent(agent::AgentArgs),
+    /// Print a shell completion script with live server and tool names: bash, zsh or fish
+    /// (wins over a server named `completions`)
+    Completions {
+        /// The shell: bash, zsh or fish
+        shell: complete::Shell,
+    },
+    /// Live names for the completion scripts; prints nothing when no daemon answers in time
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// `servers`, `tools SERVER` or `params SERVER TOOL`
+        #[arg(allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -405,6 +447,8 @@ where
         }
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
+        Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
@@ -441,41 +485,48 @@ where
             .expect("checked by the guard")
             .map_err(usage)?,
         None => match (cli.server, cli.tool, cli.arguments.as_slice()) {
-            (None, _, _) => Command::ListServers,
-            (Some(server), None, _) => Command::ListTools { server },
-            (Some(server), Some(tool), []) => Command::DescribeTool { server, tool },
-            (Some(_), Some(_), [_, _, ..]) => {
+            (server, tool, _) if tool.is_none() && cli.global.args_file.is_some() => {
                 return Err(usage(Error::Usage(format!(
-                    "expected one ARGS_JSON word after SERVER TOOL, got {}: {}; quote the \
-                     whole object in single quotes, e.g. '{{\"query\": \"select 1\"}}'",
-                    cli.arguments.len(),
-                    crate::render::truncate(&cli.arguments.join(" "), 80)
+                    "--args-file needs a tool to call: tool-cli {} TOOL --args-file PATH",
+                    server.as_deref().unwrap_or("SERVER")
                 ))));
             }
-            (Some(server), Some(tool), [text]) => {
-                let arguments = if text.as_str() == "-" {
-                    let stdin = read_stdin().map_err(|error| {
-                        usage(Error::Usage(format!(
-                            "cannot read the JSON arguments from stdin: {error}"
-                        )))
-                    })?;
-                    parse_arguments(&stdin, "read from stdin").map_err(usage)?
-                } else {
-                    parse_arguments(text, "on the command line").map_err(usage)?
-                };
-                Command::CallTool {
-                    server,
-                    tool,
-                    arguments,
+            (None, _, _) => Command::ListServers,
+            (Some(server), None, _) => Command::ListTools { server },
+            (Some(server), Some(tool), []) if cli.global.args_file.is_none() => {
+                Command::DescribeTool { server, tool }
+            }
+            (Some(server), Some(tool), words) => {
+                match kv::call_arguments(words, cli.global.args_file.clone(), read_stdin)
+                    .map_err(usage)?
+                {
+                    kv::CallArguments::Json(arguments) => Command::CallTool {
+                        server,
+                        tool,
+                        arguments,
+                    },
+                    kv::CallArguments::Words(arguments) => Command::CallToolWords {
+                        server,
+                        tool,
+                        arguments,
+                    },
                 }
             }
         },
     };
 
     let call = call::options(cli.call, env.session.as_deref(), &command).map_err(usage)?;
+    let (json, raw) = output::resolve(cli.global.json, cli.global.output).map_err(usage)?;
+    // `raw` is a call's content; every other command has no content but its JSON result.
+    let is_call = matches!(
+        command,
+        Command::CallTool { .. } | Command::CallToolWords { .. }
+    );
+    let (json, raw) = (json || (raw && !is_call), raw && is_call);
     Ok(Invocation {
         command,
-        json: cli.global.json,
+        json,
+        raw,
         out: cli.global.out,
         timeout_ms,
         require_identity,
@@ -507,9 +558,9 @@ fn server_help(args: &[OsString], env: &ArgsEnv) -> Option<Result<Invocation, Pa
     let mut invocation = parse(without_help, env, || Ok(String::new())).ok()?;
     invocation.command = match invocation.command {
         Command::ListTools { server } => Command::ServerHelp { server },
-        Command::DescribeTool { server, tool } | Command::CallTool { server, tool, .. } => {
-            Command::DescribeTool { server, tool }
-        }
+        Command::DescribeTool { server, tool }
+        | Command::CallTool { server, tool, .. }
+        | Command::CallToolWords { server, tool, .. } => Command::DescribeTool { server, tool },
         _ => return None,
     };
     Some(Ok(invocation))
@@ -604,10 +655,11 @@ where
     while let Some(word) = args.get(index).and_then(|word| word.to_str()) {
         match word {
             "--" => break,
-            "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" => index += 2,
+            "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" | "--output"
+            | "--args-file" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "health" | "token" | "daemon" | "server" | "traces" | "session"
-            | "agent" => {
+            | "agent" | "completions" | "__complete" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

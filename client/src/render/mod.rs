@@ -153,8 +153,9 @@ pub(crate) fn tools(result: &ListToolsResult) -> String {
 pub(crate) fn server_help(result: &ListToolsResult) -> String {
     let server = shell_word(&result.server);
     format!(
-        "Usage: tool-cli {server} TOOL            show a tool's parameters and an example call\n       \
-         tool-cli {server} TOOL ARGS_JSON  call it ('-' reads the JSON from stdin)\n\n\
+        "Usage: tool-cli {server} TOOL                show a tool's parameters and an example call\n       \
+         tool-cli {server} TOOL ARGS_JSON      call it ('-' reads the JSON from stdin)\n       \
+         tool-cli {server} TOOL key=value...   call it with key=value, key:=JSON, key=@FILE\n\n\
          Tools of {}:\n{}",
         sanitize::line(&result.server),
         tools(result)

@@ -80,7 +80,34 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
         shell_word(name),
         shell_quote(&example)
     );
+    if let Some(words) = example_words(&example) {
+        let _ = writeln!(
+            text,
+            "  tool-cli {} {} {words}",
+            shell_word(server),
+            shell_word(name)
+        );
+    }
     text
+}
+
+/// The example arguments as `key=value` words (`key:=JSON` for what is not a string), when
+/// there are any: the same call, easier to type.
+fn example_words(example: &str) -> Option<String> {
+    let Ok(Value::Object(members)) = serde_json::from_str::<Value>(example) else {
+        return None;
+    };
+    if members.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = members
+        .iter()
+        .map(|(key, value)| match value {
+            Value::String(text) if !text.starts_with('@') => shell_word(&format!("{key}={text}")),
+            other => shell_word(&format!("{key}:={}", compact(other))),
+        })
+        .collect();
+    Some(words.join(" "))
 }
 
 /// Names listed in a schema's `required`.
@@ -475,6 +502,7 @@ Parameters:
 
 Example:
   tool-cli everything echo '{\"message\": \"<message>\"}'
+  tool-cli everything echo 'message=<message>'
 "
         );
     }
@@ -499,7 +527,9 @@ Example:
         assert!(
             text.ends_with(
                 "tool-cli filesystem edit_file '{\"path\": \"<path>\", \"edits\": \
-                 [{\"oldText\":\"<oldText>\",\"newText\":\"<newText>\"}]}'\n"
+                 [{\"oldText\":\"<oldText>\",\"newText\":\"<newText>\"}]}'\n  \
+                 tool-cli filesystem edit_file 'path=<path>' \
+                 'edits:=[{\"oldText\":\"<oldText>\",\"newText\":\"<newText>\"}]'\n"
             ),
             "{text}"
         );
@@ -531,7 +561,10 @@ Example:
         );
         assert!(text.contains("Annotations: read-only\n"), "{text}");
         assert!(
-            text.ends_with("tool-cli demo sql_query '{\"query\": \"<query>\"}'\n"),
+            text.ends_with(
+                "tool-cli demo sql_query '{\"query\": \"<query>\"}'\n  \
+                 tool-cli demo sql_query 'query=<query>'\n"
+            ),
             "{text}"
         );
     }
@@ -550,7 +583,9 @@ Example:
             "properties": {"text": {"type": "string", "examples": ["it's"]}}, "required": ["text"]}});
         let text = tool_schema("s", &tool);
         assert!(
-            text.ends_with("tool-cli s say '{\"text\": \"it'\\''s\"}'\n"),
+            text.ends_with(
+                "tool-cli s say '{\"text\": \"it'\\''s\"}'\n  tool-cli s say 'text=it'\\''s'\n"
+            ),
             "{text}"
         );
     }

@@ -12,6 +12,8 @@
 mod admin;
 mod agent;
 mod call;
+mod call_options;
+pub(crate) mod complete;
 pub(crate) mod daemon;
 mod output;
 mod resources;
@@ -95,15 +97,33 @@ pub(crate) async fn run(
             if invocation.confirm {
                 call = call.confirm();
             }
-            let call = call::with_options(call, &invocation.call);
-            if invocation.call.dry_run {
-                return call::dry_run(client, &mut output, &call).await;
+            call::call(
+                client,
+                &mut output,
+                (&server, &tool),
+                call,
+                (&invocation.call, invocation.raw),
+            )
+            .await
+        }
+        Command::CallToolWords {
+            server,
+            tool,
+            arguments,
+        } => {
+            let arguments = call::resolve_words(client, &server, &tool, arguments).await?;
+            let mut call = ToolCall::new(&server, &tool).arguments(Value::Object(arguments));
+            if invocation.confirm {
+                call = call.confirm();
             }
-            let result = client.call_tool(&call).await?;
-            if server == "*" {
-                call::note_routing(&result);
-            }
-            emit_call_result(&mut output, &server, &tool, &result)
+            call::call(
+                client,
+                &mut output,
+                (&server, &tool),
+                call,
+                (&invocation.call, invocation.raw),
+            )
+            .await
         }
         Command::Health { tools } => admin::health(client, &mut output, tools).await,
         Command::Session(command) => session::run(client, &mut output, command).await,
@@ -152,8 +172,10 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
-        Command::Daemon(_) => Err(Error::Other(
-            "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
+        Command::Daemon(_) | Command::Completions(_) | Command::Complete(_) => Err(Error::Other(
+            "`tool-cli daemon`, `completions` and `__complete` are run without a daemon \
+                 connection; this is a bug"
+                .to_owned(),
         )),
     }
 }

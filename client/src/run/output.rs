@@ -50,6 +50,12 @@ impl Output<'_> {
         }
     }
 
+    /// `--output raw`: these bytes exactly, no newline added and nothing sanitised, to the
+    /// `--out` file or stdout.
+    pub(crate) fn emit_raw(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.emit_bytes(bytes)
+    }
+
     fn emit_line_ended(&mut self, text: &str) -> Result<(), Error> {
         if text.is_empty() || text.ends_with('\n') {
             self.emit_bytes(text.as_bytes())

@@ -1,0 +1,3 @@
+module example.com/tool-cli-go
+
+go 1.19
