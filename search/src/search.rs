@@ -554,9 +554,10 @@ impl Index {
                     Some(visible) => term_stats
                         .shards
                         .iter()
-                        .map(|(position, postings)| {
-                            let offset = self.stats.offsets[*position as usize];
-                            postings
+                        .map(|&(position, start, end)| {
+                            let offset = self.stats.offsets[position as usize];
+                            self.shards[position as usize].postings
+                                [start as usize..end as usize]
                                 .iter()
                                 .filter(|p| visible[offset + p.tool as usize])
                                 .count()
@@ -567,9 +568,11 @@ impl Index {
                     continue;
                 }
                 let idf = weight * stats.idf(document_frequency as f32);
-                for (position, postings) in &term_stats.shards {
-                    let offset = self.stats.offsets[*position as usize];
-                    for posting in postings.iter() {
+                for &(position, start, end) in &term_stats.shards {
+                    let offset = self.stats.offsets[position as usize];
+                    let postings =
+                        &self.shards[position as usize].postings[start as usize..end as usize];
+                    for posting in postings {
                         let global = offset + posting.tool as usize;
                         if !candidate[global] {
                             continue;
