@@ -556,8 +556,7 @@ impl Index {
                         .iter()
                         .map(|&(position, start, end)| {
                             let offset = self.stats.offsets[position as usize];
-                            self.shards[position as usize].postings
-                                [start as usize..end as usize]
+                            self.shards[position as usize].postings[start as usize..end as usize]
                                 .iter()
                                 .filter(|p| visible[offset + p.tool as usize])
                                 .count()

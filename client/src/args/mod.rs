@@ -10,6 +10,7 @@
 //! is in `help.rs`.
 
 mod help;
+pub(crate) mod search;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ pub(crate) enum Command {
     RestartServer { server: String },
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
+    /// `tool-cli search QUERY [--limit N] [--server S]`.
+    Search(search::SearchRequest),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -133,7 +136,8 @@ pub(crate) enum ParseOutcome {
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
-                      tool-cli traces report [OPTIONS]",
+                      tool-cli traces report [OPTIONS]\n       \
+                      tool-cli search QUERY [--limit N] [--server S]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
     disable_help_subcommand = true,
@@ -219,6 +223,8 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: crate::traces::TracesAction,
     },
+    /// Find tools across every server by what they do (wins over a server named `search`)
+    Search(search::SearchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -363,6 +369,7 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
@@ -558,7 +565,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
+            "resource" | "health" | "token" | "daemon" | "server" | "traces" | "search" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

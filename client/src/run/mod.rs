@@ -13,6 +13,7 @@ mod admin;
 pub(crate) mod daemon;
 mod output;
 mod resources;
+mod search;
 
 use std::io::Write;
 
@@ -131,6 +132,7 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
+        Command::Search(request) => search::search(client, &mut output, request).await,
         Command::Daemon(_) => Err(Error::Other(
             "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
         )),
