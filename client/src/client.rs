@@ -282,6 +282,7 @@ impl Client {
             dry_run: call.dry_run.then_some(true),
             hint: call.hint.clone(),
             idempotency_key: call.idempotency_key.clone(),
+            alternatives: None,
         })?;
         let wait = match timeout {
             Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,

@@ -11,6 +11,7 @@
 //! JSON-RPC error object, through [`Error::to_data`] and [`Error::code`].
 
 use tool_cli_protocol::error::MAX_LISTED_TOOLS;
+use tool_cli_protocol::search::ToolAlternative;
 use tool_cli_protocol::{ArgumentError, ErrorData, ValidationError};
 
 /// A failed request.
@@ -23,6 +24,16 @@ pub enum Error {
     /// A fault inside the daemon; the text is for the log only.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A failed `callTool` that asked for `alternatives`: the failure as it is, and the tools
+    /// the caller can see that may do the job instead, best first (the RPC layer adds them to
+    /// the error's `data`).
+    #[error("{error}")]
+    WithAlternatives {
+        /// The failure.
+        error: Box<Error>,
+        /// What the caller may use instead.
+        alternatives: Vec<ToolAlternative>,
+    },
 }
 
 /// What an internal fault tells the caller.
@@ -100,6 +111,7 @@ impl Error {
         match self {
             Error::Reported(data) => Some(data),
             Error::Internal(_) => None,
+            Error::WithAlternatives { error, .. } => error.data(),
         }
     }
 
@@ -110,6 +122,7 @@ impl Error {
             Error::Internal(_) => ErrorData::Internal {
                 message: INTERNAL_MESSAGE.to_owned(),
             },
+            Error::WithAlternatives { error, .. } => error.to_data(),
         }
     }
 
@@ -119,6 +132,7 @@ impl Error {
         match self {
             Error::Reported(data) => message(data),
             Error::Internal(_) => INTERNAL_MESSAGE.to_owned(),
+            Error::WithAlternatives { error, .. } => error.wire_message(),
         }
     }
 
@@ -127,6 +141,15 @@ impl Error {
         match self {
             Error::Reported(data) => data.code(),
             Error::Internal(_) => tool_cli_protocol::code::INTERNAL_ERROR,
+            Error::WithAlternatives { error, .. } => error.code(),
+        }
+    }
+
+    /// The alternatives a failed `callTool` found (`alternatives: true`), if it asked.
+    pub fn alternatives(&self) -> Option<&[ToolAlternative]> {
+        match self {
+            Error::WithAlternatives { alternatives, .. } => Some(alternatives),
+            _ => None,
         }
     }
 

@@ -97,6 +97,20 @@ impl Secrets {
     /// An error as it may be passed on: every string in its data redacted, and what came from
     /// the upstream (messages, stderr, error data) cleaned and capped.
     pub fn clean_error(&self, error: Error) -> Error {
+        // Alternatives are names and descriptions of configured tools, like any listing; the
+        // failure they come with is cleaned as usual.
+        let error = match error {
+            Error::WithAlternatives {
+                error,
+                alternatives,
+            } => {
+                return Error::WithAlternatives {
+                    error: Box::new(self.clean_error(*error)),
+                    alternatives,
+                };
+            }
+            error => error,
+        };
         let Some(data) = error.data() else {
             // An internal fault's detail is logged (through the redacting writer), never sent.
             return error;

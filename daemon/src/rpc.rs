@@ -213,7 +213,7 @@ pub(crate) fn module(
             let params: CallToolParams = parse(
                 name::CALL_TOOL,
                 &params,
-                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string}"#,
+                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean}"#,
             )?;
             let call = call_context(&extensions)?;
             let result = context
@@ -645,7 +645,21 @@ pub(crate) fn to_rpc_error(error: Error) -> ErrorObjectOwned {
         Some(secrets) => secrets.clean_error(error),
         None => error,
     };
-    ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(error.to_data()))
+    let data = error.to_data();
+    match error.alternatives() {
+        None => ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(data)),
+        Some(alternatives) => {
+            // The data stays the failure's own, tagged by `kind`, with one member added.
+            let mut data = serde_json::to_value(&data).unwrap_or_default();
+            if let Some(members) = data.as_object_mut() {
+                members.insert(
+                    "alternatives".to_owned(),
+                    serde_json::to_value(alternatives).unwrap_or_default(),
+                );
+            }
+            ErrorObjectOwned::owned(error.code(), error.wire_message(), Some(data))
+        }
+    }
 }
 
 /// The `getBridgeInfo` result.

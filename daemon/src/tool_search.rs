@@ -43,12 +43,16 @@ impl ToolSearch {
         Arc::clone(&self.index.read().unwrap())
     }
 
-    /// Whether some server has tools but was never indexed (a later change of an indexed
-    /// server is the background task's business: queries do not wait for it).
+    /// Whether some server has tools but none of them indexed: never indexed, or indexed while
+    /// it had no tools yet (still connecting when a first query came). A later change of a
+    /// server with indexed tools is the background task's business: queries do not wait for it.
     pub(crate) fn has_unindexed(&self, slots: &[Arc<Slot>]) -> bool {
         let built = self.built_from.lock().unwrap();
         slots.iter().any(|slot| {
-            !built.contains_key(&slot.upstream.info().name) && !slot.upstream.catalog().is_empty()
+            !slot.upstream.catalog().is_empty()
+                && built
+                    .get(&slot.upstream.info().name)
+                    .is_none_or(|indexed| indexed.is_empty())
         })
     }
 

@@ -145,6 +145,14 @@ pub struct CallToolParams {
     /// the first call's result instead of calling again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// When the call fails in a way another tool might get around (the tool or server is
+    /// unknown, the server is unavailable, its breaker is open, the call timed out, the server
+    /// answered with an error, or the tool itself reported an error), add the tools this token
+    /// can see that best match the failed tool's name and description: in the error's `data`
+    /// as `alternatives`, or in a result's `_meta["tool-cli/alternatives"]`. Nothing else is
+    /// called. See [`crate::search::ToolAlternative`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternatives: Option<bool>,
 }
 
 /// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.

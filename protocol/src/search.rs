@@ -87,3 +87,25 @@ pub struct ListToolsParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
 }
+
+/// The `_meta` key of a tool result that carries the alternatives `callTool` found for a tool
+/// that reported an error (`alternatives: true`).
+pub const ALTERNATIVES_META: &str = "tool-cli/alternatives";
+
+/// The most alternatives a failed `callTool` lists.
+pub const MAX_ALTERNATIVES: usize = 5;
+
+/// A tool that may do the job of one whose call failed (`callTool` with `alternatives: true`):
+/// a `searchTools` hit over the tools the caller's token can see, the failed tool excluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAlternative {
+    /// The server offering it.
+    pub server: String,
+    /// Its name.
+    pub tool: String,
+    /// Its description (cut at 8 KiB).
+    pub description: String,
+    /// Its `searchTools` score for the failed tool's name and description.
+    pub score: f32,
+}

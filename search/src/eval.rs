@@ -206,6 +206,35 @@ fn rank_of(ranking: &[(&str, &str)], expected: &[(String, String)]) -> Option<us
         .map(|position| position + 1)
 }
 
+/// Whether a request names the service of its expected tool ("… on Slack", "my GitHub
+/// issue"): the expected server's whole name, or its first part (`outlook` of `outlook-mail`),
+/// is one of the request's words. Users often do; an external benchmark's requests may never do,
+/// so the evaluation also reports the requests that do not, where server names cannot help.
+pub fn names_its_server(request: &Request) -> bool {
+    let words: Vec<String> = request
+        .query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let has_phrase = |phrase: &[&str]| {
+        !phrase.is_empty()
+            && words
+                .windows(phrase.len())
+                .any(|window| window.iter().zip(phrase).all(|(w, p)| w == p))
+    };
+    request.expected.iter().any(|(server, _)| {
+        let lowered = server.to_lowercase();
+        let parts: Vec<&str> = lowered
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|p| !p.is_empty())
+            .collect();
+        has_phrase(&parts)
+            || parts.first().is_some_and(|first| has_phrase(&[first]))
+            || words.iter().any(|w| *w == parts.concat())
+    })
+}
+
 /// The rank our ranking gives each request's first expected tool.
 pub fn ranks_ours(index: &Index, requests: &[Request]) -> Vec<Option<usize>> {
     requests

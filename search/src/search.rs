@@ -424,12 +424,49 @@ impl Index {
             }
             text_score
         };
-        // First the tools that matched lexically.
+        // First the tools that matched lexically. Most of them matched only a common word or a
+        // synonym weakly; before paying for a tool's cosine and its action, bound its textual
+        // score from its lexical score alone (the cosine adds between 0 and σ, the action
+        // multiplies by UNASKED_READ to ACTION_MATCH). A tool whose best case, priors included,
+        // stays below the limit-th best worst case can never be returned nor move the
+        // threshold below, so it is skipped: the result is exactly that of scoring every tool.
+        let normalise = |lexical_score: f32| {
+            if max_lexical > 0.0 {
+                lexical_score / max_lexical
+            } else {
+                0.0
+            }
+        };
+        let worst_case = |lexical_score: f32| {
+            (1.0 - semantic_share) * normalise(lexical_score) * UNASKED_READ.min(1.0)
+        };
+        let best_case = |lexical_score: f32| {
+            ((1.0 - semantic_share) * normalise(lexical_score) + semantic_share)
+                * ACTION_MATCH.max(1.0)
+        };
+        let mut worst_cases: Vec<f32> = candidate
+            .iter()
+            .zip(&lexical)
+            .filter(|&(&wanted, &score)| wanted && score > 0.0)
+            .map(|(_, &score)| worst_case(score))
+            .collect();
+        let keep_from = if worst_cases.len() > query.limit {
+            let (_, kth, _) =
+                worst_cases.select_nth_unstable_by(query.limit - 1, |a, b| b.total_cmp(a));
+            // A margin far above rounding error keeps the bound on the safe side.
+            *kth - MAX_PRIOR_BONUS - 1e-4
+        } else {
+            f32::NEG_INFINITY
+        };
+        drop(worst_cases);
         let mut scored: Vec<(f32, u32)> = Vec::new();
         for (shard, &offset) in shards.iter().zip(offsets) {
             for local in 0..shard.tools.len() {
                 let global = offset + local;
-                if !candidate[global] || lexical[global] <= 0.0 {
+                if !candidate[global]
+                    || lexical[global] <= 0.0
+                    || best_case(lexical[global]) < keep_from
+                {
                     continue;
                 }
                 let cosine = cosine_of(shard, local);
@@ -554,9 +591,9 @@ impl Index {
                     Some(visible) => term_stats
                         .shards
                         .iter()
-                        .map(|(position, postings)| {
-                            let offset = self.stats.offsets[*position as usize];
-                            postings
+                        .map(|&(position, start, end)| {
+                            let offset = self.stats.offsets[position as usize];
+                            self.shards[position as usize].postings[start as usize..end as usize]
                                 .iter()
                                 .filter(|p| visible[offset + p.tool as usize])
                                 .count()
@@ -567,9 +604,11 @@ impl Index {
                     continue;
                 }
                 let idf = weight * stats.idf(document_frequency as f32);
-                for (position, postings) in &term_stats.shards {
-                    let offset = self.stats.offsets[*position as usize];
-                    for posting in postings.iter() {
+                for &(position, start, end) in &term_stats.shards {
+                    let offset = self.stats.offsets[position as usize];
+                    let postings =
+                        &self.shards[position as usize].postings[start as usize..end as usize];
+                    for posting in postings {
                         let global = offset + posting.tool as usize;
                         if !candidate[global] {
                             continue;

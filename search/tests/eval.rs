@@ -14,6 +14,9 @@ struct Recorded {
     recall_at_5: f64,
     recall_at_10: f64,
     mrr: f64,
+    /// On the requests that do not name their server (`eval::names_its_server`).
+    unnamed_recall_at_1: f64,
+    unnamed_mrr: f64,
 }
 
 /// The figures of `cargo run --release -p tool-cli-search --bin search-eval`.
@@ -24,6 +27,8 @@ const RECORDED: [Recorded; 2] = [
         recall_at_5: 0.789,
         recall_at_10: 0.845,
         mrr: 0.651,
+        unnamed_recall_at_1: 0.526,
+        unnamed_mrr: 0.606,
     },
     Recorded {
         split: "test",
@@ -31,6 +36,8 @@ const RECORDED: [Recorded; 2] = [
         recall_at_5: 0.726,
         recall_at_10: 0.812,
         mrr: 0.598,
+        unnamed_recall_at_1: 0.423,
+        unnamed_mrr: 0.524,
     },
 ];
 
@@ -81,5 +88,23 @@ fn ranking_quality_does_not_regress_and_beats_bm25() {
             ours.recall_at_1 >= bm25.recall_at_1 + 0.15 && ours.mrr >= bm25.mrr + 0.15,
             "{split}: ours {ours:?} no longer clearly beats BM25 {bm25:?}"
         );
+
+        // The requests that do not name their server, where server names cannot help.
+        let unnamed: Vec<Request> = requests
+            .iter()
+            .filter(|request| !eval::names_its_server(request))
+            .cloned()
+            .collect();
+        assert!(unnamed.len() >= 100, "{split}: {} unnamed", unnamed.len());
+        let ours = Metrics::from_ranks(&eval::ranks_ours(&index, &unnamed));
+        for (name, measured, floor) in [
+            ("R@1", ours.recall_at_1, recorded.unnamed_recall_at_1),
+            ("MRR", ours.mrr, recorded.unnamed_mrr),
+        ] {
+            assert!(
+                measured >= floor - TOLERANCE,
+                "{split} (no server) {name} fell to {measured:.3} from the recorded {floor:.3}"
+            );
+        }
     }
 }

@@ -21,6 +21,7 @@ mod lifecycle;
 mod orchestration;
 mod peers;
 mod resilience;
+mod search;
 mod security;
 mod snapshots;
 mod toolkit;

@@ -100,6 +100,11 @@ Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready
 
+Search (every server's tools the token can see, ranked by what they do):
+  tool-cli search \"QUERY\" [--limit N] [--server S]... [--json]
+                                        rank, server/tool, score and description, and how to
+                                        call the best hit
+
 Traces (the daemon appends a line per call to its traces.jsonl):
   tool-cli traces report [--since 24h] [--by day|server|tool|session] [--executed-only]
                          [--json | --markdown] [--file PATH]

@@ -15,6 +15,7 @@ pub(crate) mod complete;
 mod help;
 pub(crate) mod kv;
 mod output;
+pub(crate) mod search;
 pub(crate) mod session;
 
 use std::ffi::OsString;
@@ -86,6 +87,8 @@ pub(crate) enum Command {
     Session(session::SessionCommand),
     /// `tool-cli agent "TASK" ...`.
     Agent(agent::AgentCommand),
+    /// `tool-cli search QUERY [--limit N] [--server S]`.
+    Search(search::SearchRequest),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -167,6 +170,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
                       tool-cli traces report [OPTIONS]\n       \
+                      tool-cli search QUERY [--limit N] [--server S]\n       \
                       tool-cli completions <bash|zsh|fish>",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
@@ -293,6 +297,8 @@ enum TopSubcommand {
         #[arg(allow_hyphen_values = true)]
         words: Vec<String>,
     },
+    /// Find tools across every server by what they do (wins over a server named `search`)
+    Search(search::SearchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -449,6 +455,7 @@ where
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
+        Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
@@ -659,7 +666,7 @@ where
             | "--args-file" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "health" | "token" | "daemon" | "server" | "traces" | "session"
-            | "agent" | "completions" | "__complete" => {
+            | "agent" | "search" | "completions" | "__complete" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -17,6 +17,7 @@ pub(crate) mod complete;
 pub(crate) mod daemon;
 mod output;
 mod resources;
+mod search;
 mod session;
 
 use std::io::Write;
@@ -172,6 +173,7 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
+        Command::Search(request) => search::search(client, &mut output, request).await,
         Command::Daemon(_) | Command::Completions(_) | Command::Complete(_) => Err(Error::Other(
             "`tool-cli daemon`, `completions` and `__complete` are run without a daemon \
                  connection; this is a bug"

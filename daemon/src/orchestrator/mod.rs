@@ -7,6 +7,7 @@
 //! caller's session (routing facts, loop and budget guards) and hands the call to the pipeline.
 //! New capabilities are callers of the pipeline added here, never side doors around it.
 
+mod alternatives;
 mod chain;
 mod search;
 
@@ -116,8 +117,16 @@ impl Orchestrator {
     ) -> Result<Value, Error> {
         let mut context = context.clone();
         context.session_id = params.session_id.clone();
+        // A dry run makes no call, so it has no failure to find alternatives for.
+        let alternatives = params.alternatives == Some(true) && params.dry_run != Some(true);
+        let server = params.server.clone();
+        let tool = params.tool.clone();
         let request = call_request(params)?;
-        self.call(&context, request).await
+        let outcome = self.call(&context, request).await;
+        if alternatives {
+            return self.with_alternatives(outcome, server.as_deref(), &tool, &context);
+        }
+        outcome
     }
 
     /// Makes one call through the pipeline, with what the caller's session says about it.

@@ -530,3 +530,51 @@ fn results_do_not_depend_on_the_order_servers_were_added() {
         assert_eq!(top(&forward, text), top(&backward, text), "{text}");
     }
 }
+
+#[test]
+fn skipping_weak_lexical_matches_never_changes_the_hits() {
+    // Many tools sharing common words, so most queries match hundreds weakly: the hits for a
+    // small limit must be exactly the head of those for the largest, score for score.
+    let servers: Vec<(String, Vec<ToolDoc>)> = (0..12)
+        .map(|s| {
+            let docs = (0..60)
+                .map(|t| {
+                    doc(
+                        &format!("{}_{}", ["get", "list", "create", "delete"][t % 4], t % 9),
+                        &format!(
+                            "{} the {} of a {} in project {s}",
+                            ["Read", "Show", "Update", "Remove"][t % 4],
+                            ["file", "issue", "message", "record", "event"][t % 5],
+                            ["folder", "repository", "channel", "table"][(t + s) % 4]
+                        ),
+                    )
+                })
+                .collect();
+            (format!("server{s}"), docs)
+        })
+        .collect();
+    let index = Index::new().with_servers(servers);
+    for text in [
+        "read a file in a folder",
+        "remove the issue",
+        "create a message in the channel of project 3",
+        "table",
+    ] {
+        let all = index
+            .search(&Query {
+                limit: MAX_LIMIT,
+                ..Query::new(text)
+            })
+            .unwrap();
+        assert!(all.hits.len() > 20, "{text}: {}", all.hits.len());
+        for limit in [1, 3, 10] {
+            let some = index
+                .search(&Query {
+                    limit,
+                    ..Query::new(text)
+                })
+                .unwrap();
+            assert_eq!(some.hits, all.hits[..limit], "{text}, limit {limit}");
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! `callTool` with `alternatives: true`: when a call fails in a way another tool might get
+//! around, the answer also names the tools the caller can see that best match the failed one.
+//!
+//! The call itself goes through the pipeline exactly as without the flag; this step runs after
+//! it, on the outcome, and only reads: it asks `searchTools` (so the caller's scope and the
+//! servers' policies decide what may be named, exactly as for a search) with the failed tool's
+//! name and description, and never calls anything. Which failures qualify and what text is
+//! searched are pure decisions, tested here without a daemon.
+
+use serde_json::Value;
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::search::{
+    ALTERNATIVES_META, MAX_ALTERNATIVES, SearchToolsParams, ToolAlternative,
+};
+use tool_cli_search::search::MAX_QUERY_BYTES;
+
+use super::Orchestrator;
+use crate::error::Error;
+use crate::pipeline::{CallContext, listed};
+
+/// The `_meta` key where a routed call's result names the server that ran it.
+const SELECTION_META: &str = "tool-cli/selection";
+
+/// How much of the failed tool's description goes into the search text: its opening says what
+/// it does; the whole of a long one would drown the name.
+const DESCRIPTION_BYTES: usize = 1024;
+
+/// Whether a failure is one another tool might get around: the tool or server does not exist
+/// (a renamed or moved tool), the server cannot be reached or keeps failing, or it answered
+/// with an error. Failures the caller must fix in the call itself (arguments, permissions,
+/// confirmation, the session's guards, bad params) and a full queue (retry the same tool) do
+/// not qualify.
+pub(crate) fn failure_wants_alternatives(data: Option<&ErrorData>) -> bool {
+    matches!(
+        data,
+        Some(
+            ErrorData::UnknownTool { .. }
+                | ErrorData::UnknownServer { .. }
+                | ErrorData::ServerUnavailable { .. }
+                | ErrorData::ServerExited { .. }
+                | ErrorData::CircuitOpen { .. }
+                | ErrorData::Timeout { .. }
+                | ErrorData::Upstream { .. }
+                | ErrorData::InvalidResult { .. }
+        )
+    )
+}
+
+/// Whether a tool's result reports an error of the tool itself (`isError: true`).
+pub(crate) fn result_is_tool_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+/// The text searched for alternatives to `tool`: its name (which the search splits at
+/// underscores, humps and dashes) and the opening of its description when it is known, within
+/// the search's length cap.
+pub(crate) fn search_text(tool: &str, description: Option<&str>) -> String {
+    let mut text = String::from(tool);
+    if let Some(description) = description.filter(|d| !d.trim().is_empty()) {
+        text.push_str(". ");
+        text.push_str(cut(description, DESCRIPTION_BYTES));
+    }
+    cut(&text, MAX_QUERY_BYTES).to_owned()
+}
+
+/// The longest prefix of `text` of at most `max` bytes ending on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The failed `(server, tool)`, when the server is known: the one named, or the one the router
+/// chose (from the result's selection).
+fn failed_server(named: Option<&str>, result: Option<&Value>) -> Option<String> {
+    named
+        .filter(|server| *server != "*")
+        .map(str::to_owned)
+        .or_else(|| {
+            result?
+                .pointer(&format!(
+                    "/_meta/{}/server",
+                    SELECTION_META.replace('/', "~1")
+                ))?
+                .as_str()
+                .map(str::to_owned)
+        })
+}
+
+impl Orchestrator {
+    /// Adds alternatives to a `callTool` outcome that qualifies (see
+    /// [`failure_wants_alternatives`] and [`result_is_tool_error`]); anything else passes
+    /// through unchanged.
+    pub(crate) fn with_alternatives(
+        &self,
+        outcome: Result<Value, Error>,
+        server: Option<&str>,
+        tool: &str,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        match outcome {
+            Ok(mut result) if result_is_tool_error(&result) => {
+                let server = failed_server(server, Some(&result));
+                let alternatives = self.alternatives_to(server.as_deref(), tool, context);
+                if let Some(members) = result.as_object_mut() {
+                    let meta = members
+                        .entry("_meta")
+                        .or_insert_with(|| Value::Object(Default::default()));
+                    if let Some(meta) = meta.as_object_mut() {
+                        meta.insert(
+                            ALTERNATIVES_META.to_owned(),
+                            serde_json::to_value(&alternatives).unwrap_or_default(),
+                        );
+                    }
+                }
+                Ok(result)
+            }
+            Err(error) if failure_wants_alternatives(error.data()) => {
+                let server = failed_server(server, None).or_else(|| match error.data() {
+                    Some(ErrorData::UnknownTool { server, .. }) => Some(server.clone()),
+                    _ => None,
+                });
+                let alternatives = self.alternatives_to(server.as_deref(), tool, context);
+                Err(Error::WithAlternatives {
+                    error: Box::new(error),
+                    alternatives,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// The tools the caller can see that best match `tool` (on `server`, when known), itself
+    /// excluded, at most [`MAX_ALTERNATIVES`]. A search that cannot run (a name with nothing
+    /// searchable in it) finds none: the failure is what the caller must hear about.
+    fn alternatives_to(
+        &self,
+        server: Option<&str>,
+        tool: &str,
+        context: &CallContext,
+    ) -> Vec<ToolAlternative> {
+        let description = self.visible_description(server, tool, context);
+        let query = search_text(tool, description.as_deref());
+        let params = SearchToolsParams {
+            query,
+            limit: Some(MAX_ALTERNATIVES as i64 + 1),
+            session_id: context.session_id.clone(),
+            ..SearchToolsParams::default()
+        };
+        let Ok(found) = self.search_tools(params, context) else {
+            return Vec::new();
+        };
+        found
+            .results
+            .into_iter()
+            .filter(|hit| !(hit.tool == tool && server.is_none_or(|server| hit.server == server)))
+            .take(MAX_ALTERNATIVES)
+            .map(|hit| ToolAlternative {
+                server: hit.server,
+                tool: hit.tool,
+                description: hit.description,
+                score: hit.score,
+            })
+            .collect()
+    }
+
+    /// The description of `tool` on `server` (or on the first server offering it), if the
+    /// caller may see that tool.
+    fn visible_description(
+        &self,
+        server: Option<&str>,
+        tool: &str,
+        context: &CallContext,
+    ) -> Option<String> {
+        self.pipeline.slots().iter().find_map(|slot| {
+            let name = &slot.upstream.info().name;
+            if server.is_some_and(|server| server != name) {
+                return None;
+            }
+            let catalog = slot.upstream.catalog();
+            let found = catalog.get(tool)?;
+            listed(&context.grant, slot, found).then(|| found.description.clone())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_failures_another_tool_might_get_around_qualify() {
+        let unknown_tool = ErrorData::UnknownTool {
+            server: "fs".into(),
+            tool: "read".into(),
+            known_tools: Vec::new(),
+            discovered_tools: Vec::new(),
+            tool_count: 0,
+        };
+        assert!(failure_wants_alternatives(Some(&unknown_tool)));
+        let timeout = ErrorData::Timeout {
+            server: "fs".into(),
+            tool: "read".into(),
+            timeout_ms: 10,
+        };
+        assert!(failure_wants_alternatives(Some(&timeout)));
+        let bad_params = ErrorData::InvalidParams {
+            method: "callTool".into(),
+            message: "no".into(),
+        };
+        assert!(!failure_wants_alternatives(Some(&bad_params)));
+        let busy = ErrorData::Busy {
+            server: "fs".into(),
+            in_flight: 1,
+            queued: 1,
+            retry_after_ms: 10,
+        };
+        assert!(!failure_wants_alternatives(Some(&busy)));
+        // An internal fault has no data: nothing to say about it.
+        assert!(!failure_wants_alternatives(None));
+    }
+
+    #[test]
+    fn tool_errors_are_results_flagged_is_error() {
+        assert!(result_is_tool_error(
+            &json!({"content": [], "isError": true})
+        ));
+        assert!(!result_is_tool_error(
+            &json!({"content": [], "isError": false})
+        ));
+        assert!(!result_is_tool_error(&json!({"content": []})));
+    }
+
+    #[test]
+    fn the_search_text_is_the_name_and_the_opening_of_the_description_within_the_cap() {
+        assert_eq!(search_text("read_file", None), "read_file");
+        assert_eq!(search_text("read_file", Some("  ")), "read_file");
+        assert_eq!(
+            search_text("read_file", Some("Read a file.")),
+            "read_file. Read a file."
+        );
+        let long = "é".repeat(5_000);
+        let text = search_text("t", Some(&long));
+        assert!(text.len() <= 1 + 2 + DESCRIPTION_BYTES, "{}", text.len());
+        let huge_name = "x".repeat(1_000_000);
+        assert_eq!(search_text(&huge_name, None).len(), MAX_QUERY_BYTES);
+    }
+
+    #[test]
+    fn the_failed_server_is_the_named_one_or_the_routed_one() {
+        assert_eq!(failed_server(Some("fs"), None).as_deref(), Some("fs"));
+        let routed = json!({"_meta": {"tool-cli/selection": {"server": "b", "rule": "only"}}});
+        assert_eq!(
+            failed_server(Some("*"), Some(&routed)).as_deref(),
+            Some("b")
+        );
+        assert_eq!(failed_server(None, Some(&routed)).as_deref(), Some("b"));
+        assert_eq!(failed_server(None, Some(&json!({}))), None);
+    }
+}
