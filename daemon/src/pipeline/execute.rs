@@ -10,6 +10,7 @@
 //! stage's job; this one only updates what protection needs (breakers, bulkhead, cache, the
 //! server's attempt statistics).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
 
 use super::Slot;
+use super::guards::Admissions;
 use super::plan::{CallPlan, circuit_open};
 use crate::error::Error;
 use crate::resilience::backoff::random_jitter;
@@ -150,6 +152,9 @@ pub(crate) async fn protected(
     // Why the last transient failure happened (a std mutex: the classifier is a `Fn`, and the
     // call's future must stay `Send`).
     let last_transient = std::sync::Mutex::new(None::<&'static str>);
+    // Attempts started, counted outside the retry loop so that they are known even when the
+    // outer bound below drops it.
+    let sent = AtomicU32::new(0);
     let retries = run_with_retries(
         retry,
         safe_to_resend,
@@ -160,7 +165,10 @@ pub(crate) async fn protected(
             }
             class
         },
-        |_attempt| attempt(slot, operation, timeout, deadline),
+        |_attempt| {
+            sent.fetch_add(1, Ordering::Relaxed);
+            attempt(slot, operation, timeout, deadline)
+        },
         random_jitter,
     );
     // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,
@@ -168,8 +176,10 @@ pub(crate) async fn protected(
     let slack = Duration::from_millis(250);
     let (result, attempts) = match tokio::time::timeout_at(deadline + slack, retries).await {
         Ok(done) => done,
-        // Out of time between attempts (a backoff sleep): the caller's time is up.
-        Err(_) => (Err(timed_out()), 0),
+        // Out of time between attempts (a backoff sleep), or an attempt that outlived its own
+        // deadline by the slack (a starved task): the caller's time is up. A dropped attempt
+        // has told the breakers itself (`InFlight`).
+        Err(_) => (Err(timed_out()), sent.load(Ordering::Relaxed)),
     };
     let retry_reason = if attempts > 1 {
         last_transient.into_inner().unwrap().map(str::to_owned)
@@ -215,6 +225,14 @@ async fn attempt(
             circuit_open(server, label, refused, last_error)
         })?;
     let started = Instant::now();
+    let mut in_flight = InFlight {
+        slot,
+        label,
+        admissions: Some(admissions),
+        deadline,
+        started,
+        timeout,
+    };
     let call = async {
         match operation {
             Operation::CallTool { tool, arguments } => {
@@ -235,6 +253,10 @@ async fn attempt(
         _ => error,
     });
     let now = Instant::now();
+    let admissions = in_flight
+        .admissions
+        .take()
+        .expect("the admissions are taken once, here");
     match result.as_ref().err().and_then(Error::data) {
         // Not connected: nothing was sent, so the breakers learn nothing.
         Some(ErrorData::ServerUnavailable { .. }) => slot.guards.abandon(label, admissions),
@@ -259,6 +281,44 @@ async fn attempt(
         }
     }
     result
+}
+
+/// An attempt between its admission and the recording of its outcome. If it is dropped in
+/// between — the caller went away, or the call's outer bound gave up on a starved task — the
+/// breakers still learn of it: as a timeout once its deadline has passed (it was sent and did
+/// not answer in time), else as abandoned (the caller left; the server is not to blame).
+struct InFlight<'a> {
+    slot: &'a Slot,
+    label: &'a str,
+    admissions: Option<Admissions>,
+    deadline: Instant,
+    started: Instant,
+    timeout: Duration,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let Some(admissions) = self.admissions.take() else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.deadline {
+            self.slot.guards.abandon(self.label, admissions);
+            return;
+        }
+        self.slot
+            .guards
+            .record(self.label, admissions, Outcome::Failure, now);
+        let server = &self.slot.upstream.info().name;
+        let message =
+            Error::timeout(server, self.label, self.timeout.as_millis() as u64).wire_message();
+        self.slot
+            .guards
+            .stats
+            .lock()
+            .unwrap()
+            .record(self.started.elapsed(), Some(message));
+    }
 }
 
 /// How the retry loop treats a failed attempt.
