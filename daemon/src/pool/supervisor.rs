@@ -183,12 +183,20 @@ impl Pool {
                 )
                 .await
             }
-            TransportConfig::Http { url, headers } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                remote,
+            } => {
                 http::connect(
                     &server.config.name,
                     published,
-                    url,
-                    headers,
+                    http::Remote {
+                        url,
+                        headers,
+                        options: remote,
+                        auth: self.remote_auth.server(&server.config.name),
+                    },
                     self.options.max_message_bytes,
                 )
                 .await
