@@ -9,6 +9,7 @@
 //! stdin come in as arguments, so every form is unit-tested without a process. The long help text
 //! is in `help.rs`.
 
+pub(crate) mod auth;
 mod help;
 
 use std::ffi::OsString;
@@ -64,6 +65,8 @@ pub(crate) enum Command {
     RestartServer { server: String },
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
+    /// `tool-cli auth login|status|logout`: OAuth sign-in to remote servers.
+    Auth(auth::AuthCommand),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -133,6 +136,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
+                      tool-cli auth <login|status|logout> [SERVER]\n       \
                       tool-cli traces report [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
@@ -218,6 +222,11 @@ enum TopSubcommand {
     Traces {
         #[command(subcommand)]
         action: crate::traces::TracesAction,
+    },
+    /// Sign in to remote servers over OAuth 2.1 (wins over a server named `auth`)
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthAction,
     },
 }
 
@@ -369,6 +378,7 @@ where
         Some(TopSubcommand::Server {
             action: ServerAction::Restart { name },
         }) => Command::RestartServer { server: name },
+        Some(TopSubcommand::Auth { action }) => Command::Auth(auth::command(action)),
         Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
             DaemonAction::Start {
                 config,
@@ -558,7 +568,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
+            "resource" | "health" | "token" | "daemon" | "server" | "traces" | "auth" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -10,6 +10,7 @@
 //! own.
 
 mod admin;
+mod auth;
 pub(crate) mod daemon;
 mod output;
 mod resources;
@@ -131,6 +132,7 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
+        Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Daemon(_) => Err(Error::Other(
             "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
         )),
