@@ -17,6 +17,7 @@ mod hardening;
 mod lifecycle;
 mod orchestration;
 mod peers;
+mod remote;
 mod resilience;
 mod security;
 mod snapshots;

@@ -105,13 +105,13 @@ pub(crate) fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> 
         {
             return Some(describe(problem));
         }
-        // hyper-util and reqwest box the rustls error inside an io::Error.
+        // hyper-util and reqwest box the rustls error inside an io::Error, itself inside another,
+        // and io::Error's `source` skips the error it wraps: look inside each one.
         if let Some(io) = current.downcast_ref::<std::io::Error>()
             && let Some(inner) = io.get_ref()
-            && let Some(rustls::Error::InvalidCertificate(problem)) =
-                inner.downcast_ref::<rustls::Error>()
+            && let Some(problem) = certificate_problem(inner)
         {
-            return Some(describe(problem));
+            return Some(problem);
         }
         next = current.source();
     }
@@ -177,7 +177,10 @@ mod tests {
     fn certificate_errors_are_found_inside_io_errors() {
         let rustls_error =
             rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let io = std::io::Error::other(rustls_error);
+        let io = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls_error,
+        ));
         let problem = certificate_problem(&io).unwrap();
         assert!(problem.contains("unknown issuer"), "{problem}");
         assert!(untrusted_message(&problem).contains("\"caFile\""));
