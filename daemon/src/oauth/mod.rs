@@ -399,6 +399,11 @@ impl ServerAuth {
         self.settings.enabled
     }
 
+    /// Whether the server can only be reached after the user signs in again.
+    pub(crate) fn waits_for_login(&self) -> bool {
+        self.settings.enabled && self.needs_login.lock().unwrap().is_some()
+    }
+
     /// The server's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
