@@ -136,24 +136,20 @@ impl SizeWatchingClient {
 impl StreamableHttpClient for SizeWatchingClient {
     type Error = reqwest::Error;
 
-    fn post_message(
+    async fn post_message(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
-    + Send
-    + '_ {
-        async move {
-            let auth_header = self.auth_header(auth_header).await?;
-            let result = self
-                .inner
-                .post_message(uri, message, session_id, auth_header, custom_headers)
-                .await;
-            self.inspect(result).await
-        }
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await;
+        self.inspect(result).await
     }
 
     fn post_message_with_max_sse_event_size(
@@ -195,41 +191,36 @@ impl StreamableHttpClient for SizeWatchingClient {
         }
     }
 
-    fn delete_session(
+    async fn delete_session(
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
-        async move {
-            let auth_header = self.auth_header(auth_header).await?;
-            self.inner
-                .delete_session(uri, session_id, auth_header, custom_headers)
-                .await
-        }
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<Self::Error>>> + Send + '_
-    {
-        async move {
-            let auth_header = self.auth_header(auth_header).await?;
-            let result = self
-                .inner
-                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-                .await;
-            self.inspect(result).await
-        }
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await;
+        self.inspect(result).await
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -237,23 +228,20 @@ impl StreamableHttpClient for SizeWatchingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<Self::Error>>> + Send + '_
-    {
-        async move {
-            let auth_header = self.auth_header(auth_header).await?;
-            let result = self
-                .inner
-                .get_stream_with_max_sse_event_size(
-                    uri,
-                    session_id,
-                    last_event_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await;
-            self.inspect(result).await
-        }
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await;
+        self.inspect(result).await
     }
 }
 
