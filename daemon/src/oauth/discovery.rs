@@ -123,6 +123,21 @@ pub(crate) fn canonical_resource(url: &Url) -> String {
     }
 }
 
+/// Whether the protected resource `named` covers the server at `server`: the same origin, and a
+/// path that is the server's or a parent of it (`https://h` covers `https://h/mcp`), as the MCP
+/// SDKs allow.
+pub(crate) fn covers(named: &str, server: &Url) -> bool {
+    let Ok(named) = Url::parse(named) else {
+        return false;
+    };
+    if named.origin() != server.origin() {
+        return false;
+    }
+    let parent = named.path().trim_end_matches('/');
+    let path = server.path().trim_end_matches('/');
+    path == parent || path.starts_with(&format!("{parent}/"))
+}
+
 /// RFC 9728 protected resource metadata (the fields we use).
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct ResourceMetadata {
@@ -229,6 +244,19 @@ mod tests {
         assert_eq!(canonical_resource(&url), "https://example.com/mcp");
         let root = Url::parse("https://example.com/").unwrap();
         assert_eq!(canonical_resource(&root), "https://example.com");
+    }
+
+    #[test]
+    fn a_resource_covers_its_own_path_and_below_on_the_same_origin() {
+        let server = Url::parse("https://h.example/api/mcp").unwrap();
+        assert!(covers("https://h.example/api/mcp", &server));
+        assert!(covers("https://h.example/api/mcp/", &server));
+        assert!(covers("https://h.example", &server));
+        assert!(covers("https://h.example/api", &server));
+        assert!(!covers("https://h.example/ap", &server));
+        assert!(!covers("https://h.example/other", &server));
+        assert!(!covers("https://evil.example/api/mcp", &server));
+        assert!(!covers("http://h.example/api/mcp", &server));
     }
 
     #[test]

@@ -190,19 +190,20 @@ pub(crate) async fn discover(
             ),
         ));
     };
-    let resource = discovery::canonical_resource(server);
-    if let Some(named) = &resource_metadata.resource
-        && named.trim_end_matches('/') != resource.trim_end_matches('/')
-    {
-        return Err(fail(
-            Step::Discovery,
-            format!(
-                "the protected resource metadata is for \"{named}\", not for this server \
-                 ({}); refusing to send tokens across resources",
-                shown(server)
-            ),
-        ));
-    }
+    let resource = match &resource_metadata.resource {
+        None => discovery::canonical_resource(server),
+        Some(named) if discovery::covers(named, server) => named.clone(),
+        Some(named) => {
+            return Err(fail(
+                Step::Discovery,
+                format!(
+                    "the protected resource metadata is for \"{named}\", which does not cover \
+                     this server ({}); refusing to send tokens across resources",
+                    shown(server)
+                ),
+            ));
+        }
+    };
     let Some(issuer) = resource_metadata.authorization_servers.first() else {
         return Err(fail(
             Step::Discovery,
@@ -253,6 +254,9 @@ pub(crate) async fn discover(
 pub(crate) struct RegisteredClient {
     pub(crate) client_id: String,
     pub(crate) client_secret: Option<String>,
+    /// The secret goes in the token request's form (`client_secret_post`) rather than in HTTP
+    /// Basic authentication (`client_secret_basic`, the default of RFC 6749).
+    pub(crate) secret_in_body: bool,
 }
 
 /// Registers tool-cli with the authorization server (RFC 7591) for `redirect_uri`.
@@ -314,6 +318,7 @@ pub(crate) async fn register(
     struct Registered {
         client_id: String,
         client_secret: Option<String>,
+        token_endpoint_auth_method: Option<String>,
     }
     let registered: Registered = serde_json::from_slice(&body).map_err(|err| {
         fail(
@@ -324,6 +329,8 @@ pub(crate) async fn register(
     Ok(RegisteredClient {
         client_id: registered.client_id,
         client_secret: registered.client_secret,
+        secret_in_body: registered.token_endpoint_auth_method.as_deref()
+            == Some("client_secret_post"),
     })
 }
 
@@ -360,6 +367,11 @@ fn form_body(grant: &Grant<'_>, registered: &RegisteredClient, resource: &str) -
     }
     form.append_pair("client_id", &registered.client_id)
         .append_pair("resource", resource);
+    if registered.secret_in_body
+        && let Some(secret) = &registered.client_secret
+    {
+        form.append_pair("client_secret", secret);
+    }
     form.finish()
 }
 
@@ -383,7 +395,9 @@ pub(crate) async fn token(
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .timeout(REQUEST_TIMEOUT);
-    if let Some(secret) = &registered.client_secret {
+    if !registered.secret_in_body
+        && let Some(secret) = &registered.client_secret
+    {
         request = request.basic_auth(&registered.client_id, Some(secret));
     }
     let response = request

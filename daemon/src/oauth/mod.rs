@@ -206,6 +206,7 @@ impl RemoteAuth {
             Some(client_id) => RegisteredClient {
                 client_id: client_id.clone(),
                 client_secret: None,
+                secret_in_body: false,
             },
             None => flow::register(client, &discovered.metadata, redirect_uri, scope.as_deref())
                 .await
@@ -329,6 +330,7 @@ impl RemoteAuth {
             token_endpoint: login.discovered.metadata.token_endpoint.clone(),
             client_id: login.registered.client_id.clone(),
             client_secret: login.registered.client_secret.clone(),
+            secret_in_body: login.registered.secret_in_body,
             access_token: tokens.access_token,
             refresh_token: tokens.refresh_token,
             expires_at: tokens
@@ -447,6 +449,7 @@ impl ServerAuth {
         let registered = RegisteredClient {
             client_id: tokens.client_id.clone(),
             client_secret: tokens.client_secret.clone(),
+            secret_in_body: tokens.secret_in_body,
         };
         let answer = flow::token(
             client,
@@ -669,6 +672,7 @@ mod tests {
                 token_endpoint,
                 client_id: "client".into(),
                 client_secret: None,
+                secret_in_body: false,
                 access_token: "old".into(),
                 refresh_token: Some("refresh-1".into()),
                 // Within the renewal margin, not yet expired.

@@ -24,6 +24,9 @@ pub(crate) struct StoredTokens {
     pub(crate) client_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) client_secret: Option<String>,
+    /// The secret goes in the token request's form (`client_secret_post`).
+    #[serde(default)]
+    pub(crate) secret_in_body: bool,
     pub(crate) access_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) refresh_token: Option<String>,
@@ -150,6 +153,7 @@ mod tests {
             token_endpoint: "https://as/token".into(),
             client_id: "c".into(),
             client_secret: None,
+            secret_in_body: false,
             access_token: "secret-access".into(),
             refresh_token: Some("secret-refresh".into()),
             expires_at,
