@@ -1,11 +1,11 @@
 //! OAuth 2.1 for remote (Streamable HTTP) servers that answer 401: discovery, dynamic client
 //! registration, authorization code + PKCE, token storage and renewal.
 //!
-//! [`RemoteAuth`] holds one [`ServerAuth`] per remote server. Signing in is two steps driven by
+//! [`RemoteAuth`] holds one `ServerAuth` per remote server. Signing in is two steps driven by
 //! the client (`tool-cli auth login`): [`RemoteAuth::begin`] discovers the authorization server,
 //! registers, and returns the URL to open; [`RemoteAuth::complete`] takes the URL the browser
 //! was redirected to, exchanges the code and stores the tokens. After that every request to the
-//! server asks [`ServerAuth::bearer`] for its token, which renews it a minute before it expires.
+//! server asks `ServerAuth::bearer` for its token, which renews it a minute before it expires.
 //! The renewal holds the server's token lock, so concurrent requests wait for the one refresh
 //! instead of each sending their own (a refresh token may be single-use). A refresh the
 //! authorization server refuses (`invalid_grant`: expired or revoked) deletes the tokens and
