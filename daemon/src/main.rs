@@ -457,6 +457,9 @@ async fn serve(
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).
             subreaper: cfg!(target_os = "linux").then_some(self_exe),
+            state_dir: tool_cli_daemon::trace::settings::state_dir(&|name| {
+                std::env::var(name).ok()
+            }),
             ..PoolOptions::default()
         },
     );
@@ -478,6 +481,7 @@ async fn serve(
     if let Some(traces) = &traces {
         orchestrator = orchestrator.with_traces(Arc::clone(traces));
     }
+    orchestrator = orchestrator.with_remote_auth(pool.remote_auth());
     let orchestrator = Arc::new(orchestrator);
 
     // Connect the servers while the endpoint already serves (requests for a server still

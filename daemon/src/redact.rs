@@ -361,7 +361,7 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
     for server in &config.servers {
         values.extend(server.substituted.iter().cloned());
         match &server.transport {
-            TransportConfig::Http { url, headers } => {
+            TransportConfig::Http { url, headers, .. } => {
                 values.extend(url_secrets(url));
                 for (name, value) in headers {
                     if is_credential_header(name) {

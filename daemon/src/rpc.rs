@@ -28,6 +28,8 @@ use tool_cli_protocol::orchestration::{
 use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 use tool_cli_protocol::trace::TracesReportParams;
 
+mod auth_methods;
+
 use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::{Grant, TokenStore};
 use crate::error::Error;
@@ -319,6 +321,7 @@ pub(crate) fn module(
         )
         .expect("method names are unique");
     register_orchestration(&mut module);
+    auth_methods::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(

@@ -42,6 +42,9 @@ pub mod code {
     /// The answer is larger than the daemon sends in one response (or, in a batch, than each
     /// request's share of it); nothing that changes anything had run. Ask again alone.
     pub const RESPONSE_TOO_LARGE: i32 = -32008;
+    /// Signing in to a remote server over OAuth 2.1 failed at one step (discovery, registration,
+    /// authorization, token exchange or refresh).
+    pub const AUTH_FAILED: i32 = -32010;
 }
 
 /// Most tool names listed in an `unknownTool` error.
@@ -264,6 +267,16 @@ pub enum ErrorData {
         /// requests in a batch.
         limit_bytes: usize,
     },
+    /// Signing in to a remote server over OAuth 2.1 failed (`authLogin`, `authComplete`).
+    AuthFailed {
+        /// The server.
+        server: String,
+        /// The step that failed: `discovery`, `registration`, `authorization`, `token` or
+        /// `refresh`.
+        step: String,
+        /// What went wrong and what would be right.
+        message: String,
+    },
 }
 
 impl ErrorData {
@@ -295,6 +308,7 @@ impl ErrorData {
             }
             ErrorData::ShuttingDown { .. } => code::SHUTTING_DOWN,
             ErrorData::ResponseTooLarge { .. } => code::RESPONSE_TOO_LARGE,
+            ErrorData::AuthFailed { .. } => code::AUTH_FAILED,
         }
     }
 }

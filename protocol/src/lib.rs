@@ -16,6 +16,7 @@ pub mod envelope;
 pub mod error;
 pub mod methods;
 pub mod orchestration;
+pub mod remote_auth;
 pub mod runtime;
 pub mod search;
 pub mod trace;

@@ -62,6 +62,14 @@ pub mod name {
     /// Aggregate the daemon's trace files: calls, errors, latency, tokens, cost per group
     /// (owner token only; ours).
     pub const TRACES_REPORT: &str = "tracesReport";
+    /// Start an OAuth 2.1 sign-in to a remote server (owner token only; ours).
+    pub const AUTH_LOGIN: &str = "authLogin";
+    /// Finish a sign-in with the redirect URL (owner token only; ours).
+    pub const AUTH_COMPLETE: &str = "authComplete";
+    /// Every remote server's sign-in state (owner token only; ours).
+    pub const AUTH_STATUS: &str = "authStatus";
+    /// Delete a remote server's tokens (owner token only; ours).
+    pub const AUTH_LOGOUT: &str = "authLogout";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -90,6 +98,10 @@ pub mod name {
         READ_SPILLED,
         RESTART_SERVER,
         TRACES_REPORT,
+        AUTH_LOGIN,
+        AUTH_COMPLETE,
+        AUTH_STATUS,
+        AUTH_LOGOUT,
     ];
 }
 

@@ -20,6 +20,7 @@ mod hardening;
 mod lifecycle;
 mod orchestration;
 mod peers;
+mod remote;
 mod resilience;
 mod search;
 mod security;

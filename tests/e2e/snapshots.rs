@@ -107,7 +107,11 @@ fn get_bridge_info() {
                 "cancelAgent",
                 "readSpilled",
                 "restartServer",
-                "tracesReport"
+                "tracesReport",
+                "authLogin",
+                "authComplete",
+                "authStatus",
+                "authLogout"
               ],
               "capabilities": {
                 "authentication": {

@@ -10,6 +10,7 @@
 //! is in `help.rs`.
 
 pub(crate) mod agent;
+pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod complete;
 mod help;
@@ -89,6 +90,8 @@ pub(crate) enum Command {
     Agent(agent::AgentCommand),
     /// `tool-cli search QUERY [--limit N] [--server S]`.
     Search(search::SearchRequest),
+    /// `tool-cli auth login|status|logout`: OAuth sign-in to remote servers.
+    Auth(auth::AuthCommand),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -169,6 +172,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server restart NAME\n       \
+                      tool-cli auth <login|status|logout> [SERVER]\n       \
                       tool-cli traces report [OPTIONS]\n       \
                       tool-cli search QUERY [--limit N] [--server S]\n       \
                       tool-cli completions <bash|zsh|fish>",
@@ -299,6 +303,11 @@ enum TopSubcommand {
     },
     /// Find tools across every server by what they do (wins over a server named `search`)
     Search(search::SearchArgs),
+    /// Sign in to remote servers over OAuth 2.1 (wins over a server named `auth`)
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -462,6 +471,7 @@ where
         Some(TopSubcommand::Server {
             action: ServerAction::Restart { name },
         }) => Command::RestartServer { server: name },
+        Some(TopSubcommand::Auth { action }) => Command::Auth(auth::command(action)),
         Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
             DaemonAction::Start {
                 config,
@@ -666,7 +676,7 @@ where
             | "--args-file" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "health" | "token" | "daemon" | "server" | "traces" | "session"
-            | "agent" | "search" | "completions" | "__complete" => {
+            | "agent" | "search" | "auth" | "completions" | "__complete" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

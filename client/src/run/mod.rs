@@ -11,6 +11,7 @@
 
 mod admin;
 mod agent;
+mod auth;
 mod call;
 mod call_options;
 pub(crate) mod complete;
@@ -173,6 +174,7 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
+        Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
         Command::Daemon(_) | Command::Completions(_) | Command::Complete(_) => Err(Error::Other(
             "`tool-cli daemon`, `completions` and `__complete` are run without a daemon \

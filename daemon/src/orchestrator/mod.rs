@@ -53,6 +53,9 @@ pub struct Orchestrator {
     /// The trace writer, when traces are on: for `health` and `tracesReport` (it is also one
     /// of the pipeline's observers, which is how it gets the calls).
     pub(crate) traces: Option<Arc<Traces>>,
+    /// The remote servers' OAuth state, for `authLogin` and the other `auth*` methods (the
+    /// pool owns it; an orchestrator over another provider has none).
+    pub(crate) remote_auth: Option<Arc<crate::oauth::RemoteAuth>>,
 }
 
 impl Orchestrator {
@@ -94,6 +97,7 @@ impl Orchestrator {
             search,
             agents: AgentRuns::new(agent),
             traces: None,
+            remote_auth: None,
         }
     }
 
@@ -101,6 +105,12 @@ impl Orchestrator {
     /// writer among the observers of [`Orchestrator::with_options`] for calls to reach it.
     pub fn with_traces(mut self, traces: Arc<Traces>) -> Orchestrator {
         self.traces = Some(traces);
+        self
+    }
+
+    /// Serves the `auth*` methods from `remote_auth` (the pool's).
+    pub fn with_remote_auth(mut self, remote_auth: Arc<crate::oauth::RemoteAuth>) -> Orchestrator {
+        self.remote_auth = Some(remote_auth);
         self
     }
 

@@ -8,6 +8,11 @@
 //! here is rmcp's own reqwest client with one addition: it notes the request id of every response
 //! stream that ended for being too large ([`OversizedAnswers`]), and the connection turns that
 //! request's failure into `messageTooLarge`.
+//!
+//! The same wrapper sends the server's OAuth access token (`oauth/`), renewed before it expires,
+//! and remembers why a request failed where rmcp's error would only say the transport closed: an
+//! untrusted TLS certificate (naming `caFile`), or a 401 (naming `tool-cli auth login`). The
+//! client itself is built by `tls.rs`: rustls, the platform's roots and the server's `caFile`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -25,6 +30,10 @@ use rmcp::transport::streamable_http_client::{
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
 use super::stdio::id_key;
+use super::tls;
+use crate::config::RemoteOptions;
+use crate::oauth::{BearerError, ServerAuth};
+use rmcp::transport::streamable_http_client::AuthRequiredError;
 
 /// Most ids remembered at once; a request abandoned before its failure was read leaves its id
 /// behind, so the set is emptied rather than allowed to grow.
@@ -59,28 +68,88 @@ impl OversizedAnswers {
     }
 }
 
-/// rmcp's reqwest client, noting which response streams ended for being too large.
+/// rmcp's reqwest client, noting which response streams ended for being too large, sending the
+/// server's current OAuth access token with every request, and keeping the reason of the last
+/// failure rmcp would word vaguely (an untrusted certificate, a 401).
 #[derive(Clone)]
 struct SizeWatchingClient {
     inner: reqwest::Client,
     oversized: Arc<OversizedAnswers>,
+    auth: Option<Arc<ServerAuth>>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+
+impl SizeWatchingClient {
+    /// The bearer token to send: the server's OAuth token when it holds one (renewed first when
+    /// it is about to expire), else the configured `Authorization` header's.
+    async fn auth_header(&self, configured: Option<String>) -> HttpResult<Option<String>> {
+        let Some(auth) = self.auth.as_ref().filter(|auth| auth.enabled()) else {
+            return Ok(configured);
+        };
+        match auth.bearer().await {
+            Ok(Some(token)) => Ok(Some(token)),
+            Ok(None) => Ok(configured),
+            Err(BearerError::NeedsLogin(reason)) => {
+                self.note(crate::oauth::login_hint(auth.name(), &reason));
+                Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                    String::new(),
+                )))
+            }
+            Err(BearerError::Unavailable(reason)) => {
+                self.note(reason.clone());
+                Err(StreamableHttpError::UnexpectedServerResponse(reason.into()))
+            }
+        }
+    }
+
+    fn note(&self, reason: String) {
+        *self.failure.lock().unwrap() = Some(reason);
+    }
+
+    /// Notes why a request failed when rmcp's own wording would hide it.
+    async fn inspect<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
+        if let Err(error) = &result {
+            match error {
+                StreamableHttpError::AuthRequired(_) => {
+                    let reason = match self.auth.as_ref().filter(|auth| auth.enabled()) {
+                        Some(auth) => auth.unauthorized().await,
+                        None => "the server answered 401 Unauthorized and OAuth is off for it \
+                                 (\"oauth\": false); give it an Authorization header"
+                            .to_owned(),
+                    };
+                    self.note(reason);
+                }
+                StreamableHttpError::Client(error) => {
+                    if let Some(problem) = tls::certificate_problem(error) {
+                        self.note(tls::untrusted_message(&problem));
+                    }
+                }
+                _ => {}
+            }
+        }
+        result
+    }
 }
 
 impl StreamableHttpClient for SizeWatchingClient {
     type Error = reqwest::Error;
 
-    fn post_message(
+    async fn post_message(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
         session_id: Option<Arc<str>>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>>
-    + Send
-    + '_ {
-        self.inner
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
             .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await;
+        self.inspect(result).await
     }
 
     fn post_message_with_max_sse_event_size(
@@ -99,7 +168,8 @@ impl StreamableHttpClient for SizeWatchingClient {
             _ => None,
         };
         async move {
-            let response = self
+            let auth_header = self.auth_header(auth_header).await?;
+            let result = self
                 .inner
                 .post_message_with_max_sse_event_size(
                     uri,
@@ -109,7 +179,8 @@ impl StreamableHttpClient for SizeWatchingClient {
                     custom_headers,
                     max_sse_event_size,
                 )
-                .await?;
+                .await;
+            let response = self.inspect(result).await?;
             Ok(match (response, request_id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let oversized = Arc::clone(&self.oversized);
@@ -120,31 +191,36 @@ impl StreamableHttpClient for SizeWatchingClient {
         }
     }
 
-    fn delete_session(
+    async fn delete_session(
         &self,
         uri: Arc<str>,
         session_id: Arc<str>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
         self.inner
             .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<Self::Error>>> + Send + '_
-    {
-        self.inner
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await;
+        self.inspect(result).await
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -152,16 +228,20 @@ impl StreamableHttpClient for SizeWatchingClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxedSseResponse, StreamableHttpError<Self::Error>>> + Send + '_
-    {
-        self.inner.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        )
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        let auth_header = self.auth_header(auth_header).await?;
+        let result = self
+            .inner
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await;
+        self.inspect(result).await
     }
 }
 
@@ -190,18 +270,26 @@ pub(crate) fn size_limit_in(message: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// A remote server as the pool connects to it.
+pub(crate) struct Remote<'a> {
+    pub(crate) url: &'a str,
+    pub(crate) headers: &'a BTreeMap<String, String>,
+    pub(crate) options: &'a RemoteOptions,
+    /// Its OAuth state (`None` for a server the daemon has no state for).
+    pub(crate) auth: Option<Arc<ServerAuth>>,
+}
+
 /// Connects to a Streamable HTTP server: the MCP handshake, then its tool list.
 pub(crate) async fn connect(
     name: &str,
     published: Arc<Published>,
-    url: &str,
-    headers: &BTreeMap<String, String>,
+    remote: Remote<'_>,
     max_message_bytes: usize,
 ) -> Result<(Arc<Connection>, ServiceDone), String> {
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+    let mut config = StreamableHttpClientTransportConfig::with_uri(remote.url.to_owned())
         .max_sse_event_size(max_message_bytes);
     let mut custom = HashMap::new();
-    for (key, value) in headers {
+    for (key, value) in remote.headers {
         if key.eq_ignore_ascii_case("authorization")
             && let Some(token) = value.strip_prefix("Bearer ")
         {
@@ -217,10 +305,21 @@ pub(crate) async fn connect(
     config = config
         .custom_headers(custom)
         .reinit_on_expired_session(true);
+    // The OAuth state's client trusts the same roots; share it (and its connection pool).
+    let inner = match remote.auth.as_ref().map(|auth| auth.client()) {
+        Some(Ok(client)) => client.clone(),
+        Some(Err(message)) => return Err(message.to_owned()),
+        None => {
+            tls::http_client(remote.options.ca_file.as_deref()).map_err(|err| err.to_string())?
+        }
+    };
     let oversized = Arc::new(OversizedAnswers::new(max_message_bytes));
+    let failure = Arc::new(Mutex::new(None));
     let client = SizeWatchingClient {
-        inner: reqwest::Client::default(),
+        inner,
         oversized: Arc::clone(&oversized),
+        auth: remote.auth,
+        failure: Arc::clone(&failure),
     };
     let transport = StreamableHttpClientTransport::with_client(client, config);
     establish(
@@ -233,6 +332,8 @@ pub(crate) async fn connect(
         },
     )
     .await
+    // rmcp words these as a closed transport; the reason noted on the way is the one to give.
+    .map_err(|message| failure.lock().unwrap().take().unwrap_or(message))
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod http;
 mod stderr;
 mod stdio;
 mod supervisor;
+pub(crate) mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -41,6 +42,7 @@ use tool_cli_protocol::methods::{ServerState, TransportKind};
 use crate::catalog::Catalog;
 use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
+use crate::oauth::RemoteAuth;
 use crate::overrides::ToolOverride;
 use crate::provider::{
     BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
@@ -72,6 +74,9 @@ pub struct PoolOptions {
     /// (see [`crate::subreaper`]); `None` spawns servers directly, as a pool embedded in another
     /// program (or a test) must.
     pub subreaper: Option<PathBuf>,
+    /// The daemon's state directory, where remote servers' OAuth tokens are kept (`oauth/`);
+    /// `None` keeps no tokens (a server that asks for OAuth then cannot be signed in to).
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for PoolOptions {
@@ -89,6 +94,7 @@ impl Default for PoolOptions {
                 ..RestartPolicy::default()
             },
             subreaper: None,
+            state_dir: None,
         }
     }
 }
@@ -101,6 +107,8 @@ pub struct Pool {
     supervisors: Mutex<tokio::task::JoinSet<()>>,
     /// Bumped on every status or catalog change of any server.
     changes: Arc<watch::Sender<u64>>,
+    /// The OAuth state of the remote servers.
+    remote_auth: Arc<RemoteAuth>,
 }
 
 /// One configured server: its supervised connection and what it last knew of its tools.
@@ -218,13 +226,23 @@ impl Pool {
                 })
             })
             .collect();
+        let remote_auth = Arc::new(RemoteAuth::new(
+            &config.servers,
+            options.state_dir.as_deref(),
+        ));
         Arc::new(Pool {
             servers,
+            remote_auth,
             options,
             shutdown: watch::Sender::new(false),
             supervisors: Mutex::new(tokio::task::JoinSet::new()),
             changes,
         })
+    }
+
+    /// The OAuth state of the remote servers (`authLogin`, `authStatus`, …).
+    pub fn remote_auth(&self) -> Arc<RemoteAuth> {
+        Arc::clone(&self.remote_auth)
     }
 
     /// Starts every enabled server's supervisor; returns once each server's first connection

@@ -116,8 +116,21 @@ impl Pool {
                 server.set_status(Status::Exited(reason));
                 return;
             }
-            let (status, delay) =
-                match tracker.record_exit(Instant::now(), started.elapsed(), random_jitter()) {
+            // A server that needs a sign-in (`tool-cli auth login`) is not retried on a timer:
+            // nothing changes until the user signs in, which restarts it.
+            let waits_for_login = self
+                .remote_auth
+                .server(&server.config.name)
+                .is_some_and(|auth| auth.waits_for_login());
+            let (status, delay) = if waits_for_login {
+                tracing::warn!(%reason, "server waits for a sign-in");
+                (Status::Down(reason), None)
+            } else {
+                let (status, delay) = match tracker.record_exit(
+                    Instant::now(),
+                    started.elapsed(),
+                    random_jitter(),
+                ) {
                     Decision::RestartAfter(delay) => {
                         tracing::info!(delay_ms = delay.as_millis() as u64, "restarting server");
                         (Status::Restarting(reason), delay)
@@ -139,10 +152,17 @@ impl Pool {
                         (status, probe_after)
                     }
                 };
+                (status, Some(delay))
+            };
             server.set_status(status);
             server.settle(&mut first_settled, generation);
             tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
+                _ = async {
+                    match delay {
+                        Some(delay) => tokio::time::sleep(delay).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
                 _ = restart_requests.changed() => {
                     tracing::info!("restarting server on request");
                     tracker.reset();
@@ -183,12 +203,20 @@ impl Pool {
                 )
                 .await
             }
-            TransportConfig::Http { url, headers } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                remote,
+            } => {
                 http::connect(
                     &server.config.name,
                     published,
-                    url,
-                    headers,
+                    http::Remote {
+                        url,
+                        headers,
+                        options: remote,
+                        auth: self.remote_auth.server(&server.config.name),
+                    },
                     self.options.max_message_bytes,
                 )
                 .await

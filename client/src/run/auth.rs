@@ -1,0 +1,291 @@
+//! `tool-cli auth login|status|logout`. The daemon does the OAuth work (discovery, registration,
+//! the token exchange, storage); the client's part of a login is the loopback redirect listener
+//! and the user: it prints the authorization URL (and opens a browser when a person is at a
+//! terminal), then takes whichever comes first, the browser's redirect to
+//! `http://127.0.0.1:PORT/callback` or the redirect URL pasted on stdin (the headless path, for a
+//! browser on another machine), and hands it to the daemon.
+
+use std::io::BufRead as _;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tool_cli_protocol::methods::name;
+use tool_cli_protocol::remote_auth::{
+    AuthLoginResult, AuthLogoutResult, AuthStatusResult, ServerAuthStatus,
+};
+
+use super::output::Output;
+use crate::args::auth::AuthCommand;
+use crate::client::{Client, parse_result};
+use crate::error::Error;
+use crate::sanitize;
+
+/// Discovery and registration are a few requests to the authorization server.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The token exchange, then the server's reconnection with the new token.
+const COMPLETE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long the login waits for the user.
+const USER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Largest redirect request read from the browser.
+const MAX_REQUEST_BYTES: usize = 16 * 1024;
+
+pub(super) async fn run(
+    client: &mut Client,
+    output: &mut Output<'_>,
+    command: AuthCommand,
+) -> Result<(), Error> {
+    match command {
+        AuthCommand::Login {
+            server,
+            open_browser,
+        } => login(client, output, &server, open_browser).await,
+        AuthCommand::Status => {
+            let result = client.call(name::AUTH_STATUS, None).await?;
+            if output.json {
+                return output.emit_json(&result);
+            }
+            let status: AuthStatusResult = parse_result(name::AUTH_STATUS, result)?;
+            if status.servers.is_empty() {
+                return output.emit_text("no remote (http/https) servers are configured");
+            }
+            let lines: Vec<String> = status.servers.iter().map(describe).collect();
+            output.emit_text(&lines.join("\n"))
+        }
+        AuthCommand::Logout { server } => {
+            let result = client
+                .call(name::AUTH_LOGOUT, Some(json!({ "server": server })))
+                .await?;
+            if output.json {
+                return output.emit_json(&result);
+            }
+            let logout: AuthLogoutResult = parse_result(name::AUTH_LOGOUT, result)?;
+            output.emit_text(&if logout.removed {
+                format!("signed out of {}: its tokens are deleted", logout.server)
+            } else {
+                format!("no tokens were held for {}", logout.server)
+            })
+        }
+    }
+}
+
+/// One line of `auth status`.
+fn describe(status: &ServerAuthStatus) -> String {
+    let mut line = format!("{}: {}", status.server, status.state);
+    if let Some(issuer) = &status.issuer {
+        line.push_str(&format!(", issuer {issuer}"));
+    }
+    if let Some(expires_at) = &status.expires_at {
+        line.push_str(&format!(", expires {expires_at}"));
+    }
+    if status.refreshable {
+        line.push_str(", refreshable");
+    }
+    if let Some(reason) = &status.reason {
+        line.push_str(&format!(" ({reason})"));
+    }
+    line
+}
+
+async fn login(
+    client: &mut Client,
+    output: &mut Output<'_>,
+    server: &str,
+    open_browser: bool,
+) -> Result<(), Error> {
+    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|err| {
+        Error::Other(format!("cannot listen for the redirect on loopback: {err}"))
+    })?;
+    let port = listener
+        .local_addr()
+        .map_err(|err| Error::Other(err.to_string()))?
+        .port();
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let result = client
+        .call_with_timeout(
+            name::AUTH_LOGIN,
+            Some(json!({ "server": server, "redirectUri": redirect_uri })),
+            LOGIN_TIMEOUT,
+        )
+        .await?;
+    let started: AuthLoginResult = parse_result(name::AUTH_LOGIN, result)?;
+    let url = sanitize::line(&started.authorization_url).into_owned();
+    eprintln!(
+        "To sign in to {server}, open this URL in a browser:\n\n  {url}\n\nWaiting for the \
+         redirect to {redirect_uri} (or paste the address the browser was sent to and press \
+         Enter)…"
+    );
+    if open_browser && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        open_in_browser(&started.authorization_url);
+    }
+    let pasted = pasted_lines();
+    let redirect = tokio::time::timeout(USER_TIMEOUT, wait_for_redirect(&listener, pasted, port))
+        .await
+        .map_err(|_| {
+            Error::Other(format!(
+                "no redirect within {} minutes; run `tool-cli auth login {server}` again",
+                USER_TIMEOUT.as_secs() / 60
+            ))
+        })?;
+    let (redirect_url, browser) = match redirect {
+        Redirect::Browser(url, stream) => (url, Some(stream)),
+        Redirect::Pasted(url) => (url, None),
+    };
+    let completed = client
+        .call_with_timeout(
+            name::AUTH_COMPLETE,
+            Some(json!({ "server": server, "redirectUrl": redirect_url })),
+            COMPLETE_TIMEOUT,
+        )
+        .await;
+    if let Some(stream) = browser {
+        let page = match &completed {
+            Ok(_) => format!("Signed in to {server}. You can close this tab."),
+            Err(_) => format!("Signing in to {server} failed; see the terminal."),
+        };
+        answer_browser(stream, &page).await;
+    }
+    let result = completed?;
+    if output.json {
+        return output.emit_json(&result);
+    }
+    let status: ServerAuthStatus = parse_result(name::AUTH_COMPLETE, result)?;
+    output.emit_text(&format!("signed in: {}", describe(&status)))
+}
+
+enum Redirect {
+    Browser(String, TcpStream),
+    Pasted(String),
+}
+
+/// Lines typed on stdin, read on a thread of their own (a blocking read must not hold the
+/// runtime open at exit); the channel closes at end of input.
+fn pasted_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+async fn wait_for_redirect(
+    listener: &TcpListener,
+    mut pasted: tokio::sync::mpsc::UnboundedReceiver<String>,
+    port: u16,
+) -> Redirect {
+    let mut stdin_open = true;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                if let Some((target, stream)) = read_request_target(stream).await {
+                    return Redirect::Browser(format!("http://127.0.0.1:{port}{target}"), stream);
+                }
+            }
+            line = pasted.recv(), if stdin_open => match line {
+                Some(line) if !line.trim().is_empty() => return Redirect::Pasted(line.trim().to_owned()),
+                Some(_) => {}
+                None => stdin_open = false,
+            },
+        }
+    }
+}
+
+/// The target of a `GET /callback?…` request; other requests (a browser's `/favicon.ico`) are
+/// answered 404 and waited past.
+async fn read_request_target(mut stream: TcpStream) -> Option<(String, TcpStream)> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 2048];
+    while !buffer.windows(4).any(|window| window == b"\r\n\r\n") {
+        let read = stream.read(&mut chunk).await.ok()?;
+        if read == 0 || buffer.len() + read > MAX_REQUEST_BYTES {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..read]);
+    }
+    let head = String::from_utf8_lossy(&buffer);
+    let mut words = head.lines().next()?.split(' ');
+    let (method, target) = (words.next()?, words.next()?);
+    if method == "GET" && (target == "/callback" || target.starts_with("/callback?")) {
+        return Some((target.to_owned(), stream));
+    }
+    let _ = stream
+        .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        .await;
+    None
+}
+
+async fn answer_browser(mut stream: TcpStream, page: &str) {
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Opens `url` with the desktop's opener; a machine without one just has the printed URL.
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Ok(mut child) = spawned {
+        // Reaped on a thread so it never lingers as a zombie while we wait for the user.
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines_say_state_expiry_and_what_to_do() {
+        let line = describe(&ServerAuthStatus {
+            server: "remote".into(),
+            state: "needsLogin".into(),
+            issuer: None,
+            scope: None,
+            expires_at: None,
+            refreshable: false,
+            reason: Some("run `tool-cli auth login remote` to sign in".into()),
+        });
+        assert_eq!(
+            line,
+            "remote: needsLogin (run `tool-cli auth login remote` to sign in)"
+        );
+        let line = describe(&ServerAuthStatus {
+            server: "remote".into(),
+            state: "authorized".into(),
+            issuer: Some("https://as".into()),
+            scope: Some("mcp".into()),
+            expires_at: Some("2026-01-01T00:00:00Z".into()),
+            refreshable: true,
+            reason: None,
+        });
+        assert_eq!(
+            line,
+            "remote: authorized, issuer https://as, expires 2026-01-01T00:00:00Z, refreshable"
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! The config fields of remote (Streamable HTTP) servers beyond their URL and headers: `caFile`
+//! for a private CA and `oauth` for servers behind OAuth 2.1. Pure: values in, settings or an
+//! error naming the field out. (`config.rs` calls this; it is long enough already.)
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How a remote server is reached beyond its URL and headers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemoteOptions {
+    /// A PEM file of extra trusted CA certificates (besides the platform's), absolute once the
+    /// config is parsed (a relative path is taken from the config file's directory).
+    pub ca_file: Option<PathBuf>,
+    /// Whether and how to authorize with OAuth 2.1 when the server answers 401.
+    pub oauth: OAuthSettings,
+}
+
+/// The `oauth` field of a remote server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// `false` (`"oauth": false`) never tries OAuth: a 401 is reported as it is.
+    pub enabled: bool,
+    /// The scope to ask for; by default the one the server's 401 or metadata names.
+    pub scope: Option<String>,
+    /// A client id registered by hand with the authorization server; without one the daemon
+    /// registers itself dynamically (RFC 7591).
+    pub client_id: Option<String>,
+}
+
+impl Default for OAuthSettings {
+    fn default() -> Self {
+        OAuthSettings {
+            enabled: true,
+            scope: None,
+            client_id: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawOAuth {
+    scope: Option<String>,
+    client_id: Option<String>,
+}
+
+/// A field that was wrong, and the message saying what would be right.
+pub(crate) type FieldError = (Option<String>, String);
+
+/// Reads `caFile` and `oauth` of a server whose URL is `url`.
+pub(crate) fn parse(
+    url: &str,
+    ca_file: Option<&str>,
+    oauth: Option<&Value>,
+) -> Result<RemoteOptions, FieldError> {
+    let ca_file = match ca_file {
+        None => None,
+        Some("") => {
+            return Err((
+                Some("caFile".to_owned()),
+                "is empty; expected the path of a PEM file of CA certificates".to_owned(),
+            ));
+        }
+        Some(_) if !url.starts_with("https://") => {
+            return Err((
+                Some("caFile".to_owned()),
+                "applies to https:// servers only; this server's url is not https://".to_owned(),
+            ));
+        }
+        Some(path) => Some(PathBuf::from(path)),
+    };
+    let oauth = match oauth {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => OAuthSettings::default(),
+        Some(Value::Bool(false)) => OAuthSettings {
+            enabled: false,
+            ..OAuthSettings::default()
+        },
+        Some(value @ Value::Object(_)) => {
+            let raw = RawOAuth::deserialize(value).map_err(|err| {
+                (
+                    Some("oauth".to_owned()),
+                    format!("{err}; expected {{\"scope\": \"…\", \"clientId\": \"…\"}} or false"),
+                )
+            })?;
+            if raw.client_id.as_deref() == Some("") {
+                return Err((
+                    Some("oauth.clientId".to_owned()),
+                    "is empty; expected a registered client id, or leave it out to register \
+                     dynamically"
+                        .to_owned(),
+                ));
+            }
+            OAuthSettings {
+                enabled: true,
+                scope: raw.scope.filter(|scope| !scope.trim().is_empty()),
+                client_id: raw.client_id,
+            }
+        }
+        Some(_) => {
+            return Err((
+                Some("oauth".to_owned()),
+                "expected true, false or {\"scope\": \"…\", \"clientId\": \"…\"}".to_owned(),
+            ));
+        }
+    };
+    Ok(RemoteOptions { ca_file, oauth })
+}
+
+/// Makes a relative `caFile` relative to the config file's directory.
+pub(crate) fn resolve_paths(options: &mut RemoteOptions, config_dir: Option<&Path>) {
+    if let (Some(path), Some(dir)) = (&options.ca_file, config_dir)
+        && path.is_relative()
+    {
+        options.ca_file = Some(dir.join(path));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_try_oauth_and_trust_only_the_platform() {
+        let options = parse("https://h/mcp", None, None).unwrap();
+        assert_eq!(options, RemoteOptions::default());
+        assert!(options.oauth.enabled);
+    }
+
+    #[test]
+    fn ca_file_is_for_https_only_and_relative_to_the_config() {
+        let err = parse("http://h/mcp", Some("ca.pem"), None).unwrap_err();
+        assert_eq!(err.0.as_deref(), Some("caFile"));
+        assert!(err.1.contains("https:// servers only"), "{}", err.1);
+        let err = parse("https://h/mcp", Some(""), None).unwrap_err();
+        assert!(
+            err.1.contains("expected the path of a PEM file"),
+            "{}",
+            err.1
+        );
+        let mut options = parse("https://h/mcp", Some("certs/ca.pem"), None).unwrap();
+        resolve_paths(&mut options, Some(Path::new("/etc/tool-cli")));
+        assert_eq!(
+            options.ca_file,
+            Some(PathBuf::from("/etc/tool-cli/certs/ca.pem"))
+        );
+        let mut options = parse("https://h/mcp", Some("/abs/ca.pem"), None).unwrap();
+        resolve_paths(&mut options, Some(Path::new("/etc/tool-cli")));
+        assert_eq!(options.ca_file, Some(PathBuf::from("/abs/ca.pem")));
+    }
+
+    #[test]
+    fn oauth_takes_false_or_scope_and_client_id() {
+        let off = parse("https://h", None, Some(&json!(false))).unwrap();
+        assert!(!off.oauth.enabled);
+        let set = parse(
+            "https://h",
+            None,
+            Some(&json!({"scope": "mcp:read", "clientId": "abc"})),
+        )
+        .unwrap();
+        assert_eq!(set.oauth.scope.as_deref(), Some("mcp:read"));
+        assert_eq!(set.oauth.client_id.as_deref(), Some("abc"));
+        let err = parse("https://h", None, Some(&json!({"scopes": "x"}))).unwrap_err();
+        assert_eq!(err.0.as_deref(), Some("oauth"));
+        assert!(err.1.contains("unknown field `scopes`"), "{}", err.1);
+        let err = parse("https://h", None, Some(&json!("yes"))).unwrap_err();
+        assert!(err.1.contains("expected true, false"), "{}", err.1);
+        let err = parse("https://h", None, Some(&json!({"clientId": ""}))).unwrap_err();
+        assert_eq!(err.0.as_deref(), Some("oauth.clientId"));
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The client command for the MCP conformance suite's auth/* client scenarios:
+#   conformance client --command "scripts/conformance-auth-client.sh" --scenario auth/metadata-default
+# It is called with the scenario server's URL. It starts a tool-cli-daemon with that one server,
+# signs in with `tool-cli auth login` (following the authorization URL as a browser would: the
+# suite's authorization endpoint approves at once and redirects to our loopback listener), then
+# lists and calls the server's tools through the daemon. Everything runs on loopback and stops on
+# exit. TOOL_CLI_BIN_DIR selects the binaries (default: target/debug).
+set -euo pipefail
+url="$1"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="${TOOL_CLI_BIN_DIR:-$root/target/debug}"
+dir="$(mktemp -d)"
+daemon_pid=""
+cleanup() {
+    [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+mkdir -m 700 "$dir/run"
+printf '{"mcpServers": {"scenario": {"url": "%s"}}}\n' "$url" > "$dir/servers.json"
+chmod 600 "$dir/servers.json"
+export TOOL_CLI_RUNTIME_DIR="$dir/run" XDG_STATE_HOME="$dir/state"
+"$bin/tool-cli-daemon" --config "$dir/servers.json" --print-env --no-traces \
+    > "$dir/env" 2> "$dir/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 1 300); do grep -q TOOL_CLI_TOKEN "$dir/env" 2>/dev/null && break; sleep 0.1; done
+# shellcheck disable=SC1091
+source "$dir/env"
+
+# The sign-in: read the URL the CLI prints, follow it like a browser, deliver the redirect.
+mkfifo "$dir/login.err"
+"$bin/tool-cli" auth login scenario --no-browser < /dev/null 2> "$dir/login.err" > "$dir/login.out" &
+login_pid=$!
+authorization_url=""
+while IFS= read -r line; do
+    echo "$line" >&2
+    if [[ -z "$authorization_url" && "$line" =~ ^[[:space:]]+(http[^[:space:]]+) ]]; then
+        authorization_url="${BASH_REMATCH[1]}"
+        redirect="$(curl -s -o /dev/null -w '%{redirect_url}' "$authorization_url")"
+        curl -s "$redirect" > /dev/null || true
+    fi
+done < "$dir/login.err"
+wait "$login_pid"
+cat "$dir/login.out"
+
+# Use the server through the daemon: list its tools and call the first one with no arguments.
+"$bin/tool-cli" scenario --json > "$dir/tools.json"
+tool="$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tools"]; print(t[0]["name"] if t else "")' "$dir/tools.json")"
+if [[ -n "$tool" ]]; then
+    "$bin/tool-cli" scenario "$tool" '{}' || true
+fi
