@@ -28,6 +28,7 @@ pub mod reaper;
 pub mod redact;
 pub mod resilience;
 mod rpc;
+mod rpc_prompts;
 pub mod runtime_file;
 pub mod server;
 pub mod sessions;

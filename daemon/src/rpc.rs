@@ -51,14 +51,14 @@ pub(crate) struct Answers {
 
 /// What every handler can reach.
 pub(crate) struct Context {
-    orchestrator: Arc<Orchestrator>,
+    pub(crate) orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
     answers: Answers,
 }
 
 impl Context {
     /// This request's share of the response size limit.
-    fn budget(&self, extensions: &Extensions) -> Budget {
+    pub(crate) fn budget(&self, extensions: &Extensions) -> Budget {
         Budget::new(
             self.answers.max_response_bytes,
             extensions.get::<BatchLen>().copied(),
@@ -69,7 +69,7 @@ impl Context {
     /// the second case the work is dropped (a call in flight is cancelled upstream) and the
     /// request is answered with a shutdown error, so it gets exactly one answer before its
     /// connection closes.
-    async fn until_grace_over<T>(
+    pub(crate) async fn until_grace_over<T>(
         &self,
         work: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, ErrorObjectOwned> {
@@ -87,7 +87,7 @@ impl Context {
     }
 }
 
-type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
+pub(crate) type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
 /// The grant the gate attached to the request. Every request that reaches a handler has one;
 /// a missing grant (a bug) is refused rather than treated as the owner.
@@ -98,7 +98,7 @@ fn grant(extensions: &Extensions) -> Result<&Grant, ErrorObjectOwned> {
 }
 
 /// The context of a call that arrives now, for the request's grant.
-fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned> {
+pub(crate) fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned> {
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
@@ -319,6 +319,7 @@ pub(crate) fn module(
         )
         .expect("method names are unique");
     register_orchestration(&mut module);
+    crate::rpc_prompts::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(
@@ -361,7 +362,7 @@ pub(crate) fn module(
                 parse(
                     name::MINT_TOKEN,
                     &params,
-                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
+                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
                 )?
             };
             let minted = context
@@ -603,7 +604,7 @@ fn register_orchestration(module: &mut RpcModule<Context>) {
 const MAX_PARAMS_DEPTH: usize = 128;
 
 /// Parses params into `T`, with an error that names the member and the expected shape.
-fn parse<T: DeserializeOwned>(
+pub(crate) fn parse<T: DeserializeOwned>(
     method: &str,
     params: &Params<'_>,
     expected: &str,

@@ -62,6 +62,10 @@ pub mod name {
     /// Aggregate the daemon's trace files: calls, errors, latency, tokens, cost per group
     /// (owner token only; ours).
     pub const TRACES_REPORT: &str = "tracesReport";
+    /// List the prompts of one server, or of every server the token may see.
+    pub const LIST_PROMPTS: &str = "listPrompts";
+    /// Render one prompt of a server with its arguments (`prompts/get`).
+    pub const GET_PROMPT: &str = "getPrompt";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -90,6 +94,8 @@ pub mod name {
         READ_SPILLED,
         RESTART_SERVER,
         TRACES_REPORT,
+        LIST_PROMPTS,
+        GET_PROMPT,
     ];
 }
 
@@ -161,6 +167,10 @@ pub struct MintTokenParams {
     /// the other members, omitted means *no* resources: a tool grant never exposes resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<String>>,
+    /// Globs on `server/prompt` the token may list and get, e.g. `everything/simple-*`. Like
+    /// `resources`, omitted means *no* prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<String>>,
     /// Only tools annotated `readOnlyHint: true`.
     #[serde(default)]
     pub read_only: bool,
@@ -650,6 +660,55 @@ pub struct ListResourcesResult {
     pub server: String,
     /// Its resources, each as the server described it.
     pub resources: Vec<Value>,
+}
+
+/// Params of `listPrompts`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListPromptsParams {
+    /// One server's prompts; omitted, those of every server the token may see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// Result of `listPrompts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListPromptsResult {
+    /// Each prompt the token may see, with the server offering it.
+    pub prompts: Vec<ServerPrompt>,
+    /// Servers that could not be asked (not ready, failed), with why; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableServer>,
+}
+
+/// One prompt in a `listPrompts` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPrompt {
+    /// The server offering it.
+    pub server: String,
+    /// The MCP `Prompt` exactly as the server described it (`name`, `description`,
+    /// `arguments`, ...).
+    pub prompt: Value,
+}
+
+/// A server a list across servers could not include.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableServer {
+    /// Its name.
+    pub server: String,
+    /// Why it was left out.
+    pub error: String,
+}
+
+/// Params of `getPrompt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetPromptParams {
+    /// The server's name.
+    pub server: String,
+    /// The prompt's name.
+    pub name: String,
+    /// Its arguments (MCP prompt arguments are strings); omitted means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Result of `listResourceTemplates`.

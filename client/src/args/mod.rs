@@ -10,6 +10,7 @@
 //! is in `help.rs`.
 
 mod help;
+mod prompts;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ use tool_cli_protocol::methods::MintTokenParams;
 use crate::error::Error;
 use crate::settings;
 use help::AFTER_HELP;
+pub(crate) use prompts::PromptCommand;
 
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +50,8 @@ pub(crate) enum Command {
         /// `--meta`: print uri, mime type and size instead of the body.
         meta: bool,
     },
+    /// `tool-cli prompt list|get`.
+    Prompt(PromptCommand),
     /// `tool-cli health`: every server's state, restarts, load, latency and breaker.
     Health,
     /// `tool-cli token mint ...`: a scoped child token.
@@ -129,6 +133,7 @@ pub(crate) enum ParseOutcome {
     version,
     override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
+                      tool-cli prompt <list|get> [OPTIONS]\n       \
                       tool-cli health [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
@@ -191,6 +196,11 @@ enum TopSubcommand {
     Resource {
         #[command(subcommand)]
         action: ResourceAction,
+    },
+    /// List and render MCP prompts (wins over a server named `prompt`)
+    Prompt {
+        #[command(subcommand)]
+        action: prompts::PromptAction,
     },
     /// Show server health, exit 1 if any is unhealthy (wins over a server named `health`)
     Health {
@@ -266,6 +276,11 @@ enum TokenAction {
         /// [default: no resources at all]
         #[arg(long = "resource", value_name = "SERVER/URI_GLOB")]
         resources: Vec<String>,
+
+        /// Prompts matching SERVER/PROMPT_GLOB, e.g. `everything/*`; repeatable
+        /// [default: no prompts at all]
+        #[arg(long = "prompt", value_name = "SERVER/PROMPT_GLOB")]
+        prompts: Vec<String>,
 
         /// Only tools annotated read-only (readOnlyHint)
         #[arg(long)]
@@ -363,6 +378,9 @@ where
             Command::Health
         }
         Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Prompt { action }) => {
+            Command::Prompt(prompts::command(action).map_err(usage)?)
+        }
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
@@ -474,6 +492,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
             servers,
             tools,
             resources,
+            prompts,
             read_only,
             ttl,
             label,
@@ -493,6 +512,12 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
                      got {glob:?}"
                 )));
             }
+            if let Some(glob) = prompts.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--prompt takes SERVER/PROMPT_GLOB, e.g. `--prompt 'everything/*'`, got \
+                     {glob:?}"
+                )));
+            }
             if ttl == Some(0) {
                 return Err(Error::Usage(
                     "--ttl must be at least 1 second; leave it out for a token that lives \
@@ -505,6 +530,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
                 servers: non_empty(servers),
                 tools: non_empty(tools),
                 resources: non_empty(resources),
+                prompts: non_empty(prompts),
                 read_only,
                 ttl_seconds: ttl,
                 label,
@@ -558,7 +584,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
+            "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

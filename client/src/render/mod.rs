@@ -9,6 +9,7 @@
 //! text before it reaches a terminal.
 
 mod health;
+mod prompts;
 mod schema;
 
 use std::fmt::Write as _;
@@ -21,6 +22,7 @@ use crate::base64;
 use crate::sanitize;
 
 pub(crate) use health::{health, human_duration, is_unhealthy, minted_summary, tokens};
+pub(crate) use prompts::{prompt_list, prompt_messages};
 pub(crate) use schema::tool_schema;
 
 /// Longest one-line description in a list, in characters.
@@ -239,7 +241,7 @@ pub(crate) fn binary_contents(result: &Value) -> (Vec<BinaryContent<'_>>, usize)
 }
 
 /// One content item: text as is, everything else as a one-line placeholder.
-fn content_item(item: &Value) -> String {
+pub(super) fn content_item(item: &Value) -> String {
     let kind = item
         .get("type")
         .and_then(Value::as_str)

@@ -12,6 +12,7 @@
 mod admin;
 pub(crate) mod daemon;
 mod output;
+mod prompts;
 mod resources;
 
 use std::io::Write;
@@ -95,6 +96,7 @@ pub(crate) async fn run(
             let result = client.call_tool(&call).await?;
             emit_call_result(&mut output, &server, &tool, &result)
         }
+        Command::Prompt(command) => prompts::run(client, &mut output, command).await,
         Command::Health => admin::health(client, &mut output).await,
         Command::MintToken(params) => admin::mint_token(client, &mut output, params).await,
         Command::RevokeToken { token_id } => {

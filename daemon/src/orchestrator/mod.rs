@@ -190,6 +190,35 @@ impl Orchestrator {
         self.pipeline.read_resource(context, server, uri).await
     }
 
+    /// `listPrompts`.
+    pub async fn list_prompts(
+        &self,
+        server: Option<&str>,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::methods::ListPromptsResult, Error> {
+        self.pipeline
+            .list_prompts(&context.grant, context.arrived, server)
+            .await
+    }
+
+    /// `getPrompt`: the server's complete `GetPromptResult`.
+    pub async fn get_prompt(
+        &self,
+        params: &tool_cli_protocol::methods::GetPromptParams,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        let arguments = params.arguments.clone().unwrap_or_default();
+        self.pipeline
+            .get_prompt(
+                &context.grant,
+                context.arrived,
+                &params.server,
+                &params.name,
+                &arguments,
+            )
+            .await
+    }
+
     /// `listResources`.
     pub async fn list_resources(
         &self,

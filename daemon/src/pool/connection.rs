@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    ListToolsRequest, PaginatedRequestParams, PingRequest, ReadResourceRequest,
-    ReadResourceRequestParams,
+    ClientConfig, ClientRequest, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
+    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
+    PingRequest, ReadResourceRequest, ReadResourceRequestParams,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
@@ -57,6 +57,7 @@ pub(crate) struct Connection {
     /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
     pub(crate) supports_resources: bool,
+    pub(crate) supports_prompts: bool,
     pub(crate) instructions: Option<String>,
 }
 
@@ -142,6 +143,9 @@ where
     let supports_resources = info
         .as_ref()
         .is_some_and(|info| info.capabilities.resources.is_some());
+    let supports_prompts = info
+        .as_ref()
+        .is_some_and(|info| info.capabilities.prompts.is_some());
     let supports_tools = info
         .as_ref()
         .is_none_or(|info| info.capabilities.tools.is_some());
@@ -163,6 +167,7 @@ where
         cancel: Mutex::new(Some(cancel)),
         ended: ended_rx,
         supports_resources,
+        supports_prompts,
         instructions,
     });
     if supports_tools {
@@ -206,6 +211,7 @@ pub(crate) enum ListKind {
     Tools,
     Resources,
     ResourceTemplates,
+    Prompts,
 }
 
 impl ListKind {
@@ -214,6 +220,7 @@ impl ListKind {
             ListKind::Tools => "tools/list",
             ListKind::Resources => "resources/list",
             ListKind::ResourceTemplates => "resources/templates/list",
+            ListKind::Prompts => "prompts/list",
         }
     }
 
@@ -222,6 +229,7 @@ impl ListKind {
             ListKind::Tools => "tools",
             ListKind::Resources => "resources",
             ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
         }
     }
 
@@ -237,6 +245,9 @@ impl ListKind {
             ListKind::ResourceTemplates => ClientRequest::ListResourceTemplatesRequest(
                 ListResourceTemplatesRequest::with_param(params),
             ),
+            ListKind::Prompts => {
+                ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(params))
+            }
         }
     }
 }
@@ -367,6 +378,18 @@ impl Connection {
             ReadResourceRequestParams::new(uri),
         ));
         self.request(request, "resources/read", timeout).await
+    }
+
+    /// Renders a prompt; the result is the server's complete `GetPromptResult`.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        self.request(request, "prompts/get", timeout).await
     }
 
     /// Fetches every page of a list, following `nextCursor`.

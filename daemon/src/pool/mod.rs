@@ -520,6 +520,49 @@ impl Upstream for Server {
             result.map_err(|error| self.secrets.clean_error(error))
         })
     }
+
+    fn supports_prompts(&self) -> bool {
+        match self.current_status() {
+            Status::Ready(connection) => connection.supports_prompts,
+            _ => false,
+        }
+    }
+
+    fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        Box::pin(async move {
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
+            if !connection.supports_prompts {
+                return Ok(Vec::new());
+            }
+            let result = connection
+                .list_all(ListKind::Prompts, remaining(deadline))
+                .await;
+            self.check_after_failure(&connection, &result);
+            result.map_err(|error| self.secrets.clean_error(error))
+        })
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(async move {
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
+            let result = connection
+                .get_prompt(name, arguments.clone(), remaining(deadline))
+                .await;
+            self.check_after_failure(&connection, &result);
+            result.map_err(|error| self.secrets.clean_error(error))
+        })
+    }
 }
 
 /// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`.
