@@ -31,6 +31,7 @@ mod rpc;
 mod rpc_prompts;
 pub mod runtime_file;
 pub mod server;
+pub mod server_requests;
 pub mod sessions;
 pub mod shape;
 pub mod spill;

@@ -20,6 +20,7 @@ mod peers;
 mod prompts;
 mod resilience;
 mod security;
+mod server_requests;
 mod snapshots;
 mod toolkit;
 mod traces;

@@ -107,7 +107,9 @@ fn get_bridge_info() {
                 "cancelAgent",
                 "readSpilled",
                 "restartServer",
-                "tracesReport"
+                "tracesReport",
+                "listPrompts",
+                "getPrompt"
               ],
               "capabilities": {
                 "authentication": {
@@ -142,7 +144,13 @@ fn get_bridge_info() {
                   "name": "tool-cli-daemon-rs",
                   "version": "<version>"
                 },
-                "capabilities": {}
+                "capabilities": {
+                  "roots": {},
+                  "sampling": {},
+                  "elicitation": {
+                    "form": {}
+                  }
+                }
               }
             }"#]],
     );

@@ -17,7 +17,17 @@ use rmcp::model::{
     ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
     PingRequest, ReadResourceRequest, ReadResourceRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
+// Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
+// protocol version we speak (2025-11-25) has them, and servers use them.
+#[allow(deprecated)]
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, ListRootsResult,
+    LoggingMessageNotificationParam, RootsCapabilities, SamplingCapability,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RunningServiceCancellationToken,
+};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, watch};
@@ -64,13 +74,16 @@ pub(crate) struct Connection {
 /// Resolves when a connection's service loop has ended.
 pub(crate) type ServiceDone = tokio::task::JoinHandle<()>;
 
-/// Our MCP client side: identity, and what to do when a server announces a new tool list.
+/// Our MCP client side: identity, what to do when a server announces a new tool list, and the
+/// answers to what a server asks of us (`requests.rs`).
 #[derive(Clone)]
 struct PoolClient {
     config: ClientConfig,
     tools_changed: Arc<Notify>,
+    requests: Arc<super::requests::ServerRequests>,
 }
 
+#[allow(deprecated)] // Roots, sampling and logging: see the import above.
 impl ClientHandler for PoolClient {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
@@ -80,11 +93,49 @@ impl ClientHandler for PoolClient {
         // A stored permit: a burst of notifications wakes the refresher once.
         self.tools_changed.notify_one();
     }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(self.requests.list_roots())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.requests.elicit(&request))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        Err(self.requests.sample(&params))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.requests.log(&params);
+    }
 }
 
 pub(crate) fn client_config() -> ClientConfig {
+    // Roots (from the config), elicitation and sampling are declared so servers may ask: the
+    // answers are the config's roots and reasoned declines (`requests.rs`), never silence.
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.roots = Some(RootsCapabilities::default());
+    capabilities.elicitation =
+        Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+    capabilities.sampling = Some(SamplingCapability::default());
     let mut config = ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         rmcp::model::Implementation::new(
             tool_cli_protocol::IMPLEMENTATION_NAME,
             env!("CARGO_PKG_VERSION"),
@@ -128,6 +179,7 @@ where
     let client = PoolClient {
         config: client_config(),
         tools_changed: Arc::clone(&tools_changed),
+        requests: Arc::clone(&published.server_requests),
     };
     let service = tokio::time::timeout(CONNECT_TIMEOUT, client.serve(transport))
         .await

@@ -21,6 +21,7 @@ mod answer;
 mod child;
 mod connection;
 mod http;
+mod requests;
 mod stderr;
 mod stdio;
 mod supervisor;
@@ -130,6 +131,8 @@ pub(crate) struct Published {
     overrides: Arc<BTreeMap<String, ToolOverride>>,
     /// Overrides refused (or unused) when the catalog was last built.
     problems: Mutex<Vec<String>>,
+    /// What it gets when it asks the daemon something; kept across restarts.
+    pub(crate) server_requests: Arc<requests::ServerRequests>,
 }
 
 impl Published {
@@ -210,6 +213,10 @@ impl Pool {
                         changes: Arc::clone(&changes),
                         overrides: Arc::clone(&server.tool_overrides),
                         problems: Mutex::new(Vec::new()),
+                        server_requests: Arc::new(requests::ServerRequests::new(
+                            &server.name,
+                            server.server_requests.clone(),
+                        )),
                     }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
