@@ -22,5 +22,6 @@ mod resilience;
 mod security;
 mod server_requests;
 mod snapshots;
+mod tasks;
 mod toolkit;
 mod traces;
