@@ -269,6 +269,8 @@ impl Client {
             dry_run: call.dry_run.then_some(true),
             hint: call.hint.clone(),
             idempotency_key: call.idempotency_key.clone(),
+            progress: None,
+            progress_id: None,
         })?;
         let wait = match timeout {
             Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,

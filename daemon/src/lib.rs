@@ -11,6 +11,7 @@
 mod agent_runs;
 pub mod answer;
 pub mod auth;
+mod call_events;
 pub mod catalog;
 mod client_fields;
 pub mod config;
@@ -28,6 +29,7 @@ pub mod reaper;
 pub mod redact;
 pub mod resilience;
 mod rpc;
+mod rpc_events;
 mod rpc_prompts;
 pub mod runtime_file;
 pub mod server;

@@ -213,12 +213,19 @@ pub(crate) fn module(
             let params: CallToolParams = parse(
                 name::CALL_TOOL,
                 &params,
-                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string}"#,
+                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "progress"?: boolean, "progressId"?: string}"#,
             )?;
             let call = call_context(&extensions)?;
-            let result = context
-                .until_grace_over(context.orchestrator.call_tool(params, &call))
-                .await?;
+            let progress = crate::rpc_events::progress_log(&params, &call.grant, &context.orchestrator)?;
+            let work = context.orchestrator.call_tool(params, &call);
+            let result = match progress {
+                None => context.until_grace_over(work).await?,
+                Some(log) => {
+                    context
+                        .until_grace_over(crate::call_events::with_log(log, work))
+                        .await?
+                }
+            };
             // The tool has run: a result too large to send is saved, never dropped.
             fit_or_spill(
                 result,
@@ -320,6 +327,7 @@ pub(crate) fn module(
         .expect("method names are unique");
     register_orchestration(&mut module);
     crate::rpc_prompts::register(&mut module);
+    crate::rpc_events::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(

@@ -66,6 +66,8 @@ pub mod name {
     pub const LIST_PROMPTS: &str = "listPrompts";
     /// Render one prompt of a server with its arguments (`prompts/get`).
     pub const GET_PROMPT: &str = "getPrompt";
+    /// Long-poll the progress and log events of a call made with `progress: true`.
+    pub const CALL_EVENTS: &str = "callEvents";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -96,6 +98,7 @@ pub mod name {
         TRACES_REPORT,
         LIST_PROMPTS,
         GET_PROMPT,
+        CALL_EVENTS,
     ];
 }
 
@@ -151,6 +154,43 @@ pub struct CallToolParams {
     /// the first call's result instead of calling again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Relay the server's progress and log notifications for this call to `callEvents` under
+    /// `progressId` (which must then be given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<bool>,
+    /// The caller's name for this call's events (1-128 characters), chosen before the call so
+    /// another connection can long-poll `callEvents` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_id: Option<String>,
+}
+
+/// Params of `callEvents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEventsParams {
+    /// The `progressId` the call was made with.
+    pub progress_id: String,
+    /// Events with a larger `seq` are returned (0 for all).
+    #[serde(default)]
+    pub after: u64,
+    /// How long to wait for a new event when there is none yet, in milliseconds (default 20000,
+    /// at most 60000; 0 answers at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// Result of `callEvents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEventsResult {
+    /// The events after `after`, oldest first: `{seq, type: "progress", progress, total?,
+    /// message?}` or `{seq, type: "log", level, logger?, data}`.
+    pub events: Vec<Value>,
+    /// Whether the call has ended (no events will follow those returned).
+    pub done: bool,
+    /// Events dropped because the call's buffer was full (oldest first; their `seq`s are
+    /// missing).
+    pub dropped: u64,
 }
 
 /// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.

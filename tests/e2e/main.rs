@@ -17,6 +17,7 @@ mod hardening;
 mod lifecycle;
 mod orchestration;
 mod peers;
+mod progress;
 mod prompts;
 mod resilience;
 mod security;

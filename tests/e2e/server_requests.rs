@@ -78,7 +78,14 @@ fn elicitation_and_sampling_are_declined_with_a_reason() {
         }
         Err(error) => assert!(error.message.contains(reason), "{error:?}"),
     }
-    assert!(daemon.stderr().contains("sampling request declined"));
+    // The daemon's stderr is read by another thread: wait for the line rather than race it.
+    assert!(
+        eventually(Duration::from_secs(10), || daemon
+            .stderr()
+            .contains("sampling request declined")),
+        "{}",
+        daemon.stderr()
+    );
 }
 
 #[test]
@@ -90,6 +97,10 @@ fn a_server_asking_a_thousand_times_is_bounded_and_the_daemon_stays_responsive()
                "timeoutMs": 120000}),
     );
     assert_eq!(text_content(&result), "accept=0 decline=1000 cancel=0");
+    // The daemon's stderr is read by another thread: wait for the warning before counting.
+    assert!(eventually(Duration::from_secs(10), || daemon
+        .stderr()
+        .contains("server is asking too often")));
     let log = daemon.stderr();
     // Twenty are looked at and logged; the rest are refused unread, with one warning.
     assert_eq!(

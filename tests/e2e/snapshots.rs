@@ -109,7 +109,8 @@ fn get_bridge_info() {
                 "restartServer",
                 "tracesReport",
                 "listPrompts",
-                "getPrompt"
+                "getPrompt",
+                "callEvents"
               ],
               "capabilities": {
                 "authentication": {

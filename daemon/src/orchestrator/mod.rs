@@ -52,6 +52,8 @@ pub struct Orchestrator {
     /// The trace writer, when traces are on: for `health` and `tracesReport` (it is also one
     /// of the pipeline's observers, which is how it gets the calls).
     pub(crate) traces: Option<Arc<Traces>>,
+    /// The buffered progress and log events of calls made with `progress: true`.
+    pub(crate) call_events: crate::call_events::CallEventHub,
 }
 
 impl Orchestrator {
@@ -93,6 +95,7 @@ impl Orchestrator {
             search,
             agents: AgentRuns::new(agent),
             traces: None,
+            call_events: Default::default(),
         }
     }
 

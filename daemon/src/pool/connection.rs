@@ -23,7 +23,8 @@ use rmcp::model::{
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationCapability, FormElicitationCapability, ListRootsResult,
-    LoggingMessageNotificationParam, RootsCapabilities, SamplingCapability,
+    LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
+    SamplingCapability,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RunningServiceCancellationToken,
@@ -115,6 +116,14 @@ impl ClientHandler for PoolClient {
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
         Err(self.requests.sample(&params))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.requests.progress(&params);
     }
 
     async fn on_logging_message(
@@ -375,6 +384,8 @@ impl Connection {
             raw: self.raw.as_deref(),
             key: id_key(&handle.id),
         };
+        // Only for a call that asked for progress (a task-local read otherwise).
+        let _progress = self.published.server_requests.watch(&handle.progress_token);
         let mut abandon = AbandonGuard {
             peer: Some(self.peer.clone()),
             request_id: handle.id.clone(),

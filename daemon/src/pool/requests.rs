@@ -10,15 +10,18 @@
 // protocol version we speak (2025-11-25) has them, and servers use them.
 #![allow(deprecated)]
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, Root,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, Root,
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use crate::call_events::CallEventLog;
 use crate::server_requests::{Admission, RequestBudget, ServerRequestSettings};
 
 /// The `_meta` key of a declined elicitation that says why.
@@ -36,6 +39,21 @@ pub(crate) struct ServerRequests {
     server: String,
     settings: ServerRequestSettings,
     budget: Mutex<RequestBudget>,
+    /// The events buffers of its calls in flight that asked for progress, by the progress
+    /// token rmcp put on each request.
+    watched: Mutex<HashMap<ProgressToken, Arc<CallEventLog>>>,
+}
+
+/// Stops relaying a request's notifications when it ends.
+pub(crate) struct Watch<'a> {
+    requests: &'a ServerRequests,
+    token: ProgressToken,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.requests.watched.lock().unwrap().remove(&self.token);
+    }
 }
 
 impl ServerRequests {
@@ -44,7 +62,43 @@ impl ServerRequests {
             server: server.to_owned(),
             settings,
             budget: Mutex::new(RequestBudget::new()),
+            watched: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Relays the progress (and the server's log messages) of the request carrying `token` to
+    /// the events buffer of the call running in this task, if it asked for progress; `None`
+    /// (and nothing done) for a plain call.
+    pub(crate) fn watch(&self, token: &ProgressToken) -> Option<Watch<'_>> {
+        let log = crate::call_events::current()?;
+        self.watched.lock().unwrap().insert(token.clone(), log);
+        Some(Watch {
+            requests: self,
+            token: token.clone(),
+        })
+    }
+
+    /// `notifications/progress`: into the events buffer of the call it belongs to.
+    pub(crate) fn progress(&self, notification: &ProgressNotificationParam) {
+        let log = self
+            .watched
+            .lock()
+            .unwrap()
+            .get(&notification.progress_token)
+            .cloned();
+        let Some(log) = log else {
+            return;
+        };
+        let mut event = serde_json::Map::new();
+        event.insert("type".to_owned(), json!("progress"));
+        event.insert("progress".to_owned(), json!(notification.progress));
+        if let Some(total) = notification.total {
+            event.insert("total".to_owned(), json!(total));
+        }
+        if let Some(message) = &notification.message {
+            event.insert("message".to_owned(), json!(clip(message)));
+        }
+        log.push(event);
     }
 
     /// `roots/list`: the configured roots.
@@ -150,6 +204,23 @@ impl ServerRequests {
         };
         let logger = message.logger.as_deref().unwrap_or("");
         let server = &self.server;
+        // Also to every call of this server that asked for events: a log message names no
+        // request, so each one in flight may be the cause.
+        let watching: Vec<Arc<CallEventLog>> =
+            self.watched.lock().unwrap().values().cloned().collect();
+        for log in watching {
+            let mut event = serde_json::Map::new();
+            event.insert("type".to_owned(), json!("log"));
+            event.insert(
+                "level".to_owned(),
+                serde_json::to_value(message.level).unwrap_or(Value::Null),
+            );
+            if !logger.is_empty() {
+                event.insert("logger".to_owned(), json!(clip(logger)));
+            }
+            event.insert("data".to_owned(), json!(text));
+            log.push(event);
+        }
         match message.level {
             LoggingLevel::Debug => {
                 tracing::debug!(target: "tool_cli::server_log", server, logger, "{text}")
