@@ -190,6 +190,12 @@ pub fn python_fixture() -> Value {
     json!({"command": venv_python(), "args": [python_fixture_path()]})
 }
 
+/// The Python fixture server that asks its client things (`tests/fixtures/asking_server.py`:
+/// `ask_many(count)` elicits `count` times) over stdio.
+pub fn asking_fixture() -> Value {
+    json!({"command": venv_python(), "args": [repo_root().join("tests/fixtures/asking_server.py")]})
+}
+
 /// The `tool-cli-fault-server` fixture binary (`cargo build -p tool-cli-fault-server`), built
 /// next to the daemon.
 pub fn fault_server_bin() -> PathBuf {

@@ -283,6 +283,8 @@ impl Client {
             hint: call.hint.clone(),
             idempotency_key: call.idempotency_key.clone(),
             alternatives: None,
+            progress: None,
+            progress_id: None,
         })?;
         let wait = match timeout {
             Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,

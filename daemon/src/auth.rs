@@ -200,7 +200,8 @@ impl TokenStore {
             params.read_only,
             params.ttl_seconds,
             now,
-        )?;
+        )?
+        .with_prompts(params.prompts)?;
         let token = Token::generate();
         let result = MintTokenResult {
             token: token.expose().to_owned(),

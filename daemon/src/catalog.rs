@@ -32,6 +32,9 @@ pub struct CatalogTool {
     pub has_output_schema: bool,
     /// Its behaviour hints, from `annotations`.
     pub hints: ToolHints,
+    /// It runs only as an MCP task (`execution.taskSupport: "required"`), which the daemon does
+    /// not run: calls are refused with that reason before anything is sent.
+    pub task_required: bool,
     /// Left out of listings, search and routing by a config override.
     pub hidden: bool,
     /// Its routing priority from a config override (else the server's applies).
@@ -127,12 +130,17 @@ impl Catalog {
                 .to_owned();
             let has_output_schema = raw.get("outputSchema").is_some_and(Value::is_object);
             let hints = ToolHints::from_annotations(raw.get("annotations").unwrap_or(&Value::Null));
+            let task_required = raw
+                .pointer("/execution/taskSupport")
+                .and_then(Value::as_str)
+                == Some("required");
             catalog.by_name.insert(name.clone(), catalog.tools.len());
             catalog.tools.push(Arc::new(CatalogTool {
                 name,
                 description,
                 has_output_schema,
                 hints,
+                task_required,
                 hidden,
                 priority,
                 raw,

@@ -122,6 +122,8 @@ pub struct ServerConfig {
     /// Every value a `${VAR}` put into its `env`, `headers` or `url`: secrets, as far as the
     /// daemon can tell, kept out of logs and errors (`redact.rs`).
     pub substituted: Vec<String>,
+    /// What it gets when it asks the daemon something (roots, elicitation, sampling).
+    pub server_requests: crate::server_requests::ServerRequestSettings,
 }
 
 /// Default `maxConcurrent`.
@@ -276,6 +278,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             priority: 0,
             tool_overrides: Arc::default(),
             substituted: Vec::new(),
+            server_requests: Default::default(),
         }],
         agent: AgentConfig::default(),
         traces: TracesConfig::default(),
@@ -453,7 +456,9 @@ fn parse_server(
         ));
     };
     // Other clients' fields become ours (or are dropped with a note) before anything is read.
-    let (entry, notes) = client_fields::normalize(entry);
+    let (mut entry, notes) = client_fields::normalize(entry);
+    let server_requests = crate::server_requests::ServerRequestSettings::take_from(&mut entry)
+        .map_err(|(field, message)| (Some(field), message))?;
     let policy = ServerPolicy::from_json(&entry).map_err(|err| (None, err.to_string()))?;
     let tool_overrides = match entry.get("tools") {
         None | Some(Value::Null) => BTreeMap::new(),
@@ -471,7 +476,8 @@ fn parse_server(
             "; expected one of type, command, args, env, cwd, url, headers, caFile, oauth, \
              description, tags, \
              enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
-             allowTools, denyTools, destructiveTools, confirmDestructive"
+             allowTools, denyTools, destructiveTools, confirmDestructive, roots, elicitation, \
+             allowSampling"
         } else {
             ""
         };
@@ -568,6 +574,7 @@ fn parse_server(
         priority: raw.priority.unwrap_or(0),
         tool_overrides: Arc::new(tool_overrides),
         substituted: looked_up.into_inner(),
+        server_requests,
     };
     Ok((server, notes))
 }

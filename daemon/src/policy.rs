@@ -306,6 +306,9 @@ pub struct Scope {
     /// `None` permits every resource of a permitted server. A minted token has `Some`: without
     /// a resource grant it sees no resources at all.
     pub resources: Option<Vec<String>>,
+    /// Globs on `"server/prompt"`; `None` permits every prompt of a permitted server. A minted
+    /// token has `Some`: without a prompt grant it sees no prompts at all.
+    pub prompts: Option<Vec<String>>,
     /// Only tools annotated `"readOnlyHint": true` are permitted.
     pub read_only: bool,
     /// When the token stops working; `None` never expires.
@@ -319,6 +322,7 @@ impl Scope {
             servers: None,
             tools: None,
             resources: None,
+            prompts: None,
             read_only: false,
             expires_at: None,
         }
@@ -399,6 +403,7 @@ impl Scope {
             servers,
             tools,
             resources: Some(resources.unwrap_or_default()),
+            prompts: Some(Vec::new()),
             read_only,
             expires_at,
         })
@@ -454,6 +459,53 @@ impl Scope {
             })
     }
 
+    /// Grants the prompts matching `globs` (on `"server/prompt"`); `None` grants none. Used
+    /// after [`Scope::from_params`] for a minted token.
+    pub fn with_prompts(mut self, globs: Option<Vec<String>>) -> Result<Scope, PolicyError> {
+        if let Some(globs) = &globs {
+            check_globs("prompts", globs)?;
+            let unmatchable = |glob: &String| match glob.split_once('/') {
+                Some((server, prompt)) => server.is_empty() || prompt.is_empty(),
+                None => true,
+            };
+            if let Some(index) = globs.iter().position(unmatchable) {
+                return Err(PolicyError::UnmatchableGlob {
+                    field: "prompts",
+                    index,
+                    glob: globs[index].clone(),
+                    why: "prompt globs match \"server/prompt\"; expected a glob such as \
+                          \"everything/simple-prompt\" or \"everything/*\"",
+                });
+            }
+        }
+        self.prompts = Some(globs.unwrap_or_default());
+        Ok(self)
+    }
+
+    /// Whether the token may list and get prompt `prompt` of `server`.
+    pub fn permits_prompt(&self, server: &str, prompt: &str) -> bool {
+        self.permits_server(server)
+            && self.prompts.as_deref().is_none_or(|globs| {
+                globs.iter().any(|glob| match glob.split_once('/') {
+                    Some((server_glob, prompt_glob)) => {
+                        glob_match(server_glob, server) && glob_match(prompt_glob, prompt)
+                    }
+                    None => false,
+                })
+            })
+    }
+
+    /// Whether the token may see any prompt of `server` (so its prompts are worth listing).
+    pub fn permits_any_prompt(&self, server: &str) -> bool {
+        self.permits_server(server)
+            && self.prompts.as_deref().is_none_or(|globs| {
+                globs.iter().any(|glob| {
+                    glob.split_once('/')
+                        .is_some_and(|(server_glob, _)| glob_match(server_glob, server))
+                })
+            })
+    }
+
     /// Whether the token may see any resource of `server` (resource templates are shown then).
     pub fn permits_any_resource(&self, server: &str) -> bool {
         self.permits_server(server)
@@ -488,6 +540,10 @@ impl Scope {
             None => {}
             Some([]) => parts.push("no resources".to_owned()),
             Some(globs) => parts.push(format!("resources {}", describe_globs(globs))),
+        }
+        match self.prompts.as_deref() {
+            None | Some([]) => {}
+            Some(globs) => parts.push(format!("prompts {}", describe_globs(globs))),
         }
         if self.read_only {
             parts.push("read-only".to_owned());
@@ -1105,6 +1161,7 @@ mod tests {
                 servers: Some(globs(&["fs*"])),
                 tools: Some(globs(&["fs/read_*"])),
                 resources: Some(Vec::new()),
+                prompts: Some(Vec::new()),
                 read_only: true,
                 expires_at: None,
             }
@@ -1426,6 +1483,7 @@ mod tests {
             servers: Some(globs(&["git"])),
             tools: Some(globs(&["*/none"])),
             resources: None,
+            prompts: None,
             read_only: true,
             expires_at: None,
         };

@@ -114,6 +114,37 @@ pub trait Upstream: Send + Sync + 'static {
             .into())
         })
     }
+
+    /// Whether it has prompts at all.
+    fn supports_prompts(&self) -> bool {
+        false
+    }
+
+    /// Every prompt it offers (following pagination), each as the server described it.
+    fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        let _ = deadline;
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Renders one prompt; answers the complete MCP `GetPromptResult` as JSON.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        let _ = (arguments, deadline);
+        let server = self.info().name.clone();
+        Box::pin(async move {
+            Err(ErrorData::Upstream {
+                server,
+                code: tool_cli_protocol::code::METHOD_NOT_FOUND.into(),
+                message: format!("this server has no prompts, so \"{name}\" cannot be got"),
+                data: None,
+            }
+            .into())
+        })
+    }
 }
 
 /// Which resource list to fetch.

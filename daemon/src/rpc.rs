@@ -53,14 +53,14 @@ pub(crate) struct Answers {
 
 /// What every handler can reach.
 pub(crate) struct Context {
-    orchestrator: Arc<Orchestrator>,
+    pub(crate) orchestrator: Arc<Orchestrator>,
     tokens: Arc<TokenStore>,
     answers: Answers,
 }
 
 impl Context {
     /// This request's share of the response size limit.
-    fn budget(&self, extensions: &Extensions) -> Budget {
+    pub(crate) fn budget(&self, extensions: &Extensions) -> Budget {
         Budget::new(
             self.answers.max_response_bytes,
             extensions.get::<BatchLen>().copied(),
@@ -71,7 +71,7 @@ impl Context {
     /// the second case the work is dropped (a call in flight is cancelled upstream) and the
     /// request is answered with a shutdown error, so it gets exactly one answer before its
     /// connection closes.
-    async fn until_grace_over<T>(
+    pub(crate) async fn until_grace_over<T>(
         &self,
         work: impl Future<Output = Result<T, Error>>,
     ) -> Result<T, ErrorObjectOwned> {
@@ -89,7 +89,7 @@ impl Context {
     }
 }
 
-type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
+pub(crate) type Answer = Result<Box<RawValue>, ErrorObjectOwned>;
 
 /// The grant the gate attached to the request. Every request that reaches a handler has one;
 /// a missing grant (a bug) is refused rather than treated as the owner.
@@ -100,7 +100,7 @@ fn grant(extensions: &Extensions) -> Result<&Grant, ErrorObjectOwned> {
 }
 
 /// The context of a call that arrives now, for the request's grant.
-fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned> {
+pub(crate) fn call_context(extensions: &Extensions) -> Result<CallContext, ErrorObjectOwned> {
     Ok(CallContext::new(grant(extensions)?.clone()))
 }
 
@@ -215,12 +215,19 @@ pub(crate) fn module(
             let params: CallToolParams = parse(
                 name::CALL_TOOL,
                 &params,
-                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean}"#,
+                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string}"#,
             )?;
             let call = call_context(&extensions)?;
-            let result = context
-                .until_grace_over(context.orchestrator.call_tool(params, &call))
-                .await?;
+            let progress = crate::rpc_events::progress_log(&params, &call.grant, &context.orchestrator)?;
+            let work = context.orchestrator.call_tool(params, &call);
+            let result = match progress {
+                None => context.until_grace_over(work).await?,
+                Some(log) => {
+                    context
+                        .until_grace_over(crate::call_events::with_log(log, work))
+                        .await?
+                }
+            };
             // The tool has run: a result too large to send is saved, never dropped.
             fit_or_spill(
                 result,
@@ -322,6 +329,8 @@ pub(crate) fn module(
         .expect("method names are unique");
     register_orchestration(&mut module);
     auth_methods::register(&mut module);
+    crate::rpc_prompts::register(&mut module);
+    crate::rpc_events::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(
@@ -364,7 +373,7 @@ pub(crate) fn module(
                 parse(
                     name::MINT_TOKEN,
                     &params,
-                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
+                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
                 )?
             };
             let minted = context
@@ -606,7 +615,7 @@ fn register_orchestration(module: &mut RpcModule<Context>) {
 const MAX_PARAMS_DEPTH: usize = 128;
 
 /// Parses params into `T`, with an error that names the member and the expected shape.
-fn parse<T: DeserializeOwned>(
+pub(crate) fn parse<T: DeserializeOwned>(
     method: &str,
     params: &Params<'_>,
     expected: &str,

@@ -70,6 +70,12 @@ pub mod name {
     pub const AUTH_STATUS: &str = "authStatus";
     /// Delete a remote server's tokens (owner token only; ours).
     pub const AUTH_LOGOUT: &str = "authLogout";
+    /// List the prompts of one server, or of every server the token may see.
+    pub const LIST_PROMPTS: &str = "listPrompts";
+    /// Render one prompt of a server with its arguments (`prompts/get`).
+    pub const GET_PROMPT: &str = "getPrompt";
+    /// Long-poll the progress and log events of a call made with `progress: true`.
+    pub const CALL_EVENTS: &str = "callEvents";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -102,6 +108,9 @@ pub mod name {
         AUTH_COMPLETE,
         AUTH_STATUS,
         AUTH_LOGOUT,
+        LIST_PROMPTS,
+        GET_PROMPT,
+        CALL_EVENTS,
     ];
 }
 
@@ -165,6 +174,43 @@ pub struct CallToolParams {
     /// called. See [`crate::search::ToolAlternative`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alternatives: Option<bool>,
+    /// Relay the server's progress and log notifications for this call to `callEvents` under
+    /// `progressId` (which must then be given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<bool>,
+    /// The caller's name for this call's events (1-128 characters), chosen before the call so
+    /// another connection can long-poll `callEvents` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_id: Option<String>,
+}
+
+/// Params of `callEvents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEventsParams {
+    /// The `progressId` the call was made with.
+    pub progress_id: String,
+    /// Events with a larger `seq` are returned (0 for all).
+    #[serde(default)]
+    pub after: u64,
+    /// How long to wait for a new event when there is none yet, in milliseconds (default 20000,
+    /// at most 60000; 0 answers at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// Result of `callEvents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEventsResult {
+    /// The events after `after`, oldest first: `{seq, type: "progress", progress, total?,
+    /// message?}` or `{seq, type: "log", level, logger?, data}`.
+    pub events: Vec<Value>,
+    /// Whether the call has ended (no events will follow those returned).
+    pub done: bool,
+    /// Events dropped because the call's buffer was full (oldest first; their `seq`s are
+    /// missing).
+    pub dropped: u64,
 }
 
 /// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.
@@ -181,6 +227,10 @@ pub struct MintTokenParams {
     /// the other members, omitted means *no* resources: a tool grant never exposes resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Vec<String>>,
+    /// Globs on `server/prompt` the token may list and get, e.g. `everything/simple-*`. Like
+    /// `resources`, omitted means *no* prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<String>>,
     /// Only tools annotated `readOnlyHint: true`.
     #[serde(default)]
     pub read_only: bool,
@@ -670,6 +720,55 @@ pub struct ListResourcesResult {
     pub server: String,
     /// Its resources, each as the server described it.
     pub resources: Vec<Value>,
+}
+
+/// Params of `listPrompts`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListPromptsParams {
+    /// One server's prompts; omitted, those of every server the token may see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+/// Result of `listPrompts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListPromptsResult {
+    /// Each prompt the token may see, with the server offering it.
+    pub prompts: Vec<ServerPrompt>,
+    /// Servers that could not be asked (not ready, failed), with why; omitted when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableServer>,
+}
+
+/// One prompt in a `listPrompts` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerPrompt {
+    /// The server offering it.
+    pub server: String,
+    /// The MCP `Prompt` exactly as the server described it (`name`, `description`,
+    /// `arguments`, ...).
+    pub prompt: Value,
+}
+
+/// A server a list across servers could not include.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableServer {
+    /// Its name.
+    pub server: String,
+    /// Why it was left out.
+    pub error: String,
+}
+
+/// Params of `getPrompt`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetPromptParams {
+    /// The server's name.
+    pub server: String,
+    /// The prompt's name.
+    pub name: String,
+    /// Its arguments (MCP prompt arguments are strings); omitted means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Result of `listResourceTemplates`.

@@ -111,7 +111,10 @@ fn get_bridge_info() {
                 "authLogin",
                 "authComplete",
                 "authStatus",
-                "authLogout"
+                "authLogout",
+                "listPrompts",
+                "getPrompt",
+                "callEvents"
               ],
               "capabilities": {
                 "authentication": {
@@ -146,7 +149,13 @@ fn get_bridge_info() {
                   "name": "tool-cli-daemon-rs",
                   "version": "<version>"
                 },
-                "capabilities": {}
+                "capabilities": {
+                  "roots": {},
+                  "sampling": {},
+                  "elicitation": {
+                    "form": {}
+                  }
+                }
               }
             }"#]],
     );

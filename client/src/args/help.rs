@@ -49,6 +49,11 @@ Resources:
   The `resource` subcommand wins over a server named `resource`; reach such a server with
   `tool-cli -- resource [TOOL] [ARGS_JSON]`.
 
+Prompts:
+  tool-cli prompt list [--server S]         prompts of S, or of every server (* = required arg)
+  tool-cli prompt get SERVER NAME [KEY=VALUE...] [--json]
+                                            render a prompt and print its messages
+
 Health:
   tool-cli health [--tools] [--json]    per server: state, restarts, uptime, calls/errors,
                                         in-flight/queued, p50/p95 latency, circuit breaker;

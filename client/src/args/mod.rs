@@ -16,6 +16,7 @@ pub(crate) mod complete;
 mod help;
 pub(crate) mod kv;
 mod output;
+mod prompts;
 pub(crate) mod search;
 pub(crate) mod session;
 
@@ -29,6 +30,7 @@ use tool_cli_protocol::methods::MintTokenParams;
 use crate::error::Error;
 use crate::settings;
 use help::AFTER_HELP;
+pub(crate) use prompts::PromptCommand;
 
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +69,8 @@ pub(crate) enum Command {
         /// `--meta`: print uri, mime type and size instead of the body.
         meta: bool,
     },
+    /// `tool-cli prompt list|get`.
+    Prompt(PromptCommand),
     /// `tool-cli health [--tools]`: every server's state, restarts, load, latency and breaker
     /// (with `--tools`, each tool's calls and latency too).
     Health { tools: bool },
@@ -168,6 +172,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli session <open|summary|list|close> [OPTIONS]\n       \
                       tool-cli agent \"TASK\" [OPTIONS]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
+                      tool-cli prompt <list|get> [OPTIONS]\n       \
                       tool-cli health [--tools] [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
@@ -247,6 +252,11 @@ enum TopSubcommand {
     Resource {
         #[command(subcommand)]
         action: ResourceAction,
+    },
+    /// List and render MCP prompts (wins over a server named `prompt`)
+    Prompt {
+        #[command(subcommand)]
+        action: prompts::PromptAction,
     },
     /// Show server health, exit 1 if any is unhealthy (wins over a server named `health`)
     Health {
@@ -355,6 +365,11 @@ enum TokenAction {
         /// [default: no resources at all]
         #[arg(long = "resource", value_name = "SERVER/URI_GLOB")]
         resources: Vec<String>,
+
+        /// Prompts matching SERVER/PROMPT_GLOB, e.g. `everything/*`; repeatable
+        /// [default: no prompts at all]
+        #[arg(long = "prompt", value_name = "SERVER/PROMPT_GLOB")]
+        prompts: Vec<String>,
 
         /// Only tools annotated read-only (readOnlyHint)
         #[arg(long)]
@@ -465,6 +480,9 @@ where
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
+        Some(TopSubcommand::Prompt { action }) => {
+            Command::Prompt(prompts::command(action).map_err(usage)?)
+        }
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
@@ -590,6 +608,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
             servers,
             tools,
             resources,
+            prompts,
             read_only,
             ttl,
             label,
@@ -609,6 +628,12 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
                      got {glob:?}"
                 )));
             }
+            if let Some(glob) = prompts.iter().find(|glob| !well_formed(glob)) {
+                return Err(Error::Usage(format!(
+                    "--prompt takes SERVER/PROMPT_GLOB, e.g. `--prompt 'everything/*'`, got \
+                     {glob:?}"
+                )));
+            }
             if ttl == Some(0) {
                 return Err(Error::Usage(
                     "--ttl must be at least 1 second; leave it out for a token that lives \
@@ -621,6 +646,7 @@ fn token_command(action: TokenAction) -> Result<Command, Error> {
                 servers: non_empty(servers),
                 tools: non_empty(tools),
                 resources: non_empty(resources),
+                prompts: non_empty(prompts),
                 read_only,
                 ttl_seconds: ttl,
                 label,
@@ -675,8 +701,8 @@ where
             "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" | "--output"
             | "--args-file" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" | "session"
-            | "agent" | "search" | "auth" | "completions" | "__complete" => {
+            "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
+            | "session" | "agent" | "search" | "auth" | "completions" | "__complete" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

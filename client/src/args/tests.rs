@@ -590,6 +590,7 @@ fn token_mint_collects_repeated_globs_and_options() {
         invocation.command,
         Command::MintToken(MintTokenParams {
             resources: None,
+            prompts: None,
             servers: Some(vec!["demo".into(), "fs*".into()]),
             tools: Some(vec!["fs/read_*".into()]),
             read_only: true,

@@ -10,6 +10,7 @@
 
 mod health;
 mod orchestration;
+mod prompts;
 mod schema;
 
 use std::fmt::Write as _;
@@ -25,6 +26,7 @@ pub(crate) use health::{health, human_duration, is_unhealthy, minted_summary, to
 pub(crate) use orchestration::{
     AgentProgress, dry_run, routed_note, session_summary, sessions, tool_health,
 };
+pub(crate) use prompts::{prompt_list, prompt_messages};
 pub(crate) use schema::tool_schema;
 
 /// Longest one-line description in a list, in characters.
@@ -244,7 +246,7 @@ pub(crate) fn binary_contents(result: &Value) -> (Vec<BinaryContent<'_>>, usize)
 }
 
 /// One content item: text as is, everything else as a one-line placeholder.
-fn content_item(item: &Value) -> String {
+pub(super) fn content_item(item: &Value) -> String {
     let kind = item
         .get("type")
         .and_then(Value::as_str)

@@ -17,6 +17,7 @@ mod call_options;
 pub(crate) mod complete;
 pub(crate) mod daemon;
 mod output;
+mod prompts;
 mod resources;
 mod search;
 mod session;
@@ -139,6 +140,7 @@ pub(crate) async fn run(
             )
             .await
         }
+        Command::Prompt(command) => prompts::run(client, &mut output, command).await,
         Command::MintToken(params) => admin::mint_token(client, &mut output, params).await,
         Command::RevokeToken { token_id } => {
             admin::revoke_token(client, &mut output, token_id).await

@@ -56,6 +56,8 @@ pub struct Orchestrator {
     /// The remote servers' OAuth state, for `authLogin` and the other `auth*` methods (the
     /// pool owns it; an orchestrator over another provider has none).
     pub(crate) remote_auth: Option<Arc<crate::oauth::RemoteAuth>>,
+    /// The buffered progress and log events of calls made with `progress: true`.
+    pub(crate) call_events: crate::call_events::CallEventHub,
 }
 
 impl Orchestrator {
@@ -98,6 +100,7 @@ impl Orchestrator {
             agents: AgentRuns::new(agent),
             traces: None,
             remote_auth: None,
+            call_events: Default::default(),
         }
     }
 
@@ -207,6 +210,35 @@ impl Orchestrator {
         context: &CallContext,
     ) -> Result<Value, Error> {
         self.pipeline.read_resource(context, server, uri).await
+    }
+
+    /// `listPrompts`.
+    pub async fn list_prompts(
+        &self,
+        server: Option<&str>,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::methods::ListPromptsResult, Error> {
+        self.pipeline
+            .list_prompts(&context.grant, context.arrived, server)
+            .await
+    }
+
+    /// `getPrompt`: the server's complete `GetPromptResult`.
+    pub async fn get_prompt(
+        &self,
+        params: &tool_cli_protocol::methods::GetPromptParams,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        let arguments = params.arguments.clone().unwrap_or_default();
+        self.pipeline
+            .get_prompt(
+                &context.grant,
+                context.arrived,
+                &params.server,
+                &params.name,
+                &arguments,
+            )
+            .await
     }
 
     /// `listResources`.

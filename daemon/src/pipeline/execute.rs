@@ -47,6 +47,11 @@ pub(crate) enum Operation<'a> {
     },
     /// `resources/read` (always safe to re-send).
     ReadResource { uri: &'a str },
+    /// `prompts/get` (renders text; always safe to re-send).
+    GetPrompt {
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+    },
 }
 
 impl Operation<'_> {
@@ -55,6 +60,7 @@ impl Operation<'_> {
         match self {
             Operation::CallTool { tool, .. } => tool,
             Operation::ReadResource { .. } => "resources/read",
+            Operation::GetPrompt { .. } => "prompts/get",
         }
     }
 }
@@ -239,6 +245,9 @@ async fn attempt(
                 slot.upstream.call_tool(tool, arguments, deadline).await
             }
             Operation::ReadResource { uri } => slot.upstream.read_resource(uri, deadline).await,
+            Operation::GetPrompt { name, arguments } => {
+                slot.upstream.get_prompt(name, arguments, deadline).await
+            }
         }
     };
     // The attempt ends at the deadline whatever the upstream does (dropping the request cancels

@@ -22,6 +22,7 @@ mod execute;
 mod guards;
 mod idempotency;
 mod plan;
+mod prompts;
 mod record;
 mod resolve;
 pub mod routing;

@@ -91,6 +91,17 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
         SystemTime::now(),
     )
     .map_err(|denial: Denial| Error::from(denial))?;
+    // MCP tasks are not run (yet): say so rather than let the server answer with a riddle.
+    if tool.task_required {
+        return Err(Error::invalid_params(
+            "callTool",
+            format!(
+                "tool \"{}\" of server \"{}\" runs only as an MCP task (execution.taskSupport \
+                 \"required\"), and this daemon does not run MCP tasks; nothing was sent",
+                tool.name, info.name
+            ),
+        ));
+    }
     // Validation.
     let validator = tool.validator().map_err(|message| {
         Error::from(ErrorData::InvalidSchema {

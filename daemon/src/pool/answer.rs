@@ -17,6 +17,13 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
         return Err(format!("expected an object, got {}", type_name(result)));
     };
     match object.get("content") {
+        None if object.contains_key("task") => {
+            return Err(
+                "it answered with an MCP task (a CreateTaskResult), and this daemon does \
+                        not poll MCP tasks; the call was not completed"
+                    .to_owned(),
+            );
+        }
         None => return Err("it has no `content` array".to_owned()),
         Some(Value::Array(blocks)) => {
             for (index, block) in blocks.iter().enumerate() {
@@ -93,6 +100,11 @@ mod tests {
     fn malformed_results_say_what_is_wrong() {
         let cases = [
             (json!("text"), "expected an object, got a string"),
+            (
+                json!({"task": {"taskId": "t1", "status": "working"}}),
+                "it answered with an MCP task (a CreateTaskResult), and this daemon does not poll \
+                 MCP tasks; the call was not completed",
+            ),
             (json!({}), "it has no `content` array"),
             (
                 json!({"content": "oops"}),

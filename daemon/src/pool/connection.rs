@@ -13,11 +13,22 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, ListResourceTemplatesRequest, ListResourcesRequest,
-    ListToolsRequest, PaginatedRequestParams, PingRequest, ReadResourceRequest,
-    ReadResourceRequestParams,
+    ClientConfig, ClientRequest, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
+    ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
+    PingRequest, ReadResourceRequest, ReadResourceRequestParams,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningServiceCancellationToken};
+// Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
+// protocol version we speak (2025-11-25) has them, and servers use them.
+#[allow(deprecated)]
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, ListRootsResult,
+    LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
+    SamplingCapability,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RunningServiceCancellationToken,
+};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::sync::{Notify, watch};
@@ -57,19 +68,23 @@ pub(crate) struct Connection {
     /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
     pub(crate) supports_resources: bool,
+    pub(crate) supports_prompts: bool,
     pub(crate) instructions: Option<String>,
 }
 
 /// Resolves when a connection's service loop has ended.
 pub(crate) type ServiceDone = tokio::task::JoinHandle<()>;
 
-/// Our MCP client side: identity, and what to do when a server announces a new tool list.
+/// Our MCP client side: identity, what to do when a server announces a new tool list, and the
+/// answers to what a server asks of us (`requests.rs`).
 #[derive(Clone)]
 struct PoolClient {
     config: ClientConfig,
     tools_changed: Arc<Notify>,
+    requests: Arc<super::requests::ServerRequests>,
 }
 
+#[allow(deprecated)] // Roots, sampling and logging: see the import above.
 impl ClientHandler for PoolClient {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
@@ -79,11 +94,57 @@ impl ClientHandler for PoolClient {
         // A stored permit: a burst of notifications wakes the refresher once.
         self.tools_changed.notify_one();
     }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, rmcp::ErrorData> {
+        Ok(self.requests.list_roots())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        Ok(self.requests.elicit(&request))
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        Err(self.requests.sample(&params))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.requests.progress(&params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.requests.log(&params);
+    }
 }
 
 pub(crate) fn client_config() -> ClientConfig {
+    // Roots (from the config), elicitation and sampling are declared so servers may ask: the
+    // answers are the config's roots and reasoned declines (`requests.rs`), never silence.
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.roots = Some(RootsCapabilities::default());
+    capabilities.elicitation =
+        Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+    capabilities.sampling = Some(SamplingCapability::default());
     let mut config = ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         rmcp::model::Implementation::new(
             tool_cli_protocol::IMPLEMENTATION_NAME,
             env!("CARGO_PKG_VERSION"),
@@ -127,6 +188,7 @@ where
     let client = PoolClient {
         config: client_config(),
         tools_changed: Arc::clone(&tools_changed),
+        requests: Arc::clone(&published.server_requests),
     };
     let service = tokio::time::timeout(CONNECT_TIMEOUT, client.serve(transport))
         .await
@@ -142,6 +204,9 @@ where
     let supports_resources = info
         .as_ref()
         .is_some_and(|info| info.capabilities.resources.is_some());
+    let supports_prompts = info
+        .as_ref()
+        .is_some_and(|info| info.capabilities.prompts.is_some());
     let supports_tools = info
         .as_ref()
         .is_none_or(|info| info.capabilities.tools.is_some());
@@ -163,6 +228,7 @@ where
         cancel: Mutex::new(Some(cancel)),
         ended: ended_rx,
         supports_resources,
+        supports_prompts,
         instructions,
     });
     if supports_tools {
@@ -206,6 +272,7 @@ pub(crate) enum ListKind {
     Tools,
     Resources,
     ResourceTemplates,
+    Prompts,
 }
 
 impl ListKind {
@@ -214,6 +281,7 @@ impl ListKind {
             ListKind::Tools => "tools/list",
             ListKind::Resources => "resources/list",
             ListKind::ResourceTemplates => "resources/templates/list",
+            ListKind::Prompts => "prompts/list",
         }
     }
 
@@ -222,6 +290,7 @@ impl ListKind {
             ListKind::Tools => "tools",
             ListKind::Resources => "resources",
             ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
         }
     }
 
@@ -237,6 +306,9 @@ impl ListKind {
             ListKind::ResourceTemplates => ClientRequest::ListResourceTemplatesRequest(
                 ListResourceTemplatesRequest::with_param(params),
             ),
+            ListKind::Prompts => {
+                ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(params))
+            }
         }
     }
 }
@@ -312,6 +384,8 @@ impl Connection {
             raw: self.raw.as_deref(),
             key: id_key(&handle.id),
         };
+        // Only for a call that asked for progress (a task-local read otherwise).
+        let _progress = self.published.server_requests.watch(&handle.progress_token);
         let mut abandon = AbandonGuard {
             peer: Some(self.peer.clone()),
             request_id: handle.id.clone(),
@@ -367,6 +441,18 @@ impl Connection {
             ReadResourceRequestParams::new(uri),
         ));
         self.request(request, "resources/read", timeout).await
+    }
+
+    /// Renders a prompt; the result is the server's complete `GetPromptResult`.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        self.request(request, "prompts/get", timeout).await
     }
 
     /// Fetches every page of a list, following `nextCursor`.

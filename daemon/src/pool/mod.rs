@@ -21,6 +21,7 @@ mod answer;
 mod child;
 mod connection;
 mod http;
+mod requests;
 mod stderr;
 mod stdio;
 mod supervisor;
@@ -138,6 +139,8 @@ pub(crate) struct Published {
     overrides: Arc<BTreeMap<String, ToolOverride>>,
     /// Overrides refused (or unused) when the catalog was last built.
     problems: Mutex<Vec<String>>,
+    /// What it gets when it asks the daemon something; kept across restarts.
+    pub(crate) server_requests: Arc<requests::ServerRequests>,
 }
 
 impl Published {
@@ -218,6 +221,10 @@ impl Pool {
                         changes: Arc::clone(&changes),
                         overrides: Arc::clone(&server.tool_overrides),
                         problems: Mutex::new(Vec::new()),
+                        server_requests: Arc::new(requests::ServerRequests::new(
+                            &server.name,
+                            server.server_requests.clone(),
+                        )),
                     }),
                     restarts: AtomicU32::new(0),
                     ready_since: Mutex::new(None),
@@ -534,6 +541,49 @@ impl Upstream for Server {
                 .await
                 .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection.read_resource(uri, remaining(deadline)).await;
+            self.check_after_failure(&connection, &result);
+            result.map_err(|error| self.secrets.clean_error(error))
+        })
+    }
+
+    fn supports_prompts(&self) -> bool {
+        match self.current_status() {
+            Status::Ready(connection) => connection.supports_prompts,
+            _ => false,
+        }
+    }
+
+    fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        Box::pin(async move {
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
+            if !connection.supports_prompts {
+                return Ok(Vec::new());
+            }
+            let result = connection
+                .list_all(ListKind::Prompts, remaining(deadline))
+                .await;
+            self.check_after_failure(&connection, &result);
+            result.map_err(|error| self.secrets.clean_error(error))
+        })
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        deadline: Instant,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(async move {
+            let connection = self
+                .connection(deadline)
+                .await
+                .map_err(|e| self.secrets.clean_error(e))?;
+            let result = connection
+                .get_prompt(name, arguments.clone(), remaining(deadline))
+                .await;
             self.check_after_failure(&connection, &result);
             result.map_err(|error| self.secrets.clean_error(error))
         })

@@ -1,0 +1,308 @@
+//! `callEvents`: the progress and log notifications of a call made with `progress: true`,
+//! buffered for the caller to long-poll from another connection.
+//!
+//! The caller names the call (`progressId`) before making it, so a poller may start first: an
+//! unknown id is created empty and the call attaches to it. Each call's buffer holds the last
+//! [`CAPACITY`] events (older ones are dropped and counted), so a flood of notifications costs a
+//! bounded amount of memory and never slows the call: pushing is a short lock and a watch send.
+//! A finished call's events are kept for [`KEEP_FINISHED`] so a poller can read the last of
+//! them. The buffer reaches the pool through a task-local set around the call ([`with_log`]),
+//! so a plain call carries nothing extra.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tool_cli_protocol::methods::{CallEventsResult, name};
+
+use crate::error::Error;
+
+/// Most events kept per call.
+pub(crate) const CAPACITY: usize = 256;
+
+/// How long a finished call's events stay readable.
+const KEEP_FINISHED: Duration = Duration::from_secs(60);
+
+/// Most event buffers one token may hold at once (running calls, waiting pollers, recently
+/// finished calls).
+const MAX_PER_TOKEN: usize = 64;
+
+/// Longest `progressId`, in characters.
+const MAX_ID_CHARS: usize = 128;
+
+/// Default and longest wait of `callEvents`.
+const DEFAULT_WAIT: Duration = Duration::from_secs(20);
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
+tokio::task_local! {
+    /// The events buffer of the call running in this task, if it asked for progress.
+    static CURRENT: Arc<CallEventLog>;
+}
+
+/// Runs `work` (a call) with `log` receiving its events, and marks the log done after, however
+/// the call ends (dropped at shutdown included).
+pub(crate) async fn with_log<T>(log: Arc<CallEventLog>, work: impl Future<Output = T>) -> T {
+    struct FinishOnDrop(Arc<CallEventLog>);
+    impl Drop for FinishOnDrop {
+        fn drop(&mut self) {
+            self.0.finish();
+        }
+    }
+    let _finish = FinishOnDrop(Arc::clone(&log));
+    CURRENT.scope(log, work).await
+}
+
+/// The events buffer of the call running in this task, when it asked for progress.
+pub(crate) fn current() -> Option<Arc<CallEventLog>> {
+    CURRENT.try_with(Arc::clone).ok()
+}
+
+#[derive(Default)]
+struct LogState {
+    events: VecDeque<Value>,
+    last_seq: u64,
+    dropped: u64,
+    attached: bool,
+    finished_at: Option<Instant>,
+}
+
+/// One call's events.
+pub(crate) struct CallEventLog {
+    state: Mutex<LogState>,
+    /// `(last seq, done)`, for long-polls.
+    progress: watch::Sender<(u64, bool)>,
+}
+
+impl CallEventLog {
+    fn new() -> CallEventLog {
+        CallEventLog {
+            state: Mutex::new(LogState::default()),
+            progress: watch::Sender::new((0, false)),
+        }
+    }
+
+    /// Appends an event (its `seq` is added), dropping the oldest when full.
+    pub(crate) fn push(&self, mut event: Map<String, Value>) {
+        let seq = {
+            let mut state = self.state.lock().unwrap();
+            if state.finished_at.is_some() {
+                return;
+            }
+            state.last_seq += 1;
+            let seq = state.last_seq;
+            event.insert("seq".to_owned(), Value::from(seq));
+            if state.events.len() == CAPACITY {
+                state.events.pop_front();
+                state.dropped += 1;
+            }
+            state.events.push_back(Value::Object(event));
+            seq
+        };
+        self.progress.send_replace((seq, false));
+    }
+
+    fn finish(&self) {
+        let seq = {
+            let mut state = self.state.lock().unwrap();
+            state.finished_at = Some(Instant::now());
+            state.last_seq
+        };
+        self.progress.send_replace((seq, true));
+    }
+
+    fn is_stale(&self, now: Instant) -> bool {
+        self.state
+            .lock()
+            .unwrap()
+            .finished_at
+            .is_some_and(|at| now.duration_since(at) >= KEEP_FINISHED)
+    }
+}
+
+/// Every token's event buffers, by `progressId`.
+#[derive(Default)]
+pub(crate) struct CallEventHub {
+    logs: Mutex<HashMap<(String, String), Arc<CallEventLog>>>,
+}
+
+impl CallEventHub {
+    /// The buffer for a call about to start with `progress_id`: the one a poller created, or a
+    /// new one. Refused when a running call already uses the id, or the token holds too many.
+    pub(crate) fn attach(
+        &self,
+        token_id: &str,
+        progress_id: &str,
+    ) -> Result<Arc<CallEventLog>, Error> {
+        check_id(name::CALL_TOOL, progress_id)?;
+        let mut logs = self.logs.lock().unwrap();
+        let key = (token_id.to_owned(), progress_id.to_owned());
+        if let Some(log) = logs.get(&key) {
+            let mut state = log.state.lock().unwrap();
+            if state.attached && state.finished_at.is_none() {
+                return Err(Error::invalid_params(
+                    name::CALL_TOOL,
+                    format!(
+                        "progressId \"{progress_id}\" is in use by a call still running; choose \
+                         a fresh id for each call"
+                    ),
+                ));
+            }
+            if !state.attached {
+                state.attached = true;
+                return Ok(Arc::clone(log));
+            }
+        }
+        let log = Arc::new(CallEventLog::new());
+        log.state.lock().unwrap().attached = true;
+        insert(&mut logs, key, Arc::clone(&log))?;
+        Ok(log)
+    }
+
+    /// `callEvents`: the events after `after`, waiting up to `wait` for one when there is none.
+    pub(crate) async fn events(
+        &self,
+        token_id: &str,
+        progress_id: &str,
+        after: u64,
+        wait: Option<Duration>,
+    ) -> Result<CallEventsResult, Error> {
+        check_id(name::CALL_EVENTS, progress_id)?;
+        let log = {
+            let mut logs = self.logs.lock().unwrap();
+            let key = (token_id.to_owned(), progress_id.to_owned());
+            match logs.get(&key) {
+                Some(log) => Arc::clone(log),
+                None => {
+                    let log = Arc::new(CallEventLog::new());
+                    insert(&mut logs, key, Arc::clone(&log)).map_err(|_| {
+                        Error::invalid_params(
+                            name::CALL_EVENTS,
+                            format!("this token already follows {MAX_PER_TOKEN} calls; wait for some to finish"),
+                        )
+                    })?;
+                    log
+                }
+            }
+        };
+        let wait = wait.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT);
+        let mut progress = log.progress.subscribe();
+        let _ = tokio::time::timeout(
+            wait,
+            progress.wait_for(|&(last, done)| last > after || done),
+        )
+        .await;
+        let state = log.state.lock().unwrap();
+        Ok(CallEventsResult {
+            events: state
+                .events
+                .iter()
+                .filter(|event| event["seq"].as_u64().is_some_and(|seq| seq > after))
+                .cloned()
+                .collect(),
+            done: state.finished_at.is_some(),
+            dropped: state.dropped,
+        })
+    }
+}
+
+/// Adds a buffer after forgetting stale ones; refuses a token's buffer over the limit.
+fn insert(
+    logs: &mut HashMap<(String, String), Arc<CallEventLog>>,
+    key: (String, String),
+    log: Arc<CallEventLog>,
+) -> Result<(), Error> {
+    let now = Instant::now();
+    logs.retain(|_, log| !log.is_stale(now));
+    let held = logs.keys().filter(|(token, _)| *token == key.0).count();
+    if held >= MAX_PER_TOKEN && !logs.contains_key(&key) {
+        return Err(Error::invalid_params(
+            name::CALL_TOOL,
+            format!(
+                "this token already has {MAX_PER_TOKEN} calls with progress running or just \
+                 finished; wait for some to finish"
+            ),
+        ));
+    }
+    logs.insert(key, log);
+    Ok(())
+}
+
+fn check_id(method: &str, progress_id: &str) -> Result<(), Error> {
+    let length = progress_id.chars().count();
+    if length == 0 || length > MAX_ID_CHARS || progress_id.chars().any(char::is_control) {
+        return Err(Error::invalid_params(
+            method,
+            format!(
+                "progressId must be 1-{MAX_ID_CHARS} characters without control characters, \
+                 got {length} characters"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(n: u64) -> Map<String, Value> {
+        let Value::Object(map) = json!({"type": "progress", "progress": n}) else {
+            unreachable!()
+        };
+        map
+    }
+
+    #[tokio::test]
+    async fn a_flood_keeps_the_newest_events_and_counts_the_rest() {
+        let hub = CallEventHub::default();
+        let log = hub.attach("t", "p1").unwrap();
+        for n in 1..=10_000 {
+            log.push(event(n));
+        }
+        let result = hub
+            .events("t", "p1", 0, Some(Duration::ZERO))
+            .await
+            .unwrap();
+        assert_eq!(result.events.len(), CAPACITY);
+        assert_eq!(result.dropped, 10_000 - CAPACITY as u64);
+        assert_eq!(result.events.last().unwrap()["progress"], 10_000);
+        assert_eq!(result.events.last().unwrap()["seq"], 10_000);
+        assert!(!result.done);
+        let later = hub
+            .events("t", "p1", 9_999, Some(Duration::ZERO))
+            .await
+            .unwrap();
+        assert_eq!(later.events.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_poller_may_come_first_and_ids_are_per_token_and_single_use_while_running() {
+        let hub = Arc::new(CallEventHub::default());
+        let poller = {
+            let hub = Arc::clone(&hub);
+            tokio::spawn(async move { hub.events("t", "p", 0, Some(MAX_WAIT)).await })
+        };
+        // The poller creates the buffer; wait until it exists, then the call attaches to it.
+        while hub.logs.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let log = hub.attach("t", "p").unwrap();
+        assert!(hub.attach("t", "p").is_err(), "in use by a running call");
+        assert!(hub.attach("other-token", "p").is_ok(), "ids are per token");
+        with_log(Arc::clone(&log), async {
+            current().unwrap().push(event(1))
+        })
+        .await;
+        let result = poller.await.unwrap().unwrap();
+        assert_eq!(result.events.len(), 1);
+        assert!(current().is_none(), "only inside the call");
+        let done = hub.events("t", "p", 1, Some(MAX_WAIT)).await.unwrap();
+        assert!(done.done && done.events.is_empty());
+        assert!(hub.attach("t", "").is_err());
+    }
+}

@@ -1,0 +1,256 @@
+//! The pool's answers to requests and notifications a server sends the daemon: `roots/list`
+//! from the config, `elicitation/create` and `sampling/createMessage` declined with a reason
+//! (bounded per server, so a server asking a thousand times costs a counter), and
+//! `notifications/message` written to the daemon's log under the server's name.
+//!
+//! The connection's rmcp `ClientHandler` (`connection.rs`) delegates here; the decisions are
+//! in [`crate::server_requests`]. Nothing here is on the path of a plain tool call.
+
+// Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
+// protocol version we speak (2025-11-25) has them, and servers use them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, Root,
+};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::call_events::CallEventLog;
+use crate::server_requests::{Admission, RequestBudget, ServerRequestSettings};
+
+/// The `_meta` key of a declined elicitation that says why.
+const REASON_META: &str = "tool-cli/reason";
+
+/// JSON-RPC code of a sampling request the daemon refuses (MCP's examples use -1 for "user
+/// rejected sampling request").
+const SAMPLING_REFUSED: i32 = -1;
+
+/// Longest server log message written to the daemon's log, in characters.
+const MAX_LOG_CHARS: usize = 2_000;
+
+/// One server's settings and request counters; kept across its restarts.
+pub(crate) struct ServerRequests {
+    server: String,
+    settings: ServerRequestSettings,
+    budget: Mutex<RequestBudget>,
+    /// The events buffers of its calls in flight that asked for progress, by the progress
+    /// token rmcp put on each request.
+    watched: Mutex<HashMap<ProgressToken, Arc<CallEventLog>>>,
+}
+
+/// Stops relaying a request's notifications when it ends.
+pub(crate) struct Watch<'a> {
+    requests: &'a ServerRequests,
+    token: ProgressToken,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.requests.watched.lock().unwrap().remove(&self.token);
+    }
+}
+
+impl ServerRequests {
+    pub(crate) fn new(server: &str, settings: ServerRequestSettings) -> ServerRequests {
+        ServerRequests {
+            server: server.to_owned(),
+            settings,
+            budget: Mutex::new(RequestBudget::new()),
+            watched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Relays the progress (and the server's log messages) of the request carrying `token` to
+    /// the events buffer of the call running in this task, if it asked for progress; `None`
+    /// (and nothing done) for a plain call.
+    pub(crate) fn watch(&self, token: &ProgressToken) -> Option<Watch<'_>> {
+        let log = crate::call_events::current()?;
+        self.watched.lock().unwrap().insert(token.clone(), log);
+        Some(Watch {
+            requests: self,
+            token: token.clone(),
+        })
+    }
+
+    /// `notifications/progress`: into the events buffer of the call it belongs to.
+    pub(crate) fn progress(&self, notification: &ProgressNotificationParam) {
+        let log = self
+            .watched
+            .lock()
+            .unwrap()
+            .get(&notification.progress_token)
+            .cloned();
+        let Some(log) = log else {
+            return;
+        };
+        let mut event = serde_json::Map::new();
+        event.insert("type".to_owned(), json!("progress"));
+        event.insert("progress".to_owned(), json!(notification.progress));
+        if let Some(total) = notification.total {
+            event.insert("total".to_owned(), json!(total));
+        }
+        if let Some(message) = &notification.message {
+            event.insert("message".to_owned(), json!(clip(message)));
+        }
+        log.push(event);
+    }
+
+    /// `roots/list`: the configured roots.
+    pub(crate) fn list_roots(&self) -> ListRootsResult {
+        let roots = self
+            .settings
+            .roots
+            .iter()
+            .map(|root| {
+                let mut entry = Root::new(root.uri.clone());
+                entry.name = root.name.clone();
+                entry
+            })
+            .collect();
+        tracing::debug!(server = %self.server, count = self.settings.roots.len(), "roots/list answered from the config");
+        ListRootsResult::new(roots)
+    }
+
+    /// Counts a request that needs a person or a model; `Err` carries the refusal's reason when
+    /// the server is over its budget.
+    fn admit(&self, what: &str) -> Result<(), String> {
+        let mut budget = self.budget.lock().unwrap();
+        match budget.admit(Instant::now()) {
+            Admission::Admitted => Ok(()),
+            Admission::Refused { first } => {
+                if first {
+                    tracing::warn!(
+                        server = %self.server,
+                        refused = budget.refused(),
+                        "server is asking too often ({what}); further requests this minute are \
+                         declined unread"
+                    );
+                }
+                Err(format!(
+                    "declined by the tool-cli daemon: server \"{}\" made more than {} {what} \
+                     requests in {} s",
+                    self.server,
+                    crate::server_requests::BUDGET_PER_WINDOW,
+                    crate::server_requests::BUDGET_WINDOW.as_secs()
+                ))
+            }
+        }
+    }
+
+    /// `elicitation/create`: declined, with why in `_meta["tool-cli/reason"]`.
+    pub(crate) fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
+        let reason = match self.admit("elicitation") {
+            Err(reason) => reason,
+            Ok(()) => {
+                let message = match request {
+                    ElicitRequestParams::FormElicitationParams { message, .. }
+                    | ElicitRequestParams::UrlElicitationParams { message, .. } => message.as_str(),
+                    _ => "",
+                };
+                tracing::info!(
+                    server = %self.server,
+                    message = %clip(message),
+                    "elicitation declined: no one to ask (elicitation policy \"decline\")"
+                );
+                format!(
+                    "declined by the tool-cli daemon: server \"{}\" has the elicitation policy \
+                     \"decline\" (the daemon has no user to ask)",
+                    self.server
+                )
+            }
+        };
+        let mut result = ElicitResult::new(ElicitationAction::Decline);
+        result.meta = serde_json::from_value(json!({ REASON_META: reason })).ok();
+        result
+    }
+
+    /// `sampling/createMessage`: refused with the reason as the error message.
+    pub(crate) fn sample(&self, request: &CreateMessageRequestParams) -> rmcp::ErrorData {
+        let reason = match self.admit("sampling") {
+            Err(reason) => reason,
+            Ok(()) if !self.settings.allow_sampling => format!(
+                "sampling declined by the tool-cli daemon: server \"{}\" is not allowed to \
+                 sample (set \"allowSampling\": true in its config entry)",
+                self.server
+            ),
+            Ok(()) => format!(
+                "sampling declined by the tool-cli daemon: server \"{}\" may sample, but this \
+                 daemon does not yet answer sampling requests through its agent backend",
+                self.server
+            ),
+        };
+        tracing::info!(
+            server = %self.server,
+            messages = request.messages.len(),
+            %reason,
+            "sampling request declined"
+        );
+        rmcp::ErrorData::new(ErrorCode(SAMPLING_REFUSED), reason, None)
+    }
+
+    /// `notifications/message`: into the daemon's log under the server's name, at the level
+    /// MCP's maps to (debug → debug, info and notice → info, warning → warn, error and above →
+    /// error).
+    pub(crate) fn log(&self, message: &LoggingMessageNotificationParam) {
+        let text = match &message.data {
+            Value::String(text) => clip(text),
+            other => clip(&other.to_string()),
+        };
+        let logger = message.logger.as_deref().unwrap_or("");
+        let server = &self.server;
+        // Also to every call of this server that asked for events: a log message names no
+        // request, so each one in flight may be the cause.
+        let watching: Vec<Arc<CallEventLog>> =
+            self.watched.lock().unwrap().values().cloned().collect();
+        for log in watching {
+            let mut event = serde_json::Map::new();
+            event.insert("type".to_owned(), json!("log"));
+            event.insert(
+                "level".to_owned(),
+                serde_json::to_value(message.level).unwrap_or(Value::Null),
+            );
+            if !logger.is_empty() {
+                event.insert("logger".to_owned(), json!(clip(logger)));
+            }
+            event.insert("data".to_owned(), json!(text));
+            log.push(event);
+        }
+        match message.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "tool_cli::server_log", server, logger, "{text}")
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "tool_cli::server_log", server, logger, "{text}")
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "tool_cli::server_log", server, logger, "{text}")
+            }
+            LoggingLevel::Error
+            | LoggingLevel::Critical
+            | LoggingLevel::Alert
+            | LoggingLevel::Emergency => {
+                tracing::error!(target: "tool_cli::server_log", server, logger, "{text}")
+            }
+        }
+    }
+}
+
+/// Upstream text for a log line: control characters out, length capped.
+fn clip(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_LOG_CHARS)
+        .collect();
+    if text.chars().count() > MAX_LOG_CHARS {
+        format!("{cleaned}…")
+    } else {
+        cleaned
+    }
+}
