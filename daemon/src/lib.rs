@@ -18,6 +18,7 @@ mod discovery;
 pub mod error;
 mod gate;
 mod health;
+mod metrics;
 pub mod orchestrator;
 pub mod overrides;
 pub mod pipeline;

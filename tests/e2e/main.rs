@@ -15,6 +15,7 @@ mod edge;
 mod failures;
 mod hardening;
 mod lifecycle;
+mod metrics;
 mod orchestration;
 mod peers;
 mod resilience;

@@ -23,6 +23,7 @@ use tool_cli_agent::config::AgentConfig;
 
 use crate::agent_runs::AgentRuns;
 use crate::error::Error;
+use crate::metrics::CallMetrics;
 use crate::pipeline::{
     CallContext, CallExtras, CallObserver, CallRequest, Pipeline, PipelineOptions, RoutingFacts,
     arguments_hash, caller_timeout,
@@ -52,6 +53,8 @@ pub struct Orchestrator {
     /// The trace writer, when traces are on: for `health` and `tracesReport` (it is also one
     /// of the pipeline's observers, which is how it gets the calls).
     pub(crate) traces: Option<Arc<Traces>>,
+    /// Every call's counters for `/metrics` (also one of the pipeline's observers).
+    pub(crate) metrics: Arc<CallMetrics>,
 }
 
 impl Orchestrator {
@@ -69,6 +72,8 @@ impl Orchestrator {
     ) -> Orchestrator {
         let sessions = Arc::new(SessionStore::new(options.sessions));
         observers.push(Arc::clone(&sessions) as Arc<dyn CallObserver>);
+        let metrics = Arc::new(CallMetrics::default());
+        observers.push(Arc::clone(&metrics) as Arc<dyn CallObserver>);
         let pipeline = Pipeline::new(provider.as_ref(), options.pipeline, observers);
         let search = Arc::new(ToolSearch::new());
         // Keep the search index current in the background when there is a runtime to do it in;
@@ -93,6 +98,7 @@ impl Orchestrator {
             search,
             agents: AgentRuns::new(agent),
             traces: None,
+            metrics,
         }
     }
 
