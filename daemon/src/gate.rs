@@ -406,7 +406,11 @@ mod tests {
         assert_eq!(verdict("GET", "/metrics", &ok[..2]), 401);
         assert_eq!(verdict("GET", "/metrics?x=1", &ok), 400);
         assert_eq!(
-            verdict("GET", "/metrics", &[ok[1], ok[2], ("host", "evil.example:4000")]),
+            verdict(
+                "GET",
+                "/metrics",
+                &[ok[1], ok[2], ("host", "evil.example:4000")]
+            ),
             403
         );
         assert_eq!(verdict("OPTIONS", "/", &ok), 405);

@@ -12,6 +12,7 @@ use std::os::unix::net::UnixListener;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
+use tool_cli_daemon::manage::ServerManager;
 use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
 use tool_cli_daemon::pipeline::CallObserver;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
@@ -311,7 +312,14 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(serve(
-        cli, config, traces, token, listener, endpoint, self_exe,
+        cli,
+        config,
+        config_path,
+        traces,
+        token,
+        listener,
+        endpoint,
+        self_exe,
     ))
 }
 
@@ -388,9 +396,11 @@ fn bind_socket(path: &std::path::Path) -> Result<UnixListener, String> {
     bound.map_err(|err| format!("cannot listen on {}: {err}", path.display()))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     cli: Cli,
     config: config::Config,
+    config_path: Option<PathBuf>,
     traces: Option<trace_settings::TraceSettings>,
     token: Token,
     listener: Listener,
@@ -456,7 +466,7 @@ async fn serve(
             max_message_bytes: cli.max_message_bytes,
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).
-            subreaper: cfg!(target_os = "linux").then_some(self_exe),
+            subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
             ..PoolOptions::default()
         },
     );
@@ -478,7 +488,17 @@ async fn serve(
     if let Some(traces) = &traces {
         orchestrator = orchestrator.with_traces(Arc::clone(traces));
     }
-    let orchestrator = Arc::new(orchestrator);
+    let orchestrator = Arc::new(orchestrator.with_manager(Arc::new(ServerManager::new(
+        Arc::clone(&pool),
+        config.clone(),
+        config_path,
+        self_exe,
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    ))));
+    // Installed before anything is announced, so a SIGHUP never finds its default action
+    // (which would end the daemon).
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    let reloader = tokio::spawn(reload_on_hangup(Arc::clone(&orchestrator), hangups));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once every server has settled.
@@ -526,6 +546,7 @@ async fn serve(
     )
     .await;
     starter.abort();
+    reloader.abort();
     // The last calls' lines are still queued: give the writer a moment to put them on disk.
     if let Some(traces) = &traces {
         traces.flush(Duration::from_secs(2)).await;
@@ -557,6 +578,37 @@ fn release_stdout() {
         // usable (it now writes to /dev/null).
         unsafe {
             libc::dup2(devnull.as_raw_fd(), libc::STDOUT_FILENO);
+        }
+    }
+}
+
+/// Reloads the config file on every SIGHUP; a file that does not load is logged and changes
+/// nothing.
+async fn reload_on_hangup(
+    orchestrator: Arc<Orchestrator>,
+    hangups: std::io::Result<tokio::signal::unix::Signal>,
+) {
+    let Ok(mut hangups) = hangups else {
+        tracing::warn!("cannot install the SIGHUP handler; reload with `tool-cli config reload`");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP received: reloading the config");
+        match orchestrator.reload_config().await {
+            Ok(result) => {
+                for problem in &result.failed {
+                    tracing::warn!(
+                        server = %problem.server,
+                        state = problem.state.as_str(),
+                        error = problem.error.as_deref().unwrap_or(""),
+                        "server not ready after the reload"
+                    );
+                }
+                for note in &result.notes {
+                    tracing::info!("{note}");
+                }
+            }
+            Err(error) => tracing::error!(%error, "config reload refused"),
         }
     }
 }

@@ -62,6 +62,12 @@ pub mod name {
     /// Aggregate the daemon's trace files: calls, errors, latency, tokens, cost per group
     /// (owner token only; ours).
     pub const TRACES_REPORT: &str = "tracesReport";
+    /// Start a server that is not in the config file (owner token only; ours).
+    pub const ADD_SERVER: &str = "addServer";
+    /// Drain and stop a server (owner token only; ours).
+    pub const REMOVE_SERVER: &str = "removeServer";
+    /// Read the config file again and apply what changed (owner token only; ours).
+    pub const RELOAD_CONFIG: &str = "reloadConfig";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -90,6 +96,9 @@ pub mod name {
         READ_SPILLED,
         RESTART_SERVER,
         TRACES_REPORT,
+        ADD_SERVER,
+        REMOVE_SERVER,
+        RELOAD_CONFIG,
     ];
 }
 

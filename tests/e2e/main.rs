@@ -20,6 +20,7 @@ mod orchestration;
 mod peers;
 mod resilience;
 mod security;
+mod servers;
 mod snapshots;
 mod toolkit;
 mod traces;

@@ -107,7 +107,10 @@ fn get_bridge_info() {
                 "cancelAgent",
                 "readSpilled",
                 "restartServer",
-                "tracesReport"
+                "tracesReport",
+                "addServer",
+                "removeServer",
+                "reloadConfig"
               ],
               "capabilities": {
                 "authentication": {

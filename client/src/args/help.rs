@@ -53,6 +53,14 @@ Tokens (with the daemon's own token; hand a minted one to a sub-agent as TOOL_CL
 Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready
+  tool-cli server add NAME [--env K=V]... -- COMMAND ARGS...
+  tool-cli server add NAME --url URL [--header 'NAME: VALUE']...
+                                        start a new server in the running daemon (not saved to
+                                        the config file); refused if it does not start
+  tool-cli server remove NAME           let its calls in flight finish, then stop it
+  tool-cli server list                  the servers (as `tool-cli` alone)
+  tool-cli server reload                read the config file again (as SIGHUP): unchanged servers
+                                        keep running, changed ones restart, removed ones drain
 
 Traces (the daemon appends a line per call to its traces.jsonl):
   tool-cli traces report [--since 24h] [--by day|server|tool|session] [--executed-only]

@@ -10,6 +10,9 @@
 //! is in `help.rs`.
 
 mod help;
+mod server;
+
+pub(crate) use server::ServerCommand;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -62,6 +65,8 @@ pub(crate) enum Command {
     Daemon(DaemonCommand),
     /// `tool-cli server restart NAME`.
     RestartServer { server: String },
+    /// `tool-cli server add|remove|reload`.
+    ManageServers(ServerCommand),
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
 }
@@ -132,7 +137,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli health [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
-                      tool-cli server restart NAME\n       \
+                      tool-cli server <add|remove|list|restart|reload> [OPTIONS]\n       \
                       tool-cli traces report [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
@@ -209,24 +214,16 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: DaemonAction,
     },
-    /// Manage servers: `restart NAME` (wins over a server named `server`)
+    /// Manage servers: `add`, `remove`, `list`, `restart`, `reload` (wins over a server named
+    /// `server`)
     Server {
         #[command(subcommand)]
-        action: ServerAction,
+        action: server::ServerAction,
     },
     /// Report on the daemon's trace of calls (wins over a server named `traces`)
     Traces {
         #[command(subcommand)]
         action: crate::traces::TracesAction,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ServerAction {
-    /// Start a server again now, even one parked `down`, and clear its circuit breakers
-    Restart {
-        /// The server's name, as in `tool-cli`'s list
-        name: String,
     },
 }
 
@@ -366,9 +363,11 @@ where
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
-        Some(TopSubcommand::Server {
-            action: ServerAction::Restart { name },
-        }) => Command::RestartServer { server: name },
+        Some(TopSubcommand::Server { action }) => match server::command(action).map_err(usage)? {
+            server::Parsed::Manage(command) => Command::ManageServers(command),
+            server::Parsed::Restart(name) => Command::RestartServer { server: name },
+            server::Parsed::List => Command::ListServers,
+        },
         Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
             DaemonAction::Start {
                 config,

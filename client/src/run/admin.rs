@@ -78,7 +78,7 @@ pub(super) async fn mint_token(
 }
 
 /// A "method not found" from a daemon that predates the token methods, said plainly.
-fn older_daemon(error: Error, command: &str) -> Error {
+pub(super) fn older_daemon(error: Error, command: &str) -> Error {
     match error {
         Error::Rpc { error, .. } if error.code == code::METHOD_NOT_FOUND => Error::Other(format!(
             "this daemon does not serve `tool-cli {command}`; it is older than this tool-cli, \

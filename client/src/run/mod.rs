@@ -13,6 +13,7 @@ mod admin;
 pub(crate) mod daemon;
 mod output;
 mod resources;
+mod servers;
 
 use std::io::Write;
 
@@ -104,6 +105,7 @@ pub(crate) async fn run(
         Command::RestartServer { server } => {
             admin::restart_server(client, &mut output, server).await
         }
+        Command::ManageServers(command) => servers::run(client, &mut output, command).await,
         Command::ListResources { server } => {
             resources::list(client, &mut output, server, resources::Listing::Resources).await
         }

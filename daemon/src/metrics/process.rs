@@ -86,7 +86,10 @@ mod tests {
         assert_eq!(sample.virtual_memory_bytes, Some(123_456_789));
         assert_eq!(sample.resident_memory_bytes, Some(300 * 4096));
         assert_eq!(parse_stat("garbage", 100.0, 4096, None), None);
-        assert_eq!(boot_time("cpu 1 2\nbtime 1700000000\n"), Some(1_700_000_000.0));
+        assert_eq!(
+            boot_time("cpu 1 2\nbtime 1700000000\n"),
+            Some(1_700_000_000.0)
+        );
     }
 
     #[test]

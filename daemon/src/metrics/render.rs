@@ -79,12 +79,7 @@ pub(crate) fn render(
         env!("CARGO_PKG_VERSION")
     );
 
-    header(
-        &mut out,
-        "tool_cli_servers",
-        "gauge",
-        "Configured servers.",
-    );
+    header(&mut out, "tool_cli_servers", "gauge", "Configured servers.");
     let _ = writeln!(out, "tool_cli_servers {}", servers.len());
 
     header(
@@ -217,10 +212,7 @@ pub(crate) fn render(
         let mut cumulative = 0;
         for (index, count) in tool.buckets.iter().enumerate() {
             cumulative += count;
-            let bound = LATENCY_BUCKETS
-                .get(index)
-                .copied()
-                .unwrap_or(f64::INFINITY);
+            let bound = LATENCY_BUCKETS.get(index).copied().unwrap_or(f64::INFINITY);
             let _ = writeln!(
                 out,
                 "tool_cli_tool_call_duration_seconds_bucket{{{labels},le=\"{}\"}} {cumulative}",

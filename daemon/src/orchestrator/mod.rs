@@ -23,6 +23,7 @@ use tool_cli_agent::config::AgentConfig;
 
 use crate::agent_runs::AgentRuns;
 use crate::error::Error;
+use crate::manage::ServerManager;
 use crate::metrics::CallMetrics;
 use crate::pipeline::{
     CallContext, CallExtras, CallObserver, CallRequest, Pipeline, PipelineOptions, RoutingFacts,
@@ -55,6 +56,8 @@ pub struct Orchestrator {
     pub(crate) traces: Option<Arc<Traces>>,
     /// Every call's counters for `/metrics` (also one of the pipeline's observers).
     pub(crate) metrics: Arc<CallMetrics>,
+    /// Adds, removes and reloads servers (`manage/`), when the provider is the daemon's pool.
+    pub(crate) manager: Option<Arc<ServerManager>>,
 }
 
 impl Orchestrator {
@@ -99,6 +102,7 @@ impl Orchestrator {
             agents: AgentRuns::new(agent),
             traces: None,
             metrics,
+            manager: None,
         }
     }
 
@@ -106,6 +110,13 @@ impl Orchestrator {
     /// writer among the observers of [`Orchestrator::with_options`] for calls to reach it.
     pub fn with_traces(mut self, traces: Arc<Traces>) -> Orchestrator {
         self.traces = Some(traces);
+        self
+    }
+
+    /// Lets `addServer`, `removeServer` and `reloadConfig` change the servers through
+    /// `manager` (over the same pool this orchestrator was made with).
+    pub fn with_manager(mut self, manager: Arc<ServerManager>) -> Orchestrator {
+        self.manager = Some(manager);
         self
     }
 
