@@ -18,6 +18,7 @@ mod discovery;
 pub mod error;
 mod gate;
 mod health;
+pub mod import;
 pub mod manage;
 mod metrics;
 pub mod orchestrator;
