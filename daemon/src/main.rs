@@ -42,8 +42,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// Servers config file (`mcpServers` JSON).
-    #[arg(long, value_name = "PATH")]
+    /// Servers config file (`mcpServers` JSON); for `import`, the file --write merges into.
+    #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
 
     /// TCP port to listen on; 0 picks a free one.
@@ -150,6 +150,23 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
+    /// Show the MCP servers another client has configured and, with --write, add them to
+    /// tool-cli's config file (what `tool-cli config import` runs)
+    Import {
+        /// The client: claude-desktop, claude-code, cursor, vscode, windsurf or codex
+        #[arg(long, value_name = "CLIENT")]
+        from: String,
+        /// Its config file, instead of the client's usual places
+        #[arg(long, value_name = "FILE")]
+        path: Option<PathBuf>,
+        /// Merge the servers into tool-cli's config file (new names only; conflicts are
+        /// reported and left as they are)
+        #[arg(long)]
+        write: bool,
+        /// Print the report as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled demo MCP server on stdin/stdout (the default config starts it).
     DemoServer {
         /// The sample SQLite database (created on first use).
@@ -183,7 +200,70 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Subreaper { command }) => tool_cli_daemon::subreaper::run(&command),
+        Some(Command::Import {
+            from,
+            path,
+            write,
+            json,
+        }) => run_import(cli.config, from, path, write, json),
         None => run_daemon(cli),
+    }
+}
+
+/// `tool-cli-daemon import`: the report on stdout; exit 2 for anything it could not do.
+fn run_import(
+    config: Option<PathBuf>,
+    from: String,
+    path: Option<PathBuf>,
+    write: bool,
+    json: bool,
+) -> ExitCode {
+    use tool_cli_daemon::import::{ClientKind, Os, Places, command};
+    let kind = match ClientKind::from_name(&from) {
+        Ok(kind) => kind,
+        Err(error) => return fail(EXIT_CONFIG, error),
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(home) = home else {
+        return fail(
+            EXIT_CONFIG,
+            "HOME is not set; give the file with --path and our config with --config",
+        );
+    };
+    // Where `--write` goes: the file the daemon would read, or the user default (created).
+    let target = config
+        .or_else(|| {
+            std::env::var_os(env::CONFIG)
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| home.join(".config/tool-cli/servers.json"));
+    let request = command::ImportRequest {
+        kind,
+        path,
+        target,
+        write,
+        places: Places {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            xdg_config_home: std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
+            app_data: std::env::var_os("APPDATA").map(PathBuf::from),
+            os: Os::current(),
+            home,
+        },
+    };
+    match command::run(&request) {
+        Ok(report) => {
+            let text = if json {
+                format!("{:#}\n", command::to_json(&report))
+            } else {
+                command::render(&report)
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(EXIT_CONFIG, error),
     }
 }
 

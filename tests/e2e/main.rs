@@ -11,6 +11,7 @@ mod cli_daemon;
 mod compat;
 mod concurrency;
 mod config;
+mod config_import;
 mod edge;
 mod failures;
 mod hardening;

@@ -62,6 +62,13 @@ Servers (with the daemon's own token):
   tool-cli server reload                read the config file again (as SIGHUP): unchanged servers
                                         keep running, changed ones restart, removed ones drain
 
+Config import (no daemon needed; see docs/config-import.md):
+  tool-cli config import --from CLIENT [--path FILE] [--config FILE] [--write]
+                                        CLIENT: claude-desktop, claude-code, cursor, vscode,
+                                        windsurf, codex; shows the servers found and what could
+                                        not be translated; --write adds the new ones to
+                                        tool-cli's config (conflicts reported, never overwritten)
+
 Traces (the daemon appends a line per call to its traces.jsonl):
   tool-cli traces report [--since 24h] [--by day|server|tool|session] [--executed-only]
                          [--json | --markdown] [--file PATH]

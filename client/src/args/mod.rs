@@ -9,9 +9,11 @@
 //! stdin come in as arguments, so every form is unit-tested without a process. The long help text
 //! is in `help.rs`.
 
+mod config;
 mod help;
 mod server;
 
+pub(crate) use config::ConfigImport;
 pub(crate) use server::ServerCommand;
 
 use std::ffi::OsString;
@@ -67,6 +69,8 @@ pub(crate) enum Command {
     RestartServer { server: String },
     /// `tool-cli server add|remove|reload`.
     ManageServers(ServerCommand),
+    /// `tool-cli config import ...`: run without a daemon.
+    ConfigImport(ConfigImport),
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
 }
@@ -138,6 +142,7 @@ pub(crate) enum ParseOutcome {
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server <add|remove|list|restart|reload> [OPTIONS]\n       \
+                      tool-cli config import --from CLIENT [--path FILE] [--write]\n       \
                       tool-cli traces report [OPTIONS]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
@@ -219,6 +224,12 @@ enum TopSubcommand {
     Server {
         #[command(subcommand)]
         action: server::ServerAction,
+    },
+    /// Import other clients' MCP servers into tool-cli's config (wins over a server named
+    /// `config`)
+    Config {
+        #[command(subcommand)]
+        action: config::ConfigAction,
     },
     /// Report on the daemon's trace of calls (wins over a server named `traces`)
     Traces {
@@ -363,6 +374,7 @@ where
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
+        Some(TopSubcommand::Config { action }) => Command::ConfigImport(config::command(action)),
         Some(TopSubcommand::Server { action }) => match server::command(action).map_err(usage)? {
             server::Parsed::Manage(command) => Command::ManageServers(command),
             server::Parsed::Restart(name) => Command::RestartServer { server: name },
@@ -557,7 +569,7 @@ where
             "--" => break,
             "--out" | "--timeout" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
-            "resource" | "health" | "token" | "daemon" | "server" | "traces" => {
+            "resource" | "health" | "token" | "daemon" | "server" | "traces" | "config" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -10,6 +10,7 @@
 //! own.
 
 mod admin;
+pub(crate) mod config;
 pub(crate) mod daemon;
 mod output;
 mod resources;
@@ -133,6 +134,9 @@ pub(crate) async fn run(
             resources::emit_body(&mut output, &uri, &result)
         }
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
+        Command::ConfigImport(_) => Err(Error::Other(
+            "`tool-cli config import` is run without a daemon connection; this is a bug".to_owned(),
+        )),
         Command::Daemon(_) => Err(Error::Other(
             "`tool-cli daemon` is run without a daemon connection; this is a bug".to_owned(),
         )),

@@ -9,6 +9,7 @@
 //! overwritten). Nothing is silently dropped: a field we cannot translate is reported with the
 //! server's name, and so is a server we cannot import at all.
 
+pub mod command;
 mod formats;
 mod merge;
 mod paths;
