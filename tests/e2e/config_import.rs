@@ -10,6 +10,9 @@
 //!   import: `imported_servers_run_and_conflicts_are_never_overwritten`
 //! - malformed files of each kind, a config importing itself, an unknown client, a missing file:
 //!   `bad_imports_are_refused_with_what_would_be_right`
+//! - `imports: ["cursor", …]` in our config: read live at start, the file's own servers win, a
+//!   missing client file is a warning, an unknown client refuses the config:
+//!   `live_imports_serve_another_clients_servers`
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -270,5 +273,54 @@ fn bad_imports_are_refused_with_what_would_be_right() {
             "--write",
         ],
         "importing it into itself",
+    );
+}
+
+#[test]
+fn live_imports_serve_another_clients_servers() {
+    let places = Places::new();
+    let files = places.project.join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("live.txt"), "read live").unwrap();
+    places.write(
+        &places.home.join(".cursor/mcp.json"),
+        &json!({"mcpServers": {
+            "fs": filesystem_server(&files),
+            "demo": {"command": "cursor-would-run-this"},
+        }})
+        .to_string(),
+    );
+    let home = places.home.display().to_string();
+    let daemon = Daemon::start_with_dir_and(
+        |dir| json!({"imports": ["cursor", "codex"], "mcpServers": {"demo": demo_server(dir)}}),
+        DaemonOptions {
+            env: vec![("HOME".to_owned(), home.clone())],
+            ..DaemonOptions::default()
+        },
+    );
+    let read = daemon.call_tool(
+        "fs",
+        "read_text_file",
+        json!({"path": files.join("live.txt")}),
+    );
+    assert_eq!(read["content"][0]["text"], "read live");
+    // The file's own "demo" wins; the missing Codex file is a warning, not a failure.
+    daemon.call_tool("demo", "describe_schema", json!({}));
+    let log = daemon.stderr();
+    assert!(log.contains("the config defines it"), "{log}");
+    assert!(log.contains("no codex config found"), "{log}");
+
+    // An imports value that is not a list of clients stops the daemon before it starts.
+    let refused = Daemon::try_start_with(
+        json!({"imports": ["cursor", "notepad"], "mcpServers": {}}),
+        DaemonOptions {
+            env: vec![("HOME".to_owned(), home)],
+            ..DaemonOptions::default()
+        },
+    );
+    let failure = refused.err().expect("the daemon must refuse the config");
+    assert!(
+        failure.contains("imports[1]") && failure.contains("unknown client \"notepad\""),
+        "{failure}"
     );
 }

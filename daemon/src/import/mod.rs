@@ -11,6 +11,7 @@
 
 pub mod command;
 mod formats;
+pub(crate) mod live;
 mod merge;
 mod paths;
 

@@ -105,12 +105,12 @@ impl Orchestrator {
             }
         }
         for server in put {
-            let (replaced, first) = manager
+            let put = manager
                 .pool
                 .put(server, Arc::clone(&secrets))
                 .map_err(|reason| Error::invalid_params(method, reason))?;
-            changes.retiring.extend(replaced);
-            if let Some(first) = first {
+            changes.retiring.extend(put.replaced);
+            if let Some(first) = put.first {
                 changes.started.push((server.name.clone(), first));
             }
         }

@@ -21,6 +21,17 @@ pub(crate) struct ServerSample {
     pub(crate) uptime_seconds: Option<f64>,
 }
 
+/// A per-server family: name, type, help, and how to read it off a sample.
+type ServerFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ServerSample) -> f64,
+);
+
+/// A per-tool counter family: name, help, and how to read it off a sample.
+type ToolFamily = (&'static str, &'static str, fn(&ToolSample) -> u64);
+
 const STATES: [&str; 6] = [
     "ready",
     "connecting",
@@ -114,7 +125,7 @@ pub(crate) fn render(
             );
         }
     }
-    let per_server: [(&str, &str, &str, fn(&ServerSample) -> f64); 4] = [
+    let per_server: [ServerFamily; 4] = [
         (
             "tool_cli_server_restarts_total",
             "counter",
@@ -168,7 +179,7 @@ pub(crate) fn render(
         }
     }
 
-    let per_tool: [(&str, &str, fn(&ToolSample) -> u64); 3] = [
+    let per_tool: [ToolFamily; 3] = [
         (
             "tool_cli_tool_calls_total",
             "Finished tool calls (dry-runs excluded); server is empty for a call that never resolved one.",

@@ -61,6 +61,14 @@ impl Drop for InFlightGuard<'_> {
     }
 }
 
+/// What [`Pool::put`] did.
+pub struct Put {
+    /// The server it replaced, which the caller retires.
+    pub replaced: Option<Arc<Server>>,
+    /// Told when the new server's first attempt settles (`None` for a disabled server).
+    pub first: Option<oneshot::Receiver<()>>,
+}
+
 /// How a server taken out of the set ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retired {
@@ -95,14 +103,13 @@ impl Pool {
     }
 
     /// Adds a server for `config` (or, if one has its name, puts it in that one's place) and
-    /// starts it; `secrets` are every configured secret after the change. Answers the server
-    /// taken out, which the caller retires, and a receiver told when the new server's first
-    /// attempt settles (`None` for a disabled server). Refused once the pool is shutting down.
+    /// starts it; `secrets` are every configured secret after the change. Refused once the pool
+    /// is shutting down.
     pub fn put(
         self: &Arc<Self>,
         config: &ServerConfig,
         secrets: Arc<Secrets>,
-    ) -> Result<(Option<Arc<Server>>, Option<oneshot::Receiver<()>>), String> {
+    ) -> Result<Put, String> {
         if *self.shutdown.borrow() {
             return Err("the daemon is shutting down".to_owned());
         }
@@ -125,7 +132,7 @@ impl Pool {
         }
         let first = self.supervise_once(&server);
         self.announce();
-        Ok((replaced, first))
+        Ok(Put { replaced, first })
     }
 
     /// Takes the server `name` out of the set (it takes no new calls); the caller retires it.
