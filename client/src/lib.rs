@@ -138,6 +138,16 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             &mut stdout,
         );
     }
+    // An import reads files; the daemon binary does it, running or not.
+    if let Command::ConfigImport(import) = &invocation.command {
+        let mut output = run::Output {
+            json: invocation.json,
+            out: invocation.out.as_deref(),
+            stdout: &mut stdout,
+            terminal,
+        };
+        return run::config::import(import, &mut output);
+    }
     match invocation.command {
         Command::Completions(shell) => {
             let script = args::complete::script(shell);

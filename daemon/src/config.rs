@@ -222,7 +222,16 @@ pub fn load(
         field: None,
         message: format!("cannot read the file: {err}; expected a readable JSON file"),
     })?;
-    parse(&text, source, env)
+    let mut config = parse(&text, source, env)?;
+    // `imports`: other clients' servers, read now (so again on every reload).
+    if let Ok(root) = serde_json::from_str::<Value>(&text) {
+        let kinds = crate::import::live::kinds(&root, &config.source.to_string())?;
+        if !kinds.is_empty() {
+            let places = crate::import::live::places(env);
+            crate::import::live::apply(&mut config, &kinds, places.as_ref(), env);
+        }
+    }
+    Ok(config)
 }
 
 /// Refuses a file that anyone but its owner may write: such a file lets another user choose

@@ -1,13 +1,14 @@
 //! The request gate: every check that needs only the request head, in one tower layer, before
 //! any body is read.
 //!
-//! In order: only `POST`; a `Host` naming this daemon (loopback or `localhost` with our port, or
+//! In order: only `POST` (`GET` for `/metrics`, the Prometheus page); a `Host` naming this daemon (loopback or `localhost` with our port, or
 //! a name given with `--allow-host`), which stops DNS rebinding, and the same for the authority
 //! of an absolute-form target (`POST http://evil.example/`); no foreign `Origin` (a browser
 //! page); no transfer coding but `chunked` (a `gzip` we would silently ignore is refused); no
 //! query string (a token must never travel in a URL, where logs and histories keep it); a known
 //! path; and exactly one `Authorization: Bearer` header carrying a live token, whose [`Grant`] is
-//! attached to the request for the handlers. Every refusal has an empty body, and no response
+//! attached to the request for the handlers (the metrics page, which names every server and
+//! tool, needs the owner token and is answered here). Every refusal has an empty body, and no response
 //! ever carries CORS headers.
 //!
 //! The content type is not checked: the reference bridge accepts any, and a browser is stopped
@@ -31,6 +32,12 @@ use tool_cli_protocol::identity;
 
 use crate::auth::{Grant, TokenStore};
 
+/// Where the Prometheus metrics page is served (`GET`, owner token).
+pub(crate) const METRICS_PATH: &str = "/metrics";
+
+/// The Prometheus text exposition format.
+const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// What the gate lets through.
 #[derive(Debug)]
 pub(crate) struct Gate {
@@ -43,6 +50,29 @@ pub(crate) struct Gate {
     pub(crate) origins: Vec<String>,
     /// Largest body accepted.
     pub(crate) max_body_bytes: usize,
+    /// Writes the `/metrics` page.
+    pub(crate) metrics: MetricsPage,
+}
+
+/// What answers `GET /metrics`: the page's text, made when it is asked for.
+#[derive(Clone)]
+pub(crate) struct MetricsPage(pub(crate) Arc<dyn Fn() -> String + Send + Sync>);
+
+impl std::fmt::Debug for MetricsPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsPage")
+    }
+}
+
+/// What the gate decided about a request that passes.
+#[derive(Debug)]
+enum Pass {
+    /// A JSON-RPC request, with the caller's grant.
+    Rpc(Grant),
+    /// The identity challenge.
+    Identity,
+    /// The metrics page, asked for with the owner token.
+    Metrics,
 }
 
 impl Gate {
@@ -66,15 +96,23 @@ impl Gate {
         self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))
     }
 
-    /// Decides on a request head: `Ok(Some(grant))` to pass it on, `Ok(None)` for the identity
-    /// challenge (answered by [`Gate::identity`]), `Err(response)` to refuse it.
+    /// Decides on a request head: [`Pass::Rpc`] to pass it on with its grant, [`Pass::Identity`]
+    /// for the identity challenge (answered by [`Gate::identity`]), [`Pass::Metrics`] for the
+    /// metrics page, `Err(status)` to refuse it.
     fn check(
         &self,
         method: &Method,
         uri: &hyper::Uri,
         headers: &HeaderMap,
-    ) -> Result<Option<Grant>, StatusCode> {
-        if method != Method::POST {
+    ) -> Result<Pass, StatusCode> {
+        // `/metrics` is read with GET (what Prometheus sends); everything else is a POST.
+        let metrics = uri.path() == METRICS_PATH;
+        let method_ok = if metrics {
+            method == Method::GET
+        } else {
+            method == Method::POST
+        };
+        if !method_ok {
             return Err(StatusCode::METHOD_NOT_ALLOWED);
         }
         if !self.hosts.is_empty() {
@@ -107,8 +145,8 @@ impl Gate {
             return Err(StatusCode::BAD_REQUEST);
         }
         match uri.path() {
-            "/" => {}
-            identity::PATH => return Ok(None),
+            "/" | METRICS_PATH => {}
+            identity::PATH => return Ok(Pass::Identity),
             _ => return Err(StatusCode::NOT_FOUND),
         }
         let mut authorizations = headers.get_all(header::AUTHORIZATION).iter();
@@ -121,6 +159,14 @@ impl Gate {
         let Some(grant) = grant else {
             return Err(StatusCode::UNAUTHORIZED);
         };
+        if metrics {
+            // The page names every server and tool; a scoped token may see only some.
+            return if grant.is_owner {
+                Ok(Pass::Metrics)
+            } else {
+                Err(StatusCode::FORBIDDEN)
+            };
+        }
         let declared = headers
             .get(header::CONTENT_LENGTH)
             .and_then(|value| value.to_str().ok())
@@ -128,7 +174,7 @@ impl Gate {
         if declared.is_some_and(|length| length > self.max_body_bytes as u64) {
             return Err(StatusCode::PAYLOAD_TOO_LARGE);
         }
-        Ok(Some(grant))
+        Ok(Pass::Rpc(grant))
     }
 
     /// Answers the identity challenge from the request head alone.
@@ -200,6 +246,19 @@ fn refusal(code: StatusCode) -> HttpResponse {
     response
 }
 
+/// The metrics page.
+fn metrics_answer(text: String) -> HttpResponse {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(METRICS_CONTENT_TYPE),
+        )
+        .header(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
+        .body(HttpBody::from(text))
+        .expect("static response parts are valid")
+}
+
 /// An answer of the identity challenge: a small JSON body.
 fn json_answer(code: StatusCode, body: String) -> HttpResponse {
     Response::builder()
@@ -267,14 +326,24 @@ where
             .gate
             .check(request.method(), request.uri(), request.headers())
         {
-            Ok(Some(grant)) => {
+            Ok(Pass::Rpc(grant)) => {
                 request.extensions_mut().insert(grant);
                 prepare_for_jsonrpsee(request.headers_mut());
                 Box::pin(self.inner.call(request))
             }
-            Ok(None) => {
+            Ok(Pass::Identity) => {
                 let response = self.gate.identity(request.headers());
                 Box::pin(async { Ok(response) })
+            }
+            Ok(Pass::Metrics) => {
+                let page = self.gate.metrics.clone();
+                Box::pin(async move {
+                    // Reading /proc and locking each breaker briefly: off the async workers.
+                    let text = tokio::task::spawn_blocking(move || (page.0)())
+                        .await
+                        .unwrap_or_default();
+                    Ok(metrics_answer(text))
+                })
             }
             Err(code) => {
                 let response = refusal(code);
@@ -295,6 +364,7 @@ mod tests {
             hosts: Gate::hosts(4000, &["host.docker.internal".to_owned()]),
             origins: vec!["http://allowed.example".to_owned()],
             max_body_bytes: 1024,
+            metrics: MetricsPage(Arc::new(String::new)),
         }
     }
 
@@ -312,8 +382,9 @@ mod tests {
     fn verdict(method: &str, uri: &str, headers: &[(&str, &str)]) -> u16 {
         let (method, uri, headers) = head(method, uri, headers);
         match gate().check(&method, &uri, &headers) {
-            Ok(Some(_)) => 200,
-            Ok(None) => 0,
+            Ok(Pass::Rpc(_)) => 200,
+            Ok(Pass::Identity) => 0,
+            Ok(Pass::Metrics) => 1,
             Err(code) => refusal(code).status().as_u16(),
         }
     }
@@ -329,6 +400,19 @@ mod tests {
         ];
         assert_eq!(verdict("POST", "/", &ok), 200);
         assert_eq!(verdict("GET", "/", &ok), 405);
+        // The metrics page: GET only, same host, origin, query and token rules, owner only.
+        assert_eq!(verdict("GET", "/metrics", &ok), 1);
+        assert_eq!(verdict("POST", "/metrics", &ok), 405);
+        assert_eq!(verdict("GET", "/metrics", &ok[..2]), 401);
+        assert_eq!(verdict("GET", "/metrics?x=1", &ok), 400);
+        assert_eq!(
+            verdict(
+                "GET",
+                "/metrics",
+                &[ok[1], ok[2], ("host", "evil.example:4000")]
+            ),
+            403
+        );
         assert_eq!(verdict("OPTIONS", "/", &ok), 405);
         for host in [
             "evil.example",

@@ -12,6 +12,7 @@ use std::os::unix::net::UnixListener;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
+use tool_cli_daemon::manage::ServerManager;
 use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
 use tool_cli_daemon::pipeline::CallObserver;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
@@ -41,8 +42,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 
-    /// Servers config file (`mcpServers` JSON).
-    #[arg(long, value_name = "PATH")]
+    /// Servers config file (`mcpServers` JSON); for `import`, the file --write merges into.
+    #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
 
     /// TCP port to listen on; 0 picks a free one.
@@ -149,6 +150,23 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<std::ffi::OsString>,
     },
+    /// Show the MCP servers another client has configured and, with --write, add them to
+    /// tool-cli's config file (what `tool-cli config import` runs)
+    Import {
+        /// The client: claude-desktop, claude-code, cursor, vscode, windsurf or codex
+        #[arg(long, value_name = "CLIENT")]
+        from: String,
+        /// Its config file, instead of the client's usual places
+        #[arg(long, value_name = "FILE")]
+        path: Option<PathBuf>,
+        /// Merge the servers into tool-cli's config file (new names only; conflicts are
+        /// reported and left as they are)
+        #[arg(long)]
+        write: bool,
+        /// Print the report as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the bundled demo MCP server on stdin/stdout (the default config starts it).
     DemoServer {
         /// The sample SQLite database (created on first use).
@@ -182,7 +200,70 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Subreaper { command }) => tool_cli_daemon::subreaper::run(&command),
+        Some(Command::Import {
+            from,
+            path,
+            write,
+            json,
+        }) => run_import(cli.config, from, path, write, json),
         None => run_daemon(cli),
+    }
+}
+
+/// `tool-cli-daemon import`: the report on stdout; exit 2 for anything it could not do.
+fn run_import(
+    config: Option<PathBuf>,
+    from: String,
+    path: Option<PathBuf>,
+    write: bool,
+    json: bool,
+) -> ExitCode {
+    use tool_cli_daemon::import::{ClientKind, Os, Places, command};
+    let kind = match ClientKind::from_name(&from) {
+        Ok(kind) => kind,
+        Err(error) => return fail(EXIT_CONFIG, error),
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Some(home) = home else {
+        return fail(
+            EXIT_CONFIG,
+            "HOME is not set; give the file with --path and our config with --config",
+        );
+    };
+    // Where `--write` goes: the file the daemon would read, or the user default (created).
+    let target = config
+        .or_else(|| {
+            std::env::var_os(env::CONFIG)
+                .filter(|path| !path.is_empty())
+                .map(PathBuf::from)
+        })
+        .unwrap_or_else(|| home.join(".config/tool-cli/servers.json"));
+    let request = command::ImportRequest {
+        kind,
+        path,
+        target,
+        write,
+        places: Places {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            xdg_config_home: std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
+            app_data: std::env::var_os("APPDATA").map(PathBuf::from),
+            os: Os::current(),
+            home,
+        },
+    };
+    match command::run(&request) {
+        Ok(report) => {
+            let text = if json {
+                format!("{:#}\n", command::to_json(&report))
+            } else {
+                command::render(&report)
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(EXIT_CONFIG, error),
     }
 }
 
@@ -311,7 +392,14 @@ fn run_daemon(cli: Cli) -> ExitCode {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(serve(
-        cli, config, traces, token, listener, endpoint, self_exe,
+        cli,
+        config,
+        config_path,
+        traces,
+        token,
+        listener,
+        endpoint,
+        self_exe,
     ))
 }
 
@@ -388,9 +476,11 @@ fn bind_socket(path: &std::path::Path) -> Result<UnixListener, String> {
     bound.map_err(|err| format!("cannot listen on {}: {err}", path.display()))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn serve(
     cli: Cli,
     config: config::Config,
+    config_path: Option<PathBuf>,
     traces: Option<trace_settings::TraceSettings>,
     token: Token,
     listener: Listener,
@@ -456,7 +546,7 @@ async fn serve(
             max_message_bytes: cli.max_message_bytes,
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).
-            subreaper: cfg!(target_os = "linux").then_some(self_exe),
+            subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
             state_dir: tool_cli_daemon::trace::settings::state_dir(&|name| {
                 std::env::var(name).ok()
             }),
@@ -482,7 +572,17 @@ async fn serve(
         orchestrator = orchestrator.with_traces(Arc::clone(traces));
     }
     orchestrator = orchestrator.with_remote_auth(pool.remote_auth());
-    let orchestrator = Arc::new(orchestrator);
+    let orchestrator = Arc::new(orchestrator.with_manager(Arc::new(ServerManager::new(
+        Arc::clone(&pool),
+        config.clone(),
+        config_path,
+        self_exe,
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    ))));
+    // Installed before anything is announced, so a SIGHUP never finds its default action
+    // (which would end the daemon).
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    let reloader = tokio::spawn(reload_on_hangup(Arc::clone(&orchestrator), hangups));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once every server has settled.
@@ -530,6 +630,7 @@ async fn serve(
     )
     .await;
     starter.abort();
+    reloader.abort();
     // The last calls' lines are still queued: give the writer a moment to put them on disk.
     if let Some(traces) = &traces {
         traces.flush(Duration::from_secs(2)).await;
@@ -561,6 +662,37 @@ fn release_stdout() {
         // usable (it now writes to /dev/null).
         unsafe {
             libc::dup2(devnull.as_raw_fd(), libc::STDOUT_FILENO);
+        }
+    }
+}
+
+/// Reloads the config file on every SIGHUP; a file that does not load is logged and changes
+/// nothing.
+async fn reload_on_hangup(
+    orchestrator: Arc<Orchestrator>,
+    hangups: std::io::Result<tokio::signal::unix::Signal>,
+) {
+    let Ok(mut hangups) = hangups else {
+        tracing::warn!("cannot install the SIGHUP handler; reload with `tool-cli config reload`");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP received: reloading the config");
+        match orchestrator.reload_config().await {
+            Ok(result) => {
+                for problem in &result.failed {
+                    tracing::warn!(
+                        server = %problem.server,
+                        state = problem.state.as_str(),
+                        error = problem.error.as_deref().unwrap_or(""),
+                        "server not ready after the reload"
+                    );
+                }
+                for note in &result.notes {
+                    tracing::info!("{note}");
+                }
+            }
+            Err(error) => tracing::error!(%error, "config reload refused"),
         }
     }
 }

@@ -21,7 +21,7 @@
 //! caller nor put terminal escapes in front of it.
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use tool_cli_protocol::ErrorData;
@@ -311,16 +311,23 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 /// The daemon's secrets, once its config is loaded; read by [`LogWriter`] and `rpc.rs`.
-static INSTALLED: OnceLock<Arc<Secrets>> = OnceLock::new();
+static INSTALLED: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
 
-/// Makes `secrets` the ones every log line and every error is redacted of. Once per process.
+/// Makes `secrets` the ones every log line and every error is redacted of; a reload of the
+/// config installs the union of the old and new servers' secrets (a draining server may still
+/// log).
 pub fn install(secrets: Arc<Secrets>) {
-    let _ = INSTALLED.set(secrets);
+    *INSTALLED
+        .write()
+        .unwrap_or_else(|poison| poison.into_inner()) = Some(secrets);
 }
 
 /// The installed secrets, if any.
-pub fn installed() -> Option<&'static Arc<Secrets>> {
-    INSTALLED.get()
+pub fn installed() -> Option<Arc<Secrets>> {
+    INSTALLED
+        .read()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .clone()
 }
 
 /// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log

@@ -6,6 +6,8 @@
 //! file), and every handler that waits is raced against the end of the shutdown grace period,
 //! so a request still running then gets a shutdown error instead of a closed connection.
 
+mod manage;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -116,7 +118,7 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
             tool: None,
             reason: format!(
                 "{method} needs the daemon's owner token; a scoped token cannot mint, revoke or \
-                 list tokens, restart servers or read the daemon's traces"
+                 list tokens, restart, add, remove or reload servers, or read the daemon's traces"
             ),
         }
         .into(),
@@ -331,6 +333,7 @@ pub(crate) fn module(
     auth_methods::register(&mut module);
     crate::rpc_prompts::register(&mut module);
     crate::rpc_events::register(&mut module);
+    manage::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
             let params: SearchToolsParams = parse(

@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use crate::auth::TokenStore;
-use crate::gate::{Gate, GateLayer};
+use crate::gate::{Gate, GateLayer, MetricsPage};
 use crate::orchestrator::Orchestrator;
 use crate::shape::RequestShapeLayer;
 use crate::spill::SpillStore;
@@ -109,6 +109,10 @@ pub async fn run(
         hosts,
         origins: options.allowed_origins.clone(),
         max_body_bytes: options.max_body_bytes,
+        metrics: {
+            let orchestrator = Arc::clone(&orchestrator);
+            MetricsPage(Arc::new(move || orchestrator.metrics_text()))
+        },
     });
     let config = ServerConfig::builder()
         .http_only()

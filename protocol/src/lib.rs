@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod envelope;
 pub mod error;
+pub mod manage;
 pub mod methods;
 pub mod orchestration;
 pub mod remote_auth;

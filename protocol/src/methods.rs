@@ -76,6 +76,12 @@ pub mod name {
     pub const GET_PROMPT: &str = "getPrompt";
     /// Long-poll the progress and log events of a call made with `progress: true`.
     pub const CALL_EVENTS: &str = "callEvents";
+    /// Start a server that is not in the config file (owner token only; ours).
+    pub const ADD_SERVER: &str = "addServer";
+    /// Drain and stop a server (owner token only; ours).
+    pub const REMOVE_SERVER: &str = "removeServer";
+    /// Read the config file again and apply what changed (owner token only; ours).
+    pub const RELOAD_CONFIG: &str = "reloadConfig";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -111,6 +117,9 @@ pub mod name {
         LIST_PROMPTS,
         GET_PROMPT,
         CALL_EVENTS,
+        ADD_SERVER,
+        REMOVE_SERVER,
+        RELOAD_CONFIG,
     ];
 }
 

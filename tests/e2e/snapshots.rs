@@ -114,7 +114,10 @@ fn get_bridge_info() {
                 "authLogout",
                 "listPrompts",
                 "getPrompt",
-                "callEvents"
+                "callEvents",
+                "addServer",
+                "removeServer",
+                "reloadConfig"
               ],
               "capabilities": {
                 "authentication": {

@@ -104,6 +104,21 @@ The agent (wins over a server named `agent`):
 Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready
+  tool-cli server add NAME [--env K=V]... -- COMMAND ARGS...
+  tool-cli server add NAME --url URL [--header 'NAME: VALUE']...
+                                        start a new server in the running daemon (not saved to
+                                        the config file); refused if it does not start
+  tool-cli server remove NAME           let its calls in flight finish, then stop it
+  tool-cli server list                  the servers (as `tool-cli` alone)
+  tool-cli server reload                read the config file again (as SIGHUP): unchanged servers
+                                        keep running, changed ones restart, removed ones drain
+
+Config import (no daemon needed; see docs/config-import.md):
+  tool-cli config import --from CLIENT [--path FILE] [--config FILE] [--write]
+                                        CLIENT: claude-desktop, claude-code, cursor, vscode,
+                                        windsurf, codex; shows the servers found and what could
+                                        not be translated; --write adds the new ones to
+                                        tool-cli's config (conflicts reported, never overwritten)
 
 Search (every server's tools the token can see, ranked by what they do):
   tool-cli search \"QUERY\" [--limit N] [--server S]... [--json]

@@ -13,12 +13,17 @@ pub(crate) mod agent;
 pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod complete;
+mod config;
 mod help;
 pub(crate) mod kv;
 mod output;
 mod prompts;
 pub(crate) mod search;
+mod server;
 pub(crate) mod session;
+
+pub(crate) use config::ConfigImport;
+pub(crate) use server::ServerCommand;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -86,6 +91,10 @@ pub(crate) enum Command {
     Daemon(DaemonCommand),
     /// `tool-cli server restart NAME`.
     RestartServer { server: String },
+    /// `tool-cli server add|remove|reload`.
+    ManageServers(ServerCommand),
+    /// `tool-cli config import ...`: run without a daemon.
+    ConfigImport(ConfigImport),
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
     TracesReport(crate::traces::ReportRequest),
     /// `tool-cli session open|summary|list|close`.
@@ -176,7 +185,8 @@ pub(crate) enum ParseOutcome {
                       tool-cli health [--tools] [--json]\n       \
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
-                      tool-cli server restart NAME\n       \
+                      tool-cli server <add|remove|list|restart|reload> [OPTIONS]\n       \
+                      tool-cli config import --from CLIENT [--path FILE] [--write]\n       \
                       tool-cli auth <login|status|logout> [SERVER]\n       \
                       tool-cli traces report [OPTIONS]\n       \
                       tool-cli search QUERY [--limit N] [--server S]\n       \
@@ -280,10 +290,17 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: DaemonAction,
     },
-    /// Manage servers: `restart NAME` (wins over a server named `server`)
+    /// Manage servers: `add`, `remove`, `list`, `restart`, `reload` (wins over a server named
+    /// `server`)
     Server {
         #[command(subcommand)]
-        action: ServerAction,
+        action: server::ServerAction,
+    },
+    /// Import other clients' MCP servers into tool-cli's config (wins over a server named
+    /// `config`)
+    Config {
+        #[command(subcommand)]
+        action: config::ConfigAction,
     },
     /// Report on the daemon's trace of calls (wins over a server named `traces`)
     Traces {
@@ -317,15 +334,6 @@ enum TopSubcommand {
     Auth {
         #[command(subcommand)]
         action: auth::AuthAction,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ServerAction {
-    /// Start a server again now, even one parked `down`, and clear its circuit breakers
-    Restart {
-        /// The server's name, as in `tool-cli`'s list
-        name: String,
     },
 }
 
@@ -486,9 +494,12 @@ where
         Some(TopSubcommand::Traces { action }) => {
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
-        Some(TopSubcommand::Server {
-            action: ServerAction::Restart { name },
-        }) => Command::RestartServer { server: name },
+        Some(TopSubcommand::Config { action }) => Command::ConfigImport(config::command(action)),
+        Some(TopSubcommand::Server { action }) => match server::command(action).map_err(usage)? {
+            server::Parsed::Manage(command) => Command::ManageServers(command),
+            server::Parsed::Restart(name) => Command::RestartServer { server: name },
+            server::Parsed::List => Command::ListServers,
+        },
         Some(TopSubcommand::Auth { action }) => Command::Auth(auth::command(action)),
         Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
             DaemonAction::Start {
@@ -702,7 +713,7 @@ where
             | "--args-file" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
-            | "session" | "agent" | "search" | "auth" | "completions" | "__complete" => {
+            | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -442,7 +442,7 @@ fn is_daemon(pid: u32) -> bool {
 
 /// `tool-cli-daemon` next to this executable (an install puts both in one directory), else the
 /// first on `PATH`.
-fn daemon_binary() -> Result<PathBuf, Error> {
+pub(super) fn daemon_binary() -> Result<PathBuf, Error> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.join(DAEMON_NAME)))

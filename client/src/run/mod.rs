@@ -15,11 +15,13 @@ mod auth;
 mod call;
 mod call_options;
 pub(crate) mod complete;
+pub(crate) mod config;
 pub(crate) mod daemon;
 mod output;
 mod prompts;
 mod resources;
 mod search;
+mod servers;
 mod session;
 
 use std::io::Write;
@@ -149,6 +151,7 @@ pub(crate) async fn run(
         Command::RestartServer { server } => {
             admin::restart_server(client, &mut output, server).await
         }
+        Command::ManageServers(command) => servers::run(client, &mut output, command).await,
         Command::ListResources { server } => {
             resources::list(client, &mut output, server, resources::Listing::Resources).await
         }
@@ -178,9 +181,12 @@ pub(crate) async fn run(
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
         Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
-        Command::Daemon(_) | Command::Completions(_) | Command::Complete(_) => Err(Error::Other(
-            "`tool-cli daemon`, `completions` and `__complete` are run without a daemon \
-                 connection; this is a bug"
+        Command::Daemon(_)
+        | Command::Completions(_)
+        | Command::Complete(_)
+        | Command::ConfigImport(_) => Err(Error::Other(
+            "`tool-cli daemon`, `config import`, `completions` and `__complete` are run without \
+                 a daemon connection; this is a bug"
                 .to_owned(),
         )),
     }

@@ -24,6 +24,8 @@ use tool_cli_agent::config::AgentConfig;
 
 use crate::agent_runs::AgentRuns;
 use crate::error::Error;
+use crate::manage::ServerManager;
+use crate::metrics::CallMetrics;
 use crate::pipeline::{
     CallContext, CallExtras, CallObserver, CallRequest, Pipeline, PipelineOptions, RoutingFacts,
     arguments_hash, caller_timeout,
@@ -58,6 +60,10 @@ pub struct Orchestrator {
     pub(crate) remote_auth: Option<Arc<crate::oauth::RemoteAuth>>,
     /// The buffered progress and log events of calls made with `progress: true`.
     pub(crate) call_events: crate::call_events::CallEventHub,
+    /// Every call's counters for `/metrics` (also one of the pipeline's observers).
+    pub(crate) metrics: Arc<CallMetrics>,
+    /// Adds, removes and reloads servers (`manage/`), when the provider is the daemon's pool.
+    pub(crate) manager: Option<Arc<ServerManager>>,
 }
 
 impl Orchestrator {
@@ -75,6 +81,8 @@ impl Orchestrator {
     ) -> Orchestrator {
         let sessions = Arc::new(SessionStore::new(options.sessions));
         observers.push(Arc::clone(&sessions) as Arc<dyn CallObserver>);
+        let metrics = Arc::new(CallMetrics::default());
+        observers.push(Arc::clone(&metrics) as Arc<dyn CallObserver>);
         let pipeline = Pipeline::new(provider.as_ref(), options.pipeline, observers);
         let search = Arc::new(ToolSearch::new());
         // Keep the search index current in the background when there is a runtime to do it in;
@@ -101,6 +109,8 @@ impl Orchestrator {
             traces: None,
             remote_auth: None,
             call_events: Default::default(),
+            metrics,
+            manager: None,
         }
     }
 
@@ -114,6 +124,13 @@ impl Orchestrator {
     /// Serves the `auth*` methods from `remote_auth` (the pool's).
     pub fn with_remote_auth(mut self, remote_auth: Arc<crate::oauth::RemoteAuth>) -> Orchestrator {
         self.remote_auth = Some(remote_auth);
+        self
+    }
+
+    /// Lets `addServer`, `removeServer` and `reloadConfig` change the servers through
+    /// `manager` (over the same pool this orchestrator was made with).
+    pub fn with_manager(mut self, manager: Arc<ServerManager>) -> Orchestrator {
+        self.manager = Some(manager);
         self
     }
 

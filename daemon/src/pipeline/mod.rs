@@ -21,6 +21,7 @@ mod context;
 mod execute;
 mod guards;
 mod idempotency;
+mod membership;
 mod plan;
 mod prompts;
 mod record;

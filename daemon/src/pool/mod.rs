@@ -21,6 +21,7 @@ mod answer;
 mod child;
 mod connection;
 mod http;
+mod lifecycle;
 mod requests;
 mod stderr;
 mod stdio;
@@ -102,7 +103,12 @@ impl Default for PoolOptions {
 
 /// Every configured server.
 pub struct Pool {
-    servers: Vec<Arc<Server>>,
+    /// The servers now, swapped whole when one is added, replaced or removed
+    /// (`lifecycle.rs`).
+    servers: std::sync::RwLock<Arc<Vec<Arc<Server>>>>,
+    /// Servers taken out of the set that are still draining their calls; stopped with the rest
+    /// at shutdown if they have not stopped by then.
+    retiring: Mutex<Vec<Arc<Server>>>,
     options: PoolOptions,
     shutdown: watch::Sender<bool>,
     supervisors: Mutex<tokio::task::JoinSet<()>>,
@@ -128,6 +134,13 @@ pub struct Server {
     restart_requested: watch::Sender<u64>,
     /// The request generation the last settled attempt answered (ready, restarting or down).
     settled: watch::Sender<u64>,
+    /// Set to stop this server alone (removed or replaced) or, with every other, at shutdown.
+    stop: watch::Sender<bool>,
+    /// Calls and reads running on it now, so a removed server drains before it stops.
+    in_flight: lifecycle::InFlight,
+    /// Whether its supervisor was started (by [`Pool::start`] or when it was added), so no
+    /// server ever gets two.
+    supervised: std::sync::atomic::AtomicBool,
 }
 
 /// What a server publishes beyond its status: its catalog, kept across restarts, and the pool's
@@ -205,40 +218,15 @@ impl Pool {
         let servers = config
             .servers
             .iter()
-            .map(|server| {
-                let initial = if server.enabled {
-                    Status::Connecting
-                } else {
-                    Status::Disabled
-                };
-                Arc::new(Server {
-                    secrets: Arc::clone(&secrets),
-                    info: server_info(server),
-                    config: server.clone(),
-                    status: watch::Sender::new(initial),
-                    published: Arc::new(Published {
-                        catalog: watch::Sender::new(Arc::new(Catalog::default())),
-                        changes: Arc::clone(&changes),
-                        overrides: Arc::clone(&server.tool_overrides),
-                        problems: Mutex::new(Vec::new()),
-                        server_requests: Arc::new(requests::ServerRequests::new(
-                            &server.name,
-                            server.server_requests.clone(),
-                        )),
-                    }),
-                    restarts: AtomicU32::new(0),
-                    ready_since: Mutex::new(None),
-                    restart_requested: watch::Sender::new(0),
-                    settled: watch::Sender::new(0),
-                })
-            })
+            .map(|server| Server::new(server, Arc::clone(&secrets), Arc::clone(&changes)))
             .collect();
         let remote_auth = Arc::new(RemoteAuth::new(
             &config.servers,
             options.state_dir.as_deref(),
         ));
         Arc::new(Pool {
-            servers,
+            servers: std::sync::RwLock::new(Arc::new(servers)),
+            retiring: Mutex::new(Vec::new()),
             remote_auth,
             options,
             shutdown: watch::Sender::new(false),
@@ -255,32 +243,28 @@ impl Pool {
     /// Starts every enabled server's supervisor; returns once each server's first connection
     /// attempt has settled (ready, restarting or down). One server's failure never affects another.
     pub async fn start(self: &Arc<Self>) {
-        let mut first_attempts = Vec::new();
-        {
-            let mut supervisors = self.supervisors.lock().unwrap();
-            for server in &self.servers {
-                if server.config.enabled {
-                    let (settled, settled_rx) = oneshot::channel();
-                    first_attempts.push(settled_rx);
-                    let pool = Arc::clone(self);
-                    let server = Arc::clone(server);
-                    supervisors.spawn(async move { pool.supervise(server, settled).await });
-                }
-            }
-        }
+        let first_attempts: Vec<_> = self
+            .servers()
+            .iter()
+            .filter_map(|server| self.supervise_once(server))
+            .collect();
         for settled in first_attempts {
             let _ = settled.await;
         }
     }
 
-    /// Every server, in config order.
-    pub fn servers(&self) -> &[Arc<Server>] {
-        &self.servers
+    /// Every server, in config order (servers added at run time last).
+    pub fn servers(&self) -> Arc<Vec<Arc<Server>>> {
+        Arc::clone(&self.servers.read().unwrap())
     }
 
     /// Closes every connection: stdin closed, then SIGTERM and SIGKILL to each child's group.
     pub async fn shutdown(&self) {
         self.shutdown.send_replace(true);
+        let retiring = self.retiring.lock().unwrap().clone();
+        for server in self.servers().iter().chain(retiring.iter()) {
+            server.stop.send_replace(true);
+        }
         let mut supervisors = std::mem::take(&mut *self.supervisors.lock().unwrap());
         while supervisors.join_next().await.is_some() {}
     }
@@ -288,7 +272,7 @@ impl Pool {
 
 impl ToolProvider for Pool {
     fn servers(&self) -> Vec<Arc<dyn Upstream>> {
-        self.servers
+        self.servers()
             .iter()
             .map(|server| Arc::clone(server) as Arc<dyn Upstream>)
             .collect()
@@ -321,6 +305,42 @@ fn server_info(config: &ServerConfig) -> ServerInfo {
 }
 
 impl Server {
+    /// A server for `config`, not started.
+    fn new(
+        config: &ServerConfig,
+        secrets: Arc<Secrets>,
+        changes: Arc<watch::Sender<u64>>,
+    ) -> Arc<Server> {
+        let initial = if config.enabled {
+            Status::Connecting
+        } else {
+            Status::Disabled
+        };
+        Arc::new(Server {
+            secrets,
+            info: server_info(config),
+            config: config.clone(),
+            status: watch::Sender::new(initial),
+            published: Arc::new(Published {
+                catalog: watch::Sender::new(Arc::new(Catalog::default())),
+                changes,
+                overrides: Arc::clone(&config.tool_overrides),
+                problems: Mutex::new(Vec::new()),
+                server_requests: Arc::new(requests::ServerRequests::new(
+                    &config.name,
+                    config.server_requests.clone(),
+                )),
+            }),
+            restarts: AtomicU32::new(0),
+            ready_since: Mutex::new(None),
+            restart_requested: watch::Sender::new(0),
+            settled: watch::Sender::new(0),
+            stop: watch::Sender::new(false),
+            in_flight: lifecycle::InFlight::default(),
+            supervised: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
     fn set_status(&self, status: Status) {
         let status = match status {
             Status::Restarting(reason) => Status::Restarting(self.secrets.redact(&reason).into()),
@@ -488,6 +508,7 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await
@@ -513,6 +534,7 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await
@@ -536,6 +558,7 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await

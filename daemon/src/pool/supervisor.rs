@@ -45,7 +45,9 @@ impl Pool {
     ) {
         let mut first_settled = Some(first_settled);
         let mut tracker = RestartTracker::new(self.options.restart);
-        let mut shutdown = self.shutdown.subscribe();
+        // Set at shutdown for every server, and for this one alone when it is removed or
+        // replaced (`lifecycle.rs`).
+        let mut shutdown = server.stop.subscribe();
         let mut restart_requests = server.restart_requested.subscribe();
         loop {
             // This attempt answers every restart request made so far.

@@ -1,0 +1,361 @@
+//! Runtime server management: `addServer`, `removeServer`, `reloadConfig` and SIGHUP.
+//!
+//! A [`ServerManager`] holds the config the daemon runs (the file's, plus or minus what
+//! `addServer`/`removeServer` changed since) and applies changes one at a time: the pool starts,
+//! replaces or takes out servers (`pool/lifecycle.rs`), the pipeline follows the new set
+//! (`pipeline/membership.rs`: unchanged servers keep their breakers and statistics), the tool
+//! search index follows the pool's change counter, and a server taken out drains its calls
+//! (at most its call timeout) before it is stopped with its whole process group. What a reload
+//! changes is decided by the pure [`diff`](diff::diff). A config file that does not load changes
+//! nothing: the old config keeps serving and the error says what is wrong.
+//!
+//! `addServer` and `removeServer` change the running set only, not the file: the next reload
+//! makes the running set match the file again.
+
+mod diff;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::manage::{
+    AddServerResult, ReloadConfigResult, RemoveServerResult, ServerProblem,
+};
+use tool_cli_protocol::methods::{ServerState, name};
+
+use crate::config::{self, Config, ConfigSource, ServerConfig};
+use crate::error::Error;
+use crate::orchestrator::Orchestrator;
+use crate::pool::{Pool, Server};
+use crate::provider::Upstream as _;
+use crate::redact::{Secrets, config_secrets};
+
+/// Longest wait for a new server's first connection attempt.
+const FIRST_ATTEMPT_WAIT: Duration = Duration::from_secs(60);
+
+/// Looks up a variable for `${VAR}` substitution.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Applies server changes to a running daemon's pool.
+pub struct ServerManager {
+    pool: Arc<Pool>,
+    /// The config file, when the daemon runs one (`None`: the bundled default).
+    path: Option<PathBuf>,
+    /// The daemon's own executable (the bundled default runs it as the demo server).
+    self_exe: PathBuf,
+    env: EnvLookup,
+    /// The config as it runs now; the lock also makes changes happen one at a time.
+    running: tokio::sync::Mutex<Config>,
+}
+
+impl ServerManager {
+    /// A manager of `pool`, which runs `config`, loaded from `path`.
+    pub fn new(
+        pool: Arc<Pool>,
+        config: Config,
+        path: Option<PathBuf>,
+        self_exe: PathBuf,
+        env: EnvLookup,
+    ) -> ServerManager {
+        ServerManager {
+            pool,
+            path,
+            self_exe,
+            env,
+            running: tokio::sync::Mutex::new(config),
+        }
+    }
+}
+
+/// What one change started and took out, to be waited on.
+#[derive(Default)]
+struct Changes {
+    started: Vec<(String, oneshot::Receiver<()>)>,
+    retiring: Vec<Arc<Server>>,
+}
+
+impl Orchestrator {
+    fn manager(&self, method: &str) -> Result<&Arc<ServerManager>, Error> {
+        self.manager.as_ref().ok_or_else(|| {
+            Error::invalid_params(
+                method,
+                "this daemon's servers cannot be changed at run time (it was embedded without a \
+                 server manager)",
+            )
+        })
+    }
+
+    /// Starts the changed servers' replacements and takes the removed ones out, makes routing
+    /// and search follow, then waits for the new servers' first attempts and the old ones'
+    /// drains. Answers the calls abandoned by drains that ran out of time.
+    async fn apply(
+        &self,
+        method: &str,
+        manager: &ServerManager,
+        put: &[ServerConfig],
+        take_out: &[String],
+        secrets: Arc<Secrets>,
+    ) -> Result<usize, Error> {
+        let mut changes = Changes::default();
+        for name in take_out {
+            if let Some(server) = manager.pool.take_out(name) {
+                changes.retiring.push(server);
+            }
+        }
+        for server in put {
+            let put = manager
+                .pool
+                .put(server, Arc::clone(&secrets))
+                .map_err(|reason| Error::invalid_params(method, reason))?;
+            changes.retiring.extend(put.replaced);
+            if let Some(first) = put.first {
+                changes.started.push((server.name.clone(), first));
+            }
+        }
+        self.pipeline.follow_servers(manager.pool.as_ref());
+        manager.pool.announce();
+        let started = async {
+            for (_, first) in changes.started {
+                let _ = tokio::time::timeout(FIRST_ATTEMPT_WAIT, first).await;
+            }
+        };
+        let pool = &manager.pool;
+        let retired = futures_util::future::join_all(changes.retiring.into_iter().map(|server| {
+            let drain = server.config.call_timeout;
+            pool.retire(server, drain)
+        }));
+        let ((), retired) = tokio::join!(started, retired);
+        Ok(retired.iter().map(|retired| retired.abandoned_calls).sum())
+    }
+
+    /// `addServer`: starts `name` with `entry` (an `mcpServers` entry); refused if the name is
+    /// taken, the entry is invalid, or the server does not start.
+    pub async fn add_server(
+        &self,
+        name: &str,
+        entry: serde_json::Value,
+    ) -> Result<AddServerResult, Error> {
+        let manager = self.manager(name::ADD_SERVER)?;
+        let mut running = manager.running.lock().await;
+        if running.servers.iter().any(|server| server.name == name) {
+            return Err(Error::invalid_params(
+                name::ADD_SERVER,
+                format!(
+                    "a server named \"{name}\" is already running; remove it first \
+                     (removeServer) or choose another name"
+                ),
+            ));
+        }
+        let mut servers = serde_json::Map::new();
+        servers.insert(name.to_owned(), entry);
+        let text = serde_json::json!({ "mcpServers": servers }).to_string();
+        let parsed = config::parse(
+            &text,
+            ConfigSource::File(PathBuf::from("addServer")),
+            &*manager.env,
+        )
+        .map_err(|error| {
+            Error::invalid_params(
+                name::ADD_SERVER,
+                format!("the server's config is invalid: {error}"),
+            )
+        })?;
+        let server =
+            parsed.servers.into_iter().next().ok_or_else(|| {
+                Error::invalid_params(name::ADD_SERVER, "expected one server entry")
+            })?;
+        let mut next = running.clone();
+        next.servers.push(server.clone());
+        let secrets = Arc::new(Secrets::from_config(&next));
+        crate::redact::install(Arc::clone(&secrets));
+        self.apply(
+            name::ADD_SERVER,
+            manager,
+            std::slice::from_ref(&server),
+            &[],
+            Arc::clone(&secrets),
+        )
+        .await?;
+        let added = manager
+            .pool
+            .servers()
+            .iter()
+            .find(|candidate| candidate.config.name == name)
+            .cloned();
+        let Some(added) = added else {
+            return Err(Error::invalid_params(
+                name::ADD_SERVER,
+                format!("\"{name}\" was removed while it started"),
+            ));
+        };
+        let status = added.status();
+        if server.enabled && status.state != ServerState::Ready {
+            // A server that cannot start is not kept: the caller fixes the entry and adds it again.
+            let error = status.error.clone().unwrap_or_else(|| {
+                format!(
+                    "it is still {} after its first attempt",
+                    status.state.as_str()
+                )
+            });
+            self.apply(
+                name::ADD_SERVER,
+                manager,
+                &[],
+                &[name.to_owned()],
+                Arc::clone(&secrets),
+            )
+            .await?;
+            return Err(Error::invalid_params(
+                name::ADD_SERVER,
+                format!(
+                    "server \"{name}\" did not start, so it was not added: {error}; check its \
+                     command (a program on PATH or an absolute path), arguments and URL"
+                ),
+            ));
+        }
+        *running = next;
+        tracing::info!(server = %name, "server added");
+        Ok(AddServerResult {
+            server: name.to_owned(),
+            state: status.state,
+            tools: added.catalog().len(),
+            notes: parsed.notes.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// `removeServer`: takes `name` out at once (no new calls reach it), lets its calls finish
+    /// (at most its call timeout), then stops it.
+    pub async fn remove_server(&self, name: &str) -> Result<RemoveServerResult, Error> {
+        let manager = self.manager(name::REMOVE_SERVER)?;
+        let mut running = manager.running.lock().await;
+        if !running.servers.iter().any(|server| server.name == name) {
+            return Err(ErrorData::UnknownServer {
+                server: name.to_owned(),
+                known_servers: running.servers.iter().map(|s| s.name.clone()).collect(),
+            }
+            .into());
+        }
+        let secrets = Arc::new(Secrets::from_config(&running));
+        let abandoned_calls = self
+            .apply(
+                name::REMOVE_SERVER,
+                manager,
+                &[],
+                &[name.to_owned()],
+                secrets,
+            )
+            .await?;
+        running.servers.retain(|server| server.name != name);
+        tracing::info!(server = %name, abandoned_calls, "server removed");
+        Ok(RemoveServerResult {
+            server: name.to_owned(),
+            abandoned_calls,
+        })
+    }
+
+    /// `reloadConfig` and SIGHUP: reads the config file again and applies the difference. A
+    /// file that does not load changes nothing.
+    pub async fn reload_config(&self) -> Result<ReloadConfigResult, Error> {
+        let manager = self.manager(name::RELOAD_CONFIG)?;
+        let Some(path) = manager.path.clone() else {
+            return Err(Error::invalid_params(
+                name::RELOAD_CONFIG,
+                "the daemon runs the bundled default config, so there is no file to reload; \
+                 start it with --config FILE (or TOOL_CLI_CONFIG)",
+            ));
+        };
+        let mut running = manager.running.lock().await;
+        let loaded = {
+            let self_exe = manager.self_exe.clone();
+            let env = Arc::clone(&manager.env);
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || config::load(Some(&path), &self_exe, &*env))
+                .await
+                .map_err(|error| Error::internal(format!("the config reader failed: {error}")))?
+        };
+        let new = loaded.map_err(|error| {
+            Error::invalid_params(
+                name::RELOAD_CONFIG,
+                format!("{error}; nothing was changed: the previous config keeps serving"),
+            )
+        })?;
+        let diff = diff::diff(&running.servers, &new.servers);
+        let mut notes: Vec<String> = new.notes.iter().map(ToString::to_string).collect();
+        if new.agent != running.agent {
+            notes.push(
+                "the \"agent\" section changed; it takes effect when the daemon restarts"
+                    .to_owned(),
+            );
+        }
+        if new.traces != running.traces {
+            notes.push(
+                "the \"traces\" section changed; it takes effect when the daemon restarts"
+                    .to_owned(),
+            );
+        }
+        // A draining server may still log: keep the old secrets redacted too.
+        let secrets = Arc::new(Secrets::new(
+            config_secrets(&running)
+                .into_iter()
+                .chain(config_secrets(&new)),
+        ));
+        crate::redact::install(Arc::clone(&secrets));
+        let put: Vec<ServerConfig> = diff.changed.iter().chain(&diff.added).cloned().collect();
+        let abandoned_calls = self
+            .apply(
+                name::RELOAD_CONFIG,
+                manager,
+                &put,
+                &diff.removed,
+                Arc::clone(&secrets),
+            )
+            .await?;
+        crate::redact::install(Arc::new(Secrets::from_config(&new)));
+        let failed = put
+            .iter()
+            .filter(|server| server.enabled)
+            .filter_map(|server| {
+                let current = manager
+                    .pool
+                    .servers()
+                    .iter()
+                    .find(|candidate| candidate.config.name == server.name)
+                    .cloned()?;
+                let status = current.status();
+                (status.state != ServerState::Ready).then(|| ServerProblem {
+                    server: server.name.clone(),
+                    state: status.state,
+                    error: status.error,
+                })
+            })
+            .collect();
+        let names = |list: &[ServerConfig]| list.iter().map(|s| s.name.clone()).collect();
+        let result = ReloadConfigResult {
+            source: path.display().to_string(),
+            added: names(&diff.added),
+            changed: names(&diff.changed),
+            removed: diff.removed.clone(),
+            unchanged: diff.unchanged.clone(),
+            failed,
+            abandoned_calls,
+            notes,
+        };
+        tracing::info!(
+            added = ?result.added,
+            changed = ?result.changed,
+            removed = ?result.removed,
+            unchanged = result.unchanged.len(),
+            "config reloaded"
+        );
+        // Keep the new servers' order and every other section as the file has it now; the
+        // sections that need a restart stay as they run.
+        *running = Config {
+            agent: running.agent.clone(),
+            traces: running.traces.clone(),
+            ..new
+        };
+        Ok(result)
+    }
+}

@@ -1,0 +1,90 @@
+//! Params and results of runtime server management: `addServer`, `removeServer`,
+//! `reloadConfig` (owner token only; ours).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::methods::ServerState;
+
+/// Params of `addServer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddServerParams {
+    /// The new server's name (not one already running).
+    pub name: String,
+    /// Its entry, as under `mcpServers` in the config file (`command`/`args`/`env`, or `url`).
+    pub config: Value,
+}
+
+/// Result of `addServer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddServerResult {
+    /// Its name.
+    pub server: String,
+    /// Its connection state: `ready` (a server whose first start fails is not added), or
+    /// `disabled` for an entry with `"disabled": true`.
+    pub state: ServerState,
+    /// How many tools it offers.
+    pub tools: usize,
+    /// Fields of other clients' formats that were translated or ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Params of `removeServer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveServerParams {
+    /// The server's name.
+    pub name: String,
+}
+
+/// Result of `removeServer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveServerResult {
+    /// Its name.
+    pub server: String,
+    /// Calls still running when the drain time (its call timeout) ran out and the server was
+    /// stopped under them; 0 when every call finished.
+    pub abandoned_calls: usize,
+}
+
+/// Result of `reloadConfig`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadConfigResult {
+    /// The file read.
+    pub source: String,
+    /// Servers started because the file has them and the daemon did not.
+    pub added: Vec<String>,
+    /// Servers whose entry changed: started anew, the old connection drained and stopped.
+    pub changed: Vec<String>,
+    /// Servers no longer in the file: drained and stopped.
+    pub removed: Vec<String>,
+    /// Servers left running as they were, with their calls in flight.
+    pub unchanged: Vec<String>,
+    /// Servers added or changed that are not `ready` after their first attempt, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<ServerProblem>,
+    /// Calls that were still running on a removed or replaced server when its drain time ran
+    /// out.
+    pub abandoned_calls: usize,
+    /// Everything else worth knowing: translated fields, sections that need a daemon restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A server that did not come up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerProblem {
+    /// Its name.
+    pub server: String,
+    /// Its state.
+    pub state: ServerState,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
