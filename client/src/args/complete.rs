@@ -241,7 +241,7 @@ mod tests {
             // The subcommands and the flags that take a value were filled in from the grammar.
             assert!(!script.contains("@SUBCOMMANDS@"), "{shell:?}");
             assert!(!script.contains("@FLAGS_WITH_VALUE@"), "{shell:?}");
-            assert!(script.contains("resource health token"), "{shell:?}");
+            assert!(script.contains("resource prompt health token"), "{shell:?}");
             assert!(script.contains("--timeout"), "{shell:?}");
             // The hidden helper is never offered as a subcommand.
             assert!(
