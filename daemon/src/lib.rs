@@ -34,8 +34,6 @@ pub mod redact;
 pub mod remote_config;
 pub mod resilience;
 mod rpc;
-mod rpc_events;
-mod rpc_prompts;
 pub mod runtime_file;
 pub mod server;
 pub mod server_requests;

@@ -31,6 +31,8 @@ use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 use tool_cli_protocol::trace::TracesReportParams;
 
 mod auth_methods;
+mod events;
+mod prompts;
 
 use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::{Grant, TokenStore};
@@ -220,7 +222,7 @@ pub(crate) fn module(
                 r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string}"#,
             )?;
             let call = call_context(&extensions)?;
-            let progress = crate::rpc_events::progress_log(&params, &call.grant, &context.orchestrator)?;
+            let progress = events::progress_log(&params, &call.grant, &context.orchestrator)?;
             let work = context.orchestrator.call_tool(params, &call);
             let result = match progress {
                 None => context.until_grace_over(work).await?,
@@ -331,8 +333,8 @@ pub(crate) fn module(
         .expect("method names are unique");
     register_orchestration(&mut module);
     auth_methods::register(&mut module);
-    crate::rpc_prompts::register(&mut module);
-    crate::rpc_events::register(&mut module);
+    prompts::register(&mut module);
+    events::register(&mut module);
     manage::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {
