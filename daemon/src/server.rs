@@ -25,7 +25,7 @@ use crate::shape::RequestShapeLayer;
 use crate::spill::SpillStore;
 
 /// Most requests in one JSON-RPC batch.
-const MAX_BATCH_LEN: u32 = 100;
+pub(crate) const MAX_BATCH_LEN: u32 = 100;
 
 /// Most connections at once. Every agent process on the machine may hold one, and a slow tool
 /// call holds one for its whole duration; beyond this, new connections are closed at once.
@@ -127,8 +127,10 @@ pub async fn run(
         .set_http_middleware(http_middleware)
         .to_service_builder()
         // Our accept loop enforces the limit; jsonrpsee's own guard (100 by default) would
-        // answer 429 below it.
-        .max_connections(MAX_CONNECTIONS as u32);
+        // answer 429 below it. Its guard counts requests in flight, and each entry of a batch
+        // is a request of its own to it (`batch.rs`), so it must allow a full batch on every
+        // connection.
+        .max_connections(MAX_CONNECTIONS as u32 * MAX_BATCH_LEN);
     if let Some(runtime_dir) = options.spill_dir.parent() {
         let removed = crate::spill::remove_stale(runtime_dir);
         if removed > 0 {
