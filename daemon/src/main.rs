@@ -432,6 +432,8 @@ async fn serve(
         servers = config.servers.len(),
         "tool-cli-daemon starting"
     );
+    // Who we are, for clients to check locally instead of asking (see `DaemonId`).
+    let daemon_id = runtime_file::own_daemon_id();
     let runtime_guard = match runtime_file::write(
         &runtime_file::default_dir(),
         &RuntimeFile {
@@ -441,6 +443,7 @@ async fn serve(
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             socket: socket.clone(),
+            daemon_id: daemon_id.clone(),
         },
     ) {
         Ok(guard) => guard,
@@ -500,6 +503,9 @@ async fn serve(
                     }
                 }
                 let _ = writeln!(stdout, "export {}={}", env::TOKEN, token.expose());
+                if let Some(daemon_id) = &daemon_id {
+                    let _ = writeln!(stdout, "export {}={}", env::DAEMON_ID, daemon_id);
+                }
                 let _ = stdout.flush();
                 drop(stdout);
                 // Close our end of stdout so `eval "$(tool-cli-daemon --print-env &)"` sees EOF
@@ -522,6 +528,9 @@ async fn serve(
             max_response_bytes: cli.max_response_bytes.unwrap_or(cli.max_message_bytes),
             spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
             spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
+            // Clients that found our `DaemonId` alive trust our port without a proof: nobody
+            // else may hold it while this process lives.
+            hold_port_until_exit: true,
         },
     )
     .await;

@@ -13,6 +13,7 @@ mod concurrency;
 mod config;
 mod edge;
 mod failures;
+mod fast_path;
 mod hardening;
 mod lifecycle;
 mod orchestration;
