@@ -176,10 +176,7 @@ impl Kind {
     fn is_process(self) -> bool {
         matches!(
             self,
-            Kind::ProcessCall
-                | Kind::ProcessVersion
-                | Kind::ProcessListServers
-                | Kind::ProcessNoop
+            Kind::ProcessCall | Kind::ProcessVersion | Kind::ProcessListServers | Kind::ProcessNoop
         )
     }
 }
@@ -295,7 +292,10 @@ async fn run(settings: &Settings) -> Result<String, String> {
             .env_remove("TOOL_CLI_TIMEOUT_MS")
             .env("TOOL_CLI_PORT", daemon.port.to_string())
             .env("TOOL_CLI_TOKEN", &daemon.token)
-            .env("TOOL_CLI_DAEMON_ID", daemon.daemon_id.as_deref().unwrap_or(""))
+            .env(
+                "TOOL_CLI_DAEMON_ID",
+                daemon.daemon_id.as_deref().unwrap_or(""),
+            )
             .env("TOOL_CLI_RUNTIME_DIR", dir.path().join("default-runtime"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -136,3 +136,42 @@ fn a_batch_runs_its_entries_at_once_and_answers_in_order() {
     assert_eq!(answers[3]["error"]["code"], -32601, "{:#}", answers[3]);
     assert_eq!(answers[5]["error"]["code"], -32600, "{:#}", answers[5]);
 }
+
+/// With the default limits, a burst of a hundred calls to one stdio server is queued, not
+/// refused: every call gets its answer (P3 of issue 13; it used to refuse 20 of 100 as busy).
+#[test]
+fn a_hundred_concurrent_calls_to_one_server_are_queued_not_refused() {
+    const BURST: usize = 100;
+    let daemon = tool_cli_tests::Daemon::start(
+        json!({"mcpServers": {"alpha": tool_cli_tests::fault_server(&[])}}),
+    );
+    let barrier = Barrier::new(BURST);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..BURST)
+            .map(|index| {
+                let (daemon, barrier) = (&daemon, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    // Each holds its slot for a while, so the burst overflows 16 slots.
+                    let slow = daemon.rpc(
+                        "callTool",
+                        Some(json!({"server": "alpha", "tool": "sleep",
+                                    "arguments": {"ms": 20}})),
+                    );
+                    let echoed = daemon.call_tool(
+                        "alpha",
+                        "echo",
+                        json!({"nonce": format!("burst-{index}")}),
+                    );
+                    (index, slow, text_content(&echoed))
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (index, slow, echoed) = handle.join().expect("caller thread");
+            let slow = slow.unwrap_or_else(|error| panic!("call {index} refused: {error:?}"));
+            assert_eq!(text_content(&slow), "slept 20");
+            assert_eq!(echoed, format!("burst-{index}"));
+        }
+    });
+}
