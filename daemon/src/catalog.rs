@@ -20,6 +20,9 @@ use crate::validate::ArgumentValidator;
 pub struct Catalog {
     tools: Vec<Arc<CatalogTool>>,
     by_name: HashMap<String, usize>,
+    /// How many tools no override hides, counted once here so that `listServers` does not walk
+    /// ten thousand tools per request to count them.
+    unhidden: usize,
 }
 
 /// One tool.
@@ -128,6 +131,7 @@ impl Catalog {
             let has_output_schema = raw.get("outputSchema").is_some_and(Value::is_object);
             let hints = ToolHints::from_annotations(raw.get("annotations").unwrap_or(&Value::Null));
             catalog.by_name.insert(name.clone(), catalog.tools.len());
+            catalog.unhidden += usize::from(!hidden);
             catalog.tools.push(Arc::new(CatalogTool {
                 name,
                 description,
@@ -152,6 +156,12 @@ impl Catalog {
     /// How many tools it has.
     pub fn len(&self) -> usize {
         self.tools.len()
+    }
+
+    /// How many tools no override hides: what a grant that sees every tool of the server
+    /// (`policy::sees_every_tool`) has listed.
+    pub fn unhidden_len(&self) -> usize {
+        self.unhidden
     }
 
     /// Whether it has no tools.
