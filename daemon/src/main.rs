@@ -26,6 +26,14 @@ use tool_cli_protocol::runtime::RuntimeFile;
 /// Exit code for a bad config or bad arguments: nothing was started.
 const EXIT_CONFIG: u8 = 2;
 
+/// `--ready-when`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReadyWhen {
+    First,
+    All,
+    None,
+}
+
 #[derive(Parser)]
 #[command(
     name = "tool-cli-daemon",
@@ -60,6 +68,12 @@ struct Cli {
     /// When ready, print `export TOOL_CLI_PORT=…` and `export TOOL_CLI_TOKEN=…` on stdout.
     #[arg(long)]
     print_env: bool,
+
+    /// When the daemon counts as ready (and `--print-env` prints): once the `first` server has
+    /// settled (connected, or its first attempt failed), once `all` have, or at once (`none`).
+    /// Servers not yet settled keep connecting; calls to them wait for their connection.
+    #[arg(long, value_enum, default_value_t = ReadyWhen::All, value_name = "WHEN")]
+    ready_when: ReadyWhen,
 
     /// How long in-flight requests get to finish on SIGTERM/SIGINT, in milliseconds.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
@@ -489,8 +503,13 @@ async fn serve(
         let pool = Arc::clone(&pool);
         let token = token.clone();
         let print_env = cli.print_env;
+        let ready_when = match cli.ready_when {
+            ReadyWhen::First => tool_cli_daemon::pool::ReadyWhen::First,
+            ReadyWhen::All => tool_cli_daemon::pool::ReadyWhen::All,
+            ReadyWhen::None => tool_cli_daemon::pool::ReadyWhen::None,
+        };
         tokio::spawn(async move {
-            pool.start().await;
+            pool.start_until(ready_when).await;
             tracing::info!(port, "ready");
             if print_env {
                 let mut stdout = std::io::stdout().lock();
