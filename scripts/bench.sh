@@ -15,6 +15,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 cargo build --release -p tool-cli -p tool-cli-daemon
+# (j), the floor of any process per call: a release binary that does nothing.
+cargo build --release -p tool-cli-daemon --example noop
 # The `bench` profile inherits `release`. The first time, it still recompiles the dependencies
 # whose features the dev-dependencies change (tokio); later runs are incremental.
 cargo bench -p tool-cli-daemon --bench call_latency

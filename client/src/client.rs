@@ -79,6 +79,9 @@ pub struct Client {
     link: Option<DaemonLink>,
     /// `getBridgeInfo`'s result, once the handshake passed.
     bridge_info: Option<Value>,
+    /// Whether the endpoint's daemon id vouches for the listener ([`crate::vouch`]), checked
+    /// once, on the first request.
+    vouched: Option<bool>,
 }
 
 impl std::fmt::Debug for Client {
@@ -133,6 +136,7 @@ impl Client {
             },
             token: token.into(),
             fallback: None,
+            daemon_id: None,
         })
     }
 
@@ -142,6 +146,7 @@ impl Client {
             target: Target::Unix { path: path.into() },
             token: token.into(),
             fallback: None,
+            daemon_id: None,
         })
     }
 
@@ -152,6 +157,7 @@ impl Client {
             require_identity: true,
             link: None,
             bridge_info: None,
+            vouched: None,
         }
     }
 
@@ -183,6 +189,7 @@ impl Client {
             require_identity: self.require_identity,
             link: None,
             bridge_info: None,
+            vouched: self.vouched,
         }
     }
 
@@ -196,13 +203,15 @@ impl Client {
     pub fn identity_proven(&self) -> Option<bool> {
         self.link
             .as_ref()
-            .map(|link| link.identity() == Identity::Proven)
+            .map(|link| matches!(link.identity(), Identity::Proven | Identity::Vouched))
     }
 
     /// The result of the handshake (`getBridgeInfo`), made on the first request: protocol,
     /// implementation, operations and capabilities of the bridge.
     pub async fn bridge_info(&mut self) -> Result<Value, Error> {
-        self.handshake().await?;
+        if self.bridge_info.is_none() {
+            self.fetch_bridge_info().await?;
+        }
         Ok(self.bridge_info.clone().unwrap_or(Value::Null))
     }
 
@@ -385,10 +394,29 @@ impl Client {
     /// Connects, proves the identity and checks `getBridgeInfo`, once per client: only
     /// `tool-cli-bridge` major 1 is spoken here. Only `bridgeProtocol` is read, so that a bridge
     /// with fewer or more capabilities than ours is still accepted.
+    ///
+    /// A daemon whose id vouches for it ([`crate::vouch`]) is known to speak our protocol major:
+    /// the handshake is skipped, and `getBridgeInfo` is asked only by [`Client::bridge_info`].
     async fn handshake(&mut self) -> Result<(), Error> {
-        if self.bridge_info.is_some() {
+        if self.bridge_info.is_some() || self.is_vouched() {
             return Ok(());
         }
+        self.fetch_bridge_info().await
+    }
+
+    /// Whether the endpoint's daemon id names a live daemon at its address.
+    fn is_vouched(&mut self) -> bool {
+        *self.vouched.get_or_insert_with(|| {
+            self.endpoint.daemon_id.as_deref().is_some_and(|id| {
+                crate::vouch::vouches(id, &self.endpoint.target, |path| {
+                    std::fs::read_to_string(path)
+                })
+            })
+        })
+    }
+
+    /// `getBridgeInfo`, checked: only `tool-cli-bridge` major 1 is spoken here.
+    async fn fetch_bridge_info(&mut self) -> Result<(), Error> {
         let timeout = self.request_timeout();
         let info = self.send(name::GET_BRIDGE_INFO, None, timeout).await?;
         let protocol = info.get("bridgeProtocol").cloned().unwrap_or(Value::Null);
@@ -428,11 +456,13 @@ impl Client {
             // request was lost, and a long-lived client must outlive the daemon's idle timeout.
             Some(link) if !link.is_closed() => link,
             _ => {
+                let vouched = self.is_vouched();
                 DaemonLink::connect(
                     &self.endpoint,
                     CONNECT_TIMEOUT.min(self.request_timeout()),
                     self.request_timeout(),
                     self.require_identity,
+                    vouched,
                 )
                 .await?
             }

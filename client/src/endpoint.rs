@@ -23,6 +23,10 @@ pub(crate) struct Endpoint {
     /// Set when the address is the default port, tried because nothing else named one: why it
     /// was tried, for the message if nothing answers there.
     pub(crate) fallback: Option<String>,
+    /// The daemon's instance id (`TOOL_CLI_DAEMON_ID`, or the runtime file's `daemonId`), when
+    /// it came from the same place as the address and the token: while that process lives the
+    /// listener there is that daemon ([`crate::vouch`]).
+    pub(crate) daemon_id: Option<String>,
 }
 
 /// Where the daemon listens.
@@ -72,6 +76,8 @@ pub(crate) struct EndpointEnv {
     pub(crate) runtime_dir: PathBuf,
     /// The port tried last ([`tool_cli_protocol::DEFAULT_PORT`]; tests point it elsewhere).
     pub(crate) default_port: u16,
+    /// `TOOL_CLI_DAEMON_ID`.
+    pub(crate) daemon_id: Option<String>,
 }
 
 impl EndpointEnv {
@@ -92,6 +98,7 @@ impl EndpointEnv {
             socket: var(env::SOCKET),
             runtime_dir,
             default_port: tool_cli_protocol::DEFAULT_PORT,
+            daemon_id: var(env::DAEMON_ID),
         }
     }
 }
@@ -152,6 +159,7 @@ pub(crate) fn resolve_endpoint(
                 target: Target::Unix { path: path.clone() },
                 token: token.clone(),
                 fallback: None,
+                daemon_id: non_empty(&env.daemon_id),
             });
         }
         (None, Some(port), Some(token)) => {
@@ -162,6 +170,7 @@ pub(crate) fn resolve_endpoint(
                 },
                 token: token.clone(),
                 fallback: None,
+                daemon_id: non_empty(&env.daemon_id),
             });
         }
         _ => {}
@@ -188,6 +197,7 @@ pub(crate) fn resolve_endpoint(
                     },
                     token,
                     fallback: Some(why),
+                    daemon_id: None,
                 }),
                 _ => Err(Error::NoDaemon(format!("no daemon found: {why}"))),
             };
@@ -204,6 +214,12 @@ pub(crate) fn resolve_endpoint(
         .socket
         .filter(|socket| !socket.trim().is_empty())
         .map(PathBuf::from);
+    // The file's id vouches for the file's address and token only.
+    let all_from_file = env_socket.is_none()
+        && env_port.is_none()
+        && env_host.is_none()
+        && env_token.as_ref().is_none_or(|token| *token == file.token);
+    let daemon_id = file.daemon_id.filter(|_| all_from_file);
     let target = match (env_socket, env_port, file_socket) {
         (Some(path), _, _) | (None, None, Some(path)) => Target::Unix { path },
         (None, port, _) => Target::Tcp {
@@ -215,6 +231,7 @@ pub(crate) fn resolve_endpoint(
         target,
         token: env_token.unwrap_or(file.token),
         fallback: None,
+        daemon_id,
     })
 }
 
@@ -254,6 +271,7 @@ mod tests {
             socket: None,
             runtime_dir: PathBuf::from("/run/user/1000/tool-cli"),
             default_port: 7179,
+            daemon_id: None,
         }
     }
 
@@ -295,6 +313,7 @@ mod tests {
                 target: tcp("127.0.0.1", 1234),
                 token: "abc".into(),
                 fallback: None,
+                daemon_id: None,
             }
         );
     }

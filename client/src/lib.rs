@@ -48,6 +48,7 @@ mod settings;
 #[cfg(test)]
 mod test_support;
 mod traces;
+mod vouch;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read as _};

@@ -36,6 +36,9 @@ const IDENTITY_ANSWER_LIMIT: usize = 4096;
 pub(crate) enum Identity {
     /// It proved it holds the token.
     Proven,
+    /// It was not asked: the daemon id beside the address names a daemon process that is alive,
+    /// and a live daemon holds its address ([`crate::vouch`]).
+    Vouched,
     /// It does not serve the check (HTTP 401 or 404, as a tool-cli 1.x bridge answers), and the
     /// user allowed that.
     NotServed {
@@ -68,13 +71,15 @@ impl Drop for DaemonLink {
 impl DaemonLink {
     /// Opens the connection and has the listener prove it holds the token, within
     /// `identity_timeout`. A listener that does not serve the check (401/404) is accepted only
-    /// when `require_identity` is false. Must run inside a tokio runtime, which drives the
-    /// connection in a spawned task. The token is not sent by this function.
+    /// when `require_identity` is false. With `vouched` (the caller checked the endpoint's daemon
+    /// id, [`crate::vouch`]) the check is skipped. Must run inside a tokio runtime, which drives
+    /// the connection in a spawned task. The token is not sent by this function.
     pub(crate) async fn connect(
         endpoint: &Endpoint,
         connect_timeout: Duration,
         identity_timeout: Duration,
         require_identity: bool,
+        vouched: bool,
     ) -> Result<DaemonLink, Error> {
         let target = &endpoint.target;
         let (sender, driver) = match target {
@@ -105,9 +110,12 @@ impl DaemonLink {
             target: target.clone(),
             authorization: format!("Bearer {}", endpoint.token),
             host_header: target.host_header(),
-            identity: Identity::Proven,
+            identity: Identity::Vouched,
             next_id: 1,
         };
+        if vouched {
+            return Ok(link);
+        }
         let proved = link.prove_identity(&endpoint.token, require_identity);
         link.identity = match tokio::time::timeout(identity_timeout, proved).await {
             Ok(outcome) => outcome?,

@@ -26,6 +26,7 @@ pub(crate) fn endpoint(port: u16) -> Endpoint {
         },
         token: TOKEN.into(),
         fallback: None,
+        daemon_id: None,
     }
 }
 

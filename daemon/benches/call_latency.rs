@@ -16,7 +16,9 @@
 //!   without the MCP hop;
 //! - (g) as (b), against a second daemon with `RUST_LOG=warn`;
 //! - (h) as (b), in a session (`sessionId`): the session store's guards, routing facts and record;
-//! - (i) as (h), routed (no `server`): the five routing rules over the demo server's catalog.
+//! - (i) as (h), routed (no `server`): the five routing rules over the demo server's catalog;
+//! - (j) a process that does nothing (`daemon/examples/noop.rs`, release): the floor of any
+//!   process per call, which (a) is held against (P1 of issue 13).
 //!
 //! (h) − (b) and (i) − (b) are what sessions and routing add to a call.
 //!
@@ -137,10 +139,11 @@ enum Kind {
     KeptAliveCallQuiet,
     KeptAliveSessionCall,
     KeptAliveRoutedCall,
+    ProcessNoop,
 }
 
 impl Kind {
-    const ALL: [Kind; 9] = [
+    const ALL: [Kind; 10] = [
         Kind::ProcessCall,
         Kind::KeptAliveCall,
         Kind::DirectRmcp,
@@ -150,6 +153,7 @@ impl Kind {
         Kind::KeptAliveCallQuiet,
         Kind::KeptAliveSessionCall,
         Kind::KeptAliveRoutedCall,
+        Kind::ProcessNoop,
     ];
 
     fn label(self) -> &'static str {
@@ -165,13 +169,14 @@ impl Kind {
             Kind::KeptAliveCallQuiet => "(g) as (b), daemon with `RUST_LOG=warn` (no per-call log)",
             Kind::KeptAliveSessionCall => "(h) as (b), in a session (`sessionId`)",
             Kind::KeptAliveRoutedCall => "(i) as (h), routed: no `server`, the daemon picks",
+            Kind::ProcessNoop => "(j) a release binary whose `main` is empty, one process per run",
         }
     }
 
     fn is_process(self) -> bool {
         matches!(
             self,
-            Kind::ProcessCall | Kind::ProcessVersion | Kind::ProcessListServers
+            Kind::ProcessCall | Kind::ProcessVersion | Kind::ProcessListServers | Kind::ProcessNoop
         )
     }
 }
@@ -187,6 +192,7 @@ struct Fixture {
     process_call: Command,
     process_version: Command,
     process_list_servers: Command,
+    process_noop: Command,
     call_arguments: Map<String, Value>,
     _dir: TempDir,
 }
@@ -197,6 +203,7 @@ impl Fixture {
             Kind::ProcessCall => time_process(&mut self.process_call),
             Kind::ProcessVersion => time_process(&mut self.process_version),
             Kind::ProcessListServers => time_process(&mut self.process_list_servers),
+            Kind::ProcessNoop => time_process(&mut self.process_noop),
             Kind::KeptAliveCall | Kind::KeptAliveCallQuiet => {
                 let http = if kind == Kind::KeptAliveCall {
                     &mut self.http
@@ -285,6 +292,10 @@ async fn run(settings: &Settings) -> Result<String, String> {
             .env_remove("TOOL_CLI_TIMEOUT_MS")
             .env("TOOL_CLI_PORT", daemon.port.to_string())
             .env("TOOL_CLI_TOKEN", &daemon.token)
+            .env(
+                "TOOL_CLI_DAEMON_ID",
+                daemon.daemon_id.as_deref().unwrap_or(""),
+            )
             .env("TOOL_CLI_RUNTIME_DIR", dir.path().join("default-runtime"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -296,6 +307,22 @@ async fn run(settings: &Settings) -> Result<String, String> {
         process_call: client_command(&[SERVER, TOOL, &call_json]),
         process_version: client_command(&["--version"]),
         process_list_servers: client_command(&[]),
+        process_noop: {
+            let noop = daemon_exe.with_file_name("examples").join("noop");
+            if !noop.is_file() {
+                return Err(format!(
+                    "no {}; build it first with `cargo build --release -p tool-cli-daemon \
+                     --example noop`",
+                    noop.display()
+                ));
+            }
+            let mut command = Command::new(noop);
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            command
+        },
         _daemon: daemon,
         _quiet_daemon: quiet_daemon,
         http,
@@ -371,6 +398,7 @@ fn check_processes_once(fixture: &mut Fixture) -> Result<(), String> {
         &mut fixture.process_call,
         &mut fixture.process_version,
         &mut fixture.process_list_servers,
+        &mut fixture.process_noop,
     ] {
         let output = command
             .stdout(Stdio::piped())
@@ -440,6 +468,8 @@ struct Daemon {
     child: Child,
     port: u16,
     token: String,
+    /// `TOOL_CLI_DAEMON_ID`, when the daemon prints one.
+    daemon_id: Option<String>,
 }
 
 impl Daemon {
@@ -497,11 +527,16 @@ impl Daemon {
             }
         });
         let deadline = Instant::now() + DAEMON_READY_TIMEOUT;
-        let (mut port, mut token) = (None, None);
-        while port.is_none() || token.is_none() {
+        let (mut port, mut token, mut daemon_id) = (None, None, None);
+        // Read to the end of what it prints (it closes stdout after the last line), so the
+        // daemon id that follows the token is not missed.
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = match lines_rx.recv_timeout(left) {
                 Ok(line) => line,
+                Err(mpsc::RecvTimeoutError::Disconnected) if port.is_some() && token.is_some() => {
+                    break;
+                }
                 Err(_) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -516,12 +551,15 @@ impl Daemon {
                 port = value.trim().parse::<u16>().ok();
             } else if let Some(value) = line.strip_prefix("export TOOL_CLI_TOKEN=") {
                 token = Some(value.trim().to_owned());
+            } else if let Some(value) = line.strip_prefix("export TOOL_CLI_DAEMON_ID=") {
+                daemon_id = Some(value.trim().to_owned());
             }
         }
         Ok(Daemon {
             child,
             port: port.expect("loop ends with a port"),
             token: token.expect("loop ends with a token"),
+            daemon_id,
         })
     }
 }
@@ -858,9 +896,16 @@ fn render_report(
         added(process_call),
         human(version.median),
     ));
+    let noop = &stats[index(Kind::ProcessNoop)];
+    line(format!(
+        "- P1: (a) ÷ (j), medians: **{:.2}×** ({}) a whole `tool-cli` call against spawning a \
+         process that does nothing (target ≤ 1.3×).",
+        process_call.median.as_secs_f64() / noop.median.as_secs_f64(),
+        per_round_ratios(rounds(Kind::ProcessCall), rounds(Kind::ProcessNoop)),
+    ));
     line(String::new());
     line(format!(
-        "Timed: {} calls each of (b), (c), (f), (g), (h), (i) and {} runs each of (a), (d), (e), interleaved \
+        "Timed: {} calls each of (b), (c), (f), (g), (h), (i) and {} runs each of (a), (d), (e), and (j), interleaved \
          in {} rounds after {} / {} warm-up iterations; {:.1} s of timing.",
         settings.calls,
         settings.processes,

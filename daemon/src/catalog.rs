@@ -20,6 +20,9 @@ use crate::validate::ArgumentValidator;
 pub struct Catalog {
     tools: Vec<Arc<CatalogTool>>,
     by_name: HashMap<String, usize>,
+    /// How many tools no override hides, counted once here so that `listServers` does not walk
+    /// ten thousand tools per request to count them.
+    unhidden: usize,
 }
 
 /// One tool.
@@ -135,6 +138,7 @@ impl Catalog {
                 .and_then(Value::as_str)
                 == Some("required");
             catalog.by_name.insert(name.clone(), catalog.tools.len());
+            catalog.unhidden += usize::from(!hidden);
             catalog.tools.push(Arc::new(CatalogTool {
                 name,
                 description,
@@ -160,6 +164,12 @@ impl Catalog {
     /// How many tools it has.
     pub fn len(&self) -> usize {
         self.tools.len()
+    }
+
+    /// How many tools no override hides: what a grant that sees every tool of the server
+    /// (`policy::sees_every_tool`) has listed.
+    pub fn unhidden_len(&self) -> usize {
+        self.unhidden
     }
 
     /// Whether it has no tools.

@@ -129,8 +129,11 @@ pub struct ServerConfig {
 /// Default `maxConcurrent`.
 pub const DEFAULT_MAX_CONCURRENT: usize = 16;
 
-/// Default `maxQueued`.
-pub const DEFAULT_MAX_QUEUED: usize = 64;
+/// Default `maxQueued`: queue rather than refuse. A burst of a hundred calls to one server (an
+/// agent fanning out) waits for slots instead of seeing a fifth of its calls refused as busy;
+/// each queued call is still bounded by its own timeout, and a waiting call costs only a small
+/// future, so a thousand is a sane bound for a local daemon.
+pub const DEFAULT_MAX_QUEUED: usize = 1024;
 
 /// How a server is reached.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,11 +28,25 @@ impl Orchestrator {
                 let catalog = slot.upstream.catalog();
                 let mut tool_count = 0;
                 let mut examples = Vec::new();
-                for tool in catalog.tools() {
-                    if listed(grant, slot, tool) {
-                        tool_count += 1;
-                        if examples.len() < EXAMPLE_TOOLS {
-                            examples.push(tool.name.clone());
+                if crate::policy::sees_every_tool(&grant.scope, &info.settings.policy) {
+                    // The usual case (the owner token, no allow/deny lists): the count kept by
+                    // the catalog, and the first few names; not a walk over every tool.
+                    tool_count = catalog.unhidden_len();
+                    examples.extend(
+                        catalog
+                            .tools()
+                            .iter()
+                            .filter(|tool| !tool.hidden)
+                            .take(EXAMPLE_TOOLS)
+                            .map(|tool| tool.name.clone()),
+                    );
+                } else {
+                    for tool in catalog.tools() {
+                        if listed(grant, slot, tool) {
+                            tool_count += 1;
+                            if examples.len() < EXAMPLE_TOOLS {
+                                examples.push(tool.name.clone());
+                            }
                         }
                     }
                 }

@@ -11,6 +11,7 @@
 mod agent_runs;
 pub mod answer;
 pub mod auth;
+mod batch;
 mod call_events;
 pub mod catalog;
 mod client_fields;

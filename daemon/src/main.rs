@@ -27,6 +27,14 @@ use tool_cli_protocol::runtime::RuntimeFile;
 /// Exit code for a bad config or bad arguments: nothing was started.
 const EXIT_CONFIG: u8 = 2;
 
+/// `--ready-when`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReadyWhen {
+    First,
+    All,
+    None,
+}
+
 #[derive(Parser)]
 #[command(
     name = "tool-cli-daemon",
@@ -61,6 +69,12 @@ struct Cli {
     /// When ready, print `export TOOL_CLI_PORT=…` and `export TOOL_CLI_TOKEN=…` on stdout.
     #[arg(long)]
     print_env: bool,
+
+    /// When the daemon counts as ready (and `--print-env` prints): once the `first` server has
+    /// settled (connected, or its first attempt failed), once `all` have, or at once (`none`).
+    /// Servers not yet settled keep connecting; calls to them wait for their connection.
+    #[arg(long, value_enum, default_value_t = ReadyWhen::All, value_name = "WHEN")]
+    ready_when: ReadyWhen,
 
     /// How long in-flight requests get to finish on SIGTERM/SIGINT, in milliseconds.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
@@ -522,6 +536,8 @@ async fn serve(
         servers = config.servers.len(),
         "tool-cli-daemon starting"
     );
+    // Who we are, for clients to check locally instead of asking (see `DaemonId`).
+    let daemon_id = runtime_file::own_daemon_id();
     let runtime_guard = match runtime_file::write(
         &runtime_file::default_dir(),
         &RuntimeFile {
@@ -531,6 +547,7 @@ async fn serve(
             pid: std::process::id(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             socket: socket.clone(),
+            daemon_id: daemon_id.clone(),
         },
     ) {
         Ok(guard) => guard,
@@ -590,8 +607,13 @@ async fn serve(
         let pool = Arc::clone(&pool);
         let token = token.clone();
         let print_env = cli.print_env;
+        let ready_when = match cli.ready_when {
+            ReadyWhen::First => tool_cli_daemon::pool::ReadyWhen::First,
+            ReadyWhen::All => tool_cli_daemon::pool::ReadyWhen::All,
+            ReadyWhen::None => tool_cli_daemon::pool::ReadyWhen::None,
+        };
         tokio::spawn(async move {
-            pool.start().await;
+            pool.start_until(ready_when).await;
             tracing::info!(port, "ready");
             if print_env {
                 let mut stdout = std::io::stdout().lock();
@@ -604,6 +626,9 @@ async fn serve(
                     }
                 }
                 let _ = writeln!(stdout, "export {}={}", env::TOKEN, token.expose());
+                if let Some(daemon_id) = &daemon_id {
+                    let _ = writeln!(stdout, "export {}={}", env::DAEMON_ID, daemon_id);
+                }
                 let _ = stdout.flush();
                 drop(stdout);
                 // Close our end of stdout so `eval "$(tool-cli-daemon --print-env &)"` sees EOF
@@ -626,6 +651,9 @@ async fn serve(
             max_response_bytes: cli.max_response_bytes.unwrap_or(cli.max_message_bytes),
             spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
             spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
+            // Clients that found our `DaemonId` alive trust our port without a proof: nobody
+            // else may hold it while this process lives.
+            hold_port_until_exit: true,
         },
     )
     .await;

@@ -715,6 +715,16 @@ pub fn check_call(
     Ok(())
 }
 
+/// Whether `scope` and `policy` together let every tool of a server the scope permits be seen:
+/// no tool globs, no read-only restriction, no `allowTools`/`denyTools`. Then `visible_tool` is
+/// true for each of its tools, and a listing need not ask tool by tool.
+pub fn sees_every_tool(scope: &Scope, policy: &ServerPolicy) -> bool {
+    scope.tools.is_none()
+        && !scope.read_only
+        && policy.allow_tools.is_none()
+        && policy.deny_tools.is_empty()
+}
+
 /// Whether discovery (`listTools`, `describeTool`, examples in `listServers`) shows `tool` of
 /// `server` to a caller with `scope`: both the scope and the config's policy permit it.
 /// Needing confirmation does not hide a tool. Expiry is not checked here; an expired token is
@@ -732,6 +742,60 @@ pub fn visible_tool(
 #[cfg(test)]
 mod server_from_tools_tests {
     use super::*;
+
+    #[test]
+    fn seeing_every_tool_agrees_with_asking_tool_by_tool() {
+        let now = SystemTime::UNIX_EPOCH;
+        let tools = ["echo", "read_file", "delete_all"];
+        let read_only = ToolHints {
+            read_only: true,
+            ..ToolHints::default()
+        };
+        let scopes = [
+            Scope::unrestricted(),
+            Scope::from_params(Some(vec!["alpha".into()]), None, None, false, None, now).unwrap(),
+            Scope::from_params(
+                None,
+                Some(vec!["alpha/read_*".into()]),
+                None,
+                false,
+                None,
+                now,
+            )
+            .unwrap(),
+            Scope::from_params(None, None, None, true, None, now).unwrap(),
+        ];
+        let policies = [
+            ServerPolicy::default(),
+            ServerPolicy {
+                deny_tools: vec!["delete_*".into()],
+                ..ServerPolicy::default()
+            },
+            ServerPolicy {
+                allow_tools: Some(vec!["*".into()]),
+                ..ServerPolicy::default()
+            },
+        ];
+        for scope in &scopes {
+            for policy in &policies {
+                if sees_every_tool(scope, policy) {
+                    for tool in tools {
+                        for hints in [ToolHints::default(), read_only] {
+                            assert!(
+                                visible_tool(scope, policy, "alpha", tool, &hints),
+                                "{scope:?} {policy:?} {tool}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(sees_every_tool(&scopes[0], &policies[0]));
+        assert!(sees_every_tool(&scopes[1], &policies[0]));
+        assert!(!sees_every_tool(&scopes[2], &policies[0]));
+        assert!(!sees_every_tool(&scopes[3], &policies[0]));
+        assert!(!sees_every_tool(&scopes[0], &policies[1]));
+    }
 
     #[test]
     fn tool_globs_narrow_the_servers_a_scope_reaches() {

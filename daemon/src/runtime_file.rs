@@ -30,6 +30,23 @@ pub fn default_dir() -> PathBuf {
     )
 }
 
+/// This process's instance id (`MAJOR:PID:TICKS:BOOT_ID`, see
+/// [`tool_cli_protocol::runtime::DaemonId`]), or `None` where `/proc` cannot tell it (then
+/// clients keep proving the daemon's identity on every connection).
+pub fn own_daemon_id() -> Option<String> {
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    let start_ticks = tool_cli_protocol::runtime::start_ticks_from_stat(&stat)?;
+    let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = tool_cli_protocol::runtime::DaemonId {
+        bridge_major: tool_cli_protocol::BRIDGE_PROTOCOL_MAJOR,
+        pid: std::process::id(),
+        start_ticks,
+        boot_id: boot_id.trim().to_owned(),
+    };
+    // Only what a client can parse back is handed out.
+    tool_cli_protocol::runtime::DaemonId::parse(&id.to_string()).map(|id| id.to_string())
+}
+
 /// Writes the runtime file in `dir`. Returns `Ok(None)` when a live daemon owns it already.
 pub fn write(dir: &Path, contents: &RuntimeFile) -> Result<Option<RuntimeFileGuard>, String> {
     DirBuilder::new()
@@ -122,6 +139,18 @@ impl Drop for RuntimeFileGuard {
 mod tests {
     use super::*;
 
+    #[test]
+    fn our_own_id_names_this_process_as_proc_shows_it() {
+        let id = own_daemon_id().expect("/proc is mounted on Linux");
+        let id = tool_cli_protocol::runtime::DaemonId::parse(&id).expect("parses back");
+        assert_eq!(id.pid, std::process::id());
+        let stat = fs::read_to_string(format!("/proc/{}/stat", id.pid)).unwrap();
+        assert_eq!(
+            tool_cli_protocol::runtime::start_ticks_from_stat(&stat),
+            Some(id.start_ticks)
+        );
+    }
+
     fn contents(pid: u32) -> RuntimeFile {
         RuntimeFile {
             host: "127.0.0.1".into(),
@@ -130,6 +159,7 @@ mod tests {
             pid,
             version: "0".into(),
             socket: None,
+            daemon_id: None,
         }
     }
 

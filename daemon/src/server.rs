@@ -25,7 +25,7 @@ use crate::shape::RequestShapeLayer;
 use crate::spill::SpillStore;
 
 /// Most requests in one JSON-RPC batch.
-const MAX_BATCH_LEN: u32 = 100;
+pub(crate) const MAX_BATCH_LEN: u32 = 100;
 
 /// Most connections at once. Every agent process on the machine may hold one, and a slow tool
 /// call holds one for its whole duration; beyond this, new connections are closed at once.
@@ -70,6 +70,11 @@ pub struct ServeOptions {
     pub spill_dir: std::path::PathBuf,
     /// How long a spilled answer is kept.
     pub spill_ttl: Duration,
+    /// Keep the listening socket bound after shutdown starts, closing every new connection at
+    /// once, until the runtime ends (the process exits), so that no other program can take the
+    /// address while this process lives. The daemon sets it: clients that find its `DaemonId`
+    /// alive send the token without the identity proof.
+    pub hold_port_until_exit: bool,
 }
 
 impl Default for ServeOptions {
@@ -82,6 +87,7 @@ impl Default for ServeOptions {
             max_response_bytes: crate::answer::DEFAULT_MAX_RESPONSE_BYTES,
             spill_dir: SpillStore::default_dir(&crate::runtime_file::default_dir()),
             spill_ttl: crate::spill::DEFAULT_TTL,
+            hold_port_until_exit: false,
         }
     }
 }
@@ -131,8 +137,10 @@ pub async fn run(
         .set_http_middleware(http_middleware)
         .to_service_builder()
         // Our accept loop enforces the limit; jsonrpsee's own guard (100 by default) would
-        // answer 429 below it.
-        .max_connections(MAX_CONNECTIONS as u32);
+        // answer 429 below it. Its guard counts requests in flight, and each entry of a batch
+        // is a request of its own to it (`batch.rs`), so it must allow a full batch on every
+        // connection.
+        .max_connections(MAX_CONNECTIONS as u32 * MAX_BATCH_LEN);
     if let Some(runtime_dir) = options.spill_dir.parent() {
         let removed = crate::spill::remove_stale(runtime_dir);
         if removed > 0 {
@@ -254,7 +262,23 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new requests; draining those in flight");
-    drop(accepting);
+    if options.hold_port_until_exit {
+        // Refuse what still arrives by closing it; the task (and the socket) ends with the
+        // runtime, when the process exits.
+        tokio::spawn(async move {
+            loop {
+                let refused = match &accepting {
+                    Accepting::Tcp(listener) => listener.accept().await.map(drop),
+                    Accepting::Unix(listener) => listener.accept().await.map(drop),
+                };
+                if refused.is_err() {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        });
+    } else {
+        drop(accepting);
+    }
     let _ = server_handle.stop();
     let drained = tokio::time::timeout(options.grace, async {
         while tasks.join_next().await.is_some() {}

@@ -4,10 +4,11 @@
 //! which tells the caller their JSON is broken when it is not; JSON-RPC 2.0 says `-32600 Invalid
 //! Request`. This layer sits after the auth layer (so it never reads an unauthenticated body),
 //! buffers the body within the size limit, and looks at its shape with one borrowed parse: no
-//! allocation for the members it skips. Requests, notifications and batches pass through
-//! untouched; jsonrpsee itself answers malformed JSON and requests with an `id` but a bad shape.
-//! A batch is marked with its length (`BatchLen`), so each request's answer can be held to its
-//! share of the response size limit.
+//! allocation for the members it skips. Requests and notifications pass through untouched;
+//! jsonrpsee itself answers malformed JSON and requests with an `id` but a bad shape. A batch
+//! within the limit is split here and its entries run at once (`batch.rs`), each marked with the
+//! batch's length (`BatchLen`), so each request's answer can be held to its share of the
+//! response size limit.
 //!
 //! Notifications (no `id`) are not run: jsonrpsee ignores them over HTTP, where nothing could
 //! report their outcome. They are answered `204 No Content`.
@@ -103,6 +104,15 @@ where
             match shape {
                 Shape::NotARequest => return Ok(invalid_request()),
                 Shape::NotUtf8 => return Ok(parse_error()),
+                // Within the limit, the entries run at once; over it, jsonrpsee refuses the
+                // whole batch with one error.
+                Shape::Batch(len) if len <= crate::server::MAX_BATCH_LEN as usize => {
+                    if let Some(entries) = crate::batch::plan(&bytes) {
+                        return crate::batch::answer_concurrently(inner, &parts, entries, len)
+                            .await;
+                    }
+                    parts.extensions.insert(BatchLen(len));
+                }
                 Shape::Batch(len) => {
                     parts.extensions.insert(BatchLen(len));
                 }
@@ -129,7 +139,7 @@ where
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Shape {
+pub(crate) enum Shape {
     /// Let jsonrpsee answer: a request, or malformed JSON.
     PassThrough,
     /// Let jsonrpsee answer a batch of this many entries, at least one of them not a
@@ -170,7 +180,7 @@ impl Probe<'_> {
     }
 }
 
-fn shape(body: &[u8]) -> Shape {
+pub(crate) fn shape(body: &[u8]) -> Shape {
     // JSON is UTF-8: anything else is malformed, which jsonrpsee reports as such.
     if std::str::from_utf8(body).is_err() {
         return Shape::NotUtf8;
@@ -212,18 +222,22 @@ fn shape(body: &[u8]) -> Shape {
 /// The `-32603` answer to a request whose handler panicked, with the request's id when it has
 /// one (a batch gets a single error with a null id).
 fn internal_error(body: &[u8]) -> HttpResponse {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(internal_error_body(body)))
+        .expect("static response parts are valid")
+}
+
+/// The body of [`internal_error`].
+pub(crate) fn internal_error_body(body: &[u8]) -> String {
     let id = serde_json::from_slice::<Probe<'_>>(body)
         .ok()
         .and_then(|probe| probe.id.map(|id| id.get().to_owned()))
         .unwrap_or_else(|| "null".to_owned());
-    let body = format!(
+    format!(
         r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"Internal error: the daemon failed while handling this request; see its log","data":{{"kind":"internal","message":"handler panicked"}}}}}}"#
-    );
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(HttpBody::from(body))
-        .expect("static response parts are valid")
+    )
 }
 
 fn parse_error() -> HttpResponse {
@@ -240,12 +254,16 @@ fn json_response(body: &'static str) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
+/// The `-32600` answer to valid JSON that is not a request (alone, or as a batch entry).
+pub(crate) const INVALID_REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: expected a JSON-RPC 2.0 request object {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ...} or a batch of them"}}"#;
+
 fn invalid_request() -> HttpResponse {
-    let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: expected a JSON-RPC 2.0 request object {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ...} or a batch of them"}}"#;
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(HttpBody::from(body))
+        .body(HttpBody::new(http_body_util::Full::new(
+            Bytes::from_static(INVALID_REQUEST),
+        )))
         .expect("static response parts are valid")
 }
 

@@ -625,7 +625,7 @@ async fn discovery_follows_every_page_of_the_tool_list() {
     let record = tempfile::NamedTempFile::new().unwrap();
     let record_path = record.path().to_str().unwrap().to_owned();
     let daemon = InProcess::start(json!({
-        "paged": fault(&["--tools-page-size", "4", "--extra-tools", "21", "--record", &record_path]),
+        "paged": fault(&["--tools-page-size", "4", "--extra-tools", "20", "--record", &record_path]),
     }))
     .await;
     let reply = daemon.rpc("listTools", json!({"server": "paged"})).await;
@@ -635,10 +635,10 @@ async fn discovery_follows_every_page_of_the_tool_list() {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    // The fixture's 15 tools plus 21 extras, 4 per page: 9 pages, every tool once, in order.
+    // The fixture's 16 tools plus 20 extras, 4 per page: 9 pages, every tool once, in order.
     assert_eq!(names.len(), 36, "{names:?}");
     assert_eq!(names.first(), Some(&"echo"));
-    assert_eq!(names.last(), Some(&"extra_20"));
+    assert_eq!(names.last(), Some(&"extra_19"));
     let pages = std::fs::read_to_string(record.path())
         .unwrap()
         .lines()
@@ -650,7 +650,7 @@ async fn discovery_follows_every_page_of_the_tool_list() {
     let reply = daemon
         .rpc(
             "callTool",
-            json!({"server": "paged", "tool": "extra_20", "arguments": {"nonce": "last"}}),
+            json!({"server": "paged", "tool": "extra_19", "arguments": {"nonce": "last"}}),
         )
         .await;
     assert_eq!(

@@ -155,6 +155,10 @@ pub mod env {
     pub const REQUIRE_IDENTITY: &str = "TOOL_CLI_REQUIRE_IDENTITY";
     /// Client side: the session every call (and agent run) is attached to, like `--session`.
     pub const SESSION: &str = "TOOL_CLI_SESSION";
+    /// Client side: the daemon's instance id ([`crate::runtime::DaemonId`]), printed by
+    /// `--print-env` beside the port and token. While that very process is alive, it holds its
+    /// port, so the client skips the identity proof and the handshake round trips.
+    pub const DAEMON_ID: &str = "TOOL_CLI_DAEMON_ID";
     /// Prefix shared by every variable above; none of them is ever passed to an MCP server.
     pub const PREFIX: &str = "TOOL_CLI_";
 }

@@ -29,6 +29,68 @@ pub struct RuntimeFile {
     /// The Unix socket the daemon listens on instead of TCP (`--socket`); `port` is 0 then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<String>,
+    /// The daemon's instance id ([`DaemonId`]); absent from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon_id: Option<String>,
+}
+
+/// Which daemon process this is, in a form a client on the same machine can check without
+/// talking to it: the bridge protocol major it speaks, its process id, its start time in clock
+/// ticks since boot (field 22 of `/proc/PID/stat`) and the boot's id
+/// (`/proc/sys/kernel/random/boot_id`). Written `MAJOR:PID:TICKS:BOOT_ID`.
+///
+/// A daemon holds its listening port (or socket) for as long as its process lives, even while
+/// it drains, so a client that finds that very process alive knows the listener at the address
+/// beside this id is that daemon, and can send the token without the identity round trip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonId {
+    /// The `tool-cli-bridge` protocol major the daemon speaks.
+    pub bridge_major: u32,
+    /// Its process id.
+    pub pid: u32,
+    /// Its start time, in clock ticks after boot.
+    pub start_ticks: u64,
+    /// The id of the boot it started in.
+    pub boot_id: String,
+}
+
+impl DaemonId {
+    /// Parses `MAJOR:PID:TICKS:BOOT_ID`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<DaemonId> {
+        let mut parts = text.trim().splitn(4, ':');
+        let bridge_major = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.parse().ok().filter(|pid| *pid > 0)?;
+        let start_ticks = parts.next()?.parse().ok()?;
+        let boot_id = parts.next()?.to_owned();
+        let boot_id_ok = !boot_id.is_empty()
+            && boot_id.len() <= 64
+            && boot_id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+        boot_id_ok.then_some(DaemonId {
+            bridge_major,
+            pid,
+            start_ticks,
+            boot_id,
+        })
+    }
+}
+
+impl std::fmt::Display for DaemonId {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "{}:{}:{}:{}",
+            self.bridge_major, self.pid, self.start_ticks, self.boot_id
+        )
+    }
+}
+
+/// The start time (field 22, clock ticks after boot) in the text of a `/proc/PID/stat` file.
+/// The command name (field 2) may hold spaces and parentheses, so fields are counted after its
+/// last `)`.
+pub fn start_ticks_from_stat(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 3 (state) is the first after the name, so field 22 is the 20th.
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The runtime directory, from the values of `TOOL_CLI_RUNTIME_DIR`, `XDG_RUNTIME_DIR`, the
@@ -52,6 +114,36 @@ pub fn runtime_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn daemon_ids_round_trip_and_refuse_garbage() {
+        let id = DaemonId {
+            bridge_major: 1,
+            pid: 4242,
+            start_ticks: 987_654,
+            boot_id: "0f3c2a9e-7d61-4b8e-9a0c-5e2b1d4f6a78".to_owned(),
+        };
+        assert_eq!(DaemonId::parse(&id.to_string()), Some(id));
+        for bad in [
+            "",
+            "1:4242:987654",
+            "x:4242:987654:abc",
+            "1:0:987654:abc",
+            "1:4242:-1:abc",
+            "1:4242:987654:",
+            "1:4242:987654:not/hex",
+        ] {
+            assert_eq!(DaemonId::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn start_ticks_are_field_22_even_with_odd_command_names() {
+        let stat = "4242 (tool-cli) daemon) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 \
+                    4 0 987654 1000 200";
+        assert_eq!(start_ticks_from_stat(stat), Some(987_654));
+        assert_eq!(start_ticks_from_stat("4242 (x) S 1"), None);
+    }
 
     #[test]
     fn runtime_dir_prefers_override_then_xdg_then_temp() {

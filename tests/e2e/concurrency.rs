@@ -75,3 +75,103 @@ fn concurrent_calls_across_two_servers_do_not_cross() {
         }
     });
 }
+
+/// The entries of one JSON-RPC batch run at once, and the answers come back in request order.
+/// Four `rendezvous` calls each wait until all four are running on the server at the same time,
+/// so they can only all succeed if the daemon sends them concurrently (one after the other, the
+/// first would fail saying only one party arrived). Errors of single entries stay theirs.
+#[test]
+fn a_batch_runs_its_entries_at_once_and_answers_in_order() {
+    let daemon = tool_cli_tests::Daemon::start(
+        json!({"mcpServers": {"alpha": tool_cli_tests::fault_server(&[])}}),
+    );
+    let parties = 4;
+    let meet = |index: usize| {
+        json!({"jsonrpc": "2.0", "id": format!("meet-{index}"), "method": "callTool",
+               "params": {"server": "alpha", "tool": "rendezvous",
+                          "arguments": {"key": "batch", "parties": parties}}})
+    };
+    let batch = json!([
+        meet(0),
+        {"jsonrpc": "2.0", "id": "bad-arguments", "method": "callTool",
+         "params": {"server": "alpha", "tool": "echo", "arguments": {"nonce": 7}}},
+        meet(1),
+        {"jsonrpc": "2.0", "method": "getBridgeInfo"},
+        {"jsonrpc": "2.0", "id": "no-method", "method": "noSuchMethod"},
+        meet(2),
+        42,
+        meet(3),
+    ]);
+    let (status, body) = daemon.post(batch.to_string().as_bytes());
+    assert_eq!(status, 200);
+    let answers: Vec<serde_json::Value> = serde_json::from_slice(&body).expect("a batch answer");
+    let ids: Vec<&serde_json::Value> = answers.iter().map(|answer| &answer["id"]).collect();
+    assert_eq!(
+        ids,
+        [
+            &json!("meet-0"),
+            &json!("bad-arguments"),
+            &json!("meet-1"),
+            &json!("no-method"),
+            &json!("meet-2"),
+            &serde_json::Value::Null,
+            &json!("meet-3"),
+        ],
+        "one answer per request, in request order, none for the notification: {answers:#?}"
+    );
+    for index in [0, 2, 4, 6] {
+        assert_eq!(
+            text_content(&answers[index]["result"]),
+            format!("met {parties}"),
+            "{:#}",
+            answers[index]
+        );
+    }
+    assert_eq!(
+        answers[1]["error"]["code"],
+        tool_cli_protocol::code::INVALID_PARAMS,
+        "{:#}",
+        answers[1]
+    );
+    assert_eq!(answers[3]["error"]["code"], -32601, "{:#}", answers[3]);
+    assert_eq!(answers[5]["error"]["code"], -32600, "{:#}", answers[5]);
+}
+
+/// With the default limits, a burst of a hundred calls to one stdio server is queued, not
+/// refused: every call gets its answer (P3 of issue 13; it used to refuse 20 of 100 as busy).
+#[test]
+fn a_hundred_concurrent_calls_to_one_server_are_queued_not_refused() {
+    const BURST: usize = 100;
+    let daemon = tool_cli_tests::Daemon::start(
+        json!({"mcpServers": {"alpha": tool_cli_tests::fault_server(&[])}}),
+    );
+    let barrier = Barrier::new(BURST);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..BURST)
+            .map(|index| {
+                let (daemon, barrier) = (&daemon, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    // Each holds its slot for a while, so the burst overflows 16 slots.
+                    let slow = daemon.rpc(
+                        "callTool",
+                        Some(json!({"server": "alpha", "tool": "sleep",
+                                    "arguments": {"ms": 20}})),
+                    );
+                    let echoed = daemon.call_tool(
+                        "alpha",
+                        "echo",
+                        json!({"nonce": format!("burst-{index}")}),
+                    );
+                    (index, slow, text_content(&echoed))
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (index, slow, echoed) = handle.join().expect("caller thread");
+            let slow = slow.unwrap_or_else(|error| panic!("call {index} refused: {error:?}"));
+            assert_eq!(text_content(&slow), "slept 20");
+            assert_eq!(echoed, format!("burst-{index}"));
+        }
+    });
+}

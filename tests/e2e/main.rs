@@ -17,6 +17,7 @@ mod config;
 mod config_import;
 mod edge;
 mod failures;
+mod fast_path;
 mod hardening;
 mod lifecycle;
 mod metrics;

@@ -936,7 +936,7 @@ fn an_unknown_tool_error_stays_small_on_a_huge_server() {
         expect![[r#"
             {
               "code": -32602,
-              "message": "server \"big\" has no tool \"extra_4242x\"; the closest of its 10015 tools: extra_4242, extra_242, extra_422, extra_424, extra_442, extra_1242, extra_2242, extra_2420, extra_2421, extra_2422",
+              "message": "server \"big\" has no tool \"extra_4242x\"; the closest of its 10016 tools: extra_4242, extra_242, extra_422, extra_424, extra_442, extra_1242, extra_2242, extra_2420, extra_2421, extra_2422",
               "data": {
                 "kind": "unknownTool",
                 "server": "big",
@@ -965,7 +965,7 @@ fn an_unknown_tool_error_stays_small_on_a_huge_server() {
                   "extra_2421",
                   "extra_2422"
                 ],
-                "toolCount": 10015
+                "toolCount": 10016
               }
             }"#]],
     );

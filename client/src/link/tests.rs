@@ -18,7 +18,7 @@ fn endpoint(port: u16) -> Endpoint {
 }
 
 async fn connect(port: u16) -> Result<DaemonLink, Error> {
-    DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, true).await
+    DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, true, false).await
 }
 
 #[test]
@@ -132,7 +132,7 @@ async fn nothing_on_the_default_port_says_why_it_was_tried() {
     };
     let mut fallback = endpoint(port);
     fallback.fallback = Some("TOOL_CLI_PORT is unset and there is no runtime file at /x".into());
-    let error = DaemonLink::connect(&fallback, SECOND, FIVE_SECONDS, true)
+    let error = DaemonLink::connect(&fallback, SECOND, FIVE_SECONDS, true, false)
         .await
         .err()
         .unwrap();
@@ -178,10 +178,16 @@ async fn listener_silent_on_identity_gets_no_token() {
         std::future::pending::<()>().await;
         drop(socket);
     });
-    let error = DaemonLink::connect(&endpoint(port), SECOND, Duration::from_millis(2_000), true)
-        .await
-        .err()
-        .unwrap();
+    let error = DaemonLink::connect(
+        &endpoint(port),
+        SECOND,
+        Duration::from_millis(2_000),
+        true,
+        false,
+    )
+    .await
+    .err()
+    .unwrap();
     assert_eq!(error.exit_code(), exit::IDENTITY);
     assert!(
         error
@@ -198,9 +204,15 @@ async fn against(
     require_identity: bool,
 ) -> (Result<(), Error>, Vec<String>) {
     let (port, listener) = fake_listener(script, vec![crate::test_support::bridge_info()]).await;
-    let outcome = DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, require_identity)
-        .await
-        .map(drop);
+    let outcome = DaemonLink::connect(
+        &endpoint(port),
+        SECOND,
+        FIVE_SECONDS,
+        require_identity,
+        false,
+    )
+    .await
+    .map(drop);
     let seen = listener.await.unwrap();
     (outcome, seen)
 }
@@ -281,7 +293,7 @@ async fn a_bridge_without_the_identity_check_needs_the_opt_in() {
         // Allowed: the link is made, and says the listener proved nothing.
         let (port, listener) =
             fake_listener(script, vec![crate::test_support::bridge_info()]).await;
-        let mut link = DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, false)
+        let mut link = DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, false, false)
             .await
             .unwrap();
         assert_eq!(link.identity(), Identity::NotServed { status });
@@ -378,8 +390,9 @@ async fn unix_socket_carries_the_same_exchange_with_host_localhost() {
         target: Target::Unix { path: path.clone() },
         token: TOKEN.into(),
         fallback: None,
+        daemon_id: None,
     };
-    let mut link = DaemonLink::connect(&endpoint, SECOND, FIVE_SECONDS, true)
+    let mut link = DaemonLink::connect(&endpoint, SECOND, FIVE_SECONDS, true, false)
         .await
         .unwrap();
     let info = link
@@ -405,8 +418,9 @@ async fn missing_socket_is_unreachable_and_names_the_path() {
         target: Target::Unix { path: path.clone() },
         token: TOKEN.into(),
         fallback: None,
+        daemon_id: None,
     };
-    let connect = || DaemonLink::connect(&endpoint, SECOND, FIVE_SECONDS, true);
+    let connect = || DaemonLink::connect(&endpoint, SECOND, FIVE_SECONDS, true, false);
     let error = connect().await.err().unwrap();
     assert_eq!(error.exit_code(), exit::UNREACHABLE);
     let message = error.to_string();

@@ -562,6 +562,7 @@ mod tests {
             pid: std::process::id(),
             version: "0".into(),
             socket: None,
+            daemon_id: None,
         };
         std::fs::write(
             directory.join(RUNTIME_FILE_NAME),

@@ -243,13 +243,28 @@ impl Pool {
     /// Starts every enabled server's supervisor; returns once each server's first connection
     /// attempt has settled (ready, restarting or down). One server's failure never affects another.
     pub async fn start(self: &Arc<Self>) {
+        self.start_until(ReadyWhen::All).await;
+    }
+
+    /// As [`Pool::start`], but returns as soon as `ready` says: when the first server has
+    /// settled, when all have, or at once. The other first attempts carry on regardless.
+    pub async fn start_until(self: &Arc<Self>, ready: ReadyWhen) {
         let first_attempts: Vec<_> = self
             .servers()
             .iter()
             .filter_map(|server| self.supervise_once(server))
             .collect();
-        for settled in first_attempts {
-            let _ = settled.await;
+        match ready {
+            ReadyWhen::None => {}
+            ReadyWhen::First if first_attempts.is_empty() => {}
+            ReadyWhen::First => {
+                let _ = futures_util::future::select_all(first_attempts).await;
+            }
+            ReadyWhen::All => {
+                for settled in first_attempts {
+                    let _ = settled.await;
+                }
+            }
         }
     }
 
@@ -616,4 +631,17 @@ impl Upstream for Server {
 /// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`.
 pub(crate) fn client_capabilities_json() -> Value {
     serde_json::to_value(connection::client_config().capabilities).unwrap_or(Value::Null)
+}
+
+/// When [`Pool::start_until`] returns (`--ready-when`): the daemon is ready, and `--print-env`
+/// prints, once the first enabled server's first attempt has settled, once every one has (the
+/// default), or at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadyWhen {
+    /// The first server settled (connected, or its first attempt failed).
+    First,
+    /// Every server settled.
+    All,
+    /// Do not wait for any server.
+    None,
 }
