@@ -3,7 +3,7 @@
 //!
 //! The MCP pool ([`crate::pool::Pool`]) is one [`ToolProvider`]; a Rust harness can implement the
 //! trait over its own tools and serve them through the same protocol, authentication, gate and
-//! call pipeline (validation, policy, resilience, traces): see `examples/embedded_bridge.rs`.
+//! call pipeline (validation, policy, resilience, traces): see `daemon/examples/embedded_bridge.rs`.
 //! Unit tests of the pipeline implement it in memory, so every stage is tested without child
 //! processes.
 //!

@@ -16,6 +16,7 @@ mod concurrency;
 mod config;
 mod config_import;
 mod edge;
+mod embedded;
 mod failures;
 mod fast_path;
 mod hardening;
