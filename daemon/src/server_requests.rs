@@ -2,8 +2,8 @@
 //! the per-server config (`roots`, `elicitation`, `allowSampling`), parsed once here, and the
 //! bound on how often a server may ask.
 //!
-//! Pure: [`ServerRequestSettings::take_from`] reads (and removes) the fields from a server's
-//! config entry, and [`RequestBudget`] decides from the time it is given. The pool's MCP
+//! Pure: `ServerRequestSettings::take_from` reads (and removes) the fields from a server's
+//! config entry, and `RequestBudget` decides from the time it is given. The pool's MCP
 //! client handler (`pool/requests.rs`) applies them.
 
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! (`pipeline/membership.rs`: unchanged servers keep their breakers and statistics), the tool
 //! search index follows the pool's change counter, and a server taken out drains its calls
 //! (at most its call timeout) before it is stopped with its whole process group. What a reload
-//! changes is decided by the pure [`diff`](diff::diff). A config file that does not load changes
+//! changes is decided by the pure `diff::diff`. A config file that does not load changes
 //! nothing: the old config keeps serving and the error says what is wrong.
 //!
 //! `addServer` and `removeServer` change the running set only, not the file: the next reload
