@@ -165,11 +165,12 @@ impl Orchestrator {
             None => CallExtras::default(),
             Some(id) => {
                 let session = self.sessions.touch(&context.grant.token_id, id)?;
+                let hash = arguments_hash(&request.arguments);
                 let advice = self.sessions.advise(
                     &session,
                     request.server.as_deref().filter(|name| *name != "*"),
                     &request.tool,
-                    &arguments_hash(&request.arguments),
+                    &hash,
                 );
                 CallExtras {
                     routing: RoutingFacts {
@@ -177,6 +178,7 @@ impl Orchestrator {
                         most_recent: advice.most_recent,
                     },
                     guard: advice.refusal,
+                    arguments_hash: Some(hash),
                 }
             }
         };

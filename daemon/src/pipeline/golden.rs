@@ -75,6 +75,7 @@ async fn every_golden_routing_case_routes_as_labeled() {
                 most_recent: session["recent"][tool].as_str().map(str::to_owned),
             },
             guard: None,
+            arguments_hash: None,
         };
         let answer = pipeline
             .call_with(&CallContext::new(owner()), request, extras)

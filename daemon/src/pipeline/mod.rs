@@ -109,11 +109,13 @@ pub struct Pipeline {
 }
 
 /// What the session store (or any caller) supplies for one call beyond the request: routing
-/// facts and a guard's refusal.
+/// facts, a guard's refusal, and the arguments' hash when the caller already computed it (the
+/// session's loop guard needs it first), so it is computed once per call.
 #[derive(Default)]
 pub(crate) struct CallExtras {
     pub(crate) routing: RoutingFacts,
     pub(crate) guard: Option<Error>,
+    pub(crate) arguments_hash: Option<String>,
 }
 
 impl Pipeline {
@@ -170,7 +172,7 @@ impl Pipeline {
         &self,
         context: &CallContext,
         request: CallRequest,
-        extras: CallExtras,
+        mut extras: CallExtras,
     ) -> Result<Value, Error> {
         let span = tracing::info_span!(
             "call",
@@ -179,8 +181,11 @@ impl Pipeline {
             tool = %request.tool,
         );
         async move {
-            let mut record =
-                CallRecord::new(context, &request.tool, arguments_hash(&request.arguments));
+            let hash = extras
+                .arguments_hash
+                .take()
+                .unwrap_or_else(|| arguments_hash(&request.arguments));
+            let mut record = CallRecord::new(context, &request.tool, hash);
             record.dry_run = request.dry_run;
             record.requested_server = request.server.clone().filter(|name| name != "*");
             if self.wants_payloads {
