@@ -2,10 +2,14 @@
 //! around, the answer also names the tools the caller can see that best match the failed one.
 //!
 //! The call itself goes through the pipeline exactly as without the flag; this step runs after
-//! it, on the outcome, and only reads: it asks `searchTools` (so the caller's scope and the
-//! servers' policies decide what may be named, exactly as for a search) with the failed tool's
-//! name and description, and never calls anything. Which failures qualify and what text is
-//! searched are pure decisions, tested here without a daemon.
+//! it, on the outcome. When the failure is the server's (down, or its breaker open) and the tool
+//! is read-only, the orchestrator tries the call once more, through the same pipeline, routed
+//! among the *other* servers offering a read-only tool of that name whose schema accepts the
+//! arguments (rule `alternative`; see `RoutingFacts::instead_of`). Otherwise it only reads: it
+//! asks `searchTools` (so the caller's scope and the servers' policies decide what may be named,
+//! exactly as for a search) with the failed tool's name and description, and calls nothing.
+//! Which failures qualify and what text is searched are pure decisions, tested here without a
+//! daemon.
 
 use serde_json::Value;
 use tool_cli_protocol::ErrorData;
@@ -44,6 +48,18 @@ pub(crate) fn failure_wants_alternatives(data: Option<&ErrorData>) -> bool {
                 | ErrorData::InvalidResult { .. }
         )
     )
+}
+
+/// The server a failure says is down or shed by its breaker: the failures that may move a
+/// read-only call to another server. (A timeout or an upstream error may have had effects, or
+/// say something about the request: those are reported, not retried elsewhere.)
+pub(crate) fn server_down(data: Option<&ErrorData>) -> Option<&str> {
+    match data? {
+        ErrorData::CircuitOpen { server, .. }
+        | ErrorData::ServerUnavailable { server, .. }
+        | ErrorData::ServerExited { server, .. } => Some(server),
+        _ => None,
+    }
 }
 
 /// Whether a tool's result reports an error of the tool itself (`isError: true`).
@@ -135,6 +151,26 @@ impl Orchestrator {
         }
     }
 
+    /// The server to route around when `outcome` failed because the server running `tool` is
+    /// down, and that tool is read-only and visible to the caller; `None` otherwise.
+    pub(crate) fn stand_in_for(
+        &self,
+        outcome: &Result<Value, Error>,
+        tool: &str,
+        context: &CallContext,
+    ) -> Option<String> {
+        let failed = server_down(outcome.as_ref().err()?.data())?;
+        self.pipeline.slots().iter().find_map(|slot| {
+            if slot.upstream.info().name != failed {
+                return None;
+            }
+            let catalog = slot.upstream.catalog();
+            let found = catalog.get(tool)?;
+            (found.hints.read_only && listed(&context.grant, slot, found))
+                .then(|| failed.to_owned())
+        })
+    }
+
     /// The tools the caller can see that best match `tool` (on `server`, when known), itself
     /// excluded, at most [`MAX_ALTERNATIVES`]. A search that cannot run (a name with nothing
     /// searchable in it) finds none: the failure is what the caller must hear about.
@@ -224,6 +260,36 @@ mod tests {
         assert!(!failure_wants_alternatives(Some(&busy)));
         // An internal fault has no data: nothing to say about it.
         assert!(!failure_wants_alternatives(None));
+    }
+
+    #[test]
+    fn only_a_server_that_is_down_or_shed_moves_a_call() {
+        let open = ErrorData::CircuitOpen {
+            server: "fs".into(),
+            retry_after_ms: 10,
+            last_error: None,
+        };
+        assert_eq!(server_down(Some(&open)), Some("fs"));
+        let unavailable = ErrorData::ServerUnavailable {
+            server: "fs".into(),
+            state: "restarting".into(),
+            last_error: None,
+        };
+        assert_eq!(server_down(Some(&unavailable)), Some("fs"));
+        let exited = ErrorData::ServerExited {
+            server: "fs".into(),
+            exit: "exit code 1".into(),
+            stderr_tail: Vec::new(),
+        };
+        assert_eq!(server_down(Some(&exited)), Some("fs"));
+        // A timeout may have had effects; an upstream error says something about the request.
+        let timeout = ErrorData::Timeout {
+            server: "fs".into(),
+            tool: "read".into(),
+            timeout_ms: 10,
+        };
+        assert_eq!(server_down(Some(&timeout)), None);
+        assert_eq!(server_down(None), None);
     }
 
     #[test]

@@ -152,16 +152,47 @@ impl Orchestrator {
         let server = params.server.clone();
         let tool = params.tool.clone();
         let request = call_request(params)?;
-        let outcome = self.call(&context, request).await;
-        if alternatives {
-            return self.with_alternatives(outcome, server.as_deref(), &tool, &context);
+        if !alternatives {
+            return self.call(&context, request).await;
         }
-        outcome
+        let retry = request.clone();
+        let outcome = self.call(&context, request).await;
+        // A read-only tool whose server is down (or whose breaker is open) is tried once on
+        // the best other server offering it; failing that, the answer names alternatives.
+        let outcome = match self.stand_in_for(&outcome, &tool, &context) {
+            Some(failed) => {
+                let mut retry = retry;
+                retry.server = None;
+                let stand_in = self.call_instead_of(&context.child(0), retry, failed).await;
+                if stand_in.is_ok() { stand_in } else { outcome }
+            }
+            None => outcome,
+        };
+        self.with_alternatives(outcome, server.as_deref(), &tool, &context)
     }
 
     /// Makes one call through the pipeline, with what the caller's session says about it.
     pub async fn call(&self, context: &CallContext, request: CallRequest) -> Result<Value, Error> {
-        let extras = match &context.session_id {
+        self.call_routed(context, request, None).await
+    }
+
+    /// [`Orchestrator::call`] routed to another server than `failed` (rule `alternative`).
+    async fn call_instead_of(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+        failed: String,
+    ) -> Result<Value, Error> {
+        self.call_routed(context, request, Some(failed)).await
+    }
+
+    async fn call_routed(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+        instead_of: Option<String>,
+    ) -> Result<Value, Error> {
+        let mut extras = match &context.session_id {
             None => CallExtras::default(),
             Some(id) => {
                 let session = self.sessions.touch(&context.grant.token_id, id)?;
@@ -176,12 +207,14 @@ impl Orchestrator {
                     routing: RoutingFacts {
                         mention_text: advice.task,
                         most_recent: advice.most_recent,
+                        instead_of: None,
                     },
                     guard: advice.refusal,
                     arguments_hash: Some(hash),
                 }
             }
         };
+        extras.routing.instead_of = instead_of;
         self.pipeline.call_with(context, request, extras).await
     }
 

@@ -158,8 +158,8 @@ pub(crate) async fn protected(
     // Why the last transient failure happened (a std mutex: the classifier is a `Fn`, and the
     // call's future must stay `Send`).
     let last_transient = std::sync::Mutex::new(None::<&'static str>);
-    // Attempts started, counted outside the retry loop so that they are known even when the
-    // outer bound below drops it.
+    // Attempts the breakers let through (a refused one sends nothing), counted outside the
+    // retry loop so that they are known even when the outer bound below drops it.
     let sent = AtomicU32::new(0);
     let retries = run_with_retries(
         retry,
@@ -171,17 +171,14 @@ pub(crate) async fn protected(
             }
             class
         },
-        |_attempt| {
-            sent.fetch_add(1, Ordering::Relaxed);
-            attempt(slot, operation, timeout, deadline)
-        },
+        |_attempt| attempt(slot, operation, timeout, deadline, &sent),
         random_jitter,
     );
     // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,
     // cancellation) before this outer bound would drop it.
     let slack = Duration::from_millis(250);
     let (result, attempts) = match tokio::time::timeout_at(deadline + slack, retries).await {
-        Ok(done) => done,
+        Ok((result, _)) => (result, sent.load(Ordering::Relaxed)),
         // Out of time between attempts (a backoff sleep), or an attempt that outlived its own
         // deadline by the slack (a starved task): the caller's time is up. A dropped attempt
         // has told the breakers itself (`InFlight`).
@@ -210,12 +207,13 @@ fn not_sent(error: Error) -> CallOutcome {
 }
 
 /// One attempt: ask the breakers, send within what is left of the deadline, and record the
-/// outcome for the breakers and `health`.
+/// outcome for the breakers and `health`; `sent` counts it once the breakers let it through.
 async fn attempt(
     slot: &Slot,
     operation: &Operation<'_>,
     timeout: Duration,
     deadline: Instant,
+    sent: &AtomicU32,
 ) -> Result<Value, Error> {
     let server = &slot.upstream.info().name;
     let label = operation.label();
@@ -230,6 +228,7 @@ async fn attempt(
             let last_error = slot.guards.stats.lock().unwrap().last_error.clone();
             circuit_open(server, label, refused, last_error)
         })?;
+    sent.fetch_add(1, Ordering::Relaxed);
     let started = Instant::now();
     let mut in_flight = InFlight {
         slot,

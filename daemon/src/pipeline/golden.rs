@@ -73,6 +73,7 @@ async fn every_golden_routing_case_routes_as_labeled() {
             routing: RoutingFacts {
                 mention_text: session["task"].as_str().map(str::to_owned),
                 most_recent: session["recent"][tool].as_str().map(str::to_owned),
+                instead_of: None,
             },
             guard: None,
             arguments_hash: None,

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 
 use super::Slot;
-use super::routing::{Candidate, RoutingInput, Selection, route};
+use super::routing::{Candidate, Rejected, RoutingInput, Rule, Selection, route};
 use crate::auth::Grant;
 use crate::catalog::CatalogTool;
 use crate::error::Error;
@@ -38,6 +38,10 @@ pub(crate) struct RoutingFacts {
     pub(crate) mention_text: Option<String>,
     /// The server this session used most recently for this tool name.
     pub(crate) most_recent: Option<String>,
+    /// A server that just failed this call persistently (breaker open, down): route to
+    /// another server's read-only tool of the same name whose schema accepts the arguments,
+    /// recorded as rule `alternative` (`callTool {alternatives: true}`).
+    pub(crate) instead_of: Option<String>,
 }
 
 /// Whether `grant` may see `tool` of the server in `slot`.
@@ -169,14 +173,31 @@ pub(crate) fn resolve(
     if offers.is_empty() {
         return Err(unknown_everywhere(slots, grant, tool_name));
     }
-    let validity: Vec<bool> = offers
-        .iter()
-        .map(|(_, tool)| {
-            tool.validator()
+    // Each offer with whether the arguments pass its schema.
+    let mut offers: Vec<(&Arc<Slot>, Arc<CatalogTool>, bool)> = offers
+        .into_iter()
+        .map(|(slot, tool)| {
+            let valid = tool
+                .validator()
                 .map(|validator| validator.check(arguments).is_empty())
-                .unwrap_or(false)
+                .unwrap_or(false);
+            (slot, tool, valid)
         })
         .collect();
+    if let Some(failed) = facts.instead_of.as_deref() {
+        offers.retain(|(slot, tool, valid)| {
+            alternative_qualifies(&slot.upstream.info().name, tool, *valid, failed)
+        });
+        if offers.is_empty() {
+            return Err(Error::invalid_params(
+                "callTool",
+                format!(
+                    "no other server offers a read-only \"{tool_name}\" whose schema accepts \
+                     these arguments"
+                ),
+            ));
+        }
+    }
     // Similarity needs text to compare with, and something to separate.
     let text = facts
         .mention_text
@@ -185,8 +206,7 @@ pub(crate) fn resolve(
         .map(|text| embedder.embed(text));
     let candidates: Vec<Candidate<'_>> = offers
         .iter()
-        .zip(&validity)
-        .map(|((slot, tool), &valid)| {
+        .map(|&(slot, ref tool, valid)| {
             let info = slot.upstream.info();
             Candidate {
                 server: &info.name,
@@ -206,12 +226,43 @@ pub(crate) fn resolve(
             most_recent: facts.most_recent.as_deref(),
         },
     );
-    let (slot, tool) = &offers[chosen];
+    let (slot, tool, _) = &offers[chosen];
+    let selection = match facts.instead_of.as_deref() {
+        Some(failed) => as_alternative(selection, failed),
+        None => selection,
+    };
     Ok(Resolved {
         slot: Arc::clone(slot),
         tool: Arc::clone(tool),
         selection,
     })
+}
+
+/// Whether the tool of server `server` may stand in for the same-named tool of `failed`: another
+/// server, a read-only tool (trying it has no side effect the caller did not ask for), and a
+/// schema that accepts the call's arguments.
+pub(crate) fn alternative_qualifies(
+    server: &str,
+    tool: &CatalogTool,
+    arguments_valid: bool,
+    failed: &str,
+) -> bool {
+    server != failed && tool.hints.read_only && arguments_valid
+}
+
+/// A routing outcome among the stand-ins, recorded as rule `alternative`, with the failed
+/// server first among the alternatives (`rejectedBy: "alternative"`).
+pub(crate) fn as_alternative(selection: Selection, failed: &str) -> Selection {
+    let mut alternatives = vec![Rejected {
+        server: failed.to_owned(),
+        rejected_by: Rule::Alternative,
+    }];
+    alternatives.extend(selection.alternatives);
+    Selection {
+        server: selection.server,
+        rule: Rule::Alternative,
+        alternatives,
+    }
 }
 
 /// No visible server offers `tool_name`: suggest the closest visible tools, as `server/tool`.
@@ -250,4 +301,68 @@ fn unknown_everywhere(slots: &[Arc<Slot>], grant: &Grant, tool_name: &str) -> Er
         tool_count: qualified.len(),
     }
     .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn tool(annotations: serde_json::Value) -> Arc<CatalogTool> {
+        let catalog = Catalog::new(vec![json!({
+            "name": "read_file",
+            "inputSchema": {"type": "object"},
+            "annotations": annotations,
+        })]);
+        Arc::clone(catalog.get("read_file").unwrap())
+    }
+
+    #[test]
+    fn a_stand_in_is_another_servers_read_only_tool_that_accepts_the_arguments() {
+        let read_only = tool(json!({"readOnlyHint": true}));
+        let writes = tool(json!({}));
+        assert!(alternative_qualifies("b", &read_only, true, "a"));
+        assert!(
+            !alternative_qualifies("a", &read_only, true, "a"),
+            "not the failed one"
+        );
+        assert!(
+            !alternative_qualifies("b", &writes, true, "a"),
+            "only read-only tools"
+        );
+        assert!(
+            !alternative_qualifies("b", &read_only, false, "a"),
+            "the schema must fit"
+        );
+    }
+
+    #[test]
+    fn a_stand_in_is_recorded_as_rule_alternative_with_the_failed_server_first() {
+        let routed = Selection {
+            server: "b".into(),
+            rule: Rule::Priority,
+            alternatives: vec![Rejected {
+                server: "c".into(),
+                rejected_by: Rule::Priority,
+            }],
+        };
+        let selection = as_alternative(routed, "a");
+        assert_eq!(selection.server, "b");
+        assert_eq!(selection.rule, Rule::Alternative);
+        assert_eq!(
+            selection.alternatives,
+            vec![
+                Rejected {
+                    server: "a".into(),
+                    rejected_by: Rule::Alternative,
+                },
+                Rejected {
+                    server: "c".into(),
+                    rejected_by: Rule::Priority,
+                },
+            ]
+        );
+    }
 }

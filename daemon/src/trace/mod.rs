@@ -34,9 +34,9 @@ use redact::Redactor;
 use settings::TraceSettings;
 use writer::{Counters, FileSink, Message, Sink};
 
-/// Lines waiting for the writer before new ones are dropped: a burst of a thousand calls
-/// faster than the disk is absorbed, a stalled disk costs at most this much memory.
-pub const QUEUE_CAPACITY: usize = 1024;
+/// Lines waiting for the writer before new ones are dropped: a burst of four thousand calls
+/// faster than the disk is absorbed, a stalled disk costs at most this many lines of memory (a few MB).
+pub const QUEUE_CAPACITY: usize = 4096;
 
 /// The trace writer: a handle to its queue and its counters.
 pub struct Traces {

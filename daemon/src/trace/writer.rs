@@ -91,6 +91,15 @@ pub enum WriteError {
 pub(crate) trait Sink: Send + 'static {
     /// Appends one complete line (newline included).
     fn append(&mut self, line: &[u8]) -> Result<(), WriteError>;
+
+    /// Appends several lines; on failure, how many were written before it. The default
+    /// appends them one by one.
+    fn append_lines(&mut self, lines: &[Vec<u8>]) -> Result<(), (usize, WriteError)> {
+        for (index, line) in lines.iter().enumerate() {
+            self.append(line).map_err(|error| (index, error))?;
+        }
+        Ok(())
+    }
 }
 
 /// What `health` reports of the writer; shared by the call side and the writer thread.
@@ -122,21 +131,76 @@ pub(crate) fn run(
     redactor: &Redactor,
     counters: &Counters,
 ) {
-    while let Some(message) = receiver.blocking_recv() {
-        match message {
-            Message::Flush(done) => {
-                let _ = done.send(());
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = receiver.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match receiver.try_recv() {
+                Ok(message) => batch.push(message),
+                Err(_) => break,
             }
-            Message::Line(mut line) => {
-                match encode(&mut line, redactor).and_then(|bytes| sink.append(&bytes)) {
-                    Ok(()) => {
-                        counters.written.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(error) => counters.drop_line(error.to_string()),
-                }
+        }
+        let drained = batch.len() < MAX_BATCH;
+        write_batch(&mut batch, sink.as_mut(), redactor, counters);
+        // Once the queue is drained, let the next lines gather instead of waking this thread
+        // for each one: under a stream of calls the callers' `try_send`s then rarely wake it,
+        // and it writes a batch with one system call. (A backlog is taken at once, without
+        // pausing.) A lone call's line waits at most this long to be written.
+        if drained {
+            std::thread::sleep(GATHER);
+        }
+    }
+}
+
+/// The most messages the writer takes off the queue at once.
+const MAX_BATCH: usize = 256;
+
+/// How long the writer lets lines gather after writing a batch.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Writes the lines of `batch` (emptying it) and answers each flush once every line queued
+/// before it is written or dropped.
+fn write_batch(
+    batch: &mut Vec<Message>,
+    sink: &mut dyn Sink,
+    redactor: &Redactor,
+    counters: &Counters,
+) {
+    let mut lines: Vec<Vec<u8>> = Vec::with_capacity(batch.len());
+    for message in batch.drain(..) {
+        match message {
+            Message::Line(mut line) => match encode(&mut line, redactor) {
+                Ok(bytes) => lines.push(bytes),
+                Err(error) => counters.drop_line(error.to_string()),
+            },
+            Message::Flush(done) => {
+                append_lines(&mut lines, sink, counters);
+                let _ = done.send(());
             }
         }
     }
+    append_lines(&mut lines, sink, counters);
+}
+
+/// Appends `lines` (emptying it) and counts what was written and what was lost.
+fn append_lines(lines: &mut Vec<Vec<u8>>, sink: &mut dyn Sink, counters: &Counters) {
+    if lines.is_empty() {
+        return;
+    }
+    let written = match sink.append_lines(lines) {
+        Ok(()) => lines.len(),
+        Err((written, error)) => {
+            let reason = error.to_string();
+            for _ in written..lines.len() {
+                counters.drop_line(reason.clone());
+            }
+            written
+        }
+    };
+    counters
+        .written
+        .fetch_add(written as u64, Ordering::Relaxed);
+    lines.clear();
 }
 
 /// The line's bytes, newline included, with its payloads redacted.
@@ -284,19 +348,49 @@ impl FileSink {
 
 impl Sink for FileSink {
     fn append(&mut self, line: &[u8]) -> Result<(), WriteError> {
-        let incoming = line.len() as u64;
-        if should_rotate(self.file()?.size, incoming, self.max_bytes) {
-            self.rotate()?;
-            self.file()?;
-        }
-        let open = self.open.as_mut().expect("opened by file()");
-        open.file
-            .write_all(line)
-            .map_err(|source| WriteError::Write {
-                path: self.path.clone(),
-                source,
+        self.append_lines(std::slice::from_ref(&line.to_vec()))
+            .map_err(|(_, error)| error)
+    }
+
+    /// One check that the path still names the open file, then one write per run of lines
+    /// that fits before the next rotation.
+    fn append_lines(&mut self, lines: &[Vec<u8>]) -> Result<(), (usize, WriteError)> {
+        let mut done = 0;
+        let mut buffer: Vec<u8> = Vec::new();
+        self.file().map_err(|error| (0, error))?;
+        while done < lines.len() {
+            let size = self.open.as_ref().expect("opened by file()").size;
+            // The run: lines that fit in the file as it is (at least one, into a fresh file).
+            buffer.clear();
+            let mut end = done;
+            while end < lines.len()
+                && !should_rotate(
+                    size + buffer.len() as u64,
+                    lines[end].len() as u64,
+                    self.max_bytes,
+                )
+            {
+                buffer.extend_from_slice(&lines[end]);
+                end += 1;
+            }
+            if end == done {
+                self.rotate().map_err(|error| (done, error))?;
+                self.file().map_err(|error| (done, error))?;
+                continue;
+            }
+            let open = self.open.as_mut().expect("opened by file()");
+            open.file.write_all(&buffer).map_err(|source| {
+                (
+                    done,
+                    WriteError::Write {
+                        path: self.path.clone(),
+                        source,
+                    },
+                )
             })?;
-        open.size += incoming;
+            open.size += buffer.len() as u64;
+            done = end;
+        }
         Ok(())
     }
 }
@@ -400,6 +494,26 @@ mod tests {
         for path in [&current, &rotated_path(&current, 1)] {
             assert!(std::fs::metadata(path).unwrap().len() <= 1000);
         }
+    }
+
+    #[test]
+    fn a_batch_rotates_where_single_lines_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = sink(dir.path(), 1000, 2);
+        sink.append(&numbered_line(1)).unwrap();
+        // One batch that crosses two rotations: the same files as line by line.
+        let batch: Vec<Vec<u8>> = (2..=25).map(numbered_line).collect();
+        sink.append_lines(&batch).unwrap();
+        let current = sink.path.clone();
+        assert_eq!(numbers_in(&current), (21..=25).collect::<Vec<_>>());
+        assert_eq!(
+            numbers_in(&rotated_path(&current, 1)),
+            (11..=20).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            numbers_in(&rotated_path(&current, 2)),
+            (1..=10).collect::<Vec<_>>()
+        );
     }
 
     #[test]
