@@ -71,18 +71,8 @@ pub(crate) fn server<'a>(
     grant: &Grant,
     tool: Option<&str>,
 ) -> Result<&'a Arc<Slot>, Error> {
-    let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name) else {
-        return Err(ErrorData::UnknownServer {
-            server: name.to_owned(),
-            known_servers: slots
-                .iter()
-                .map(|slot| &slot.upstream.info().name)
-                .filter(|name| grant.scope.permits_server(name))
-                .cloned()
-                .collect(),
-        }
-        .into());
-    };
+    // The scope first, whether or not the server exists: a scoped token learns nothing of the
+    // servers outside its scope, not even which names exist (its scope it knows already).
     let now = SystemTime::now();
     if grant.scope.is_expired(now) || !grant.scope.permits_server(name) {
         let scope = grant.scope.describe(now);
@@ -103,6 +93,18 @@ pub(crate) fn server<'a>(
         }
         .into());
     }
+    let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name) else {
+        return Err(ErrorData::UnknownServer {
+            server: name.to_owned(),
+            known_servers: slots
+                .iter()
+                .map(|slot| &slot.upstream.info().name)
+                .filter(|name| grant.scope.permits_server(name))
+                .cloned()
+                .collect(),
+        }
+        .into());
+    };
     Ok(slot)
 }
 
