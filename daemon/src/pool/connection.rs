@@ -113,9 +113,18 @@ impl ClientHandler for PoolClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        self.requests.sample(&params).await
+        // A server that cancels its request (or goes away) stops the backend request with it,
+        // so nothing more is billed for an answer nobody reads.
+        tokio::select! {
+            answer = self.requests.sample(&params) => answer,
+            () = context.ct.cancelled() => Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode(-1),
+                "sampling cancelled by the server",
+                None,
+            )),
+        }
     }
 
     async fn on_progress(
