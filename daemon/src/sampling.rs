@@ -1,10 +1,10 @@
 //! Answering an MCP server's `sampling/createMessage` through the agent's LLM backend.
 //!
 //! Two halves. The pure one maps the MCP request onto the agent crate's provider-neutral
-//! [`LlmRequest`] ([`plan`]: text messages become turns, the system prompt, temperature and stop
+//! [`LlmRequest`] (`plan`: text messages become turns, the system prompt, temperature and stop
 //! sequences pass through, `maxTokens` is lowered to the configured cap; images, audio and tool
 //! use are declined with a reason) and the backend's answer back onto MCP's
-//! `CreateMessageResult` ([`answer`]). The other half, [`Sampler`], holds the backend built from
+//! `CreateMessageResult` (`answer`). The other half, [`Sampler`], holds the backend built from
 //! the `agent` config, sends the request with the agent's step timeout, and keeps the bill
 //! (requests, tokens, USD at the agent's prices) that `health` shows per server.
 //!
