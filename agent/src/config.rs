@@ -145,6 +145,9 @@ pub struct AgentConfig {
     pub timeouts: Timeouts,
     /// Retries of an LLM request that failed with 429, 5xx or 529 before any answer.
     pub max_retries: u32,
+    /// The most `maxTokens` an MCP server's `sampling/createMessage` gets: a larger request is
+    /// lowered to this (servers with `allowSampling` only).
+    pub sampling_max_tokens: u64,
 }
 
 impl Default for AgentConfig {
@@ -162,6 +165,7 @@ impl Default for AgentConfig {
             max_output_tokens: 1_024,
             timeouts: Timeouts::default(),
             max_retries: 4,
+            sampling_max_tokens: 1_024,
         }
     }
 }
@@ -191,6 +195,11 @@ impl AgentConfig {
         if self.max_output_tokens == 0 {
             return Err(ConfigError::Invalid(
                 "agent.maxOutputTokens is 0; it must be at least 1".into(),
+            ));
+        }
+        if self.sampling_max_tokens == 0 {
+            return Err(ConfigError::Invalid(
+                "agent.samplingMaxTokens is 0; it must be at least 1".into(),
             ));
         }
         if self.timeouts.step_ms == 0 || self.timeouts.run_ms == 0 {

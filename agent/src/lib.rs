@@ -218,6 +218,25 @@ impl Agent {
         })
     }
 
+    /// The configured backend, for answering MCP servers' `sampling/createMessage` requests:
+    /// `None` when it is the offline planner (which cannot write free text). Reads the key the
+    /// way a run does; the error never contains it.
+    pub fn sampling_backend(
+        &self,
+        lookup_env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Arc<dyn LlmBackend>>, AgentError> {
+        if self.config.backend == BackendKind::Offline {
+            return Ok(None);
+        }
+        let model = self
+            .config
+            .model
+            .clone()
+            .unwrap_or_else(|| self.config.backend.default_model().to_owned());
+        self.backend(self.config.backend, &model, true, lookup_env)
+            .map(Some)
+    }
+
     fn backend(
         &self,
         kind: BackendKind,

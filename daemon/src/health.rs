@@ -86,6 +86,7 @@ impl Orchestrator {
                         .map(|(p50, p95, samples)| LatencySummary { p50, p95, samples }),
                     breaker,
                     tools,
+                    sampling: status.sampling,
                 }
             })
             .collect();

@@ -36,6 +36,7 @@ pub mod remote_config;
 pub mod resilience;
 mod rpc;
 pub mod runtime_file;
+pub mod sampling;
 pub mod server;
 pub mod server_requests;
 pub mod sessions;

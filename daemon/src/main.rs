@@ -557,9 +557,26 @@ async fn serve(
         }
     };
 
+    // Sampling requests of servers with `allowSampling` go to the agent's backend, when it is
+    // one that writes text (not the offline planner).
+    let sampler = match tool_cli_agent::Agent::new(config.agent.clone()) {
+        Ok(agent) => {
+            match tool_cli_daemon::sampling::Sampler::from_agent(&agent, |name| {
+                std::env::var(name).ok()
+            }) {
+                Ok(sampler) => sampler.map(Arc::new),
+                Err(error) => {
+                    tracing::warn!(%error, "sampling requests will be declined: the agent backend cannot be built");
+                    None
+                }
+            }
+        }
+        Err(_) => None,
+    };
     let pool = Pool::new(
         &config,
         PoolOptions {
+            sampler,
             max_message_bytes: cli.max_message_bytes,
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).

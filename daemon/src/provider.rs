@@ -217,6 +217,8 @@ pub struct UpstreamStatus {
     pub instructions: Option<String>,
     /// Problems worth the operator's attention that do not stop it (a refused tool override).
     pub warnings: Vec<String>,
+    /// What its sampling requests cost, for a server with `allowSampling`.
+    pub sampling: Option<tool_cli_protocol::methods::SamplingHealth>,
 }
 
 impl UpstreamStatus {
@@ -229,6 +231,7 @@ impl UpstreamStatus {
             uptime: None,
             instructions: None,
             warnings: Vec::new(),
+            sampling: None,
         }
     }
 }

@@ -638,6 +638,28 @@ pub struct ServerHealth {
     /// daemon started (bounded), most used first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<ToolHealth>>,
+    /// For a server with `allowSampling`: its `sampling/createMessage` requests and what the
+    /// agent backend billed for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingHealth>,
+}
+
+/// A server's sampling requests in `health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingHealth {
+    /// Requests answered by the agent backend.
+    pub answered: u64,
+    /// Requests declined (no backend, over the per-server budget, unsupported content, or the
+    /// backend failed).
+    pub declined: u64,
+    /// Input tokens billed (cached ones included).
+    pub input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
+    /// USD at the agent's prices; absent while the model has no price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// Params of `health`; all optional.

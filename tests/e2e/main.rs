@@ -29,6 +29,7 @@ mod progress;
 mod prompts;
 mod remote;
 mod resilience;
+mod sampling;
 mod search;
 mod security;
 mod server_requests;

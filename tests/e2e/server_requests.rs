@@ -1,7 +1,8 @@
 //! What the daemon answers when a server asks it something, against real servers: `roots/list`
 //! from the config (server-everything's `get-roots-list`), elicitation declined with a reason
 //! (server-everything's `trigger-elicitation-request`, and a Python `mcp` server asking 1,000
-//! times in one call), sampling declined with a reason (`trigger-sampling-request`), and server
+//! times in one call), sampling declined with a reason when no agent backend is configured
+//! (`trigger-sampling-request`; `sampling.rs` has it answered by one), and server
 //! log messages (`notifications/message`) in the daemon's log under the server's name.
 
 use std::time::Duration;
@@ -52,7 +53,9 @@ fn a_config_without_roots_answers_an_empty_list() {
 
 #[test]
 fn elicitation_and_sampling_are_declined_with_a_reason() {
-    let daemon = everything_with(json!({}));
+    // `allowSampling` so the server is offered sampling (and registers its sampling tool); with
+    // no agent backend configured, the request is declined with a reason.
+    let daemon = everything_with(json!({"allowSampling": true}));
     let elicited = daemon.call_tool("everything", "trigger-elicitation-request", json!({}));
     let text = text_content(&elicited);
     assert!(text.contains("declined"), "{text}");
@@ -69,7 +72,7 @@ fn elicitation_and_sampling_are_declined_with_a_reason() {
                     "arguments": {"prompt": "hello"}}),
         ),
     );
-    let reason = "is not allowed to sample (set \"allowSampling\": true";
+    let reason = "may sample, but no LLM backend is configured";
     match sampled {
         Ok(result) => {
             let text = text_content(&result);

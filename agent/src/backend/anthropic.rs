@@ -88,6 +88,16 @@ pub(crate) fn request_body(model: &str, request: &LlmRequest<'_>) -> Value {
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
+    // The API refuses an empty system text block; a sampling request may have no system prompt.
+    if request.system.is_empty() {
+        body.as_object_mut().map(|body| body.remove("system"));
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !request.stop_sequences.is_empty() {
+        body["stop_sequences"] = json!(request.stop_sequences);
+    }
     body
 }
 
@@ -514,8 +524,26 @@ mod tests {
             tools: &tools,
             turns: &turns,
             max_output_tokens: 100,
+            temperature: None,
+            stop_sequences: &[],
         };
         let body = request_body("claude-haiku-4-5", &request);
+        let stops = ["END".to_owned()];
+        let sampled = request_body(
+            "claude-haiku-4-5",
+            &LlmRequest {
+                system: "",
+                temperature: Some(0.7),
+                stop_sequences: &stops,
+                ..request
+            },
+        );
+        assert!(
+            sampled.get("system").is_none(),
+            "an empty system prompt is left out"
+        );
+        assert_eq!(sampled["temperature"], json!(0.7));
+        assert_eq!(sampled["stop_sequences"], json!(["END"]));
         assert_eq!(
             body["system"][0]["cache_control"],
             json!({"type": "ephemeral"})

@@ -95,6 +95,11 @@ pub struct LlmRequest<'a> {
     pub turns: &'a [Turn],
     /// `max_tokens` for this call.
     pub max_output_tokens: u64,
+    /// The sampling temperature; `None` leaves the provider's default (the agent loop sends
+    /// none; an MCP server's `sampling/createMessage` may ask for one).
+    pub temperature: Option<f64>,
+    /// Sequences that end the answer (MCP `stopSequences`); empty for none.
+    pub stop_sequences: &'a [String],
 }
 
 impl LlmRequest<'_> {

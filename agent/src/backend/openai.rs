@@ -101,6 +101,12 @@ pub(crate) fn request_body(model: &str, limit_key: &str, request: &LlmRequest<'_
         "stream_options": {"include_usage": true},
     });
     body[limit_key] = json!(request.max_output_tokens);
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !request.stop_sequences.is_empty() {
+        body["stop"] = json!(request.stop_sequences);
+    }
     if !request.tools.is_empty() {
         body["tools"] = request
             .tools
@@ -514,8 +520,23 @@ mod tests {
             tools: &tools,
             turns: &turns,
             max_output_tokens: 64,
+            temperature: None,
+            stop_sequences: &[],
         };
         let body = request_body("gpt-4.1-mini", "max_tokens", &request);
+        assert!(body.get("temperature").is_none() && body.get("stop").is_none());
+        let stops = ["END".to_owned()];
+        let sampled = request_body(
+            "m",
+            "max_tokens",
+            &LlmRequest {
+                temperature: Some(0.7),
+                stop_sequences: &stops,
+                ..request
+            },
+        );
+        assert_eq!(sampled["temperature"], json!(0.7));
+        assert_eq!(sampled["stop"], json!(["END"]));
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
         assert_eq!(body["max_tokens"], json!(64));
         assert_eq!(body["tools"][0]["function"]["name"], "demo__sql_query");

@@ -344,6 +344,8 @@ impl RunState<'_> {
             tools: self.catalog.tools(),
             turns: &self.turns,
             max_output_tokens: wanted,
+            temperature: None,
+            stop_sequences: &[],
         };
         if let Some(ceiling) = self.settings.cost_ceiling_usd {
             let Some(price) = &self.settings.price else {

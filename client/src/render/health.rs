@@ -266,6 +266,7 @@ mod tests {
     fn server_health(name: &str, state: ServerState) -> ServerHealth {
         ServerHealth {
             tools: None,
+            sampling: None,
             name: name.into(),
             state,
             transport: TransportKind::Stdio,

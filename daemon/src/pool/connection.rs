@@ -113,9 +113,18 @@ impl ClientHandler for PoolClient {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        Err(self.requests.sample(&params))
+        // A server that cancels its request (or goes away) stops the backend request with it,
+        // so nothing more is billed for an answer nobody reads.
+        tokio::select! {
+            answer = self.requests.sample(&params) => answer,
+            () = context.ct.cancelled() => Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode(-1),
+                "sampling cancelled by the server",
+                None,
+            )),
+        }
     }
 
     async fn on_progress(
@@ -135,14 +144,18 @@ impl ClientHandler for PoolClient {
     }
 }
 
-pub(crate) fn client_config() -> ClientConfig {
-    // Roots (from the config), elicitation and sampling are declared so servers may ask: the
-    // answers are the config's roots and reasoned declines (`requests.rs`), never silence.
+/// Our identity and capabilities as an MCP client; `sampling` only for a server with
+/// `allowSampling`, so the others do not offer tools that need it.
+pub(crate) fn client_config(sampling: bool) -> ClientConfig {
+    // Roots (from the config) and elicitation are declared so servers may ask: the answers are
+    // the config's roots and reasoned declines (`requests.rs`), never silence.
     let mut capabilities = ClientCapabilities::default();
     capabilities.roots = Some(RootsCapabilities::default());
     capabilities.elicitation =
         Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
-    capabilities.sampling = Some(SamplingCapability::default());
+    if sampling {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
     let mut config = ClientConfig::new(
         capabilities,
         rmcp::model::Implementation::new(
@@ -186,7 +199,7 @@ where
     } = extras;
     let tools_changed = Arc::new(Notify::new());
     let client = PoolClient {
-        config: client_config(),
+        config: client_config(published.server_requests.advertises_sampling()),
         tools_changed: Arc::clone(&tools_changed),
         requests: Arc::clone(&published.server_requests),
     };

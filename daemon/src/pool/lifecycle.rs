@@ -113,7 +113,12 @@ impl Pool {
         if *self.shutdown.borrow() {
             return Err("the daemon is shutting down".to_owned());
         }
-        let server = Server::new(config, secrets, Arc::clone(&self.changes));
+        let server = Server::new(
+            config,
+            secrets,
+            Arc::clone(&self.changes),
+            self.options.sampler.clone(),
+        );
         let replaced = {
             let mut servers = self.servers.write().unwrap();
             let mut next = servers.as_ref().clone();

@@ -39,7 +39,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
-use tool_cli_protocol::methods::{ServerState, TransportKind};
+use tool_cli_protocol::methods::{SamplingHealth, ServerState, TransportKind};
 
 use crate::catalog::Catalog;
 use crate::config::{Config, ServerConfig, TransportConfig};
@@ -79,6 +79,9 @@ pub struct PoolOptions {
     /// The daemon's state directory, where remote servers' OAuth tokens are kept (`oauth/`);
     /// `None` keeps no tokens (a server that asks for OAuth then cannot be signed in to).
     pub state_dir: Option<PathBuf>,
+    /// The agent backend that answers sampling requests of servers with `allowSampling`
+    /// (`crate::sampling`); `None` declines them with a reason.
+    pub sampler: Option<Arc<crate::sampling::Sampler>>,
 }
 
 impl Default for PoolOptions {
@@ -97,6 +100,7 @@ impl Default for PoolOptions {
             },
             subreaper: None,
             state_dir: None,
+            sampler: None,
         }
     }
 }
@@ -218,7 +222,14 @@ impl Pool {
         let servers = config
             .servers
             .iter()
-            .map(|server| Server::new(server, Arc::clone(&secrets), Arc::clone(&changes)))
+            .map(|server| {
+                Server::new(
+                    server,
+                    Arc::clone(&secrets),
+                    Arc::clone(&changes),
+                    options.sampler.clone(),
+                )
+            })
             .collect();
         let remote_auth = Arc::new(RemoteAuth::new(
             &config.servers,
@@ -325,6 +336,7 @@ impl Server {
         config: &ServerConfig,
         secrets: Arc<Secrets>,
         changes: Arc<watch::Sender<u64>>,
+        sampler: Option<Arc<crate::sampling::Sampler>>,
     ) -> Arc<Server> {
         let initial = if config.enabled {
             Status::Connecting
@@ -344,6 +356,7 @@ impl Server {
                 server_requests: Arc::new(requests::ServerRequests::new(
                     &config.name,
                     config.server_requests.clone(),
+                    sampler,
                 )),
             }),
             restarts: AtomicU32::new(0),
@@ -467,6 +480,17 @@ impl Server {
     }
 }
 
+/// A server's sampling bill as `health` shows it.
+fn sampling_health(bill: &crate::sampling::SamplingBill) -> SamplingHealth {
+    SamplingHealth {
+        answered: bill.answered,
+        declined: bill.declined,
+        input_tokens: bill.usage.prompt_tokens(),
+        output_tokens: bill.usage.output_tokens,
+        cost_usd: bill.cost_usd,
+    }
+}
+
 /// What is left of the time until `deadline`.
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now())
@@ -496,6 +520,11 @@ impl Upstream for Server {
                 .iter()
                 .map(|problem| format!("config: {problem}"))
                 .collect(),
+            sampling: self
+                .published
+                .server_requests
+                .advertises_sampling()
+                .then(|| sampling_health(&self.published.server_requests.sampling_bill())),
         }
     }
 
@@ -628,9 +657,10 @@ impl Upstream for Server {
     }
 }
 
-/// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`.
+/// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`: as a server
+/// with `allowSampling` sees them (the others are not offered `sampling`).
 pub(crate) fn client_capabilities_json() -> Value {
-    serde_json::to_value(connection::client_config().capabilities).unwrap_or(Value::Null)
+    serde_json::to_value(connection::client_config(true).capabilities).unwrap_or(Value::Null)
 }
 
 /// When [`Pool::start_until`] returns (`--ready-when`): the daemon is ready, and `--print-env`

@@ -1,6 +1,8 @@
 //! The pool's answers to requests and notifications a server sends the daemon: `roots/list`
-//! from the config, `elicitation/create` and `sampling/createMessage` declined with a reason
-//! (bounded per server, so a server asking a thousand times costs a counter), and
+//! from the config, `elicitation/create` declined with a reason, `sampling/createMessage`
+//! answered through the agent backend for a server with `allowSampling` (`crate::sampling`) or
+//! declined with a reason (both bounded per server, so a server asking a thousand times costs a
+//! counter), and
 //! `notifications/message` written to the daemon's log under the server's name.
 //!
 //! The connection's rmcp `ClientHandler` (`connection.rs`) delegates here; the decisions are
@@ -14,14 +16,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, Root,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorCode, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, Root,
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::call_events::CallEventLog;
+use crate::sampling::{Sampler, SamplingBill};
 use crate::server_requests::{Admission, RequestBudget, ServerRequestSettings};
 
 /// The `_meta` key of a declined elicitation that says why.
@@ -42,6 +45,10 @@ pub(crate) struct ServerRequests {
     /// The events buffers of its calls in flight that asked for progress, by the progress
     /// token rmcp put on each request.
     watched: Mutex<HashMap<ProgressToken, Arc<CallEventLog>>>,
+    /// The agent backend that answers its sampling requests, when one is configured.
+    sampler: Option<Arc<Sampler>>,
+    /// What its sampling requests have cost.
+    sampling_bill: Mutex<SamplingBill>,
 }
 
 /// Stops relaying a request's notifications when it ends.
@@ -57,13 +64,30 @@ impl Drop for Watch<'_> {
 }
 
 impl ServerRequests {
-    pub(crate) fn new(server: &str, settings: ServerRequestSettings) -> ServerRequests {
+    pub(crate) fn new(
+        server: &str,
+        settings: ServerRequestSettings,
+        sampler: Option<Arc<Sampler>>,
+    ) -> ServerRequests {
         ServerRequests {
             server: server.to_owned(),
             settings,
             budget: Mutex::new(RequestBudget::new()),
             watched: Mutex::new(HashMap::new()),
+            sampler,
+            sampling_bill: Mutex::new(SamplingBill::default()),
         }
+    }
+
+    /// Whether the server is told, in the handshake, that it may ask for sampling: only with
+    /// `allowSampling` (answered by the backend, or declined with a reason when there is none).
+    pub(crate) fn advertises_sampling(&self) -> bool {
+        self.settings.allow_sampling
+    }
+
+    /// What its sampling requests have cost so far.
+    pub(crate) fn sampling_bill(&self) -> SamplingBill {
+        *self.sampling_bill.lock().unwrap()
     }
 
     /// Relays the progress (and the server's log messages) of the request carrying `token` to
@@ -170,28 +194,68 @@ impl ServerRequests {
         result
     }
 
-    /// `sampling/createMessage`: refused with the reason as the error message.
-    pub(crate) fn sample(&self, request: &CreateMessageRequestParams) -> rmcp::ErrorData {
-        let reason = match self.admit("sampling") {
-            Err(reason) => reason,
-            Ok(()) if !self.settings.allow_sampling => format!(
+    /// `sampling/createMessage`: answered by the agent backend when the server may sample and
+    /// one is configured; otherwise refused with the reason as the error message.
+    pub(crate) async fn sample(
+        &self,
+        request: &CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        let reason = match (self.admit("sampling"), &self.sampler) {
+            (Err(reason), _) => reason,
+            (Ok(()), _) if !self.settings.allow_sampling => format!(
                 "sampling declined by the tool-cli daemon: server \"{}\" is not allowed to \
                  sample (set \"allowSampling\": true in its config entry)",
                 self.server
             ),
-            Ok(()) => format!(
-                "sampling declined by the tool-cli daemon: server \"{}\" may sample, but this \
-                 daemon does not yet answer sampling requests through its agent backend",
+            (Ok(()), None) => format!(
+                "sampling declined by the tool-cli daemon: server \"{}\" may sample, but no \
+                 LLM backend is configured (set agent.backend to \"openai\" or \"anthropic\" \
+                 in the daemon's config)",
                 self.server
             ),
+            (Ok(()), Some(sampler)) => match sampler.sample(request).await {
+                Ok(sampled) => {
+                    self.sampling_bill
+                        .lock()
+                        .unwrap()
+                        .add(&sampled.usage, sampled.cost_usd);
+                    tracing::info!(
+                        server = %self.server,
+                        backend = %sampler.describe(),
+                        input_tokens = sampled.usage.prompt_tokens(),
+                        output_tokens = sampled.usage.output_tokens,
+                        cost_usd = sampled.cost_usd.unwrap_or(0.0),
+                        "sampling request answered"
+                    );
+                    return Ok(sampled.result);
+                }
+                Err(failure) => {
+                    let mut bill = self.sampling_bill.lock().unwrap();
+                    bill.usage.add(&failure.usage);
+                    if let Some(cost) = sampler.cost_of(&failure.usage)
+                        && cost > 0.0
+                    {
+                        *bill.cost_usd.get_or_insert(0.0) += cost;
+                    }
+                    format!(
+                        "sampling failed in the tool-cli daemon (server \"{}\"): {}",
+                        self.server, failure.reason
+                    )
+                }
+            },
         };
+        self.sampling_bill.lock().unwrap().declined += 1;
         tracing::info!(
             server = %self.server,
             messages = request.messages.len(),
             %reason,
             "sampling request declined"
         );
-        rmcp::ErrorData::new(ErrorCode(SAMPLING_REFUSED), reason, None)
+        Err(rmcp::ErrorData::new(
+            ErrorCode(SAMPLING_REFUSED),
+            reason,
+            None,
+        ))
     }
 
     /// `notifications/message`: into the daemon's log under the server's name, at the level
