@@ -213,12 +213,12 @@ pub struct CallEventsParams {
 #[serde(rename_all = "camelCase")]
 pub struct CallEventsResult {
     /// The events after `after`, oldest first: `{seq, type: "progress", progress, total?,
-    /// message?}` or `{seq, type: "log", level, logger?, data}`.
+    /// message?}` or `{seq, type: "log", server, level, logger?, data}`.
     pub events: Vec<Value>,
     /// Whether the call has ended (no events will follow those returned).
     pub done: bool,
-    /// Events dropped because the call's buffer was full (oldest first; their `seq`s are
-    /// missing).
+    /// Events the call's buffer let go because it was full (oldest first), whether or not a
+    /// poller had read them; a poller knows which it missed by the gaps in `seq`.
     pub dropped: u64,
 }
 
