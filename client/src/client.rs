@@ -294,6 +294,8 @@ impl Client {
             alternatives: None,
             progress: None,
             progress_id: call.progress_id.clone(),
+            reset_timeout_on_progress: None,
+            max_total_timeout_ms: None,
         })?;
         let wait = match timeout {
             Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,

@@ -75,6 +75,9 @@ pub(crate) struct CallEventLog {
     state: Mutex<LogState>,
     /// `(last seq, done)`, for long-polls.
     progress: watch::Sender<(u64, bool)>,
+    /// How many progress notifications (not log messages) have arrived, for a call whose
+    /// timeout restarts on progress (`crate::pipeline::progress_timeout`).
+    beats: watch::Sender<u64>,
 }
 
 impl CallEventLog {
@@ -82,11 +85,26 @@ impl CallEventLog {
         CallEventLog {
             state: Mutex::new(LogState::default()),
             progress: watch::Sender::new((0, false)),
+            beats: watch::Sender::new(0),
         }
+    }
+
+    /// A buffer no poller can read, for a call that needs its progress counted
+    /// (`resetTimeoutOnProgress`) but asked for no events.
+    pub(crate) fn unlisted() -> Arc<CallEventLog> {
+        Arc::new(CallEventLog::new())
+    }
+
+    /// Changes at each progress notification of the call.
+    pub(crate) fn progress_beats(&self) -> watch::Receiver<u64> {
+        self.beats.subscribe()
     }
 
     /// Appends an event (its `seq` is added), dropping the oldest when full.
     pub(crate) fn push(&self, mut event: Map<String, Value>) {
+        if event.get("type").and_then(Value::as_str) == Some("progress") {
+            self.beats.send_modify(|beats| *beats += 1);
+        }
         let seq = {
             let mut state = self.state.lock().unwrap();
             if state.finished_at.is_some() {

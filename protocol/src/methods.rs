@@ -191,6 +191,15 @@ pub struct CallToolParams {
     /// another connection can long-poll `callEvents` while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_id: Option<String>,
+    /// MCP's `resetTimeoutOnProgress`: the call's timeout (`timeoutMs`, else the server's)
+    /// restarts at each progress notification the server sends for this call, so a call that
+    /// keeps reporting progress may run past it, up to `maxTotalTimeoutMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_timeout_on_progress: Option<bool>,
+    /// With `resetTimeoutOnProgress`, the most the call may take in all, progress or not
+    /// (default and at most the protocol's maximum timeout, 300000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_timeout_ms: Option<u64>,
 }
 
 /// Params of `callEvents`.

@@ -3,6 +3,8 @@
 //! server-everything's `trigger-long-running-operation` (progress notifications) and
 //! `toggle-simulated-logging`; a flood of progress stays bounded; bad params are named. And the
 //! same through `tool-cli --progress`: one line per event on stderr, the result alone on stdout.
+//! `resetTimeoutOnProgress`: a call reporting progress more often than its timeout runs past it,
+//! within `maxTotalTimeoutMs`.
 
 use serde_json::{Value, json};
 use std::process::Output;
@@ -325,5 +327,95 @@ fn server_log_lines_reach_the_cli_with_the_server_name() {
         stderr.lines().any(|line| line.starts_with("[everything ")
             && (line.contains("-level message") || line.contains("level-message"))),
         "{stderr}"
+    );
+}
+
+/// server-everything's long operation of 4 steps of 1 s each, with a 2.5 s timeout, and `extra`
+/// params.
+fn four_second_operation(
+    daemon: &Daemon,
+    extra: Value,
+) -> Result<Value, tool_cli_protocol::ErrorObject> {
+    let mut params = json!({"server": "everything", "tool": "trigger-long-running-operation",
+                            "arguments": {"duration": 4, "steps": 4}, "timeoutMs": 2500});
+    for (key, value) in extra.as_object().unwrap() {
+        params[key] = value.clone();
+    }
+    daemon.rpc(name::CALL_TOOL, Some(params))
+}
+
+#[test]
+fn reset_timeout_on_progress_lets_a_reporting_call_outlive_its_timeout_within_max_total() {
+    let daemon = everything();
+    // Each step (1 s) is shorter than the timeout (2.5 s), the whole (4 s) longer.
+    let finished = four_second_operation(&daemon, json!({"resetTimeoutOnProgress": true}))
+        .expect("progress restarts the timeout");
+    assert_eq!(
+        text_content(&finished),
+        "Long running operation completed. Duration: 4 seconds, Steps: 4."
+    );
+    // With a progressId as well, the events are still relayed.
+    let followed = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "progressId": "reset-1"}),
+    )
+    .expect("progress restarts the timeout");
+    assert!(text_content(&followed).starts_with("Long running operation completed"));
+    let page = daemon.call(
+        name::CALL_EVENTS,
+        json!({"progressId": "reset-1", "after": 0, "waitMs": 0}),
+    );
+    assert!(
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "progress")
+            .count()
+            >= 3,
+        "{page:#}"
+    );
+
+    // Without the flag the same call times out at 2.5 s.
+    let timed_out = four_second_operation(&daemon, json!({})).unwrap_err();
+    assert_eq!(timed_out.code, code::TIMEOUT, "{timed_out:?}");
+    assert_eq!(timed_out.data.as_ref().unwrap()["timeoutMs"], 2500);
+
+    // maxTotalTimeoutMs still cuts it: 3 s of progress every second is not enough for 4 s.
+    let cut = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "maxTotalTimeoutMs": 3000}),
+    )
+    .unwrap_err();
+    assert_eq!(cut.code, code::TIMEOUT, "{cut:?}");
+    assert_eq!(cut.data.as_ref().unwrap()["timeoutMs"], 3000, "{cut:?}");
+
+    // Bad combinations are named.
+    let alone = four_second_operation(&daemon, json!({"maxTotalTimeoutMs": 3000})).unwrap_err();
+    assert_eq!(alone.code, code::INVALID_PARAMS);
+    assert!(
+        alone.message.contains("applies only with"),
+        "{}",
+        alone.message
+    );
+    let zero = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "maxTotalTimeoutMs": 0}),
+    )
+    .unwrap_err();
+    assert!(
+        zero.message
+            .contains("maxTotalTimeoutMs must be a positive"),
+        "{}",
+        zero.message
+    );
+    let wrong_type =
+        four_second_operation(&daemon, json!({"resetTimeoutOnProgress": "yes"})).unwrap_err();
+    assert!(
+        wrong_type
+            .message
+            .contains(r#""resetTimeoutOnProgress"?: boolean"#),
+        "{}",
+        wrong_type.message
     );
 }
