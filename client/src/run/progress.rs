@@ -307,7 +307,7 @@ fn draw(bar: &ProgressBar, event: &Value) {
             if bar.length() != Some(BAR_UNITS) {
                 bar.set_length(BAR_UNITS);
                 bar.set_style(
-                    ProgressStyle::with_template("{spinner} {prefix} [{bar:30}] {msg}")
+                    ProgressStyle::with_template("{spinner} {prefix} [{bar:20}] {msg}")
                         .expect("the template is valid")
                         .progress_chars("=> "),
                 );
