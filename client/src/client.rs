@@ -293,7 +293,9 @@ impl Client {
             idempotency_key: call.idempotency_key.clone(),
             alternatives: None,
             progress: None,
-            progress_id: None,
+            progress_id: call.progress_id.clone(),
+            reset_timeout_on_progress: None,
+            max_total_timeout_ms: None,
         })?;
         let wait = match timeout {
             Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,
@@ -500,6 +502,7 @@ pub struct ToolCall {
     session: Option<String>,
     hint: Option<String>,
     idempotency_key: Option<String>,
+    progress_id: Option<String>,
 }
 
 impl ToolCall {
@@ -516,6 +519,7 @@ impl ToolCall {
             session: None,
             hint: None,
             idempotency_key: None,
+            progress_id: None,
         }
     }
 
@@ -548,6 +552,14 @@ impl ToolCall {
     /// A key under which the daemon answers a repeat of this call without running it again.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> ToolCall {
         self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Asks for the call's progress and its server's log messages under this name
+    /// (`progressId`, 1-128 characters, fresh for each call): read them with the `callEvents`
+    /// method on another client of the same token while the call runs.
+    pub fn progress_id(mut self, progress_id: impl Into<String>) -> ToolCall {
+        self.progress_id = Some(progress_id.into());
         self
     }
 

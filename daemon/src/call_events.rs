@@ -75,6 +75,9 @@ pub(crate) struct CallEventLog {
     state: Mutex<LogState>,
     /// `(last seq, done)`, for long-polls.
     progress: watch::Sender<(u64, bool)>,
+    /// How many progress notifications (not log messages) have arrived, for a call whose
+    /// timeout restarts on progress (`crate::pipeline::progress_timeout`).
+    beats: watch::Sender<u64>,
 }
 
 impl CallEventLog {
@@ -82,11 +85,26 @@ impl CallEventLog {
         CallEventLog {
             state: Mutex::new(LogState::default()),
             progress: watch::Sender::new((0, false)),
+            beats: watch::Sender::new(0),
         }
+    }
+
+    /// A buffer no poller can read, for a call that needs its progress counted
+    /// (`resetTimeoutOnProgress`) but asked for no events.
+    pub(crate) fn unlisted() -> Arc<CallEventLog> {
+        Arc::new(CallEventLog::new())
+    }
+
+    /// Changes at each progress notification of the call.
+    pub(crate) fn progress_beats(&self) -> watch::Receiver<u64> {
+        self.beats.subscribe()
     }
 
     /// Appends an event (its `seq` is added), dropping the oldest when full.
     pub(crate) fn push(&self, mut event: Map<String, Value>) {
+        if event.get("type").and_then(Value::as_str) == Some("progress") {
+            self.beats.send_modify(|beats| *beats += 1);
+        }
         let seq = {
             let mut state = self.state.lock().unwrap();
             if state.finished_at.is_some() {
@@ -171,14 +189,14 @@ impl CallEventHub {
         wait: Option<Duration>,
     ) -> Result<CallEventsResult, Error> {
         check_id(name::CALL_EVENTS, progress_id)?;
+        let key = (token_id.to_owned(), progress_id.to_owned());
         let log = {
             let mut logs = self.logs.lock().unwrap();
-            let key = (token_id.to_owned(), progress_id.to_owned());
             match logs.get(&key) {
                 Some(log) => Arc::clone(log),
                 None => {
                     let log = Arc::new(CallEventLog::new());
-                    insert(&mut logs, key, Arc::clone(&log)).map_err(|_| {
+                    insert(&mut logs, key.clone(), Arc::clone(&log)).map_err(|_| {
                         Error::invalid_params(
                             name::CALL_EVENTS,
                             format!("this token already follows {MAX_PER_TOKEN} calls; wait for some to finish"),
@@ -195,6 +213,7 @@ impl CallEventHub {
             progress.wait_for(|&(last, done)| last > after || done),
         )
         .await;
+        self.forget_unused(&key, &log);
         let state = log.state.lock().unwrap();
         Ok(CallEventsResult {
             events: state
@@ -206,6 +225,25 @@ impl CallEventHub {
             done: state.finished_at.is_some(),
             dropped: state.dropped,
         })
+    }
+}
+
+impl CallEventHub {
+    /// Forgets the buffer a poller made when no call has attached to it by the end of the
+    /// poll and no other poller holds it: a call that was refused before it started (bad
+    /// arguments, an unknown tool) never attaches, and its id must not count against the
+    /// token's limit. A later poll of the same id makes a new one.
+    fn forget_unused(&self, key: &(String, String), log: &Arc<CallEventLog>) {
+        let mut logs = self.logs.lock().unwrap();
+        let unused = logs.get(key).is_some_and(|held| {
+            Arc::ptr_eq(held, log)
+                // The map's reference and this poller's: no other poller waits on it.
+                && Arc::strong_count(log) == 2
+                && !log.state.lock().unwrap().attached
+        });
+        if unused {
+            logs.remove(key);
+        }
     }
 }
 
@@ -304,5 +342,28 @@ mod tests {
         let done = hub.events("t", "p", 1, Some(MAX_WAIT)).await.unwrap();
         assert!(done.done && done.events.is_empty());
         assert!(hub.attach("t", "").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_buffer_no_call_attached_to_is_forgotten_after_its_poll() {
+        let hub = CallEventHub::default();
+        for n in 0..(MAX_PER_TOKEN * 2) {
+            // A poller for a call that was refused before it started.
+            let page = hub
+                .events("t", &format!("refused-{n}"), 0, Some(Duration::ZERO))
+                .await
+                .unwrap();
+            assert!(page.events.is_empty() && !page.done);
+        }
+        assert!(hub.logs.lock().unwrap().is_empty());
+        // A call that did attach keeps its buffer.
+        let log = hub.attach("t", "kept").unwrap();
+        log.push(event(1));
+        let page = hub
+            .events("t", "kept", 0, Some(Duration::ZERO))
+            .await
+            .unwrap();
+        assert_eq!(page.events.len(), 1);
+        assert_eq!(hub.logs.lock().unwrap().len(), 1);
     }
 }

@@ -219,7 +219,7 @@ pub(crate) fn module(
             let params: CallToolParams = parse(
                 name::CALL_TOOL,
                 &params,
-                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string}"#,
+                r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string, "resetTimeoutOnProgress"?: boolean, "maxTotalTimeoutMs"?: integer}"#,
             )?;
             let call = call_context(&extensions)?;
             let progress = events::progress_log(&params, &call.grant, &context.orchestrator)?;

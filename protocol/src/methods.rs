@@ -191,6 +191,15 @@ pub struct CallToolParams {
     /// another connection can long-poll `callEvents` while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_id: Option<String>,
+    /// MCP's `resetTimeoutOnProgress`: the call's timeout (`timeoutMs`, else the server's)
+    /// restarts at each progress notification the server sends for this call, so a call that
+    /// keeps reporting progress may run past it, up to `maxTotalTimeoutMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_timeout_on_progress: Option<bool>,
+    /// With `resetTimeoutOnProgress`, the most the call may take in all, progress or not
+    /// (default and at most the protocol's maximum timeout, 300000 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_timeout_ms: Option<u64>,
 }
 
 /// Params of `callEvents`.
@@ -213,12 +222,12 @@ pub struct CallEventsParams {
 #[serde(rename_all = "camelCase")]
 pub struct CallEventsResult {
     /// The events after `after`, oldest first: `{seq, type: "progress", progress, total?,
-    /// message?}` or `{seq, type: "log", level, logger?, data}`.
+    /// message?}` or `{seq, type: "log", server, level, logger?, data}`.
     pub events: Vec<Value>,
     /// Whether the call has ended (no events will follow those returned).
     pub done: bool,
-    /// Events dropped because the call's buffer was full (oldest first; their `seq`s are
-    /// missing).
+    /// Events the call's buffer let go because it was full (oldest first), whether or not a
+    /// poller had read them; a poller knows which it missed by the gaps in `seq`.
     pub dropped: u64,
 }
 

@@ -1,11 +1,16 @@
 //! Progress and server logs relayed to the caller: `callTool` with `progress: true` and a
 //! `progressId`, `callEvents` long-polled on another connection while the call runs, against
 //! server-everything's `trigger-long-running-operation` (progress notifications) and
-//! `toggle-simulated-logging`; a flood of progress stays bounded; bad params are named.
+//! `toggle-simulated-logging`; a flood of progress stays bounded; bad params are named. And the
+//! same through `tool-cli --progress`: one line per event on stderr, the result alone on stdout.
+//! `resetTimeoutOnProgress`: a call reporting progress more often than its timeout runs past it,
+//! within `maxTotalTimeoutMs`.
 
 use serde_json::{Value, json};
+use std::process::Output;
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
+
 use tool_cli_tests::{Daemon, everything_stdio, text_content};
 
 fn everything() -> Daemon {
@@ -177,4 +182,240 @@ fn bad_progress_params_are_named() {
     // A plain call is unchanged.
     let echoed = daemon.call_tool("everything", "echo", json!({"message": "plain"}));
     assert_eq!(echoed["content"][0]["text"], "Echo: plain");
+}
+
+fn output_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn succeeded(output: &Output) -> (String, String) {
+    let (stdout, stderr) = (output_text(&output.stdout), output_text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// The `N` of each `progress N/TOTAL` line on stderr, in order, checking the total.
+fn progress_lines(stderr: &str, total: u64) -> Vec<u64> {
+    stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("progress "))
+        .map(|rest| {
+            let (done, of) = rest.split_once('/').unwrap_or_else(|| panic!("{rest}"));
+            assert_eq!(of.trim(), total.to_string(), "{stderr}");
+            done.parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_cli_prints_progress_lines_on_stderr_in_order_and_the_result_on_stdout() {
+    let daemon = everything();
+    let args = r#"{"duration": 1, "steps": 5}"#;
+    let output = daemon.run_client(
+        &[
+            "--progress",
+            "everything",
+            "trigger-long-running-operation",
+            args,
+        ],
+        &[],
+    );
+    let (stdout, stderr) = succeeded(&output);
+    assert_eq!(
+        stdout.trim_end(),
+        "Long running operation completed. Duration: 1 seconds, Steps: 5.",
+        "stdout is the result alone"
+    );
+    let seen = progress_lines(&stderr, 5);
+    // The last notification may race the result; the first four cannot.
+    assert!(seen.len() >= 4, "{stderr}");
+    assert_eq!(
+        seen,
+        (1..=seen.len() as u64).collect::<Vec<_>>(),
+        "{stderr}"
+    );
+
+    // Without --progress and without a terminal nothing is asked for; --no-progress likewise.
+    for flags in [&[][..], &["--no-progress"][..]] {
+        let mut words = flags.to_vec();
+        words.extend(["everything", "trigger-long-running-operation", args]);
+        let (stdout, stderr) = succeeded(&daemon.run_client(&words, &[]));
+        assert!(
+            stdout.starts_with("Long running operation completed"),
+            "{stdout}"
+        );
+        assert!(!stderr.contains("progress "), "{flags:?}: {stderr}");
+    }
+    // The two flags together are a usage error.
+    let both = daemon.run_client(
+        &[
+            "--progress",
+            "--no-progress",
+            "everything",
+            "echo",
+            "message=x",
+        ],
+        &[],
+    );
+    assert_eq!(both.status.code(), Some(2), "{}", output_text(&both.stderr));
+}
+
+#[test]
+fn a_progress_flood_through_the_cli_is_bounded_and_ordered() {
+    let daemon = everything();
+    let output = daemon.run_client(
+        &[
+            "--progress",
+            "everything",
+            "trigger-long-running-operation",
+            r#"{"duration": 0, "steps": 5000}"#,
+        ],
+        &[],
+    );
+    let (stdout, stderr) = succeeded(&output);
+    assert!(stdout.contains("Steps: 5000"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 1, "stdout is the result alone");
+    let seen = progress_lines(&stderr, 5000);
+    assert!(!seen.is_empty(), "{stderr}");
+    assert!(
+        seen.windows(2).all(|pair| pair[0] < pair[1]),
+        "progress only moves forward"
+    );
+    // What was not shown was dropped by the daemon's bounded buffer (and said so) or was
+    // overtaken by a later notification.
+    let dropped: u64 = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("tool-cli: note: "))
+        .filter_map(|line| line.split_once(" progress events were dropped"))
+        .map(|(count, _)| count.parse::<u64>().unwrap())
+        .sum();
+    // Server log lines (server-everything logs the roots on a session's first call) share
+    // the seqs.
+    let logs = stderr.lines().filter(|line| line.starts_with('[')).count() as u64;
+    assert!(
+        seen.len() as u64 + dropped <= 5000 + logs && *seen.last().unwrap() <= 5000,
+        "shown {} + dropped {dropped}\n{stderr}",
+        seen.len()
+    );
+}
+
+#[test]
+fn server_log_lines_reach_the_cli_with_the_server_name() {
+    let daemon = everything();
+    // Logging is turned on first; its messages then go to every call that asked for events.
+    let toggled = daemon.call_tool("everything", "toggle-simulated-logging", json!({}));
+    assert!(text_content(&toggled).contains("Started"), "{toggled:#}");
+    let output = daemon.run_client(
+        &[
+            "--progress",
+            "everything",
+            "trigger-long-running-operation",
+            r#"{"duration": 6, "steps": 3}"#,
+        ],
+        &[],
+    );
+    let (stdout, stderr) = succeeded(&output);
+    assert!(
+        stdout.starts_with("Long running operation completed"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.lines().any(|line| line.starts_with("[everything ")
+            && (line.contains("-level message") || line.contains("level-message"))),
+        "{stderr}"
+    );
+}
+
+/// server-everything's long operation of 4 steps of 1 s each, with a 2.5 s timeout, and `extra`
+/// params.
+fn four_second_operation(
+    daemon: &Daemon,
+    extra: Value,
+) -> Result<Value, tool_cli_protocol::ErrorObject> {
+    let mut params = json!({"server": "everything", "tool": "trigger-long-running-operation",
+                            "arguments": {"duration": 4, "steps": 4}, "timeoutMs": 2500});
+    for (key, value) in extra.as_object().unwrap() {
+        params[key] = value.clone();
+    }
+    daemon.rpc(name::CALL_TOOL, Some(params))
+}
+
+#[test]
+fn reset_timeout_on_progress_lets_a_reporting_call_outlive_its_timeout_within_max_total() {
+    let daemon = everything();
+    // Each step (1 s) is shorter than the timeout (2.5 s), the whole (4 s) longer.
+    let finished = four_second_operation(&daemon, json!({"resetTimeoutOnProgress": true}))
+        .expect("progress restarts the timeout");
+    assert_eq!(
+        text_content(&finished),
+        "Long running operation completed. Duration: 4 seconds, Steps: 4."
+    );
+    // With a progressId as well, the events are still relayed.
+    let followed = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "progressId": "reset-1"}),
+    )
+    .expect("progress restarts the timeout");
+    assert!(text_content(&followed).starts_with("Long running operation completed"));
+    let page = daemon.call(
+        name::CALL_EVENTS,
+        json!({"progressId": "reset-1", "after": 0, "waitMs": 0}),
+    );
+    assert!(
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "progress")
+            .count()
+            >= 3,
+        "{page:#}"
+    );
+
+    // Without the flag the same call times out at 2.5 s.
+    let timed_out = four_second_operation(&daemon, json!({})).unwrap_err();
+    assert_eq!(timed_out.code, code::TIMEOUT, "{timed_out:?}");
+    assert_eq!(timed_out.data.as_ref().unwrap()["timeoutMs"], 2500);
+
+    // maxTotalTimeoutMs still cuts it: 3 s of progress every second is not enough for 4 s.
+    let cut = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "maxTotalTimeoutMs": 3000}),
+    )
+    .unwrap_err();
+    assert_eq!(cut.code, code::TIMEOUT, "{cut:?}");
+    assert_eq!(cut.data.as_ref().unwrap()["timeoutMs"], 3000, "{cut:?}");
+
+    // Bad combinations are named.
+    let alone = four_second_operation(&daemon, json!({"maxTotalTimeoutMs": 3000})).unwrap_err();
+    assert_eq!(alone.code, code::INVALID_PARAMS);
+    assert!(
+        alone.message.contains("applies only with"),
+        "{}",
+        alone.message
+    );
+    let zero = four_second_operation(
+        &daemon,
+        json!({"resetTimeoutOnProgress": true, "maxTotalTimeoutMs": 0}),
+    )
+    .unwrap_err();
+    assert!(
+        zero.message
+            .contains("maxTotalTimeoutMs must be a positive"),
+        "{}",
+        zero.message
+    );
+    let wrong_type =
+        four_second_operation(&daemon, json!({"resetTimeoutOnProgress": "yes"})).unwrap_err();
+    assert!(
+        wrong_type
+            .message
+            .contains(r#""resetTimeoutOnProgress"?: boolean"#),
+        "{}",
+        wrong_type.message
+    );
 }

@@ -16,6 +16,7 @@
 use clap::Args;
 use serde_json::Map;
 
+use super::progress::{ProgressChoice, ProgressFlags};
 use super::{Command, parse_arguments};
 use crate::error::Error;
 
@@ -41,6 +42,9 @@ pub(super) struct CallFlags {
     /// running it again (10 minutes)
     #[arg(long, global = true, value_name = "KEY")]
     idempotency_key: Option<String>,
+
+    #[command(flatten)]
+    progress: ProgressFlags,
 }
 
 /// The checked call options.
@@ -54,6 +58,8 @@ pub(crate) struct CallOptions {
     pub(crate) hint: Option<String>,
     /// `--idempotency-key`.
     pub(crate) idempotency_key: Option<String>,
+    /// `--progress`, `--no-progress`.
+    pub(crate) progress: ProgressChoice,
 }
 
 /// Longest session id the daemon accepts.
@@ -83,6 +89,12 @@ pub(super) fn options(
     if flags.idempotency_key.is_some() && !is_call {
         return refuse(
             "--idempotency-key",
+            "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`)",
+        );
+    }
+    if flags.progress.given() && !is_call {
+        return refuse(
+            "--progress and --no-progress",
             "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`)",
         );
     }
@@ -128,6 +140,7 @@ pub(super) fn options(
         dry_run: flags.dry_run,
         hint: flags.hint,
         idempotency_key: flags.idempotency_key,
+        progress: flags.progress.choice(),
     })
 }
 
@@ -304,6 +317,7 @@ mod tests {
                 dry_run: true,
                 hint: Some("the archive".into()),
                 idempotency_key: Some("k1".into()),
+                progress: ProgressChoice::Auto,
             }
         );
         // Flags before the words, too.

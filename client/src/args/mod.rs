@@ -17,6 +17,7 @@ mod config;
 mod help;
 pub(crate) mod kv;
 mod output;
+mod progress;
 mod prompts;
 pub(crate) mod search;
 mod server;
@@ -35,6 +36,7 @@ use tool_cli_protocol::methods::MintTokenParams;
 use crate::error::Error;
 use crate::settings;
 use help::AFTER_HELP;
+pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 
 /// What the user asked for, validated.

@@ -5,6 +5,8 @@
 //! whose value could be a number, boolean or null, or a refusal naming unexpected properties,
 //! which the schema's property names turn into a suggestion. Nothing is cached between runs.
 
+use std::io::IsTerminal as _;
+
 use serde_json::{Map, Value};
 
 use super::{Output, call_options};
@@ -60,7 +62,16 @@ pub(super) async fn call(
     if options.dry_run {
         return call_options::dry_run(client, output, &call).await;
     }
-    let result = match client.call_tool(&call).await {
+    let display = super::progress::display(
+        options.progress,
+        options.dry_run,
+        std::io::stderr().is_terminal(),
+    );
+    let answer = match display {
+        Some(display) => super::progress::call_tool(client, call, display, (server, tool)).await,
+        None => client.call_tool(&call).await,
+    };
+    let result = match answer {
         Ok(result) => result,
         Err(error) => return Err(suggest_parameter(client, server, tool, error).await),
     };

@@ -18,6 +18,7 @@ pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod output;
+mod progress;
 mod prompts;
 mod resources;
 mod search;

@@ -100,6 +100,7 @@ impl ToolHost for PipelineHost {
                 dry_run: call.dry_run,
                 hint: call.hint,
                 idempotency_key: None,
+                progress_resets_timeout: None,
             };
             let started = Instant::now();
             let answer = self.orchestrator.call(&context, request).await;

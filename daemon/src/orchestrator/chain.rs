@@ -86,6 +86,7 @@ impl Orchestrator {
                         dry_run,
                         hint: step.hint,
                         idempotency_key: None,
+                        progress_resets_timeout: None,
                     };
                     if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         Err(Error::timeout(

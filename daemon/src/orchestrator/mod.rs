@@ -346,5 +346,9 @@ pub(crate) fn call_request(params: CallToolParams) -> Result<CallRequest, Error>
         dry_run: params.dry_run == Some(true),
         hint: params.hint,
         idempotency_key: params.idempotency_key,
+        progress_resets_timeout: crate::pipeline::progress_timeout::max_total(
+            params.reset_timeout_on_progress,
+            params.max_total_timeout_ms,
+        )?,
     })
 }

@@ -95,4 +95,7 @@ pub struct CallRequest {
     pub hint: Option<String>,
     /// A repeat with the same key returns the first call's answer instead of running again.
     pub idempotency_key: Option<String>,
+    /// `resetTimeoutOnProgress`: when set, the timeout restarts at each progress notification of
+    /// the call, and this is the most the call may take in all.
+    pub progress_resets_timeout: Option<Duration>,
 }

@@ -20,6 +20,7 @@ use tool_cli_protocol::ErrorData;
 use super::Slot;
 use super::guards::Admissions;
 use super::plan::{CallPlan, circuit_open};
+use super::progress_timeout::{self, Bounded};
 use crate::error::Error;
 use crate::resilience::backoff::random_jitter;
 use crate::resilience::breaker::Outcome;
@@ -87,6 +88,7 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
         plan.timeout,
         plan.deadline,
         retry,
+        plan.progress_resets_timeout,
     )
     .await;
 
@@ -127,7 +129,9 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
 
 /// Runs one operation under the slot's bulkhead, breakers and retries, within `deadline`.
 /// `timeout` is what a timeout error reports (the caller's whole timeout, not what was left of
-/// it for one attempt).
+/// it for one attempt). With `progress_resets_timeout` (the most the call may take in all,
+/// which `deadline` then is), `timeout` is an idle timeout that each progress notification of
+/// the call restarts ([`super::progress_timeout`]).
 pub(crate) async fn protected(
     slot: &Slot,
     operation: &Operation<'_>,
@@ -135,12 +139,18 @@ pub(crate) async fn protected(
     timeout: Duration,
     deadline: Instant,
     retry: &RetryPolicy,
+    progress_resets_timeout: Option<Duration>,
 ) -> CallOutcome {
     let server = &slot.upstream.info().name;
     let timed_out = || Error::timeout(server, operation.label(), timeout.as_millis() as u64);
     // One concurrency slot covers the call and its retries; waiting for it counts against the
     // deadline like everything else.
-    let _permit = match tokio::time::timeout_at(deadline, slot.guards.bulkhead.acquire()).await {
+    // A call whose timeout restarts on progress has made none while it waits for a slot.
+    let admit_by = match progress_resets_timeout {
+        Some(_) => deadline.min(Instant::now() + timeout),
+        None => deadline,
+    };
+    let _permit = match tokio::time::timeout_at(admit_by, slot.guards.bulkhead.acquire()).await {
         Ok(Ok(permit)) => permit,
         Ok(Err(busy)) => {
             return not_sent(
@@ -171,7 +181,15 @@ pub(crate) async fn protected(
             }
             class
         },
-        |_attempt| attempt(slot, operation, timeout, deadline, &sent),
+        |_attempt| {
+            attempt(
+                slot,
+                operation,
+                (timeout, deadline),
+                progress_resets_timeout,
+                &sent,
+            )
+        },
         random_jitter,
     );
     // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,
@@ -182,7 +200,15 @@ pub(crate) async fn protected(
         // Out of time between attempts (a backoff sleep), or an attempt that outlived its own
         // deadline by the slack (a starved task): the caller's time is up. A dropped attempt
         // has told the breakers itself (`InFlight`).
-        Err(_) => (Err(timed_out()), sent.load(Ordering::Relaxed)),
+        Err(_) => (
+            Err(out_of_time(
+                server,
+                operation.label(),
+                timeout,
+                progress_resets_timeout,
+            )),
+            sent.load(Ordering::Relaxed),
+        ),
     };
     let retry_reason = if attempts > 1 {
         last_transient.into_inner().unwrap().map(str::to_owned)
@@ -195,6 +221,18 @@ pub(crate) async fn protected(
         retry_reason,
         degraded: None,
     }
+}
+
+/// The timeout error of a call whose deadline has passed: the caller's timeout, or with a
+/// timeout that progress restarts, the most the call could take in all (the deadline's).
+fn out_of_time(
+    server: &str,
+    label: &str,
+    timeout: Duration,
+    progress_resets_timeout: Option<Duration>,
+) -> Error {
+    let bound = progress_resets_timeout.unwrap_or(timeout);
+    Error::timeout(server, label, bound.as_millis() as u64)
 }
 
 fn not_sent(error: Error) -> CallOutcome {
@@ -211,15 +249,15 @@ fn not_sent(error: Error) -> CallOutcome {
 async fn attempt(
     slot: &Slot,
     operation: &Operation<'_>,
-    timeout: Duration,
-    deadline: Instant,
+    (timeout, deadline): (Duration, Instant),
+    progress_resets_timeout: Option<Duration>,
     sent: &AtomicU32,
 ) -> Result<Value, Error> {
     let server = &slot.upstream.info().name;
     let label = operation.label();
     let timed_out = || Error::timeout(server, label, timeout.as_millis() as u64);
     if Instant::now() >= deadline {
-        return Err(timed_out());
+        return Err(out_of_time(server, label, timeout, progress_resets_timeout));
     }
     let admissions = slot
         .guards
@@ -249,17 +287,36 @@ async fn attempt(
             }
         }
     };
+    // Report the caller's timeout, not what was left of it for this attempt; with a timeout
+    // that progress restarts, the upstream's own bound is the most the call may take in all.
+    let call = async {
+        call.await
+            .map_err(|error| match (error.data(), progress_resets_timeout) {
+                (Some(ErrorData::Timeout { .. }), None) => timed_out(),
+                (Some(ErrorData::Timeout { .. }), Some(max_total)) => {
+                    Error::timeout(server, label, max_total.as_millis() as u64)
+                }
+                _ => error,
+            })
+    };
     // The attempt ends at the deadline whatever the upstream does (dropping the request cancels
     // it upstream), so its failure is always recorded before the outer bound could drop it.
-    let result = match tokio::time::timeout_at(deadline, call).await {
-        Ok(result) => result,
-        Err(_) => Err(timed_out()),
+    let result = match progress_resets_timeout {
+        None => match tokio::time::timeout_at(deadline, call).await {
+            Ok(result) => result,
+            Err(_) => Err(timed_out()),
+        },
+        Some(max_total) => {
+            let beats = crate::call_events::current().map(|log| log.progress_beats());
+            match progress_timeout::bounded(call, timeout, deadline, beats).await {
+                Bounded::Done(result) => result,
+                Bounded::Idle => Err(timed_out()),
+                Bounded::Deadline => {
+                    Err(Error::timeout(server, label, max_total.as_millis() as u64))
+                }
+            }
+        }
     };
-    // Report the caller's timeout, not what was left of it for this attempt.
-    let result = result.map_err(|error| match error.data() {
-        Some(ErrorData::Timeout { .. }) => timed_out(),
-        _ => error,
-    });
     let now = Instant::now();
     let admissions = in_flight
         .admissions

@@ -23,6 +23,7 @@ mod guards;
 mod idempotency;
 mod membership;
 mod plan;
+pub(crate) mod progress_timeout;
 mod prompts;
 mod record;
 mod resolve;
@@ -319,6 +320,7 @@ impl Pipeline {
                 timeout: request.timeout,
                 arrived: context.arrived,
                 confirm: request.confirm,
+                progress_resets_timeout: request.progress_resets_timeout,
                 dry_run: request.dry_run,
                 guard,
             },
@@ -433,6 +435,7 @@ impl Pipeline {
             timeout,
             context.arrived + timeout,
             &self.options.retry,
+            None,
         )
         .await;
         outcome.result

@@ -31,8 +31,12 @@ pub(crate) struct CallPlan {
     pub(crate) arguments: Map<String, Value>,
     /// The call's timeout (the caller's, else the server's).
     pub(crate) timeout: Duration,
-    /// When the call must be answered by: arrival plus the timeout.
+    /// When the call must be answered by: arrival plus the timeout (with
+    /// `resetTimeoutOnProgress`, arrival plus the most it may take in all).
     pub(crate) deadline: Instant,
+    /// With `resetTimeoutOnProgress`, the most the call may take in all: `timeout` is then an
+    /// idle timeout, restarted by each progress notification of the call, within `deadline`.
+    pub(crate) progress_resets_timeout: Option<Duration>,
     /// Why the call may not go ahead, when it may not.
     pub(crate) blocked: Option<Error>,
 }
@@ -49,6 +53,8 @@ pub(crate) struct PlanInput<'a> {
     pub(crate) arrived: Instant,
     /// Whether the caller confirmed a destructive tool.
     pub(crate) confirm: bool,
+    /// `resetTimeoutOnProgress`: the most the call may take in all.
+    pub(crate) progress_resets_timeout: Option<Duration>,
     /// Whether this is a dry-run (which also asks the breakers and bulkhead).
     pub(crate) dry_run: bool,
     /// A guard's refusal (call depth, the session's loop detector or budget), decided by the
@@ -60,13 +66,18 @@ pub(crate) struct PlanInput<'a> {
 pub(crate) fn plan(resolved: Resolved, input: PlanInput<'_>) -> CallPlan {
     let info = resolved.slot.upstream.info();
     let timeout = input.timeout.unwrap_or(info.settings.call_timeout);
-    let deadline = input.arrived + timeout;
+    let deadline = input.arrived
+        + match input.progress_resets_timeout {
+            Some(max_total) => max_total,
+            None => timeout,
+        };
     let blocked = check(&resolved, &input).err();
     CallPlan {
         resolved,
         arguments: input.arguments,
         timeout,
         deadline,
+        progress_resets_timeout: input.progress_resets_timeout,
         blocked,
     }
 }

@@ -112,6 +112,7 @@ impl Pipeline {
             timeout,
             arrived + timeout,
             &self.options.retry,
+            None,
         )
         .await;
         outcome.result

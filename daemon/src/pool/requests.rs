@@ -275,6 +275,7 @@ impl ServerRequests {
         for log in watching {
             let mut event = serde_json::Map::new();
             event.insert("type".to_owned(), json!("log"));
+            event.insert("server".to_owned(), json!(server));
             event.insert(
                 "level".to_owned(),
                 serde_json::to_value(message.level).unwrap_or(Value::Null),

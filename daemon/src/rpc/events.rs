@@ -16,13 +16,17 @@ use crate::orchestrator::Orchestrator;
 use crate::rpc::{Context, call_context, parse, to_rpc_error};
 
 /// The events buffer of a `callTool` that asked for progress (`progress: true` with a
-/// `progressId`, or a `progressId` alone), or `None` for a plain call.
+/// `progressId`, or a `progressId` alone), an unlisted one for a call with
+/// `resetTimeoutOnProgress` that did not, or `None` for a plain call.
 pub(crate) fn progress_log(
     params: &CallToolParams,
     grant: &Grant,
     orchestrator: &Orchestrator,
 ) -> Result<Option<Arc<CallEventLog>>, ErrorObjectOwned> {
+    // A timeout that restarts on progress needs the progress counted, events asked for or not.
+    let counted = params.reset_timeout_on_progress == Some(true);
     match (params.progress, params.progress_id.as_deref()) {
+        (Some(false), _) | (None, None) if counted => Ok(Some(CallEventLog::unlisted())),
         (Some(false), _) | (None, None) => Ok(None),
         (Some(true), None) => Err(to_rpc_error(Error::invalid_params(
             name::CALL_TOOL,
