@@ -29,24 +29,35 @@ for _ in $(seq 1 300); do grep -q TOOL_CLI_TOKEN "$dir/env" 2>/dev/null && break
 source "$dir/env"
 
 # The sign-in: read the URL the CLI prints, follow it like a browser, deliver the redirect.
-mkfifo "$dir/login.err"
-"$bin/tool-cli" auth login scenario --no-browser < /dev/null 2> "$dir/login.err" > "$dir/login.out" &
-login_pid=$!
-authorization_url=""
-while IFS= read -r line; do
-    echo "$line" >&2
-    if [[ -z "$authorization_url" && "$line" =~ ^[[:space:]]+(http[^[:space:]]+) ]]; then
-        authorization_url="${BASH_REMATCH[1]}"
-        redirect="$(curl -s -o /dev/null -w '%{redirect_url}' "$authorization_url")"
-        curl -s "$redirect" > /dev/null || true
-    fi
-done < "$dir/login.err"
-wait "$login_pid"
-cat "$dir/login.out"
+login() {
+    rm -f "$dir/login.err"
+    mkfifo "$dir/login.err"
+    "$bin/tool-cli" auth login scenario --no-browser < /dev/null 2> "$dir/login.err" > "$dir/login.out" &
+    local login_pid=$! authorization_url="" line redirect
+    while IFS= read -r line; do
+        echo "$line" >&2
+        if [[ -z "$authorization_url" && "$line" =~ ^[[:space:]]+(http[^[:space:]]+) ]]; then
+            authorization_url="${BASH_REMATCH[1]}"
+            redirect="$(curl -s -o /dev/null -w '%{redirect_url}' "$authorization_url")"
+            curl -s "$redirect" > /dev/null || true
+        fi
+    done < "$dir/login.err"
+    wait "$login_pid"
+    cat "$dir/login.out"
+}
+login
 
 # Use the server through the daemon: list its tools and call the first one with no arguments.
+# A call refused for scope (403 insufficient_scope) says to sign in again when that can help
+# (the daemon then asks for the wider scope, and limits how often); do so once, as a user would.
 "$bin/tool-cli" scenario --json > "$dir/tools.json"
 tool="$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tools"]; print(t[0]["name"] if t else "")' "$dir/tools.json")"
 if [[ -n "$tool" ]]; then
-    "$bin/tool-cli" scenario "$tool" '{}' || true
+    if ! "$bin/tool-cli" scenario "$tool" '{}' 2> "$dir/call.err"; then
+        cat "$dir/call.err" >&2
+        if grep -q 'tool-cli auth login scenario' "$dir/call.err"; then
+            login
+            "$bin/tool-cli" scenario "$tool" '{}' || true
+        fi
+    fi
 fi

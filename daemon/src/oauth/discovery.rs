@@ -13,6 +13,8 @@ pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
     /// `scope`: the scope the resource wants.
     pub(crate) scope: Option<String>,
+    /// `error`: why the token was refused (`insufficient_scope` on a 403, RFC 6750 §3.1).
+    pub(crate) error: Option<String>,
 }
 
 /// Reads the Bearer challenge's parameters (quoted or token values, any order, case-insensitive
@@ -61,6 +63,7 @@ pub(crate) fn parse_challenge(header: &str) -> Challenge {
         match name.as_str() {
             "resource_metadata" => challenge.resource_metadata = Some(value),
             "scope" => challenge.scope = Some(value),
+            "error" => challenge.error = Some(value),
             _ => {}
         }
     }
@@ -200,6 +203,12 @@ mod tests {
             Some("https://a.example/.well-known/oauth-protected-resource/mcp")
         );
         assert_eq!(challenge.scope.as_deref(), Some("read write"));
+        assert_eq!(challenge.error.as_deref(), Some("invalid_token"));
+        let step_up = parse_challenge(
+            r#"Bearer scope="mcp:basic mcp:write", resource_metadata="http://h/x", error="insufficient_scope""#,
+        );
+        assert_eq!(step_up.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(step_up.scope.as_deref(), Some("mcp:basic mcp:write"));
         let bare = parse_challenge("bearer scope=files:read");
         assert_eq!(bare.scope.as_deref(), Some("files:read"));
         assert_eq!(parse_challenge("Basic realm=\"x\""), Challenge::default());

@@ -17,6 +17,7 @@
 mod discovery;
 mod flow;
 mod pkce;
+mod step_up;
 mod store;
 
 use std::collections::{BTreeMap, HashMap};
@@ -50,6 +51,8 @@ struct PendingLogin {
     state: String,
     verifier: String,
     redirect_uri: String,
+    /// The scope asked for (`None`: none was).
+    scope: Option<String>,
     registered: RegisteredClient,
     discovered: flow::Discovered,
     started: Instant,
@@ -68,6 +71,8 @@ pub(crate) struct ServerAuth {
     /// Why the server needs `tool-cli auth login`, once it asked for OAuth and no usable token
     /// is held (a std mutex: read and written without awaiting).
     needs_login: Mutex<Option<String>>,
+    /// What its 401 and 403 challenges asked for: the scope of the next sign-in (step-up).
+    challenges: Mutex<step_up::Challenges>,
 }
 
 fn now_secs() -> u64 {
@@ -125,6 +130,7 @@ impl RemoteAuth {
                     files: files.clone(),
                     tokens: tokio::sync::Mutex::new(tokens),
                     needs_login: Mutex::new(None),
+                    challenges: Mutex::new(step_up::Challenges::default()),
                 }),
             );
         }
@@ -187,10 +193,13 @@ impl RemoteAuth {
             .client
             .as_ref()
             .map_err(|message| auth_failed(server, Step::Discovery, message.clone()))?;
-        let challenge = flow::probe(client, &auth.url)
+        // A server may let `initialize` (the probe) through and ask from the next request on:
+        // then the 401 its connection saw says what it wants.
+        let probed = flow::probe(client, &auth.url)
             .await
-            .map_err(|err| step_failed(server, err))?
-            .ok_or_else(|| {
+            .map_err(|err| step_failed(server, err))?;
+        let remembered = auth.challenges.lock().unwrap().last_unauthorized.clone();
+        let challenge = probed.or(remembered).ok_or_else(|| {
                 auth_failed(
                     server,
                     Step::Discovery,
@@ -201,7 +210,12 @@ impl RemoteAuth {
         let discovered = flow::discover(client, &auth.url, &challenge)
             .await
             .map_err(|err| step_failed(server, err))?;
-        let scope = auth.settings.scope.clone().or(discovered.scope.clone());
+        // A step-up (403 insufficient_scope) adds the scope the server asked for.
+        let wanted = auth.challenges.lock().unwrap().wanted.clone();
+        let scope = step_up::scope_union(
+            auth.settings.scope.as_deref().or(discovered.scope.as_deref()),
+            wanted.as_deref(),
+        );
         let registered = match &auth.settings.client_id {
             Some(client_id) => RegisteredClient {
                 client_id: client_id.clone(),
@@ -237,6 +251,7 @@ impl RemoteAuth {
                 state,
                 verifier: pkce.verifier,
                 redirect_uri: redirect_uri.to_owned(),
+                scope,
                 registered,
                 discovered,
                 started: Instant::now(),
@@ -338,9 +353,16 @@ impl RemoteAuth {
                 .map(|secs| now_secs().saturating_add(secs)),
             scope: tokens.scope,
         };
+        let granted = stored.scope.clone();
         auth.store(Some(stored))
             .await
             .map_err(|message| auth_failed(server, Step::Token, message))?;
+        {
+            let mut challenges = auth.challenges.lock().unwrap();
+            challenges.asked = step_up::scope_union(login.scope.as_deref(), granted.as_deref());
+            challenges.wanted = None;
+            challenges.refused = None;
+        }
         Ok(auth.status().await)
     }
 
@@ -521,6 +543,53 @@ impl ServerAuth {
         }
     }
 
+    /// Remembers the challenge of a 401 the connection saw (for the next sign-in's discovery).
+    pub(crate) fn remember_unauthorized(&self, www_authenticate: &str) {
+        if !www_authenticate.is_empty() {
+            self.challenges.lock().unwrap().last_unauthorized =
+                Some(discovery::parse_challenge(www_authenticate));
+        }
+    }
+
+    /// The server answered 403 `insufficient_scope`: decides whether signing in again with more
+    /// scope can help (`step_up.rs`) and says so. The token is kept: it still serves the
+    /// requests it was enough for.
+    pub(crate) fn insufficient_scope(&self, www_authenticate: &str) -> String {
+        let challenge = discovery::parse_challenge(www_authenticate);
+        let mut challenges = self.challenges.lock().unwrap();
+        // Asked again before the user signed in: the step-up under way already covers it.
+        if let Some(wanted) = &challenges.wanted
+            && step_up::scope_union(Some(wanted), challenge.scope.as_deref()).as_deref()
+                == Some(wanted.as_str())
+            && let Some(refused) = &challenges.refused
+        {
+            return refused.clone();
+        }
+        let message = match step_up::decide(
+            challenges.asked.as_deref(),
+            challenge.scope.as_deref(),
+            challenges.step_ups,
+        ) {
+            step_up::StepUp::Reauthorize { scope } => {
+                challenges.step_ups += 1;
+                challenges.wanted = Some(scope.clone());
+                tracing::warn!(server = %self.name, %scope, "the server wants more scope; sign-in needed");
+                login_hint(
+                    &self.name,
+                    &format!(
+                        "the server refused the request for insufficient scope (403) and wants                          \"{scope}\""
+                    ),
+                )
+            }
+            step_up::StepUp::GiveUp(message) => {
+                tracing::warn!(server = %self.name, reason = %message, "insufficient scope");
+                message
+            }
+        };
+        challenges.refused = Some(message.clone());
+        message
+    }
+
     fn forget(&self, guard: &mut Option<StoredTokens>, reason: &str) {
         *guard = None;
         if let Some(files) = &self.files
@@ -577,7 +646,9 @@ impl ServerAuth {
             refreshable: tokens
                 .as_ref()
                 .is_some_and(|tokens| tokens.refresh_token.is_some()),
-            reason: needs_login.map(|reason| login_hint(&self.name, &reason)),
+            reason: needs_login
+                .map(|reason| login_hint(&self.name, &reason))
+                .or_else(|| self.challenges.lock().unwrap().refused.clone()),
         }
     }
 }
@@ -680,6 +751,7 @@ mod tests {
                 scope: None,
             })),
             needs_login: Mutex::new(None),
+            challenges: Mutex::new(step_up::Challenges::default()),
         })
     }
 
