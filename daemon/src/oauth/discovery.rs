@@ -163,9 +163,24 @@ pub(crate) struct ServerMetadata {
     pub(crate) registration_endpoint: Option<String>,
     #[serde(default)]
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    /// How a confidential client may authenticate at the token endpoint.
+    #[serde(default)]
+    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
+    /// Whether a client secret goes in the token request's form (`client_secret_post`) rather
+    /// than in HTTP Basic authentication: only when the server lists post and not basic (basic
+    /// is RFC 6749's default, and the one to use when nothing is listed).
+    pub(crate) fn wants_secret_in_body(&self) -> bool {
+        self.token_endpoint_auth_methods_supported
+            .as_ref()
+            .is_some_and(|methods| {
+                methods.iter().any(|method| method == "client_secret_post")
+                    && !methods.iter().any(|method| method == "client_secret_basic")
+            })
+    }
+
     /// Refuses metadata we cannot use safely: non-HTTP(S) endpoints, or PKCE without S256.
     pub(crate) fn check(&self) -> Result<(), String> {
         for (name, value) in [
@@ -266,6 +281,25 @@ mod tests {
         assert!(!covers("https://h.example/other", &server));
         assert!(!covers("https://evil.example/api/mcp", &server));
         assert!(!covers("http://h.example/api/mcp", &server));
+    }
+
+    #[test]
+    fn a_secret_goes_in_the_body_only_when_basic_is_not_offered() {
+        let with = |methods: serde_json::Value| -> ServerMetadata {
+            serde_json::from_value(serde_json::json!({
+                "authorization_endpoint": "https://as/authorize",
+                "token_endpoint": "https://as/token",
+                "token_endpoint_auth_methods_supported": methods,
+            }))
+            .unwrap()
+        };
+        assert!(with(serde_json::json!(["client_secret_post"])).wants_secret_in_body());
+        assert!(!with(serde_json::json!(["client_secret_basic"])).wants_secret_in_body());
+        assert!(
+            !with(serde_json::json!(["client_secret_post", "client_secret_basic"]))
+                .wants_secret_in_body()
+        );
+        assert!(!with(serde_json::json!(null)).wants_secret_in_body());
     }
 
     #[test]

@@ -249,14 +249,24 @@ pub(crate) async fn discover(
     })
 }
 
-/// A registered (or configured) client.
-#[derive(Debug, Clone)]
+/// A registered (or configured) client. Its `Debug` leaves the secret out.
+#[derive(Clone)]
 pub(crate) struct RegisteredClient {
     pub(crate) client_id: String,
     pub(crate) client_secret: Option<String>,
     /// The secret goes in the token request's form (`client_secret_post`) rather than in HTTP
     /// Basic authentication (`client_secret_basic`, the default of RFC 6749).
     pub(crate) secret_in_body: bool,
+}
+
+impl std::fmt::Debug for RegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredClient")
+            .field("client_id", &self.client_id)
+            .field("confidential", &self.client_secret.is_some())
+            .field("secret_in_body", &self.secret_in_body)
+            .finish()
+    }
 }
 
 /// Registers tool-cli with the authorization server (RFC 7591) for `redirect_uri`.

@@ -217,10 +217,16 @@ impl RemoteAuth {
             wanted.as_deref(),
         );
         let registered = match &auth.settings.client_id {
+            // A client registered by hand (a secret makes it confidential: it authenticates at
+            // the token endpoint the way the authorization server says it takes).
             Some(client_id) => RegisteredClient {
                 client_id: client_id.clone(),
-                client_secret: None,
-                secret_in_body: false,
+                client_secret: auth
+                    .settings
+                    .client_secret
+                    .as_ref()
+                    .map(|secret| secret.expose().to_owned()),
+                secret_in_body: discovered.metadata.wants_secret_in_body(),
             },
             None => flow::register(client, &discovered.metadata, redirect_uri, scope.as_deref())
                 .await
