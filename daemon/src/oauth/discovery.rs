@@ -106,6 +106,24 @@ pub(crate) fn authorization_server_metadata_urls(issuer: &Url) -> Vec<Url> {
     }
 }
 
+/// The origin of `url` as a URL (scheme, host, port; path `/`).
+pub(crate) fn origin_of(url: &Url) -> Url {
+    with_path(url, "/")
+}
+
+/// The authorization server of a 2025-03-26 server that publishes no metadata at all: the
+/// default endpoints at its origin.
+pub(crate) fn default_endpoints(origin: &Url) -> ServerMetadata {
+    ServerMetadata {
+        issuer: None,
+        authorization_endpoint: with_path(origin, "/authorize").to_string(),
+        token_endpoint: with_path(origin, "/token").to_string(),
+        registration_endpoint: Some(with_path(origin, "/register").to_string()),
+        code_challenge_methods_supported: None,
+        token_endpoint_auth_methods_supported: None,
+    }
+}
+
 fn with_path(base: &Url, path: &str) -> Url {
     let mut url = base.clone();
     url.set_path(path);
@@ -260,6 +278,28 @@ mod tests {
         );
         let root = Url::parse("https://as.example").unwrap();
         assert_eq!(authorization_server_metadata_urls(&root).len(), 2);
+    }
+
+    #[test]
+    fn a_server_without_metadata_gets_the_default_endpoints_at_its_origin() {
+        let server = Url::parse("http://127.0.0.1:5123/api/mcp?k=v").unwrap();
+        let origin = origin_of(&server);
+        assert_eq!(origin.as_str(), "http://127.0.0.1:5123/");
+        assert_eq!(
+            authorization_server_metadata_urls(&origin)[0].as_str(),
+            "http://127.0.0.1:5123/.well-known/oauth-authorization-server"
+        );
+        let metadata = default_endpoints(&origin);
+        assert_eq!(
+            metadata.authorization_endpoint,
+            "http://127.0.0.1:5123/authorize"
+        );
+        assert_eq!(metadata.token_endpoint, "http://127.0.0.1:5123/token");
+        assert_eq!(
+            metadata.registration_endpoint.as_deref(),
+            Some("http://127.0.0.1:5123/register")
+        );
+        assert!(metadata.check().is_ok());
     }
 
     #[test]
