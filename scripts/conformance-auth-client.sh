@@ -26,6 +26,10 @@ if [[ -n "$client_id" ]]; then
     export CONFORMANCE_CLIENT_SECRET
     printf '{"mcpServers": {"scenario": {"url": "%s", "oauth": {"clientId": "%s", "clientSecret": "${CONFORMANCE_CLIENT_SECRET}"}}}}\n' \
         "$url" "$client_id" > "$dir/servers.json"
+elif [[ "${MCP_CONFORMANCE_SCENARIO:-}" == auth/basic-cimd ]]; then
+    # The suite's authorization server expects this URL as the client's metadata document.
+    printf '{"mcpServers": {"scenario": {"url": "%s", "oauth": {"clientMetadataUrl": "%s"}}}}\n' \
+        "$url" "https://conformance-test.local/client-metadata.json" > "$dir/servers.json"
 else
     printf '{"mcpServers": {"scenario": {"url": "%s"}}}\n' "$url" > "$dir/servers.json"
 fi

@@ -55,7 +55,7 @@ const IGNORED: &[(&str, &str)] = &[
 ];
 
 /// Our own `oauth` object's fields; an `oauth` object with any other field is another client's.
-const OUR_OAUTH_FIELDS: &[&str] = &["scope", "clientId", "clientSecret"];
+const OUR_OAUTH_FIELDS: &[&str] = &["scope", "clientId", "clientSecret", "clientMetadataUrl"];
 
 /// Whether `oauth` is another client's (Gemini CLI's `authorizationUrl`, `scopes`, …; Claude
 /// Code's `callbackPort`) rather than ours (`true`, `false`, or scope / clientId / clientSecret).
@@ -108,7 +108,7 @@ pub(crate) fn normalize(entry: &Map<String, Value>) -> (Map<String, Value>, Vec<
             "oauth",
             true,
             "ignored: the OAuth settings of Gemini CLI or Claude Code; tool-cli's own \"oauth\" \
-             takes only scope, clientId and clientSecret (it signs in with `tool-cli auth login`)"
+             takes only scope, clientId, clientSecret and clientMetadataUrl (it signs in with `tool-cli auth login`)"
                 .to_owned(),
         );
     }
@@ -207,7 +207,8 @@ mod tests {
 
     #[test]
     fn our_oauth_is_kept_and_another_clients_is_dropped_with_a_note() {
-        let ours = json!({"url": "https://h/mcp", "oauth": {"clientId": "a", "clientSecret": "${S}"}});
+        let ours =
+            json!({"url": "https://h/mcp", "oauth": {"clientId": "a", "clientSecret": "${S}"}});
         let (entry, notes) = run(ours.clone());
         assert_eq!(entry, ours);
         assert!(notes.is_empty());

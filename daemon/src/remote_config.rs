@@ -29,6 +29,10 @@ pub struct OAuthSettings {
     pub client_id: Option<String>,
     /// The secret of that client (a confidential client), `${VAR}` expanded; never logged.
     pub client_secret: Option<ClientSecret>,
+    /// An `https://` URL where the user publishes tool-cli's client ID metadata document; used
+    /// as the client id with an authorization server that supports such documents, instead of
+    /// registering dynamically.
+    pub client_metadata_url: Option<String>,
 }
 
 /// A configured client secret. Its `Debug` never shows it, so no `{:?}` of a config or its
@@ -56,6 +60,7 @@ impl Default for OAuthSettings {
             scope: None,
             client_id: None,
             client_secret: None,
+            client_metadata_url: None,
         }
     }
 }
@@ -66,14 +71,14 @@ struct RawOAuth {
     scope: Option<String>,
     client_id: Option<String>,
     client_secret: Option<String>,
+    client_metadata_url: Option<String>,
 }
 
 /// A field that was wrong, and the message saying what would be right.
 pub(crate) type FieldError = (Option<String>, String);
 
 /// The shape of an `oauth` object, for messages.
-const OAUTH_SHAPE: &str =
-    "{\"scope\": \"…\", \"clientId\": \"…\", \"clientSecret\": \"${VAR}\"}";
+const OAUTH_SHAPE: &str = "{\"scope\": \"…\", \"clientId\": \"…\", \"clientSecret\": \"${VAR}\", \"clientMetadataUrl\": \"https://…\"}";
 
 /// Reads `caFile` and `oauth` of a server whose URL is `url`; `env` looks up the variables of a
 /// `${VAR}` in `oauth.clientSecret`.
@@ -145,11 +150,16 @@ pub(crate) fn parse(
                     Some(ClientSecret(secret))
                 }
             };
+            if let Some(text) = &raw.client_metadata_url {
+                check_client_metadata_url(text)
+                    .map_err(|message| (Some("oauth.clientMetadataUrl".to_owned()), message))?;
+            }
             OAuthSettings {
                 enabled: true,
                 scope: raw.scope.filter(|scope| !scope.trim().is_empty()),
                 client_id: raw.client_id,
                 client_secret,
+                client_metadata_url: raw.client_metadata_url,
             }
         }
         Some(_) => {
@@ -160,6 +170,24 @@ pub(crate) fn parse(
         }
     };
     Ok(RemoteOptions { ca_file, oauth })
+}
+
+/// A client ID metadata document's URL must be `https://` with a path (it is the client id; the
+/// authorization server fetches the document from it).
+fn check_client_metadata_url(text: &str) -> Result<(), String> {
+    let shape = "expected the https:// URL of a published client ID metadata document, e.g. \
+                 https://example.com/tool-cli/client.json";
+    let url =
+        url::Url::parse(text).map_err(|err| format!("\"{text}\" is not a URL ({err}); {shape}"))?;
+    if url.scheme() != "https"
+        || url.path().trim_matches('/').is_empty()
+        || url.fragment().is_some()
+    {
+        return Err(format!(
+            "\"{text}\" is not an https:// URL with a path; {shape}"
+        ));
+    }
+    Ok(())
 }
 
 /// Makes a relative `caFile` relative to the config file's directory.
@@ -232,6 +260,32 @@ mod tests {
     }
 
     #[test]
+    fn a_client_metadata_url_is_https_with_a_path() {
+        let set = parse(
+            "https://h",
+            None,
+            Some(&json!({"clientMetadataUrl": "https://example.com/tool-cli/client.json"})),
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            set.oauth.client_metadata_url.as_deref(),
+            Some("https://example.com/tool-cli/client.json")
+        );
+        for bad in ["http://example.com/c.json", "https://example.com/", "nope"] {
+            let (field, message) = parse(
+                "https://h",
+                None,
+                Some(&json!({"clientMetadataUrl": bad})),
+                &no_env,
+            )
+            .unwrap_err();
+            assert_eq!(field.as_deref(), Some("oauth.clientMetadataUrl"));
+            assert!(message.contains("expected the https:// URL"), "{message}");
+        }
+    }
+
+    #[test]
     fn a_client_secret_comes_from_the_environment_and_is_never_shown() {
         let env = |name: &str| (name == "SECRET").then(|| "s3cret-value".to_owned());
         let set = parse(
@@ -247,8 +301,14 @@ mod tests {
         assert!(!shown.contains("s3cret-value"), "{shown}");
         // Without a client id, unset, or empty: refused, naming the field and never the value.
         for (oauth, expected) in [
-            (json!({"clientSecret": "literal-s3cret"}), "without oauth.clientId"),
-            (json!({"clientId": "a", "clientSecret": "${NOPE}"}), "not set"),
+            (
+                json!({"clientSecret": "literal-s3cret"}),
+                "without oauth.clientId",
+            ),
+            (
+                json!({"clientId": "a", "clientSecret": "${NOPE}"}),
+                "not set",
+            ),
             (json!({"clientId": "a", "clientSecret": ""}), "is empty"),
         ] {
             let (field, message) = parse("https://h", None, Some(&oauth), &env).unwrap_err();

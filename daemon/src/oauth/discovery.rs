@@ -121,6 +121,7 @@ pub(crate) fn default_endpoints(origin: &Url) -> ServerMetadata {
         registration_endpoint: Some(with_path(origin, "/register").to_string()),
         code_challenge_methods_supported: None,
         token_endpoint_auth_methods_supported: None,
+        client_id_metadata_document_supported: false,
     }
 }
 
@@ -184,6 +185,9 @@ pub(crate) struct ServerMetadata {
     /// How a confidential client may authenticate at the token endpoint.
     #[serde(default)]
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// Whether a client may use the URL of its client ID metadata document as its client id.
+    #[serde(default)]
+    pub(crate) client_id_metadata_document_supported: bool,
 }
 
 impl ServerMetadata {
@@ -336,8 +340,11 @@ mod tests {
         assert!(with(serde_json::json!(["client_secret_post"])).wants_secret_in_body());
         assert!(!with(serde_json::json!(["client_secret_basic"])).wants_secret_in_body());
         assert!(
-            !with(serde_json::json!(["client_secret_post", "client_secret_basic"]))
-                .wants_secret_in_body()
+            !with(serde_json::json!([
+                "client_secret_post",
+                "client_secret_basic"
+            ]))
+            .wants_secret_in_body()
         );
         assert!(!with(serde_json::json!(null)).wants_secret_in_body());
     }

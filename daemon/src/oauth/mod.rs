@@ -200,20 +200,23 @@ impl RemoteAuth {
             .map_err(|err| step_failed(server, err))?;
         let remembered = auth.challenges.lock().unwrap().last_unauthorized.clone();
         let challenge = probed.or(remembered).ok_or_else(|| {
-                auth_failed(
-                    server,
-                    Step::Discovery,
-                    "the server answers without asking for authorization (no 401); there is \
+            auth_failed(
+                server,
+                Step::Discovery,
+                "the server answers without asking for authorization (no 401); there is \
                      nothing to sign in to",
-                )
-            })?;
+            )
+        })?;
         let discovered = flow::discover(client, &auth.url, &challenge)
             .await
             .map_err(|err| step_failed(server, err))?;
         // A step-up (403 insufficient_scope) adds the scope the server asked for.
         let wanted = auth.challenges.lock().unwrap().wanted.clone();
         let scope = step_up::scope_union(
-            auth.settings.scope.as_deref().or(discovered.scope.as_deref()),
+            auth.settings
+                .scope
+                .as_deref()
+                .or(discovered.scope.as_deref()),
             wanted.as_deref(),
         );
         let registered = match &auth.settings.client_id {
@@ -228,6 +231,20 @@ impl RemoteAuth {
                     .map(|secret| secret.expose().to_owned()),
                 secret_in_body: discovered.metadata.wants_secret_in_body(),
             },
+            // A client ID metadata document: its URL is the client id, no registration.
+            None if discovered.metadata.client_id_metadata_document_supported
+                && auth.settings.client_metadata_url.is_some() =>
+            {
+                RegisteredClient {
+                    client_id: auth
+                        .settings
+                        .client_metadata_url
+                        .clone()
+                        .unwrap_or_default(),
+                    client_secret: None,
+                    secret_in_body: false,
+                }
+            }
             None => flow::register(client, &discovered.metadata, redirect_uri, scope.as_deref())
                 .await
                 .map_err(|err| step_failed(server, err))?,
