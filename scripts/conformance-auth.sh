@@ -37,7 +37,8 @@ for scenario in "${scenarios[@]}"; do
         echo "pass  auth/$scenario"
     else
         echo "FAIL  auth/$scenario"
-        sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'FAILURE|WARNING|error' | head -5 | sed 's/^/      /'
+        sed 's/\x1b\[[0-9;]*m//g' "$log" | { grep -E 'FAILURE|WARNING|error|timed out' || true; } \
+            | head -5 | sed 's/^/      /'
         failed+=("$scenario")
     fi
     rm -f "$log"

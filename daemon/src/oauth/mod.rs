@@ -21,7 +21,7 @@ mod step_up;
 mod store;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tool_cli_protocol::ErrorData;
@@ -41,7 +41,8 @@ const LOGIN_TTL: Duration = Duration::from_secs(600);
 /// The tokens of every remote server, and the logins under way.
 pub struct RemoteAuth {
     files: Option<TokenFiles>,
-    servers: BTreeMap<String, Arc<ServerAuth>>,
+    /// By server name; changed when servers are added or removed at run time.
+    servers: RwLock<BTreeMap<String, Arc<ServerAuth>>>,
     /// At most one login under way per server; a new `authLogin` replaces the old one.
     pending: Mutex<HashMap<String, PendingLogin>>,
 }
@@ -63,6 +64,8 @@ pub(crate) struct ServerAuth {
     name: String,
     url: Url,
     settings: OAuthSettings,
+    /// Its `caFile`, to tell whether a reloaded config changed it.
+    ca_file: Option<std::path::PathBuf>,
     /// The HTTP client with this server's roots (`caFile`), or why it could not be built.
     client: Result<reqwest::Client, String>,
     files: Option<TokenFiles>,
@@ -105,50 +108,53 @@ impl RemoteAuth {
     /// (`None`: no state directory, so no sign-in is possible).
     pub fn new(servers: &[ServerConfig], state_dir: Option<&std::path::Path>) -> RemoteAuth {
         let files = state_dir.map(|dir| TokenFiles::new(dir.join("oauth")));
-        let mut by_name = BTreeMap::new();
-        for server in servers {
-            let TransportConfig::Http { url, remote, .. } = &server.transport else {
-                continue;
-            };
-            let Ok(parsed) = Url::parse(url) else {
-                continue;
-            };
-            let client = crate::pool::tls::http_client(remote.ca_file.as_deref())
-                .map_err(|err| err.to_string());
-            let tokens = files
-                .as_ref()
-                .filter(|_| remote.oauth.enabled)
-                .and_then(|files| files.load(&server.name))
-                .filter(|tokens| tokens.server_url == *url);
-            by_name.insert(
-                server.name.clone(),
-                Arc::new(ServerAuth {
-                    name: server.name.clone(),
-                    url: parsed,
-                    settings: remote.oauth.clone(),
-                    client,
-                    files: files.clone(),
-                    tokens: tokio::sync::Mutex::new(tokens),
-                    needs_login: Mutex::new(None),
-                    challenges: Mutex::new(step_up::Challenges::default()),
-                }),
-            );
-        }
+        let by_name = servers
+            .iter()
+            .filter_map(|server| {
+                ServerAuth::for_config(server, files.as_ref())
+                    .map(|auth| (server.name.clone(), Arc::new(auth)))
+            })
+            .collect();
         RemoteAuth {
             files,
-            servers: by_name,
+            servers: RwLock::new(by_name),
             pending: Mutex::new(HashMap::new()),
         }
     }
 
+    /// A server was added or replaced at run time (`addServer`, `reloadConfig`): its OAuth state
+    /// is made for it (its saved tokens loaded), or kept when its URL, `caFile` and `oauth` are
+    /// unchanged, so an untouched server keeps its tokens and a refresh under way.
+    pub(crate) fn put(&self, server: &ServerConfig) {
+        let mut servers = self.servers.write().unwrap();
+        let Some(fresh) = ServerAuth::for_config(server, self.files.as_ref()) else {
+            servers.remove(&server.name);
+            return;
+        };
+        if servers
+            .get(&server.name)
+            .is_some_and(|old| old.same_settings(&fresh))
+        {
+            return;
+        }
+        servers.insert(server.name.clone(), Arc::new(fresh));
+    }
+
+    /// A server was removed at run time: its OAuth state and any login under way go. Its token
+    /// file stays, so adding the same server (same URL) again needs no new sign-in.
+    pub(crate) fn remove(&self, name: &str) {
+        self.servers.write().unwrap().remove(name);
+        self.pending.lock().unwrap().remove(name);
+    }
+
     /// A remote server's OAuth state.
     pub(crate) fn server(&self, name: &str) -> Option<Arc<ServerAuth>> {
-        self.servers.get(name).cloned()
+        self.servers.read().unwrap().get(name).cloned()
     }
 
     fn signable(&self, server: &str) -> Result<Arc<ServerAuth>, Error> {
         let Some(auth) = self.server(server) else {
-            let remote: Vec<String> = self.servers.keys().cloned().collect();
+            let remote: Vec<String> = self.servers.read().unwrap().keys().cloned().collect();
             return Err(Error::invalid_params(
                 tool_cli_protocol::methods::name::AUTH_LOGIN,
                 format!(
@@ -391,8 +397,10 @@ impl RemoteAuth {
 
     /// Every remote server's sign-in state.
     pub async fn status(&self) -> Vec<ServerAuthStatus> {
-        let mut all = Vec::with_capacity(self.servers.len());
-        for auth in self.servers.values() {
+        let servers: Vec<Arc<ServerAuth>> =
+            self.servers.read().unwrap().values().cloned().collect();
+        let mut all = Vec::with_capacity(servers.len());
+        for auth in servers {
             all.push(auth.status().await);
         }
         all
@@ -441,14 +449,49 @@ pub(crate) enum BearerError {
 }
 
 impl ServerAuth {
+    /// The OAuth state of a remote server (`None` for a stdio server or a URL that does not
+    /// parse), with its saved tokens when they were issued for this URL.
+    fn for_config(server: &ServerConfig, files: Option<&TokenFiles>) -> Option<ServerAuth> {
+        let TransportConfig::Http { url, remote, .. } = &server.transport else {
+            return None;
+        };
+        let parsed = Url::parse(url).ok()?;
+        let client =
+            crate::pool::tls::http_client(remote.ca_file.as_deref()).map_err(|err| err.to_string());
+        let tokens = files
+            .filter(|_| remote.oauth.enabled)
+            .and_then(|files| files.load(&server.name))
+            .filter(|tokens| tokens.server_url == *url);
+        Some(ServerAuth {
+            name: server.name.clone(),
+            url: parsed,
+            settings: remote.oauth.clone(),
+            ca_file: remote.ca_file.clone(),
+            client,
+            files: files.cloned(),
+            tokens: tokio::sync::Mutex::new(tokens),
+            needs_login: Mutex::new(None),
+            challenges: Mutex::new(step_up::Challenges::default()),
+        })
+    }
+
+    /// Whether `other` is for the same URL with the same `caFile` and `oauth` settings.
+    fn same_settings(&self, other: &ServerAuth) -> bool {
+        self.url == other.url && self.settings == other.settings && self.ca_file == other.ca_file
+    }
+
     /// Whether OAuth is on for this server.
     pub(crate) fn enabled(&self) -> bool {
         self.settings.enabled
     }
 
-    /// Whether the server can only be reached after the user signs in again.
+    /// Whether the server can only be reached after the user signs in again, or was refused
+    /// for scope (403 `insufficient_scope`): retrying on a timer changes neither, so its
+    /// supervisor waits for a sign-in or `tool-cli server restart`.
     pub(crate) fn waits_for_login(&self) -> bool {
-        self.settings.enabled && self.needs_login.lock().unwrap().is_some()
+        self.settings.enabled
+            && (self.needs_login.lock().unwrap().is_some()
+                || self.challenges.lock().unwrap().refused.is_some())
     }
 
     /// The server's name.
@@ -757,6 +800,7 @@ mod tests {
             name: "remote".into(),
             url: Url::parse("http://127.0.0.1:1/mcp").unwrap(),
             settings: OAuthSettings::default(),
+            ca_file: None,
             client: crate::pool::tls::http_client(None).map_err(|err| err.to_string()),
             files: None,
             tokens: tokio::sync::Mutex::new(Some(StoredTokens {

@@ -114,6 +114,8 @@ impl Pool {
             return Err("the daemon is shutting down".to_owned());
         }
         let server = Server::new(config, secrets, Arc::clone(&self.changes));
+        // Its OAuth state first: the first connection attempt sends its token.
+        self.remote_auth.put(config);
         let replaced = {
             let mut servers = self.servers.write().unwrap();
             let mut next = servers.as_ref().clone();
@@ -145,6 +147,7 @@ impl Pool {
             *servers = Arc::new(next);
             taken
         };
+        self.remote_auth.remove(name);
         self.retiring.lock().unwrap().push(Arc::clone(&taken));
         self.announce();
         Some(taken)
