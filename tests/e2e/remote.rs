@@ -479,6 +479,27 @@ fn an_oauth_server_added_at_run_time_is_kept_for_sign_in_and_removal_forgets_it(
     assert_eq!(added["state"], "down", "{added}");
     let error = added["error"].as_str().unwrap_or_default();
     assert!(error.contains("tool-cli auth login remote"), "{added}");
+    // One WARN of the daemon's own names the server and the command; rmcp's ERROR per 401 is
+    // not logged.
+    assert!(
+        eventually(STARTUP_TIMEOUT, || daemon
+            .stderr()
+            .contains("server waits for a sign-in")),
+        "{}",
+        daemon.stderr()
+    );
+    let log = daemon.stderr();
+    let hints: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("tool-cli auth login remote"))
+        .collect();
+    assert_eq!(hints.len(), 1, "{log}");
+    assert!(
+        hints[0].contains("WARN") && hints[0].contains("server=remote"),
+        "{log}"
+    );
+    assert!(!log.contains("ERROR"), "{log}");
+    assert!(!log.contains("worker quit"), "{log}");
     let status = daemon.call("authStatus", json!({}));
     assert_eq!(status["servers"][0]["server"], "remote", "{status}");
     assert_eq!(status["servers"][0]["state"], "needsLogin", "{status}");
@@ -496,7 +517,10 @@ fn an_oauth_server_added_at_run_time_is_kept_for_sign_in_and_removal_forgets_it(
     assert!(ok, "login failed: {stdout}\n{stderr}");
     assert!(stdout.contains("signed in: remote: authorized"), "{stdout}");
     let result = daemon.call_tool("remote", "echo", json!({"message": "added and signed in"}));
-    assert!(text_content(&result).contains("added and signed in"), "{result}");
+    assert!(
+        text_content(&result).contains("added and signed in"),
+        "{result}"
+    );
     assert_eq!(remote.stats()["codeGrants"], 1);
 
     // Removed: its OAuth state goes with it (its token file stays for a later add).

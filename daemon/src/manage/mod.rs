@@ -127,6 +127,11 @@ impl Orchestrator {
             pool.retire(server, drain)
         }));
         let ((), retired) = tokio::join!(started, retired);
+        // After the drains: a call that finished while its server drained is counted, then
+        // dropped with the rest of the removed server's series.
+        for name in take_out {
+            self.metrics.forget_server(name);
+        }
         Ok(retired.iter().map(|retired| retired.abandoned_calls).sum())
     }
 
