@@ -52,12 +52,21 @@ const IGNORED: &[(&str, &str)] = &[
         "Gemini CLI's switch to skip confirmations; tool-cli never asks, except for destructive \
          tools (see confirmDestructive)",
     ),
-    (
-        "oauth",
-        "the OAuth settings of Gemini CLI and Claude Code; tool-cli sends only the configured \
-         \"headers\" (put a token in an Authorization header)",
-    ),
 ];
+
+/// Our own `oauth` object's fields; an `oauth` object with any other field is another client's.
+const OUR_OAUTH_FIELDS: &[&str] = &["scope", "clientId", "clientSecret", "clientMetadataUrl"];
+
+/// Whether `oauth` is another client's (Gemini CLI's `authorizationUrl`, `scopes`, …; Claude
+/// Code's `callbackPort`) rather than ours (`true`, `false`, or scope / clientId / clientSecret).
+fn foreign_oauth(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => fields
+            .keys()
+            .any(|field| !OUR_OAUTH_FIELDS.contains(&field.as_str())),
+        _ => false,
+    }
+}
 
 /// Renames: the foreign field is ours under another name. (`disabled` needs none: the config
 /// parser reads it as `enabled: false`.)
@@ -92,6 +101,17 @@ pub(crate) fn normalize(entry: &Map<String, Value>) -> (Map<String, Value>, Vec<
             message,
         });
     };
+
+    if entry.get("oauth").is_some_and(foreign_oauth) {
+        entry.remove("oauth");
+        note(
+            "oauth",
+            true,
+            "ignored: the OAuth settings of Gemini CLI or Claude Code; tool-cli's own \"oauth\" \
+             takes only scope, clientId, clientSecret and clientMetadataUrl (it signs in with `tool-cli auth login`)"
+                .to_owned(),
+        );
+    }
 
     for (field, why) in IGNORED {
         if entry.remove(*field).is_some() {
@@ -183,6 +203,24 @@ mod tests {
     fn run(value: Value) -> (Value, Vec<FieldNote>) {
         let (entry, notes) = normalize(value.as_object().unwrap());
         (Value::Object(entry), notes)
+    }
+
+    #[test]
+    fn our_oauth_is_kept_and_another_clients_is_dropped_with_a_note() {
+        let ours =
+            json!({"url": "https://h/mcp", "oauth": {"clientId": "a", "clientSecret": "${S}"}});
+        let (entry, notes) = run(ours.clone());
+        assert_eq!(entry, ours);
+        assert!(notes.is_empty());
+        let (entry, notes) = run(json!({"url": "https://h/mcp", "oauth": false}));
+        assert_eq!(entry["oauth"], json!(false));
+        assert!(notes.is_empty());
+        let gemini = json!({"url": "https://h/mcp",
+                            "oauth": {"enabled": true, "authorizationUrl": "https://as/a"}});
+        let (entry, notes) = run(gemini);
+        assert!(entry.get("oauth").is_none());
+        assert_eq!(notes[0].field, "oauth");
+        assert!(notes[0].ignored);
     }
 
     fn fields(notes: &[FieldNote], ignored: bool) -> Vec<&str> {

@@ -696,7 +696,8 @@ fn http_transport(
         let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
         headers.insert(key.clone(), value);
     }
-    let remote = crate::remote_config::parse(&url, raw.ca_file.as_deref(), raw.oauth.as_ref())?;
+    let remote =
+        crate::remote_config::parse(&url, raw.ca_file.as_deref(), raw.oauth.as_ref(), env)?;
     Ok(TransportConfig::Http {
         url,
         headers,

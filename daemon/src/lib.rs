@@ -21,6 +21,7 @@ pub mod error;
 mod gate;
 mod health;
 pub mod import;
+pub mod log_filter;
 pub mod manage;
 mod metrics;
 pub mod oauth;

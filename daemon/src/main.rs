@@ -287,12 +287,12 @@ fn init_tracing(default: &str) {
     use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
 
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    // jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: never let
-    // a token reach the log, whatever RUST_LOG says. This only caps jsonrpsee below TRACE; a
-    // `jsonrpsee-server=debug` directive would instead *raise* it to DEBUG under a quiet default
-    // and log every connection.
+    // Events dropped whatever RUST_LOG says (`log_filter.rs`: jsonrpsee's TRACE, which carries
+    // the Authorization header, and rmcp's ERROR per failed HTTP connection, which the daemon
+    // logs once in its own words). A filter rather than directives: a `jsonrpsee-server=debug`
+    // directive would *raise* jsonrpsee to DEBUG under a quiet default and log every connection.
     let no_jsonrpsee_traces = tracing_subscriber::filter::filter_fn(|metadata| {
-        !(metadata.target().starts_with("jsonrpsee") && *metadata.level() == tracing::Level::TRACE)
+        tool_cli_daemon::log_filter::keep(metadata.target(), *metadata.level())
     });
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(tool_cli_daemon::redact::LogWriter)

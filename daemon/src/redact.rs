@@ -368,8 +368,15 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
     for server in &config.servers {
         values.extend(server.substituted.iter().cloned());
         match &server.transport {
-            TransportConfig::Http { url, headers, .. } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                remote,
+            } => {
                 values.extend(url_secrets(url));
+                if let Some(secret) = &remote.oauth.client_secret {
+                    values.push(secret.expose().to_owned());
+                }
                 for (name, value) in headers {
                     if is_credential_header(name) {
                         values.push(value.clone());

@@ -22,11 +22,16 @@ pub struct AddServerParams {
 pub struct AddServerResult {
     /// Its name.
     pub server: String,
-    /// Its connection state: `ready` (a server whose first start fails is not added), or
-    /// `disabled` for an entry with `"disabled": true`.
+    /// Its connection state: `ready` (a server whose first start fails is not added),
+    /// `disabled` for an entry with `"disabled": true`, or `down` for a remote server that is
+    /// kept to wait for a sign-in (OAuth).
     pub state: ServerState,
     /// How many tools it offers.
     pub tools: usize,
+    /// Why it is not ready, for a server kept `down` to wait for a sign-in (naming
+    /// `tool-cli auth login NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Fields of other clients' formats that were translated or ignored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -156,3 +156,32 @@ fn the_page_is_behind_the_owner_token() {
         tool_cli_tests::http_post(daemon.port, "/metrics", &[("Authorization", &auth)], b"{}");
     assert_eq!(status, 405);
 }
+
+#[test]
+fn a_removed_servers_series_leave_the_page_and_the_others_stay() {
+    let daemon = Daemon::start_with_dir(|dir| {
+        std::fs::write(dir.join("a.txt"), "hello").unwrap();
+        json!({"mcpServers": {"fs": filesystem_server(dir), "gone": filesystem_server(dir)}})
+    });
+    let root = daemon.dir().canonicalize().unwrap();
+    daemon.call_tool("fs", "list_directory", json!({"path": root}));
+    daemon.call_tool("gone", "list_directory", json!({"path": root}));
+    let page = String::from_utf8(get(&daemon, "/metrics", Some(&daemon.token)).body).unwrap();
+    assert!(page.contains("server=\"gone\""), "{page}");
+
+    let removed = daemon.call(name::REMOVE_SERVER, json!({"name": "gone"}));
+    assert_eq!(removed["server"], "gone", "{removed}");
+    let page = String::from_utf8(get(&daemon, "/metrics", Some(&daemon.token)).body).unwrap();
+    assert!(
+        !page.contains("\"gone\""),
+        "a removed server's series linger:\n{page}"
+    );
+    assert_eq!(
+        sample(
+            &page,
+            "tool_cli_tool_calls_total{server=\"fs\",tool=\"list_directory\"}"
+        ),
+        Some(1.0),
+        "{page}"
+    );
+}

@@ -465,3 +465,75 @@ fn oauth_errors_at_each_step_say_which_step_and_what_to_do() {
     );
     assert!(error.message.contains("no sign-in"), "{}", error.message);
 }
+
+#[test]
+fn an_oauth_server_added_at_run_time_is_kept_for_sign_in_and_removal_forgets_it() {
+    let upstream = HttpPeer::everything();
+    let remote = RemoteServer::start(&upstream, &["--oauth"]);
+    let daemon = Daemon::start(json!({"mcpServers": {}}));
+    // Not in the file: added at run time, it asks for OAuth and is kept, waiting for a sign-in.
+    let added = daemon.call(
+        "addServer",
+        json!({"name": "remote", "config": {"url": remote.url("http")}}),
+    );
+    assert_eq!(added["state"], "down", "{added}");
+    let error = added["error"].as_str().unwrap_or_default();
+    assert!(error.contains("tool-cli auth login remote"), "{added}");
+    // One WARN of the daemon's own names the server and the command; rmcp's ERROR per 401 is
+    // not logged.
+    assert!(
+        eventually(STARTUP_TIMEOUT, || daemon
+            .stderr()
+            .contains("server waits for a sign-in")),
+        "{}",
+        daemon.stderr()
+    );
+    let log = daemon.stderr();
+    let hints: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("tool-cli auth login remote"))
+        .collect();
+    assert_eq!(hints.len(), 1, "{log}");
+    assert!(
+        hints[0].contains("WARN") && hints[0].contains("server=remote"),
+        "{log}"
+    );
+    assert!(!log.contains("ERROR"), "{log}");
+    assert!(!log.contains("worker quit"), "{log}");
+    let status = daemon.call("authStatus", json!({}));
+    assert_eq!(status["servers"][0]["server"], "remote", "{status}");
+    assert_eq!(status["servers"][0]["state"], "needsLogin", "{status}");
+
+    let login = Login::start(&daemon, "remote");
+    let url = login.authorization_url().expect("an authorization URL");
+    let redirect = authorize(&url);
+    let target = redirect
+        .strip_prefix("http://127.0.0.1:")
+        .expect("a loopback redirect");
+    let (port, path) = target.split_once('/').unwrap();
+    let (status, _, page) = http_get(port.parse().unwrap(), &format!("/{path}"));
+    assert_eq!(status, 200, "{page}");
+    let (ok, stdout, stderr) = login.finish();
+    assert!(ok, "login failed: {stdout}\n{stderr}");
+    assert!(stdout.contains("signed in: remote: authorized"), "{stdout}");
+    let result = daemon.call_tool("remote", "echo", json!({"message": "added and signed in"}));
+    assert!(
+        text_content(&result).contains("added and signed in"),
+        "{result}"
+    );
+    assert_eq!(remote.stats()["codeGrants"], 1);
+
+    // Removed: its OAuth state goes with it (its token file stays for a later add).
+    let removed = daemon.call("removeServer", json!({"name": "remote"}));
+    assert_eq!(removed["server"], "remote", "{removed}");
+    let status = daemon.call("authStatus", json!({}));
+    assert_eq!(status["servers"], json!([]), "{status}");
+    assert!(token_file(&daemon).exists());
+    // Added again with the same URL: the saved tokens serve it at once, no new sign-in.
+    let again = daemon.call(
+        "addServer",
+        json!({"name": "remote", "config": {"url": remote.url("http")}}),
+    );
+    assert_eq!(again["state"], "ready", "{again}");
+    assert_eq!(remote.stats()["codeGrants"], 1);
+}

@@ -48,6 +48,9 @@ pub(super) async fn run(
                 added.state.as_str(),
                 added.tools
             );
+            if let Some(error) = added.error {
+                text.push_str(&format!("\n  {error}"));
+            }
             for note in added.notes {
                 text.push_str(&format!("\n  note: {note}"));
             }

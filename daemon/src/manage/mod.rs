@@ -127,6 +127,11 @@ impl Orchestrator {
             pool.retire(server, drain)
         }));
         let ((), retired) = tokio::join!(started, retired);
+        // After the drains: a call that finished while its server drained is counted, then
+        // dropped with the rest of the removed server's series.
+        for name in take_out {
+            self.metrics.forget_server(name);
+        }
         Ok(retired.iter().map(|retired| retired.abandoned_calls).sum())
     }
 
@@ -191,7 +196,14 @@ impl Orchestrator {
             ));
         };
         let status = added.status();
-        if server.enabled && status.state != ServerState::Ready {
+        // A remote server that asks for OAuth is kept: signing in (`tool-cli auth login`) is
+        // the next step, and needs the server to be there.
+        let waits_for_login = manager
+            .pool
+            .remote_auth()
+            .server(name)
+            .is_some_and(|auth| auth.waits_for_login());
+        if server.enabled && status.state != ServerState::Ready && !waits_for_login {
             // A server that cannot start is not kept: the caller fixes the entry and adds it again.
             let error = status.error.clone().unwrap_or_else(|| {
                 format!(
@@ -221,6 +233,7 @@ impl Orchestrator {
             server: name.to_owned(),
             state: status.state,
             tools: added.catalog().len(),
+            error: status.error.clone().filter(|_| waits_for_login),
             notes: parsed.notes.iter().map(ToString::to_string).collect(),
         })
     }

@@ -105,6 +105,15 @@ impl CallMetrics {
         Arc::clone(self.tools.write().unwrap().entry(key).or_default())
     }
 
+    /// Drops the counters of a server taken out of the set (`removeServer`, a reload that
+    /// removed it), so its series leave `/metrics` with it.
+    pub(crate) fn forget_server(&self, server: &str) {
+        self.tools
+            .write()
+            .unwrap()
+            .retain(|(counted, _), _| counted != server);
+    }
+
     /// A copy of every tool's counters, sorted by server and tool.
     pub(crate) fn samples(&self) -> Vec<ToolSample> {
         let mut samples: Vec<ToolSample> = self

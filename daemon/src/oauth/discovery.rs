@@ -13,6 +13,8 @@ pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
     /// `scope`: the scope the resource wants.
     pub(crate) scope: Option<String>,
+    /// `error`: why the token was refused (`insufficient_scope` on a 403, RFC 6750 §3.1).
+    pub(crate) error: Option<String>,
 }
 
 /// Reads the Bearer challenge's parameters (quoted or token values, any order, case-insensitive
@@ -61,6 +63,7 @@ pub(crate) fn parse_challenge(header: &str) -> Challenge {
         match name.as_str() {
             "resource_metadata" => challenge.resource_metadata = Some(value),
             "scope" => challenge.scope = Some(value),
+            "error" => challenge.error = Some(value),
             _ => {}
         }
     }
@@ -100,6 +103,25 @@ pub(crate) fn authorization_server_metadata_urls(issuer: &Url) -> Vec<Url> {
             with_path(issuer, &format!("/.well-known/openid-configuration{path}")),
             with_path(issuer, &format!("{path}/.well-known/openid-configuration")),
         ]
+    }
+}
+
+/// The origin of `url` as a URL (scheme, host, port; path `/`).
+pub(crate) fn origin_of(url: &Url) -> Url {
+    with_path(url, "/")
+}
+
+/// The authorization server of a 2025-03-26 server that publishes no metadata at all: the
+/// default endpoints at its origin.
+pub(crate) fn default_endpoints(origin: &Url) -> ServerMetadata {
+    ServerMetadata {
+        issuer: None,
+        authorization_endpoint: with_path(origin, "/authorize").to_string(),
+        token_endpoint: with_path(origin, "/token").to_string(),
+        registration_endpoint: Some(with_path(origin, "/register").to_string()),
+        code_challenge_methods_supported: None,
+        token_endpoint_auth_methods_supported: None,
+        client_id_metadata_document_supported: false,
     }
 }
 
@@ -160,9 +182,27 @@ pub(crate) struct ServerMetadata {
     pub(crate) registration_endpoint: Option<String>,
     #[serde(default)]
     pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    /// How a confidential client may authenticate at the token endpoint.
+    #[serde(default)]
+    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// Whether a client may use the URL of its client ID metadata document as its client id.
+    #[serde(default)]
+    pub(crate) client_id_metadata_document_supported: bool,
 }
 
 impl ServerMetadata {
+    /// Whether a client secret goes in the token request's form (`client_secret_post`) rather
+    /// than in HTTP Basic authentication: only when the server lists post and not basic (basic
+    /// is RFC 6749's default, and the one to use when nothing is listed).
+    pub(crate) fn wants_secret_in_body(&self) -> bool {
+        self.token_endpoint_auth_methods_supported
+            .as_ref()
+            .is_some_and(|methods| {
+                methods.iter().any(|method| method == "client_secret_post")
+                    && !methods.iter().any(|method| method == "client_secret_basic")
+            })
+    }
+
     /// Refuses metadata we cannot use safely: non-HTTP(S) endpoints, or PKCE without S256.
     pub(crate) fn check(&self) -> Result<(), String> {
         for (name, value) in [
@@ -200,6 +240,12 @@ mod tests {
             Some("https://a.example/.well-known/oauth-protected-resource/mcp")
         );
         assert_eq!(challenge.scope.as_deref(), Some("read write"));
+        assert_eq!(challenge.error.as_deref(), Some("invalid_token"));
+        let step_up = parse_challenge(
+            r#"Bearer scope="mcp:basic mcp:write", resource_metadata="http://h/x", error="insufficient_scope""#,
+        );
+        assert_eq!(step_up.error.as_deref(), Some("insufficient_scope"));
+        assert_eq!(step_up.scope.as_deref(), Some("mcp:basic mcp:write"));
         let bare = parse_challenge("bearer scope=files:read");
         assert_eq!(bare.scope.as_deref(), Some("files:read"));
         assert_eq!(parse_challenge("Basic realm=\"x\""), Challenge::default());
@@ -239,6 +285,28 @@ mod tests {
     }
 
     #[test]
+    fn a_server_without_metadata_gets_the_default_endpoints_at_its_origin() {
+        let server = Url::parse("http://127.0.0.1:5123/api/mcp?k=v").unwrap();
+        let origin = origin_of(&server);
+        assert_eq!(origin.as_str(), "http://127.0.0.1:5123/");
+        assert_eq!(
+            authorization_server_metadata_urls(&origin)[0].as_str(),
+            "http://127.0.0.1:5123/.well-known/oauth-authorization-server"
+        );
+        let metadata = default_endpoints(&origin);
+        assert_eq!(
+            metadata.authorization_endpoint,
+            "http://127.0.0.1:5123/authorize"
+        );
+        assert_eq!(metadata.token_endpoint, "http://127.0.0.1:5123/token");
+        assert_eq!(
+            metadata.registration_endpoint.as_deref(),
+            Some("http://127.0.0.1:5123/register")
+        );
+        assert!(metadata.check().is_ok());
+    }
+
+    #[test]
     fn resources_are_canonical() {
         let url = Url::parse("HTTPS://Example.COM/mcp#frag").unwrap();
         assert_eq!(canonical_resource(&url), "https://example.com/mcp");
@@ -257,6 +325,28 @@ mod tests {
         assert!(!covers("https://h.example/other", &server));
         assert!(!covers("https://evil.example/api/mcp", &server));
         assert!(!covers("http://h.example/api/mcp", &server));
+    }
+
+    #[test]
+    fn a_secret_goes_in_the_body_only_when_basic_is_not_offered() {
+        let with = |methods: serde_json::Value| -> ServerMetadata {
+            serde_json::from_value(serde_json::json!({
+                "authorization_endpoint": "https://as/authorize",
+                "token_endpoint": "https://as/token",
+                "token_endpoint_auth_methods_supported": methods,
+            }))
+            .unwrap()
+        };
+        assert!(with(serde_json::json!(["client_secret_post"])).wants_secret_in_body());
+        assert!(!with(serde_json::json!(["client_secret_basic"])).wants_secret_in_body());
+        assert!(
+            !with(serde_json::json!([
+                "client_secret_post",
+                "client_secret_basic"
+            ]))
+            .wants_secret_in_body()
+        );
+        assert!(!with(serde_json::json!(null)).wants_secret_in_body());
     }
 
     #[test]

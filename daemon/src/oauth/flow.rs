@@ -179,6 +179,11 @@ pub(crate) async fn discover(
             break;
         }
     }
+    // A server of the 2025-03-26 spec publishes no protected resource metadata: its own origin
+    // is the authorization server. (Not when the 401 named metadata that is not there.)
+    if resource_metadata.is_none() && challenge.resource_metadata.is_none() {
+        return discover_legacy(client, server, challenge).await;
+    }
     let Some(resource_metadata) = resource_metadata else {
         let tried: Vec<String> = candidates.iter().map(shown).collect();
         return Err(fail(
@@ -249,14 +254,59 @@ pub(crate) async fn discover(
     })
 }
 
-/// A registered (or configured) client.
-#[derive(Debug, Clone)]
+/// Discovery as the 2025-03-26 MCP spec had it, for a server without RFC 9728 metadata: the
+/// authorization server's metadata at the MCP server's origin, else the default endpoints
+/// `/authorize`, `/token` and `/register` there.
+async fn discover_legacy(
+    client: &reqwest::Client,
+    server: &Url,
+    challenge: &Challenge,
+) -> Result<Discovered, StepError> {
+    let origin = discovery::origin_of(server);
+    let mut metadata: Option<ServerMetadata> = None;
+    for url in &discovery::authorization_server_metadata_urls(&origin) {
+        if let Some(found) = get_json(client, Step::Discovery, url).await? {
+            metadata = Some(found);
+            break;
+        }
+    }
+    let metadata = match metadata {
+        Some(metadata) => metadata,
+        None => {
+            tracing::info!(server = %shown(server), "no OAuth metadata published; using the default endpoints of the 2025-03-26 spec");
+            discovery::default_endpoints(&origin)
+        }
+    };
+    metadata
+        .check()
+        .map_err(|message| fail(Step::Discovery, message))?;
+    let issuer = discovery::canonical_resource(&origin);
+    Ok(Discovered {
+        resource: discovery::canonical_resource(server),
+        issuer: metadata.issuer.clone().unwrap_or(issuer),
+        metadata,
+        scope: challenge.scope.clone(),
+    })
+}
+
+/// A registered (or configured) client. Its `Debug` leaves the secret out.
+#[derive(Clone)]
 pub(crate) struct RegisteredClient {
     pub(crate) client_id: String,
     pub(crate) client_secret: Option<String>,
     /// The secret goes in the token request's form (`client_secret_post`) rather than in HTTP
     /// Basic authentication (`client_secret_basic`, the default of RFC 6749).
     pub(crate) secret_in_body: bool,
+}
+
+impl std::fmt::Debug for RegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredClient")
+            .field("client_id", &self.client_id)
+            .field("confidential", &self.client_secret.is_some())
+            .field("secret_in_body", &self.secret_in_body)
+            .finish()
+    }
 }
 
 /// Registers tool-cli with the authorization server (RFC 7591) for `redirect_uri`.

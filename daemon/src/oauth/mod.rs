@@ -17,10 +17,11 @@
 mod discovery;
 mod flow;
 mod pkce;
+mod step_up;
 mod store;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tool_cli_protocol::ErrorData;
@@ -40,7 +41,8 @@ const LOGIN_TTL: Duration = Duration::from_secs(600);
 /// The tokens of every remote server, and the logins under way.
 pub struct RemoteAuth {
     files: Option<TokenFiles>,
-    servers: BTreeMap<String, Arc<ServerAuth>>,
+    /// By server name; changed when servers are added or removed at run time.
+    servers: RwLock<BTreeMap<String, Arc<ServerAuth>>>,
     /// At most one login under way per server; a new `authLogin` replaces the old one.
     pending: Mutex<HashMap<String, PendingLogin>>,
 }
@@ -50,6 +52,8 @@ struct PendingLogin {
     state: String,
     verifier: String,
     redirect_uri: String,
+    /// The scope asked for (`None`: none was).
+    scope: Option<String>,
     registered: RegisteredClient,
     discovered: flow::Discovered,
     started: Instant,
@@ -60,6 +64,8 @@ pub(crate) struct ServerAuth {
     name: String,
     url: Url,
     settings: OAuthSettings,
+    /// Its `caFile`, to tell whether a reloaded config changed it.
+    ca_file: Option<std::path::PathBuf>,
     /// The HTTP client with this server's roots (`caFile`), or why it could not be built.
     client: Result<reqwest::Client, String>,
     files: Option<TokenFiles>,
@@ -68,6 +74,8 @@ pub(crate) struct ServerAuth {
     /// Why the server needs `tool-cli auth login`, once it asked for OAuth and no usable token
     /// is held (a std mutex: read and written without awaiting).
     needs_login: Mutex<Option<String>>,
+    /// What its 401 and 403 challenges asked for: the scope of the next sign-in (step-up).
+    challenges: Mutex<step_up::Challenges>,
 }
 
 fn now_secs() -> u64 {
@@ -100,49 +108,53 @@ impl RemoteAuth {
     /// (`None`: no state directory, so no sign-in is possible).
     pub fn new(servers: &[ServerConfig], state_dir: Option<&std::path::Path>) -> RemoteAuth {
         let files = state_dir.map(|dir| TokenFiles::new(dir.join("oauth")));
-        let mut by_name = BTreeMap::new();
-        for server in servers {
-            let TransportConfig::Http { url, remote, .. } = &server.transport else {
-                continue;
-            };
-            let Ok(parsed) = Url::parse(url) else {
-                continue;
-            };
-            let client = crate::pool::tls::http_client(remote.ca_file.as_deref())
-                .map_err(|err| err.to_string());
-            let tokens = files
-                .as_ref()
-                .filter(|_| remote.oauth.enabled)
-                .and_then(|files| files.load(&server.name))
-                .filter(|tokens| tokens.server_url == *url);
-            by_name.insert(
-                server.name.clone(),
-                Arc::new(ServerAuth {
-                    name: server.name.clone(),
-                    url: parsed,
-                    settings: remote.oauth.clone(),
-                    client,
-                    files: files.clone(),
-                    tokens: tokio::sync::Mutex::new(tokens),
-                    needs_login: Mutex::new(None),
-                }),
-            );
-        }
+        let by_name = servers
+            .iter()
+            .filter_map(|server| {
+                ServerAuth::for_config(server, files.as_ref())
+                    .map(|auth| (server.name.clone(), Arc::new(auth)))
+            })
+            .collect();
         RemoteAuth {
             files,
-            servers: by_name,
+            servers: RwLock::new(by_name),
             pending: Mutex::new(HashMap::new()),
         }
     }
 
+    /// A server was added or replaced at run time (`addServer`, `reloadConfig`): its OAuth state
+    /// is made for it (its saved tokens loaded), or kept when its URL, `caFile` and `oauth` are
+    /// unchanged, so an untouched server keeps its tokens and a refresh under way.
+    pub(crate) fn put(&self, server: &ServerConfig) {
+        let mut servers = self.servers.write().unwrap();
+        let Some(fresh) = ServerAuth::for_config(server, self.files.as_ref()) else {
+            servers.remove(&server.name);
+            return;
+        };
+        if servers
+            .get(&server.name)
+            .is_some_and(|old| old.same_settings(&fresh))
+        {
+            return;
+        }
+        servers.insert(server.name.clone(), Arc::new(fresh));
+    }
+
+    /// A server was removed at run time: its OAuth state and any login under way go. Its token
+    /// file stays, so adding the same server (same URL) again needs no new sign-in.
+    pub(crate) fn remove(&self, name: &str) {
+        self.servers.write().unwrap().remove(name);
+        self.pending.lock().unwrap().remove(name);
+    }
+
     /// A remote server's OAuth state.
     pub(crate) fn server(&self, name: &str) -> Option<Arc<ServerAuth>> {
-        self.servers.get(name).cloned()
+        self.servers.read().unwrap().get(name).cloned()
     }
 
     fn signable(&self, server: &str) -> Result<Arc<ServerAuth>, Error> {
         let Some(auth) = self.server(server) else {
-            let remote: Vec<String> = self.servers.keys().cloned().collect();
+            let remote: Vec<String> = self.servers.read().unwrap().keys().cloned().collect();
             return Err(Error::invalid_params(
                 tool_cli_protocol::methods::name::AUTH_LOGIN,
                 format!(
@@ -187,27 +199,58 @@ impl RemoteAuth {
             .client
             .as_ref()
             .map_err(|message| auth_failed(server, Step::Discovery, message.clone()))?;
-        let challenge = flow::probe(client, &auth.url)
+        // A server may let `initialize` (the probe) through and ask from the next request on:
+        // then the 401 its connection saw says what it wants.
+        let probed = flow::probe(client, &auth.url)
             .await
-            .map_err(|err| step_failed(server, err))?
-            .ok_or_else(|| {
-                auth_failed(
-                    server,
-                    Step::Discovery,
-                    "the server answers without asking for authorization (no 401); there is \
+            .map_err(|err| step_failed(server, err))?;
+        let remembered = auth.challenges.lock().unwrap().last_unauthorized.clone();
+        let challenge = probed.or(remembered).ok_or_else(|| {
+            auth_failed(
+                server,
+                Step::Discovery,
+                "the server answers without asking for authorization (no 401); there is \
                      nothing to sign in to",
-                )
-            })?;
+            )
+        })?;
         let discovered = flow::discover(client, &auth.url, &challenge)
             .await
             .map_err(|err| step_failed(server, err))?;
-        let scope = auth.settings.scope.clone().or(discovered.scope.clone());
+        // A step-up (403 insufficient_scope) adds the scope the server asked for.
+        let wanted = auth.challenges.lock().unwrap().wanted.clone();
+        let scope = step_up::scope_union(
+            auth.settings
+                .scope
+                .as_deref()
+                .or(discovered.scope.as_deref()),
+            wanted.as_deref(),
+        );
         let registered = match &auth.settings.client_id {
+            // A client registered by hand (a secret makes it confidential: it authenticates at
+            // the token endpoint the way the authorization server says it takes).
             Some(client_id) => RegisteredClient {
                 client_id: client_id.clone(),
-                client_secret: None,
-                secret_in_body: false,
+                client_secret: auth
+                    .settings
+                    .client_secret
+                    .as_ref()
+                    .map(|secret| secret.expose().to_owned()),
+                secret_in_body: discovered.metadata.wants_secret_in_body(),
             },
+            // A client ID metadata document: its URL is the client id, no registration.
+            None if discovered.metadata.client_id_metadata_document_supported
+                && auth.settings.client_metadata_url.is_some() =>
+            {
+                RegisteredClient {
+                    client_id: auth
+                        .settings
+                        .client_metadata_url
+                        .clone()
+                        .unwrap_or_default(),
+                    client_secret: None,
+                    secret_in_body: false,
+                }
+            }
             None => flow::register(client, &discovered.metadata, redirect_uri, scope.as_deref())
                 .await
                 .map_err(|err| step_failed(server, err))?,
@@ -237,6 +280,7 @@ impl RemoteAuth {
                 state,
                 verifier: pkce.verifier,
                 redirect_uri: redirect_uri.to_owned(),
+                scope,
                 registered,
                 discovered,
                 started: Instant::now(),
@@ -338,16 +382,25 @@ impl RemoteAuth {
                 .map(|secs| now_secs().saturating_add(secs)),
             scope: tokens.scope,
         };
+        let granted = stored.scope.clone();
         auth.store(Some(stored))
             .await
             .map_err(|message| auth_failed(server, Step::Token, message))?;
+        {
+            let mut challenges = auth.challenges.lock().unwrap();
+            challenges.asked = step_up::scope_union(login.scope.as_deref(), granted.as_deref());
+            challenges.wanted = None;
+            challenges.refused = None;
+        }
         Ok(auth.status().await)
     }
 
     /// Every remote server's sign-in state.
     pub async fn status(&self) -> Vec<ServerAuthStatus> {
-        let mut all = Vec::with_capacity(self.servers.len());
-        for auth in self.servers.values() {
+        let servers: Vec<Arc<ServerAuth>> =
+            self.servers.read().unwrap().values().cloned().collect();
+        let mut all = Vec::with_capacity(servers.len());
+        for auth in servers {
             all.push(auth.status().await);
         }
         all
@@ -396,14 +449,49 @@ pub(crate) enum BearerError {
 }
 
 impl ServerAuth {
+    /// The OAuth state of a remote server (`None` for a stdio server or a URL that does not
+    /// parse), with its saved tokens when they were issued for this URL.
+    fn for_config(server: &ServerConfig, files: Option<&TokenFiles>) -> Option<ServerAuth> {
+        let TransportConfig::Http { url, remote, .. } = &server.transport else {
+            return None;
+        };
+        let parsed = Url::parse(url).ok()?;
+        let client =
+            crate::pool::tls::http_client(remote.ca_file.as_deref()).map_err(|err| err.to_string());
+        let tokens = files
+            .filter(|_| remote.oauth.enabled)
+            .and_then(|files| files.load(&server.name))
+            .filter(|tokens| tokens.server_url == *url);
+        Some(ServerAuth {
+            name: server.name.clone(),
+            url: parsed,
+            settings: remote.oauth.clone(),
+            ca_file: remote.ca_file.clone(),
+            client,
+            files: files.cloned(),
+            tokens: tokio::sync::Mutex::new(tokens),
+            needs_login: Mutex::new(None),
+            challenges: Mutex::new(step_up::Challenges::default()),
+        })
+    }
+
+    /// Whether `other` is for the same URL with the same `caFile` and `oauth` settings.
+    fn same_settings(&self, other: &ServerAuth) -> bool {
+        self.url == other.url && self.settings == other.settings && self.ca_file == other.ca_file
+    }
+
     /// Whether OAuth is on for this server.
     pub(crate) fn enabled(&self) -> bool {
         self.settings.enabled
     }
 
-    /// Whether the server can only be reached after the user signs in again.
+    /// Whether the server can only be reached after the user signs in again, or was refused
+    /// for scope (403 `insufficient_scope`): retrying on a timer changes neither, so its
+    /// supervisor waits for a sign-in or `tool-cli server restart`.
     pub(crate) fn waits_for_login(&self) -> bool {
-        self.settings.enabled && self.needs_login.lock().unwrap().is_some()
+        self.settings.enabled
+            && (self.needs_login.lock().unwrap().is_some()
+                || self.challenges.lock().unwrap().refused.is_some())
     }
 
     /// The server's name.
@@ -521,6 +609,53 @@ impl ServerAuth {
         }
     }
 
+    /// Remembers the challenge of a 401 the connection saw (for the next sign-in's discovery).
+    pub(crate) fn remember_unauthorized(&self, www_authenticate: &str) {
+        if !www_authenticate.is_empty() {
+            self.challenges.lock().unwrap().last_unauthorized =
+                Some(discovery::parse_challenge(www_authenticate));
+        }
+    }
+
+    /// The server answered 403 `insufficient_scope`: decides whether signing in again with more
+    /// scope can help (`step_up.rs`) and says so. The token is kept: it still serves the
+    /// requests it was enough for.
+    pub(crate) fn insufficient_scope(&self, www_authenticate: &str) -> String {
+        let challenge = discovery::parse_challenge(www_authenticate);
+        let mut challenges = self.challenges.lock().unwrap();
+        // Asked again before the user signed in: the step-up under way already covers it.
+        if let Some(wanted) = &challenges.wanted
+            && step_up::scope_union(Some(wanted), challenge.scope.as_deref()).as_deref()
+                == Some(wanted.as_str())
+            && let Some(refused) = &challenges.refused
+        {
+            return refused.clone();
+        }
+        let message = match step_up::decide(
+            challenges.asked.as_deref(),
+            challenge.scope.as_deref(),
+            challenges.step_ups,
+        ) {
+            step_up::StepUp::Reauthorize { scope } => {
+                challenges.step_ups += 1;
+                challenges.wanted = Some(scope.clone());
+                tracing::warn!(server = %self.name, %scope, "the server wants more scope; sign-in needed");
+                login_hint(
+                    &self.name,
+                    &format!(
+                        "the server refused the request for insufficient scope (403) and wants                          \"{scope}\""
+                    ),
+                )
+            }
+            step_up::StepUp::GiveUp(message) => {
+                tracing::warn!(server = %self.name, reason = %message, "insufficient scope");
+                message
+            }
+        };
+        challenges.refused = Some(message.clone());
+        message
+    }
+
     fn forget(&self, guard: &mut Option<StoredTokens>, reason: &str) {
         *guard = None;
         if let Some(files) = &self.files
@@ -577,7 +712,9 @@ impl ServerAuth {
             refreshable: tokens
                 .as_ref()
                 .is_some_and(|tokens| tokens.refresh_token.is_some()),
-            reason: needs_login.map(|reason| login_hint(&self.name, &reason)),
+            reason: needs_login
+                .map(|reason| login_hint(&self.name, &reason))
+                .or_else(|| self.challenges.lock().unwrap().refused.clone()),
         }
     }
 }
@@ -663,6 +800,7 @@ mod tests {
             name: "remote".into(),
             url: Url::parse("http://127.0.0.1:1/mcp").unwrap(),
             settings: OAuthSettings::default(),
+            ca_file: None,
             client: crate::pool::tls::http_client(None).map_err(|err| err.to_string()),
             files: None,
             tokens: tokio::sync::Mutex::new(Some(StoredTokens {
@@ -680,6 +818,7 @@ mod tests {
                 scope: None,
             })),
             needs_login: Mutex::new(None),
+            challenges: Mutex::new(step_up::Challenges::default()),
         })
     }
 

@@ -518,6 +518,15 @@ impl Connection {
                 if let Some(limit) = size_limit_in(&error_chain(&error)) {
                     return self.too_large(label, limit);
                 }
+                // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
+                if let Some(reason) = self.stream_closed.lock().unwrap().take() {
+                    return ErrorData::ServerExited {
+                        server: self.server.clone(),
+                        exit: reason,
+                        stderr_tail: Vec::new(),
+                    }
+                    .into();
+                }
                 ErrorData::ServerExited {
                     server: self.server.clone(),
                     exit: format!("the HTTP transport failed: {error}"),

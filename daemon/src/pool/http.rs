@@ -112,11 +112,24 @@ impl SizeWatchingClient {
     async fn inspect<T>(&self, result: HttpResult<T>) -> HttpResult<T> {
         if let Err(error) = &result {
             match error {
-                StreamableHttpError::AuthRequired(_) => {
+                StreamableHttpError::AuthRequired(challenge) => {
                     let reason = match self.auth.as_ref().filter(|auth| auth.enabled()) {
-                        Some(auth) => auth.unauthorized().await,
+                        Some(auth) => {
+                            auth.remember_unauthorized(&challenge.www_authenticate_header);
+                            auth.unauthorized().await
+                        }
                         None => "the server answered 401 Unauthorized and OAuth is off for it \
                                  (\"oauth\": false); give it an Authorization header"
+                            .to_owned(),
+                    };
+                    self.note(reason);
+                }
+                StreamableHttpError::InsufficientScope(challenge) => {
+                    let reason = match self.auth.as_ref().filter(|auth| auth.enabled()) {
+                        Some(auth) => auth.insufficient_scope(&challenge.www_authenticate_header),
+                        None => "the server refused the request for insufficient scope (403) \
+                                 and OAuth is off for it (\"oauth\": false); its credentials \
+                                 lack the permission"
                             .to_owned(),
                     };
                     self.note(reason);
@@ -328,6 +341,8 @@ pub(crate) async fn connect(
         transport,
         super::connection::Extras {
             oversized: Some(oversized),
+            // A request's failure reads the reason noted for it (a 401, a 403 for scope).
+            stream_closed: Arc::clone(&failure),
             ..Default::default()
         },
     )

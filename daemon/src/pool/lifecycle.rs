@@ -119,6 +119,8 @@ impl Pool {
             Arc::clone(&self.changes),
             self.options.sampler.clone(),
         );
+        // Its OAuth state first: the first connection attempt sends its token.
+        self.remote_auth.put(config);
         let replaced = {
             let mut servers = self.servers.write().unwrap();
             let mut next = servers.as_ref().clone();
@@ -150,6 +152,7 @@ impl Pool {
             *servers = Arc::new(next);
             taken
         };
+        self.remote_auth.remove(name);
         self.retiring.lock().unwrap().push(Arc::clone(&taken));
         self.announce();
         Some(taken)

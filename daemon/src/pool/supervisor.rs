@@ -108,7 +108,14 @@ impl Pool {
                     reason
                 }
                 Err(error) => {
-                    tracing::warn!(%error, "server failed to start");
+                    // A server that waits for a sign-in gets one WARN below, naming the command.
+                    if !self
+                        .remote_auth
+                        .server(&server.config.name)
+                        .is_some_and(|auth| auth.waits_for_login())
+                    {
+                        tracing::warn!(%error, "server failed to start");
+                    }
                     error
                 }
             };

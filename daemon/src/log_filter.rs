@@ -1,0 +1,38 @@
+//! Which log events of our dependencies the daemon drops whatever `RUST_LOG` says, and why. Pure:
+//! a target and a level in, keep or drop out; `main.rs` installs it as a `tracing` filter.
+//!
+//! - jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: a token
+//!   must never reach the log.
+//! - rmcp logs an ERROR (`worker quit with fatal: …`) each time a Streamable HTTP connection
+//!   ends on an error, a 401 or 403 included, with the server's whole `WWW-Authenticate` header.
+//!   The daemon logs the same end once, as a WARN of its own that names the server and what to do
+//!   (`tool-cli auth login SERVER` for a 401), so rmcp's line only repeats it, louder and vaguer.
+//!   Its DEBUG lines from the same place stay.
+
+use tracing::Level;
+
+/// Whether an event of `target` at `level` may be logged.
+pub fn keep(target: &str, level: Level) -> bool {
+    if target.starts_with("jsonrpsee") && level == Level::TRACE {
+        return false;
+    }
+    if target == "rmcp::transport::worker" && level == Level::ERROR {
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonrpsee_traces_and_rmcp_worker_errors_are_dropped_and_nothing_else() {
+        assert!(!keep("jsonrpsee-server", Level::TRACE));
+        assert!(keep("jsonrpsee-server", Level::DEBUG));
+        assert!(!keep("rmcp::transport::worker", Level::ERROR));
+        assert!(keep("rmcp::transport::worker", Level::DEBUG));
+        assert!(keep("rmcp::service", Level::ERROR));
+        assert!(keep("tool_cli_daemon::pool::supervisor", Level::ERROR));
+    }
+}
