@@ -3,7 +3,7 @@
 //! These only look at what the pipeline's servers publish (status and last-known catalog); the
 //! one wait is for a server still making its first connection, bounded by its call timeout.
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, ServerSummary, ToolSummary};
 
 use crate::auth::Grant;
@@ -90,7 +90,7 @@ impl Orchestrator {
                 name: tool.name.clone(),
                 description: tool.description.clone(),
                 has_structured_output: tool.has_output_schema,
-                overridden: tool.raw.pointer("/_meta/tool-cli~1overridden").is_some(),
+                overridden: tool.overridden,
             })
             .collect();
         Ok(ListToolsResult {
@@ -106,12 +106,13 @@ impl Orchestrator {
         server: &str,
         tool: &str,
         grant: &Grant,
-    ) -> Result<Value, Error> {
+    ) -> Result<Box<RawValue>, Error> {
         let slots = self.pipeline.slots();
         let slot = resolve_server(&slots, server, grant, Some(tool))?;
         wait_until_known(slot).await?;
         let tool = crate::pipeline::resolve_tool(slot, tool, grant)?;
-        Ok(tool.raw.clone())
+        // The text the catalog keeps, copied as it is: no tree to build and encode again.
+        Ok(tool.raw_json().to_owned())
     }
 }
 

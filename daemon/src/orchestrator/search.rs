@@ -206,7 +206,7 @@ impl Orchestrator {
                         name: tool.name.clone(),
                         description: tool.description.clone(),
                         has_structured_output: tool.has_output_schema,
-                        overridden: tool.raw.pointer("/_meta/tool-cli~1overridden").is_some(),
+                        overridden: tool.overridden,
                     });
                 }
                 position += 1;
@@ -243,10 +243,5 @@ fn schema_of(slots: &[Arc<Slot>], server: &str, tool: &str) -> Option<serde_json
     let slot = slots
         .iter()
         .find(|slot| slot.upstream.info().name == server)?;
-    slot.upstream
-        .catalog()
-        .get(tool)?
-        .raw
-        .get("inputSchema")
-        .cloned()
+    slot.upstream.catalog().get(tool)?.input_schema()
 }
