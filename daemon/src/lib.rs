@@ -27,6 +27,7 @@ mod metrics;
 pub mod oauth;
 pub mod orchestrator;
 pub mod overrides;
+mod paging;
 pub mod pipeline;
 pub mod policy;
 pub mod pool;

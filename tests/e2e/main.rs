@@ -7,6 +7,7 @@
 
 mod agent;
 mod bad_inputs;
+mod catalog_scale;
 mod cli;
 mod cli_conveniences;
 mod cli_daemon;

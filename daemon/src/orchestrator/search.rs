@@ -14,12 +14,11 @@ use tool_cli_search::search::{DEFAULT_LIMIT, MAX_LIMIT, Query};
 use super::Orchestrator;
 use crate::auth::Grant;
 use crate::error::Error;
+use crate::paging::{DEFAULT_PAGE, Page};
 use crate::pipeline::{CallContext, Slot, listed};
 use crate::tool_search::DaemonPriors;
 
 /// Tools per page of the merged listing, by default and at most.
-const DEFAULT_PAGE: usize = 500;
-const MAX_PAGE: usize = 5000;
 
 impl Orchestrator {
     /// `searchTools`.
@@ -158,32 +157,11 @@ impl Orchestrator {
         params: &ListToolsParams,
         grant: &Grant,
     ) -> Result<ListToolsResult, Error> {
-        const METHOD: &str = "listTools";
-        let limit = match params.limit {
-            None => DEFAULT_PAGE,
-            Some(limit) if limit < 1 || limit > MAX_PAGE as i64 => {
-                return Err(Error::invalid_params(
-                    METHOD,
-                    format!("limit {limit} is out of range; expected 1 to {MAX_PAGE}"),
-                ));
-            }
-            Some(limit) => limit as usize,
-        };
-        let start = match &params.cursor {
-            None => 0,
-            Some(cursor) => cursor
-                .strip_prefix("at:")
-                .and_then(|at| at.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    Error::invalid_params(
-                        METHOD,
-                        format!(
-                            "cursor {cursor:?} was not given by this daemon; pass the nextCursor \
-                             of the previous page"
-                        ),
-                    )
-                })?,
-        };
+        let page = Page::requested(params, DEFAULT_PAGE)?.unwrap_or(Page {
+            start: 0,
+            limit: DEFAULT_PAGE,
+        });
+        let (start, limit) = (page.start, page.limit);
         let mut tools = Vec::new();
         let mut position = 0;
         let mut more = false;
@@ -216,6 +194,7 @@ impl Orchestrator {
             server: "*".to_owned(),
             next_cursor: more.then(|| format!("at:{}", start + tools.len())),
             tools,
+            tool_count: None,
         })
     }
 }
