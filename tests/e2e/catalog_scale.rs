@@ -9,22 +9,46 @@
 //!   see them; `--all` → every tool.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
-use tool_cli_tests::{Daemon, fault_server};
+use tool_cli_tests::{Daemon, DaemonOptions, eventually, fault_server};
 
 /// Generated tools; the fault server adds its 16 built-in ones.
 const GENERATED: usize = 10_000;
 const BUILT_IN: usize = 16;
 
-/// One daemon for the whole module: discovering 10,000 tools is the slow part.
+/// How long discovering the 10,000 tools may take: a debug build on a loaded machine is slow,
+/// and this is a bound on a wait for an event, not a timing.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One daemon per test process (the tests of this module share it when run in one): discovering
+/// 10,000 tools is the slow part. It prints its address at once (`--ready-when none`), and the
+/// daemon is handed out once it lists every tool, so the start-up timeout of the harness does
+/// not bound the discovery.
 fn big_daemon() -> &'static Daemon {
     static DAEMON: OnceLock<Daemon> = OnceLock::new();
     DAEMON.get_or_init(|| {
-        Daemon::start(json!({"mcpServers": {
-            "big": fault_server(&["--extra-tools", &GENERATED.to_string()])
-        }}))
+        let daemon = Daemon::start_with(
+            json!({"mcpServers": {
+                "big": fault_server(&["--extra-tools", &GENERATED.to_string()])
+            }}),
+            DaemonOptions {
+                args: vec!["--ready-when".into(), "none".into()],
+                ..DaemonOptions::default()
+            },
+        );
+        let discovered = eventually(DISCOVERY_TIMEOUT, || {
+            let servers = daemon.call("listServers", Value::Null);
+            servers["servers"][0]["toolCount"] == GENERATED + BUILT_IN
+        });
+        assert!(
+            discovered,
+            "the daemon never listed every tool:\n{}",
+            daemon.stderr()
+        );
+        daemon
     })
 }
 
