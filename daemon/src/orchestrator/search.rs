@@ -18,8 +18,6 @@ use crate::paging::{DEFAULT_PAGE, Page};
 use crate::pipeline::{CallContext, Slot, listed};
 use crate::tool_search::DaemonPriors;
 
-/// Tools per page of the merged listing, by default and at most.
-
 impl Orchestrator {
     /// `searchTools`.
     pub fn search_tools(
