@@ -10,7 +10,7 @@
 //! few facts above, and the name. Lookups by name go through a name-sorted list of positions
 //! rather than a map holding a second copy of every name. Argument validators are compiled on
 //! first use and kept in a bounded cache shared by the catalog's tools
-//! ([`crate::validator_cache`]), so tools nobody calls cost nothing and calling all of them does
+//! (`validator_cache.rs`), so tools nobody calls cost nothing and calling all of them does
 //! not keep thousands of compiled schemas.
 
 use std::collections::BTreeMap;
