@@ -15,7 +15,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-cargo build --release -p tool-cli -p tool-cli-daemon
+# The fault-server fixture serves the 10,000 tools of rows (k) and (l).
+cargo build --release -p tool-cli -p tool-cli-daemon -p tool-cli-fault-server
 # (j), the floor of any process per call: a release binary that does nothing.
 cargo build --release -p tool-cli-daemon --example noop
 # The `bench` profile inherits `release`. The first time, it still recompiles the dependencies

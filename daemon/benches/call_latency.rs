@@ -19,6 +19,11 @@
 //! - (i) as (h), routed (no `server`): the five routing rules over the demo server's catalog;
 //! - (j) a process that does nothing (`daemon/examples/noop.rs`, release): the floor of any
 //!   process per call, which (a) is held against (P1 of issue 13).
+//! - (k) `listServers` over a kept-alive connection to a third daemon serving the fault-server
+//!   fixture with 10,000 generated tools (P6 of issue 13: ≤ 100 µs);
+//! - (l) `describeTool` of one of those 10,000 tools on that daemon, and (m) `describeTool` of
+//!   `demo`'s `sql_query` on the first daemon: a lookup that stays flat whatever the catalog's
+//!   size has (l) ≈ (m).
 //!
 //! (h) − (b) and (i) − (b) are what sessions and routing add to a call.
 //!
@@ -46,6 +51,10 @@ const SERVER: &str = "demo";
 const TOOL: &str = "sql_query";
 /// A query that touches no table, so the figures are the plumbing's and not SQLite's.
 const SQL: &str = "select 1";
+/// The server of the big-catalog rows (k) and (l): the fault-server fixture with this many
+/// generated tools (`extra_0` …), besides its built-in ones.
+const BIG_SERVER: &str = "big";
+const BIG_TOOLS: usize = 10_000;
 
 /// How long the daemon gets to print its port and token before we give up on it.
 const DAEMON_READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -140,10 +149,13 @@ enum Kind {
     KeptAliveSessionCall,
     KeptAliveRoutedCall,
     ProcessNoop,
+    BigListServers,
+    BigDescribeTool,
+    DescribeTool,
 }
 
 impl Kind {
-    const ALL: [Kind; 10] = [
+    const ALL: [Kind; 13] = [
         Kind::ProcessCall,
         Kind::KeptAliveCall,
         Kind::DirectRmcp,
@@ -154,6 +166,9 @@ impl Kind {
         Kind::KeptAliveSessionCall,
         Kind::KeptAliveRoutedCall,
         Kind::ProcessNoop,
+        Kind::BigListServers,
+        Kind::BigDescribeTool,
+        Kind::DescribeTool,
     ];
 
     fn label(self) -> &'static str {
@@ -170,6 +185,9 @@ impl Kind {
             Kind::KeptAliveSessionCall => "(h) as (b), in a session (`sessionId`)",
             Kind::KeptAliveRoutedCall => "(i) as (h), routed: no `server`, the daemon picks",
             Kind::ProcessNoop => "(j) a release binary whose `main` is empty, one process per run",
+            Kind::BigListServers => "(k) `listServers`, daemon serving 10,000 tools",
+            Kind::BigDescribeTool => "(l) `describeTool` of one of 10,000 tools",
+            Kind::DescribeTool => "(m) `describeTool` of `demo`'s `sql_query` (6 tools)",
         }
     }
 
@@ -186,8 +204,10 @@ struct Fixture {
     /// Dropped first: the daemons stop before their directory goes.
     _daemon: Daemon,
     _quiet_daemon: Daemon,
+    _big_daemon: Daemon,
     http: HttpClient,
     quiet_http: HttpClient,
+    big_http: HttpClient,
     direct: DirectClient,
     process_call: Command,
     process_version: Command,
@@ -241,6 +261,35 @@ impl Fixture {
                 self.http.call("getBridgeInfo", &Value::Null)?;
                 Ok(start.elapsed())
             }
+            Kind::BigListServers => {
+                let start = Instant::now();
+                let result = self.big_http.call("listServers", &Value::Null)?;
+                let elapsed = start.elapsed();
+                if result["servers"][0]["toolCount"].as_u64() < Some(BIG_TOOLS as u64) {
+                    return Err(format!("listServers of the big daemon: {result}"));
+                }
+                Ok(elapsed)
+            }
+            Kind::BigDescribeTool => {
+                let params = json!({"server": BIG_SERVER, "tool": "extra_4242"});
+                let start = Instant::now();
+                let result = self.big_http.call("describeTool", &params)?;
+                let elapsed = start.elapsed();
+                if result["name"] != "extra_4242" {
+                    return Err(format!("describeTool of the big daemon: {result}"));
+                }
+                Ok(elapsed)
+            }
+            Kind::DescribeTool => {
+                let params = json!({"server": SERVER, "tool": TOOL});
+                let start = Instant::now();
+                let result = self.http.call("describeTool", &params)?;
+                let elapsed = start.elapsed();
+                if result["name"] != TOOL {
+                    return Err(format!("describeTool: {result}"));
+                }
+                Ok(elapsed)
+            }
             Kind::DirectRmcp => {
                 let params =
                     CallToolRequestParams::new(TOOL).with_arguments(self.call_arguments.clone());
@@ -275,11 +324,38 @@ async fn run(settings: &Settings) -> Result<String, String> {
         ));
     }
 
+    let fault_server_exe = daemon_exe.with_file_name("tool-cli-fault-server");
+    if !fault_server_exe.is_file() {
+        return Err(format!(
+            "no fault server at {}; build it first with `cargo build --release -p \
+             tool-cli-fault-server` (same CARGO_TARGET_DIR)",
+            fault_server_exe.display()
+        ));
+    }
+
     let dir = TempDir::create()?;
-    let daemon = Daemon::start(&daemon_exe, dir.path(), "default")?;
+    let demo = |flavour: &str| {
+        json!({ SERVER: {
+            "command": &daemon_exe,
+            "args": ["demo-server", "--db", dir.path().join(format!("{flavour}-demo.sqlite"))],
+        }})
+    };
+    let daemon = Daemon::start(&daemon_exe, dir.path(), "default", demo("default"))?;
+    let quiet_daemon = Daemon::start(&daemon_exe, dir.path(), "quiet", demo("quiet"))?;
+    let big_daemon = Daemon::start(
+        &daemon_exe,
+        dir.path(),
+        "big",
+        json!({ BIG_SERVER: {
+            "command": &fault_server_exe,
+            "args": ["--extra-tools", BIG_TOOLS.to_string()],
+        }}),
+    )?;
+    // Connected once every daemon is up: a connection left idle while the big daemon discovers
+    // its 10,000 tools would be closed by the daemon's idle timeout.
     let http = HttpClient::connect(daemon.port, &daemon.token)?;
-    let quiet_daemon = Daemon::start(&daemon_exe, dir.path(), "quiet")?;
     let quiet_http = HttpClient::connect(quiet_daemon.port, &quiet_daemon.token)?;
+    let big_http = HttpClient::connect(big_daemon.port, &big_daemon.token)?;
     let direct = DirectClient::start(&daemon_exe, dir.path()).await?;
 
     let mut call_arguments = Map::new();
@@ -325,8 +401,10 @@ async fn run(settings: &Settings) -> Result<String, String> {
         },
         _daemon: daemon,
         _quiet_daemon: quiet_daemon,
+        _big_daemon: big_daemon,
         http,
         quiet_http,
+        big_http,
         direct,
         call_arguments,
         _dir: dir,
@@ -475,16 +553,9 @@ struct Daemon {
 impl Daemon {
     /// Starts a daemon named `flavour` in `dir`: `"quiet"` runs it with `RUST_LOG=warn`, anything
     /// else with its default log level.
-    fn start(exe: &Path, dir: &Path, flavour: &str) -> Result<Daemon, String> {
+    fn start(exe: &Path, dir: &Path, flavour: &str, servers: Value) -> Result<Daemon, String> {
         let config_path = dir.join(format!("{flavour}-servers.json"));
-        let config = json!({
-            "mcpServers": {
-                SERVER: {
-                    "command": exe,
-                    "args": ["demo-server", "--db", dir.join(format!("{flavour}-demo.sqlite"))],
-                }
-            }
-        });
+        let config = json!({ "mcpServers": servers });
         std::fs::write(&config_path, config.to_string())
             .map_err(|err| format!("cannot write {}: {err}", config_path.display()))?;
         let log_path = dir.join(format!("{flavour}-daemon.log"));
@@ -896,6 +967,15 @@ fn render_report(
         added(process_call),
         human(version.median),
     ));
+    let big_describe = &stats[index(Kind::BigDescribeTool)];
+    let describe = &stats[index(Kind::DescribeTool)];
+    line(format!(
+        "- P6: `listServers` with 10,000 tools (k) {} median (target ≤ 100 µs); `describeTool` \
+         among 10,000 tools (l) ÷ among 6 (m), medians: **{:.2}×** ({}) (flat: ≈ 1×).",
+        human(stats[index(Kind::BigListServers)].median),
+        big_describe.median.as_secs_f64() / describe.median.as_secs_f64(),
+        per_round_ratios(rounds(Kind::BigDescribeTool), rounds(Kind::DescribeTool)),
+    ));
     let noop = &stats[index(Kind::ProcessNoop)];
     line(format!(
         "- P1: (a) ÷ (j), medians: **{:.2}×** ({}) a whole `tool-cli` call against spawning a \
@@ -905,7 +985,7 @@ fn render_report(
     ));
     line(String::new());
     line(format!(
-        "Timed: {} calls each of (b), (c), (f), (g), (h), (i) and {} runs each of (a), (d), (e), and (j), interleaved \
+        "Timed: {} calls each of (b), (c), (f), (g), (h), (i), (k), (l), (m) and {} runs each of (a), (d), (e), and (j), interleaved \
          in {} rounds after {} / {} warm-up iterations; {:.1} s of timing.",
         settings.calls,
         settings.processes,

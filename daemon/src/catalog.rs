@@ -3,23 +3,36 @@
 //! The JSON is what `describeTool` returns (unnarrowed). Everything the daemon decides from a
 //! tool is read from that JSON once, here, when the catalog is built: its name, description,
 //! whether it has an `outputSchema`, and its behaviour hints ([`ToolHints`]), which policy,
-//! retries and the degradation cache all consult. Each tool's argument validator is compiled on
-//! first use, so a server with thousands of tools costs nothing at start-up for the tools nobody
-//! calls.
+//! retries and the degradation cache all consult.
+//!
+//! A server may list ten thousand tools, so what is kept per tool is small: the JSON once, as
+//! compact text (a `serde_json::Value` tree of the same tool takes several times its size), the
+//! few facts above, and the name. Lookups by name go through a name-sorted list of positions
+//! rather than a map holding a second copy of every name. Argument validators are compiled on
+//! first use and kept in a bounded cache shared by the catalog's tools
+//! (`validator_cache.rs`), so tools nobody calls cost nothing and calling all of them does
+//! not keep thousands of compiled schemas.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::overrides::ToolOverride;
 use crate::validate::ArgumentValidator;
+use crate::validator_cache::ValidatorCache;
+
+/// How many compiled validators a catalog keeps: the tools called recently, however many it has.
+const CACHED_VALIDATORS: usize = 256;
 
 /// The tools of one server, in the order it listed them.
 #[derive(Default)]
 pub struct Catalog {
     tools: Vec<Arc<CatalogTool>>,
-    by_name: HashMap<String, usize>,
+    /// Positions in `tools`, sorted by name: a lookup is a binary search over the names the
+    /// tools already hold.
+    by_name: Vec<u32>,
     /// How many tools no override hides, counted once here so that `listServers` does not walk
     /// ten thousand tools per request to count them.
     unhidden: usize,
@@ -40,11 +53,53 @@ pub struct CatalogTool {
     pub task_required: bool,
     /// Left out of listings, search and routing by a config override.
     pub hidden: bool,
+    /// A config override changed it (its JSON carries `_meta["tool-cli/overridden"]`).
+    pub overridden: bool,
     /// Its routing priority from a config override (else the server's applies).
     pub priority: Option<i64>,
-    /// The tool exactly as the server listed it.
-    pub raw: Value,
-    validator: OnceLock<Result<Arc<ArgumentValidator>, String>>,
+    /// The catalog's text: every tool's compact JSON (after overrides), name and description,
+    /// one allocation shared by all its tools.
+    text: Arc<str>,
+    /// Where in `text` this tool's JSON is.
+    raw: Span,
+    /// Its position in the catalog: its key in `validators`.
+    position: u32,
+    /// The catalog's compiled validators, shared by all its tools.
+    validators: Arc<ValidatorCache>,
+}
+
+/// A byte range of a catalog's text, in half the size of a `Range<usize>`.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// `start..end` of a text the build keeps under `u32::MAX` bytes.
+fn span(start: usize, end: usize) -> Span {
+    Span {
+        start: start as u32,
+        end: end as u32,
+    }
+}
+
+/// What the first pass of a build notes about a tool.
+struct Facts {
+    raw: Span,
+    name: Span,
+    description: Span,
+    has_output_schema: bool,
+    hints: ToolHints,
+    task_required: bool,
+    hidden: bool,
+    overridden: bool,
+    priority: Option<i64>,
 }
 
 /// What a tool says about its behaviour (MCP `annotations`), parsed once.
@@ -100,59 +155,107 @@ impl Catalog {
 
     /// Builds a catalog and applies the config's overrides; also returns each override that was
     /// refused (a type clash) or names a tool the server does not have.
+    ///
+    /// It works in two passes so that what the catalog keeps is not scattered over the memory
+    /// the parsed `items` occupied: scattered, each small kept allocation would pin a page of
+    /// freed tree (a `Value` tree is about fifteen times the size of its JSON), and the daemon's
+    /// resident memory would stay at the size of the trees. The first pass writes everything
+    /// kept as text into one buffer (a single large allocation) and notes each tool's facts in
+    /// one vector; the items are then dropped, and only the second pass makes the per-tool
+    /// allocations.
     pub fn with_overrides(
         items: Vec<Value>,
         overrides: &BTreeMap<String, ToolOverride>,
     ) -> (Catalog, Vec<String>) {
-        let mut catalog = Catalog::default();
         let mut problems = Vec::new();
-        for mut raw in items {
-            let Some(name) = raw.get("name").and_then(Value::as_str).map(str::to_owned) else {
-                tracing::warn!(tool = %preview(&raw), "ignoring a tool without a name");
-                continue;
-            };
-            if catalog.by_name.contains_key(&name) {
-                tracing::warn!(tool = %name, "ignoring a second tool of the same name");
-                continue;
-            }
-            let mut hidden = false;
-            let mut priority = None;
-            if let Some(tool_override) = overrides.get(&name) {
-                match crate::overrides::apply(&mut raw, tool_override) {
-                    Ok(_) => {
-                        hidden = tool_override.hidden;
-                        priority = tool_override.priority;
-                    }
-                    Err(problem) => problems.push(problem),
+        let mut text = String::new();
+        let mut facts: Vec<Facts> = Vec::with_capacity(items.len());
+        {
+            // Names seen so far, to skip a second tool of the same name.
+            let mut seen = std::collections::HashSet::new();
+            for mut raw in items {
+                let Some(name) = raw.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                    tracing::warn!(tool = %preview(&raw), "ignoring a tool without a name");
+                    continue;
+                };
+                if facts.len() >= u32::MAX as usize || text.len() >= (u32::MAX as usize) / 2 {
+                    tracing::warn!(tool = %name, "ignoring tools past the catalog's capacity");
+                    break;
                 }
+                if !seen.insert(name.clone()) {
+                    tracing::warn!(tool = %name, "ignoring a second tool of the same name");
+                    continue;
+                }
+                let mut hidden = false;
+                let mut priority = None;
+                if let Some(tool_override) = overrides.get(&name) {
+                    match crate::overrides::apply(&mut raw, tool_override) {
+                        Ok(_) => {
+                            hidden = tool_override.hidden;
+                            priority = tool_override.priority;
+                        }
+                        Err(problem) => problems.push(problem),
+                    }
+                }
+                let description = raw
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let hints =
+                    ToolHints::from_annotations(raw.get("annotations").unwrap_or(&Value::Null));
+                let raw_start = text.len();
+                text.push_str(&raw.to_string());
+                let name_start = text.len();
+                text.push_str(&name);
+                let description_start = text.len();
+                text.push_str(description);
+                facts.push(Facts {
+                    raw: span(raw_start, name_start),
+                    name: span(name_start, description_start),
+                    description: span(description_start, text.len()),
+                    has_output_schema: raw.get("outputSchema").is_some_and(Value::is_object),
+                    hints,
+                    task_required: raw
+                        .pointer("/execution/taskSupport")
+                        .and_then(Value::as_str)
+                        == Some("required"),
+                    hidden,
+                    overridden: raw.pointer("/_meta/tool-cli~1overridden").is_some(),
+                    priority,
+                });
             }
-            let description = raw
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let has_output_schema = raw.get("outputSchema").is_some_and(Value::is_object);
-            let hints = ToolHints::from_annotations(raw.get("annotations").unwrap_or(&Value::Null));
-            let task_required = raw
-                .pointer("/execution/taskSupport")
-                .and_then(Value::as_str)
-                == Some("required");
-            catalog.by_name.insert(name.clone(), catalog.tools.len());
-            catalog.unhidden += usize::from(!hidden);
+            // `items` (consumed above) and `seen` are gone here, before anything kept is made.
+        }
+        let text: Arc<str> = Arc::from(text);
+        let validators = Arc::new(ValidatorCache::new(CACHED_VALIDATORS));
+        let mut catalog = Catalog {
+            tools: Vec::with_capacity(facts.len()),
+            by_name: Vec::new(),
+            unhidden: 0,
+        };
+        for (position, facts) in facts.into_iter().enumerate() {
+            catalog.unhidden += usize::from(!facts.hidden);
             catalog.tools.push(Arc::new(CatalogTool {
-                name,
-                description,
-                has_output_schema,
-                hints,
-                task_required,
-                hidden,
-                priority,
-                raw,
-                validator: OnceLock::new(),
+                name: text[facts.name.range()].to_owned(),
+                description: text[facts.description.range()].to_owned(),
+                has_output_schema: facts.has_output_schema,
+                hints: facts.hints,
+                task_required: facts.task_required,
+                hidden: facts.hidden,
+                overridden: facts.overridden,
+                priority: facts.priority,
+                text: Arc::clone(&text),
+                raw: facts.raw,
+                position: position as u32,
+                validators: Arc::clone(&validators),
             }));
         }
+        let tools = &catalog.tools;
+        let mut by_name: Vec<u32> = (0..tools.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| tools[a as usize].name.cmp(&tools[b as usize].name));
+        catalog.by_name = by_name;
         for name in overrides.keys() {
-            if !catalog.by_name.contains_key(name) {
+            if catalog.get(name).is_none() {
                 problems.push(format!(
                     "tools.{name}: the server has no tool \"{name}\", so its override is unused"
                 ));
@@ -184,7 +287,11 @@ impl Catalog {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<CatalogTool>> {
-        self.by_name.get(name).map(|&i| &self.tools[i])
+        let tools = &self.tools;
+        self.by_name
+            .binary_search_by(|&at| tools[at as usize].name.as_str().cmp(name))
+            .ok()
+            .map(|found| &tools[self.by_name[found] as usize])
     }
 
     #[cfg(test)]
@@ -194,18 +301,38 @@ impl Catalog {
 }
 
 impl CatalogTool {
+    /// The tool exactly as the server listed it (after overrides): what `describeTool` answers,
+    /// sent as it is without being parsed again.
+    pub fn raw_json(&self) -> &RawValue {
+        serde_json::from_str(&self.text[self.raw.range()]).expect("the catalog holds valid JSON")
+    }
+
+    /// The tool's JSON, parsed (a new value each time: for the rare reader that needs more than
+    /// the facts kept on [`CatalogTool`]).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text[self.raw.range()]).expect("the catalog holds valid JSON")
+    }
+
+    /// Its `inputSchema`, parsed, if it has one.
+    pub fn input_schema(&self) -> Option<Value> {
+        match self.json() {
+            Value::Object(mut tool) => tool.remove("inputSchema"),
+            _ => None,
+        }
+    }
+
+    /// Its `inputSchema`, or the schema of any object when it has none (what validation and
+    /// the agent assume).
+    pub fn input_schema_or_any_object(&self) -> Value {
+        self.input_schema()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"}))
+    }
+
     /// The compiled validator of its `inputSchema`, or why the schema is invalid.
     pub(crate) fn validator(&self) -> Result<Arc<ArgumentValidator>, String> {
-        self.validator
-            .get_or_init(|| {
-                let schema = self
-                    .raw
-                    .get("inputSchema")
-                    .cloned()
-                    .unwrap_or_else(|| serde_json::json!({"type": "object"}));
-                ArgumentValidator::compile(&schema).map(Arc::new)
-            })
-            .clone()
+        self.validators.get_or_compile(self.position, || {
+            ArgumentValidator::compile(&self.input_schema_or_any_object()).map(Arc::new)
+        })
     }
 }
 
@@ -238,7 +365,13 @@ mod tests {
         assert_eq!(catalog.names(), vec!["b", "a"]);
         let b = catalog.get("b").unwrap();
         assert_eq!(b.description, "B");
-        assert_eq!(b.raw["x-vendor"], 1);
+        assert_eq!(b.json()["x-vendor"], 1);
+        assert_eq!(
+            b.raw_json().get(),
+            r#"{"name":"b","description":"B","inputSchema":{"type":"object"},"x-vendor":1}"#
+        );
+        assert!(catalog.get("c").is_none());
+        assert!(catalog.get("").is_none());
         assert!(!b.has_output_schema);
         assert!(catalog.get("a").unwrap().has_output_schema);
     }

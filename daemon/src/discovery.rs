@@ -3,12 +3,15 @@
 //! These only look at what the pipeline's servers publish (status and last-known catalog); the
 //! one wait is for a server still making its first connection, bounded by its call timeout.
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, ServerSummary, ToolSummary};
+use tool_cli_protocol::search::ListToolsParams;
 
 use crate::auth::Grant;
+use crate::catalog::CatalogTool;
 use crate::error::Error;
 use crate::orchestrator::Orchestrator;
+use crate::paging::{MAX_PAGE, Page};
 use crate::pipeline::{listed, resolve_server};
 
 /// How many tool names `listServers` gives as examples.
@@ -74,29 +77,49 @@ impl Orchestrator {
         ListServersResult { servers }
     }
 
-    /// `listTools`: the tools the grant may see.
-    pub async fn list_tools(&self, server: &str, grant: &Grant) -> Result<ListToolsResult, Error> {
+    /// `listTools` of one server: the tools the grant may see, all of them or one page
+    /// (`limit`, `cursor`); only the tools on the page are copied.
+    pub async fn list_tools(
+        &self,
+        server: &str,
+        params: &ListToolsParams,
+        grant: &Grant,
+    ) -> Result<ListToolsResult, Error> {
+        let page = Page::requested(params, MAX_PAGE)?;
         let slots = self.pipeline.slots();
         let slot = resolve_server(&slots, server, grant, None)?;
         wait_until_known(slot).await?;
-        let tools = slot
-            .upstream
-            .catalog()
+        let catalog = slot.upstream.catalog();
+        let summary = |tool: &CatalogTool| ToolSummary {
+            server: None,
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            has_structured_output: tool.has_output_schema,
+            overridden: tool.overridden,
+        };
+        let visible = catalog
             .tools()
             .iter()
-            .filter(|tool| listed(grant, slot, tool))
-            .map(|tool| ToolSummary {
-                server: None,
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                has_structured_output: tool.has_output_schema,
-                overridden: tool.raw.pointer("/_meta/tool-cli~1overridden").is_some(),
-            })
-            .collect();
+            .filter(|tool| listed(grant, slot, tool));
+        let (tools, next_cursor, tool_count) = match page {
+            None => (visible.map(|tool| summary(tool)).collect(), None, None),
+            Some(page) => {
+                let mut tools = Vec::new();
+                let mut total = 0;
+                for tool in visible {
+                    if page.holds(total) {
+                        tools.push(summary(tool));
+                    }
+                    total += 1;
+                }
+                (tools, page.next_cursor(total), Some(total))
+            }
+        };
         Ok(ListToolsResult {
             server: slot.upstream.info().name.clone(),
             tools,
-            next_cursor: None,
+            next_cursor,
+            tool_count,
         })
     }
 
@@ -106,12 +129,13 @@ impl Orchestrator {
         server: &str,
         tool: &str,
         grant: &Grant,
-    ) -> Result<Value, Error> {
+    ) -> Result<Box<RawValue>, Error> {
         let slots = self.pipeline.slots();
         let slot = resolve_server(&slots, server, grant, Some(tool))?;
         wait_until_known(slot).await?;
         let tool = crate::pipeline::resolve_tool(slot, tool, grant)?;
-        Ok(tool.raw.clone())
+        // The text the catalog keeps, copied as it is: no tree to build and encode again.
+        Ok(tool.raw_json().to_owned())
     }
 }
 

@@ -182,7 +182,7 @@ pub(crate) fn module(
             let tools = match &params.server {
                 Some(server) => {
                     context
-                        .until_grace_over(context.orchestrator.list_tools(server, grant))
+                        .until_grace_over(context.orchestrator.list_tools(server, &params, grant))
                         .await?
                 }
                 None => context

@@ -77,7 +77,7 @@ impl ToolSearch {
                 .map(|tool| {
                     ToolDoc::from_mcp_tool(
                         &info.name,
-                        &tool.raw,
+                        &tool.json(),
                         info.description.as_deref(),
                         &info.tags,
                     )
@@ -100,7 +100,10 @@ impl ToolSearch {
             built.remove(name);
         }
         built.extend(fresh);
-        *self.index.write().unwrap() = Arc::new(index);
+        let previous = std::mem::replace(&mut *self.index.write().unwrap(), Arc::new(index));
+        drop(previous);
+        // Building a shard of thousands of tools leaves megabytes of freed scratch memory.
+        crate::memory::release_freed();
     }
 }
 

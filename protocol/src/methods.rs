@@ -722,14 +722,20 @@ pub struct BreakerHealth {
 
 /// Result of `listTools`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// The server asked for.
     pub server: String,
     /// Its tools, in the order the server listed them.
     pub tools: Vec<ToolSummary>,
-    /// In a listing across servers, where the next page starts; absent on the last page.
+    /// In a paged listing, where the next page starts (pass it back as `cursor`); absent on
+    /// the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// In a paged listing of one server (`limit` or `cursor` given): how many tools the caller
+    /// may see on it in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_count: Option<usize>,
 }
 
 /// One tool in `listTools`.

@@ -80,10 +80,11 @@ pub struct ListToolsParams {
     /// The server; omitted, every server's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-    /// Where the previous page ended (`nextCursor`), for every server's tools.
+    /// Where the previous page ended (`nextCursor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Tools per page across servers (default 500, 1 to 5000).
+    /// Tools per page (1 to 5000); across servers the default is 500, for one server the whole
+    /// list unless `limit` or `cursor` is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
 }

@@ -8,6 +8,7 @@
 mod agent;
 mod alternatives;
 mod bad_inputs;
+mod catalog_scale;
 mod cli;
 mod cli_conveniences;
 mod cli_daemon;

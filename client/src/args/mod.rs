@@ -144,6 +144,8 @@ pub(crate) struct Invocation {
     pub(crate) require_identity: bool,
     /// `--yes`: confirm a destructive tool call (`"confirm": true`); ignored by other commands.
     pub(crate) confirm: bool,
+    /// `--all`: `tool-cli SERVER` lists every tool instead of the first page.
+    pub(crate) all: bool,
     /// Things worth telling the user that do not stop the command (e.g. a clamped timeout).
     pub(crate) warnings: Vec<String>,
     /// `--session` (or `TOOL_CLI_SESSION`), `--dry-run`, `--hint`, `--idempotency-key`.
@@ -241,6 +243,10 @@ struct GlobalFlags {
     /// Confirm a call of a destructive tool (without it the daemon refuses, exit 9)
     #[arg(long, global = true)]
     yes: bool,
+
+    /// With `tool-cli SERVER`: list every tool, not only the first page of a large server
+    #[arg(long, global = true)]
+    all: bool,
 
     /// Also send the token to a bridge that does not prove its identity (a tool-cli 1.x
     /// bridge); like TOOL_CLI_REQUIRE_IDENTITY=0
@@ -579,6 +585,7 @@ where
         timeout_ms,
         require_identity,
         confirm: cli.global.yes,
+        all: cli.global.all,
         warnings,
         call,
     })

@@ -476,7 +476,7 @@ pub(crate) fn human_size(bytes: usize) -> String {
 }
 
 /// A word for a shell command line, quoted only when needed.
-fn shell_word(word: &str) -> String {
+pub(crate) fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

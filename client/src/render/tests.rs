@@ -114,6 +114,7 @@ fn no_servers_says_where_to_add_them() {
 fn tools_are_one_line_each_and_mark_structured_output() {
     let result = ListToolsResult {
         next_cursor: None,
+        tool_count: None,
         server: "demo".into(),
         tools: vec![
             ToolSummary {
@@ -291,6 +292,7 @@ fn binary_contents_are_found_with_the_count_of_other_items() {
 fn server_help_says_how_to_go_on_then_lists_the_tools() {
     let tools = ListToolsResult {
         next_cursor: None,
+        tool_count: None,
         server: "my server".into(),
         tools: vec![ToolSummary {
             server: None,

@@ -17,6 +17,7 @@ mod call_options;
 pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;
+mod listing;
 mod output;
 mod progress;
 mod prompts;
@@ -68,14 +69,19 @@ pub(crate) async fn run(
             output.emit_text(&render::servers(&servers))
         }
         Command::ListTools { server } => {
-            let result = client
-                .call(name::LIST_TOOLS, Some(server_params(&server)))
-                .await?;
+            // `--json` keeps the whole list scripts expect; a person gets the first page.
+            let paged = !output.json && !invocation.all;
+            let params = listing::params(&server, paged);
+            let result = client.call(name::LIST_TOOLS, Some(params)).await?;
             if output.json {
                 return output.emit_json(&result);
             }
             let tools: ListToolsResult = parse_result(name::LIST_TOOLS, result)?;
-            output.emit_text(&render::tools(&tools))
+            output.emit_text(&render::tools(&tools))?;
+            if let Some(more) = listing::more_note(&tools) {
+                output::note(&more);
+            }
+            Ok(())
         }
         Command::ServerHelp { server } => {
             let result = client

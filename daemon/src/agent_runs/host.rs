@@ -38,11 +38,7 @@ impl PipelineHost {
                     server: server.clone(),
                     name: tool.name.clone(),
                     description: tool.description.clone(),
-                    input_schema: tool
-                        .raw
-                        .get("inputSchema")
-                        .cloned()
-                        .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                    input_schema: tool.input_schema_or_any_object(),
                     read_only: tool.hints.read_only,
                     destructive: tool.hints.destructive,
                 });

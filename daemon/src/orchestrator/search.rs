@@ -14,12 +14,9 @@ use tool_cli_search::search::{DEFAULT_LIMIT, MAX_LIMIT, Query};
 use super::Orchestrator;
 use crate::auth::Grant;
 use crate::error::Error;
+use crate::paging::{DEFAULT_PAGE, Page};
 use crate::pipeline::{CallContext, Slot, listed};
 use crate::tool_search::DaemonPriors;
-
-/// Tools per page of the merged listing, by default and at most.
-const DEFAULT_PAGE: usize = 500;
-const MAX_PAGE: usize = 5000;
 
 impl Orchestrator {
     /// `searchTools`.
@@ -158,32 +155,11 @@ impl Orchestrator {
         params: &ListToolsParams,
         grant: &Grant,
     ) -> Result<ListToolsResult, Error> {
-        const METHOD: &str = "listTools";
-        let limit = match params.limit {
-            None => DEFAULT_PAGE,
-            Some(limit) if limit < 1 || limit > MAX_PAGE as i64 => {
-                return Err(Error::invalid_params(
-                    METHOD,
-                    format!("limit {limit} is out of range; expected 1 to {MAX_PAGE}"),
-                ));
-            }
-            Some(limit) => limit as usize,
-        };
-        let start = match &params.cursor {
-            None => 0,
-            Some(cursor) => cursor
-                .strip_prefix("at:")
-                .and_then(|at| at.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    Error::invalid_params(
-                        METHOD,
-                        format!(
-                            "cursor {cursor:?} was not given by this daemon; pass the nextCursor \
-                             of the previous page"
-                        ),
-                    )
-                })?,
-        };
+        let page = Page::requested(params, DEFAULT_PAGE)?.unwrap_or(Page {
+            start: 0,
+            limit: DEFAULT_PAGE,
+        });
+        let (start, limit) = (page.start, page.limit);
         let mut tools = Vec::new();
         let mut position = 0;
         let mut more = false;
@@ -206,7 +182,7 @@ impl Orchestrator {
                         name: tool.name.clone(),
                         description: tool.description.clone(),
                         has_structured_output: tool.has_output_schema,
-                        overridden: tool.raw.pointer("/_meta/tool-cli~1overridden").is_some(),
+                        overridden: tool.overridden,
                     });
                 }
                 position += 1;
@@ -216,6 +192,7 @@ impl Orchestrator {
             server: "*".to_owned(),
             next_cursor: more.then(|| format!("at:{}", start + tools.len())),
             tools,
+            tool_count: None,
         })
     }
 }
@@ -243,10 +220,5 @@ fn schema_of(slots: &[Arc<Slot>], server: &str, tool: &str) -> Option<serde_json
     let slot = slots
         .iter()
         .find(|slot| slot.upstream.info().name == server)?;
-    slot.upstream
-        .catalog()
-        .get(tool)?
-        .raw
-        .get("inputSchema")
-        .cloned()
+    slot.upstream.catalog().get(tool)?.input_schema()
 }

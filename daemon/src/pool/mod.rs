@@ -170,7 +170,9 @@ impl Published {
         }
         *self.problems.lock().unwrap() = problems;
         let count = catalog.len();
-        self.catalog.send_replace(Arc::new(catalog));
+        // The previous catalog goes here, and with it what parsing the new one left behind.
+        drop(self.catalog.send_replace(Arc::new(catalog)));
+        crate::memory::release_freed();
         self.changed();
         count
     }
