@@ -18,7 +18,7 @@ use crate::doc::ToolDoc;
 use crate::embed::{self, Embedder, Embedding, HashEmbedder};
 use crate::search;
 use crate::text;
-use crate::vocabulary::{Vocabulary, WORD_TABLE, WORD_TABLE_CAPACITY, WordTable};
+use crate::vocabulary::{Vocabulary, WORD_TABLE};
 
 /// The fields of a tool that BM25F scores separately.
 pub(crate) const FIELDS: usize = 5;
@@ -62,8 +62,8 @@ pub(crate) struct Shard {
     /// Per tool, the number of terms in each field.
     pub(crate) lengths: Vec<[u16; FIELDS]>,
     pub(crate) length_sums: [u64; FIELDS],
-    /// Term → its shard-local id, which indexes `posting_ranges`.
-    pub(crate) term_ids: FxHashMap<Box<str>, u32>,
+    /// Shard-local term id → term; the id indexes `posting_ranges`.
+    pub(crate) terms: Box<[Arc<str>]>,
     /// Per term id, where its postings lie in `postings` (start, end). The index-wide term table
     /// keeps these ranges too, so a query reads a term's list in every shard without a hash
     /// lookup per shard.
@@ -101,7 +101,7 @@ impl Shard {
             tools: Vec::with_capacity(docs.len()),
             lengths: Vec::with_capacity(docs.len()),
             length_sums: [0; FIELDS],
-            term_ids: FxHashMap::default(),
+            terms: Box::default(),
             posting_ranges: Vec::new(),
             postings: Box::default(),
             embeddings: Vec::with_capacity(docs.len() * dimensions),
@@ -111,17 +111,9 @@ impl Shard {
         // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
         // strings beyond the one word lookup.
         WORD_TABLE.with_borrow_mut(|table| {
-            if table.words.len() >= WORD_TABLE_CAPACITY {
-                *table = WordTable::default();
-            }
-            let mut vocabulary = Vocabulary {
-                table,
-                hashing,
-                local_of: Vec::new(),
-                shard_terms: Vec::new(),
-            };
+            let mut vocabulary = Vocabulary::new(table, hashing);
             Shard::fill(&mut shard, docs, embedder, &mut vocabulary);
-            shard.term_ids = vocabulary.term_ids();
+            shard.terms = vocabulary.terms();
         });
         shard
     }
@@ -259,7 +251,7 @@ impl Shard {
                 tags: doc.tags,
             });
         }
-        let terms = vocabulary.shard_terms.len();
+        let terms = vocabulary.term_count();
         // Group the postings by term with a counting sort (term ids are dense): count each
         // term's postings, turn the counts into ranges, then place each posting in its term's
         // range. Postings were pushed in tool order, so each range stays in tool order.
@@ -382,7 +374,7 @@ fn count(counts: &mut Vec<(u32, [u16; FIELDS])>, slot_of: &mut Vec<u32>, id: u32
 pub(crate) struct Stats {
     pub(crate) tools: usize,
     pub(crate) length_sums: [u64; FIELDS],
-    pub(crate) terms: FxHashMap<Box<str>, TermStats>,
+    pub(crate) terms: FxHashMap<Arc<str>, TermStats>,
     /// The global position of each shard's first tool.
     pub(crate) offsets: Vec<usize>,
     /// Per tool (global position), each field's weight divided by its length normalisation,
@@ -393,7 +385,7 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
-        let vocabulary: usize = shards.iter().map(|s| s.term_ids.len()).sum();
+        let vocabulary: usize = shards.iter().map(|s| s.terms.len()).sum();
         stats.terms.reserve(vocabulary / 2);
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
@@ -402,8 +394,7 @@ impl Stats {
             for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
                 *sum += shard_sum;
             }
-            for (term, &id) in &shard.term_ids {
-                let (start, end) = shard.posting_ranges[id as usize];
+            for (term, &(start, end)) in shard.terms.iter().zip(&shard.posting_ranges) {
                 let count = end - start;
                 match stats.terms.get_mut(term) {
                     Some(term_stats) => {
@@ -413,7 +404,7 @@ impl Stats {
                     }
                     None => {
                         stats.terms.insert(
-                            term.clone(),
+                            Arc::clone(term),
                             TermStats {
                                 document_frequency: count,
                                 shards: vec![(position, start, end)],

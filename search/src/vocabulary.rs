@@ -7,6 +7,8 @@
 //! longer splits and looks up every text twice. Tool catalogs repeat a small vocabulary, so after
 //! the first shards almost every word costs one hash lookup.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::concepts::{self, Action};
@@ -32,20 +34,26 @@ pub(crate) struct WordInfo {
 #[derive(Default)]
 pub(crate) struct WordTable {
     /// Folded word → what it stands for.
-    pub(crate) words: FxHashMap<Box<str>, WordInfo>,
+    words: FxHashMap<Box<str>, WordInfo>,
     /// Term → thread-wide id.
     term_ids: FxHashMap<Box<str>, u32>,
-    /// Thread-wide term id → term.
-    terms: Vec<Box<str>>,
+    /// Thread-wide term id → term, shared (not copied) with the shards and the index statistics.
+    terms: Vec<Arc<str>>,
     /// The `HashEmbedder` features of the words that have them, back to back.
     features: Vec<(u32, f32)>,
     /// Scratch space for one word's term.
     term: String,
+    /// Thread-wide term id → id in the shard being built (`u32::MAX`: not in it yet). Kept
+    /// between shards so it is not reallocated and cleared whole for each one; only the entries
+    /// of the last shard's terms are reset.
+    local_of: Vec<u32>,
+    /// The shard being built (or last built): local id → thread-wide term id.
+    shard_terms: Vec<u32>,
 }
 
 /// The most words a thread's `WordTable` holds; past it, the table starts over before the next
 /// shard (never during one, whose term ids it holds), so memory stays bounded.
-pub(crate) const WORD_TABLE_CAPACITY: usize = 1 << 16;
+const WORD_TABLE_CAPACITY: usize = 1 << 16;
 
 thread_local! {
     pub(crate) static WORD_TABLE: std::cell::RefCell<WordTable> = std::cell::RefCell::new(WordTable::default());
@@ -84,7 +92,7 @@ impl WordTable {
             None => {
                 let id = u32::try_from(self.terms.len()).expect("fewer than 2^32 terms");
                 self.term_ids.insert(self.term.as_str().into(), id);
-                self.terms.push(self.term.as_str().into());
+                self.terms.push(Arc::from(self.term.as_str()));
                 id
             }
         });
@@ -98,16 +106,31 @@ impl WordTable {
 
 /// One shard build's view of the thread's `WordTable`: the shard-local ids of its terms.
 pub(crate) struct Vocabulary<'a> {
-    pub(crate) table: &'a mut WordTable,
+    table: &'a mut WordTable,
     /// Whether words carry `HashEmbedder` features (the index's embedder is the hashing one).
     pub(crate) hashing: bool,
-    /// Thread-wide term id → shard-local id (`u32::MAX`: not in this shard yet).
-    pub(crate) local_of: Vec<u32>,
-    /// Shard-local id → thread-wide term id.
-    pub(crate) shard_terms: Vec<u32>,
 }
 
-impl Vocabulary<'_> {
+impl<'a> Vocabulary<'a> {
+    /// Starts a shard with the thread's `table`, restarting it first when it has grown past
+    /// `WORD_TABLE_CAPACITY`.
+    pub(crate) fn new(table: &'a mut WordTable, hashing: bool) -> Vocabulary<'a> {
+        if table.words.len() >= WORD_TABLE_CAPACITY {
+            *table = WordTable::default();
+        }
+        // Reset here rather than at the end of a build, so a build that panicked cannot leave
+        // stale ids behind.
+        for term in table.shard_terms.drain(..) {
+            table.local_of[term as usize] = u32::MAX;
+        }
+        Vocabulary { table, hashing }
+    }
+
+    /// The number of distinct terms of the shard so far.
+    pub(crate) fn term_count(&self) -> usize {
+        self.table.shard_terms.len()
+    }
+
     /// Calls `visit` with what each word of `text` stands for (its term as a shard-local id) and
     /// its embedding features (empty unless hashing).
     pub(crate) fn for_each_word(
@@ -117,16 +140,17 @@ impl Vocabulary<'_> {
     ) {
         text::split_words(text, |word| {
             let info = self.table.lookup(&word, self.hashing);
+            let table = &mut *self.table;
             let local = info.term.map(|term| {
                 let term = term as usize;
-                if self.local_of.len() <= term {
-                    self.local_of.resize(term + 1, u32::MAX);
+                if table.local_of.len() <= term {
+                    table.local_of.resize(term + 1, u32::MAX);
                 }
-                if self.local_of[term] == u32::MAX {
-                    self.local_of[term] = self.shard_terms.len() as u32;
-                    self.shard_terms.push(term as u32);
+                if table.local_of[term] == u32::MAX {
+                    table.local_of[term] = table.shard_terms.len() as u32;
+                    table.shard_terms.push(term as u32);
                 }
-                self.local_of[term]
+                table.local_of[term]
             });
             let features = match info.features {
                 Some((start, end)) => &self.table.features[start as usize..end as usize],
@@ -136,13 +160,12 @@ impl Vocabulary<'_> {
         });
     }
 
-    /// The shard's term table: term → shard-local id.
-    pub(crate) fn term_ids(&self) -> FxHashMap<Box<str>, u32> {
-        let mut ids = FxHashMap::default();
-        ids.reserve(self.shard_terms.len());
-        for (local, &term) in self.shard_terms.iter().enumerate() {
-            ids.insert(self.table.terms[term as usize].clone(), local as u32);
-        }
-        ids
+    /// The shard's terms, by shard-local id.
+    pub(crate) fn terms(&self) -> Box<[Arc<str>]> {
+        self.table
+            .shard_terms
+            .iter()
+            .map(|&term| Arc::clone(&self.table.terms[term as usize]))
+            .collect()
     }
 }
