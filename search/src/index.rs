@@ -385,8 +385,8 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
-        let vocabulary: usize = shards.iter().map(|s| s.terms.len()).sum();
-        stats.terms.reserve(vocabulary / 2);
+        // No reservation from the shards' vocabulary sizes: servers share most of their words,
+        // so their sum overstates the distinct terms tenfold and the table would keep the slack.
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
