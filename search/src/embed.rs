@@ -35,6 +35,11 @@ impl Embedding {
         Embedding(values.into_boxed_slice())
     }
 
+    /// The components, as a vector (to reuse its allocation).
+    pub(crate) fn into_values(self) -> Vec<f32> {
+        self.0.into_vec()
+    }
+
     /// The components.
     pub fn values(&self) -> &[f32] {
         &self.0
@@ -60,6 +65,14 @@ pub trait Embedder: Send + Sync {
     /// only breaks ties; a real sentence-embedding model earns a larger share.
     fn semantic_share(&self) -> f32 {
         0.1
+    }
+
+    /// `Some` when this embedder is the default `HashEmbedder`, whose vector of a text is the
+    /// normalised sum of per-word features: the index then embeds a tool from the words it has
+    /// already split for BM25 instead of splitting the text a second time. Other embedders keep
+    /// the default `None` and are given the text.
+    fn as_hash_embedder(&self) -> Option<&HashEmbedder> {
+        None
     }
 }
 
@@ -210,34 +223,45 @@ fn word_features(folded: &str) -> Features {
     features.into_boxed_slice()
 }
 
+/// Calls `apply` with the features of one split word: a CJK bigram is one word feature; any other
+/// word's features come from the per-thread memo (computed on first sight).
+pub(crate) fn with_word_features<R>(
+    word: &text::Word<'_>,
+    apply: impl FnOnce(&[(u32, f32)]) -> R,
+) -> R {
+    if word.cjk {
+        return apply(&[feature(fnv1a(b'w', &[word.folded.as_bytes()]), WORD_WEIGHT)]);
+    }
+    let mut apply = Some(apply);
+    let known = FEATURE_MEMO.with_borrow(|memo| {
+        memo.get(word.folded)
+            .map(|features| (apply.take().expect("called once"))(features))
+    });
+    if let Some(result) = known {
+        return result;
+    }
+    let features = word_features(word.folded);
+    let result = (apply.take().expect("called once"))(&features);
+    FEATURE_MEMO.with_borrow_mut(|memo| {
+        if memo.len() >= FEATURE_MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(word.folded.into(), features);
+    });
+    result
+}
+
+/// Adds `features` to `vector` `times` times (the index embeds a tool's name twice).
+pub(crate) fn add_features(vector: &mut [f32], features: &[(u32, f32)], times: f32) {
+    for &(bucket, weight) in features {
+        vector[bucket as usize] += times * weight;
+    }
+}
+
 impl HashEmbedder {
     fn add_text(vector: &mut [f32], text: &str) {
         text::split_words(text, |word| {
-            if word.cjk {
-                let (bucket, weight) = feature(fnv1a(b'w', &[word.folded.as_bytes()]), WORD_WEIGHT);
-                vector[bucket as usize] += weight;
-                return;
-            }
-            let known = FEATURE_MEMO.with_borrow(|memo| {
-                memo.get(word.folded).map(|features| {
-                    for &(bucket, weight) in features.iter() {
-                        vector[bucket as usize] += weight;
-                    }
-                })
-            });
-            if known.is_some() {
-                return;
-            }
-            let features = word_features(word.folded);
-            for &(bucket, weight) in features.iter() {
-                vector[bucket as usize] += weight;
-            }
-            FEATURE_MEMO.with_borrow_mut(|memo| {
-                if memo.len() >= FEATURE_MEMO_CAPACITY {
-                    memo.clear();
-                }
-                memo.insert(word.folded.into(), features);
-            });
+            with_word_features(&word, |features| add_features(vector, features, 1.0));
         });
     }
 }
@@ -251,6 +275,10 @@ impl Embedder for HashEmbedder {
         let mut vector = vec![0.0f32; HASH_DIMENSIONS];
         HashEmbedder::add_text(&mut vector, text);
         Embedding::normalized(vector)
+    }
+
+    fn as_hash_embedder(&self) -> Option<&HashEmbedder> {
+        Some(self)
     }
 }
 

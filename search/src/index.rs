@@ -13,11 +13,12 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::concepts::{self, Action};
+use crate::concepts::Action;
 use crate::doc::ToolDoc;
-use crate::embed::{self, Embedder, HashEmbedder};
+use crate::embed::{self, Embedder, Embedding, HashEmbedder};
 use crate::search;
 use crate::text;
+use crate::vocabulary::{Vocabulary, WORD_TABLE};
 
 /// The fields of a tool that BM25F scores separately.
 pub(crate) const FIELDS: usize = 5;
@@ -61,8 +62,8 @@ pub(crate) struct Shard {
     /// Per tool, the number of terms in each field.
     pub(crate) lengths: Vec<[u16; FIELDS]>,
     pub(crate) length_sums: [u64; FIELDS],
-    /// Term → its shard-local id, which indexes `posting_ranges`.
-    pub(crate) term_ids: FxHashMap<Box<str>, u32>,
+    /// Shard-local term id → term; the id indexes `posting_ranges`.
+    pub(crate) terms: Box<[Arc<str>]>,
     /// Per term id, where its postings lie in `postings` (start, end). The index-wide term table
     /// keeps these ranges too, so a query reads a term's list in every shard without a hash
     /// lookup per shard.
@@ -77,15 +78,30 @@ pub(crate) struct Shard {
     pub(crate) embedding_scales: Vec<f32>,
 }
 
+/// Where the embedded part of a description ends: at most `EMBEDDED_DESCRIPTION_BYTES`, backed
+/// up to a character that is no part of a word, so the embedded words are exactly the first
+/// words the lexical analysis sees (the two share one split).
+fn embedded_description_end(description: &str) -> usize {
+    if description.len() <= EMBEDDED_DESCRIPTION_BYTES {
+        return description.len();
+    }
+    let cut = text::truncate_at_char_boundary(description, EMBEDDED_DESCRIPTION_BYTES);
+    cut.char_indices()
+        .rev()
+        .find(|(_, c)| !c.is_alphanumeric())
+        .map_or(0, |(offset, _)| offset)
+}
+
 impl Shard {
     fn build(server: &str, docs: Vec<ToolDoc>, embedder: &dyn Embedder) -> Shard {
         let dimensions = embedder.dimensions();
+        let hashing = embedder.as_hash_embedder().is_some() && dimensions == embed::HASH_DIMENSIONS;
         let mut shard = Shard {
             server: server.to_owned(),
             tools: Vec::with_capacity(docs.len()),
             lengths: Vec::with_capacity(docs.len()),
             length_sums: [0; FIELDS],
-            term_ids: FxHashMap::default(),
+            terms: Box::default(),
             posting_ranges: Vec::new(),
             postings: Box::default(),
             embeddings: Vec::with_capacity(docs.len() * dimensions),
@@ -93,48 +109,77 @@ impl Shard {
         };
         // Terms get shard-local ids; per tool, `counts` holds (id, frequencies) of the terms seen
         // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
-        // strings beyond the one id lookup per word.
-        let mut term_ids: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        // strings beyond the one word lookup.
+        WORD_TABLE.with_borrow_mut(|table| {
+            let mut vocabulary = Vocabulary::new(table, hashing);
+            Shard::fill(&mut shard, docs, embedder, &mut vocabulary);
+            shard.terms = vocabulary.terms();
+        });
+        shard
+    }
+
+    /// Indexes `docs` into `shard` with the words of `vocabulary`.
+    fn fill(
+        shard: &mut Shard,
+        docs: Vec<ToolDoc>,
+        embedder: &dyn Embedder,
+        vocabulary: &mut Vocabulary<'_>,
+    ) {
+        let dimensions = embedder.dimensions();
+        let hashing = vocabulary.hashing;
+        let server = shard.server.clone();
         // Every (term id, posting) of the shard in one vector, grouped by term at the end: one
         // growing allocation instead of one per term.
         let mut all_postings: Vec<(u32, Posting)> = Vec::new();
         let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
         let mut slot_of: Vec<u32> = Vec::new();
         let mut embedding_text = String::new();
+        let mut vector = vec![0.0f32; if hashing { dimensions } else { 0 }];
         let mut server_text: Option<(Option<String>, Vec<String>)> = None;
-        let mut server_terms: Vec<String> = Vec::new();
+        let mut server_terms: Vec<u32> = Vec::new();
         for doc in docs {
             let doc = doc.capped();
             let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
             counts.clear();
+            vector.fill(0.0);
             let mut lengths = [0u16; FIELDS];
-            // The name also gives the tool's action: that of its first action word.
+            let mut count_in = |field: usize, term: u32, lengths: &mut [u16; FIELDS]| {
+                lengths[field] = lengths[field].saturating_add(1);
+                count(&mut counts, &mut slot_of, term, field);
+            };
+            // The name also gives the tool's action: that of its first action word. It is
+            // embedded twice: it is the densest statement of what a tool does.
             let mut action = None;
-            text::analyze(&doc.name, |term, stop| {
+            vocabulary.for_each_word(&doc.name, |term, word_action, features| {
                 if action.is_none() {
-                    action = concepts::actions_of(term).first().copied();
+                    action = word_action;
                 }
-                if !stop {
-                    lengths[NAME] = lengths[NAME].saturating_add(1);
-                    count(&mut term_ids, &mut counts, &mut slot_of, term, NAME);
+                if let Some(term) = term {
+                    count_in(NAME, term, &mut lengths);
                 }
+                embed::add_features(&mut vector, features, 2.0);
             });
-            let mut add = |field: usize, text: &str| {
-                text::analyze(text, |term, stop| {
-                    if stop {
-                        return;
+            let mut add = |vocabulary: &mut Vocabulary<'_>, field: usize, text: &str, embedded| {
+                vocabulary.for_each_word(text, |term, _, features| {
+                    if let Some(term) = term {
+                        count_in(field, term, &mut lengths);
                     }
-                    lengths[field] = lengths[field].saturating_add(1);
-                    count(&mut term_ids, &mut counts, &mut slot_of, term, field);
+                    if embedded {
+                        embed::add_features(&mut vector, features, 1.0);
+                    }
                 });
             };
             if let Some(title) = &doc.title {
-                add(TITLE, title);
+                add(vocabulary, TITLE, title, true);
             }
-            add(DESCRIPTION, &doc.description);
+            let (embedded, rest) = doc
+                .description
+                .split_at(embedded_description_end(&doc.description));
+            add(vocabulary, DESCRIPTION, embedded, true);
+            add(vocabulary, DESCRIPTION, rest, false);
             for parameter in &doc.parameters {
-                add(PARAMETERS, &parameter.name);
-                add(PARAMETERS, &parameter.description);
+                add(vocabulary, PARAMETERS, &parameter.name, true);
+                add(vocabulary, PARAMETERS, &parameter.description, false);
             }
             // The server's own text is usually the same for all its tools: analyse it once.
             let same_server_text = server_text.as_ref().is_some_and(|(description, tags)| {
@@ -142,21 +187,16 @@ impl Shard {
             });
             if !same_server_text {
                 server_terms.clear();
-                for text in std::iter::once(server)
+                for text in std::iter::once(server.as_str())
                     .chain(doc.server_description.as_deref())
                     .chain(doc.tags.iter().map(String::as_str))
                 {
-                    text::analyze(text, |term, stop| {
-                        if !stop {
-                            server_terms.push(term.to_owned());
-                        }
-                    });
+                    vocabulary.for_each_word(text, |term, _, _| server_terms.extend(term));
                 }
                 server_text = Some((doc.server_description.clone(), doc.tags.clone()));
             }
-            for term in &server_terms {
-                lengths[SERVER] = lengths[SERVER].saturating_add(1);
-                count(&mut term_ids, &mut counts, &mut slot_of, term, SERVER);
+            for &term in &server_terms {
+                count_in(SERVER, term, &mut lengths);
             }
             for (id, frequencies) in counts.drain(..) {
                 slot_of[id as usize] = u32::MAX;
@@ -167,25 +207,26 @@ impl Shard {
             }
             shard.lengths.push(lengths);
 
-            embedding_text.clear();
-            for _ in 0..2 {
-                // The name twice: it is the densest statement of what a tool does.
-                embedding_text.push_str(&doc.name);
-                embedding_text.push(' ');
-            }
-            if let Some(title) = &doc.title {
-                embedding_text.push_str(title);
-                embedding_text.push(' ');
-            }
-            embedding_text.push_str(text::truncate_at_char_boundary(
-                &doc.description,
-                EMBEDDED_DESCRIPTION_BYTES,
-            ));
-            for parameter in &doc.parameters {
-                embedding_text.push(' ');
-                embedding_text.push_str(&parameter.name);
-            }
-            let embedding = embedder.embed(&embedding_text);
+            let embedding = if hashing {
+                Embedding::normalized(std::mem::take(&mut vector))
+            } else {
+                embedding_text.clear();
+                for _ in 0..2 {
+                    embedding_text.push_str(&doc.name);
+                    embedding_text.push(' ');
+                }
+                if let Some(title) = &doc.title {
+                    embedding_text.push_str(title);
+                    embedding_text.push(' ');
+                }
+                embedding_text
+                    .push_str(&doc.description[..embedded_description_end(&doc.description)]);
+                for parameter in &doc.parameters {
+                    embedding_text.push(' ');
+                    embedding_text.push_str(&parameter.name);
+                }
+                embedder.embed(&embedding_text)
+            };
             // An embedder that breaks its contract (wrong length) must not corrupt the rows of
             // other tools: pad or cut to the declared dimension.
             let values = embedding.values();
@@ -198,6 +239,10 @@ impl Shard {
                 embed::quantize_into(&row, &mut shard.embeddings)
             };
             shard.embedding_scales.push(scale);
+            if hashing {
+                // Take the buffer back for the next tool.
+                vector = embedding.into_values();
+            }
 
             shard.tools.push(StoredTool {
                 action,
@@ -206,10 +251,11 @@ impl Shard {
                 tags: doc.tags,
             });
         }
+        let terms = vocabulary.term_count();
         // Group the postings by term with a counting sort (term ids are dense): count each
         // term's postings, turn the counts into ranges, then place each posting in its term's
         // range. Postings were pushed in tool order, so each range stays in tool order.
-        let mut ranges: Vec<(u32, u32)> = vec![(0, 0); term_ids.len()];
+        let mut ranges: Vec<(u32, u32)> = vec![(0, 0); terms];
         for (id, _) in &all_postings {
             ranges[*id as usize].1 += 1;
         }
@@ -233,8 +279,6 @@ impl Shard {
         }
         shard.postings = grouped.into_boxed_slice();
         shard.posting_ranges = ranges;
-        shard.term_ids = term_ids;
-        shard
     }
 }
 
@@ -311,23 +355,11 @@ fn build_shards(servers: Vec<ServerDocs>, embedder: &dyn Embedder) -> Vec<Arc<Sh
     built.into_iter().map(|(_, shard)| shard).collect()
 }
 
-/// Adds one occurrence of `term` in `field` to the current tool's term counts.
-fn count(
-    term_ids: &mut FxHashMap<Box<str>, u32>,
-    counts: &mut Vec<(u32, [u16; FIELDS])>,
-    slot_of: &mut Vec<u32>,
-    term: &str,
-    field: usize,
-) {
-    let id = match term_ids.get(term) {
-        Some(&id) => id,
-        None => {
-            let id = u32::try_from(term_ids.len()).expect("fewer than 2^32 terms per server");
-            term_ids.insert(term.into(), id);
-            slot_of.push(u32::MAX);
-            id
-        }
-    };
+/// Adds one occurrence of the term `id` in `field` to the current tool's term counts.
+fn count(counts: &mut Vec<(u32, [u16; FIELDS])>, slot_of: &mut Vec<u32>, id: u32, field: usize) {
+    if slot_of.len() <= id as usize {
+        slot_of.resize(id as usize + 1, u32::MAX);
+    }
     let slot = &mut slot_of[id as usize];
     if *slot == u32::MAX {
         *slot = counts.len() as u32;
@@ -342,7 +374,7 @@ fn count(
 pub(crate) struct Stats {
     pub(crate) tools: usize,
     pub(crate) length_sums: [u64; FIELDS],
-    pub(crate) terms: FxHashMap<Box<str>, TermStats>,
+    pub(crate) terms: FxHashMap<Arc<str>, TermStats>,
     /// The global position of each shard's first tool.
     pub(crate) offsets: Vec<usize>,
     /// Per tool (global position), each field's weight divided by its length normalisation,
@@ -353,8 +385,8 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
-        let vocabulary: usize = shards.iter().map(|s| s.term_ids.len()).sum();
-        stats.terms.reserve(vocabulary / 2);
+        // No reservation from the shards' vocabulary sizes: servers share most of their words,
+        // so their sum overstates the distinct terms tenfold and the table would keep the slack.
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
@@ -362,8 +394,7 @@ impl Stats {
             for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
                 *sum += shard_sum;
             }
-            for (term, &id) in &shard.term_ids {
-                let (start, end) = shard.posting_ranges[id as usize];
+            for (term, &(start, end)) in shard.terms.iter().zip(&shard.posting_ranges) {
                 let count = end - start;
                 match stats.terms.get_mut(term) {
                     Some(term_stats) => {
@@ -373,7 +404,7 @@ impl Stats {
                     }
                     None => {
                         stats.terms.insert(
-                            term.clone(),
+                            Arc::clone(term),
                             TermStats {
                                 document_frequency: count,
                                 shards: vec![(position, start, end)],
@@ -569,6 +600,38 @@ mod tests {
             let query = crate::search::Query::new(text);
             assert_eq!(parallel.search(&query), sequential.search(&query), "{text}");
         }
+    }
+
+    #[test]
+    fn a_tool_embedded_from_the_shared_split_equals_the_embedder_on_its_text() {
+        // The index embeds tools from the words it split for BM25 (name twice, title, the
+        // description's opening, parameter names); that must be what the embedder itself makes
+        // of the same text, or queries (embedded by the embedder) would drift from tools.
+        let tool = ToolDoc {
+            name: "getFileInfo".to_owned(),
+            title: Some("File details".to_owned()),
+            description: format!(
+                "Returns size and times of a file. {}",
+                "More words. ".repeat(60)
+            ),
+            parameters: vec![crate::doc::ParamDoc {
+                name: "path".to_owned(),
+                description: "where the file is".to_owned(),
+            }],
+            ..ToolDoc::default()
+        };
+        let description = &tool.description[..embedded_description_end(&tool.description)];
+        assert!(description.len() <= EMBEDDED_DESCRIPTION_BYTES && description.len() > 400);
+        let text = format!("getFileInfo getFileInfo File details {description} path");
+        let expected = HashEmbedder.embed(&text);
+        let index = Index::new().with_server("fs", vec![tool]);
+        let shard = &index.shards[0];
+        let row: Vec<f32> = shard.embeddings[..embed::HASH_DIMENSIONS]
+            .iter()
+            .map(|q| f32::from(*q) * shard.embedding_scales[0])
+            .collect();
+        let similarity = embed::dot(&row, expected.values());
+        assert!(similarity > 0.999, "{similarity}");
     }
 
     #[test]

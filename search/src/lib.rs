@@ -23,3 +23,4 @@ pub mod minilm;
 pub mod priors;
 pub mod search;
 mod text;
+mod vocabulary;

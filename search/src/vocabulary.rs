@@ -1,0 +1,171 @@
+//! The words of an index build: each distinct word a thread's builds meet is analysed once
+//! (folded word → term, stop word or not, action class, `HashEmbedder` features), and each shard
+//! gives the terms it uses dense shard-local ids.
+//!
+//! A tool's text is split once; the same words feed BM25F's field counts and, with the default
+//! hashing embedder, the tool's embedding (which is a sum of per-word features), so a build no
+//! longer splits and looks up every text twice. Tool catalogs repeat a small vocabulary, so after
+//! the first shards almost every word costs one hash lookup.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::concepts::{self, Action};
+use crate::embed;
+use crate::text;
+
+/// What the builds on one thread know about one folded word, so each distinct word is analysed
+/// (stemmed, stop-listed, classified, hashed into embedding features) once per thread, and every
+/// later occurrence, in any shard, costs one hash lookup.
+#[derive(Clone, Copy)]
+pub(crate) struct WordInfo {
+    /// The term's thread-wide id (an index in `WordTable::terms`), `None` for a stop word
+    /// (counted in no field).
+    term: Option<u32>,
+    /// The action class of the word's term (for the tool's name).
+    action: Option<Action>,
+    /// Where its embedding features lie in `WordTable::features`; `None` until a build with the
+    /// hashing embedder asks for them.
+    features: Option<(u32, u32)>,
+}
+
+/// The words and terms one thread's builds have seen.
+#[derive(Default)]
+pub(crate) struct WordTable {
+    /// Folded word → what it stands for.
+    words: FxHashMap<Box<str>, WordInfo>,
+    /// Term → thread-wide id.
+    term_ids: FxHashMap<Box<str>, u32>,
+    /// Thread-wide term id → term, shared (not copied) with the shards and the index statistics.
+    terms: Vec<Arc<str>>,
+    /// The `HashEmbedder` features of the words that have them, back to back.
+    features: Vec<(u32, f32)>,
+    /// Scratch space for one word's term.
+    term: String,
+    /// Thread-wide term id → id in the shard being built (`u32::MAX`: not in it yet). Kept
+    /// between shards so it is not reallocated and cleared whole for each one; only the entries
+    /// of the last shard's terms are reset.
+    local_of: Vec<u32>,
+    /// The shard being built (or last built): local id → thread-wide term id.
+    shard_terms: Vec<u32>,
+}
+
+/// The most words a thread's `WordTable` holds; past it, the table starts over before the next
+/// shard (never during one, whose term ids it holds), so memory stays bounded.
+const WORD_TABLE_CAPACITY: usize = 1 << 16;
+
+thread_local! {
+    pub(crate) static WORD_TABLE: std::cell::RefCell<WordTable> = std::cell::RefCell::new(WordTable::default());
+}
+
+impl WordTable {
+    /// What `word` stands for; `with_features` also makes sure its embedding features are known.
+    fn lookup(&mut self, word: &text::Word<'_>, with_features: bool) -> WordInfo {
+        let info = match self.words.get_mut(word.folded) {
+            Some(info) => info,
+            None => {
+                let info = self.learn(word);
+                self.words.entry(word.folded.into()).or_insert(info)
+            }
+        };
+        if with_features && info.features.is_none() {
+            let start = self.features.len() as u32;
+            embed::with_word_features(word, |features| self.features.extend_from_slice(features));
+            info.features = Some((start, self.features.len() as u32));
+        }
+        *info
+    }
+
+    /// Analyses a word seen for the first time.
+    fn learn(&mut self, word: &text::Word<'_>) -> WordInfo {
+        let stop = if word.cjk {
+            self.term.clear();
+            self.term.push_str(word.folded);
+            false
+        } else {
+            text::analyze_word(word.folded, &mut self.term)
+        };
+        let action = concepts::actions_of(&self.term).first().copied();
+        let term = (!stop).then(|| match self.term_ids.get(self.term.as_str()) {
+            Some(&id) => id,
+            None => {
+                let id = u32::try_from(self.terms.len()).expect("fewer than 2^32 terms");
+                self.term_ids.insert(self.term.as_str().into(), id);
+                self.terms.push(Arc::from(self.term.as_str()));
+                id
+            }
+        });
+        WordInfo {
+            term,
+            action,
+            features: None,
+        }
+    }
+}
+
+/// One shard build's view of the thread's `WordTable`: the shard-local ids of its terms.
+pub(crate) struct Vocabulary<'a> {
+    table: &'a mut WordTable,
+    /// Whether words carry `HashEmbedder` features (the index's embedder is the hashing one).
+    pub(crate) hashing: bool,
+}
+
+impl<'a> Vocabulary<'a> {
+    /// Starts a shard with the thread's `table`, restarting it first when it has grown past
+    /// `WORD_TABLE_CAPACITY`.
+    pub(crate) fn new(table: &'a mut WordTable, hashing: bool) -> Vocabulary<'a> {
+        if table.words.len() >= WORD_TABLE_CAPACITY {
+            *table = WordTable::default();
+        }
+        // Reset here rather than at the end of a build, so a build that panicked cannot leave
+        // stale ids behind.
+        for term in table.shard_terms.drain(..) {
+            table.local_of[term as usize] = u32::MAX;
+        }
+        Vocabulary { table, hashing }
+    }
+
+    /// The number of distinct terms of the shard so far.
+    pub(crate) fn term_count(&self) -> usize {
+        self.table.shard_terms.len()
+    }
+
+    /// Calls `visit` with what each word of `text` stands for (its term as a shard-local id) and
+    /// its embedding features (empty unless hashing).
+    pub(crate) fn for_each_word(
+        &mut self,
+        text: &str,
+        mut visit: impl FnMut(Option<u32>, Option<Action>, &[(u32, f32)]),
+    ) {
+        text::split_words(text, |word| {
+            let info = self.table.lookup(&word, self.hashing);
+            let table = &mut *self.table;
+            let local = info.term.map(|term| {
+                let term = term as usize;
+                if table.local_of.len() <= term {
+                    table.local_of.resize(term + 1, u32::MAX);
+                }
+                if table.local_of[term] == u32::MAX {
+                    table.local_of[term] = table.shard_terms.len() as u32;
+                    table.shard_terms.push(term as u32);
+                }
+                table.local_of[term]
+            });
+            let features = match info.features {
+                Some((start, end)) => &self.table.features[start as usize..end as usize],
+                None => &[],
+            };
+            visit(local, info.action, features);
+        });
+    }
+
+    /// The shard's terms, by shard-local id.
+    pub(crate) fn terms(&self) -> Box<[Arc<str>]> {
+        self.table
+            .shard_terms
+            .iter()
+            .map(|&term| Arc::clone(&self.table.terms[term as usize]))
+            .collect()
+    }
+}
