@@ -83,18 +83,9 @@ pub(crate) fn id_key(id: &rmcp::model::RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
 
-/// The child's stdin, shared by the send futures rmcp runs; `None` once a write has failed.
-///
-/// Each send writes its own line under the lock instead of handing the bytes to a writer task:
-/// that task was one more wake-up on every request's way to the server. The lock is tokio's, so a
-/// send waiting for a slow reader does not block a runtime thread, and it is fair, so lines go
-/// out in the order their sends asked for it, as through a channel. The pipe closes when the last
-/// holder is gone: the transport on `close`, and the sends still in flight.
-type SharedStdin = Arc<tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>>;
-
 /// rmcp transport over a child's stdin/stdout with bounded reads.
 pub(crate) struct StdioTransport {
-    stdin: Option<SharedStdin>,
+    outgoing: Option<mpsc::Sender<Vec<u8>>>,
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     raw: Arc<RawResults>,
 }
@@ -128,14 +119,21 @@ impl StdioTransport {
     {
         let StdioParts {
             stdout,
-            stdin,
+            mut stdin,
             max_message_bytes,
             raw,
             closed,
             exited,
         } = parts;
-        let stdin: Box<dyn AsyncWrite + Send + Unpin> = Box::new(stdin);
-        let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
+        let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
+        tokio::spawn(async move {
+            while let Some(bytes) = out_rx.recv().await {
+                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin closes the pipe: the polite way to ask an MCP server to exit.
+        });
 
         let (in_tx, in_rx) = mpsc::channel(256);
         let reader_raw = Arc::clone(&raw);
@@ -154,7 +152,7 @@ impl StdioTransport {
             *closed.lock().unwrap() = Some(reason);
         });
         StdioTransport {
-            stdin: Some(stdin),
+            outgoing: Some(out_tx),
             incoming: in_rx,
             raw,
         }
@@ -388,26 +386,20 @@ impl Transport<RoleClient> for StdioTransport {
         {
             self.raw.want(id_key(&request.id));
         }
-        let stdin = self.stdin.clone();
+        let outgoing = self.outgoing.clone();
         let encoded = serde_json::to_vec(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
         async move {
             let bytes = encoded.map_err(std::io::Error::other)?;
-            let broken = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
-            let stdin = stdin.ok_or_else(broken)?;
-            let mut stdin = stdin.lock().await;
-            let writer = stdin.as_mut().ok_or_else(broken)?;
-            let written = match writer.write_all(&bytes).await {
-                Ok(()) => writer.flush().await,
-                Err(error) => Err(error),
+            let Some(outgoing) = outgoing else {
+                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
             };
-            if written.is_err() {
-                // A pipe that failed once is not written to again: later sends fail at once.
-                *stdin = None;
-            }
-            written
+            outgoing
+                .send(bytes)
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
         }
     }
 
@@ -416,9 +408,7 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        // Dropping stdin closes the pipe (once the sends in flight are done with it): the polite
-        // way to ask an MCP server to exit.
-        self.stdin = None;
+        self.outgoing = None;
         Ok(())
     }
 }
