@@ -278,7 +278,10 @@ async fn run(settings: &Settings) -> Result<String, String> {
     let dir = TempDir::create()?;
     let daemon = Daemon::start(&daemon_exe, dir.path(), "default")?;
     let http = HttpClient::connect(daemon.port, &daemon.token)?;
-    let quiet_daemon = Daemon::start(&daemon_exe, dir.path(), "quiet")?;
+    // A/B of two builds in one run: (g) runs the daemon (and its demo server) named here.
+    let quiet_exe =
+        std::env::var_os("TOOL_CLI_BENCH_DAEMON_G").map_or(daemon_exe.clone(), PathBuf::from);
+    let quiet_daemon = Daemon::start(&quiet_exe, dir.path(), "quiet")?;
     let quiet_http = HttpClient::connect(quiet_daemon.port, &quiet_daemon.token)?;
     let direct = DirectClient::start(&daemon_exe, dir.path()).await?;
 
@@ -876,6 +879,17 @@ fn render_report(
         human(bridge_info.median),
         added(quiet),
     ));
+    if let Some(exe) = std::env::var_os("TOOL_CLI_BENCH_DAEMON_G") {
+        line(format!(
+            "- A/B: (g) ran `{}`; (b) ÷ (g), medians: **{:.3}×** ({}).",
+            PathBuf::from(exe).display(),
+            kept_alive.median.as_secs_f64() / quiet.median.as_secs_f64(),
+            per_round_ratios(
+                rounds(Kind::KeptAliveCall),
+                rounds(Kind::KeptAliveCallQuiet)
+            ),
+        ));
+    }
     let session = &stats[index(Kind::KeptAliveSessionCall)];
     let routed = &stats[index(Kind::KeptAliveRoutedCall)];
     let over_b = |stats: &Stats| {
