@@ -334,14 +334,22 @@ async fn run(settings: &Settings) -> Result<String, String> {
     }
 
     let dir = TempDir::create()?;
-    let demo = |flavour: &str| {
+    let demo = |exe: &PathBuf, flavour: &str| {
         json!({ SERVER: {
-            "command": &daemon_exe,
+            "command": exe,
             "args": ["demo-server", "--db", dir.path().join(format!("{flavour}-demo.sqlite"))],
         }})
     };
-    let daemon = Daemon::start(&daemon_exe, dir.path(), "default", demo("default"))?;
-    let quiet_daemon = Daemon::start(&daemon_exe, dir.path(), "quiet", demo("quiet"))?;
+    let daemon = Daemon::start(
+        &daemon_exe,
+        dir.path(),
+        "default",
+        demo(&daemon_exe, "default"),
+    )?;
+    // A/B of two builds in one run: (g) runs the daemon (and its demo server) named here.
+    let quiet_exe =
+        std::env::var_os("TOOL_CLI_BENCH_DAEMON_G").map_or(daemon_exe.clone(), PathBuf::from);
+    let quiet_daemon = Daemon::start(&quiet_exe, dir.path(), "quiet", demo(&quiet_exe, "quiet"))?;
     let big_daemon = Daemon::start(
         &daemon_exe,
         dir.path(),
@@ -947,6 +955,17 @@ fn render_report(
         human(bridge_info.median),
         added(quiet),
     ));
+    if let Some(exe) = std::env::var_os("TOOL_CLI_BENCH_DAEMON_G") {
+        line(format!(
+            "- A/B: (g) ran `{}`; (b) ÷ (g), medians: **{:.3}×** ({}).",
+            PathBuf::from(exe).display(),
+            kept_alive.median.as_secs_f64() / quiet.median.as_secs_f64(),
+            per_round_ratios(
+                rounds(Kind::KeptAliveCall),
+                rounds(Kind::KeptAliveCallQuiet)
+            ),
+        ));
+    }
     let session = &stats[index(Kind::KeptAliveSessionCall)];
     let routed = &stats[index(Kind::KeptAliveRoutedCall)];
     let over_b = |stats: &Stats| {

@@ -6,10 +6,12 @@
 //! The contents are deterministic, so if two builders race, the later rename replaces the file
 //! with an identical one. An existing file is never rebuilt: it may be one the user pointed us at.
 //!
-//! Every query gets its own connection on the blocking thread pool (SQLite connections are not
-//! `Sync`, and opening one costs far less than a tool call), opened with
-//! `SQLITE_OPEN_READ_ONLY` plus `PRAGMA query_only`, and is stopped when it outlives the time
-//! budget or its caller goes away, so a runaway join cannot pin a thread forever.
+//! Every query runs on the blocking thread pool on a connection of its own while it runs (SQLite
+//! connections are not `Sync`), opened with `SQLITE_OPEN_READ_ONLY` plus `PRAGMA query_only`, and
+//! is stopped when it outlives the time budget or its caller goes away, so a runaway join cannot
+//! pin a thread forever. Connections are kept for the next query (at most one per query that may
+//! run at once): opening one, with its `PRAGMA` and the schema read on the first statement, was
+//! most of the cost of a small query such as `select 1`.
 
 use std::{
     ffi::OsString,
@@ -185,6 +187,10 @@ pub(crate) struct Database {
     /// thread; the owned permit travels into the blocking task, so a query whose caller went
     /// away still counts until SQLite has actually stopped.
     running_queries: Arc<Semaphore>,
+    /// Connections between queries, for the next one to take instead of opening its own; never
+    /// more than [`MAX_CONCURRENT_QUERIES`], since only that many are ever in use at once. A
+    /// std mutex: it is held for a push or a pop, on a blocking-pool thread.
+    idle_connections: Arc<std::sync::Mutex<Vec<Connection>>>,
 }
 
 /// How many SQLite virtual-machine steps run between checks of the budget and cancellation;
@@ -216,6 +222,7 @@ impl Database {
             path,
             time_budget,
             running_queries: Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES)),
+            idle_connections: Arc::default(),
         }
     }
 
@@ -224,7 +231,7 @@ impl Database {
         &self.path
     }
 
-    /// Runs `work` on a fresh read-only connection on the blocking pool. A progress handler
+    /// Runs `work` on a read-only connection (a kept one, or a new one) on the blocking pool. A progress handler
     /// stops SQLite once the time budget is spent or the returned future has been dropped.
     ///
     /// A progress handler rather than `sqlite3_interrupt` from a timer: it runs on the worker
@@ -243,9 +250,14 @@ impl Database {
         let cancel_on_drop = CancelOnDrop(Some(Arc::clone(&cancelled)));
         let path = self.path.clone();
         let time_budget = self.time_budget;
+        let idle_connections = Arc::clone(&self.idle_connections);
         let worker = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut connection = open_read_only(&path)?;
+            let kept = idle_connections.lock().unwrap().pop();
+            let mut connection = match kept {
+                Some(connection) => connection,
+                None => open_read_only(&path)?,
+            };
             let deadline = Instant::now() + time_budget;
             let timed_out = Arc::new(AtomicBool::new(false));
             let handler_timed_out = Arc::clone(&timed_out);
@@ -259,7 +271,7 @@ impl Database {
                     handler_timed_out.load(Ordering::Relaxed) || cancelled.load(Ordering::Relaxed)
                 }),
             )?;
-            match work(&connection) {
+            let outcome = match work(&connection) {
                 Err(QueryError::Sqlite(error))
                     if timed_out.load(Ordering::Relaxed)
                         && error.sqlite_error_code()
@@ -270,7 +282,16 @@ impl Database {
                     })
                 }
                 other => other,
+            };
+            // The work's statements are finalized by now; the handler belongs to this query only.
+            // A connection that cannot take the handler off is not kept.
+            if connection.progress_handler(0, None::<fn() -> bool>).is_ok() {
+                let mut idle = idle_connections.lock().unwrap();
+                if idle.len() < MAX_CONCURRENT_QUERIES {
+                    idle.push(connection);
+                }
             }
+            outcome
         });
         let result = worker
             .await
@@ -523,5 +544,49 @@ pub(crate) mod tests {
             error.to_string().contains("stopped after 0.05 s"),
             "{error}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_kept_for_the_next_query_even_after_an_interrupted_one() {
+        let (_directory, database) = sample_database("kept");
+        let database = Database::new(database.path().to_owned(), Duration::from_millis(50));
+        let idle = || database.idle_connections.lock().unwrap().len();
+        assert_eq!(idle(), 0);
+        let count_orders = |connection: &Connection| {
+            connection
+                .query_row("SELECT count(*) FROM orders", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+                .map_err(QueryError::from)
+        };
+        assert_eq!(database.run(count_orders).await.unwrap(), 500);
+        assert_eq!(idle(), 1);
+        // The same connection serves the next query: none is opened beside it.
+        assert_eq!(database.run(count_orders).await.unwrap(), 500);
+        assert_eq!(idle(), 1);
+        let error = database
+            .run(|connection| {
+                let sql = check_sql(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+                     SELECT i FROM n WHERE i < 0",
+                )?;
+                fetch_page(connection, sql, Pagination::negotiate(None, None)?)
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(error, QueryError::TimedOut { .. }), "{error:?}");
+        // The interrupted query's handler went with it: the kept connection answers again,
+        // still read-only.
+        assert_eq!(idle(), 1);
+        assert_eq!(database.run(count_orders).await.unwrap(), 500);
+        let refused = database
+            .run(|connection| {
+                connection
+                    .execute_batch("DELETE FROM orders")
+                    .map_err(QueryError::from)
+            })
+            .await;
+        assert!(refused.is_err());
+        assert_eq!(database.run(count_orders).await.unwrap(), 500);
     }
 }

@@ -16,7 +16,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize as _;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::child::ExitInfo;
@@ -52,10 +52,14 @@ impl RawResults {
         self.inner.lock().unwrap().wanted.insert(id);
     }
 
-    fn offer(&self, id: String, result: &Value) {
+    fn is_wanted(&self, id: &str) -> bool {
+        self.inner.lock().unwrap().wanted.contains(id)
+    }
+
+    fn offer(&self, id: String, result: Value) {
         let mut inner = self.inner.lock().unwrap();
         if inner.wanted.remove(&id) {
-            inner.results.insert(id, result.clone());
+            inner.results.insert(id, result);
         }
     }
 
@@ -111,7 +115,7 @@ impl StdioTransport {
     pub(crate) fn new<R, W>(server: &str, parts: StdioParts<R, W>) -> StdioTransport
     where
         R: AsyncRead + Send + Unpin + 'static,
-        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
     {
         let StdioParts {
             stdout,
@@ -275,16 +279,24 @@ impl Rejected {
 /// Parses one line into a message rmcp accepts. The raw result of a response we pass through
 /// unnarrowed is tapped only after the line has passed validation, under its exact id, so what
 /// a caller gets is never a line that was rejected.
+///
+/// The line is parsed once. A wanted result (a tool call's, a listing's) is moved out of the
+/// parsed message before rmcp sees it and replaced by `{}`: rmcp's typed decoding of a result is
+/// an untagged union of some twenty result types tried in turn, each failure building an error,
+/// and its outcome would be thrown away for the raw result anyway. The envelope (`jsonrpc`, `id`,
+/// `result` and `error` never both) is still checked by rmcp's own decoding, so the lines rejected
+/// are the same as before.
 fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>, Rejected> {
-    let value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
-    let message = ServerJsonRpcMessage::deserialize(&value).map_err(|_| Rejected::NotJsonRpc)?;
+    let mut value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
+    let tapped = take_wanted_result(&mut value, raw);
+    let message = ServerJsonRpcMessage::deserialize(value).map_err(|_| Rejected::NotJsonRpc)?;
     match &message {
         JsonRpcMessage::Response(response) => {
             if is_numeric_string(&response.id) {
                 return Err(Rejected::StringId);
             }
-            if let Some(result) = value.get("result") {
-                raw.offer(id_key(&response.id), result);
+            if let Some((key, result)) = tapped {
+                raw.offer(key, result);
             }
         }
         JsonRpcMessage::Error(error) if error.id.as_ref().is_some_and(is_numeric_string) => {
@@ -293,6 +305,23 @@ fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>,
         _ => {}
     }
     Ok(message)
+}
+
+/// Moves the `result` of a response whose id is wanted out of `value`, leaving `{}` in its place
+/// so the envelope still decodes as a response; returns the id's key and the result.
+fn take_wanted_result(value: &mut Value, raw: &RawResults) -> Option<(String, Value)> {
+    let object = value.as_object_mut()?;
+    let key = match object.get("id")? {
+        // The same text `id_key` makes of the request id we sent.
+        Value::Number(number) => number.to_string(),
+        Value::String(text) => serde_json::to_string(text).ok()?,
+        _ => return None,
+    };
+    if !object.contains_key("result") || !raw.is_wanted(&key) {
+        return None;
+    }
+    let result = object.insert("result".to_owned(), Value::Object(serde_json::Map::new()))?;
+    Some((key, result))
 }
 
 /// Whether `id` is a string rmcp would match to a numeric request id.
@@ -458,10 +487,10 @@ mod tests {
     #[test]
     fn only_wanted_raw_results_are_kept() {
         let raw = RawResults::default();
-        raw.offer("1".into(), &serde_json::json!({"a": 1}));
+        raw.offer("1".into(), serde_json::json!({"a": 1}));
         assert_eq!(raw.len(), 0);
         raw.want("2".into());
-        raw.offer("2".into(), &serde_json::json!({"b": 2}));
+        raw.offer("2".into(), serde_json::json!({"b": 2}));
         assert_eq!(raw.take("2"), Some(serde_json::json!({"b": 2})));
         raw.want("3".into());
         assert_eq!(raw.take("3"), None);
@@ -524,5 +553,83 @@ mod tests {
         // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
         let raw = RawResults::default();
         assert!(decode(br#"{"jsonrpc":"2.0","id":"abc","result":{}}"#, &raw).is_ok());
+    }
+
+    #[tokio::test]
+    async fn sends_write_whole_lines_in_order_and_close_ends_the_pipe() {
+        use rmcp::model::{ClientNotification, ProgressNotification, ProgressNotificationParam};
+        use tokio::io::AsyncReadExt as _;
+        let (stdin, mut server_reads) = tokio::io::duplex(64);
+        let (_server_writes, stdout) = tokio::io::duplex(64);
+        let (_exit_tx, exited) = watch::channel(None);
+        let mut transport = StdioTransport::new(
+            "t",
+            StdioParts {
+                stdout,
+                stdin,
+                max_message_bytes: 1024,
+                raw: Arc::default(),
+                closed: Arc::default(),
+                exited,
+            },
+        );
+        // The pipe holds 64 bytes: each line waits for the server to read, and the sends still
+        // go out whole and in the order they were made.
+        let progress_notice = |step: u32| {
+            JsonRpcMessage::notification(ClientNotification::ProgressNotification(
+                ProgressNotification::new(ProgressNotificationParam::new(
+                    rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)),
+                    f64::from(step),
+                )),
+            ))
+        };
+        let mut sends = Vec::new();
+        for step in 0..5 {
+            sends.push(transport.send(progress_notice(step)));
+        }
+        let sending = tokio::spawn(async move {
+            for send in sends {
+                send.await.unwrap();
+            }
+        });
+        transport.close().await.unwrap();
+        let mut written = String::new();
+        server_reads.read_to_string(&mut written).await.unwrap();
+        sending.await.unwrap();
+        let progress: Vec<f64> = written
+            .lines()
+            .map(|line| {
+                let value: Value = serde_json::from_str(line).unwrap();
+                value["params"]["progress"].as_f64().unwrap()
+            })
+            .collect();
+        assert_eq!(progress, [0.0, 1.0, 2.0, 3.0, 4.0]);
+        // Closed: a later send fails instead of writing.
+        let late = transport.send(progress_notice(9));
+        assert_eq!(
+            late.await.unwrap_err().kind(),
+            std::io::ErrorKind::BrokenPipe
+        );
+    }
+
+    #[test]
+    fn a_wanted_result_is_moved_out_whole_and_others_are_left_to_rmcp() {
+        let raw = RawResults::default();
+        raw.want("3".into());
+        let line = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"rows":[[1]]},"x-extra":[1,2]}}"#;
+        let message = decode(line, &raw).unwrap();
+        assert!(
+            matches!(message, JsonRpcMessage::Response(ref response) if response.id == rmcp::model::NumberOrString::Number(3))
+        );
+        assert_eq!(
+            raw.take("3"),
+            Some(
+                serde_json::json!({"content": [{"type": "text", "text": "hi"}], "structuredContent": {"rows": [[1]]}, "x-extra": [1, 2]})
+            )
+        );
+        // Not wanted (a ping's answer, say): nothing is tapped, rmcp decodes it as before.
+        assert!(decode(br#"{"jsonrpc":"2.0","id":4,"result":{}}"#, &raw).is_ok());
+        assert_eq!(raw.take("4"), None);
+        assert_eq!(raw.len(), 0);
     }
 }
