@@ -96,6 +96,16 @@ fn a_progress_flood_is_bounded_and_does_not_hold_the_call() {
         last_seq >= 4000,
         "most of the 5000 notifications were relayed: {last_seq}"
     );
+    // However the notifications were scheduled on the way in, the relayed progress never goes
+    // backwards (a stale one arriving late is not relayed).
+    let progress: Vec<f64> = events
+        .iter()
+        .filter_map(|event| event["progress"].as_f64())
+        .collect();
+    assert!(
+        progress.windows(2).all(|pair| pair[0] < pair[1]),
+        "relayed progress only moves forward"
+    );
     // The daemon still answers promptly afterwards.
     let servers = daemon.call("listServers", Value::Null);
     assert_eq!(servers["servers"][0]["state"], "ready");

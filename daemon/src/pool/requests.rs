@@ -44,11 +44,25 @@ pub(crate) struct ServerRequests {
     budget: Mutex<RequestBudget>,
     /// The events buffers of its calls in flight that asked for progress, by the progress
     /// token rmcp put on each request.
-    watched: Mutex<HashMap<ProgressToken, Arc<CallEventLog>>>,
+    watched: Mutex<HashMap<ProgressToken, Watched>>,
     /// The agent backend that answers its sampling requests, when one is configured.
     sampler: Option<Arc<Sampler>>,
     /// What its sampling requests have cost.
     sampling_bill: Mutex<SamplingBill>,
+}
+
+/// A request whose progress is relayed: its call's events buffer, and the last progress relayed.
+struct Watched {
+    log: Arc<CallEventLog>,
+    last_progress: Option<f64>,
+}
+
+/// Whether a progress notification moves forward. MCP's progress increases with each
+/// notification, but rmcp hands notifications to the handler on tasks of their own, so under a
+/// flood they can arrive out of order: an older one arriving after a newer is stale and is not
+/// relayed (the caller never sees progress go backwards).
+pub(crate) fn moves_forward(last: Option<f64>, progress: f64) -> bool {
+    last.is_none_or(|last| progress > last)
 }
 
 /// Stops relaying a request's notifications when it ends.
@@ -95,7 +109,13 @@ impl ServerRequests {
     /// (and nothing done) for a plain call.
     pub(crate) fn watch(&self, token: &ProgressToken) -> Option<Watch<'_>> {
         let log = crate::call_events::current()?;
-        self.watched.lock().unwrap().insert(token.clone(), log);
+        self.watched.lock().unwrap().insert(
+            token.clone(),
+            Watched {
+                log,
+                last_progress: None,
+            },
+        );
         Some(Watch {
             requests: self,
             token: token.clone(),
@@ -104,14 +124,16 @@ impl ServerRequests {
 
     /// `notifications/progress`: into the events buffer of the call it belongs to.
     pub(crate) fn progress(&self, notification: &ProgressNotificationParam) {
-        let log = self
-            .watched
-            .lock()
-            .unwrap()
-            .get(&notification.progress_token)
-            .cloned();
-        let Some(log) = log else {
-            return;
+        let log = {
+            let mut watched = self.watched.lock().unwrap();
+            let Some(watched) = watched.get_mut(&notification.progress_token) else {
+                return;
+            };
+            if !moves_forward(watched.last_progress, notification.progress) {
+                return;
+            }
+            watched.last_progress = Some(notification.progress);
+            Arc::clone(&watched.log)
         };
         let mut event = serde_json::Map::new();
         event.insert("type".to_owned(), json!("progress"));
@@ -270,8 +292,13 @@ impl ServerRequests {
         let server = &self.server;
         // Also to every call of this server that asked for events: a log message names no
         // request, so each one in flight may be the cause.
-        let watching: Vec<Arc<CallEventLog>> =
-            self.watched.lock().unwrap().values().cloned().collect();
+        let watching: Vec<Arc<CallEventLog>> = self
+            .watched
+            .lock()
+            .unwrap()
+            .values()
+            .map(|watched| Arc::clone(&watched.log))
+            .collect();
         for log in watching {
             let mut event = serde_json::Map::new();
             event.insert("type".to_owned(), json!("log"));
@@ -317,5 +344,22 @@ fn clip(text: &str) -> String {
         format!("{cleaned}…")
     } else {
         cleaned
+    }
+}
+
+#[cfg(test)]
+mod progress_order_tests {
+    use super::moves_forward;
+
+    #[test]
+    fn only_progress_that_moves_forward_is_relayed() {
+        assert!(moves_forward(None, 0.0));
+        assert!(moves_forward(Some(3.0), 4.0));
+        assert!(
+            !moves_forward(Some(4.0), 3.0),
+            "an older notification arriving late"
+        );
+        assert!(!moves_forward(Some(4.0), 4.0), "a repeat");
+        assert!(moves_forward(Some(0.5), 0.75), "fractions count");
     }
 }
