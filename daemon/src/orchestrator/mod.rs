@@ -163,7 +163,9 @@ impl Orchestrator {
             Some(failed) => {
                 let mut retry = retry;
                 retry.server = None;
-                let stand_in = self.call_instead_of(&context.child(0), retry, failed).await;
+                let stand_in = self
+                    .call_routed(&context.child(0), retry, Some(failed))
+                    .await;
                 if stand_in.is_ok() { stand_in } else { outcome }
             }
             None => outcome,
@@ -176,16 +178,7 @@ impl Orchestrator {
         self.call_routed(context, request, None).await
     }
 
-    /// [`Orchestrator::call`] routed to another server than `failed` (rule `alternative`).
-    async fn call_instead_of(
-        &self,
-        context: &CallContext,
-        request: CallRequest,
-        failed: String,
-    ) -> Result<Value, Error> {
-        self.call_routed(context, request, Some(failed)).await
-    }
-
+    /// [`Orchestrator::call`], routed away from `instead_of` when given (rule `alternative`).
     async fn call_routed(
         &self,
         context: &CallContext,
