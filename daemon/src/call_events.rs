@@ -8,6 +8,11 @@
 //! A finished call's events are kept for [`KEEP_FINISHED`] so a poller can read the last of
 //! them. The buffer reaches the pool through a task-local set around the call ([`with_log`]),
 //! so a plain call carries nothing extra.
+//!
+//! A buffer also keeps the questions its call's server asked and the daemon relayed to the
+//! caller (`"elicitation": "ask"`): each is an `elicitation` event, answered with
+//! `answerElicitation` through [`CallEventLog::answer`]; the bookkeeping is
+//! [`crate::elicitation::Book`]'s.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -15,11 +20,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
+use tool_cli_protocol::elicitation::{ELICITATION_CLOSED_EVENT, ElicitationAnswer};
 use tool_cli_protocol::methods::{CallEventsResult, name};
 
+use crate::elicitation::{Book, Refusal};
 use crate::error::Error;
+
+/// A relayed question's answer: the action and, with `accept`, the checked fields.
+pub(crate) type Answer = (ElicitationAnswer, Option<Map<String, Value>>);
 
 /// Most events kept per call.
 pub(crate) const CAPACITY: usize = 256;
@@ -78,21 +88,86 @@ pub(crate) struct CallEventLog {
     /// How many progress notifications (not log messages) have arrived, for a call whose
     /// timeout restarts on progress (`crate::pipeline::progress_timeout`).
     beats: watch::Sender<u64>,
+    /// Whether a caller can read it (`progressId`), so questions may be relayed to it.
+    listed: bool,
+    /// The questions relayed to its caller, each with the channel its answer goes to.
+    questions: Mutex<Book<oneshot::Sender<Answer>>>,
 }
 
 impl CallEventLog {
-    fn new() -> CallEventLog {
+    fn new(listed: bool) -> CallEventLog {
         CallEventLog {
             state: Mutex::new(LogState::default()),
             progress: watch::Sender::new((0, false)),
             beats: watch::Sender::new(0),
+            listed,
+            questions: Mutex::new(Book::default()),
         }
     }
 
     /// A buffer no poller can read, for a call that needs its progress counted
     /// (`resetTimeoutOnProgress`) but asked for no events.
     pub(crate) fn unlisted() -> Arc<CallEventLog> {
-        Arc::new(CallEventLog::new())
+        Arc::new(CallEventLog::new(false))
+    }
+
+    /// Whether a caller reads it (the call has a `progressId`).
+    pub(crate) fn is_listed(&self) -> bool {
+        self.listed
+    }
+
+    /// Relays a server's question: records it and pushes `event` (an `elicitation` event) with
+    /// its `elicitationId`. The receiver gets the answer; it is dropped unanswered when the
+    /// question is closed.
+    pub(crate) fn ask(
+        &self,
+        schema: Value,
+        mut event: Map<String, Value>,
+    ) -> (String, oneshot::Receiver<Answer>) {
+        let (sender, receiver) = oneshot::channel();
+        let id = self.questions.lock().unwrap().open(schema, sender);
+        event.insert("elicitationId".to_owned(), Value::from(id.clone()));
+        self.push(event);
+        (id, receiver)
+    }
+
+    /// Closes a question still open (the daemon declines it), telling the caller with an
+    /// `elicitationClosed` event; whether it was open (false: it was answered first).
+    pub(crate) fn close_question(&self, id: &str, reason: &str) -> bool {
+        if !self.questions.lock().unwrap().close(id, reason) {
+            return false;
+        }
+        let mut event = Map::new();
+        event.insert("type".to_owned(), Value::from(ELICITATION_CLOSED_EVENT));
+        event.insert("elicitationId".to_owned(), Value::from(id));
+        event.insert("reason".to_owned(), Value::from(reason));
+        self.push(event);
+        true
+    }
+
+    /// `answerElicitation`: checks the answer against the question and hands it to the
+    /// server's waiting request; the content sent.
+    pub(crate) fn answer(
+        &self,
+        id: &str,
+        action: ElicitationAnswer,
+        content: Option<&Value>,
+    ) -> Result<Option<Map<String, Value>>, Refusal> {
+        let mut questions = self.questions.lock().unwrap();
+        let (waiter, content) = questions.answer(id, action, content)?;
+        if waiter.send((action, content.clone())).is_err() {
+            // The request stopped waiting (its connection ended) just before.
+            let reason = "the server's request ended before the answer arrived";
+            questions.mark_closed(id, reason);
+            return Err(Refusal::Closed(reason.to_owned()));
+        }
+        Ok(content)
+    }
+
+    /// Resolves once the call has ended.
+    pub(crate) async fn ended(&self) {
+        let mut progress = self.progress.subscribe();
+        let _ = progress.wait_for(|&(_, done)| done).await;
     }
 
     /// Changes at each progress notification of the call.
@@ -174,7 +249,7 @@ impl CallEventHub {
                 return Ok(Arc::clone(log));
             }
         }
-        let log = Arc::new(CallEventLog::new());
+        let log = Arc::new(CallEventLog::new(true));
         log.state.lock().unwrap().attached = true;
         insert(&mut logs, key, Arc::clone(&log))?;
         Ok(log)
@@ -195,7 +270,7 @@ impl CallEventHub {
             match logs.get(&key) {
                 Some(log) => Arc::clone(log),
                 None => {
-                    let log = Arc::new(CallEventLog::new());
+                    let log = Arc::new(CallEventLog::new(true));
                     insert(&mut logs, key.clone(), Arc::clone(&log)).map_err(|_| {
                         Error::invalid_params(
                             name::CALL_EVENTS,
@@ -229,6 +304,12 @@ impl CallEventHub {
 }
 
 impl CallEventHub {
+    /// The buffer of the token's call named `progress_id`, if there is one; never makes one.
+    pub(crate) fn find(&self, token_id: &str, progress_id: &str) -> Option<Arc<CallEventLog>> {
+        let key = (token_id.to_owned(), progress_id.to_owned());
+        self.logs.lock().unwrap().get(&key).cloned()
+    }
+
     /// Forgets the buffer a poller made when no call has attached to it by the end of the
     /// poll and no other poller holds it: a call that was refused before it started (bad
     /// arguments, an unknown tool) never attaches, and its id must not count against the

@@ -489,7 +489,7 @@ fn parse_server(
              description, tags, \
              enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
              allowTools, denyTools, destructiveTools, confirmDestructive, roots, elicitation, \
-             allowSampling"
+             elicitationTimeoutMs, allowSampling"
         } else {
             ""
         };

@@ -31,6 +31,7 @@ use tool_cli_protocol::search::{ListToolsParams, SearchToolsParams};
 use tool_cli_protocol::trace::TracesReportParams;
 
 mod auth_methods;
+mod elicitation;
 mod events;
 mod prompts;
 
@@ -335,6 +336,7 @@ pub(crate) fn module(
     auth_methods::register(&mut module);
     prompts::register(&mut module);
     events::register(&mut module);
+    elicitation::register(&mut module);
     manage::register(&mut module);
     module
         .register_method(name::SEARCH_TOOLS, |params, context, extensions| -> Answer {

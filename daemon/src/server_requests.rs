@@ -1,6 +1,6 @@
 //! What the daemon answers when a server asks *it* something (MCP server → client requests):
-//! the per-server config (`roots`, `elicitation`, `allowSampling`), parsed once here, and the
-//! bound on how often a server may ask.
+//! the per-server config (`roots`, `elicitation`, `elicitationTimeoutMs`, `allowSampling`),
+//! parsed once here, and the bound on how often a server may ask.
 //!
 //! Pure: `ServerRequestSettings::take_from` reads (and removes) the fields from a server's
 //! config entry, and `RequestBudget` decides from the time it is given. The pool's MCP
@@ -13,7 +13,19 @@ use tokio::time::Instant;
 
 /// The config fields this module reads.
 #[cfg(test)]
-pub(crate) const FIELDS: &[&str] = &["roots", "elicitation", "allowSampling"];
+pub(crate) const FIELDS: &[&str] = &[
+    "roots",
+    "elicitation",
+    "elicitationTimeoutMs",
+    "allowSampling",
+];
+
+/// How long an elicitation relayed to a caller (`"elicitation": "ask"`) waits for its answer
+/// when the config does not say (`elicitationTimeoutMs`).
+pub(crate) const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The longest `elicitationTimeoutMs` accepted: an hour.
+const MAX_ELICITATION_TIMEOUT_MS: u64 = 3_600_000;
 
 /// How many elicitation or sampling requests one server may make per [`BUDGET_WINDOW`]; more
 /// are declined at once, with a reason, without being looked at.
@@ -37,17 +49,34 @@ pub enum ElicitationPolicy {
     /// Decline with a reason (the default: nobody is there to answer).
     #[default]
     Decline,
+    /// Relay the question to the caller watching the call that caused it (`callEvents`), and
+    /// answer with what it sends back (`answerElicitation`); decline with a reason when no one
+    /// watches, when it cannot be told which call asked, or when no answer comes in time.
+    Ask,
 }
 
 /// A server's answers to requests it makes of the daemon.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerRequestSettings {
     /// `roots`: what `roots/list` answers (empty by default).
     pub roots: Vec<RootEntry>,
     /// `elicitation`.
     pub elicitation: ElicitationPolicy,
+    /// `elicitationTimeoutMs`: how long a relayed elicitation waits for the caller's answer.
+    pub elicitation_timeout: Duration,
     /// `allowSampling`: whether it may ask for LLM completions.
     pub allow_sampling: bool,
+}
+
+impl Default for ServerRequestSettings {
+    fn default() -> ServerRequestSettings {
+        ServerRequestSettings {
+            roots: Vec::new(),
+            elicitation: ElicitationPolicy::Decline,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            allow_sampling: false,
+        }
+    }
 }
 
 impl ServerRequestSettings {
@@ -63,12 +92,38 @@ impl ServerRequestSettings {
         match entry.remove("elicitation") {
             None | Some(Value::Null) => {}
             Some(Value::String(policy)) if policy == "decline" => {}
+            Some(Value::String(policy)) if policy == "ask" => {
+                settings.elicitation = ElicitationPolicy::Ask;
+            }
             Some(other) => {
                 return Err((
                     "elicitation".to_owned(),
                     format!(
-                        "expected \"decline\" (the only policy this daemon has: a server's \
-                         questions are declined with a reason), got {other}"
+                        "expected \"decline\" (a server's questions are declined with a \
+                         reason) or \"ask\" (relayed to the caller watching the call), got \
+                         {other}"
+                    ),
+                ));
+            }
+        }
+        match entry.remove("elicitationTimeoutMs") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(number))
+                if number
+                    .as_u64()
+                    .is_some_and(|ms| (1..=MAX_ELICITATION_TIMEOUT_MS).contains(&ms)) =>
+            {
+                settings.elicitation_timeout =
+                    Duration::from_millis(number.as_u64().unwrap_or_default());
+            }
+            Some(other) => {
+                return Err((
+                    "elicitationTimeoutMs".to_owned(),
+                    format!(
+                        "expected a whole number of milliseconds from 1 to \
+                         {MAX_ELICITATION_TIMEOUT_MS} (how long a question relayed to the \
+                         caller waits for its answer; default {}), got {other}",
+                        DEFAULT_ELICITATION_TIMEOUT.as_millis()
                     ),
                 ));
             }
@@ -265,7 +320,17 @@ mod tests {
         );
         assert_eq!(settings.roots[2].name.as_deref(), Some("repo"));
         assert!(settings.allow_sampling);
+        assert_eq!(settings.elicitation, ElicitationPolicy::Decline);
         assert_eq!(take(json!({})).unwrap(), ServerRequestSettings::default());
+        let ask = take(json!({"elicitation": "ask", "elicitationTimeoutMs": 250})).unwrap();
+        assert_eq!(ask.elicitation, ElicitationPolicy::Ask);
+        assert_eq!(ask.elicitation_timeout, Duration::from_millis(250));
+        assert_eq!(
+            take(json!({"elicitation": "ask"}))
+                .unwrap()
+                .elicitation_timeout,
+            DEFAULT_ELICITATION_TIMEOUT
+        );
     }
 
     #[test]
@@ -287,6 +352,16 @@ mod tests {
                 json!({"elicitation": "accept"}),
                 "elicitation",
                 "expected \"decline\"",
+            ),
+            (
+                json!({"elicitationTimeoutMs": 0}),
+                "elicitationTimeoutMs",
+                "from 1 to 3600000",
+            ),
+            (
+                json!({"elicitationTimeoutMs": "5s"}),
+                "elicitationTimeoutMs",
+                "whole number of milliseconds",
             ),
             (
                 json!({"allowSampling": "yes"}),

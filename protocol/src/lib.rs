@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod elicitation;
 pub mod envelope;
 pub mod error;
 pub mod manage;

@@ -76,6 +76,8 @@ pub mod name {
     pub const GET_PROMPT: &str = "getPrompt";
     /// Long-poll the progress and log events of a call made with `progress: true`.
     pub const CALL_EVENTS: &str = "callEvents";
+    /// Answer a server's question relayed as a `callEvents` event (`elicitation: "ask"`).
+    pub const ANSWER_ELICITATION: &str = "answerElicitation";
     /// Start a server that is not in the config file (owner token only; ours).
     pub const ADD_SERVER: &str = "addServer";
     /// Drain and stop a server (owner token only; ours).
@@ -117,6 +119,7 @@ pub mod name {
         LIST_PROMPTS,
         GET_PROMPT,
         CALL_EVENTS,
+        ANSWER_ELICITATION,
         ADD_SERVER,
         REMOVE_SERVER,
         RELOAD_CONFIG,
@@ -222,7 +225,9 @@ pub struct CallEventsParams {
 #[serde(rename_all = "camelCase")]
 pub struct CallEventsResult {
     /// The events after `after`, oldest first: `{seq, type: "progress", progress, total?,
-    /// message?}` or `{seq, type: "log", server, level, logger?, data}`.
+    /// message?}`, `{seq, type: "log", server, level, logger?, data}`, `{seq, type:
+    /// "elicitation", elicitationId, server, message, requestedSchema}` (answer it with
+    /// `answerElicitation`) or `{seq, type: "elicitationClosed", elicitationId, reason}`.
     pub events: Vec<Value>,
     /// Whether the call has ended (no events will follow those returned).
     pub done: bool,

@@ -332,12 +332,22 @@ impl Pipeline {
         if let Some(blocked) = plan.blocked {
             return Err(blocked);
         }
+        // The server's sampling requests during the call are billed to it (`call_usage`).
+        let usage = Arc::new(crate::call_usage::CallUsage::default());
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = execute::execute(&plan, &self.options.retry).await;
+        } = crate::call_usage::metered(
+            Arc::clone(&usage),
+            execute::execute(&plan, &self.options.retry),
+        )
+        .await;
+        let sampled = usage.totals();
+        record.tokens_in += sampled.tokens_in;
+        record.tokens_out += sampled.tokens_out;
+        record.cost_usd += sampled.cost_usd;
         record.executed = attempts > 0;
         record.attempts = attempts;
         record.retry_reason = retry_reason;

@@ -105,9 +105,9 @@ impl ClientHandler for PoolClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        Ok(self.requests.elicit(&request))
+        Ok(self.requests.elicit(&request, &context.ct).await)
     }
 
     async fn create_message(
@@ -435,6 +435,8 @@ impl Connection {
     ) -> Result<Value, Error> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`).
+        let _in_flight = self.published.server_requests.calling();
         let result = self.request(request, tool, timeout).await?;
         if let Err(message) = super::answer::check_call_tool_result(&result) {
             tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
@@ -453,6 +455,7 @@ impl Connection {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
         ));
+        let _in_flight = self.published.server_requests.calling();
         self.request(request, "resources/read", timeout).await
     }
 
@@ -465,6 +468,7 @@ impl Connection {
     ) -> Result<Value, Error> {
         let params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let _in_flight = self.published.server_requests.calling();
         self.request(request, "prompts/get", timeout).await
     }
 

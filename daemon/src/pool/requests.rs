@@ -1,5 +1,7 @@
 //! The pool's answers to requests and notifications a server sends the daemon: `roots/list`
-//! from the config, `elicitation/create` declined with a reason, `sampling/createMessage`
+//! from the config, `elicitation/create` declined with a reason or, with `"elicitation":
+//! "ask"`, relayed to the caller watching the server's one call in flight and answered with
+//! what it sends back (`crate::elicitation` decides where it goes), `sampling/createMessage`
 //! answered through the agent backend for a server with `allowSampling` (`crate::sampling`) or
 //! declined with a reason (both bounded per server, so a server asking a thousand times costs a
 //! counter), and
@@ -13,6 +15,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
@@ -22,10 +25,14 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
-use crate::call_events::CallEventLog;
+use crate::call_events::{Answer, CallEventLog};
 use crate::sampling::{Sampler, SamplingBill};
-use crate::server_requests::{Admission, RequestBudget, ServerRequestSettings};
+use crate::server_requests::{
+    Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
+};
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -49,6 +56,33 @@ pub(crate) struct ServerRequests {
     sampler: Option<Arc<Sampler>>,
     /// What its sampling requests have cost.
     sampling_bill: Mutex<SamplingBill>,
+    /// With `"elicitation": "ask"` or `allowSampling`: its calls in flight, each with the
+    /// events buffer its caller reads (if any) and its usage meter, so a question goes to the
+    /// one caller it can belong to and a sampling answer is billed to the one call that caused
+    /// it. Empty otherwise (a plain server's calls register nothing).
+    in_flight: Mutex<HashMap<u64, Caller>>,
+    next_call: AtomicU64,
+}
+
+/// One call in flight, as the server's requests see it.
+#[derive(Clone)]
+struct Caller {
+    /// The events buffer its caller reads, when it has a `progressId`.
+    watcher: Option<Arc<CallEventLog>>,
+    /// Its usage meter (`crate::call_usage`).
+    usage: Option<Arc<crate::call_usage::CallUsage>>,
+}
+
+/// Removes a call from the server's calls in flight when it ends.
+pub(crate) struct InFlight<'a> {
+    requests: &'a ServerRequests,
+    call: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.requests.in_flight.lock().unwrap().remove(&self.call);
+    }
 }
 
 /// A request whose progress is relayed: its call's events buffer, and the last progress relayed.
@@ -90,7 +124,29 @@ impl ServerRequests {
             watched: Mutex::new(HashMap::new()),
             sampler,
             sampling_bill: Mutex::new(SamplingBill::default()),
+            in_flight: Mutex::new(HashMap::new()),
+            next_call: AtomicU64::new(0),
         }
+    }
+
+    /// Counts a call (`tools/call`, `resources/read`, `prompts/get`) in flight until the guard
+    /// drops, with the events buffer of the caller watching it and its usage meter, for a
+    /// server whose questions are relayed or that may sample; `None` (nothing done) for any
+    /// other server. Taken before the request is sent, so a request arriving at once finds it.
+    pub(crate) fn calling(&self) -> Option<InFlight<'_>> {
+        if self.settings.elicitation != ElicitationPolicy::Ask && !self.settings.allow_sampling {
+            return None;
+        }
+        let caller = Caller {
+            watcher: crate::call_events::current().filter(|log| log.is_listed()),
+            usage: crate::call_usage::current(),
+        };
+        let call = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.lock().unwrap().insert(call, caller);
+        Some(InFlight {
+            requests: self,
+            call,
+        })
     }
 
     /// Whether the server is told, in the handshake, that it may ask for sampling: only with
@@ -189,10 +245,23 @@ impl ServerRequests {
         }
     }
 
-    /// `elicitation/create`: declined, with why in `_meta["tool-cli/reason"]`.
-    pub(crate) fn elicit(&self, request: &ElicitRequestParams) -> ElicitResult {
+    /// `elicitation/create`: with `"elicitation": "ask"`, relayed to the caller watching the
+    /// call it belongs to and answered as that caller says; otherwise (or when it cannot be
+    /// relayed or answered) declined, with why in `_meta["tool-cli/reason"]`. `withdrawn` is
+    /// the server's cancellation of its request.
+    pub(crate) async fn elicit(
+        &self,
+        request: &ElicitRequestParams,
+        withdrawn: &CancellationToken,
+    ) -> ElicitResult {
         let reason = match self.admit("elicitation") {
             Err(reason) => reason,
+            Ok(()) if self.settings.elicitation == ElicitationPolicy::Ask => {
+                match self.relay(request, withdrawn).await {
+                    Ok(answer) => return answer,
+                    Err(reason) => reason,
+                }
+            }
             Ok(()) => {
                 let message = match request {
                     ElicitRequestParams::FormElicitationParams { message, .. }
@@ -213,6 +282,95 @@ impl ServerRequests {
         };
         let mut result = ElicitResult::new(ElicitationAction::Decline);
         result.meta = serde_json::from_value(json!({ REASON_META: reason })).ok();
+        result
+    }
+
+    /// Relays a question to the caller of the server's one watched call in flight and waits
+    /// (up to `elicitationTimeoutMs`, while the call runs and the server still asks) for the
+    /// answer; `Err` is the reason to decline with.
+    async fn relay(
+        &self,
+        request: &ElicitRequestParams,
+        withdrawn: &CancellationToken,
+    ) -> Result<ElicitResult, String> {
+        let (message, schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message,
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            ),
+            _ => {
+                return Err(format!(
+                    "declined by the tool-cli daemon: server \"{}\" asked for a URL \
+                     elicitation (sending the user to a web page), which the daemon does not \
+                     relay; only form elicitations are",
+                    self.server
+                ));
+            }
+        };
+        let watchers: Vec<Option<Arc<CallEventLog>>> = self
+            .in_flight
+            .lock()
+            .unwrap()
+            .values()
+            .map(|caller| caller.watcher.clone())
+            .collect();
+        let log = crate::elicitation::route(&watchers).map_err(|no_route| {
+            let reason = no_route.reason(&self.server);
+            tracing::info!(server = %self.server, %reason, "elicitation declined");
+            reason
+        })?;
+        let mut event = serde_json::Map::new();
+        event.insert("type".to_owned(), json!(ELICITATION_EVENT));
+        event.insert("server".to_owned(), json!(self.server));
+        event.insert("message".to_owned(), json!(clip(message)));
+        event.insert("requestedSchema".to_owned(), schema.clone());
+        let (id, mut answer) = log.ask(schema, event);
+        tracing::info!(server = %self.server, elicitation_id = %id, "elicitation relayed to the caller");
+        let timeout = self.settings.elicitation_timeout;
+        let closing = tokio::select! {
+            answered = &mut answer => match answered {
+                Ok(answered) => return Ok(self.answered(&id, answered)),
+                Err(_) => "its answer reached nobody".to_owned(),
+            },
+            () = tokio::time::sleep(timeout) => format!(
+                "no answer came within {} ms (the server's elicitationTimeoutMs)",
+                timeout.as_millis()
+            ),
+            () = log.ended() => "the call ended before an answer came".to_owned(),
+            () = withdrawn.cancelled() => "the server withdrew its request".to_owned(),
+        };
+        if !log.close_question(&id, &closing)
+            && let Ok(answered) = answer.try_recv()
+        {
+            // Answered in the same instant it was given up on: the answer wins.
+            return Ok(self.answered(&id, answered));
+        }
+        tracing::info!(server = %self.server, elicitation_id = %id, reason = %closing, "elicitation declined");
+        Err(format!(
+            "declined by the tool-cli daemon: server \"{}\" asked the caller (elicitation \
+             \"{id}\"), but {closing}",
+            self.server
+        ))
+    }
+
+    /// The result for the server of the caller's answer (never logged: it is the user's).
+    fn answered(&self, id: &str, (action, content): Answer) -> ElicitResult {
+        tracing::info!(
+            server = %self.server,
+            elicitation_id = %id,
+            action = action.as_str(),
+            "elicitation answered by the caller"
+        );
+        let mut result = ElicitResult::new(match action {
+            ElicitationAnswer::Accept => ElicitationAction::Accept,
+            ElicitationAnswer::Decline => ElicitationAction::Decline,
+            ElicitationAnswer::Cancel => ElicitationAction::Cancel,
+        });
+        result.content = content.map(Value::Object);
         result
     }
 
@@ -241,6 +399,11 @@ impl ServerRequests {
                         .lock()
                         .unwrap()
                         .add(&sampled.usage, sampled.cost_usd);
+                    self.bill_the_call(
+                        sampled.usage.prompt_tokens(),
+                        sampled.usage.output_tokens,
+                        sampled.cost_usd,
+                    );
                     tracing::info!(
                         server = %self.server,
                         backend = %sampler.describe(),
@@ -252,13 +415,18 @@ impl ServerRequests {
                     return Ok(sampled.result);
                 }
                 Err(failure) => {
+                    let cost = sampler.cost_of(&failure.usage).filter(|cost| *cost > 0.0);
                     let mut bill = self.sampling_bill.lock().unwrap();
                     bill.usage.add(&failure.usage);
-                    if let Some(cost) = sampler.cost_of(&failure.usage)
-                        && cost > 0.0
-                    {
+                    if let Some(cost) = cost {
                         *bill.cost_usd.get_or_insert(0.0) += cost;
                     }
+                    drop(bill);
+                    self.bill_the_call(
+                        failure.usage.prompt_tokens(),
+                        failure.usage.output_tokens,
+                        cost,
+                    );
                     format!(
                         "sampling failed in the tool-cli daemon (server \"{}\"): {}",
                         self.server, failure.reason
@@ -278,6 +446,21 @@ impl ServerRequests {
             reason,
             None,
         ))
+    }
+
+    /// Adds a sampling request's usage to the call that caused it: the server's one call in
+    /// flight (with several, MCP does not say which asked; the usage stays in `health` only).
+    fn bill_the_call(&self, tokens_in: u64, tokens_out: u64, cost_usd: Option<f64>) {
+        let meters: Vec<Option<Arc<crate::call_usage::CallUsage>>> = self
+            .in_flight
+            .lock()
+            .unwrap()
+            .values()
+            .map(|caller| caller.usage.clone())
+            .collect();
+        if let Ok(usage) = crate::elicitation::route(&meters) {
+            usage.add(tokens_in, tokens_out, cost_usd);
+        }
     }
 
     /// `notifications/message`: into the daemon's log under the server's name, at the level
