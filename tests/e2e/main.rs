@@ -18,6 +18,7 @@ mod concurrency;
 mod config;
 mod config_import;
 mod edge;
+mod elicitation;
 mod embedded;
 mod failures;
 mod fast_path;

@@ -1,7 +1,8 @@
 //! Sampling through the agent backend, against the real server-everything and the scripted
 //! OpenAI-compatible server on loopback: `trigger-sampling-request` gets the scripted completion
 //! when the server has `allowSampling`; the backend receives the server's prompt, system prompt,
-//! temperature and the capped `maxTokens`; the bill reaches `health`; a failing backend is a
+//! temperature and the capped `maxTokens`; the bill reaches `health` and the trace line of the
+//! call that caused it; a failing backend is a
 //! reason, not a hang; without `allowSampling` the server is not offered sampling at all; with it
 //! but without a backend the request is declined with a reason; and the API key never appears in
 //! the daemon's log or in an error.
@@ -107,6 +108,19 @@ fn a_sampling_request_is_answered_by_the_agent_backend_and_billed() {
     assert_eq!(sampling["outputTokens"], 8, "{health:#}");
     let cost = sampling["costUsd"].as_f64().expect("a cost");
     assert!((cost - 48.0 * 10.0 / 1e6).abs() < 1e-12, "{cost}");
+
+    // The call that caused the request carries its tokens and cost in its trace line.
+    let report = daemon.call("tracesReport", json!({"by": "tool"}));
+    let group = report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|group| group["key"] == "everything/trigger-sampling-request")
+        .unwrap_or_else(|| panic!("no trace of the call: {report:#}"));
+    assert_eq!(group["tokensIn"], 40, "{group:#}");
+    assert_eq!(group["tokensOut"], 8, "{group:#}");
+    let traced = group["costUsd"].as_f64().expect("a traced cost");
+    assert!((traced - 48.0 * 10.0 / 1e6).abs() < 1e-9, "{traced}");
 
     // The backend failing is a reason the server is told, not a hang.
     let failed = outcome_text(trigger(&daemon, "again"));

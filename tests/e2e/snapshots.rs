@@ -115,6 +115,7 @@ fn get_bridge_info() {
                 "listPrompts",
                 "getPrompt",
                 "callEvents",
+                "answerElicitation",
                 "addServer",
                 "removeServer",
                 "reloadConfig"

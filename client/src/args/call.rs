@@ -16,6 +16,7 @@
 use clap::Args;
 use serde_json::Map;
 
+use super::elicitation::{ElicitationChoice, ElicitationFlags};
 use super::progress::{ProgressChoice, ProgressFlags};
 use super::{Command, parse_arguments};
 use crate::error::Error;
@@ -45,6 +46,9 @@ pub(super) struct CallFlags {
 
     #[command(flatten)]
     progress: ProgressFlags,
+
+    #[command(flatten)]
+    elicitation: ElicitationFlags,
 }
 
 /// The checked call options.
@@ -60,6 +64,8 @@ pub(crate) struct CallOptions {
     pub(crate) idempotency_key: Option<String>,
     /// `--progress`, `--no-progress`.
     pub(crate) progress: ProgressChoice,
+    /// `--elicitation`.
+    pub(crate) elicitation: ElicitationChoice,
 }
 
 /// Longest session id the daemon accepts.
@@ -95,6 +101,12 @@ pub(super) fn options(
     if flags.progress.given() && !is_call {
         return refuse(
             "--progress and --no-progress",
+            "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`)",
+        );
+    }
+    if flags.elicitation.given() && !is_call {
+        return refuse(
+            "--elicitation",
             "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`)",
         );
     }
@@ -141,6 +153,7 @@ pub(super) fn options(
         hint: flags.hint,
         idempotency_key: flags.idempotency_key,
         progress: flags.progress.choice(),
+        elicitation: flags.elicitation.choice(),
     })
 }
 
@@ -318,6 +331,7 @@ mod tests {
                 hint: Some("the archive".into()),
                 idempotency_key: Some("k1".into()),
                 progress: ProgressChoice::Auto,
+                elicitation: ElicitationChoice::Auto,
             }
         );
         // Flags before the words, too.

@@ -14,6 +14,7 @@ pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod complete;
 mod config;
+mod elicitation;
 mod help;
 pub(crate) mod kv;
 mod output;
@@ -36,6 +37,7 @@ use tool_cli_protocol::methods::MintTokenParams;
 use crate::error::Error;
 use crate::settings;
 use help::AFTER_HELP;
+pub(crate) use elicitation::ElicitationChoice;
 pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 

@@ -67,8 +67,20 @@ pub(super) async fn call(
         options.dry_run,
         std::io::stderr().is_terminal(),
     );
+    let asks = super::elicitation::asks(
+        options.elicitation,
+        std::io::stdin().is_terminal(),
+        std::io::stderr().is_terminal(),
+    );
+    // A call whose server's questions are to be asked follows its events, shown or not.
+    let display = match (display, asks) {
+        (None, true) => Some(super::progress::Display::Hidden),
+        (display, _) => display,
+    };
     let answer = match display {
-        Some(display) => super::progress::call_tool(client, call, display, (server, tool)).await,
+        Some(display) => {
+            super::progress::call_tool(client, call, (display, asks), (server, tool)).await
+        }
         None => client.call_tool(&call).await,
     };
     let result = match answer {

@@ -14,6 +14,7 @@ mod agent;
 mod auth;
 mod call;
 mod call_options;
+mod elicitation;
 pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;

@@ -10,6 +10,11 @@
 //! shown. stdout stays the result alone. When the call answers, the events not shown yet are
 //! fetched once more (the call's buffer keeps them a minute), then the bar is cleared.
 //!
+//! A question the server asks during the call (an `elicitation` event, relayed when the
+//! server's config says `"elicitation": "ask"`) is answered through `elicitation.rs`: a form on
+//! stderr, or a decline. A call that only needs to answer questions follows its events without
+//! showing them ([`Display::Hidden`]).
+//!
 //! The events request in flight is a future that owns its connection and survives the turns of
 //! the loop; each answer hands the connection back for the next request (as `tool-cli agent`
 //! does). The daemon bounds what a flood costs: a call keeps its newest 256 events and counts the
@@ -45,6 +50,8 @@ pub(super) enum Display {
     Bar,
     /// One plain line per event on stderr.
     Lines,
+    /// Nothing shown but the server's questions (`--elicitation ask` without progress).
+    Hidden,
 }
 
 /// Whether and how the call shows progress: `--no-progress` and a dry-run never; `--progress` as
@@ -107,15 +114,17 @@ fn number(value: f64) -> String {
 
 /// Calls the tool with a fresh `progressId` and shows its events as `display` says until it
 /// answers; the call's result (or error) is returned as [`Client::call_tool`] would.
+/// `asks` says whether the server's questions are asked of the user (else declined).
 pub(super) async fn call_tool(
     client: &mut Client,
     call: ToolCall,
-    display: Display,
+    (display, asks): (Display, bool),
     (server, tool): (&str, &str),
 ) -> Result<Value, Error> {
     let progress_id = new_progress_id();
     let call = call.progress_id(&progress_id);
     let mut shown = Shown::new(display, server, tool);
+    let answers = client.sibling();
     let mut polling = Some(next_poll(client.sibling(), &progress_id, 0, EVENTS_WAIT));
     let result = {
         let run = client.call_tool(&call);
@@ -129,7 +138,19 @@ pub(super) async fn call_tool(
                 {
                     polling = match polled {
                         Ok(page) => {
-                            shown.page(&page);
+                            for question in shown.page(&page) {
+                                let bar = shown.bar.as_ref();
+                                if let Err(error) = super::elicitation::answer(
+                                    &answers, &progress_id, &question, asks, bar,
+                                )
+                                .await
+                                {
+                                    shown.line(&format!(
+                                        "tool-cli: note: the server's question was not answered \
+                                         ({error})"
+                                    ));
+                                }
+                            }
                             (!page.done)
                                 .then(|| next_poll(events, &progress_id, shown.after, EVENTS_WAIT))
                         }
@@ -190,6 +211,7 @@ fn new_progress_id() -> String {
 /// What has been shown: the last `seq`, how many events were missed (gaps in the `seq`s: the
 /// daemon's `dropped` counts every event its buffer let go, read or not), and the bar.
 struct Shown {
+    display: Display,
     server: String,
     after: u64,
     missed: u64,
@@ -216,6 +238,7 @@ impl Shown {
             bar
         });
         Shown {
+            display,
             server: server.to_owned(),
             after: 0,
             missed: 0,
@@ -225,8 +248,9 @@ impl Shown {
         }
     }
 
-    /// Shows a page of events.
-    fn page(&mut self, page: &CallEventsResult) {
+    /// Shows a page of events; the server's questions in it, to answer.
+    fn page(&mut self, page: &CallEventsResult) -> Vec<Value> {
+        let mut questions = Vec::new();
         let mut missed = 0;
         for event in &page.events {
             let seq = event.get("seq").and_then(Value::as_u64).unwrap_or(0);
@@ -240,6 +264,12 @@ impl Shown {
                 continue;
             }
             match (&self.bar, event.get("type").and_then(Value::as_str)) {
+                (_, Some("elicitation")) => questions.push(event.clone()),
+                (_, Some("elicitationClosed")) => self.line(&format!(
+                    "tool-cli: note: the server's question was declined by the daemon: {}",
+                    sanitize::line(event.get("reason").and_then(Value::as_str).unwrap_or(""))
+                )),
+                (_, _) if self.display == Display::Hidden => {}
                 (Some(bar), Some("progress")) => draw(bar, event),
                 _ => {
                     if let Some(line) = event_line(event, &self.server) {
@@ -248,7 +278,7 @@ impl Shown {
                 }
             }
         }
-        if missed > 0 {
+        if missed > 0 && self.display != Display::Hidden {
             self.line(&format!(
                 "tool-cli: note: {missed} progress events were dropped by the daemon before they \
                  could be shown (a call keeps its newest 256)"
@@ -256,6 +286,7 @@ impl Shown {
             self.missed += missed;
         }
         self.done |= page.done;
+        questions
     }
 
     /// Whether the event is not a progress notification that a later one has overtaken: the
