@@ -371,6 +371,21 @@ mod tests {
                 .contains("--idempotency-key applies only")
         );
         assert!(usage(&["*", "echo", "--hint", " "]).contains("--hint is empty"));
+        assert!(
+            usage(&["--elicitation", "ask", "health"]).contains("--elicitation applies only")
+        );
+    }
+
+    #[test]
+    fn the_elicitation_choice_reaches_the_call() {
+        let asks = ok(&["everything", "ask-me", "{}", "--elicitation", "ask"]);
+        assert_eq!(asks.call.elicitation, ElicitationChoice::Ask);
+        let declines = ok(&["--elicitation", "decline", "everything", "ask-me", "{}"]);
+        assert_eq!(declines.call.elicitation, ElicitationChoice::Decline);
+        assert!(matches!(
+            parse_with(&["everything", "t", "{}", "--elicitation", "maybe"], None),
+            Err(ParseOutcome::Clap(_))
+        ));
     }
 
     #[test]

@@ -23,6 +23,9 @@ Call options (anywhere on the line):
                           if the call would run, else the exit code the real call would get
   --hint TEXT             words for routing: a server or tag the call means, or its purpose
   --idempotency-key KEY   a repeat with the same KEY is answered from memory (10 minutes)
+  --elicitation ask|decline
+                          a question the server asks during the call: a form on stderr read
+                          from stdin (default on terminals), or declined
 Arguments as words instead of one JSON object (one form per call, each key once):
   key=value      a string, or a number/boolean/null when the tool's schema says so
                  (the schema is fetched only when a value could be either)

@@ -721,7 +721,7 @@ where
         match word {
             "--" => break,
             "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" | "--output"
-            | "--args-file" => index += 2,
+            | "--args-file" | "--elicitation" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
             | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete" => {
