@@ -46,7 +46,9 @@ impl NoRoute {
                  can be chosen safely"
             ),
         };
-        format!("declined by the tool-cli daemon: server \"{server}\" has the elicitation policy \"ask\", but {why}")
+        format!(
+            "declined by the tool-cli daemon: server \"{server}\" has the elicitation policy \"ask\", but {why}"
+        )
     }
 }
 
@@ -99,9 +101,9 @@ impl Refusal {
                 "elicitation \"{elicitation_id}\" of call \"{progress_id}\" takes no answer any \
                  more: {reason}"
             ),
-            Refusal::Invalid(what) => format!(
-                "{what} (elicitation \"{elicitation_id}\" is still open: answer again)"
-            ),
+            Refusal::Invalid(what) => {
+                format!("{what} (elicitation \"{elicitation_id}\" is still open: answer again)")
+            }
         }
     }
 }
@@ -169,7 +171,8 @@ impl<W> Book<W> {
     /// Marks an answered question closed after all, with why: its answer reached nobody.
     pub(crate) fn mark_closed(&mut self, id: &str, reason: &str) {
         if let Some(number) = number_of(id) {
-            self.entries.insert(number, Entry::Closed(reason.to_owned()));
+            self.entries
+                .insert(number, Entry::Closed(reason.to_owned()));
         }
     }
 
@@ -244,9 +247,7 @@ pub(crate) fn check_answer(
     for name in required {
         if !content.contains_key(name) {
             let expected = fields.get(name).map(expected).unwrap_or_default();
-            return Err(format!(
-                "content.{name} is required: expected {expected}"
-            ));
+            return Err(format!("content.{name} is required: expected {expected}"));
         }
     }
     let validator = ArgumentValidator::compile(schema)
@@ -309,8 +310,14 @@ pub(crate) fn expected(property: &Value) -> String {
     };
     match text("type") {
         Some("boolean") => "true or false".to_owned(),
-        Some("integer") => format!("an integer{}", range(number("minimum"), number("maximum"), "")),
-        Some("number") => format!("a number{}", range(number("minimum"), number("maximum"), "")),
+        Some("integer") => format!(
+            "an integer{}",
+            range(number("minimum"), number("maximum"), "")
+        ),
+        Some("number") => format!(
+            "a number{}",
+            range(number("minimum"), number("maximum"), "")
+        ),
         Some("array") => {
             let items = property.get("items").and_then(choices).unwrap_or_default();
             let count = match (number("minItems"), number("maxItems")) {
@@ -369,8 +376,8 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use ElicitationAnswer::{Accept, Cancel, Decline};
+    use serde_json::json;
 
     fn schema() -> Value {
         json!({
@@ -399,10 +406,20 @@ mod tests {
             Err(NoRoute::Ambiguous { calls: 2 }),
             "a plain call beside it may be the one asking"
         );
-        assert_eq!(route(&[Some(1), Some(2), Some(3)]), Err(NoRoute::Ambiguous { calls: 3 }));
+        assert_eq!(
+            route(&[Some(1), Some(2), Some(3)]),
+            Err(NoRoute::Ambiguous { calls: 3 })
+        );
         let reason = NoRoute::NotWatched.reason("everything");
-        assert!(reason.contains("\"everything\"") && reason.contains("progressId"), "{reason}");
-        assert!(NoRoute::Ambiguous { calls: 2 }.reason("x").contains("2 calls"));
+        assert!(
+            reason.contains("\"everything\"") && reason.contains("progressId"),
+            "{reason}"
+        );
+        assert!(
+            NoRoute::Ambiguous { calls: 2 }
+                .reason("x")
+                .contains("2 calls")
+        );
     }
 
     #[test]
@@ -412,7 +429,11 @@ mod tests {
         let second = book.open(schema(), "waiter-2");
         assert_eq!((first.as_str(), second.as_str()), ("e1", "e2"));
         let (waiter, content) = book
-            .answer("e1", Accept, Some(&json!({"name": "Ada", "age": 36, "tools": ["saw"]})))
+            .answer(
+                "e1",
+                Accept,
+                Some(&json!({"name": "Ada", "age": 36, "tools": ["saw"]})),
+            )
             .unwrap();
         assert_eq!(waiter, "waiter-1");
         assert_eq!(content.unwrap()["age"], 36);
@@ -434,8 +455,14 @@ mod tests {
         else {
             panic!("out of range")
         };
-        assert!(message.contains("content.age") && message.contains("from 1 to 100"), "{message}");
-        assert!(book.answer(&id, Accept, Some(&json!({"name": "Ada"}))).is_ok());
+        assert!(
+            message.contains("content.age") && message.contains("from 1 to 100"),
+            "{message}"
+        );
+        assert!(
+            book.answer(&id, Accept, Some(&json!({"name": "Ada"})))
+                .is_ok()
+        );
     }
 
     #[test]
@@ -444,16 +471,40 @@ mod tests {
         let id = book.open(schema(), ());
         assert!(book.close(&id, "no answer came within 120000 ms"));
         assert!(!book.close(&id, "again"), "closing twice does nothing");
-        let refusal = book.answer(&id, Accept, Some(&json!({"name": "Ada"}))).unwrap_err();
-        assert_eq!(refusal, Refusal::Closed("no answer came within 120000 ms".into()));
-        assert!(refusal.message("e1", "call-1").contains("takes no answer any more: no answer"));
+        let refusal = book
+            .answer(&id, Accept, Some(&json!({"name": "Ada"})))
+            .unwrap_err();
+        assert_eq!(
+            refusal,
+            Refusal::Closed("no answer came within 120000 ms".into())
+        );
+        assert!(
+            refusal
+                .message("e1", "call-1")
+                .contains("takes no answer any more: no answer")
+        );
         let unknown = book.answer("e9", Decline, None).unwrap_err();
-        assert_eq!(unknown, Refusal::Unknown { known: vec!["e1".into()] });
-        assert!(unknown.message("e9", "call-1").contains("its elicitations are \"e1\""));
-        assert!(matches!(book.answer("nonsense", Decline, None), Err(Refusal::Unknown { .. })));
+        assert_eq!(
+            unknown,
+            Refusal::Unknown {
+                known: vec!["e1".into()]
+            }
+        );
+        assert!(
+            unknown
+                .message("e9", "call-1")
+                .contains("its elicitations are \"e1\"")
+        );
+        assert!(matches!(
+            book.answer("nonsense", Decline, None),
+            Err(Refusal::Unknown { .. })
+        ));
         let empty: Book<()> = Book::default();
         let mut empty = empty;
-        let message = empty.answer("e1", Decline, None).unwrap_err().message("e1", "p");
+        let message = empty
+            .answer("e1", Decline, None)
+            .unwrap_err()
+            .message("e1", "p");
         assert!(message.contains("has had no elicitation"), "{message}");
     }
 
@@ -461,22 +512,66 @@ mod tests {
     fn each_bad_answer_names_the_field_and_what_was_expected() {
         let schema = schema();
         for (action, content, wanted) in [
-            (Accept, json!({"name": "Ada", "email": "not-an-email"}), "content.email: "),
-            (Accept, json!({"name": "Ada", "email": "x"}), "a string in email format"),
+            (
+                Accept,
+                json!({"name": "Ada", "email": "not-an-email"}),
+                "content.email: ",
+            ),
+            (
+                Accept,
+                json!({"name": "Ada", "email": "x"}),
+                "a string in email format",
+            ),
             (Accept, json!({"name": "A"}), "of at least 2 characters"),
-            (Accept, json!({"name": "Ada", "pet": "fish"}), "one of \"cat\", \"dog\""),
-            (Accept, json!({"name": "Ada", "hero": "h9"}), "one of \"h1\""),
-            (Accept, json!({"name": "Ada", "agree": "yes"}), "true or false"),
-            (Accept, json!({"name": "Ada", "tools": []}), "a list of 1 to 2 of \"saw\""),
-            (Accept, json!({"email": "a@b.c"}), "content.name is required: expected a string"),
-            (Accept, json!({"name": "Ada", "nmae": "x"}), "did you mean \"name\""),
-            (Accept, json!(["Ada"]), "content must be an object of the requested fields"),
-            (Decline, json!({"name": "Ada"}), "content goes only with action \"accept\""),
+            (
+                Accept,
+                json!({"name": "Ada", "pet": "fish"}),
+                "one of \"cat\", \"dog\"",
+            ),
+            (
+                Accept,
+                json!({"name": "Ada", "hero": "h9"}),
+                "one of \"h1\"",
+            ),
+            (
+                Accept,
+                json!({"name": "Ada", "agree": "yes"}),
+                "true or false",
+            ),
+            (
+                Accept,
+                json!({"name": "Ada", "tools": []}),
+                "a list of 1 to 2 of \"saw\"",
+            ),
+            (
+                Accept,
+                json!({"email": "a@b.c"}),
+                "content.name is required: expected a string",
+            ),
+            (
+                Accept,
+                json!({"name": "Ada", "nmae": "x"}),
+                "did you mean \"name\"",
+            ),
+            (
+                Accept,
+                json!(["Ada"]),
+                "content must be an object of the requested fields",
+            ),
+            (
+                Decline,
+                json!({"name": "Ada"}),
+                "content goes only with action \"accept\"",
+            ),
         ] {
             let message = check_answer(&schema, action, Some(&content)).unwrap_err();
             assert!(message.contains(wanted), "{content}: {message}");
         }
-        assert!(check_answer(&schema, Accept, None).unwrap_err().contains("content.name is required"));
+        assert!(
+            check_answer(&schema, Accept, None)
+                .unwrap_err()
+                .contains("content.name is required")
+        );
         assert_eq!(
             check_answer(&json!({"type": "object", "properties": {}}), Accept, None),
             Ok(Some(Map::new()))

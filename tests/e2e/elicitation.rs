@@ -54,7 +54,13 @@ fn next_event(daemon: &Daemon, progress_id: &str, after: &mut u64, kind: &str) -
     }
 }
 
-fn answer(daemon: &Daemon, progress_id: &str, id: &str, action: &str, content: Option<Value>) -> Result<Value, tool_cli_protocol::ErrorObject> {
+fn answer(
+    daemon: &Daemon,
+    progress_id: &str,
+    id: &str,
+    action: &str,
+    content: Option<Value>,
+) -> Result<Value, tool_cli_protocol::ErrorObject> {
     let mut params = json!({"progressId": progress_id, "elicitationId": id, "action": action});
     if let Some(content) = content {
         params["content"] = content;
@@ -70,7 +76,10 @@ fn a_watching_caller_answers_and_the_tool_sees_the_answer_after_an_invalid_try()
         let question = next_event(&daemon, "ask-1", &mut 0, "elicitation");
         assert_eq!(question["server"], "everything", "{question:#}");
         assert!(
-            question["message"].as_str().unwrap().contains("Please provide inputs"),
+            question["message"]
+                .as_str()
+                .unwrap()
+                .contains("Please provide inputs"),
             "{question:#}"
         );
         let schema = &question["requestedSchema"];
@@ -82,7 +91,13 @@ fn a_watching_caller_answers_and_the_tool_sees_the_answer_after_an_invalid_try()
         // A question that was never asked, named by the owner: what it did ask is listed.
         let unknown = answer(&daemon, "ask-1", "e99", "decline", None).unwrap_err();
         assert_eq!(unknown.code, code::INVALID_PARAMS);
-        assert!(unknown.message.contains(&format!("its elicitations are \"{id}\"")), "{}", unknown.message);
+        assert!(
+            unknown
+                .message
+                .contains(&format!("its elicitations are \"{id}\"")),
+            "{}",
+            unknown.message
+        );
 
         // Invalid content: each field named with what it takes; the question stays open.
         let invalid = answer(
@@ -101,29 +116,53 @@ fn a_watching_caller_answers_and_the_tool_sees_the_answer_after_an_invalid_try()
             "an integer from 1 to 100",
             "is still open",
         ] {
-            assert!(invalid.message.contains(expected), "{expected}: {}", invalid.message);
+            assert!(
+                invalid.message.contains(expected),
+                "{expected}: {}",
+                invalid.message
+            );
         }
-        let missing = answer(&daemon, "ask-1", id, "accept", Some(json!({"email": "a@b.org"})))
-            .unwrap_err();
-        assert!(missing.message.contains("content.name is required"), "{}", missing.message);
-        let typo = answer(&daemon, "ask-1", id, "accept", Some(json!({"nmae": "Ada"})))
-            .unwrap_err();
-        assert!(typo.message.contains("did you mean \"name\""), "{}", typo.message);
+        let missing = answer(
+            &daemon,
+            "ask-1",
+            id,
+            "accept",
+            Some(json!({"email": "a@b.org"})),
+        )
+        .unwrap_err();
+        assert!(
+            missing.message.contains("content.name is required"),
+            "{}",
+            missing.message
+        );
+        let typo =
+            answer(&daemon, "ask-1", id, "accept", Some(json!({"nmae": "Ada"}))).unwrap_err();
+        assert!(
+            typo.message.contains("did you mean \"name\""),
+            "{}",
+            typo.message
+        );
 
         let answered = answer(
             &daemon,
             "ask-1",
             id,
             "accept",
-            Some(json!({"name": "Ada Lovelace", "check": true, "email": "ada@example.com",
-                        "integer": 7})),
+            Some(
+                json!({"name": "Ada Lovelace", "check": true, "email": "ada@example.com",
+                        "integer": 7}),
+            ),
         )
         .unwrap();
         assert_eq!(answered["action"], "accept");
         assert_eq!(answered["content"]["integer"], 7);
 
         let again = answer(&daemon, "ask-1", id, "decline", None).unwrap_err();
-        assert!(again.message.contains("was already answered (accept)"), "{}", again.message);
+        assert!(
+            again.message.contains("was already answered (accept)"),
+            "{}",
+            again.message
+        );
 
         let result = call.join().unwrap();
         let text = text_content(&result);
@@ -196,15 +235,23 @@ fn without_a_watcher_or_an_answer_in_time_the_question_is_declined_with_a_reason
         let closed = next_event(&daemon, "ask-3", &mut after, "elicitationClosed");
         assert_eq!(closed["elicitationId"], id);
         assert!(
-            closed["reason"].as_str().unwrap().contains("no answer came within 300 ms"),
+            closed["reason"]
+                .as_str()
+                .unwrap()
+                .contains("no answer came within 300 ms"),
             "{closed}"
         );
         let text = text_content(&call.join().unwrap());
         assert!(text.contains("User declined"), "{text}");
         assert!(text.contains("no answer came within 300 ms"), "{text}");
-        let late = answer(&daemon, "ask-3", id, "accept", Some(json!({"name": "Ada"}))).unwrap_err();
+        let late =
+            answer(&daemon, "ask-3", id, "accept", Some(json!({"name": "Ada"}))).unwrap_err();
         assert_eq!(late.code, code::INVALID_PARAMS);
-        assert!(late.message.contains("takes no answer any more"), "{}", late.message);
+        assert!(
+            late.message.contains("takes no answer any more"),
+            "{}",
+            late.message
+        );
     });
 }
 
@@ -263,7 +310,14 @@ fn the_cli_asks_the_form_on_stderr_and_reads_the_answers_from_stdin() {
     // `--elicitation decline` declines at once; without a flag and without terminals the call
     // is not watched, and the daemon declines with its reason.
     let declined = daemon.run_client(
-        &["everything", TOOL, "{}", "--elicitation", "decline", "--progress"],
+        &[
+            "everything",
+            TOOL,
+            "{}",
+            "--elicitation",
+            "decline",
+            "--progress",
+        ],
         &[],
     );
     let stdout = String::from_utf8_lossy(&declined.stdout);
@@ -275,5 +329,8 @@ fn the_cli_asks_the_form_on_stderr_and_reads_the_answers_from_stdin() {
     );
     let unwatched = daemon.run_client(&["everything", TOOL, "{}"], &[]);
     let stdout = String::from_utf8_lossy(&unwatched.stdout);
-    assert!(stdout.contains("no caller is watching the call"), "{stdout}");
+    assert!(
+        stdout.contains("no caller is watching the call"),
+        "{stdout}"
+    );
 }

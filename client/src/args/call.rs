@@ -371,9 +371,7 @@ mod tests {
                 .contains("--idempotency-key applies only")
         );
         assert!(usage(&["*", "echo", "--hint", " "]).contains("--hint is empty"));
-        assert!(
-            usage(&["--elicitation", "ask", "health"]).contains("--elicitation applies only")
-        );
+        assert!(usage(&["--elicitation", "ask", "health"]).contains("--elicitation applies only"));
     }
 
     #[test]

@@ -36,8 +36,8 @@ use tool_cli_protocol::methods::MintTokenParams;
 
 use crate::error::Error;
 use crate::settings;
-use help::AFTER_HELP;
 pub(crate) use elicitation::ElicitationChoice;
+use help::AFTER_HELP;
 pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 

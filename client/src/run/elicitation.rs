@@ -53,7 +53,10 @@ pub(super) fn fill(
     input: &mut impl BufRead,
     output: &mut impl Write,
 ) -> std::io::Result<Filled> {
-    let server = event.get("server").and_then(Value::as_str).unwrap_or("server");
+    let server = event
+        .get("server")
+        .and_then(Value::as_str)
+        .unwrap_or("server");
     let message = event.get("message").and_then(Value::as_str).unwrap_or("");
     let schema = event.get("requestedSchema").cloned().unwrap_or(Value::Null);
     writeln!(
@@ -64,7 +67,11 @@ pub(super) fn fill(
     )?;
     write!(output, "answer? [Y]es, [n]o to decline, [c]ancel: ")?;
     output.flush()?;
-    match read_line(input)?.as_deref().map(str::to_ascii_lowercase).as_deref() {
+    match read_line(input)?
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         None | Some("c" | "cancel") => return Ok(Filled::Cancel),
         Some("n" | "no" | "decline") => return Ok(Filled::Decline),
         _ => {}
@@ -130,7 +137,12 @@ fn ask_field(
             .iter()
             .enumerate()
             .map(|(index, (value, label))| match label {
-                Some(label) => format!("{}) {} [{}]", index + 1, sanitize::line(label), value_text(value)),
+                Some(label) => format!(
+                    "{}) {} [{}]",
+                    index + 1,
+                    sanitize::line(label),
+                    value_text(value)
+                ),
                 None => format!("{}) {}", index + 1, value_text(value)),
             })
             .collect();
@@ -198,7 +210,10 @@ fn choices(property: &Value) -> Vec<(Value, Option<String>)> {
         .flatten()
         .filter_map(|choice| {
             let value = choice.get("const")?.clone();
-            let title = choice.get("title").and_then(Value::as_str).map(str::to_owned);
+            let title = choice
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             Some((value, title))
         })
         .collect()
@@ -294,7 +309,11 @@ fn parse_entry(
         }
         Some("array") => {
             let mut picked = Vec::new();
-            for word in line.split(',').map(str::trim).filter(|word| !word.is_empty()) {
+            for word in line
+                .split(',')
+                .map(str::trim)
+                .filter(|word| !word.is_empty())
+            {
                 let value = pick(word, choices)?;
                 if !picked.contains(&value) {
                     picked.push(value);
@@ -302,7 +321,8 @@ fn parse_entry(
             }
             let count = picked.len() as f64;
             let (lower, upper) = (number("minItems"), number("maxItems"));
-            if lower.is_some_and(|lower| count < lower) || upper.is_some_and(|upper| count > upper) {
+            if lower.is_some_and(|lower| count < lower) || upper.is_some_and(|upper| count > upper)
+            {
                 return Err(format!(
                     "{} choices",
                     match (lower, upper) {
@@ -319,7 +339,8 @@ fn parse_entry(
         _ => {
             let length = line.chars().count() as f64;
             let (lower, upper) = (number("minLength"), number("maxLength"));
-            if lower.is_some_and(|lower| length < lower) || upper.is_some_and(|upper| length > upper)
+            if lower.is_some_and(|lower| length < lower)
+                || upper.is_some_and(|upper| length > upper)
             {
                 let range = match (lower, upper) {
                     (Some(lower), Some(upper)) => format!("{lower} to {upper}"),
@@ -358,7 +379,9 @@ fn pick(word: &str, choices: &[(Value, Option<String>)]) -> Result<Value, String
         .find(|(value, title)| {
             value.as_str() == Some(word)
                 || value.to_string() == word
-                || title.as_deref().is_some_and(|title| title.eq_ignore_ascii_case(word))
+                || title
+                    .as_deref()
+                    .is_some_and(|title| title.eq_ignore_ascii_case(word))
         })
         .map(|(value, _)| value.clone())
         .ok_or_else(|| {
@@ -380,9 +403,9 @@ fn looks_like(format: &str, text: &str) -> bool {
         parts.len() == 3 && digits(parts[0], 4) && digits(parts[1], 2) && digits(parts[2], 2)
     };
     match format {
-        "email" => text
-            .split_once('@')
-            .is_some_and(|(user, domain)| !user.is_empty() && domain.contains('.') && !domain.contains('@')),
+        "email" => text.split_once('@').is_some_and(|(user, domain)| {
+            !user.is_empty() && domain.contains('.') && !domain.contains('@')
+        }),
         "uri" => text.split_once(':').is_some_and(|(scheme, rest)| {
             !rest.is_empty()
                 && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -433,8 +456,10 @@ pub(super) async fn answer(
             .and_then(Result::ok)
             .unwrap_or(Filled::Cancel)
         } else {
-            say("tool-cli: note: the server asked a question; declined (give --elicitation ask \
-                 to answer it)");
+            say(
+                "tool-cli: note: the server asked a question; declined (give --elicitation ask \
+                 to answer it)",
+            );
             Filled::Decline
         };
         let (action, content) = match filled {
@@ -451,7 +476,9 @@ pub(super) async fn answer(
             Ok(_) => return Ok(()),
             // The answers did not fit the schema: the question is still open.
             Err(error) if asks && action == ElicitationAnswer::Accept && still_open(&error) => {
-                say(&format!("tool-cli: the server's form refused the answers: {error}"));
+                say(&format!(
+                    "tool-cli: the server's form refused the answers: {error}"
+                ));
             }
             Err(error) => return Err(error),
         }
@@ -512,17 +539,30 @@ mod tests {
                    "pet": "pet-2", "hero": "hero-2", "tools": ["saw", "hammer"]}),
             "the empty email is left out, the integer takes its default"
         );
-        assert!(shown.starts_with("everything asks: Please provide^Jinputs\n"), "{shown}");
-        assert!(shown.contains("name* (Name): text, at least 2 characters"), "{shown}");
+        assert!(
+            shown.starts_with("everything asks: Please provide^Jinputs\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("name* (Name): text, at least 2 characters"),
+            "{shown}"
+        );
         assert!(shown.contains("  Your name\n"), "{shown}");
-        assert!(shown.contains("integer: integer 1 to 100\n  [42]> "), "{shown}");
-        assert!(shown.contains("1) Cats [pet-1]  2) Dogs [pet-2]"), "{shown}");
+        assert!(
+            shown.contains("integer: integer 1 to 100\n  [42]> "),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("1) Cats [pet-1]  2) Dogs [pet-2]"),
+            "{shown}"
+        );
         assert!(shown.contains("1) Superman [hero-1]"), "{shown}");
     }
 
     #[test]
     fn an_invalid_entry_is_asked_again_with_what_was_expected() {
-        let (filled, shown) = run("\nA\nAda\nmaybe\nno\nnot-an-email\nada@example.com\n500\n7\n\nx\n1\n\n\n");
+        let (filled, shown) =
+            run("\nA\nAda\nmaybe\nno\nnot-an-email\nada@example.com\n500\n7\n\nx\n1\n\n\n");
         let Filled::Accept(content) = filled else {
             panic!("{shown}")
         };
@@ -548,7 +588,11 @@ mod tests {
         assert_eq!(run("n\n").0, Filled::Decline);
         assert_eq!(run("c\n").0, Filled::Cancel);
         assert_eq!(run("").0, Filled::Cancel, "Ctrl-D at the first prompt");
-        assert_eq!(run("y\n\n").0, Filled::Cancel, "empty required field, no default");
+        assert_eq!(
+            run("y\n\n").0,
+            Filled::Cancel,
+            "empty required field, no default"
+        );
         assert_eq!(run("y\nAda\n").0, Filled::Cancel, "Ctrl-D halfway");
         let (filled, _) = run("y\nAda\ny\n\n\n\n\n\n\n");
         assert!(matches!(filled, Filled::Accept(_)));
@@ -562,7 +606,10 @@ mod tests {
         };
         assert_eq!(content["tools"], json!(["drill"]));
         assert!(shown.contains("! expected 1 to 2 choices"), "{shown}");
-        assert!(shown.contains("! expected one of the choices (1 to 3"), "{shown}");
+        assert!(
+            shown.contains("! expected one of the choices (1 to 3"),
+            "{shown}"
+        );
     }
 
     #[test]

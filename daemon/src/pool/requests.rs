@@ -30,9 +30,7 @@ use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
 use crate::call_events::{Answer, CallEventLog};
 use crate::sampling::{Sampler, SamplingBill};
-use crate::server_requests::{
-    Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
-};
+use crate::server_requests::{Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings};
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
