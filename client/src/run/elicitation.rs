@@ -378,7 +378,9 @@ fn pick(word: &str, choices: &[(Value, Option<String>)]) -> Result<Value, String
         .iter()
         .find(|(value, title)| {
             value.as_str() == Some(word)
-                || value.to_string() == word
+                || value
+                    .as_f64()
+                    .is_some_and(|number| word.parse::<f64>() == Ok(number))
                 || title
                     .as_deref()
                     .is_some_and(|title| title.eq_ignore_ascii_case(word))
