@@ -188,6 +188,7 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::BudgetExceeded { .. } => "budgetExceeded",
         ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
         ErrorData::AuthFailed { .. } => "authFailed",
+        ErrorData::AuthRequired { .. } => "authRequired",
         _ => "other",
     }
 }
@@ -197,6 +198,9 @@ pub fn message(data: &ErrorData) -> String {
     match data {
         ErrorData::InvalidParams { method, message } => {
             format!("invalid params for {method}: {message}")
+        }
+        ErrorData::AuthRequired { server, message } => {
+            format!("server \"{server}\" needs authorization: {message}")
         }
         ErrorData::AuthFailed {
             server,

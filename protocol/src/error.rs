@@ -267,6 +267,16 @@ pub enum ErrorData {
         /// requests in a batch.
         limit_bytes: usize,
     },
+    /// A remote server needs authorization the daemon does not have: it refused the
+    /// credentials (HTTP 401, or 403 for scope), or it waits for a sign-in (`tool-cli auth login
+    /// SERVER`). Nothing was run.
+    AuthRequired {
+        /// The server.
+        server: String,
+        /// What happened and what to do, naming `tool-cli auth login SERVER` when signing in
+        /// helps.
+        message: String,
+    },
     /// Signing in to a remote server over OAuth 2.1 failed (`authLogin`, `authComplete`).
     AuthFailed {
         /// The server.
@@ -288,9 +298,10 @@ impl ErrorData {
             | ErrorData::UnknownTool { .. }
             | ErrorData::InvalidArguments { .. } => code::INVALID_PARAMS,
             ErrorData::InvalidSchema { .. } | ErrorData::Internal { .. } => code::INTERNAL_ERROR,
-            ErrorData::ServerUnavailable { .. } | ErrorData::ServerExited { .. } => {
-                code::SERVER_UNAVAILABLE
-            }
+            // Like an unavailable server for clients that do not know the kind: nothing ran.
+            ErrorData::ServerUnavailable { .. }
+            | ErrorData::ServerExited { .. }
+            | ErrorData::AuthRequired { .. } => code::SERVER_UNAVAILABLE,
             ErrorData::Timeout { .. } => code::TIMEOUT,
             ErrorData::Upstream { .. }
             | ErrorData::InvalidResult { .. }

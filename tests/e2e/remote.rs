@@ -326,6 +326,23 @@ fn oauth_sign_in_through_the_loopback_redirect_then_calls_work_and_logout_forget
     assert!(error.contains("requires OAuth"), "{error}");
     let status = daemon.call("authStatus", json!({}));
     assert_eq!(status["servers"][0]["state"], "needsLogin", "{status}");
+    // A call before signing in is told what is missing, in a kind of its own.
+    let refused = daemon.call_err(
+        "callTool",
+        json!({"server": "remote", "tool": "echo", "arguments": {"message": "x"}}),
+    );
+    assert_eq!(refused.code, tool_cli_protocol::code::SERVER_UNAVAILABLE);
+    assert_eq!(
+        refused.data.as_ref().unwrap()["kind"],
+        "authRequired",
+        "{refused:?}"
+    );
+    assert!(
+        refused.message.contains("needs authorization")
+            && refused.message.contains("tool-cli auth login remote"),
+        "{}",
+        refused.message
+    );
 
     let login = Login::start(&daemon, "remote");
     let url = login.authorization_url().expect("an authorization URL");
@@ -405,6 +422,11 @@ fn oauth_headless_paste_then_a_refused_refresh_asks_for_login_once() {
         call.message.contains("tool-cli auth login remote"),
         "{}",
         call.message
+    );
+    assert_eq!(
+        call.data.as_ref().unwrap()["kind"],
+        "authRequired",
+        "{call:?}"
     );
     assert_eq!(
         remote.stats()["refusedRefreshes"],

@@ -323,8 +323,11 @@ async fn attempt(
         .take()
         .expect("the admissions are taken once, here");
     match result.as_ref().err().and_then(Error::data) {
-        // Not connected: nothing was sent, so the breakers learn nothing.
-        Some(ErrorData::ServerUnavailable { .. }) => slot.guards.abandon(label, admissions),
+        // Not connected, or refused for authorization: nothing ran, so the breakers learn
+        // nothing.
+        Some(ErrorData::ServerUnavailable { .. } | ErrorData::AuthRequired { .. }) => {
+            slot.guards.abandon(label, admissions)
+        }
         Some(ErrorData::ServerExited { .. } | ErrorData::Timeout { .. }) => {
             slot.guards.record(label, admissions, Outcome::Failure, now);
             let message = result.as_ref().err().map(Error::wire_message);

@@ -8,6 +8,7 @@
 //! whole when the server announces `notifications/tools/list_changed` (bursts coalesced), so a
 //! removed tool stops being callable at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -62,6 +63,8 @@ pub(crate) struct Connection {
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, when it has.
     stream_closed: Arc<Mutex<Option<String>>>,
+    /// Whether the reason in `stream_closed` is an authorization failure (HTTP only).
+    auth_refused: Option<Arc<AtomicBool>>,
     /// Which answers were too large (HTTP only; stdio closes the stream instead).
     oversized: Option<Arc<OversizedAnswers>>,
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
@@ -176,6 +179,8 @@ pub(crate) struct Extras {
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, once it has.
     pub(crate) stream_closed: Arc<Mutex<Option<String>>>,
+    /// Set by the HTTP client when the failure it noted is about authorization.
+    pub(crate) auth_refused: Option<Arc<AtomicBool>>,
     /// Which answers were too large (HTTP).
     pub(crate) oversized: Option<Arc<OversizedAnswers>>,
 }
@@ -195,6 +200,7 @@ where
         raw,
         process,
         stream_closed,
+        auth_refused,
         oversized,
     } = extras;
     let tools_changed = Arc::new(Notify::new());
@@ -237,6 +243,7 @@ where
         raw,
         process,
         stream_closed,
+        auth_refused,
         oversized,
         cancel: Mutex::new(Some(cancel)),
         ended: ended_rx,
@@ -524,6 +531,17 @@ impl Connection {
                 }
                 // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
                 if let Some(reason) = self.stream_closed.lock().unwrap().take() {
+                    if self
+                        .auth_refused
+                        .as_ref()
+                        .is_some_and(|refused| refused.swap(false, Ordering::Relaxed))
+                    {
+                        return ErrorData::AuthRequired {
+                            server: self.server.clone(),
+                            message: reason,
+                        }
+                        .into();
+                    }
                     return ErrorData::ServerExited {
                         server: self.server.clone(),
                         exit: reason,

@@ -15,6 +15,7 @@
 //! client itself is built by `tls.rs`: rustls, the platform's roots and the server's `caFile`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt as _;
@@ -77,6 +78,9 @@ struct SizeWatchingClient {
     oversized: Arc<OversizedAnswers>,
     auth: Option<Arc<ServerAuth>>,
     failure: Arc<Mutex<Option<String>>>,
+    /// Set with a noted failure that is about authorization (a 401, a 403 for scope, no
+    /// usable token), so the caller is told `authRequired`, not that the server went away.
+    auth_refused: Arc<AtomicBool>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -92,7 +96,7 @@ impl SizeWatchingClient {
             Ok(Some(token)) => Ok(Some(token)),
             Ok(None) => Ok(configured),
             Err(BearerError::NeedsLogin(reason)) => {
-                self.note(crate::oauth::login_hint(auth.name(), &reason));
+                self.note_auth(crate::oauth::login_hint(auth.name(), &reason));
                 Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
                     String::new(),
                 )))
@@ -106,6 +110,12 @@ impl SizeWatchingClient {
 
     fn note(&self, reason: String) {
         *self.failure.lock().unwrap() = Some(reason);
+    }
+
+    /// Notes an authorization failure.
+    fn note_auth(&self, reason: String) {
+        self.auth_refused.store(true, Ordering::Relaxed);
+        self.note(reason);
     }
 
     /// Notes why a request failed when rmcp's own wording would hide it.
@@ -122,7 +132,7 @@ impl SizeWatchingClient {
                                  (\"oauth\": false); give it an Authorization header"
                             .to_owned(),
                     };
-                    self.note(reason);
+                    self.note_auth(reason);
                 }
                 StreamableHttpError::InsufficientScope(challenge) => {
                     let reason = match self.auth.as_ref().filter(|auth| auth.enabled()) {
@@ -132,7 +142,7 @@ impl SizeWatchingClient {
                                  lack the permission"
                             .to_owned(),
                     };
-                    self.note(reason);
+                    self.note_auth(reason);
                 }
                 StreamableHttpError::Client(error) => {
                     if let Some(problem) = tls::certificate_problem(error) {
@@ -328,11 +338,13 @@ pub(crate) async fn connect(
     };
     let oversized = Arc::new(OversizedAnswers::new(max_message_bytes));
     let failure = Arc::new(Mutex::new(None));
+    let auth_refused = Arc::new(AtomicBool::new(false));
     let client = SizeWatchingClient {
         inner,
         oversized: Arc::clone(&oversized),
         auth: remote.auth,
         failure: Arc::clone(&failure),
+        auth_refused: Arc::clone(&auth_refused),
     };
     let transport = StreamableHttpClientTransport::with_client(client, config);
     establish(
@@ -343,6 +355,7 @@ pub(crate) async fn connect(
             oversized: Some(oversized),
             // A request's failure reads the reason noted for it (a 401, a 403 for scope).
             stream_closed: Arc::clone(&failure),
+            auth_refused: Some(auth_refused),
             ..Default::default()
         },
     )

@@ -30,7 +30,7 @@ pub(crate) mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -133,6 +133,9 @@ pub struct Server {
     published: Arc<Published>,
     restarts: AtomicU32,
     ready_since: Mutex<Option<Instant>>,
+    /// Whether it is down waiting for a sign-in (`tool-cli auth login`), so a call is told
+    /// `authRequired` rather than `serverUnavailable`.
+    needs_login: AtomicBool,
     /// Bumped by each restart request; the supervisor answers every request up to the value it
     /// read when an attempt began.
     restart_requested: watch::Sender<u64>,
@@ -363,6 +366,7 @@ impl Server {
             }),
             restarts: AtomicU32::new(0),
             ready_since: Mutex::new(None),
+            needs_login: AtomicBool::new(false),
             restart_requested: watch::Sender::new(0),
             settled: watch::Sender::new(0),
             stop: watch::Sender::new(false),
@@ -439,6 +443,13 @@ impl Server {
         };
         match current {
             Status::Ready(connection) if !connection.has_ended() => Ok(connection),
+            Status::Down(reason) if self.needs_login.load(Ordering::Relaxed) => {
+                Err(ErrorData::AuthRequired {
+                    server: self.config.name.clone(),
+                    message: reason,
+                }
+                .into())
+            }
             other => Err(ErrorData::ServerUnavailable {
                 server: self.config.name.clone(),
                 state: match other {

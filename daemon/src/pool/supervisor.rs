@@ -75,6 +75,7 @@ impl Pool {
                         tracker.reset();
                     }
                     *server.ready_since.lock().unwrap() = Some(Instant::now());
+                    server.needs_login.store(false, Ordering::Relaxed);
                     server.set_status(Status::Ready(Arc::clone(&connection)));
                     server.settle(&mut first_settled, generation);
                     let end = tokio::select! {
@@ -131,6 +132,7 @@ impl Pool {
                 .remote_auth
                 .server(&server.config.name)
                 .is_some_and(|auth| auth.waits_for_login());
+            server.needs_login.store(waits_for_login, Ordering::Relaxed);
             let (status, delay) = if waits_for_login {
                 tracing::warn!(%reason, "server waits for a sign-in");
                 (Status::Down(reason), None)
@@ -275,6 +277,7 @@ impl Pool {
                 raw: Some(raw),
                 process: Some(Arc::clone(&process)),
                 stream_closed: Arc::clone(&stream_closed),
+                auth_refused: None,
                 oversized: None,
             },
         )
