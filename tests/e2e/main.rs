@@ -10,6 +10,7 @@ mod alternatives;
 mod bad_inputs;
 mod catalog_scale;
 mod cli;
+mod cli_chain;
 mod cli_conveniences;
 mod cli_daemon;
 mod cli_orchestration;
