@@ -13,6 +13,7 @@ pub mod answer;
 pub mod auth;
 mod batch;
 mod call_events;
+pub mod caller;
 pub mod catalog;
 mod client_fields;
 pub mod config;

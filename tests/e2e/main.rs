@@ -22,6 +22,7 @@ mod edge;
 mod embedded;
 mod failures;
 mod fast_path;
+mod handle_scope;
 mod hardening;
 mod lifecycle;
 mod metrics;
