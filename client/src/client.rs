@@ -37,13 +37,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Extra time the HTTP request of `callTool` gets beyond the call's own `timeoutMs`, so that the
 /// daemon's structured timeout error (which names the server and tool) arrives before ours.
-const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(2);
+pub(crate) const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(2);
 
 /// How long a call without a timeout of its own may wait for the daemon's answer. Such a call is
 /// bounded by its server's configured `timeoutMs` (60 s unless the config says otherwise), which
 /// the daemon enforces and answers with `-32002`; this ceiling only guards against a daemon that
 /// never answers, so it is generous: twice the largest timeout a caller may ask for.
-const UNTIMED_CALL_CEILING: Duration = Duration::from_millis(2 * MAX_TIMEOUT_MS);
+pub(crate) const UNTIMED_CALL_CEILING: Duration = Duration::from_millis(2 * MAX_TIMEOUT_MS);
 
 /// A connection to a tool-cli daemon: discovery, calls and any other method, over one
 /// kept-alive HTTP/1.1 connection opened on the first request.

@@ -248,9 +248,74 @@ pub enum Error {
         /// The whole message: the key, the known names and the suggestion.
         message: String,
     },
+    /// `tool-cli chain` or `many`: some of its calls failed (a chain stops at its first). The
+    /// outcomes are on stdout already; the exit code is the first failure's.
+    #[error("{}", steps_failed_message(command, failures, *total, *ran))]
+    StepsFailed {
+        /// `chain` or `many`.
+        command: String,
+        /// Each failed call, in order.
+        failures: Vec<StepFailure>,
+        /// How many calls were asked for.
+        total: usize,
+        /// How many ran.
+        ran: usize,
+    },
     /// A failure that fits nowhere else; the message says what happened.
     #[error("{0}")]
     Other(String),
+}
+
+/// One failed call of `tool-cli chain` or `tool-cli many`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct StepFailure {
+    /// Its index among the calls.
+    pub index: usize,
+    /// `SERVER/TOOL` (`*/TOOL` for a routed call no server took).
+    pub label: String,
+    /// What went wrong, as if it had been called alone.
+    pub error: Box<Error>,
+}
+
+fn steps_failed_message(
+    command: &str,
+    failures: &[StepFailure],
+    total: usize,
+    ran: usize,
+) -> String {
+    let item = if command == "chain" { "step" } else { "call" };
+    match failures {
+        [] => format!("`tool-cli {command}` failed"),
+        [only] if command == "chain" => {
+            let not_run = total.saturating_sub(ran);
+            let rest = match not_run {
+                0 => String::new(),
+                1 => " (1 later step did not run)".to_owned(),
+                n => format!(" ({n} later steps did not run)"),
+            };
+            format!(
+                "step {} of {total} ({}) failed, so the chain stopped{rest}: {}",
+                only.index, only.label, only.error
+            )
+        }
+        [only] => format!(
+            "{item} {} of {total} ({}) failed: {}",
+            only.index, only.label, only.error
+        ),
+        several => {
+            let mut message = format!("{} of {total} {item}s failed:", several.len());
+            for failure in several {
+                // A message of several lines stays under its call.
+                let error = failure.error.to_string().replace('\n', "\n    ");
+                message.push_str(&format!(
+                    "\n  {item} {} ({}): {error}",
+                    failure.index, failure.label
+                ));
+            }
+            message
+        }
+    }
 }
 
 fn agent_message(run_id: &str, status: &str, reason: &str) -> String {
@@ -342,6 +407,9 @@ impl Error {
             }
             Error::Interrupted(_) => exit::INTERRUPTED,
             Error::UnknownParameter { .. } => exit::INVALID_PARAMS,
+            Error::StepsFailed { failures, .. } => failures
+                .first()
+                .map_or(exit::OTHER, |failure| failure.error.exit_code()),
             Error::Unhealthy { .. }
             | Error::Http { .. }
             | Error::Transport(_)
@@ -380,6 +448,7 @@ impl Error {
             Error::AgentStopped { .. } => "agentFailed",
             Error::Interrupted(_) => "interrupted",
             Error::UnknownParameter { .. } => "unknownParameter",
+            Error::StepsFailed { .. } => "stepsFailed",
             Error::Other(_) => "other",
         }
     }
@@ -418,6 +487,23 @@ impl Error {
                 status,
                 reason,
             } => json!({"runId": run_id, "status": status, "reason": reason}),
+            Error::StepsFailed {
+                command,
+                failures,
+                total,
+                ran,
+            } => {
+                let failed: Vec<Value> = failures
+                    .iter()
+                    .map(|failure| {
+                        let mut entry = failure.error.envelope()["error"].take();
+                        entry["index"] = json!(failure.index);
+                        entry["label"] = json!(failure.label);
+                        entry
+                    })
+                    .collect();
+                json!({"command": command, "total": total, "ran": ran, "failed": failed})
+            }
             Error::Http { status, .. } | Error::AuthRefused { status } => {
                 json!({"status": status})
             }

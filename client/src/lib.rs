@@ -56,7 +56,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub use client::{Client, ToolCall};
-pub use error::{Error, exit};
+pub use error::{Error, StepFailure, exit};
 
 use crate::args::{Command, Invocation};
 use crate::endpoint::{EndpointEnv, resolve_endpoint};

@@ -14,6 +14,7 @@ pub mod auth;
 mod batch;
 mod call_events;
 mod call_usage;
+pub mod caller;
 pub mod catalog;
 mod client_fields;
 pub mod config;

@@ -5,9 +5,12 @@
 //! Files live in a directory of the runtime directory (`spill-<pid>-<random>`, mode 0700, checked to be
 //! ours and no symlink), each created new with mode 0600 and `O_NOFOLLOW`, named by a random id.
 //! The client that made the call reads the file directly when it is on the same machine, or
-//! pages it with `readSpilled`, which only the token that produced the answer may do. Files are
-//! removed after a time to live and when the daemon stops; [`remove_stale`] removes those a
-//! killed daemon left behind.
+//! pages it with `readSpilled`, which only the token that produced the answer may do (to any
+//! other token an answer's id is as unknown as a made-up one). Files are removed after a time to
+//! live and when the daemon stops; [`remove_stale`] removes those a killed daemon left behind.
+//! The store is bounded ([`SpillLimits`]): a token keeps at most 64 answers and 512 MiB, all
+//! tokens together 2 GiB; a new answer first removes its own token's oldest, and past the
+//! total the oldest of all.
 //!
 //! The store does blocking file I/O: callers run it on a blocking thread.
 
@@ -32,6 +35,27 @@ pub const MAX_PAGE_BYTES: u64 = 1024 * 1024;
 
 /// The smallest page: one UTF-8 character is at most 4 bytes, so a page always makes progress.
 const MIN_PAGE_BYTES: u64 = 4;
+
+/// How much the store keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpillLimits {
+    /// Most answers one token may have saved; a new one removes its oldest.
+    pub answers_per_token: usize,
+    /// Most bytes one token may have saved; a new answer removes its oldest until it fits.
+    pub bytes_per_token: u64,
+    /// Most bytes saved for all tokens; a new answer removes the oldest of all until it fits.
+    pub bytes_total: u64,
+}
+
+impl Default for SpillLimits {
+    fn default() -> SpillLimits {
+        SpillLimits {
+            answers_per_token: 64,
+            bytes_per_token: 512 * 1024 * 1024,
+            bytes_total: 2 * 1024 * 1024 * 1024,
+        }
+    }
+}
 
 /// Prefix of a spill directory's name; the daemon's pid follows.
 const DIR_PREFIX: &str = "spill-";
@@ -61,6 +85,14 @@ pub enum SpillError {
          page gave"
     )]
     InsideCharacter(u64),
+    /// The answer alone is larger than what one token may keep.
+    #[error("an answer of {bytes} bytes is more than the {limit} bytes a token may keep spilled")]
+    TooLarge {
+        /// The answer's size.
+        bytes: u64,
+        /// The limit per token.
+        limit: u64,
+    },
     /// The spill directory is not a private directory of ours.
     #[error("the spill directory {0} is not a directory only we can enter; refusing it")]
     UnsafeDirectory(PathBuf),
@@ -99,6 +131,7 @@ struct Entry {
 pub struct SpillStore {
     dir: PathBuf,
     ttl: Duration,
+    limits: SpillLimits,
     /// A std mutex: held only to look up or change the map, never across I/O or an await.
     entries: Mutex<HashMap<String, Entry>>,
 }
@@ -106,9 +139,15 @@ pub struct SpillStore {
 impl SpillStore {
     /// A store saving into `dir` (created on first use), keeping answers for `ttl`.
     pub fn new(dir: PathBuf, ttl: Duration) -> SpillStore {
+        SpillStore::with_limits(dir, ttl, SpillLimits::default())
+    }
+
+    /// [`SpillStore::new`] with other bounds than the defaults.
+    pub fn with_limits(dir: PathBuf, ttl: Duration, limits: SpillLimits) -> SpillStore {
         SpillStore {
             dir,
             ttl,
+            limits,
             entries: Mutex::new(HashMap::new()),
         }
     }
@@ -138,6 +177,16 @@ impl SpillStore {
         now: SystemTime,
     ) -> Result<SpilledAnswer, SpillError> {
         self.sweep(now);
+        let bytes = encoded.len() as u64;
+        if bytes > self.limits.bytes_per_token || bytes > self.limits.bytes_total {
+            return Err(SpillError::TooLarge {
+                bytes,
+                limit: self.limits.bytes_per_token.min(self.limits.bytes_total),
+            });
+        }
+        for entry in self.make_room(token_id, bytes) {
+            let _ = std::fs::remove_file(&entry.path);
+        }
         self.ensure_dir()?;
         let id: [u8; 16] = rand::rng().random();
         let id = hex(&id);
@@ -158,7 +207,6 @@ impl SpillStore {
             return Err(error);
         }
         let expires = now + self.ttl;
-        let bytes = encoded.len() as u64;
         self.entries().insert(
             id.clone(),
             Entry {
@@ -259,6 +307,45 @@ impl SpillStore {
             text,
             next_offset: (end < total).then_some(end),
         })
+    }
+
+    /// Takes out the answers that must go for `token_id` to save `bytes` more: its own oldest
+    /// while it is over its count or bytes, then the oldest of all while the total is over.
+    /// The caller removes their files (outside the lock).
+    fn make_room(&self, token_id: &str, bytes: u64) -> Vec<Entry> {
+        let limits = self.limits;
+        let mut entries = self.entries();
+        let mut removed = Vec::new();
+        // Answers are saved with the same time to live, so the one expiring first is the oldest.
+        let oldest = |entries: &HashMap<String, Entry>, only: Option<&str>| {
+            entries
+                .iter()
+                .filter(|(_, entry)| only.is_none_or(|token| entry.token_id == token))
+                .min_by_key(|(_, entry)| entry.expires)
+                .map(|(id, _)| id.clone())
+        };
+        loop {
+            let (count, held) = entries
+                .values()
+                .filter(|entry| entry.token_id == token_id)
+                .fold((0, 0), |(count, held), entry| {
+                    (count + 1, held + entry.bytes)
+                });
+            if count < limits.answers_per_token && held + bytes <= limits.bytes_per_token {
+                break;
+            }
+            let Some(id) = oldest(&entries, Some(token_id)) else {
+                break;
+            };
+            removed.extend(entries.remove(&id));
+        }
+        while entries.values().map(|entry| entry.bytes).sum::<u64>() + bytes > limits.bytes_total {
+            let Some(id) = oldest(&entries, None) else {
+                break;
+            };
+            removed.extend(entries.remove(&id));
+        }
+        removed
     }
 
     /// Removes the answers whose time is up; returns how many.
@@ -443,6 +530,59 @@ mod tests {
         ));
         drop(store);
         assert!(!dir.path().join("spill-test").exists());
+    }
+
+    #[test]
+    fn the_store_is_bounded_per_token_and_in_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SpillStore::with_limits(
+            dir.path().join("spill-test"),
+            Duration::from_secs(60),
+            SpillLimits {
+                answers_per_token: 3,
+                bytes_per_token: 100,
+                bytes_total: 150,
+            },
+        );
+        let start = SystemTime::now();
+        let at = |seconds: u64| start + Duration::from_secs(seconds);
+        let readable = |id: &str, token: &str| store.read(id, token, 0, 10, at(10)).is_ok();
+        let files = || {
+            std::fs::read_dir(dir.path().join("spill-test"))
+                .unwrap()
+                .count()
+        };
+        // A fourth answer of one token removes its first.
+        let a: Vec<String> = (0..4)
+            .map(|n| store.save(b"[1]", "tok-a", at(n)).unwrap().id)
+            .collect();
+        assert!(!readable(&a[0], "tok-a"));
+        assert!(a[1..].iter().all(|id| readable(id, "tok-a")));
+        assert_eq!(files(), 3);
+        // Bytes per token: 60 more removes tok-a's oldest until 3 + 3 + 60 fit in 100.
+        let big = store.save(&[b' '; 60], "tok-a", at(5)).unwrap().id;
+        assert!(!readable(&a[1], "tok-a") && readable(&a[2], "tok-a"));
+        assert!(readable(&big, "tok-a"));
+        // The total: tok-b's 90 bytes push out the oldest of all, which are tok-a's.
+        let b = store.save(&[b' '; 90], "tok-b", at(6)).unwrap().id;
+        assert!(readable(&b, "tok-b"));
+        let kept: u64 = [&a[2], &a[3], &big]
+            .iter()
+            .filter(|id| readable(id, "tok-a"))
+            .map(|id| store.read(id, "tok-a", 0, 100, at(10)).unwrap().total_bytes)
+            .sum();
+        assert!(kept + 90 <= 150, "{kept}");
+        // One answer larger than a token may keep is refused, and removes nothing.
+        let before = files();
+        assert!(matches!(
+            store.save(&[b' '; 101], "tok-b", at(7)),
+            Err(SpillError::TooLarge {
+                bytes: 101,
+                limit: 100
+            })
+        ));
+        assert!(readable(&b, "tok-b"));
+        assert_eq!(files(), before);
     }
 
     #[test]

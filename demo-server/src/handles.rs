@@ -5,11 +5,13 @@
 //! and inside it every handle also records the client session that opened it: the session named
 //! by the request's `_meta["tool-cli/sessionId"]`, or the connection itself when there is none.
 //! A handle is only usable by its own session, so a pooled connection shared by several clients
-//! (the daemon's) still keeps them apart once the daemon forwards its session ids.
+//! (the daemon's, which sends a key of each caller's token and session) still keeps them apart.
+//! To any other session a handle is exactly as unknown as one never made: the same error,
+//! whether it is open, released or expired, so no session can learn that another's exists.
 //!
 //! Everything here is pure bookkeeping: the clock is a parameter (`tokio::time::Instant`, so
-//! tests pause and advance it), expiry is swept lazily on every operation, and the counts are
-//! bounded so no client can grow the table without limit. Handles are 128 random bits, so one
+//! tests pause and advance it), expiry is swept lazily on every operation, and the counts and
+//! the bytes of the snapshots are bounded so no client can grow the table without limit. Handles are 128 random bits, so one
 //! session cannot guess another's.
 
 use std::{
@@ -25,6 +27,10 @@ use tokio::time::Instant;
 pub(crate) const MAX_OPEN_PER_SESSION: usize = 1_000;
 /// Most handles open on one connection across all its sessions.
 pub(crate) const MAX_OPEN_PER_CONNECTION: usize = 10_000;
+/// Most bytes of snapshots one session may hold open at once.
+pub(crate) const MAX_BYTES_PER_SESSION: usize = 64 * 1024 * 1024;
+/// Most bytes of snapshots open on one connection across all its sessions.
+pub(crate) const MAX_BYTES_PER_CONNECTION: usize = 256 * 1024 * 1024;
 /// How long a handle may go unused before it is released for its owner.
 pub(crate) const IDLE_EXPIRY: Duration = Duration::from_secs(15 * 60);
 /// Bytes returned by one read when the caller does not say.
@@ -43,6 +49,15 @@ pub(crate) enum HandleError {
          release_resource before opening more"
     )]
     TooManyOpen { limit: usize },
+    #[error(
+        "too much open: {open} bytes of snapshots are held and this resource adds {size}, more \
+         than the limit of {limit}; release handles with release_resource before opening more"
+    )]
+    TooManyBytes {
+        open: usize,
+        size: usize,
+        limit: usize,
+    },
     #[error("handle {handle:?} was already released; open the resource again with open_resource")]
     Released { handle: String },
     #[error(
@@ -50,8 +65,6 @@ pub(crate) enum HandleError {
          with open_resource"
     )]
     Expired { handle: String, idle_seconds: u64 },
-    #[error("handle {handle:?} belongs to another session; each session must open its own handles")]
-    Foreign { handle: String },
     #[error(
         "no open handle {handle:?} in this session; pass a handle returned by open_resource \
          (handles are per session and end when released or idle)"
@@ -107,8 +120,9 @@ enum Closed {
 #[derive(Debug)]
 pub(crate) struct HandleTable {
     open: HashMap<String, OpenHandle>,
-    /// Recently closed handles and why, oldest first, bounded by `REMEMBERED_CLOSED`.
-    closed: VecDeque<(String, Closed)>,
+    /// Recently closed handles, the session they belonged to and why, oldest first, bounded by
+    /// `REMEMBERED_CLOSED`.
+    closed: VecDeque<(String, String, Closed)>,
     idle_expiry: Duration,
 }
 
@@ -152,8 +166,23 @@ impl HandleTable {
                 limit: MAX_OPEN_PER_CONNECTION,
             });
         }
-        let handle = format!("h-{:032x}", rand::rng().random::<u128>());
         let size = text.len();
+        let session_bytes: usize = self
+            .open
+            .values()
+            .filter(|handle| handle.session == session)
+            .map(|handle| handle.text.len())
+            .sum();
+        let connection_bytes: usize = self.open.values().map(|handle| handle.text.len()).sum();
+        for (open, limit) in [
+            (session_bytes, MAX_BYTES_PER_SESSION),
+            (connection_bytes, MAX_BYTES_PER_CONNECTION),
+        ] {
+            if open.saturating_add(size) > limit {
+                return Err(HandleError::TooManyBytes { open, size, limit });
+            }
+        }
+        let handle = format!("h-{:032x}", rand::rng().random::<u128>());
         self.open.insert(
             handle.clone(),
             OpenHandle {
@@ -220,7 +249,7 @@ impl HandleTable {
     ) -> Result<String, HandleError> {
         self.usable(session, handle, now)?;
         let open = self.open.remove(handle).expect("usable checked it is open");
-        self.remember(handle, Closed::Released);
+        self.remember(handle, &open.session, Closed::Released);
         Ok(open.uri)
     }
 
@@ -240,15 +269,17 @@ impl HandleTable {
         now: Instant,
     ) -> Result<&mut OpenHandle, HandleError> {
         self.sweep(now);
+        // Only the session that opened a handle hears that it was released or expired.
         let closed = self
             .closed
             .iter()
             .rev()
-            .find(|(closed, _)| closed == handle)
-            .map(|(_, why)| *why);
+            .find(|(closed, owner, _)| closed == handle && owner == session)
+            .map(|(_, _, why)| *why);
         match self.open.get_mut(handle) {
             Some(open) if open.session == session => Ok(open),
-            Some(_) => Err(HandleError::Foreign {
+            // Another session's handle is as unknown as one never made.
+            Some(_) => Err(HandleError::Unknown {
                 handle: handle.to_owned(),
             }),
             None => Err(match closed {
@@ -276,16 +307,18 @@ impl HandleTable {
             .map(|(handle, _)| handle.clone())
             .collect();
         for handle in expired {
-            self.open.remove(&handle);
-            self.remember(&handle, Closed::Expired);
+            if let Some(open) = self.open.remove(&handle) {
+                self.remember(&handle, &open.session, Closed::Expired);
+            }
         }
     }
 
-    fn remember(&mut self, handle: &str, why: Closed) {
+    fn remember(&mut self, handle: &str, session: &str, why: Closed) {
         if self.closed.len() == REMEMBERED_CLOSED {
             self.closed.pop_front();
         }
-        self.closed.push_back((handle.to_owned(), why));
+        self.closed
+            .push_back((handle.to_owned(), session.to_owned(), why));
     }
 }
 
@@ -381,12 +414,94 @@ mod tests {
             .open("alice", "demo://docs/x", "text/plain", Arc::from("x"), now)
             .unwrap()
             .handle;
-        let foreign = HandleError::Foreign {
-            handle: mine.clone(),
+        // To bob, alice's handle is exactly a handle never made: open, released or expired.
+        let unknown = |handle: &str| HandleError::Unknown {
+            handle: handle.to_owned(),
         };
-        assert_eq!(table.read("bob", &mine, 0, None, now), Err(foreign.clone()));
-        assert_eq!(table.release("bob", &mine, now), Err(foreign));
+        assert_eq!(table.read("bob", &mine, 0, None, now), Err(unknown(&mine)));
+        assert_eq!(table.release("bob", &mine, now), Err(unknown(&mine)));
+        assert_eq!(
+            table
+                .read("bob", "h-made-up", 0, None, now)
+                .unwrap_err()
+                .to_string(),
+            unknown("h-made-up").to_string()
+        );
         assert!(table.read("alice", &mine, 0, None, now).is_ok());
+        table.release("alice", &mine, now).unwrap();
+        assert_eq!(table.read("bob", &mine, 0, None, now), Err(unknown(&mine)));
+        assert!(matches!(
+            table.read("alice", &mine, 0, None, now),
+            Err(HandleError::Released { .. })
+        ));
+        let idle = table
+            .open("alice", "demo://docs/x", "text/plain", Arc::from("x"), now)
+            .unwrap()
+            .handle;
+        let later = now + IDLE_EXPIRY + Duration::from_secs(1);
+        assert_eq!(
+            table.read("bob", &idle, 0, None, later),
+            Err(unknown(&idle))
+        );
+        assert!(matches!(
+            table.read("alice", &idle, 0, None, later),
+            Err(HandleError::Expired { .. })
+        ));
+    }
+
+    #[test]
+    fn open_bytes_are_bounded_per_session_and_connection() {
+        let mut table = HandleTable::default();
+        let now = Instant::now();
+        let big: Arc<str> = Arc::from("x".repeat(MAX_BYTES_PER_SESSION / 2).as_str());
+        for _ in 0..2 {
+            table
+                .open(
+                    "alice",
+                    "demo://docs/x",
+                    "text/plain",
+                    Arc::clone(&big),
+                    now,
+                )
+                .unwrap();
+        }
+        let refused = table.open("alice", "demo://docs/x", "text/plain", Arc::from("y"), now);
+        assert_eq!(
+            refused,
+            Err(HandleError::TooManyBytes {
+                open: MAX_BYTES_PER_SESSION,
+                size: 1,
+                limit: MAX_BYTES_PER_SESSION
+            })
+        );
+        // Other sessions still open, up to the connection's bound.
+        let mut last = String::new();
+        for session in ["bob", "carol", "dave"] {
+            for _ in 0..2 {
+                last = table
+                    .open(
+                        session,
+                        "demo://docs/x",
+                        "text/plain",
+                        Arc::clone(&big),
+                        now,
+                    )
+                    .unwrap()
+                    .handle;
+            }
+        }
+        assert!(matches!(
+            table.open("erin", "demo://docs/x", "text/plain", Arc::from("y"), now),
+            Err(HandleError::TooManyBytes {
+                limit: MAX_BYTES_PER_CONNECTION,
+                ..
+            })
+        ));
+        // Releasing makes room again.
+        table.release("dave", &last, now).unwrap();
+        table
+            .open("erin", "demo://docs/x", "text/plain", Arc::from("y"), now)
+            .unwrap();
     }
 
     #[test]

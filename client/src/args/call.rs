@@ -84,6 +84,8 @@ pub(super) fn options(
         Command::CallTool { .. } | Command::CallToolWords { .. }
     );
     let is_agent = matches!(command, Command::Agent(_));
+    // `tool-cli chain|many`: a session and a dry-run apply to every call they make.
+    let is_batch = matches!(command, Command::Batch(_));
     let refuse = |flag: &str, for_what: &str| {
         Err(Error::Usage(format!(
             "{flag} applies only to {for_what}; leave it out of this command"
@@ -110,17 +112,18 @@ pub(super) fn options(
             "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`)",
         );
     }
-    if flags.dry_run && !is_call && !is_agent {
+    if flags.dry_run && !is_call && !is_agent && !is_batch {
         return refuse(
             "--dry-run",
-            "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`) and `tool-cli agent`",
+            "a tool call (`tool-cli [SERVER] TOOL ARGS_JSON`), `tool-cli chain|many` and \
+             `tool-cli agent`",
         );
     }
-    if flags.session.is_some() && !is_call && !is_agent {
+    if flags.session.is_some() && !is_call && !is_agent && !is_batch {
         return refuse(
             "--session",
-            "a tool call and `tool-cli agent`; `tool-cli session summary ID` takes the id as a \
-             word",
+            "a tool call, `tool-cli chain|many` and `tool-cli agent`; `tool-cli session summary \
+             ID` takes the id as a word",
         );
     }
     if let Some(hint) = &flags.hint
@@ -141,7 +144,7 @@ pub(super) fn options(
     }
     let session = match flags.session {
         Some(id) => Some(check_session_id(&id, "--session")?),
-        None if is_call || is_agent => match env_session.map(str::trim) {
+        None if is_call || is_agent || is_batch => match env_session.map(str::trim) {
             Some(id) if !id.is_empty() => Some(check_session_id(id, "TOOL_CLI_SESSION")?),
             _ => None,
         },

@@ -104,6 +104,19 @@ The agent (wins over a server named `agent`):
                                         on stdout (--json: the whole result); Ctrl-C cancels the
                                         run and exits 130 once the daemon acknowledged it
 
+Chains and fan-outs (each call through the daemon's whole pipeline; see docs/cli.md):
+  tool-cli chain FILE|-                 run the steps of FILE (callChain's params, or an array of
+                                        steps) in order; a step takes an earlier result's value
+                                        with {\"$from\": \"0\", \"pointer\": \"/structuredContent/x\"}
+                                        in its arguments; stops at the first failing step
+  tool-cli many FILE|- [--max-concurrent N]
+                                        run the calls of FILE at once and answer each
+  tool-cli chain|many 'SERVER TOOL {json}'...
+                                        the calls as quoted words instead of a file ('*' routes)
+  Each call gets a header line and its result; failures go to stderr, naming the step, and the
+  exit code is the first failure's. --json prints the daemon's whole answer; --dry-run plans
+  every call; --session, --yes and --timeout apply to all of them.
+
 Servers (with the daemon's own token):
   tool-cli server restart NAME          start NAME again now (even one parked `down`) and clear
                                         its circuit breakers; exit 1 unless it comes back ready

@@ -12,6 +12,8 @@
 pub(crate) mod agent;
 pub(crate) mod auth;
 pub(crate) mod call;
+pub(crate) mod chain;
+pub(crate) mod chain_document;
 pub(crate) mod complete;
 mod config;
 mod elicitation;
@@ -109,6 +111,8 @@ pub(crate) enum Command {
     Search(search::SearchRequest),
     /// `tool-cli auth login|status|logout`: OAuth sign-in to remote servers.
     Auth(auth::AuthCommand),
+    /// `tool-cli chain ...` or `tool-cli many ...`: `callChain` or `callMany`.
+    Batch(chain::BatchCommand),
 }
 
 /// `tool-cli daemon ...`: managing the daemon of the runtime file.
@@ -186,6 +190,8 @@ pub(crate) enum ParseOutcome {
                       tool-cli [OPTIONS] '*' TOOL [ARGS_JSON]\n       \
                       tool-cli session <open|summary|list|close> [OPTIONS]\n       \
                       tool-cli agent \"TASK\" [OPTIONS]\n       \
+                      tool-cli chain FILE|-|'SERVER TOOL {json}'... [OPTIONS]\n       \
+                      tool-cli many FILE|-|'SERVER TOOL {json}'... [OPTIONS]\n       \
                       tool-cli resource <list|templates|read> [OPTIONS]\n       \
                       tool-cli prompt <list|get> [OPTIONS]\n       \
                       tool-cli health [--tools] [--json]\n       \
@@ -345,6 +351,11 @@ enum TopSubcommand {
         #[command(subcommand)]
         action: auth::AuthAction,
     },
+    /// Run calls in order, later ones taking values from earlier results; stop at the first
+    /// failure (callChain; wins over a server named `chain`)
+    Chain(chain::ChainArgs),
+    /// Run calls at once and answer each (callMany; wins over a server named `many`)
+    Many(chain::ManyArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -511,6 +522,12 @@ where
             server::Parsed::List => Command::ListServers,
         },
         Some(TopSubcommand::Auth { action }) => Command::Auth(auth::command(action)),
+        Some(TopSubcommand::Chain(args)) => {
+            Command::Batch(chain::chain(args, read_stdin).map_err(usage)?)
+        }
+        Some(TopSubcommand::Many(args)) => {
+            Command::Batch(chain::many(args, read_stdin).map_err(usage)?)
+        }
         Some(TopSubcommand::Daemon { action }) => Command::Daemon(match action {
             DaemonAction::Start {
                 config,
@@ -724,7 +741,8 @@ where
             | "--args-file" | "--elicitation" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
-            | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete" => {
+            | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete"
+            | "chain" | "many" => {
                 let word = args.remove(index);
                 args.insert(1, word);
                 break;

@@ -7,13 +7,14 @@
 //! [`crate::render`], to stdout or to the `--out` file with a one-line summary. Resources
 //! (`resources.rs`), the owner's commands `health` and `token` (`admin.rs`) and `daemon
 //! start|stop|status` (`daemon.rs`, which needs no daemon to begin with) have modules of their
-//! own.
+//! own, as do `chain` and `many` (`chain.rs`).
 
 mod admin;
 mod agent;
 mod auth;
 mod call;
 mod call_options;
+mod chain;
 pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;
@@ -189,6 +190,16 @@ pub(crate) async fn run(
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
         Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
+        Command::Batch(command) => {
+            let flags = crate::args::chain_document::BatchFlags {
+                session: invocation.call.session.clone(),
+                dry_run: invocation.call.dry_run,
+                confirm: invocation.confirm,
+                timeout_ms: invocation.timeout_ms,
+                max_concurrent: command.max_concurrent,
+            };
+            chain::run(client, &mut output, command, flags).await
+        }
         Command::Daemon(_)
         | Command::Completions(_)
         | Command::Complete(_)

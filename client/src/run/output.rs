@@ -16,6 +16,17 @@ use crate::error::Error;
 use crate::render;
 use crate::sanitize;
 
+/// One piece of a body made of several (`tool-cli chain|many`), each treated by its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// A human rendering: always sanitised.
+    Rendering(String),
+    /// JSON text as `serde_json` wrote it: lossless.
+    Json(String),
+    /// A tool's text: data, sanitised only for a terminal.
+    ResultText(String),
+}
+
 /// Where the result body goes: stdout, or the `--out` file with a summary on stdout.
 pub(crate) struct Output<'a> {
     pub(crate) json: bool,
@@ -48,6 +59,27 @@ impl Output<'_> {
         } else {
             self.emit_line_ended(text)
         }
+    }
+
+    /// Several parts as one body, each on lines of its own and treated by its kind (see
+    /// [`Part`]), written at once (so `--out` gets all of them).
+    pub(crate) fn emit_parts(&mut self, parts: &[Part]) -> Result<(), Error> {
+        let mut body = String::new();
+        for part in parts {
+            let piece = match part {
+                Part::Rendering(text) => sanitize::text(text),
+                Part::Json(json) => sanitize::json_for_terminal(json),
+                Part::ResultText(text) if self.terminal && self.out.is_none() => {
+                    sanitize::text(text)
+                }
+                Part::ResultText(text) => std::borrow::Cow::Borrowed(text.as_str()),
+            };
+            body.push_str(&piece);
+            if !piece.is_empty() && !piece.ends_with('\n') {
+                body.push('\n');
+            }
+        }
+        self.emit_bytes(body.as_bytes())
     }
 
     /// `--output raw`: these bytes exactly, no newline added and nothing sanitised, to the
@@ -167,6 +199,31 @@ mod tests {
         );
         assert!(!printed.contains('\u{202e}'), "{printed}");
         assert_eq!(serde_json::from_str::<Value>(&printed).unwrap(), value);
+    }
+
+    #[test]
+    fn parts_are_each_treated_by_their_kind() {
+        let parts = [
+            Part::Rendering(format!("== step 0: {HOSTILE}")),
+            Part::Json(serde_json::to_string(&json!({"t": HOSTILE})).unwrap()),
+            Part::ResultText(HOSTILE.to_owned()),
+        ];
+        let mut piped = Vec::new();
+        output(false, false, &mut piped).emit_parts(&parts).unwrap();
+        let piped = String::from_utf8(piped).unwrap();
+        let lines: Vec<&str> = piped.lines().collect();
+        assert_eq!(lines[0], "== step 0: ok^[]0;pwned^G^[[2J<U+202E>x");
+        assert!(!lines[1].contains('\u{202e}') && lines[1].contains("\\u202e"));
+        assert_eq!(lines[2], HOSTILE);
+        let mut terminal = Vec::new();
+        output(true, false, &mut terminal)
+            .emit_parts(&parts)
+            .unwrap();
+        let terminal = String::from_utf8(terminal).unwrap();
+        assert_eq!(
+            terminal.lines().nth(2),
+            Some("ok^[]0;pwned^G^[[2J<U+202E>x")
+        );
     }
 
     #[test]

@@ -208,7 +208,10 @@ impl Orchestrator {
             }
         };
         extras.routing.instead_of = instead_of;
-        self.pipeline.call_with(context, request, extras).await
+        // The server sees who the call is for (an opaque key of the token and session), so
+        // state it keeps per client stays with the client that made it.
+        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
+        crate::caller::with_caller(caller, self.pipeline.call_with(context, request, extras)).await
     }
 
     /// `openSession`.

@@ -440,7 +440,14 @@ impl Connection {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, Error> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        // Who the call is for, so a server keeping state per client can keep callers apart
+        // on this shared connection (`crate::caller`).
+        if let Some(caller) = crate::caller::current() {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&*caller));
+            params.meta = Some(meta);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`).
         let _in_flight = self.published.server_requests.calling();

@@ -627,7 +627,13 @@ async fn handles_belong_to_their_session() {
         )
         .await,
     );
-    assert!(message.contains("belongs to another session"), "{message}");
+    // Exactly what a handle never made gets: bob cannot learn that alice's exists.
+    let unknown = format!(
+        "no open handle {:?} in this session; pass a handle returned by open_resource (handles \
+         are per session and end when released or idle)",
+        opened.handle
+    );
+    assert_eq!(message, unknown);
     let message = tool_error(
         &call(
             &client,
@@ -636,7 +642,7 @@ async fn handles_belong_to_their_session() {
         )
         .await,
     );
-    assert!(message.contains("belongs to another session"), "{message}");
+    assert_eq!(message, unknown);
     let chunk: Chunk = structured(
         &call_as(
             &client,
