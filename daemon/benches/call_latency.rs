@@ -27,6 +27,10 @@
 //!
 //! (h) − (b) and (i) − (b) are what sessions and routing add to a call.
 //!
+//! A second table, from `call_latency/issue13_rows.rs`, holds (n) mcporter's warm daemon against
+//! (a), and (o)–(q) a burst of 100 concurrent calls through the daemon against the same burst
+//! sent straight to the server (P1 and P3 of issue 13), timed in the same rounds.
+//!
 //! It prints a markdown table of medians and tails with each median's ratio to (c). Counts come
 //! from the environment (`TOOL_CLI_BENCH_CALLS`, `TOOL_CLI_BENCH_PROCESSES`,
 //! `TOOL_CLI_BENCH_ROUNDS`); `scripts/bench.sh` builds everything and runs it. This is a
@@ -46,6 +50,10 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value, json};
 
+// Rows (n)–(q) live in their own file (a crate root finds modules beside it, hence the path).
+#[path = "call_latency/issue13_rows.rs"]
+mod issue13_rows;
+
 /// The server and tool every call measurement uses.
 const SERVER: &str = "demo";
 const TOOL: &str = "sql_query";
@@ -62,6 +70,13 @@ const DAEMON_READY_TIMEOUT: Duration = Duration::from_secs(60);
 const DAEMON_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
+    let counts = match issue13_rows::Counts::from_env() {
+        Ok(counts) => counts,
+        Err(err) => {
+            eprintln!("call_latency: {err}");
+            return ExitCode::from(2);
+        }
+    };
     // `cargo bench` passes `--bench` (and any filter); this bench has no options of its own.
     let settings = match Settings::from_env() {
         Ok(settings) => settings,
@@ -74,7 +89,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    match runtime.block_on(run(&settings)) {
+    match runtime.block_on(run(&settings, counts)) {
         Ok(report) => {
             print!("{report}");
             ExitCode::SUCCESS
@@ -310,7 +325,7 @@ impl Fixture {
     }
 }
 
-async fn run(settings: &Settings) -> Result<String, String> {
+async fn run(settings: &Settings, counts: issue13_rows::Counts) -> Result<String, String> {
     let daemon_exe = PathBuf::from(env!("CARGO_BIN_EXE_tool-cli-daemon"));
     let client_exe = match std::env::var_os("TOOL_CLI_BENCH_CLIENT") {
         Some(path) => PathBuf::from(path),
@@ -359,6 +374,9 @@ async fn run(settings: &Settings) -> Result<String, String> {
             "args": ["--extra-tools", BIG_TOOLS.to_string()],
         }}),
     )?;
+    // Rows (n)–(q): their daemon, mcporter's (its first call starts it) and their servers.
+    let mut issue13 =
+        issue13_rows::Issue13Rows::start(counts, &daemon_exe, &fault_server_exe).await?;
     // Connected once every daemon is up: a connection left idle while the big daemon discovers
     // its 10,000 tools would be closed by the daemon's idle timeout.
     let http = HttpClient::connect(daemon.port, &daemon.token)?;
@@ -431,6 +449,7 @@ async fn run(settings: &Settings) -> Result<String, String> {
             fixture.time_one(kind).await?;
         }
     }
+    issue13.warm_up().await?;
 
     let load_before = load_average();
     let wall = Instant::now();
@@ -456,20 +475,19 @@ async fn run(settings: &Settings) -> Result<String, String> {
         for (kind_samples, round_samples) in samples.iter_mut().zip(this_round) {
             kind_samples.push(round_samples);
         }
+        issue13.run_round(settings, round).await?;
     }
     let wall = wall.elapsed();
     let load_after = load_average();
+    // After the rounds (see there why): the kept-alive connections are not used again.
+    issue13.run_mcporter_phase(&mut fixture.process_call)?;
 
     fixture.direct.stop().await;
     drop(fixture);
 
-    Ok(render_report(
-        settings,
-        &samples,
-        wall,
-        &load_before,
-        &load_after,
-    ))
+    let issue13_table = issue13.render();
+    drop(issue13);
+    Ok(render_report(settings, &samples, wall, &load_before, &load_after) + &issue13_table)
 }
 
 /// Runs each client command once with its output captured, so a broken setup fails loudly

@@ -7,6 +7,13 @@
 //! tool and built its search index, and reads each daemon's `VmRSS` from `/proc`. It prints the
 //! JSON size, both figures, the difference and its ratio to the JSON size (the target is ≤ 3×).
 //!
+//! Then it says where the memory goes: in this process, under a counting allocator, it builds
+//! from the same `tools/list` what the daemon builds (the parsed items, the [`Catalog`], the
+//! search documents and the search index, one compiled validator) and prints the bytes each
+//! keeps live: requested bytes, and glibc chunks (what the allocator really hands out, header
+//! and rounding included). The daemon's growth minus what its structures hold is allocator
+//! slack (free memory the allocator keeps but cannot return) and everything else.
+//!
 //! ```sh
 //! cargo build --release -p tool-cli-daemon -p tool-cli -p tool-cli-fault-server
 //! cargo run --release -p tool-cli-daemon --example catalog_memory -- 10000
@@ -15,12 +22,116 @@
 //! The binaries are found next to this example's directory (`target/<profile>/`) unless
 //! `TOOL_CLI_BIN_DIR` says otherwise. This is a measurement, not a test: it asserts nothing.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tool_cli_daemon::catalog::Catalog;
+use tool_cli_search::doc::ToolDoc;
+use tool_cli_search::index::Index;
 use tool_cli_tests::{Daemon, fault_server, fault_server_bin};
+
+/// Counts live heap bytes: requested, and as glibc chunks.
+struct Counting;
+
+/// Live bytes as requested by the program.
+static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+/// Live bytes as glibc malloc chunks: the request plus an 8-byte header, rounded up to 16, at
+/// least 32 (x86-64). Large blocks (mmapped) are rounded to pages; the difference is noise here.
+static CHUNKS: AtomicUsize = AtomicUsize::new(0);
+/// Live allocations.
+static BLOCKS: AtomicUsize = AtomicUsize::new(0);
+
+fn chunk(size: usize) -> usize {
+    (size + 8).next_multiple_of(16).max(32)
+}
+
+fn count_in(size: usize) {
+    REQUESTED.fetch_add(size, Ordering::Relaxed);
+    CHUNKS.fetch_add(chunk(size), Ordering::Relaxed);
+    BLOCKS.fetch_add(1, Ordering::Relaxed);
+}
+
+fn count_out(size: usize) {
+    REQUESTED.fetch_sub(size, Ordering::Relaxed);
+    CHUNKS.fetch_sub(chunk(size), Ordering::Relaxed);
+    BLOCKS.fetch_sub(1, Ordering::Relaxed);
+}
+
+// SAFETY: every method forwards to `System` unchanged and only counts what it did.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is `System`'s.
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            count_in(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as above.
+        let pointer = unsafe { System.alloc_zeroed(layout) };
+        if !pointer.is_null() {
+            count_in(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(pointer, layout) };
+        count_out(layout.size());
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as above.
+        let moved = unsafe { System.realloc(pointer, layout, new_size) };
+        if !moved.is_null() {
+            count_out(layout.size());
+            count_in(new_size);
+        }
+        moved
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// A reading of the counters.
+#[derive(Clone, Copy)]
+struct Live {
+    requested: usize,
+    chunks: usize,
+    blocks: usize,
+}
+
+impl Live {
+    fn now() -> Live {
+        Live {
+            requested: REQUESTED.load(Ordering::Relaxed),
+            chunks: CHUNKS.load(Ordering::Relaxed),
+            blocks: BLOCKS.load(Ordering::Relaxed),
+        }
+    }
+
+    /// These counts without `part`.
+    fn less(self, part: Live) -> Live {
+        self.since(part)
+    }
+
+    /// What was allocated since `before` and is still live.
+    fn since(self, before: Live) -> Live {
+        Live {
+            requested: self.requested.saturating_sub(before.requested),
+            chunks: self.chunks.saturating_sub(before.chunks),
+            blocks: self.blocks.saturating_sub(before.blocks),
+        }
+    }
+}
 
 /// How long the daemon gets to index the catalog for search after discovering it.
 const INDEX_TIMEOUT: Duration = Duration::from_secs(120);
@@ -61,7 +172,9 @@ fn main() -> ExitCode {
 
 fn measure(tools: usize) -> Result<String, String> {
     let extra = tools.to_string();
-    let (json_bytes, listed) = tools_list_size(&["--extra-tools", &extra])?;
+    let (json_bytes, items) = tools_list(&["--extra-tools", &extra])?;
+    let listed = items.len();
+    let breakdown = where_it_goes(items, json_bytes);
 
     let baseline = Daemon::start(json!({"mcpServers": {"big": fault_server(&[])}}));
     let baseline_total = wait_until_indexed(&baseline, listed - tools)?;
@@ -95,7 +208,7 @@ fn measure(tools: usize) -> Result<String, String> {
          daemon VmRSS, baseline (no generated tools): {:.1} MiB\n\
          daemon VmRSS, after discovery and search index: {:.1} MiB (+{:.1} MiB, {:.2}× the JSON)\n\
          daemon VmRSS, after callTool, describeTool and listTools: {:.1} MiB (+{:.1} MiB, {:.2}× the JSON)\n\
-         whole daemon after discovery ÷ JSON: {:.2}× (target for the growth: ≤ 3×)\n",
+         whole daemon after discovery ÷ JSON: {:.2}× (target for the growth: ≤ 3×)\n\n{breakdown}",
         listed - tools,
         mib(json_bytes),
         mib(baseline_rss),
@@ -109,8 +222,8 @@ fn measure(tools: usize) -> Result<String, String> {
     ))
 }
 
-/// The byte size of the fault server's whole `tools/list` result, and how many tools it lists.
-fn tools_list_size(args: &[&str]) -> Result<(usize, usize), String> {
+/// The byte size of the fault server's whole `tools/list` result, and its items.
+fn tools_list(args: &[&str]) -> Result<(usize, Vec<Value>), String> {
     let mut child = Command::new(fault_server_bin())
         .args(args)
         .stdin(Stdio::piped())
@@ -132,7 +245,7 @@ fn tools_list_size(args: &[&str]) -> Result<(usize, usize), String> {
             .map_err(|err| format!("writing to the fault server: {err}"))?;
     }
     let mut line = String::new();
-    let answer = loop {
+    let mut answer = loop {
         line.clear();
         let read = stdout
             .read_line(&mut line)
@@ -148,9 +261,6 @@ fn tools_list_size(args: &[&str]) -> Result<(usize, usize), String> {
     };
     drop(stdin);
     let _ = child.wait();
-    let tools = answer["result"]["tools"]
-        .as_array()
-        .ok_or("tools/list answered without a tools array")?;
     if answer["result"].get("nextCursor").is_some() {
         return Err(
             "the fault server paged its tool list; run it without --tools-page-size".into(),
@@ -159,7 +269,106 @@ fn tools_list_size(args: &[&str]) -> Result<(usize, usize), String> {
     let bytes = serde_json::to_string(&answer["result"]["tools"])
         .expect("JSON encodes")
         .len();
-    Ok((bytes, tools.len()))
+    match answer["result"]["tools"].take() {
+        Value::Array(tools) => Ok((bytes, tools)),
+        _ => Err("tools/list answered without a tools array".into()),
+    }
+}
+
+/// Builds, in this process, what the daemon builds from `items`, and reports what each piece
+/// keeps live.
+fn where_it_goes(items: Vec<Value>, json_bytes: usize) -> String {
+    // The items as the pool hands them to the catalog: parsed again from text, so the count
+    // is of a fresh tree.
+    let text = serde_json::to_string(&items).expect("JSON encodes");
+    drop(items);
+    let before_tree = Live::now();
+    let items: Vec<Value> = serde_json::from_str(&text).expect("JSON decodes");
+    let tree = Live::now().since(before_tree);
+    drop(text);
+
+    // Building the catalog consumes the items: what it keeps is what is live beyond the
+    // counts without the tree.
+    let without_tree = Live::now().less(tree);
+    let catalog = Catalog::new(items);
+    let catalog_bytes = Live::now().since(without_tree);
+
+    // The search documents as `tool_search.rs` makes them, then the index built from them
+    // (which keeps some of the documents' strings and drops the rest), on a thread of its own
+    // as the daemon does it: the build's thread-local word table goes with the thread.
+    let before_docs = Live::now();
+    let (index, docs_bytes, with_word_table) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let docs: Vec<ToolDoc> = catalog
+                    .tools()
+                    .iter()
+                    .map(|tool| ToolDoc::from_mcp_tool("big", &tool.json(), None, &[]))
+                    .collect();
+                let docs_bytes = Live::now().since(before_docs);
+                let index = Index::new().with_servers([("big".to_owned(), docs)]);
+                (index, docs_bytes, Live::now().since(before_docs))
+            })
+            .join()
+            .expect("the index build does not panic")
+    });
+    // Counted from before the documents: the index keeps some of their strings.
+    let index_bytes = Live::now().since(before_docs);
+
+    // The first compilation also fills the validator crate's lazily built statics; the second
+    // is what each further cached validator costs.
+    let compile = |position: usize| {
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(&catalog.tools()[position].input_schema_or_any_object())
+    };
+    let before_validator = Live::now();
+    let first_validator = compile(catalog.len() - 1);
+    let first_validator_bytes = Live::now().since(before_validator);
+    let before_validator = Live::now();
+    let validator = compile(catalog.len() - 2);
+    let validator_bytes = Live::now().since(before_validator);
+
+    let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+    let row = |what: &str, live: Live| {
+        format!(
+            "| {what} | {:.2} MiB | {:.2} MiB | {:.2}× | {} |\n",
+            mib(live.requested),
+            mib(live.chunks),
+            live.chunks as f64 / json_bytes as f64,
+            live.blocks,
+        )
+    };
+    let mut out = format!(
+        "Where it goes ({} tools, counted in this process; chunks ÷ JSON in the fourth column):\n\n\
+         | structure | requested | malloc chunks | ÷ JSON | allocations |\n\
+         |---|--:|--:|--:|--:|\n",
+        catalog.len()
+    );
+    out += &row(
+        "`tools/list` items as `Value` trees (while discovering)",
+        tree,
+    );
+    out += &row("the catalog (kept)", catalog_bytes);
+    out += &row("the search documents (while indexing)", docs_bytes);
+    out += &row(
+        "the search index and the build thread's word table (while indexing)",
+        with_word_table,
+    );
+    out += &row(
+        "the search index, with the document strings it keeps (kept)",
+        index_bytes,
+    );
+    out += &row(
+        "the first compiled validator, with the validator crate's statics",
+        first_validator_bytes,
+    );
+    out += &row(
+        "each further compiled validator (the cache keeps ≤ 256)",
+        validator_bytes,
+    );
+    drop((validator, first_validator, index, catalog));
+    out
 }
 
 /// Waits until the daemon lists `expected` tools for `big` and its search index holds them all;

@@ -7,11 +7,12 @@
 //!
 //! A server may list ten thousand tools, so what is kept per tool is small: the JSON once, as
 //! compact text (a `serde_json::Value` tree of the same tool takes several times its size), the
-//! few facts above, and the name. Lookups by name go through a name-sorted list of positions
-//! rather than a map holding a second copy of every name. Argument validators are compiled on
-//! first use and kept in a bounded cache shared by the catalog's tools
-//! (`validator_cache.rs`), so tools nobody calls cost nothing and calling all of them does
-//! not keep thousands of compiled schemas.
+//! few facts above, and the name. The description is not copied: it is read where it lies in
+//! the tool's JSON text (a decoded copy is kept only when the JSON escapes a character in it).
+//! Lookups by name go through a name-sorted list of positions rather than a map holding a second
+//! copy of every name. Argument validators are compiled on first use and kept in a bounded cache
+//! shared by the catalog's tools (`validator_cache.rs`), so tools nobody calls cost nothing and
+//! calling all of them does not keep thousands of compiled schemas.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -42,8 +43,6 @@ pub struct Catalog {
 pub struct CatalogTool {
     /// Its name, unique within the catalog.
     pub name: String,
-    /// Its description (`""` when the server gave none).
-    pub description: String,
     /// Whether it declares an `outputSchema` object.
     pub has_output_schema: bool,
     /// Its behaviour hints, from `annotations`.
@@ -57,15 +56,24 @@ pub struct CatalogTool {
     pub overridden: bool,
     /// Its routing priority from a config override (else the server's applies).
     pub priority: Option<i64>,
-    /// The catalog's text: every tool's compact JSON (after overrides), name and description,
-    /// one allocation shared by all its tools.
-    text: Arc<str>,
-    /// Where in `text` this tool's JSON is.
+    /// What all the catalog's tools share: its text and its compiled validators.
+    shared: Arc<Shared>,
+    /// Where in the text this tool's JSON is.
     raw: Span,
-    /// Its position in the catalog: its key in `validators`.
+    /// Where in the text its description is: inside its JSON, or after it when the JSON
+    /// escapes a character of it (empty when it has none).
+    description: Span,
+    /// Its position in the catalog: its key in the validator cache.
     position: u32,
-    /// The catalog's compiled validators, shared by all its tools.
-    validators: Arc<ValidatorCache>,
+}
+
+/// One allocation for the catalog's text and one for its validators, whatever its size.
+struct Shared {
+    /// Every tool's compact JSON (after overrides), back to back; after a tool's JSON, the
+    /// decoded text of its name and description when the JSON escapes a character in them.
+    text: Box<str>,
+    /// The compiled validators, by tool position.
+    validators: ValidatorCache,
 }
 
 /// A byte range of a catalog's text, in half the size of a `Range<usize>`.
@@ -87,6 +95,27 @@ fn span(start: usize, end: usize) -> Span {
         start: start as u32,
         end: end as u32,
     }
+}
+
+/// Where a tool's `name` and `description` lie in its JSON text: read without copying.
+#[derive(serde::Deserialize)]
+struct Located<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    description: Option<&'a RawValue>,
+}
+
+/// Where the content of `found`, a JSON string within `json`, lies in `json`; `None` when it is
+/// not a string, or when the JSON escapes a character in it (the content then differs from the
+/// JSON's bytes).
+fn content_range(json: &str, found: &RawValue) -> Option<std::ops::Range<usize>> {
+    let quoted = found.get();
+    if quoted.len() < 2 || !quoted.starts_with('"') || quoted.contains('\\') {
+        return None;
+    }
+    let start = (quoted.as_ptr() as usize).checked_sub(json.as_ptr() as usize)? + 1;
+    Some(start..start + quoted.len() - 2)
 }
 
 /// What the first pass of a build notes about a tool.
@@ -168,7 +197,8 @@ impl Catalog {
         overrides: &BTreeMap<String, ToolOverride>,
     ) -> (Catalog, Vec<String>) {
         let mut problems = Vec::new();
-        let mut text = String::new();
+        // Bytes, so that serde_json writes each tool's JSON straight into it; always UTF-8.
+        let mut text: Vec<u8> = Vec::new();
         let mut facts: Vec<Facts> = Vec::with_capacity(items.len());
         {
             // Names seen so far, to skip a second tool of the same name.
@@ -204,15 +234,39 @@ impl Catalog {
                 let hints =
                     ToolHints::from_annotations(raw.get("annotations").unwrap_or(&Value::Null));
                 let raw_start = text.len();
-                text.push_str(&raw.to_string());
-                let name_start = text.len();
-                text.push_str(&name);
-                let description_start = text.len();
-                text.push_str(description);
+                serde_json::to_writer(&mut text, &raw).expect("a JSON value encodes");
+                let raw_end = text.len();
+                // The name and the description as they lie in the JSON just written, when its
+                // bytes are their text (no escapes): nothing is copied.
+                let (name_at, description_at) = {
+                    let json =
+                        std::str::from_utf8(&text[raw_start..]).expect("serde_json writes UTF-8");
+                    let located: Located<'_> = serde_json::from_str(json).unwrap_or(Located {
+                        name: None,
+                        description: None,
+                    });
+                    let within = |found: Option<&RawValue>, value: &str| {
+                        found
+                            .and_then(|found| content_range(json, found))
+                            .filter(|range| json[range.clone()] == *value)
+                            .map(|range| span(raw_start + range.start, raw_start + range.end))
+                    };
+                    (
+                        within(located.name, &name),
+                        within(located.description, description),
+                    )
+                };
+                let mut decoded = |value: &str| {
+                    let start = text.len();
+                    text.extend_from_slice(value.as_bytes());
+                    span(start, text.len())
+                };
+                let name_at = name_at.unwrap_or_else(|| decoded(&name));
+                let description_at = description_at.unwrap_or_else(|| decoded(description));
                 facts.push(Facts {
-                    raw: span(raw_start, name_start),
-                    name: span(name_start, description_start),
-                    description: span(description_start, text.len()),
+                    raw: span(raw_start, raw_end),
+                    name: name_at,
+                    description: description_at,
                     has_output_schema: raw.get("outputSchema").is_some_and(Value::is_object),
                     hints,
                     task_required: raw
@@ -226,8 +280,12 @@ impl Catalog {
             }
             // `items` (consumed above) and `seen` are gone here, before anything kept is made.
         }
-        let text: Arc<str> = Arc::from(text);
-        let validators = Arc::new(ValidatorCache::new(CACHED_VALIDATORS));
+        let shared = Arc::new(Shared {
+            text: String::from_utf8(text)
+                .expect("the catalog's text is JSON and strings")
+                .into_boxed_str(),
+            validators: ValidatorCache::new(CACHED_VALIDATORS),
+        });
         let mut catalog = Catalog {
             tools: Vec::with_capacity(facts.len()),
             by_name: Vec::new(),
@@ -236,18 +294,17 @@ impl Catalog {
         for (position, facts) in facts.into_iter().enumerate() {
             catalog.unhidden += usize::from(!facts.hidden);
             catalog.tools.push(Arc::new(CatalogTool {
-                name: text[facts.name.range()].to_owned(),
-                description: text[facts.description.range()].to_owned(),
+                name: shared.text[facts.name.range()].to_owned(),
                 has_output_schema: facts.has_output_schema,
                 hints: facts.hints,
                 task_required: facts.task_required,
                 hidden: facts.hidden,
                 overridden: facts.overridden,
                 priority: facts.priority,
-                text: Arc::clone(&text),
+                shared: Arc::clone(&shared),
                 raw: facts.raw,
+                description: facts.description,
                 position: position as u32,
-                validators: Arc::clone(&validators),
             }));
         }
         let tools = &catalog.tools;
@@ -301,16 +358,23 @@ impl Catalog {
 }
 
 impl CatalogTool {
+    /// Its description (`""` when the server gave none, or gave something else than a string).
+    pub fn description(&self) -> &str {
+        &self.shared.text[self.description.range()]
+    }
+
     /// The tool exactly as the server listed it (after overrides): what `describeTool` answers,
     /// sent as it is without being parsed again.
     pub fn raw_json(&self) -> &RawValue {
-        serde_json::from_str(&self.text[self.raw.range()]).expect("the catalog holds valid JSON")
+        serde_json::from_str(&self.shared.text[self.raw.range()])
+            .expect("the catalog holds valid JSON")
     }
 
     /// The tool's JSON, parsed (a new value each time: for the rare reader that needs more than
     /// the facts kept on [`CatalogTool`]).
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.text[self.raw.range()]).expect("the catalog holds valid JSON")
+        serde_json::from_str(&self.shared.text[self.raw.range()])
+            .expect("the catalog holds valid JSON")
     }
 
     /// Its `inputSchema`, parsed, if it has one.
@@ -330,7 +394,7 @@ impl CatalogTool {
 
     /// The compiled validator of its `inputSchema`, or why the schema is invalid.
     pub(crate) fn validator(&self) -> Result<Arc<ArgumentValidator>, String> {
-        self.validators.get_or_compile(self.position, || {
+        self.shared.validators.get_or_compile(self.position, || {
             ArgumentValidator::compile(&self.input_schema_or_any_object()).map(Arc::new)
         })
     }
@@ -364,7 +428,7 @@ mod tests {
         ]);
         assert_eq!(catalog.names(), vec!["b", "a"]);
         let b = catalog.get("b").unwrap();
-        assert_eq!(b.description, "B");
+        assert_eq!(b.description(), "B");
         assert_eq!(b.json()["x-vendor"], 1);
         assert_eq!(
             b.raw_json().get(),
@@ -374,6 +438,49 @@ mod tests {
         assert!(catalog.get("").is_none());
         assert!(!b.has_output_schema);
         assert!(catalog.get("a").unwrap().has_output_schema);
+    }
+
+    #[test]
+    fn names_and_descriptions_are_read_from_the_json_without_a_copy() {
+        let items = vec![
+            json!({"name": "plain", "description": "Reads a file.", "inputSchema": {
+                "type": "object", "properties": {"name": {"description": "not the tool's"}}}}),
+            json!({"inputSchema": {"type": "object"}, "description": "after the schema",
+                   "name": "late"}),
+            json!({"name": "none"}),
+        ];
+        let json_bytes: usize = items.iter().map(|item| item.to_string().len()).sum();
+        let catalog = Catalog::new(items);
+        // Everything the catalog keeps as text is the tools' JSON: no second copy of a name or
+        // a description.
+        assert_eq!(catalog.tools()[0].shared.text.len(), json_bytes);
+        assert_eq!(catalog.get("plain").unwrap().description(), "Reads a file.");
+        assert_eq!(
+            catalog.get("late").unwrap().description(),
+            "after the schema"
+        );
+        assert_eq!(catalog.get("none").unwrap().description(), "");
+    }
+
+    #[test]
+    fn escaped_names_and_descriptions_are_kept_decoded() {
+        let catalog = Catalog::new(vec![
+            json!({"name": "say_\"hi\"", "description": "line one\nline \u{e9} \\ two"}),
+            json!({"name": "typed", "description": 42}),
+            json!({"name": "après", "description": "café ☕"}),
+        ]);
+        let quoted = catalog
+            .get("say_\"hi\"")
+            .expect("found by its decoded name");
+        assert_eq!(quoted.name, "say_\"hi\"");
+        assert_eq!(quoted.description(), "line one\nline é \\ two");
+        assert_eq!(quoted.json()["description"], "line one\nline é \\ two");
+        assert_eq!(
+            catalog.get("typed").unwrap().description(),
+            "",
+            "not a string"
+        );
+        assert_eq!(catalog.get("après").unwrap().description(), "café ☕");
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl Orchestrator {
         let summary = |tool: &CatalogTool| ToolSummary {
             server: None,
             name: tool.name.clone(),
-            description: tool.description.clone(),
+            description: tool.description().to_owned(),
             has_structured_output: tool.has_output_schema,
             overridden: tool.overridden,
         };

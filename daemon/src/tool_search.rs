@@ -8,6 +8,12 @@
 //! indexed on the spot the first time a query needs it, so a search right after start-up sees
 //! every connected server.
 //!
+//! A build runs on a thread of its own that ends with it: the index keeps a word table per
+//! thread for its builds (megabytes for a catalog of ten thousand tools), which would otherwise
+//! stay with whichever runtime thread last built an index, for as long as that thread lives.
+//! The documents given to the index are made on that thread too, from the catalog's kept text,
+//! and what the build freed is returned to the system once it is over.
+//!
 //! What a caller may not see never reaches the ranking: tools hidden by a config override or
 //! denied by a server's policy are left out of the index, and a scoped token's visibility is
 //! applied by the search before ranking and before counting the catalog.
@@ -59,42 +65,48 @@ impl ToolSearch {
     /// Rebuilds the shards of servers whose catalog changed, and drops servers that are gone.
     pub(crate) fn refresh(&self, slots: &[Arc<Slot>]) {
         let mut built = self.built_from.lock().unwrap();
-        let mut changed: Vec<(String, Vec<ToolDoc>)> = Vec::new();
-        let mut fresh: Vec<(String, Arc<Catalog>)> = Vec::new();
+        let mut fresh: Vec<(&Arc<Slot>, Arc<Catalog>)> = Vec::new();
         for slot in slots {
-            let info = slot.upstream.info();
             let catalog = slot.upstream.catalog();
             if built
-                .get(&info.name)
+                .get(&slot.upstream.info().name)
                 .is_some_and(|previous| Arc::ptr_eq(previous, &catalog))
             {
                 continue;
             }
-            let docs = catalog
-                .tools()
-                .iter()
-                .filter(|tool| !tool.hidden && info.settings.policy.permits_tool(&tool.name))
-                .map(|tool| {
-                    ToolDoc::from_mcp_tool(
-                        &info.name,
-                        &tool.json(),
-                        info.description.as_deref(),
-                        &info.tags,
-                    )
-                })
-                .collect();
-            changed.push((info.name.clone(), docs));
-            fresh.push((info.name.clone(), catalog));
+            fresh.push((slot, catalog));
         }
         let gone: Vec<String> = built
             .keys()
             .filter(|name| !slots.iter().any(|slot| &slot.upstream.info().name == *name))
             .cloned()
             .collect();
-        if changed.is_empty() && gone.is_empty() {
+        if fresh.is_empty() && gone.is_empty() {
             return;
         }
-        let mut index = self.current().with_servers(changed);
+        let current = self.current();
+        let build =
+            || current.with_servers(fresh.iter().map(|(slot, catalog)| docs(slot, catalog)));
+        let mut index = std::thread::scope(|scope| {
+            match std::thread::Builder::new()
+                .name("tool-search-build".to_owned())
+                .spawn_scoped(scope, build)
+            {
+                // Joined here, so the thread has ended, its word table with it.
+                Ok(thread) => thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to be had: build here, at the cost of keeping the word table.
+                Err(err) => {
+                    tracing::warn!(%err, "cannot start a thread for the search index build");
+                    build()
+                }
+            }
+        });
+        let fresh: Vec<(String, Arc<Catalog>)> = fresh
+            .into_iter()
+            .map(|(slot, catalog)| (slot.upstream.info().name.clone(), catalog))
+            .collect();
         for name in &gone {
             index = index.without_server(name);
             built.remove(name);
@@ -105,6 +117,26 @@ impl ToolSearch {
         // Building a shard of thousands of tools leaves megabytes of freed scratch memory.
         crate::memory::release_freed();
     }
+}
+
+/// The search documents of a server's tools: those not hidden by an override nor denied by
+/// its policy.
+fn docs(slot: &Slot, catalog: &Catalog) -> (String, Vec<ToolDoc>) {
+    let info = slot.upstream.info();
+    let docs = catalog
+        .tools()
+        .iter()
+        .filter(|tool| !tool.hidden && info.settings.policy.permits_tool(&tool.name))
+        .map(|tool| {
+            ToolDoc::from_mcp_tool(
+                &info.name,
+                &tool.json(),
+                info.description.as_deref(),
+                &info.tags,
+            )
+        })
+        .collect();
+    (info.name.clone(), docs)
 }
 
 /// Keeps `search` current while `changes` ticks; ends when the provider goes away.

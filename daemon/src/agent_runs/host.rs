@@ -37,7 +37,7 @@ impl PipelineHost {
                 tools.push(ToolInfo {
                     server: server.clone(),
                     name: tool.name.clone(),
-                    description: tool.description.clone(),
+                    description: tool.description().to_owned(),
                     input_schema: tool.input_schema_or_any_object(),
                     read_only: tool.hints.read_only,
                     destructive: tool.hints.destructive,

@@ -220,7 +220,7 @@ impl Orchestrator {
             }
             let catalog = slot.upstream.catalog();
             let found = catalog.get(tool)?;
-            listed(&context.grant, slot, found).then(|| found.description.clone())
+            listed(&context.grant, slot, found).then(|| found.description().to_owned())
         })
     }
 }

@@ -180,7 +180,7 @@ impl Orchestrator {
                     tools.push(ToolSummary {
                         server: Some(server.clone()),
                         name: tool.name.clone(),
-                        description: tool.description.clone(),
+                        description: tool.description().to_owned(),
                         has_structured_output: tool.has_output_schema,
                         overridden: tool.overridden,
                     });

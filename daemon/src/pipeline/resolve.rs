@@ -217,7 +217,7 @@ pub(crate) fn resolve(
                 arguments_valid: valid,
                 similarity: text
                     .as_ref()
-                    .map(|text| cosine(text, &embedder.embed(&tool.description))),
+                    .map(|text| cosine(text, &embedder.embed(tool.description()))),
             }
         })
         .collect();
