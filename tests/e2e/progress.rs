@@ -95,7 +95,10 @@ fn a_progress_flood_is_bounded_and_does_not_hold_the_call() {
     // How many of the 5000 are relayed depends on scheduling: notifications handled after the
     // call's answer has gone, or overtaken by a later one, are not relayed. That at least the
     // buffer's 256 were is asserted above; the count itself is not.
-    assert!(last_seq <= 5000, "no more events than notifications: {last_seq}");
+    assert!(
+        last_seq <= 5000,
+        "no more events than notifications: {last_seq}"
+    );
     // However the notifications were scheduled on the way in, the relayed progress never goes
     // backwards (a stale one arriving late is not relayed).
     let progress: Vec<f64> = events

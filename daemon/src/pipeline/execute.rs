@@ -72,6 +72,7 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
     let tool = &plan.resolved.tool;
     let cache_key = (slot.guards.cache.is_some() && tool.hints.cacheable()).then(|| {
         CacheKey::new(
+            crate::caller::current().as_deref().unwrap_or(""),
             &slot.upstream.info().name,
             &tool.name,
             &Value::Object(plan.arguments.clone()),

@@ -24,6 +24,10 @@ use tokio::time::Instant;
 /// What a cached result is filed under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
+    /// Whose call it was ([`crate::caller`]'s opaque key, empty when none is known): a server may
+    /// answer each caller differently (per-session state, resource handles), so one caller's
+    /// result is never served to another.
+    pub caller: String,
     /// The server name.
     pub server: String,
     /// The tool name.
@@ -34,8 +38,9 @@ pub struct CacheKey {
 
 impl CacheKey {
     /// The key of a call of `tool` on `server` with `arguments`.
-    pub fn new(server: &str, tool: &str, arguments: &Value) -> CacheKey {
+    pub fn new(caller: &str, server: &str, tool: &str, arguments: &Value) -> CacheKey {
         CacheKey {
+            caller: caller.to_owned(),
             server: server.to_owned(),
             tool: tool.to_owned(),
             arguments: canonical_json(arguments),
@@ -191,7 +196,7 @@ mod tests {
     }
 
     fn key(tool: &str, arguments: Value) -> CacheKey {
-        CacheKey::new("shop", tool, &arguments)
+        CacheKey::new("c-1", "shop", tool, &arguments)
     }
 
     #[test]
@@ -232,14 +237,19 @@ mod tests {
     }
 
     #[test]
-    fn keys_differ_by_server_tool_and_arguments() {
+    fn keys_differ_by_caller_server_tool_and_arguments() {
         let base = key("query", json!({"sql": "select 1"}));
         assert_eq!(base, key("query", json!({"sql": "select 1"})));
         assert_ne!(base, key("query", json!({"sql": "select 2"})));
         assert_ne!(base, key("describe", json!({"sql": "select 1"})));
         assert_ne!(
             base,
-            CacheKey::new("other", "query", &json!({"sql": "select 1"}))
+            CacheKey::new("c-1", "other", "query", &json!({"sql": "select 1"}))
+        );
+        assert_ne!(
+            base,
+            CacheKey::new("c-2", "shop", "query", &json!({"sql": "select 1"})),
+            "another caller's result is never served"
         );
     }
 
