@@ -526,6 +526,7 @@ mod tests {
             max_output_tokens: 100,
             temperature: None,
             stop_sequences: &[],
+            ranked_tools: &[],
         };
         let body = request_body("claude-haiku-4-5", &request);
         let stops = ["END".to_owned()];
@@ -535,6 +536,7 @@ mod tests {
                 system: "",
                 temperature: Some(0.7),
                 stop_sequences: &stops,
+                ranked_tools: &[],
                 ..request
             },
         );

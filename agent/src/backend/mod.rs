@@ -100,6 +100,10 @@ pub struct LlmRequest<'a> {
     pub temperature: Option<f64>,
     /// Sequences that end the answer (MCP `stopSequences`); empty for none.
     pub stop_sequences: &'a [String],
+    /// The exposed names of the tools the host's search ranked for the task, best first (empty
+    /// when there was no search). LLM backends ignore it; the offline planner names the nearest
+    /// tools from it when it cannot do a task.
+    pub ranked_tools: &'a [String],
 }
 
 impl LlmRequest<'_> {

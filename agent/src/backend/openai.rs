@@ -522,6 +522,7 @@ mod tests {
             max_output_tokens: 64,
             temperature: None,
             stop_sequences: &[],
+            ranked_tools: &[],
         };
         let body = request_body("gpt-4.1-mini", "max_tokens", &request);
         assert!(body.get("temperature").is_none() && body.get("stop").is_none());
@@ -532,6 +533,7 @@ mod tests {
             &LlmRequest {
                 temperature: Some(0.7),
                 stop_sequences: &stops,
+                ranked_tools: &[],
                 ..request
             },
         );
