@@ -11,7 +11,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Action, Past, compute, documents, query, rates, rows, sql, tools, words};
+use super::{
+    Action, Past, compute, data_answer, data_sql, documents, query, rates, rows, sql, tools, words,
+};
 use crate::backend::{ExposedTool, LlmRequest};
 
 /// What a rule decided.
@@ -586,7 +588,7 @@ fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<S
         }
         call(sql_tool, Value::Object(arguments))
     };
-    let discovery = query::discovery_sql(&shape, &tables);
+    let discovery = data_sql::discovery_sql(&shape, &tables);
     let (found, final_call) = match (&discovery, past.get(1)) {
         (Some(sql), None) => return run(sql.clone()),
         (Some(_), Some(values)) => {
@@ -594,7 +596,7 @@ fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<S
                 .value()
                 .map_err(|error| format!("looking up the values in the data failed: {error}"))?;
             (
-                query::filters(task, &shape, &rows(values).unwrap_or_default()),
+                data_sql::filters(task, &shape, &rows(values).unwrap_or_default()),
                 past.get(2),
             )
         }
@@ -610,7 +612,7 @@ fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<S
             ambiguous.values.join(", ")
         ));
     }
-    let (sql, said) = query::final_sql(&shape, &tables, &found)?;
+    let (sql, said) = data_sql::final_sql(&shape, &tables, &found)?;
     let Some(answer) = final_call else {
         return run(sql);
     };
@@ -618,7 +620,7 @@ fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<S
         .value()
         .map_err(|error| format!("the query failed: {error}"))?;
     let result_rows = rows(value).ok_or("the query returned no rows I can read")?;
-    let (answer, key_facts) = query::facts(&shape, &said, &sql, &result_rows);
+    let (answer, key_facts) = data_answer::facts(&shape, &said, &sql, &result_rows);
     finish(answer, key_facts)
 }
 

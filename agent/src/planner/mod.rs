@@ -10,6 +10,8 @@
 //! answer.
 
 mod compute;
+mod data_answer;
+mod data_sql;
 mod documents;
 mod files;
 mod general;
