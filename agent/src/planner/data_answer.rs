@@ -31,7 +31,12 @@ pub(crate) fn facts(
         Operation::Count => {
             let count = first("count");
             key_facts.insert("count".into(), count.clone());
-            format!("There are {count} {}{condition}.", shape.table)
+            if count == json!(1) {
+                let one = shape.table.strip_suffix('s').unwrap_or(&shape.table);
+                format!("There is 1 {one}{condition}.")
+            } else {
+                format!("There are {count} {}{condition}.", shape.table)
+            }
         }
         Operation::Aggregate(function) => {
             let value = first(function);

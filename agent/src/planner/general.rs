@@ -88,8 +88,8 @@ const ACTIONS: [&str; 24] = [
     "write",
 ];
 
-/// The action verb the task opens with (after "please", "can you", …) when no tool's name or
-/// description speaks of it.
+/// The action verb the task opens with (after "please", "can you", …) when no tool's name has
+/// it. Names, not descriptions: a description speaks of the nouns it reads ("orders").
 fn unsupported_action(task: &str, tools: &[ExposedTool]) -> Option<String> {
     let task_words = words::words(task);
     let verb = task_words.iter().find(|w| {
@@ -118,13 +118,9 @@ fn unsupported_action(task: &str, tools: &[ExposedTool]) -> Option<String> {
     }
     let stem = words::stem(verb);
     let offered = tools.iter().any(|tool| {
-        words::words(&format!(
-            "{} {}",
-            tool.tool.replace('_', " "),
-            tool.description
-        ))
-        .iter()
-        .any(|w| words::stem(w) == stem)
+        words::words(&tool.tool.replace(['_', '-', '.'], " "))
+            .iter()
+            .any(|w| words::stem(w) == stem)
     });
     (!offered).then(|| verb.clone())
 }
@@ -646,6 +642,13 @@ mod tests {
         assert_eq!(
             unsupported_action("How many books are there?", &tools),
             None
+        );
+        // A description that speaks of orders does not make a tool that places them.
+        let mut described = tools.clone();
+        described[1].description = "Read the orders and customers".into();
+        assert_eq!(
+            unsupported_action("Order 3 Yoga Mats for me", &described).as_deref(),
+            Some("order")
         );
         // A verb some tool offers is left to the rules.
         assert_eq!(

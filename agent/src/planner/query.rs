@@ -347,7 +347,10 @@ pub(crate) fn shape(task: &str, tables: &[Table]) -> Option<Shape> {
             }
         }
     };
-    let wants_price = has(&PRICE);
+    let comparisons = comparisons(&corrected);
+    // "under $30" compares a price even without saying "price".
+    let wants_price = has(&PRICE)
+        || (!comparisons.is_empty() && ['$', '€', '£'].iter().any(|c| corrected.contains(*c)));
     let wants_date = has(&RECENT);
     let column_measure = |wanted: &dyn Fn(&str) -> bool| {
         table
@@ -465,7 +468,7 @@ pub(crate) fn shape(task: &str, tables: &[Table]) -> Option<Shape> {
         table: table.name.clone(),
         operation,
         measure,
-        comparisons: comparisons(&corrected),
+        comparisons,
         named_columns: named_columns
             .into_iter()
             .filter(|(t, _)| *t == table.name)
@@ -654,6 +657,11 @@ mod tests {
     #[test]
     fn word_numbers_grouping_synonyms_and_whole_comparisons() {
         assert!(sql_for("Give me the three cheapest products").ends_with("ASC LIMIT 3"));
+        let cheap_books = sql_for("List all Books products under $30");
+        assert!(
+            cheap_books.ends_with("AND \"products\".\"price_usd\" < 30 LIMIT 50"),
+            "{cheap_books}"
+        );
         assert_eq!(
             sql_for("Which country has the most customers?"),
             "SELECT \"customers\".\"country\" AS \"country\", count(*) AS count FROM \"customers\" GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
