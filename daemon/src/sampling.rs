@@ -250,6 +250,7 @@ impl Sampler {
             temperature: plan.temperature,
             stop_sequences: &plan.stop_sequences,
             ranked_tools: &[],
+            deadline: None,
         };
         let response =
             match tokio::time::timeout(self.timeout, self.backend.complete(llm_request)).await {

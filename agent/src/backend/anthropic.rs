@@ -449,7 +449,14 @@ impl LlmBackend for AnthropicBackend {
             let endpoint = self.endpoint();
             let response = self
                 .client
-                .post(PROVIDER, &endpoint, &headers, body, &self.settings.retry)
+                .post(
+                    PROVIDER,
+                    &endpoint,
+                    &headers,
+                    body,
+                    &self.settings.retry,
+                    request.deadline,
+                )
                 .await?;
             let is_stream = response
                 .headers()
@@ -531,6 +538,7 @@ mod tests {
             temperature: None,
             stop_sequences: &[],
             ranked_tools: &[],
+            deadline: None,
         };
         let body = request_body("claude-haiku-4-5", &request);
         let stops = ["END".to_owned()];
@@ -541,6 +549,7 @@ mod tests {
                 temperature: Some(0.7),
                 stop_sequences: &stops,
                 ranked_tools: &[],
+                deadline: None,
                 ..request
             },
         );

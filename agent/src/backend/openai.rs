@@ -374,7 +374,14 @@ impl LlmBackend for OpenAiBackend {
             let endpoint = self.endpoint();
             let response = self
                 .client
-                .post(PROVIDER, &endpoint, &headers, body, &self.settings.retry)
+                .post(
+                    PROVIDER,
+                    &endpoint,
+                    &headers,
+                    body,
+                    &self.settings.retry,
+                    request.deadline,
+                )
                 .await?;
             let is_stream = response
                 .headers()
@@ -544,6 +551,7 @@ mod tests {
             temperature: None,
             stop_sequences: &[],
             ranked_tools: &[],
+            deadline: None,
         };
         let body = request_body("gpt-4.1-mini", "max_tokens", &request);
         assert!(body.get("temperature").is_none() && body.get("stop").is_none());
@@ -555,6 +563,7 @@ mod tests {
                 temperature: Some(0.7),
                 stop_sequences: &stops,
                 ranked_tools: &[],
+                deadline: None,
                 ..request
             },
         );

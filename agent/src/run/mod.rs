@@ -364,6 +364,7 @@ impl RunState<'_> {
             temperature: None,
             stop_sequences: &[],
             ranked_tools: &self.ranked_tools,
+            deadline: Some((Instant::now() + self.settings.timeouts.step()).min(self.deadline)),
         };
         if let Some(ceiling) = self.settings.cost_ceiling_usd {
             let Some(price) = &self.settings.price else {
