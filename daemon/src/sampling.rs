@@ -249,6 +249,8 @@ impl Sampler {
             max_output_tokens: plan.max_tokens,
             temperature: plan.temperature,
             stop_sequences: &plan.stop_sequences,
+            ranked_tools: &[],
+            deadline: None,
         };
         let response =
             match tokio::time::timeout(self.timeout, self.backend.complete(llm_request)).await {

@@ -465,10 +465,22 @@ fn the_agent_command_prints_progress_and_the_answer() {
     let result = json_of(&output);
     assert_eq!(result["toolCalls"][0]["result"]["executed"], json!(false));
 
-    // A task the offline planner has no rule for: failed, exit 1, the reason on stderr.
-    let output = run(&daemon, &["agent", "Write me a poem"], &[], 1);
+    // A task the toolkit cannot do: the planner says so (exit 0), naming what is missing.
+    let output = run(&daemon, &["agent", "Write me a poem"], &[], 0);
     assert!(
-        stderr(&output).contains("failed: the offline planner has no rule"),
+        stdout(&output).starts_with("I can't do that with the available tools"),
+        "{}",
+        stdout(&output)
+    );
+    // A task whose tool fails: failed, exit 1, the tool's reason on stderr.
+    let output = run(
+        &daemon,
+        &["agent", "What's the exchange rate from USD to XYZ?"],
+        &[],
+        1,
+    );
+    assert!(
+        stderr(&output).contains("no rate from USD to XYZ"),
         "{}",
         stderr(&output)
     );

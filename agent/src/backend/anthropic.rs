@@ -114,8 +114,15 @@ fn messages(turns: &[Turn]) -> Vec<Value> {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
                 for call in tool_calls {
+                    // The API takes only an object as input; unparsable input goes back empty
+                    // (the tool result beside it says what was wrong).
+                    let input = if call.arguments.is_object() {
+                        call.arguments.clone()
+                    } else {
+                        json!({})
+                    };
                     blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name,
-                                       "input": call.arguments}));
+                                       "input": input}));
                 }
                 if blocks.is_empty() {
                     blocks.push(json!({"type": "text", "text": "(no text)"}));
@@ -323,12 +330,9 @@ impl StreamFold {
                     } else {
                         Value::String(json)
                     };
-                    let arguments =
-                        super::arguments_object(&raw).map_err(|message| LlmError::Malformed {
-                            provider: PROVIDER,
-                            message: format!("tool_use {id} ({name}): {message}"),
-                            usage: self.usage,
-                        })?;
+                    // Input that is not a JSON object stays as the model wrote it: the loop
+                    // answers the call with a tool error, and the model can correct itself.
+                    let arguments = super::arguments_object(&raw).unwrap_or(raw);
                     tool_calls.push(LlmToolCall {
                         id,
                         name,
@@ -445,7 +449,14 @@ impl LlmBackend for AnthropicBackend {
             let endpoint = self.endpoint();
             let response = self
                 .client
-                .post(PROVIDER, &endpoint, &headers, body, &self.settings.retry)
+                .post(
+                    PROVIDER,
+                    &endpoint,
+                    &headers,
+                    body,
+                    &self.settings.retry,
+                    request.deadline,
+                )
                 .await?;
             let is_stream = response
                 .headers()
@@ -526,6 +537,8 @@ mod tests {
             max_output_tokens: 100,
             temperature: None,
             stop_sequences: &[],
+            ranked_tools: &[],
+            deadline: None,
         };
         let body = request_body("claude-haiku-4-5", &request);
         let stops = ["END".to_owned()];
@@ -535,6 +548,8 @@ mod tests {
                 system: "",
                 temperature: Some(0.7),
                 stop_sequences: &stops,
+                ranked_tools: &[],
+                deadline: None,
                 ..request
             },
         );

@@ -113,6 +113,7 @@ pub(crate) enum Attempt<T> {
 /// retries are spent, sleeping between them with `tokio::time` (so tests can pause the clock).
 pub(crate) async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
+    deadline: Option<tokio::time::Instant>,
     mut attempt: F,
 ) -> Result<T, LlmError>
 where
@@ -130,6 +131,12 @@ where
                 }
                 let jitter = rand::random::<f64>();
                 let wait = retry_delay(policy, number, retry_after, jitter);
+                if let Some(deadline) = deadline
+                    && tokio::time::Instant::now() + wait > deadline
+                {
+                    // Sleeping would outlive the caller: say so now, with the provider's reason.
+                    return Err(past_deadline(error, wait));
+                }
                 tracing::debug!(
                     attempt = number,
                     wait_ms = wait.as_millis() as u64,
@@ -140,6 +147,35 @@ where
                 number += 1;
             }
         }
+    }
+}
+
+/// A retryable error whose wait would pass the deadline, with a note saying so.
+fn past_deadline(error: LlmError, wait: Duration) -> LlmError {
+    let note = format!(
+        "; not retried: the wait asked for ({:.1} s) would pass this call's deadline",
+        wait.as_secs_f64()
+    );
+    match error {
+        LlmError::Status {
+            provider,
+            status,
+            message,
+        } => LlmError::Status {
+            provider,
+            status,
+            message: format!("{message}{note}"),
+        },
+        LlmError::Transport {
+            provider,
+            endpoint,
+            message,
+        } => LlmError::Transport {
+            provider,
+            endpoint,
+            message: format!("{message}{note}"),
+        },
+        other => other,
     }
 }
 
@@ -179,6 +215,7 @@ impl HttpClient {
         headers: &[(HeaderName, HeaderValue)],
         body: Bytes,
         policy: &RetryPolicy,
+        deadline: Option<tokio::time::Instant>,
     ) -> Result<hyper::Response<Incoming>, LlmError> {
         let uri: hyper::Uri = url.parse().map_err(|error| {
             LlmError::Config(format!(
@@ -186,7 +223,7 @@ impl HttpClient {
                  to an http:// or https:// URL"
             ))
         })?;
-        with_retries(policy, |attempt| {
+        with_retries(policy, deadline, |attempt| {
             let uri = uri.clone();
             let body = body.clone();
             async move {
@@ -367,7 +404,7 @@ mod tests {
     async fn the_loop_waits_exactly_what_the_server_asked() {
         let start = tokio::time::Instant::now();
         let policy = RetryPolicy::default();
-        let result = with_retries(&policy, |attempt| async move {
+        let result = with_retries(&policy, None, |attempt| async move {
             if attempt < 3 {
                 Attempt::Retry {
                     error: overloaded(),
@@ -389,7 +426,7 @@ mod tests {
             ..RetryPolicy::default()
         };
         let mut attempts = 0;
-        let result: Result<(), _> = with_retries(&policy, |_| {
+        let result: Result<(), _> = with_retries(&policy, None, |_| {
             attempts += 1;
             async {
                 Attempt::Retry {
@@ -403,12 +440,49 @@ mod tests {
         assert_eq!(attempts, 3);
 
         let mut attempts = 0;
-        let result: Result<(), _> = with_retries(&policy, |_| {
+        let result: Result<(), _> = with_retries(&policy, None, |_| {
             attempts += 1;
             async { Attempt::Fail(LlmError::Config("bad".into())) }
         })
         .await;
         assert!(result.is_err());
         assert_eq!(attempts, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_past_the_deadline_fails_at_once_with_the_reason() {
+        let start = tokio::time::Instant::now();
+        let policy = RetryPolicy::default();
+        let deadline = Some(start + Duration::from_secs(10));
+        let mut attempts = 0;
+        // 3 s fits before the deadline; the next 8 s would not (3 + 8 > 10).
+        let result: Result<(), _> = with_retries(&policy, deadline, |_| {
+            attempts += 1;
+            let wait = if attempts == 1 { 3 } else { 8 };
+            async move {
+                Attempt::Retry {
+                    error: overloaded(),
+                    retry_after: Some(Duration::from_secs(wait)),
+                }
+            }
+        })
+        .await;
+        assert_eq!(attempts, 2);
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(3),
+            "no sleep past the deadline"
+        );
+        let Err(LlmError::Status {
+            status, message, ..
+        }) = result
+        else {
+            panic!("a status error expected: {result:?}")
+        };
+        assert_eq!(status, 529);
+        assert!(
+            message.starts_with("Overloaded; not retried: the wait asked for (8.0 s)"),
+            "{message}"
+        );
     }
 }

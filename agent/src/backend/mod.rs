@@ -100,6 +100,14 @@ pub struct LlmRequest<'a> {
     pub temperature: Option<f64>,
     /// Sequences that end the answer (MCP `stopSequences`); empty for none.
     pub stop_sequences: &'a [String],
+    /// The exposed names of the tools the host's search ranked for the task, best first (empty
+    /// when there was no search). LLM backends ignore it; the offline planner names the nearest
+    /// tools from it when it cannot do a task.
+    pub ranked_tools: &'a [String],
+    /// When the caller stops waiting for this call (the loop's step timeout or the run's end);
+    /// `None` for no limit. A backend does not sleep past it to retry: a 429 or 529 whose
+    /// requested wait would pass it fails at once, with the provider's reason.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl LlmRequest<'_> {

@@ -80,7 +80,11 @@ pub(crate) fn request_body(model: &str, limit_key: &str, request: &LlmRequest<'_
                         .iter()
                         .map(|call| {
                             json!({"id": call.id, "type": "function", "function":
-                                   {"name": call.name, "arguments": call.arguments.to_string()}})
+                            {"name": call.name, "arguments": match &call.arguments {
+                                // Unparsable arguments go back as the model wrote them.
+                                Value::String(raw) => raw.clone(),
+                                other => other.to_string(),
+                            }}})
                         })
                         .collect();
                 }
@@ -135,6 +139,8 @@ pub(crate) struct ChunkFold {
     text: String,
     calls: BTreeMap<u64, PartialCall>,
     finish_reason: Option<String>,
+    /// The text of a structured refusal, when the model sent one.
+    refusal: Option<String>,
     usage: Usage,
     done: bool,
 }
@@ -188,6 +194,11 @@ impl ChunkFold {
                 .unwrap_or(Value::Null);
             if let Some(text) = delta.get("content").and_then(Value::as_str) {
                 self.text.push_str(text);
+            }
+            // A structured refusal (`delta.refusal`) is the model declining: its text is the
+            // reason, and the turn is a refusal whatever `finish_reason` says.
+            if let Some(text) = delta.get("refusal").and_then(Value::as_str) {
+                self.refusal.get_or_insert_with(String::new).push_str(text);
             }
             for (position, call) in delta
                 .get("tool_calls")
@@ -267,12 +278,9 @@ impl ChunkFold {
                 Some(object) => object,
                 None => Value::String(call.fragments),
             };
-            let arguments =
-                super::arguments_object(&raw).map_err(|message| LlmError::Malformed {
-                    provider: PROVIDER,
-                    message: format!("tool call {index} ({}): {message}", call.name),
-                    usage: self.usage,
-                })?;
+            // Arguments that are not a JSON object stay as the model wrote them: the loop
+            // answers the call with a tool error, and the model can correct itself.
+            let arguments = super::arguments_object(&raw).unwrap_or(raw);
             tool_calls.push(LlmToolCall {
                 id: call.id.unwrap_or_else(|| format!("call_{turn}_{index}")),
                 name: call.name,
@@ -280,6 +288,19 @@ impl ChunkFold {
             });
         }
         let raw_stop = self.finish_reason.unwrap_or_else(|| "none".to_owned());
+        if let Some(refusal) = self.refusal.filter(|_| tool_calls.is_empty()) {
+            return Ok(LlmResponse {
+                text: if self.text.is_empty() {
+                    refusal
+                } else {
+                    format!("{}{refusal}", self.text)
+                },
+                tool_calls,
+                usage: self.usage,
+                stop: StopReason::Refusal,
+                raw_stop: "refusal".into(),
+            });
+        }
         let stop = if !tool_calls.is_empty() {
             StopReason::ToolUse
         } else {
@@ -353,7 +374,14 @@ impl LlmBackend for OpenAiBackend {
             let endpoint = self.endpoint();
             let response = self
                 .client
-                .post(PROVIDER, &endpoint, &headers, body, &self.settings.retry)
+                .post(
+                    PROVIDER,
+                    &endpoint,
+                    &headers,
+                    body,
+                    &self.settings.retry,
+                    request.deadline,
+                )
                 .await?;
             let is_stream = response
                 .headers()
@@ -522,6 +550,8 @@ mod tests {
             max_output_tokens: 64,
             temperature: None,
             stop_sequences: &[],
+            ranked_tools: &[],
+            deadline: None,
         };
         let body = request_body("gpt-4.1-mini", "max_tokens", &request);
         assert!(body.get("temperature").is_none() && body.get("stop").is_none());
@@ -532,6 +562,8 @@ mod tests {
             &LlmRequest {
                 temperature: Some(0.7),
                 stop_sequences: &stops,
+                ranked_tools: &[],
+                deadline: None,
                 ..request
             },
         );

@@ -9,9 +9,18 @@
 //! with [`LlmError::NoPlan`] and a reason, so the run fails honestly instead of inventing an
 //! answer.
 
+mod compute;
+mod data_answer;
+mod data_sql;
+mod documents;
 mod files;
+mod general;
 mod parse;
+mod query;
+mod rates;
 mod sql;
+mod tools;
+mod words;
 
 use serde_json::{Map, Value, json};
 
@@ -140,11 +149,37 @@ fn decide<'a>(request: &LlmRequest<'a>, past: &[Past<'a>]) -> Result<Action<'a>,
         return Ok(dry_run_finish(last, value));
     }
     match parse::intent(request.task())? {
-        Intent::OrderTotal {
+        Some(Intent::OrderTotal {
             customer,
             threshold,
-        } => orders(request.tools, past, &customer, threshold),
-        Intent::LineCount { path } => line_count(request.tools, request.task(), past, &path),
+            currency,
+        }) => {
+            if sql_tool(request.tools).is_none() {
+                return Ok(general::cannot(
+                    request,
+                    "the task needs a SQL tool (one like sql_query taking a \"sql\" string) and \
+                     none is available to this run",
+                ));
+            }
+            orders(
+                request.tools,
+                past,
+                &customer,
+                threshold,
+                currency.as_deref(),
+            )
+        }
+        Some(Intent::LineCount { path }) => {
+            if files::read_tool(request.tools, request.task()).is_none() {
+                return Ok(general::cannot(
+                    request,
+                    "the task needs a file-reading tool (read_text_file or read_file of a \
+                     filesystem server) and none is available to this run",
+                ));
+            }
+            line_count(request.tools, request.task(), past, &path)
+        }
+        None => general::decide(request, past),
     }
 }
 
@@ -228,7 +263,8 @@ fn orders<'a>(
     tools: &'a [ExposedTool],
     past: &[Past<'_>],
     customer: &str,
-    threshold: f64,
+    threshold: Option<f64>,
+    currency: Option<&str>,
 ) -> Result<Action<'a>, String> {
     let (sql_tool, param) = sql_tool(tools).ok_or(
         "the task needs a SQL tool (one like sql_query taking a \"sql\" string) and none is \
@@ -318,13 +354,41 @@ fn orders<'a>(
             .map_err(|error| format!("summing the orders failed: {error}"))?,
     )
     .ok_or("the order totals came back in a form I cannot read")?;
-    let (answer, mut key_facts) = sql::facts(
+    let (mut answer, mut key_facts) = sql::facts(
         &name,
         threshold,
         &sql::status_totals(&totals),
         plan.status_expr.is_some(),
     );
     key_facts.insert("customer_id".into(), id);
+    // In another currency: one more call, to the exchange-rate tool, with the total.
+    if let (Some(currency), Some(rate_tool)) = (currency, tools::rate_tool(tools)) {
+        let total = key_facts
+            .get("order_total")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let ask = rates::RateAsk {
+            from: "USD".into(),
+            to: currency.to_owned(),
+            amount: Some(total),
+            date: None,
+        };
+        let Some(converted) = past.get(3) else {
+            return Ok(Action::Call {
+                tool: rate_tool.tool,
+                arguments: general::rate_arguments(&rate_tool, &ask),
+            });
+        };
+        let value = converted
+            .value()
+            .map_err(|error| format!("converting the total to {currency} failed: {error}"))?;
+        let (conversion, facts) = rates::facts(&ask, value)?;
+        answer.push(' ');
+        answer.push_str(&conversion);
+        for (key, fact) in facts {
+            key_facts.insert(format!("conversion_{key}"), fact);
+        }
+    }
     Ok(Action::Finish { answer, key_facts })
 }
 

@@ -3,15 +3,18 @@
 //! (quoted names, names after "customer", `$1,234.50` or `500 dollars`, absolute or relative
 //! paths) rather than tuned to one sentence.
 
-/// The task shapes the planner knows.
+/// The task shapes the planner knows by name; everything else goes to the general rules.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Intent {
-    /// "Look up customer NAME's orders, sum their total, and tell me if it exceeds $N".
+    /// "Look up customer NAME's orders, sum their total, and tell me if it exceeds $N", or
+    /// "What is NAME's completed order total (in euros)?".
     OrderTotal {
         /// The customer's name as written.
         customer: String,
-        /// The threshold in dollars.
-        threshold: f64,
+        /// The threshold in dollars, when the task compares with one.
+        threshold: Option<f64>,
+        /// Another currency to give the total in (ISO code), when the task asks for one.
+        currency: Option<String>,
     },
     /// "Read PATH … and tell me how many lines it has".
     LineCount {
@@ -20,37 +23,68 @@ pub(crate) enum Intent {
     },
 }
 
-/// What the task asks, or why no rule applies.
-pub(crate) fn intent(task: &str) -> Result<Intent, String> {
+/// Keywords of the named rules, for typo correction ("custmer", "ordres").
+const VOCABULARY: [&str; 8] = [
+    "customer",
+    "customers",
+    "orders",
+    "order",
+    "lines",
+    "total",
+    "exceeds",
+    "count",
+];
+
+/// What the task asks: `Ok(None)` when no named rule applies (the general rules try), an error
+/// when a rule applies but the task lacks a part it needs.
+pub(crate) fn intent(task: &str) -> Result<Option<Intent>, String> {
+    let task = &super::words::corrected(task, &VOCABULARY);
     let lower = task.to_lowercase();
-    if lower.contains("order") && lower.contains("customer") {
-        let customer = customer_name(task).ok_or_else(|| {
-            "the task asks about a customer's orders but names no customer; write the name \
-             after \"customer\" or in quotes"
-                .to_owned()
-        })?;
-        let threshold = money(task).ok_or_else(|| {
-            "the task asks about a customer's orders but gives no amount to compare with; \
-             write it like $500"
-                .to_owned()
-        })?;
-        return Ok(Intent::OrderTotal {
-            customer,
-            threshold,
-        });
+    let task_words = super::words::words(task);
+    let mentions = |list: &[&str]| task_words.iter().any(|w| list.contains(&w.as_str()));
+    let ranking = lower.contains("how many")
+        || mentions(&[
+            "most", "top", "average", "highest", "lowest", "which", "who", "list",
+        ]);
+    let spending = mentions(&["spent", "spend", "spending", "spends"]);
+    if (lower.contains("order") || spending) && !ranking {
+        let threshold = money(task);
+        let money_words = mentions(&[
+            "total", "sum", "spent", "spend", "worth", "exceed", "exceeds", "value", "totals",
+        ]);
+        let customer = if lower.contains("customer") {
+            customer_name(task)
+        } else {
+            quoted(task).or_else(|| super::query::proper_names(task).into_iter().next())
+        };
+        match customer {
+            Some(customer) if threshold.is_some() || money_words || spending => {
+                let currency = super::rates::currencies(task)
+                    .into_iter()
+                    .find(|code| code != "USD");
+                return Ok(Some(Intent::OrderTotal {
+                    customer,
+                    threshold,
+                    currency,
+                }));
+            }
+            None if lower.contains("customer") && threshold.is_some() => {
+                return Err(
+                    "the task asks about a customer's orders but names no customer; \
+                            write the name after \"customer\" or in quotes"
+                        .to_owned(),
+                );
+            }
+            _ => {}
+        }
     }
     if lower.contains("line") && (lower.contains("how many") || lower.contains("count")) {
         let path = path(task).ok_or_else(|| {
             "the task asks for a line count but names no file; give its path".to_owned()
         })?;
-        return Ok(Intent::LineCount { path });
+        return Ok(Some(Intent::LineCount { path }));
     }
-    Err(
-        "the offline planner has no rule for this task; it answers \"Look up customer NAME's \
-         orders, sum their total, and tell me if it exceeds $N\" and \"Read FILE and tell me how \
-         many lines it has\"; use the anthropic or openai backend for other tasks"
-            .to_owned(),
-    )
+    Ok(None)
 }
 
 /// The first quoted text, else the capitalised words after "customer" (up to `'s`).
@@ -207,10 +241,11 @@ mod tests {
         for (task, customer, threshold) in cases {
             assert_eq!(
                 intent(task),
-                Ok(Intent::OrderTotal {
+                Ok(Some(Intent::OrderTotal {
                     customer: customer.into(),
-                    threshold
-                }),
+                    threshold: Some(threshold),
+                    currency: None,
+                })),
                 "{task}"
             );
         }
@@ -235,28 +270,41 @@ mod tests {
         ] {
             assert_eq!(
                 intent(task),
-                Ok(Intent::LineCount { path: path.into() }),
+                Ok(Some(Intent::LineCount { path: path.into() })),
                 "{task}"
             );
         }
     }
 
     #[test]
-    fn missing_parts_and_unknown_tasks_say_why() {
+    fn missing_parts_say_why_and_other_tasks_go_to_the_general_rules() {
         assert!(
             intent("Look up customer orders and tell me if they exceed $5")
                 .expect_err("no name")
                 .contains("names no customer")
         );
-        assert!(
-            intent("Look up customer Ada's orders")
-                .expect_err("no amount")
-                .contains("$500")
+        assert_eq!(intent("Look up customer Ada's orders"), Ok(None));
+        assert_eq!(intent("Write a poem"), Ok(None));
+        assert_eq!(intent("Which customer has the most orders?"), Ok(None));
+    }
+
+    #[test]
+    fn order_totals_with_typos_without_a_threshold_or_in_another_currency() {
+        assert_eq!(
+            intent("Look up custmer Ada Okafor's ordres and tell me if the total exceeds $500"),
+            Ok(Some(Intent::OrderTotal {
+                customer: "Ada Okafor".into(),
+                threshold: Some(500.0),
+                currency: None
+            }))
         );
-        assert!(
-            intent("Write a poem")
-                .expect_err("no rule")
-                .contains("no rule")
+        assert_eq!(
+            intent("What is Ada Okafor's completed order total in euros?"),
+            Ok(Some(Intent::OrderTotal {
+                customer: "Ada Okafor".into(),
+                threshold: None,
+                currency: Some("EUR".into())
+            }))
         );
     }
 }

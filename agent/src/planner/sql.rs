@@ -28,21 +28,33 @@ pub(crate) struct Table {
     pub(crate) columns: Vec<String>,
     /// (column, referenced table).
     pub(crate) foreign_keys: Vec<(String, String)>,
+    /// The declared type of each column, in the order of `columns` (empty when unknown).
+    pub(crate) types: Vec<String>,
 }
 
 impl Table {
-    fn has(&self, column: &str) -> bool {
+    /// The declared type of a column, uppercased ("" when unknown).
+    pub(crate) fn type_of(&self, column: &str) -> String {
+        self.columns
+            .iter()
+            .position(|c| c == column)
+            .and_then(|index| self.types.get(index))
+            .map(|t| t.to_uppercase())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn has(&self, column: &str) -> bool {
         self.columns.iter().any(|c| c.eq_ignore_ascii_case(column))
     }
 
-    fn find(&self, wanted: impl Fn(&str) -> bool) -> Option<&str> {
+    pub(crate) fn find(&self, wanted: impl Fn(&str) -> bool) -> Option<&str> {
         self.columns
             .iter()
             .map(String::as_str)
             .find(|c| wanted(&c.to_lowercase()))
     }
 
-    fn primary_key(&self) -> &str {
+    pub(crate) fn primary_key(&self) -> &str {
         self.find(|c| c == "id")
             .or_else(|| self.columns.first().map(String::as_str))
             .unwrap_or("rowid")
@@ -65,6 +77,20 @@ pub(crate) fn tables_from_description(description: &Value) -> Vec<Table> {
                 .into_iter()
                 .flatten()
                 .map(|column| text(column, "name"))
+                .collect(),
+            types: table
+                .get("columns")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|column| {
+                    let declared = text(column, "declared_type");
+                    if declared.is_empty() {
+                        text(column, "type")
+                    } else {
+                        declared
+                    }
+                })
                 .collect(),
             foreign_keys: table
                 .get("foreign_keys")
@@ -170,6 +196,18 @@ fn parse_create(name: &str, sql: &str) -> Table {
         if let Some(referenced) = referenced {
             table.foreign_keys.push((column.clone(), referenced));
         }
+        let declared = part
+            .split_whitespace()
+            .nth(1)
+            .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic()))
+            .filter(|word| {
+                !matches!(
+                    word.to_uppercase().as_str(),
+                    "NOT" | "PRIMARY" | "REFERENCES"
+                )
+            })
+            .unwrap_or("");
+        table.types.push(declared.to_owned());
         table.columns.push(column);
     }
     table
@@ -192,7 +230,7 @@ pub(crate) struct OrdersPlan {
     pub(crate) status_expr: Option<String>,
 }
 
-fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
@@ -384,7 +422,7 @@ fn cents(amount: f64) -> f64 {
 /// The answer and key facts for a customer's totals against a threshold.
 pub(crate) fn facts(
     customer: &str,
-    threshold: f64,
+    threshold: Option<f64>,
     totals: &[StatusTotal],
     has_status: bool,
 ) -> (String, Map<String, Value>) {
@@ -408,16 +446,22 @@ pub(crate) fn facts(
         }
     }
     let order_total = cents(completed_total);
-    let exceeds = order_total > threshold;
+    let exceeds = threshold.map(|threshold| order_total > threshold);
     let mut answer = format!(
-        "{customer}'s {completed_orders} completed order{} total ${order_total:.2}, which {} ${threshold:.2}.",
+        "{customer}'s {completed_orders} completed order{} total ${order_total:.2}",
         if completed_orders == 1 { "" } else { "s" },
-        if exceeds {
-            "exceeds"
-        } else {
-            "does not exceed"
-        },
     );
+    match (threshold, exceeds) {
+        (Some(threshold), Some(exceeds)) => answer.push_str(&format!(
+            ", which {} ${threshold:.2}.",
+            if exceeds {
+                "exceeds"
+            } else {
+                "does not exceed"
+            }
+        )),
+        _ => answer.push('.'),
+    }
     if has_status && all_orders != completed_orders {
         answer.push_str(&format!(
             " Counting all {all_orders} orders in any status (pending, cancelled, …) the total \
@@ -428,8 +472,10 @@ pub(crate) fn facts(
     let mut key_facts = Map::new();
     key_facts.insert("customer_name".into(), json!(customer));
     key_facts.insert("order_total".into(), json!(order_total));
-    key_facts.insert("threshold".into(), json!(threshold));
-    key_facts.insert("exceeds_threshold".into(), json!(exceeds));
+    if let (Some(threshold), Some(exceeds)) = (threshold, exceeds) {
+        key_facts.insert("threshold".into(), json!(threshold));
+        key_facts.insert("exceeds_threshold".into(), json!(exceeds));
+    }
     key_facts.insert("num_completed_orders".into(), json!(completed_orders));
     key_facts.insert("num_orders".into(), json!(all_orders));
     key_facts.insert("all_orders_total".into(), json!(cents(all_total)));
@@ -569,7 +615,7 @@ mod tests {
                 total: 10.0,
             },
         ];
-        let (answer, facts) = facts("Ada", 500.0, &totals, true);
+        let (answer, facts) = facts("Ada", Some(500.0), &totals, true);
         assert_eq!(facts["order_total"], json!(300.0));
         assert_eq!(facts["exceeds_threshold"], json!(false));
         assert_eq!(facts["num_completed_orders"], json!(2));
@@ -578,12 +624,18 @@ mod tests {
         assert!(answer.contains("does not exceed $500.00"), "{answer}");
         let (_, facts) = facts_without_status();
         assert_eq!(facts["exceeds_threshold"], json!(true));
+        let (answer, facts) = super::facts("Ada", None, &totals, true);
+        assert!(
+            answer.starts_with("Ada's 2 completed orders total $300.00."),
+            "{answer}"
+        );
+        assert!(facts.get("threshold").is_none());
     }
 
     fn facts_without_status() -> (String, Map<String, Value>) {
         facts(
             "Bo",
-            1.0,
+            Some(1.0),
             &[StatusTotal {
                 status: "all".into(),
                 orders: 3,

@@ -68,6 +68,21 @@ impl RunState<'_> {
             self.record_refusal(step, None, &call.name, call, &message, emitter);
             return Ok(error_result(call, message));
         };
+        if let Err(problem) = crate::backend::arguments_object(&call.arguments) {
+            let message = format!(
+                "refused: {problem}; call {} again with a JSON object matching its input schema",
+                tool.name
+            );
+            self.record_refusal(
+                step,
+                tool.server.clone(),
+                &tool.tool,
+                call,
+                &message,
+                emitter,
+            );
+            return Ok(error_result(call, message));
+        }
         if tool.destructive && !self.settings.confirm_destructive && !self.settings.dry_run {
             let message = format!(
                 "refused: {} is destructive and this run was not started with \

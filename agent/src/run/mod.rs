@@ -117,6 +117,7 @@ pub async fn run(
         records: Vec::new(),
         last_text: String::new(),
         guard: LoopGuard::default(),
+        ranked_tools: Vec::new(),
     };
     let ending = state.drive(&mut emitter).await;
     let (status, answer, key_facts, halt_reason, error) = match ending {
@@ -185,6 +186,8 @@ struct RunState<'a> {
     records: Vec<ToolCallRecord>,
     last_text: String,
     guard: LoopGuard,
+    /// Exposed names of the tools the host's search ranked for the task, best first.
+    ranked_tools: Vec<String>,
 }
 
 /// What bounded waiting produced.
@@ -305,21 +308,35 @@ impl RunState<'_> {
             .filter(|tool| passes_filters(tool, servers, tools))
             .collect();
         let limit = self.settings.tool_limit;
-        let ranked = if visible.len() > limit {
-            // Ask for more than the limit: filters may remove some of the host's hits.
-            let query = self.host.search_tools(&self.settings.task, limit * 2);
-            match self.bounded(query).await {
-                Waited::Done(Ok(ranked)) => Some(ranked),
-                Waited::Done(Err(error)) => {
-                    tracing::debug!(%error, "search failed; keeping the first tools listed");
-                    None
-                }
-                other => return Err(self.interrupted(other)),
+        // Always ask: the ranking picks the shown subset of a large catalog, and tells the
+        // offline planner which tools are nearest to a task it cannot do. Ask for more than
+        // the limit: filters may remove some of the host's hits.
+        let query = self.host.search_tools(&self.settings.task, limit * 2);
+        let ranked = match self.bounded(query).await {
+            Waited::Done(Ok(ranked)) => Some(ranked),
+            Waited::Done(Err(error)) => {
+                tracing::debug!(%error, "search failed; keeping the first tools listed");
+                None
             }
-        } else {
-            None
+            other => return Err(self.interrupted(other)),
         };
-        self.catalog = Catalog::build(choose(visible, ranked, limit));
+        self.catalog = Catalog::build(choose(visible, ranked.clone(), limit));
+        self.ranked_tools = ranked
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|info| {
+                self.catalog
+                    .tools()
+                    .iter()
+                    .find(|tool| tool.tool == info.name && tool.servers.contains(&info.server))
+                    .map(|tool| tool.name.clone())
+            })
+            .fold(Vec::new(), |mut names, name| {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+                names
+            });
         Ok(())
     }
 
@@ -346,6 +363,8 @@ impl RunState<'_> {
             max_output_tokens: wanted,
             temperature: None,
             stop_sequences: &[],
+            ranked_tools: &self.ranked_tools,
+            deadline: Some((Instant::now() + self.settings.timeouts.step()).min(self.deadline)),
         };
         if let Some(ceiling) = self.settings.cost_ceiling_usd {
             let Some(price) = &self.settings.price else {

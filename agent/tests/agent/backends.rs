@@ -585,3 +585,106 @@ async fn a_server_that_never_answers_is_refused_without_hanging_the_test() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn openai_malformed_arguments_go_back_as_a_tool_error_and_a_refusal_fails_the_run() {
+    // A model that writes broken JSON as arguments: the call is answered with a tool error on
+    // the next request (the arguments echoed as written), and the model's answer completes.
+    let broken = vec![
+        chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+            "id": "call_Bad", "type": "function",
+            "function": {"name": "lookup_price", "arguments": "{\"id\": 7,"}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".into(),
+    ];
+    let fake = FakeLlm::start(vec![Reply::Sse(broken), Reply::Sse(openai_final_turn())]).await;
+    let backend =
+        Arc::new(OpenAiBackend::new("gpt-4.1-mini", http(&fake, "/v1")).expect("backend"));
+    let host = shop();
+    let result = drive(backend, host.clone()).await;
+    assert_eq!(result.status, RunStatus::Completed, "{result:#?}");
+    assert!(
+        host.calls().is_empty(),
+        "the broken call never reached the host"
+    );
+    assert!(result.tool_calls[0].is_error);
+    let requests = fake.requests();
+    let messages = requests[1].body["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages[2]["tool_calls"][0]["function"]["arguments"],
+        json!("{\"id\": 7,")
+    );
+    assert_eq!(messages[3]["tool_call_id"], "call_Bad");
+    let content = messages[3]["content"].as_str().expect("content");
+    assert!(content.contains("not valid JSON"), "{content}");
+
+    // A structured refusal (`delta.refusal`) fails the run with the model's reason.
+    let refusal = vec![
+        chunk(
+            json!({"role": "assistant", "content": null, "refusal": "I can't help with that."}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("stop")),
+        "data: [DONE]\n\n".into(),
+    ];
+    let fake = FakeLlm::start(vec![Reply::Sse(refusal)]).await;
+    let backend =
+        Arc::new(OpenAiBackend::new("gpt-4.1-mini", http(&fake, "/v1")).expect("backend"));
+    let result = drive(backend, shop()).await;
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.as_deref().expect("error");
+    assert!(
+        error.contains("declined") && error.contains("I can't help with that."),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_malformed_input_goes_back_as_a_tool_error_with_an_empty_input() {
+    let start = named_event(
+        "message_start",
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 50, "output_tokens": 1}}}),
+    );
+    let broken = vec![
+        start,
+        named_event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block":
+                {"type": "tool_use", "id": "toolu_bad", "name": "lookup_price", "input": {}}}),
+        ),
+        named_event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "input_json_delta", "partial_json": "{\"id\": "}}),
+        ),
+        named_event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        named_event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ),
+        named_event("message_stop", json!({"type": "message_stop"})),
+    ];
+    let fake = FakeLlm::start(vec![
+        Reply::Sse(broken),
+        Reply::Sse(anthropic_final_turn(FINAL)),
+    ])
+    .await;
+    let backend =
+        Arc::new(AnthropicBackend::new("claude-haiku-4-5", http(&fake, "")).expect("backend"));
+    let host = shop();
+    let result = drive(backend, host.clone()).await;
+    assert_eq!(result.status, RunStatus::Completed, "{result:#?}");
+    assert!(host.calls().is_empty());
+    let requests = fake.requests();
+    let messages = requests[1].body["messages"].as_array().expect("messages");
+    assert_eq!(messages[1]["content"][0]["input"], json!({}));
+    let result_block = &messages[2]["content"][0];
+    assert_eq!(result_block["tool_use_id"], "toolu_bad");
+    assert_eq!(result_block["is_error"], json!(true));
+}

@@ -545,8 +545,28 @@ impl ToolHost for DaemonHost {
         _query: &'a str,
         _limit: usize,
     ) -> BoxFuture<'a, Result<Vec<ToolInfo>, ToolError>> {
-        // searchTools has not landed in the daemon: answer with the full list, as allowed.
-        self.list_tools()
+        // The daemon's own ranking (`searchTools`), mapped back to the listed tools.
+        Box::pin(async move {
+            let all = self.list_tools().await?;
+            let found = self
+                .rpc(
+                    "searchTools",
+                    json!({"query": _query, "limit": _limit.clamp(1, 100)}),
+                )
+                .await?;
+            Ok(found["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|hit| {
+                    all.iter()
+                        .find(|t| {
+                            hit["server"] == t.server.as_str() && hit["tool"] == t.name.as_str()
+                        })
+                        .cloned()
+                })
+                .collect())
+        })
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolCallOutcome, ToolError>> {

@@ -8,5 +8,6 @@
 
 mod backends;
 mod common;
+mod eval;
 mod offline;
 mod run_loop;

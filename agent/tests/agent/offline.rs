@@ -15,7 +15,7 @@ use tool_cli_tests::{Daemon, filesystem_server};
 
 use crate::common::DaemonHost;
 
-async fn run_offline(
+pub(crate) async fn run_offline(
     host: Arc<DaemonHost>,
     request: AgentRequest,
 ) -> (AgentResult, Vec<EventKind>) {

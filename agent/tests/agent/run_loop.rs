@@ -567,3 +567,58 @@ async fn a_planner_without_a_rule_fails_with_its_reason_and_costs_nothing() {
     assert_eq!(result.error.as_deref(), Some("no rule for this"));
     assert_eq!(result.usage.cost_usd, Some(0.0));
 }
+
+#[tokio::test]
+async fn malformed_arguments_and_parallel_calls_are_answered_as_tool_results() {
+    // One turn with three calls: arguments that are not JSON, arguments that are JSON but not
+    // an object, and a good call. Each gets its own result in the one results turn; only the
+    // good one reaches the host, and the model then answers.
+    let backend = ScriptedBackend::new(|request, turn| {
+        Ok(match turn {
+            1 => {
+                let mut response = call("c1", "get_row", json!("{\"id\": "));
+                response.tool_calls.push(LlmToolCall {
+                    id: "c2".into(),
+                    name: "get_row".into(),
+                    arguments: json!("[1, 2]"),
+                });
+                response.tool_calls.push(LlmToolCall {
+                    id: "c3".into(),
+                    name: "get_row".into(),
+                    arguments: json!({"id": "7"}),
+                });
+                response
+            }
+            _ => {
+                let Some(Turn::ToolResults(results)) = request.turns.last() else {
+                    panic!("results expected")
+                };
+                assert_eq!(results.len(), 3);
+                let ids: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+                assert_eq!(ids, ["c1", "c2", "c3"]);
+                assert!(results[0].is_error && results[0].content.contains("not valid JSON"));
+                assert!(results[1].is_error && results[1].content.contains("got an array"));
+                assert!(!results[2].is_error && results[2].content.contains("row"));
+                answer(GOOD)
+            }
+        })
+    });
+    let host = host();
+    let result = run(
+        settings("t"),
+        host.clone(),
+        backend,
+        Arc::new(NullSink),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.status, RunStatus::Completed, "{result:#?}");
+    assert_eq!(result.tool_calls.len(), 3);
+    assert!(result.tool_calls[0].is_error && result.tool_calls[1].is_error);
+    assert_eq!(
+        host.calls().len(),
+        1,
+        "only the well-formed call reached the host"
+    );
+    assert_eq!(host.calls()[0].arguments, json!({"id": "7"}));
+}
