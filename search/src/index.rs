@@ -634,6 +634,43 @@ mod tests {
         assert!(similarity > 0.999, "{similarity}");
     }
 
+    /// An embedder of another kind than the hashing one: a few letter counts.
+    struct LetterCounts;
+
+    impl Embedder for LetterCounts {
+        fn dimensions(&self) -> usize {
+            4
+        }
+
+        fn embed(&self, text: &str) -> crate::embed::Embedding {
+            let count = |letter: char| text.chars().filter(|c| *c == letter).count() as f32;
+            crate::embed::Embedding::normalized(vec![
+                count('a') + 1.0,
+                count('e'),
+                count('i'),
+                count('o'),
+            ])
+        }
+    }
+
+    #[test]
+    fn a_build_with_another_embedder_after_a_hashing_build_on_the_same_thread_works() {
+        // The thread's word table keeps the hashing features of the words it has seen; a later
+        // build with another embedder must neither use them (it used to index a vector of length
+        // zero with them and panic) nor embed differently from the embedder itself.
+        let docs = vec![doc("read_file", "read a file"), doc("get_weather", "weather")];
+        let hashing = Index::new().with_server("a", docs.clone());
+        assert_eq!(hashing.len(), 2);
+        let other = Index::with_embedder(Arc::new(LetterCounts)).with_server("a", docs);
+        let shard = &other.shards[0];
+        assert_eq!(shard.embeddings.len(), 2 * 4);
+        let hits = other
+            .search(&crate::search::Query::new("read a file"))
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].tool, "read_file");
+    }
+
     #[test]
     fn shards_share_unchanged_servers() {
         let index = Index::new()

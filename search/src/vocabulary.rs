@@ -152,9 +152,13 @@ impl<'a> Vocabulary<'a> {
                 }
                 table.local_of[term]
             });
+            // The thread's table may know a word's features from an earlier build with the
+            // hashing embedder; a build with another embedder must still get none.
             let features = match info.features {
-                Some((start, end)) => &self.table.features[start as usize..end as usize],
-                None => &[],
+                Some((start, end)) if self.hashing => {
+                    &self.table.features[start as usize..end as usize]
+                }
+                _ => &[],
             };
             visit(local, info.action, features);
         });
