@@ -303,6 +303,11 @@ pub(crate) fn actions_of(term: &str) -> &'static [Action] {
     actions().get(term).map(Vec::as_slice).unwrap_or_default()
 }
 
+/// The words of a tool name that say it enumerates many things.
+pub(crate) fn is_listing(term: &str) -> bool {
+    matches!(term, "list" | "enumerat" | "brows")
+}
+
 /// The table, built once: a term's groups, and each group's member terms.
 struct Table {
     groups_of_term: HashMap<String, Vec<u16>>,

@@ -43,6 +43,9 @@ pub(crate) struct StoredTool {
     pub(crate) name: String,
     /// What the tool does, from the first action word of its name (`None`: no action word).
     pub(crate) action: Option<Action>,
+    /// Whether the tool's name says it enumerates (`list`, `enumerate`, `browse`), for
+    /// `search::LIST_MATCH`.
+    pub(crate) lists: bool,
     pub(crate) description: String,
     pub(crate) tags: Vec<String>,
 }
@@ -137,7 +140,13 @@ impl Shard {
         let mut vector = vec![0.0f32; if hashing { dimensions } else { 0 }];
         let mut server_text: Option<(Option<String>, Vec<String>)> = None;
         let mut server_terms: Vec<u32> = Vec::new();
+        let shared = shared_parameters(&docs);
+        let mut parameter_position = 0;
         for doc in docs {
+            // This doc's parameters in `shared`, which counts them before capping.
+            let first_parameter = parameter_position;
+            parameter_position += doc.parameters.len();
+            let is_shared = |position: usize| shared.get(first_parameter + position) == Some(&true);
             let doc = doc.capped();
             let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
             counts.clear();
@@ -150,10 +159,12 @@ impl Shard {
             // The name also gives the tool's action: that of its first action word. It is
             // embedded twice: it is the densest statement of what a tool does.
             let mut action = None;
-            vocabulary.for_each_word(&doc.name, |term, word_action, features| {
+            let mut lists = false;
+            vocabulary.for_each_word(&doc.name, |term, word, features| {
                 if action.is_none() {
-                    action = word_action;
+                    action = word.action;
                 }
+                lists |= word.lists;
                 if let Some(term) = term {
                     count_in(NAME, term, &mut lengths);
                 }
@@ -177,7 +188,13 @@ impl Shard {
                 .split_at(embedded_description_end(&doc.description));
             add(vocabulary, DESCRIPTION, embedded, true);
             add(vocabulary, DESCRIPTION, rest, false);
-            for parameter in &doc.parameters {
+            for (position, parameter) in doc.parameters.iter().enumerate() {
+                // A parameter that most of the server's tools share word for word (auth,
+                // tenant, retry, paging options) says nothing about which tool to pick, and
+                // its words would count in every tool's document frequency.
+                if is_shared(position) {
+                    continue;
+                }
                 add(vocabulary, PARAMETERS, &parameter.name, true);
                 add(vocabulary, PARAMETERS, &parameter.description, false);
             }
@@ -221,7 +238,10 @@ impl Shard {
                 }
                 embedding_text
                     .push_str(&doc.description[..embedded_description_end(&doc.description)]);
-                for parameter in &doc.parameters {
+                for (position, parameter) in doc.parameters.iter().enumerate() {
+                    if is_shared(position) {
+                        continue;
+                    }
                     embedding_text.push(' ');
                     embedding_text.push_str(&parameter.name);
                 }
@@ -246,6 +266,7 @@ impl Shard {
 
             shard.tools.push(StoredTool {
                 action,
+                lists,
                 name: doc.name,
                 description: doc.description,
                 tags: doc.tags,
@@ -280,6 +301,36 @@ impl Shard {
         shard.postings = grouped.into_boxed_slice();
         shard.posting_ranges = ranges;
     }
+}
+
+/// The tools of a server at and above which parameters shared by half of them are not indexed.
+const SHARED_PARAMETERS_MIN_TOOLS: usize = 4;
+
+/// For every parameter of `docs`, in order, whether at least half of the server's tools have a
+/// parameter of the same name and description (servers of fewer than
+/// `SHARED_PARAMETERS_MIN_TOOLS` tools share none).
+fn shared_parameters(docs: &[ToolDoc]) -> Vec<bool> {
+    if docs.len() < SHARED_PARAMETERS_MIN_TOOLS {
+        return Vec::new();
+    }
+    let mut counts: FxHashMap<(&str, &str), u32> = FxHashMap::default();
+    for doc in docs {
+        for parameter in &doc.parameters {
+            *counts
+                .entry((parameter.name.as_str(), parameter.description.as_str()))
+                .or_default() += 1;
+        }
+    }
+    if counts.values().all(|&count| count * 2 < docs.len() as u32) {
+        return Vec::new();
+    }
+    docs.iter()
+        .flat_map(|doc| &doc.parameters)
+        .map(|parameter| {
+            counts[&(parameter.name.as_str(), parameter.description.as_str())] * 2
+                >= docs.len() as u32
+        })
+        .collect()
 }
 
 /// What the index knows about one term across shards.
@@ -632,6 +683,46 @@ mod tests {
             .collect();
         let similarity = embed::dot(&row, expected.values());
         assert!(similarity > 0.999, "{similarity}");
+    }
+
+    /// An embedder of another kind than the hashing one: a few letter counts.
+    struct LetterCounts;
+
+    impl Embedder for LetterCounts {
+        fn dimensions(&self) -> usize {
+            4
+        }
+
+        fn embed(&self, text: &str) -> crate::embed::Embedding {
+            let count = |letter: char| text.chars().filter(|c| *c == letter).count() as f32;
+            crate::embed::Embedding::normalized(vec![
+                count('a') + 1.0,
+                count('e'),
+                count('i'),
+                count('o'),
+            ])
+        }
+    }
+
+    #[test]
+    fn a_build_with_another_embedder_after_a_hashing_build_on_the_same_thread_works() {
+        // The thread's word table keeps the hashing features of the words it has seen; a later
+        // build with another embedder must neither use them (it used to index a vector of length
+        // zero with them and panic) nor embed differently from the embedder itself.
+        let docs = vec![
+            doc("read_file", "read a file"),
+            doc("get_weather", "weather"),
+        ];
+        let hashing = Index::new().with_server("a", docs.clone());
+        assert_eq!(hashing.len(), 2);
+        let other = Index::with_embedder(Arc::new(LetterCounts)).with_server("a", docs);
+        let shard = &other.shards[0];
+        assert_eq!(shard.embeddings.len(), 2 * 4);
+        let hits = other
+            .search(&crate::search::Query::new("read a file"))
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].tool, "read_file");
     }
 
     #[test]

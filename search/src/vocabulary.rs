@@ -15,6 +15,15 @@ use crate::concepts::{self, Action};
 use crate::embed;
 use crate::text;
 
+/// What a word of a tool's name says about the tool.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct NameWord {
+    /// The action class of the word's term.
+    pub(crate) action: Option<Action>,
+    /// Whether the word says the tool enumerates (`list`, `enumerate`, `browse`).
+    pub(crate) lists: bool,
+}
+
 /// What the builds on one thread know about one folded word, so each distinct word is analysed
 /// (stemmed, stop-listed, classified, hashed into embedding features) once per thread, and every
 /// later occurrence, in any shard, costs one hash lookup.
@@ -23,8 +32,8 @@ pub(crate) struct WordInfo {
     /// The term's thread-wide id (an index in `WordTable::terms`), `None` for a stop word
     /// (counted in no field).
     term: Option<u32>,
-    /// The action class of the word's term (for the tool's name).
-    action: Option<Action>,
+    /// What the word says when it is in a tool's name.
+    name_word: NameWord,
     /// Where its embedding features lie in `WordTable::features`; `None` until a build with the
     /// hashing embedder asks for them.
     features: Option<(u32, u32)>,
@@ -86,7 +95,10 @@ impl WordTable {
         } else {
             text::analyze_word(word.folded, &mut self.term)
         };
-        let action = concepts::actions_of(&self.term).first().copied();
+        let name_word = NameWord {
+            action: concepts::actions_of(&self.term).first().copied(),
+            lists: concepts::is_listing(&self.term),
+        };
         let term = (!stop).then(|| match self.term_ids.get(self.term.as_str()) {
             Some(&id) => id,
             None => {
@@ -98,7 +110,7 @@ impl WordTable {
         });
         WordInfo {
             term,
-            action,
+            name_word,
             features: None,
         }
     }
@@ -131,12 +143,12 @@ impl<'a> Vocabulary<'a> {
         self.table.shard_terms.len()
     }
 
-    /// Calls `visit` with what each word of `text` stands for (its term as a shard-local id) and
-    /// its embedding features (empty unless hashing).
+    /// Calls `visit` with what each word of `text` stands for (its term as a shard-local id),
+    /// what it says in a tool's name, and its embedding features (empty unless hashing).
     pub(crate) fn for_each_word(
         &mut self,
         text: &str,
-        mut visit: impl FnMut(Option<u32>, Option<Action>, &[(u32, f32)]),
+        mut visit: impl FnMut(Option<u32>, NameWord, &[(u32, f32)]),
     ) {
         text::split_words(text, |word| {
             let info = self.table.lookup(&word, self.hashing);
@@ -152,11 +164,15 @@ impl<'a> Vocabulary<'a> {
                 }
                 table.local_of[term]
             });
+            // The thread's table may know a word's features from an earlier build with the
+            // hashing embedder; a build with another embedder must still get none.
             let features = match info.features {
-                Some((start, end)) => &self.table.features[start as usize..end as usize],
-                None => &[],
+                Some((start, end)) if self.hashing => {
+                    &self.table.features[start as usize..end as usize]
+                }
+                _ => &[],
             };
-            visit(local, info.action, features);
+            visit(local, info.name_word, features);
         });
     }
 

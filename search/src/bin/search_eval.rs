@@ -5,7 +5,8 @@
 //! `DATA_DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
 //! `test.tsv`. Any other catalog in the same format (a JSON list of servers with MCP tools) and
 //! request files (`server/tool<TAB>request`) can be evaluated the same way. `--misses`
-//! (`--dev-misses`) also prints every test (dev) request ours does not rank first, and
+//! (`--dev-misses`) also prints every test (dev) request ours does not rank first,
+//! `--dev-losses` the dev requests plain BM25 ranks first and ours does not, and
 //! `--explain "QUERY"` prints our top ten for one query with the parts of their scores.
 //! `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`) adds rows
 //! for our ranking with the all-MiniLM-L6-v2 embedder instead of the hashing one.
@@ -81,6 +82,7 @@ fn row(label: &str, metrics: &Metrics) {
 fn main() -> anyhow::Result<()> {
     let mut data_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
     let mut show_misses = None;
+    let mut show_losses = false;
     let mut explain = None;
     let mut minilm_dir: Option<PathBuf> = None;
     let mut arguments = std::env::args().skip(1);
@@ -88,6 +90,7 @@ fn main() -> anyhow::Result<()> {
         match argument.as_str() {
             "--misses" => show_misses = Some("test.tsv"),
             "--dev-misses" => show_misses = Some("dev.tsv"),
+            "--dev-losses" => show_losses = true,
             "--explain" => explain = arguments.next(),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
             other => data_dir = PathBuf::from(other),
@@ -189,6 +192,30 @@ fn main() -> anyhow::Result<()> {
         }
     }
 
+    if show_losses {
+        // The dev requests plain BM25 ranks first and ours does not: where ours loses.
+        let requests = eval::parse_requests(&read(&data_dir, "dev.tsv")?)?;
+        let ours = eval::ranks_ours(&index, &requests);
+        let bm25 = eval::ranks_bm25(&docs, &requests);
+        println!("\ndev requests BM25 ranks first and ours does not:");
+        for ((request, ours), bm25) in requests.iter().zip(ours).zip(bm25) {
+            if bm25 == Some(1) && ours != Some(1) {
+                let query = tool_cli_search::search::Query::new(&request.query);
+                let got = index
+                    .search(&query)
+                    .ok()
+                    .and_then(|o| o.hits.into_iter().next())
+                    .map(|h| format!("{}/{}", h.server, h.tool))
+                    .unwrap_or_default();
+                let (server, tool) = &request.expected[0];
+                println!(
+                    "  ours {:>4}  {server}/{tool}  got {got}  <- {}",
+                    ours.map_or("-".to_owned(), |r| r.to_string()),
+                    request.query
+                );
+            }
+        }
+    }
     if let Some(file) = show_misses {
         let requests = eval::parse_requests(&read(&data_dir, file)?)?;
         let ranks = eval::ranks_ours(&index, &requests);

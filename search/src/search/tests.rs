@@ -578,3 +578,95 @@ fn skipping_weak_lexical_matches_never_changes_the_hits() {
         }
     }
 }
+
+#[test]
+fn a_plural_request_prefers_the_tool_that_lists_that_kind() {
+    // Both tools match "table" as well; the plural asks for several, which the listing tool
+    // gives, and a singular request still gets the tool for one.
+    let index = Index::new().with_server(
+        "db",
+        vec![
+            doc(
+                "table_schema_get",
+                "Get the schema of a table in a database",
+            ),
+            doc("table_list", "List tables in a database"),
+            doc("secret_get", "Get the details of a secret"),
+            doc("secret_list", "List the secrets"),
+        ],
+    );
+    let tables = index
+        .search(&Query::new("what tables does database sales have"))
+        .unwrap()
+        .hits;
+    assert_eq!(tables[0].tool, "table_list");
+    // Lexically the two are nearly tied; the plural is what decides.
+    assert!(
+        (tables[0].why.lexical - tables[1].why.lexical).abs() < 0.05,
+        "{tables:?}"
+    );
+    assert_eq!(
+        first(&index, "the schema of table orders in database sales"),
+        "db/table_schema_get"
+    );
+    // A plural that is not the kind the tool lists ("details") does not make it a list request.
+    assert_eq!(first(&index, "the details of secret api"), "db/secret_get");
+}
+
+#[test]
+fn is_plural_recognises_regular_plurals_only() {
+    let plural = |word: &str| {
+        let mut stemmed = String::new();
+        text::stem(word, &mut stemmed);
+        is_plural(word, &stemmed)
+    };
+    for word in ["tables", "registries", "keys", "databases", "boxes"] {
+        assert!(plural(word), "{word}");
+    }
+    for word in [
+        "table", "status", "address", "access", "analysis", "running",
+    ] {
+        assert!(!plural(word), "{word}");
+    }
+}
+
+#[test]
+fn parameters_most_tools_of_a_server_share_are_not_indexed() {
+    // Every tool of the server has the same `auth` parameter, whose description mentions "key";
+    // it must not make "key" a word of every tool (where its document frequency would make it
+    // worthless for the one tool about keys).
+    let auth = ParamDoc {
+        name: "auth".to_owned(),
+        description: "authentication: a key or a token".to_owned(),
+    };
+    let with_auth = |name: &str, description: &str| ToolDoc {
+        parameters: vec![auth.clone()],
+        ..doc(name, description)
+    };
+    let index = Index::new().with_server(
+        "cloud",
+        vec![
+            with_auth("key_get", "Get a key of the vault"),
+            with_auth("secret_get", "Get a secret of the vault"),
+            with_auth("vm_list", "List virtual machines"),
+            with_auth("disk_list", "List disks"),
+        ],
+    );
+    let hits = index.search(&Query::new("key")).unwrap().hits;
+    assert_eq!(hits[0].tool, "key_get");
+    // `secret_get` is found through the concept table (key/secret), the other tools not at all.
+    assert!(
+        hits.iter()
+            .all(|h| h.tool != "vm_list" && h.tool != "disk_list"),
+        "{hits:?}"
+    );
+    // A server of fewer tools keeps them: two tools sharing a parameter is no boilerplate.
+    let small = Index::new().with_server(
+        "small",
+        vec![
+            with_auth("vm_list", "List virtual machines"),
+            with_auth("disk_list", "List disks"),
+        ],
+    );
+    assert_eq!(small.search(&Query::new("token")).unwrap().hits.len(), 2);
+}
