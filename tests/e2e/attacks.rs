@@ -1,0 +1,301 @@
+//! Attacks an outside team would try first, each found to get a wrong answer from the daemon
+//! before its fix (or to have no test yet): JSON-RPC ids that are `null` or hold a lone UTF-16
+//! surrogate, a request body trickled in forever, client text that forges daemon log lines, and
+//! params given as an array. The HTTP requests are written byte by byte over loopback; the
+//! daemon, its log and the fault server are the real ones.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_cli_protocol::code;
+use tool_cli_tests::{Daemon, eventually, fault_server, fault_server_recording, scratch};
+
+const BRIDGE_INFO: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#;
+
+/// How long a connection trickling its body may stay open before the test gives up on the
+/// daemon closing it: far above the daemon's body-read timeout.
+const TRICKLE_BOUND: Duration = Duration::from_secs(40);
+
+fn fault_daemon() -> Daemon {
+    Daemon::start(json!({"mcpServers": {"alpha": fault_server(&[])}}))
+}
+
+fn post_json(daemon: &Daemon, body: &[u8]) -> (u16, Value) {
+    let (status, answer) = daemon.post(body);
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let value = serde_json::from_slice(&answer)
+        .unwrap_or_else(|error| panic!("status {status}, not JSON ({error}): {text:?}"));
+    (status, value)
+}
+
+fn assert_still_serving(daemon: &Daemon) {
+    let (status, answer) = post_json(daemon, BRIDGE_INFO);
+    assert_eq!(status, 200);
+    assert!(answer["result"].is_object(), "{answer}");
+}
+
+#[test]
+fn a_request_with_a_null_id_is_run_and_answered_under_a_null_id() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    // JSON-RPC 2.0: a request is a notification only when it has no `id` member at all; an
+    // `id` of null is a request (discouraged, but answered), as docs/protocol.md says.
+    let request = json!({"jsonrpc": "2.0", "id": null, "method": "callTool",
+        "params": {"server": "alpha", "tool": "echo", "arguments": {"nonce": "null-id"}}});
+    let (status, answer) = post_json(&daemon, request.to_string().as_bytes());
+    assert_eq!(status, 200);
+    assert!(answer["id"].is_null(), "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["nonce"], "null-id",
+        "{answer}"
+    );
+    let calls = tool_cli_tests::count_recorded(&record, "tools/call", Some("echo"));
+    assert_eq!(calls, 1, "the call ran once");
+
+    // In a batch, beside a notification that is still not run.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": null, "method": "getBridgeInfo"},
+        {"jsonrpc": "2.0", "method": "callTool",
+         "params": {"server": "alpha", "tool": "echo", "arguments": {"nonce": "ghost"}}},
+    ]);
+    let (status, answer) = post_json(&daemon, batch.to_string().as_bytes());
+    assert_eq!(status, 200);
+    let answers = answer.as_array().expect("a batch answer is an array");
+    assert_eq!(answers.len(), 1, "{answer}");
+    assert!(answers[0]["id"].is_null() && answers[0]["result"].is_object());
+    assert_eq!(
+        tool_cli_tests::count_recorded(&record, "tools/call", Some("echo")),
+        1
+    );
+}
+
+#[test]
+fn an_id_holding_a_lone_surrogate_is_an_invalid_request() {
+    let daemon = fault_daemon();
+    // `"\ud800"` is valid JSON text but no Unicode string: it cannot be echoed back as an id.
+    let single = br#"{"jsonrpc":"2.0","id":"\ud800","method":"getBridgeInfo"}"#;
+    let (status, answer) = post_json(&daemon, single);
+    assert_eq!(status, 200);
+    assert!(answer.is_object(), "{answer}");
+    assert_eq!(answer["error"]["code"], code::INVALID_REQUEST, "{answer}");
+    assert!(answer["id"].is_null(), "{answer}");
+
+    let batch = br#"[{"jsonrpc":"2.0","id":"\ud800","method":"getBridgeInfo"},{"jsonrpc":"2.0","id":"\ud800\udc00","method":"getBridgeInfo"}]"#;
+    let (status, answer) = post_json(&daemon, batch);
+    assert_eq!(status, 200);
+    let answers = answer.as_array().expect("a batch answer is an array");
+    assert_eq!(answers.len(), 2, "{answer}");
+    assert_eq!(answers[0]["error"]["code"], code::INVALID_REQUEST, "{answer}");
+    // A surrogate pair is a real character (U+10000) and an ordinary id.
+    assert_eq!(answers[1]["id"], "\u{10000}", "{answer}");
+    assert!(answers[1]["result"].is_object(), "{answer}");
+    assert_still_serving(&daemon);
+}
+
+#[test]
+fn a_body_trickled_in_forever_is_cut_off() {
+    let daemon = fault_daemon();
+    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("read timeout");
+    // A complete, authorized head promising a body within the size limit, then one byte of it
+    // every half second: each byte arrives long before any per-read timeout, the whole never.
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\
+         Content-Length: 100000\r\n\r\n",
+        daemon.port, daemon.token
+    );
+    stream.write_all(head.as_bytes()).expect("send the head");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut closed = false;
+    let mut served_meanwhile = false;
+    for byte in 0.. {
+        if started.elapsed() > TRICKLE_BOUND {
+            break;
+        }
+        let mut buffer = [0u8; 512];
+        match stream.read(&mut buffer) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(read) => answer.extend_from_slice(&buffer[..read]),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => {
+                closed = true;
+                break;
+            }
+        }
+        if stream.write_all(b" ").is_err() {
+            closed = true;
+            break;
+        }
+        if byte == 2 {
+            assert_still_serving(&daemon);
+            served_meanwhile = true;
+        }
+    }
+    assert!(
+        closed,
+        "a connection trickling its body was still open after {TRICKLE_BOUND:?}"
+    );
+    assert!(served_meanwhile);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "either closed or told 408: {answer:?}"
+    );
+    assert_still_serving(&daemon);
+}
+
+#[test]
+fn client_text_cannot_forge_daemon_log_lines_or_reach_its_terminal() {
+    let daemon = fault_daemon();
+    // A tool name (any client may send one) and a server name, each with a line break that
+    // would start a forged log line and escape sequences that would retitle and clear the
+    // terminal the daemon logs to.
+    let forged_tool = "nope\n2026-01-01T00:00:00Z ERROR FORGED-BY-TOOL\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let forged_server = "alpha\rFORGED-BY-SERVER\u{1b}[8m\u{9b}31m";
+    for (server, tool) in [("alpha", forged_tool), (forged_server, "echo")] {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "callTool",
+            "params": {"server": server, "tool": tool, "arguments": {}}});
+        let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
+        assert!(answer["error"].is_object(), "{answer}");
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let log = daemon.stderr();
+            log.contains("FORGED-BY-TOOL") && log.contains("FORGED-BY-SERVER")
+        }),
+        "both calls are logged: {}",
+        daemon.stderr()
+    );
+    let log = daemon.stderr();
+    for line in log.lines() {
+        assert!(
+            !line.starts_with("2026-01-01") && !line.starts_with("FORGED"),
+            "a forged log line: {line:?}"
+        );
+    }
+    assert!(!log.contains('\r'), "a carriage return reached the log");
+    assert!(
+        !log.contains('\u{1b}') && !log.contains('\u{7}') && !log.contains('\u{9b}'),
+        "an escape sequence reached the log: {log:?}"
+    );
+}
+
+#[test]
+fn params_given_as_an_array_are_refused_with_a_clear_error() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    // serde reads a struct from a sequence by field order; such a call used to run with
+    // `server` and `tool` taken from positions nobody documented.
+    let request = json!({"jsonrpc": "2.0", "id": 7, "method": "callTool",
+        "params": ["alpha", "echo", {"nonce": "positional"}]});
+    let (status, answer) = post_json(&daemon, request.to_string().as_bytes());
+    assert_eq!(status, 200);
+    assert_eq!(answer["error"]["code"], code::INVALID_PARAMS, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("callTool") && message.contains("object") && message.contains("array"),
+        "says what was wrong and what is right: {message}"
+    );
+    assert!(message.contains(r#""tool": string"#), "{message}");
+    let request = json!({"jsonrpc": "2.0", "id": 8, "method": "listTools", "params": ["alpha"]});
+    let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
+    assert_eq!(answer["error"]["code"], code::INVALID_PARAMS, "{answer}");
+    assert_eq!(
+        tool_cli_tests::count_recorded(&record, "tools/call", None),
+        0,
+        "nothing ran"
+    );
+    // An object still works.
+    let request = json!({"jsonrpc": "2.0", "id": 9, "method": "listTools", "params": {"server": "alpha"}});
+    let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+}
+
+/// The error a token gets, as `(code, message)` with the tool's name replaced by `TOOL`, so two
+/// answers can be compared for what they reveal beyond the name the caller chose.
+fn refusal(daemon: &Daemon, token: &str, method: &str, params: Value, tool: &str) -> (i32, String) {
+    let error = daemon
+        .rpc_as(token, method, Some(params))
+        .expect_err("refused");
+    (error.code, error.message.replace(tool, "TOOL"))
+}
+
+#[test]
+fn a_scoped_token_cannot_tell_hidden_tools_from_missing_ones() {
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "alpha": fault_server(&[]),
+    }}));
+    let globbed = daemon.call("mintToken", json!({"tools": ["alpha/echo"]}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let read_only = daemon.call("mintToken", json!({"servers": ["alpha"], "readOnly": true}))
+        ["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // `crash` exists (outside the glob, and not read-only); `no_such_tool` does not.
+    for token in [&globbed, &read_only] {
+        for method in ["describeTool", "callTool"] {
+            let ask = |tool: &str| {
+                let params = json!({"server": "alpha", "tool": tool, "arguments": {}});
+                refusal(&daemon, token, method, params, tool)
+            };
+            let hidden = ask("crash");
+            let missing = ask("no_such_tool");
+            assert_eq!(hidden.0, code::FORBIDDEN, "{method}: {hidden:?}");
+            assert_eq!(hidden, missing, "{method}: the answers must not differ");
+        }
+    }
+    // The owner is still told a tool does not exist, with the closest names.
+    let error = daemon.call_err(
+        "callTool",
+        json!({"server": "alpha", "tool": "ecko", "arguments": {}}),
+    );
+    assert_eq!(error.code, code::INVALID_PARAMS);
+    assert!(error.message.contains("echo"), "{}", error.message);
+    // A scoped token is told a tool does not exist when the name is within its scope, with
+    // the closest names it may see.
+    let prefixed = daemon.call("mintToken", json!({"tools": ["alpha/e*"]}))["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let error = daemon
+        .rpc_as(
+            &prefixed,
+            "callTool",
+            Some(json!({"server": "alpha", "tool": "ech", "arguments": {}})),
+        )
+        .expect_err("unknown");
+    assert_eq!(error.code, code::INVALID_PARAMS, "{}", error.message);
+    assert!(error.message.contains("echo"), "{}", error.message);
+    assert!(!error.message.contains("crash"), "{}", error.message);
+}
+
+#[test]
+fn a_cancel_agent_error_names_cancel_agent() {
+    let daemon = fault_daemon();
+    let error = daemon.call_err("cancelAgent", json!({"runId": "never-started"}));
+    assert_eq!(error.code, code::INVALID_PARAMS);
+    assert!(
+        error.message.starts_with("invalid params for cancelAgent:"),
+        "{}",
+        error.message
+    );
+}
