@@ -89,7 +89,11 @@ fn an_id_holding_a_lone_surrogate_is_an_invalid_request() {
     assert_eq!(status, 200);
     let answers = answer.as_array().expect("a batch answer is an array");
     assert_eq!(answers.len(), 2, "{answer}");
-    assert_eq!(answers[0]["error"]["code"], code::INVALID_REQUEST, "{answer}");
+    assert_eq!(
+        answers[0]["error"]["code"],
+        code::INVALID_REQUEST,
+        "{answer}"
+    );
     // A surrogate pair is a real character (U+10000) and an ordinary id.
     assert_eq!(answers[1]["id"], "\u{10000}", "{answer}");
     assert!(answers[1]["result"].is_object(), "{answer}");
@@ -222,7 +226,8 @@ fn params_given_as_an_array_are_refused_with_a_clear_error() {
         "nothing ran"
     );
     // An object still works.
-    let request = json!({"jsonrpc": "2.0", "id": 9, "method": "listTools", "params": {"server": "alpha"}});
+    let request =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "listTools", "params": {"server": "alpha"}});
     let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
     assert!(answer["result"]["tools"].is_array(), "{answer}");
 }
@@ -245,11 +250,11 @@ fn a_scoped_token_cannot_tell_hidden_tools_from_missing_ones() {
         .as_str()
         .unwrap()
         .to_owned();
-    let read_only = daemon.call("mintToken", json!({"servers": ["alpha"], "readOnly": true}))
-        ["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let read_only =
+        daemon.call("mintToken", json!({"servers": ["alpha"], "readOnly": true}))["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     // `crash` exists (outside the glob, and not read-only); `no_such_tool` does not.
     for token in [&globbed, &read_only] {
         for method in ["describeTool", "callTool"] {
