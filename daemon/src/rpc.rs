@@ -629,22 +629,6 @@ pub(crate) fn parse<T: DeserializeOwned>(
     let Some(text) = params.as_str() else {
         return Err(invalid(format!("missing params; expected {expected}")));
     };
-    // serde reads a struct from an array too, member by member in the order its fields are
-    // declared: an order no caller was ever told, which would quietly become the protocol. An
-    // empty array, which some JSON-RPC clients send for "no params", is an empty object.
-    let text = if text.trim_start().starts_with('[') {
-        match serde_json::from_str::<Vec<serde::de::IgnoredAny>>(text) {
-            Ok(items) if items.is_empty() => "{}",
-            _ => {
-                return Err(invalid(format!(
-                    "params must be an object of named members, not an array (params by \
-                     position are not supported); expected {expected}"
-                )));
-            }
-        }
-    } else {
-        text
-    };
     serde_json::from_str(text).map_err(|err| {
         let message = err.to_string();
         // serde_json stops at 128 levels of arrays and objects (a guard against stack
@@ -749,31 +733,6 @@ pub(crate) fn bridge_info() -> BridgeInfo {
 mod tests {
     use super::*;
     use serde_json::Value;
-
-    #[test]
-    fn params_by_position_are_refused_and_an_empty_array_is_no_params() {
-        let params = Params::new(Some(r#"["alpha"]"#));
-        let err = parse::<ServerParams>("listTools", &params, SERVER_SHAPE).unwrap_err();
-        assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
-        let message = err.message();
-        assert!(
-            message.contains("must be an object of named members, not an array"),
-            "{message}"
-        );
-        assert!(
-            message.contains(r#"expected {"server": string}"#),
-            "{message}"
-        );
-        let err = parse::<ServerParams>("listTools", &Params::new(Some(" [ ] ")), SERVER_SHAPE)
-            .unwrap_err();
-        assert!(
-            err.message().contains("missing field `server`"),
-            "{}",
-            err.message()
-        );
-        let parsed: Value = parse("x", &Params::new(Some("[]")), "{}").unwrap();
-        assert_eq!(parsed, serde_json::json!({}));
-    }
 
     #[test]
     fn params_errors_name_the_member_and_the_shape() {
