@@ -1,7 +1,7 @@
 //! Attacks an outside team would try first, each found to get a wrong answer from the daemon
 //! before its fix (or to have no test yet): JSON-RPC ids that are `null` or hold a lone UTF-16
-//! surrogate, a request body trickled in forever, client text that forges daemon log lines, and
-//! params given as an array. The HTTP requests are written byte by byte over loopback; the
+//! surrogate, a request body trickled in forever, client text that forges daemon log lines, params by position, and
+//! tool names probed by a scoped token. The HTTP requests are written byte by byte over loopback; the
 //! daemon, its log and the fault server are the real ones.
 
 use std::io::{Read, Write};
@@ -199,37 +199,33 @@ fn client_text_cannot_forge_daemon_log_lines_or_reach_its_terminal() {
 }
 
 #[test]
-fn params_given_as_an_array_are_refused_with_a_clear_error() {
+fn params_by_position_follow_the_documented_member_order() {
     let dir = scratch();
     let record = dir.path().join("received.jsonl");
     let daemon =
         Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
-    // serde reads a struct from a sequence by field order; such a call used to run with
-    // `server` and `tool` taken from positions nobody documented.
+    // docs/protocol.md, "Compatibility rules": positional params are accepted in member order,
+    // the order of each method's heading (`callTool`: server, tool, arguments, …).
     let request = json!({"jsonrpc": "2.0", "id": 7, "method": "callTool",
         "params": ["alpha", "echo", {"nonce": "positional"}]});
     let (status, answer) = post_json(&daemon, request.to_string().as_bytes());
     assert_eq!(status, 200);
+    assert_eq!(
+        answer["result"]["structuredContent"]["nonce"], "positional",
+        "{answer}"
+    );
+    // A value in the wrong position is a type error naming the member, and nothing runs.
+    let request = json!({"jsonrpc": "2.0", "id": 8, "method": "callTool",
+        "params": [{"nonce": "swapped"}, "alpha", "echo"]});
+    let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
     assert_eq!(answer["error"]["code"], code::INVALID_PARAMS, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("callTool") && message.contains("object") && message.contains("array"),
-        "says what was wrong and what is right: {message}"
-    );
     assert!(message.contains(r#""tool": string"#), "{message}");
-    let request = json!({"jsonrpc": "2.0", "id": 8, "method": "listTools", "params": ["alpha"]});
-    let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
-    assert_eq!(answer["error"]["code"], code::INVALID_PARAMS, "{answer}");
     assert_eq!(
         tool_cli_tests::count_recorded(&record, "tools/call", None),
-        0,
-        "nothing ran"
+        1,
+        "only the well-formed call ran"
     );
-    // An object still works.
-    let request =
-        json!({"jsonrpc": "2.0", "id": 9, "method": "listTools", "params": {"server": "alpha"}});
-    let (_, answer) = post_json(&daemon, request.to_string().as_bytes());
-    assert!(answer["result"]["tools"].is_array(), "{answer}");
 }
 
 /// The error a token gets, as `(code, message)` with the tool's name replaced by `TOOL`, so two
