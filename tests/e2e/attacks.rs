@@ -300,3 +300,29 @@ fn a_cancel_agent_error_names_cancel_agent() {
         error.message
     );
 }
+
+#[test]
+fn an_endless_argument_file_is_refused_not_read_until_memory_runs_out() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    for args in [
+        &["alpha", "echo", "nonce=@/dev/zero"][..],
+        &["alpha", "echo", "--args-file", "/dev/zero"][..],
+    ] {
+        // Within the harness's client timeout, or the test fails: it used to read forever.
+        let output = daemon.run_client(args, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("/dev/zero") && stderr.contains("larger than 64 MiB"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        tool_cli_tests::count_recorded(&record, "tools/call", None),
+        0,
+        "nothing was called"
+    );
+}
