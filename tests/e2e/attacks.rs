@@ -326,3 +326,105 @@ fn an_endless_argument_file_is_refused_not_read_until_memory_runs_out() {
         "nothing was called"
     );
 }
+
+/// Writes `request` on a fresh connection and reads until the daemon closes it (or 10 s pass).
+fn exchange_until_closed(daemon: &Daemon, request: &[u8]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    // The daemon may answer and close before reading everything; what it answered counts.
+    let _ = stream.write_all(request);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn request_bytes(daemon: &Daemon, extra_headers: &str, body: &[u8], token: bool) -> Vec<u8> {
+    let authorization = if token {
+        format!("Authorization: Bearer {}\r\n", daemon.token)
+    } else {
+        String::new()
+    };
+    let mut bytes = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{authorization}{extra_headers}\r\n",
+        daemon.port
+    )
+    .into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+#[test]
+fn a_request_with_both_content_length_and_chunked_cannot_smuggle_a_second_one() {
+    let daemon = fault_daemon();
+    // Framed by Transfer-Encoding (which wins), the body is the bridge-info request and the
+    // smuggled request follows; framed by the Content-Length of 4, everything after the first
+    // 4 bytes would be a second request. Either the daemon refuses the message or it answers
+    // the one request and closes: the smuggled one is never answered.
+    let smuggled = format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\
+         Content-Length: {}\r\n\r\n{}",
+        daemon.port,
+        daemon.token,
+        BRIDGE_INFO.len(),
+        String::from_utf8_lossy(BRIDGE_INFO)
+    );
+    let mut body = format!("{:x}\r\n", BRIDGE_INFO.len()).into_bytes();
+    body.extend_from_slice(BRIDGE_INFO);
+    body.extend_from_slice(b"\r\n0\r\n\r\n");
+    body.extend_from_slice(smuggled.as_bytes());
+    let request = request_bytes(
+        &daemon,
+        "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n",
+        &body,
+        true,
+    );
+    let answer = exchange_until_closed(&daemon, &request);
+    assert_eq!(
+        answer.matches("HTTP/1.1 ").count(),
+        1,
+        "exactly one response, then the connection closed: {answer}"
+    );
+    assert_still_serving(&daemon);
+}
+
+#[test]
+fn pipelined_requests_are_each_authorized_on_their_own() {
+    let daemon = fault_daemon();
+    let listing =
+        |id: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"listServers"}}"#).into_bytes();
+    let length = |body: &[u8]| format!("Content-Length: {}\r\n", body.len());
+    let mut request = Vec::new();
+    for (id, token) in [(1, true), (2, false), (3, true)] {
+        let body = listing(id);
+        let close = if id == 3 { "Connection: close\r\n" } else { "" };
+        request.extend(request_bytes(
+            &daemon,
+            &format!("{}{close}", length(&body)),
+            &body,
+            token,
+        ));
+    }
+    let answer = exchange_until_closed(&daemon, &request);
+    let statuses: Vec<&str> = answer
+        .match_indices("HTTP/1.1 ")
+        .map(|(at, _)| &answer[at + 9..at + 12])
+        .collect();
+    assert_eq!(statuses, ["200", "401", "200"], "{answer}");
+    assert!(answer.contains(r#""id":1"#) && answer.contains(r#""id":3"#));
+    assert!(!answer.contains(r#""id":2"#), "{answer}");
+}
+
+#[test]
+fn an_http2_prior_knowledge_preface_is_closed_unanswered() {
+    let daemon = fault_daemon();
+    // The client preface and an empty SETTINGS frame: the daemon speaks HTTP/1.1 only.
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    let answer = exchange_until_closed(&daemon, preface);
+    assert!(
+        !answer.contains("HTTP/1.1 200") && !answer.contains("jsonrpc"),
+        "{answer}"
+    );
+    assert_still_serving(&daemon);
+}
