@@ -36,6 +36,7 @@
 
 mod args;
 mod base64;
+mod bounded_read;
 mod client;
 mod endpoint;
 mod error;
@@ -51,7 +52,7 @@ mod traces;
 mod vouch;
 
 use std::ffi::OsString;
-use std::io::{IsTerminal as _, Read as _};
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -69,10 +70,7 @@ pub fn run_cli() -> ExitCode {
         require_identity: std::env::var(env::REQUIRE_IDENTITY).ok(),
         session: std::env::var(env::SESSION).ok(),
     };
-    let read_stdin = || {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    };
+    let read_stdin = bounded_read::read_stdin;
     let argv: Vec<OsString> = std::env::args_os().collect();
     let json = wants_json(&argv);
     let invocation = match args::parse(argv, &args_env, read_stdin) {

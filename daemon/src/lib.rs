@@ -25,6 +25,7 @@ mod gate;
 mod health;
 pub mod import;
 pub mod log_filter;
+mod log_text;
 pub mod manage;
 mod memory;
 mod metrics;

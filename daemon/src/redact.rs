@@ -331,20 +331,28 @@ pub fn installed() -> Option<Arc<Secrets>> {
 }
 
 /// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log
-/// line. The formatter hands over one whole event per `write`, so a secret is never split.
+/// line, and escapes the control characters in it ([`crate::log_text`]) so that text a client
+/// or a server chose can neither forge a log line nor drive the terminal. The formatter hands
+/// over one whole event per `write`, so a secret is never split.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LogWriter;
 
+/// Whether the log goes to a terminal, where the formatter writes colour codes (`main.rs` turns
+/// colour on exactly then); asked once.
+fn log_in_colour() -> bool {
+    static IN_COLOUR: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *IN_COLOUR.get_or_init(|| std::io::IsTerminal::is_terminal(&std::io::stderr()))
+}
+
 impl std::io::Write for LogWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut stderr = std::io::stderr().lock();
-        match installed() {
-            Some(secrets) if !secrets.is_empty() => {
-                let text = String::from_utf8_lossy(bytes);
-                stderr.write_all(secrets.redact(&text).as_bytes())?;
-            }
-            _ => stderr.write_all(bytes)?,
-        }
+        let text = String::from_utf8_lossy(bytes);
+        let text = match installed() {
+            Some(secrets) if !secrets.is_empty() => Cow::Owned(secrets.redact(&text).into_owned()),
+            _ => text,
+        };
+        let line = crate::log_text::neutralize(&text, log_in_colour());
+        std::io::stderr().lock().write_all(line.as_bytes())?;
         Ok(bytes.len())
     }
 

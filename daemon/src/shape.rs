@@ -30,6 +30,12 @@ use serde_json::value::RawValue;
 /// Default largest request body accepted.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// How long a request's body may take to arrive once its head has. hyper's header-read timeout
+/// stops a client trickling its head; without this one, a client trickling its body (one byte
+/// a second under a `Content-Length` within the limit) held its connection, and one of the
+/// daemon's 1024 connection slots, forever. A 4 MiB body crosses loopback in milliseconds.
+pub(crate) const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Attached to a batch request: how many entries it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchLen(pub(crate) usize);
@@ -91,7 +97,11 @@ where
         let max_body_bytes = self.max_body_bytes;
         Box::pin(async move {
             let (parts, body) = request.into_parts();
-            let bytes = match Limited::new(body, max_body_bytes).collect().await {
+            let collect = Limited::new(body, max_body_bytes).collect();
+            let Ok(collected) = tokio::time::timeout(BODY_READ_TIMEOUT, collect).await else {
+                return Ok(closing_status(StatusCode::REQUEST_TIMEOUT));
+            };
+            let bytes = match collected {
                 Ok(collected) => collected.to_bytes(),
                 Err(error) if error.is::<LengthLimitError>() => {
                     return Ok(plain_status(StatusCode::PAYLOAD_TOO_LARGE));
@@ -156,7 +166,9 @@ pub(crate) enum Shape {
 /// The members that decide the shape, borrowed from the body.
 #[derive(Deserialize)]
 struct Probe<'a> {
-    #[serde(borrow, default)]
+    /// `Some` whenever the member is there, `null` included: JSON-RPC 2.0 makes a request a
+    /// notification only when it has no `id` member at all.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<&'a RawValue>,
@@ -171,13 +183,25 @@ impl Probe<'_> {
             && self.jsonrpc.is_some_and(|v| v.get() == r#""2.0""#)
     }
 
-    /// JSON-RPC ids are strings, numbers or null; we take integers that fit 64 bits.
+    /// JSON-RPC ids are strings, numbers or null; we take integers that fit 64 bits, and
+    /// strings that are Unicode text (`"\ud800"`, a lone surrogate, is valid JSON but no
+    /// string, so it could not be echoed back in an answer).
     fn has_valid_id(&self) -> bool {
         self.id.is_some_and(|id| {
             let text = id.get();
-            text.starts_with('"') || text == "null" || text.parse::<u64>().is_ok()
+            (text.starts_with('"') && serde_json::from_str::<String>(text).is_ok())
+                || text == "null"
+                || text.parse::<u64>().is_ok()
         })
     }
+}
+
+/// Deserializes a member that is there, whatever its value (`null` too), as `Some`.
+fn present<'de, D>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    <&'de RawValue>::deserialize(deserializer).map(Some)
 }
 
 pub(crate) fn shape(body: &[u8]) -> Shape {
@@ -274,6 +298,16 @@ fn plain_status(status: StatusCode) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
+/// [`plain_status`] that also ends the connection: the rest of the body is never read, so the
+/// connection cannot carry another request.
+fn closing_status(status: StatusCode) -> HttpResponse {
+    Response::builder()
+        .status(status)
+        .header(header::CONNECTION, "close")
+        .body(HttpBody::empty())
+        .expect("static response parts are valid")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +335,27 @@ mod tests {
             Request::post("/").body(http_body_util::Full::new(Bytes::from(vec![b' '; 2048])));
         let response = service.call(request.unwrap()).await.unwrap();
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_finishes_arriving_is_408_and_closes_the_connection() {
+        let handler = tower::service_fn(|_: HttpRequest<HttpBody>| async {
+            panic!("the handler must not see a body that never arrived");
+            #[allow(unreachable_code)]
+            Ok::<HttpResponse, std::convert::Infallible>(plain_status(StatusCode::OK))
+        });
+        let mut service = RequestShapeLayer::new(1024).layer(handler);
+        // One byte, then nothing ever again (paused time runs the clock forward).
+        let first = futures_util::stream::once(async {
+            Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(Bytes::from_static(b"{")))
+        });
+        let trickle = futures_util::StreamExt::chain(first, futures_util::stream::pending());
+        let request = Request::post("/").body(http_body_util::StreamBody::new(trickle));
+        let response = service.call(request.unwrap()).await.unwrap();
+        assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(response.headers()[header::CONNECTION], "close");
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        assert!(bytes.is_empty(), "a refusal has an empty body");
     }
 
     #[test]
@@ -344,8 +399,28 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","id":-1,"method":"x"}"#,
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":"\ud800","method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":"a\udc00b","method":"x"}"#,
         ] {
             assert_eq!(shape(body.as_bytes()), Shape::NotARequest, "{body}");
         }
+    }
+
+    #[test]
+    fn a_null_id_is_a_request_and_only_a_missing_id_a_notification() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":"\ud800\udc00","method":"x"}"#,
+        ] {
+            assert_eq!(shape(body.as_bytes()), Shape::PassThrough, "{body}");
+        }
+        assert_eq!(
+            shape(br#"[{"jsonrpc":"2.0","id":null,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#),
+            Shape::Batch(2)
+        );
+        assert_eq!(
+            shape(br#"[{"jsonrpc":"2.0","method":"a"}]"#),
+            Shape::Notifications
+        );
     }
 }

@@ -87,7 +87,11 @@ pub fn run(command: &[OsString]) -> ExitCode {
     let server_pid = match server.spawn() {
         Ok(child) => child.id() as i32,
         Err(err) => {
-            eprintln!("{SPAWN_FAILED} \"{}\": {err}", program.to_string_lossy());
+            eprintln!(
+                "{SPAWN_FAILED} \"{}\": {}",
+                program.to_string_lossy(),
+                spawn_failure(std::path::Path::new(&program), &err)
+            );
             return ExitCode::from(EXIT_CANNOT_START);
         }
     };
@@ -317,8 +321,58 @@ fn descendants(root: i32, table: &[ProcessRow]) -> Vec<i32> {
     found
 }
 
+/// Why `program` could not be started, saying what would work where the OS error alone does
+/// not ("Permission denied" for a directory or a script without its executable bit).
+fn spawn_failure(program: &std::path::Path, err: &std::io::Error) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    // A bare name is looked up on PATH; only a path names a file we can look at.
+    let is_path = program.as_os_str().to_string_lossy().contains('/');
+    let meta = is_path.then(|| std::fs::metadata(program).ok()).flatten();
+    match (err.kind(), meta) {
+        (_, Some(meta)) if meta.is_dir() => {
+            format!("{err}: it is a directory, not a program; name the program to run")
+        }
+        (std::io::ErrorKind::PermissionDenied, Some(meta))
+            if meta.is_file() && meta.permissions().mode() & 0o111 == 0 =>
+        {
+            format!(
+                "{err}: the file is not executable (mode {:o}); make it executable \
+                 (chmod +x) or name its interpreter as the command and the file in args",
+                meta.permissions().mode() & 0o777
+            )
+        }
+        (std::io::ErrorKind::NotFound, _) if !is_path => {
+            format!("{err}: no such program on the daemon's PATH; give its absolute path")
+        }
+        _ => err.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_server_that_cannot_start_is_told_why_in_words_that_help() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let message = super::spawn_failure(dir.path(), &denied);
+        assert!(
+            message.contains("it is a directory, not a program"),
+            "{message}"
+        );
+        let script = dir.path().join("server.sh");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let message = super::spawn_failure(&script, &denied);
+        assert!(message.contains("not executable (mode 644)"), "{message}");
+        assert!(message.contains("chmod +x"), "{message}");
+        let missing = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let message = super::spawn_failure(std::path::Path::new("no-such-mcp-server"), &missing);
+        assert!(message.contains("PATH"), "{message}");
+        let message = super::spawn_failure(&dir.path().join("gone"), &missing);
+        assert_eq!(message, missing.to_string());
+    }
+
     use super::*;
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod agent;
 mod alternatives;
+mod attacks;
 mod bad_inputs;
 mod catalog_scale;
 mod cli;

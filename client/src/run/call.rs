@@ -26,7 +26,7 @@ pub(super) async fn resolve_words(
 ) -> Result<Map<String, Value>, Error> {
     let pairs = match words {
         ArgumentWords::File(path) => {
-            let bytes = std::fs::read(&path).map_err(|error| {
+            let bytes = crate::bounded_read::read_file(&path).map_err(|error| {
                 Error::Usage(format!(
                     "cannot read --args-file {}: {error}; give the path of a readable JSON file",
                     path.display()
@@ -36,7 +36,7 @@ pub(super) async fn resolve_words(
         }
         ArgumentWords::Pairs(pairs) => pairs,
     };
-    let loaded = kv::load_files(pairs, |path| std::fs::read(path))?;
+    let loaded = kv::load_files(pairs, crate::bounded_read::read_file)?;
     let schema = if kv::needs_schema(&loaded) {
         Some(input_schema(client, server, tool).await?)
     } else {

@@ -28,6 +28,7 @@ use tool_cli_agent::events::{AgentEvent, EventKind, EventSink};
 use tool_cli_agent::request::{AgentRequest, AgentResult};
 use tool_cli_agent::{Agent, AgentError, new_run_id};
 use tool_cli_protocol::agent::{AgentEventsResult, CancelAgentResult};
+use tool_cli_protocol::methods::name;
 
 use crate::error::Error;
 use crate::orchestrator::Orchestrator;
@@ -152,7 +153,8 @@ impl AgentRuns {
         Ok((run_id, run))
     }
 
-    fn get(&self, token_id: &str, run_id: &str) -> Result<Arc<Run>, Error> {
+    /// The run `run_id` of `token_id`; the error names `method`, the one the caller called.
+    fn get(&self, method: &str, token_id: &str, run_id: &str) -> Result<Arc<Run>, Error> {
         self.runs
             .lock()
             .unwrap()
@@ -160,7 +162,7 @@ impl AgentRuns {
             .cloned()
             .ok_or_else(|| {
                 Error::invalid_params(
-                    "agentEvents",
+                    method,
                     format!(
                         "no run \"{run_id}\" of this token (finished runs are kept 10 minutes)"
                     ),
@@ -246,7 +248,9 @@ impl Orchestrator {
         wait: Option<Duration>,
         context: &CallContext,
     ) -> Result<AgentEventsResult, Error> {
-        let run = self.agents.get(&context.grant.token_id, run_id)?;
+        let run = self
+            .agents
+            .get(name::AGENT_EVENTS, &context.grant.token_id, run_id)?;
         let wait = wait.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT);
         let mut progress = run.progress.subscribe();
         let _ = tokio::time::timeout(
@@ -276,7 +280,9 @@ impl Orchestrator {
         run_id: &str,
         context: &CallContext,
     ) -> Result<CancelAgentResult, Error> {
-        let run = self.agents.get(&context.grant.token_id, run_id)?;
+        let run = self
+            .agents
+            .get(name::CANCEL_AGENT, &context.grant.token_id, run_id)?;
         let running = run.finished_at.lock().unwrap().is_none() && !run.cancel.is_cancelled();
         run.cancel.cancel();
         Ok(CancelAgentResult { cancelled: running })

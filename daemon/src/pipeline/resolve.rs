@@ -14,7 +14,7 @@ use tool_cli_protocol::ErrorData;
 use super::Slot;
 use super::routing::{Candidate, Rejected, RoutingInput, Rule, Selection, route};
 use crate::auth::Grant;
-use crate::catalog::CatalogTool;
+use crate::catalog::{CatalogTool, ToolHints};
 use crate::error::Error;
 use crate::policy::{Denial, check_call, visible_tool};
 use tool_cli_search::embed::{Embedder, cosine};
@@ -114,6 +114,22 @@ pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<Catalog
     let catalog = slot.upstream.catalog();
     let server = &slot.upstream.info().name;
     let Some(found) = catalog.get(name) else {
+        // A scoped token must not learn which names exist among the tools it may not call: a
+        // name it could not call even if the server offered it (outside its tool globs, a
+        // read-only scope, the config's denyTools) is refused exactly as an existing tool
+        // would be, whether or not it exists. The owner knows the config: it is told the
+        // tool does not exist.
+        if !grant.is_owner {
+            check_call(
+                &grant.scope,
+                &slot.upstream.info().settings.policy,
+                server,
+                name,
+                &ToolHints::default(),
+                true,
+                SystemTime::now(),
+            )?;
+        }
         let known: Vec<String> = catalog
             .tools()
             .iter()

@@ -343,19 +343,31 @@ async fn a_scoped_grant_learns_nothing_about_tools_outside_its_scope() {
     ));
     let (pipeline, _) = pipeline(vec![Arc::clone(&demo), Arc::clone(&other)]);
     let context = CallContext::new(scoped(&["demo/echo"]));
-    let error = pipeline
+    // A tool outside the scope, existing or not, gets the same refusal (but for its name).
+    let missing = pipeline
         .call(&context, request(Some("demo"), "nope", json!({})))
+        .await
+        .unwrap_err();
+    let hidden = pipeline
+        .call(&context, request(Some("demo"), "secret", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&hidden), "notPermitted");
+    assert_eq!(
+        missing.to_string().replace("nope", "secret"),
+        hidden.to_string()
+    );
+    // A name the scope would allow is told it does not exist, with the tools it may see.
+    let context = CallContext::new(scoped(&["demo/e*"]));
+    let error = pipeline
+        .call(&context, request(Some("demo"), "ech", json!({})))
         .await
         .unwrap_err();
     let Some(ErrorData::UnknownTool { known_tools, .. }) = error.data() else {
         panic!("{error}");
     };
     assert_eq!(known_tools, &vec!["echo".to_owned()]);
-    let error = pipeline
-        .call(&context, request(Some("demo"), "secret", json!({})))
-        .await
-        .unwrap_err();
-    assert_eq!(kind(&error), "notPermitted");
+    let context = CallContext::new(scoped(&["demo/echo"]));
     // A server outside the scope, existing or not, gets the same refusal: nothing says which
     // names exist beyond the scope.
     for server in ["nowhere", "other"] {

@@ -13,7 +13,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _,
+    PermissionsExt as _,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +64,20 @@ pub enum WriteError {
         path: PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// Something is at the trace file's path that the daemon must not write to: a symlink (it
+    /// could point anywhere, another user's planted link included), something other than a
+    /// regular file, or a file another user owns.
+    #[error(
+        "refusing the trace file {}: {reason}; remove it, or point traces.path (or --traces \
+         PATH) elsewhere",
+        path.display()
+    )]
+    Unsafe {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
     },
     /// Appending to the trace file failed (a full disk, most often).
     #[error(
@@ -311,13 +328,36 @@ impl FileSink {
             path: self.path.clone(),
             source,
         };
+        let unsafe_file = |reason| WriteError::Unsafe {
+            path: self.path.clone(),
+            reason,
+        };
+        // Never through a symlink, and never blocking on a FIFO someone put there.
         let file = OpenOptions::new()
             .append(true)
             .create(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&self.path)
-            .map_err(open_error)?;
+            .map_err(|source| match source.raw_os_error() {
+                Some(libc::ELOOP) => unsafe_file("it is a symlink"),
+                _ => open_error(source),
+            })?;
         let meta = file.metadata().map_err(open_error)?;
+        // A character device (`/dev/null`) is a deliberate choice; a FIFO or a socket is not a
+        // place to keep records.
+        if !meta.is_file() && !meta.file_type().is_char_device() {
+            return Err(unsafe_file("it is not a regular file"));
+        }
+        // SAFETY: getuid cannot fail and has no preconditions.
+        if meta.is_file() && meta.uid() != unsafe { libc::getuid() } {
+            return Err(unsafe_file("another user owns it"));
+        }
+        // Only we may read what our calls did, whatever mode an older file was left with.
+        if meta.is_file() && meta.mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(open_error)?;
+        }
         Ok(OpenFile {
             file,
             size: meta.len(),
@@ -550,6 +590,58 @@ mod tests {
         second.append(&numbered_line(12)).unwrap();
         assert_eq!(numbers_in(&second.path), [12]);
         assert_eq!(numbers_in(&moved), [11]);
+    }
+
+    #[test]
+    fn a_symlink_planted_at_the_trace_path_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = sink(dir.path(), 1000, 2);
+        std::fs::create_dir_all(sink.path.parent().unwrap()).unwrap();
+        let target = dir.path().join("someone-elses-file");
+        std::fs::write(&target, "theirs\n").unwrap();
+        std::os::unix::fs::symlink(&target, &sink.path).unwrap();
+        let error = sink.append(&numbered_line(1)).unwrap_err();
+        assert!(matches!(error, WriteError::Unsafe { .. }), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains("it is a symlink"), "{message}");
+        assert!(message.contains("traces.path"), "{message}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs\n");
+        // A dangling link would be created through: refused as well.
+        std::fs::remove_file(&target).unwrap();
+        assert!(matches!(
+            sink.append(&numbered_line(2)),
+            Err(WriteError::Unsafe { .. })
+        ));
+        assert!(!target.exists(), "nothing was created through the link");
+    }
+
+    #[test]
+    fn a_fifo_at_the_trace_path_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = sink(dir.path(), 1000, 2);
+        std::fs::create_dir_all(sink.path.parent().unwrap()).unwrap();
+        let path = std::ffi::CString::new(sink.path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        // With no reader, an append open blocks forever or fails: never a line written.
+        let error = sink.append(&numbered_line(1)).unwrap_err();
+        assert!(
+            matches!(error, WriteError::Unsafe { .. } | WriteError::Open { .. }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn an_existing_trace_file_readable_by_others_is_made_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = sink(dir.path(), 1000, 2);
+        std::fs::create_dir_all(sink.path.parent().unwrap()).unwrap();
+        std::fs::write(&sink.path, numbered_line(1)).unwrap();
+        std::fs::set_permissions(&sink.path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        sink.append(&numbered_line(2)).unwrap();
+        let mode = std::fs::metadata(&sink.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(numbers_in(&sink.path), [1, 2]);
     }
 
     #[test]
