@@ -8,6 +8,11 @@
 //!   The daemon logs the same end once, as a WARN of its own that names the server and what to do
 //!   (`tool-cli auth login SERVER` for a 401), so rmcp's line only repeats it, louder and vaguer.
 //!   Its DEBUG lines from the same place stay.
+//! - rmcp logs every notification a server sends at INFO (`received notification`, with the
+//!   whole message): a server flooding notifications would flood the log past the daemon's own
+//!   per-server budget (`pool::log_budget`). The daemon logs what matters of a server's life
+//!   itself (ready, exited, restarted), so rmcp's INFO lines from `rmcp::service` are dropped;
+//!   its DEBUG lines stay for whoever asks for them.
 
 use tracing::Level;
 
@@ -19,6 +24,9 @@ pub fn keep(target: &str, level: Level) -> bool {
     if target == "rmcp::transport::worker" && level == Level::ERROR {
         return false;
     }
+    if target.starts_with("rmcp::service") && level == Level::INFO {
+        return false;
+    }
     true
 }
 
@@ -27,12 +35,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jsonrpsee_traces_and_rmcp_worker_errors_are_dropped_and_nothing_else() {
+    fn jsonrpsee_traces_rmcp_worker_errors_and_rmcp_service_info_are_dropped_and_nothing_else() {
         assert!(!keep("jsonrpsee-server", Level::TRACE));
         assert!(keep("jsonrpsee-server", Level::DEBUG));
         assert!(!keep("rmcp::transport::worker", Level::ERROR));
         assert!(keep("rmcp::transport::worker", Level::DEBUG));
         assert!(keep("rmcp::service", Level::ERROR));
+        assert!(
+            !keep("rmcp::service", Level::INFO),
+            "one line per notification"
+        );
+        assert!(keep("rmcp::service", Level::DEBUG));
         assert!(keep("tool_cli_daemon::pool::supervisor", Level::ERROR));
     }
 }

@@ -22,6 +22,7 @@ mod child;
 mod connection;
 mod http;
 mod lifecycle;
+mod log_budget;
 mod requests;
 mod stderr;
 mod stdio;

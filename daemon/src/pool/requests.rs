@@ -60,6 +60,8 @@ pub(crate) struct ServerRequests {
     /// it. Empty otherwise (a plain server's calls register nothing).
     in_flight: Mutex<HashMap<u64, Caller>>,
     next_call: AtomicU64,
+    /// How many of its log notifications reach the daemon's log ([`super::log_budget`]).
+    log_budget: Mutex<super::log_budget::LogBudget>,
 }
 
 /// One call in flight, as the server's requests see it.
@@ -124,6 +126,7 @@ impl ServerRequests {
             sampling_bill: Mutex::new(SamplingBill::default()),
             in_flight: Mutex::new(HashMap::new()),
             next_call: AtomicU64::new(0),
+            log_budget: Mutex::new(super::log_budget::LogBudget::default()),
         }
     }
 
@@ -463,7 +466,8 @@ impl ServerRequests {
 
     /// `notifications/message`: into the daemon's log under the server's name, at the level
     /// MCP's maps to (debug → debug, info and notice → info, warning → warn, error and above →
-    /// error).
+    /// error), at most [`super::log_budget::LINES_PER_WINDOW`] per window and server (what is
+    /// dropped is counted and said); to watching callers' event buffers (bounded) in full.
     pub(crate) fn log(&self, message: &LoggingMessageNotificationParam) {
         let text = match &message.data {
             Value::String(text) => clip(text),
@@ -493,6 +497,34 @@ impl ServerRequests {
             }
             event.insert("data".to_owned(), json!(text));
             log.push(event);
+        }
+        let verdict = self
+            .log_budget
+            .lock()
+            .unwrap()
+            .admit(std::time::Instant::now());
+        if let Some(dropped) = verdict.report_dropped {
+            tracing::warn!(
+                target: "tool_cli::server_log",
+                server,
+                dropped,
+                "dropped {dropped} log messages of this server (more than {} in {} s)",
+                super::log_budget::LINES_PER_WINDOW,
+                super::log_budget::WINDOW.as_secs()
+            );
+        }
+        if verdict.starts_dropping {
+            tracing::warn!(
+                target: "tool_cli::server_log",
+                server,
+                "this server sends more than {} log messages in {} s; dropping the rest of the \
+                 window (callers watching its calls still get them)",
+                super::log_budget::LINES_PER_WINDOW,
+                super::log_budget::WINDOW.as_secs()
+            );
+        }
+        if !verdict.write {
+            return;
         }
         match message.level {
             LoggingLevel::Debug => {
