@@ -470,9 +470,6 @@ impl Connection {
             return Err(self.closed_error().await);
         };
         let id = pending.id;
-        // Only for a call that asked for progress (a task-local read otherwise).
-        let token = rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(id));
-        let _progress = self.published.server_requests.watch(&token);
         let mut abandon = DirectAbandon {
             direct: Some(direct),
             id,
@@ -515,7 +512,14 @@ impl Connection {
         arguments: &Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, Error> {
-        let result = match &self.direct {
+        // A call that relays its events (progress, log messages, a server's questions) keeps
+        // rmcp's path: there the answer comes after the notifications sent before it, which the
+        // events buffer must have taken before the call ends.
+        let direct = self
+            .direct
+            .as_ref()
+            .filter(|_| crate::call_events::current().is_none());
+        let result = match direct {
             Some(direct) => {
                 let line = |id| {
                     let params = CallToolParams {

@@ -9,8 +9,9 @@
 //! Direct requests have ids from [`FIRST_DIRECT_ID`] up, above anything rmcp's own counter (a
 //! `u32`) can reach, so the reader knows an answer is ours by its id alone and never hands it to
 //! rmcp. Everything else on the pipe (the handshake, listings, pings, a server's own requests and
-//! notifications, progress among them) still goes through rmcp. A direct request carries a
-//! progress token equal to its id, so a server's progress reaches the call as through rmcp.
+//! notifications, progress among them) still goes through rmcp, and so does a call that relays
+//! its events (`callEvents`): its answer must not overtake the notifications sent before it. A
+//! direct request carries a progress token equal to its id, as rmcp's requests carry theirs.
 //!
 //! Writing from the caller's task must never leave half a line in the pipe when the caller goes
 //! away (a client disconnecting, a timeout): [`write_line`] writes at once when the pipe has
