@@ -3,7 +3,9 @@
 //! A connection is established once (handshake, then the first tool listing) and ends when its
 //! transport does; the supervisor in `pool/mod.rs` then decides whether to start a new one.
 //! Requests go through [`Connection::request`], which returns the raw JSON result when the
-//! transport tapped it, so what clients see is what the server sent. The tool catalog lives on the
+//! transport tapped it, so what clients see is what the server sent. Tool calls on a stdio
+//! server go around rmcp's service task (`direct.rs`), the one hand-off left being the stdout
+//! reader's. The tool catalog lives on the
 //! server ([`super::Published`]), not here, so it outlives a restart; the connection replaces it
 //! whole when the server announces `notifications/tools/list_changed` (bursts coalesced), so a
 //! removed tool stops being callable at once.
@@ -36,6 +38,7 @@ use tokio::sync::{Notify, watch};
 
 use super::Published;
 use super::child::ChildProcess;
+use super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta, request_line};
 use super::http::{OversizedAnswers, size_limit_in};
 use super::stdio::{RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
@@ -60,6 +63,9 @@ pub(crate) struct Connection {
     published: Arc<Published>,
     /// Raw results tapped from the wire (stdio only; HTTP results are re-serialized).
     raw: Option<Arc<RawResults>>,
+    /// Requests sent around rmcp (stdio, with a protocol version that has no per-request
+    /// association rules rmcp would have to enforce).
+    direct: Option<Arc<DirectRequests>>,
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, when it has.
     stream_closed: Arc<Mutex<Option<String>>>,
@@ -175,6 +181,8 @@ pub(crate) fn client_config(sampling: bool) -> ClientConfig {
 pub(crate) struct Extras {
     /// Raw results tapped from the wire (stdio).
     pub(crate) raw: Option<Arc<RawResults>>,
+    /// Requests sent around rmcp (stdio).
+    pub(crate) direct: Option<Arc<DirectRequests>>,
     /// The child (stdio).
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, once it has.
@@ -198,6 +206,7 @@ where
 {
     let Extras {
         raw,
+        direct,
         process,
         stream_closed,
         auth_refused,
@@ -230,6 +239,12 @@ where
         .as_ref()
         .is_none_or(|info| info.capabilities.tools.is_some());
     let instructions = info.as_ref().and_then(|info| info.instructions.clone());
+    // From 2026-07-28 on, rmcp checks that a server's requests belong to one of ours in flight
+    // (SEP-2260), which it can only do for the requests it sent itself.
+    let direct = direct.filter(|_| {
+        info.as_ref()
+            .is_some_and(|info| info.protocol_version < rmcp::model::ProtocolVersion::V_2026_07_28)
+    });
     let cancel = service.cancellation_token();
     let (ended_tx, ended_rx) = watch::channel(false);
     let done = tokio::spawn(async move {
@@ -241,6 +256,7 @@ where
         peer,
         published,
         raw,
+        direct,
         process,
         stream_closed,
         auth_refused,
@@ -372,6 +388,20 @@ impl Drop for AbandonGuard {
     }
 }
 
+/// Tells the server a direct request is abandoned when the future awaiting it is dropped.
+struct DirectAbandon<'a> {
+    direct: Option<&'a Arc<DirectRequests>>,
+    id: i64,
+}
+
+impl Drop for DirectAbandon<'_> {
+    fn drop(&mut self) {
+        if let Some(direct) = self.direct.take() {
+            direct.cancel(self.id, "the client of the tool-cli daemon went away");
+        }
+    }
+}
+
 impl Connection {
     /// Lists the tools again and swaps the catalog; returns how many there are.
     async fn refresh_catalog(&self) -> Result<usize, Error> {
@@ -433,25 +463,102 @@ impl Connection {
         }
     }
 
+    /// Sends one request around rmcp (`direct.rs`): the line `line` makes of its id is written
+    /// from this task, and the stdout reader hands the answer back. Errors are the ones
+    /// [`Connection::request`] gives for the same outcomes.
+    async fn direct_request(
+        &self,
+        direct: &Arc<DirectRequests>,
+        line: impl FnOnce(i64) -> Vec<u8>,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let Some(pending) = direct.register() else {
+            return Err(self.closed_error().await);
+        };
+        let id = pending.id;
+        let mut abandon = DirectAbandon {
+            direct: Some(direct),
+            id,
+        };
+        let exchange = async {
+            direct.send(line(id)).await.ok()?;
+            pending.answer.await.ok()
+        };
+        let outcome = tokio::time::timeout(timeout, exchange).await;
+        abandon.direct = None;
+        match outcome {
+            Ok(Some(Answer::Result(result))) => Ok(result),
+            Ok(Some(Answer::Error(error))) => Err(ErrorData::Upstream {
+                server: self.server.clone(),
+                code: error.code.0.into(),
+                message: error.message.into_owned(),
+                data: error.data,
+            }
+            .into()),
+            // The pipe broke or the stream ended.
+            Ok(None) => {
+                direct.forget(id);
+                Err(self.closed_error().await)
+            }
+            Err(_elapsed) => {
+                direct.cancel(id, "request timeout");
+                Err(Error::timeout(
+                    &self.server,
+                    label,
+                    timeout.as_millis() as u64,
+                ))
+            }
+        }
+    }
+
     /// Calls a tool; the result is the server's complete `CallToolResult`.
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
-        arguments: Map<String, Value>,
+        arguments: &Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, Error> {
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         // Who the call is for, so a server keeping state per client can keep callers apart
         // on this shared connection (`crate::caller`).
-        if let Some(caller) = crate::caller::current() {
-            let mut meta = rmcp::model::RequestMetaObject::new();
-            meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&*caller));
-            params.meta = Some(meta);
-        }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`).
+        let caller = crate::caller::current();
+        // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`) or
+        // that may sample (its usage is billed to the call).
         let _in_flight = self.published.server_requests.calling();
-        let result = self.request(request, tool, timeout).await?;
+        // A call that relays its events (progress, log messages, a server's questions) keeps
+        // rmcp's path: there the answer comes after the notifications sent before it, which the
+        // events buffer must have taken before the call ends.
+        let direct = self
+            .direct
+            .as_ref()
+            .filter(|_| crate::call_events::current().is_none());
+        let result = match direct {
+            Some(direct) => {
+                let line = |id| {
+                    let params = CallToolParams {
+                        name: tool,
+                        arguments,
+                        meta: ProgressMeta {
+                            progress_token: id,
+                            caller: caller.as_deref(),
+                        },
+                    };
+                    request_line(id, "tools/call", &params)
+                };
+                self.direct_request(direct, line, tool, timeout).await?
+            }
+            None => {
+                let mut params =
+                    CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+                if let Some(caller) = &caller {
+                    let mut meta = rmcp::model::RequestMetaObject::new();
+                    meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&**caller));
+                    params.meta = Some(meta);
+                }
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                self.request(request, tool, timeout).await?
+            }
+        };
         if let Err(message) = super::answer::check_call_tool_result(&result) {
             tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
             return Err(ErrorData::InvalidResult {
@@ -564,27 +671,29 @@ impl Connection {
                 .into()
             }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                // The stream ends a moment before the exit status is known; wait for it briefly
-                // so the error can say how the server ended.
-                let mut ended = self.ended.clone();
-                let _ = tokio::time::timeout(
-                    Duration::from_millis(500),
-                    ended.wait_for(|ended| *ended),
-                )
-                .await;
-                ErrorData::ServerExited {
-                    server: self.server.clone(),
-                    exit: self.describe_end().await,
-                    stderr_tail: self
-                        .process
-                        .as_ref()
-                        .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
-                        .unwrap_or_default(),
-                }
-                .into()
+                self.closed_error().await
             }
             other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
         }
+    }
+
+    /// The error of a request whose stream ended or whose pipe broke: how the server ended.
+    async fn closed_error(&self) -> Error {
+        // The stream ends a moment before the exit status is known; wait for it briefly so the
+        // error can say how the server ended.
+        let mut ended = self.ended.clone();
+        let _ =
+            tokio::time::timeout(Duration::from_millis(500), ended.wait_for(|ended| *ended)).await;
+        ErrorData::ServerExited {
+            server: self.server.clone(),
+            exit: self.describe_end().await,
+            stderr_tail: self
+                .process
+                .as_ref()
+                .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
+                .unwrap_or_default(),
+        }
+        .into()
     }
 
     /// The error for an answer to `label` over `limit` bytes.

@@ -20,6 +20,7 @@
 mod answer;
 mod child;
 mod connection;
+mod direct;
 mod http;
 mod lifecycle;
 mod log_budget;
@@ -572,7 +573,7 @@ impl Upstream for Server {
                 .await
                 .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection
-                .call_tool(tool, arguments.clone(), remaining(deadline))
+                .call_tool(tool, arguments, remaining(deadline))
                 .await;
             self.check_after_failure(&connection, &result);
             result.map_err(|error| self.secrets.clean_error(error))

@@ -181,17 +181,17 @@ impl ServerRequests {
 
     /// `notifications/progress`: into the events buffer of the call it belongs to.
     pub(crate) fn progress(&self, notification: &ProgressNotificationParam) {
-        let log = {
-            let mut watched = self.watched.lock().unwrap();
-            let Some(watched) = watched.get_mut(&notification.progress_token) else {
-                return;
-            };
-            if !moves_forward(watched.last_progress, notification.progress) {
-                return;
-            }
-            watched.last_progress = Some(notification.progress);
-            Arc::clone(&watched.log)
+        // The event is pushed under the lock that decided it moves forward: pushed after it, a
+        // notification checked first could land after one checked later.
+        let mut watched = self.watched.lock().unwrap();
+        let Some(watched) = watched.get_mut(&notification.progress_token) else {
+            return;
         };
+        if !moves_forward(watched.last_progress, notification.progress) {
+            return;
+        }
+        watched.last_progress = Some(notification.progress);
+        let log = &watched.log;
         let mut event = serde_json::Map::new();
         event.insert("type".to_owned(), json!("progress"));
         event.insert("progress".to_owned(), json!(notification.progress));

@@ -4,7 +4,8 @@
 //! the child's exit, so we implement rmcp's [`Transport`] over the child's stdin/stdout here:
 //! bounded lines, non-JSON lines skipped, and the end of the stream when the child exits. The
 //! transport also taps the raw JSON of the responses we pass through to clients, so
-//! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know.
+//! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know. Answers to
+//! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -16,10 +17,11 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize as _;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::child::ExitInfo;
+use super::direct::{DirectRequests, SharedStdin, write_line};
 
 /// Largest line we accept from a server's stdout. A bigger message closes the connection.
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -85,9 +87,13 @@ pub(crate) fn id_key(id: &rmcp::model::RequestId) -> String {
 
 /// rmcp transport over a child's stdin/stdout with bounded reads.
 pub(crate) struct StdioTransport {
-    outgoing: Option<mpsc::Sender<Vec<u8>>>,
+    /// The child's stdin, which rmcp's sends and the direct requests write to, each line whole
+    /// under its lock (no writer task: that was one more wake-up on every request's way). The
+    /// pipe closes when the transport lets go of it on `close` and the sends in flight are done.
+    stdin: Option<SharedStdin>,
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     raw: Arc<RawResults>,
+    direct: Arc<DirectRequests>,
 }
 
 /// The pipes and bookkeeping a [`StdioTransport`] runs over.
@@ -107,7 +113,7 @@ pub(crate) struct StdioParts<R, W> {
 }
 
 impl StdioTransport {
-    /// Starts the reader and writer tasks.
+    /// Starts the reader task.
     ///
     /// The stream ends at end-of-file on stdout, or shortly after the child exits even if
     /// end-of-file never comes: a server that started a detached process (its own session,
@@ -119,44 +125,59 @@ impl StdioTransport {
     {
         let StdioParts {
             stdout,
-            mut stdin,
+            stdin,
             max_message_bytes,
             raw,
             closed,
             exited,
         } = parts;
-        let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(256);
-        tokio::spawn(async move {
-            while let Some(bytes) = out_rx.recv().await {
-                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
-                    break;
-                }
-            }
-            // Dropping stdin closes the pipe: the polite way to ask an MCP server to exit.
-        });
+        let stdin: Box<dyn AsyncWrite + Send + Unpin> = Box::new(stdin);
+        let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
+        let direct = Arc::new(DirectRequests::new(&stdin));
 
         let (in_tx, in_rx) = mpsc::channel(256);
         let reader_raw = Arc::clone(&raw);
+        let reader_direct = Arc::clone(&direct);
         let server = server.to_owned();
         tokio::spawn(async move {
             let reason = read_messages(
                 &server,
                 stdout,
                 max_message_bytes,
-                &reader_raw,
+                Taps {
+                    raw: &reader_raw,
+                    direct: &reader_direct,
+                },
                 &in_tx,
                 exited,
             )
             .await;
             tracing::debug!(server, reason, "stdout closed");
             *closed.lock().unwrap() = Some(reason);
+            // Only now: the reason is known to whoever learns of the end.
+            reader_direct.close();
         });
         StdioTransport {
-            outgoing: Some(out_tx),
+            stdin: Some(stdin),
             incoming: in_rx,
             raw,
+            direct,
         }
     }
+
+    /// The requests that go around rmcp on this transport's pipes.
+    pub(crate) fn direct(&self) -> Arc<DirectRequests> {
+        Arc::clone(&self.direct)
+    }
+}
+
+/// Where the reader delivers what is not for rmcp.
+#[derive(Clone, Copy)]
+struct Taps<'a> {
+    /// Raw results of rmcp's requests we pass through unnarrowed.
+    raw: &'a RawResults,
+    /// Answers to direct requests.
+    direct: &'a DirectRequests,
 }
 
 /// Reads newline-delimited JSON-RPC messages until the stream ends; returns why it ended.
@@ -168,7 +189,7 @@ async fn read_messages(
     server: &str,
     stdout: impl AsyncRead + Unpin,
     max_message_bytes: usize,
-    raw: &RawResults,
+    taps: Taps<'_>,
     sink: &mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
     mut exited: watch::Receiver<Option<ExitInfo>>,
 ) -> String {
@@ -218,8 +239,12 @@ async fn read_messages(
             line.clear();
             continue;
         }
-        let message = match decode(text, raw) {
-            Ok(message) => message,
+        let message = match decode(text, taps) {
+            Ok(Some(message)) => message,
+            Ok(None) => {
+                line.clear();
+                continue;
+            }
             Err(rejected) => {
                 ignored_lines += 1;
                 // Banners and stray prints happen; log the first few, then every thousandth.
@@ -276,7 +301,8 @@ impl Rejected {
     }
 }
 
-/// Parses one line into a message rmcp accepts. The raw result of a response we pass through
+/// Parses one line into a message rmcp accepts, or delivers it to its caller (`None`) when it
+/// answers a direct request. The raw result of a response we pass through
 /// unnarrowed is tapped only after the line has passed validation, under its exact id, so what
 /// a caller gets is never a line that was rejected.
 ///
@@ -286,8 +312,12 @@ impl Rejected {
 /// and its outcome would be thrown away for the raw result anyway. The envelope (`jsonrpc`, `id`,
 /// `result` and `error` never both) is still checked by rmcp's own decoding, so the lines rejected
 /// are the same as before.
-fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>, Rejected> {
-    let mut value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
+fn decode(text: &[u8], taps: Taps<'_>) -> Result<Option<RxJsonRpcMessage<RoleClient>>, Rejected> {
+    let value: Value = serde_json::from_slice(text).map_err(|_| Rejected::NotJson)?;
+    let Err(mut value) = taps.direct.offer(value) else {
+        return Ok(None);
+    };
+    let raw = taps.raw;
     let tapped = take_wanted_result(&mut value, raw);
     let message = ServerJsonRpcMessage::deserialize(value).map_err(|_| Rejected::NotJsonRpc)?;
     match &message {
@@ -304,7 +334,7 @@ fn decode(text: &[u8], raw: &RawResults) -> Result<RxJsonRpcMessage<RoleClient>,
         }
         _ => {}
     }
-    Ok(message)
+    Ok(Some(message))
 }
 
 /// Moves the `result` of a response whose id is wanted out of `value`, leaving `{}` in its place
@@ -386,20 +416,16 @@ impl Transport<RoleClient> for StdioTransport {
         {
             self.raw.want(id_key(&request.id));
         }
-        let outgoing = self.outgoing.clone();
+        let stdin = self.stdin.clone();
         let encoded = serde_json::to_vec(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
         async move {
             let bytes = encoded.map_err(std::io::Error::other)?;
-            let Some(outgoing) = outgoing else {
-                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-            };
-            outgoing
-                .send(bytes)
-                .await
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            let stdin =
+                stdin.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+            write_line(stdin, bytes).await
         }
     }
 
@@ -408,7 +434,9 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.outgoing = None;
+        // Letting go of stdin closes the pipe (once the sends in flight are done with it): the
+        // polite way to ask an MCP server to exit.
+        self.stdin = None;
         Ok(())
     }
 }
@@ -416,6 +444,25 @@ impl Transport<RoleClient> for StdioTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A direct-request table over no pipe, for the tests of rmcp's side.
+    fn no_direct() -> DirectRequests {
+        let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(None));
+        DirectRequests::new(&stdin)
+    }
+
+    fn decode(
+        text: &[u8],
+        raw: &RawResults,
+    ) -> Result<Option<RxJsonRpcMessage<RoleClient>>, Rejected> {
+        super::decode(
+            text,
+            Taps {
+                raw,
+                direct: &no_direct(),
+            },
+        )
+    }
 
     async fn read_all(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
         let mut reader = BufReader::with_capacity(4, input);
@@ -460,7 +507,12 @@ mod tests {
         let (sink, mut received) = mpsc::channel(8);
         let reading = tokio::spawn(async move {
             let raw = RawResults::default();
-            read_messages("t", reader, 1024, &raw, &sink, exit_rx).await
+            let direct = no_direct();
+            let taps = Taps {
+                raw: &raw,
+                direct: &direct,
+            };
+            read_messages("t", reader, 1024, taps, &sink, exit_rx).await
         });
         writer.write_all(NOTIFICATION).await.unwrap();
         assert!(received.recv().await.is_some());
@@ -480,7 +532,12 @@ mod tests {
         let (_exit_tx, exit_rx) = watch::channel(None);
         let (sink, _received) = mpsc::channel(8);
         let raw = RawResults::default();
-        let reason = read_messages("t", &b""[..], 1024, &raw, &sink, exit_rx).await;
+        let direct = no_direct();
+        let taps = Taps {
+            raw: &raw,
+            direct: &direct,
+        };
+        let reason = read_messages("t", &b""[..], 1024, taps, &sink, exit_rx).await;
         assert_eq!(reason, "the server closed its stdout");
     }
 
@@ -617,7 +674,7 @@ mod tests {
         let raw = RawResults::default();
         raw.want("3".into());
         let line = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"rows":[[1]]},"x-extra":[1,2]}}"#;
-        let message = decode(line, &raw).unwrap();
+        let message = decode(line, &raw).unwrap().unwrap();
         assert!(
             matches!(message, JsonRpcMessage::Response(ref response) if response.id == rmcp::model::NumberOrString::Number(3))
         );
@@ -631,5 +688,56 @@ mod tests {
         assert!(decode(br#"{"jsonrpc":"2.0","id":4,"result":{}}"#, &raw).is_ok());
         assert_eq!(raw.take("4"), None);
         assert_eq!(raw.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn answers_to_direct_requests_go_to_their_callers_and_the_rest_to_rmcp() {
+        use tokio::io::AsyncWriteExt as _;
+        let (mut server_writes, stdout) = tokio::io::duplex(1024);
+        let (stdin, _server_reads) = tokio::io::duplex(1024);
+        let (_exit_tx, exited) = watch::channel(None);
+        let mut transport = StdioTransport::new(
+            "t",
+            StdioParts {
+                stdout,
+                stdin,
+                max_message_bytes: 1024,
+                raw: Arc::default(),
+                closed: Arc::default(),
+                exited,
+            },
+        );
+        let direct = transport.direct();
+        let pending = direct.register().unwrap();
+        let waiting = direct.register().unwrap();
+        let answer = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"content\":[],\"x\":1}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{{}}}}\n",
+            pending.id
+        );
+        server_writes.write_all(answer.as_bytes()).await.unwrap();
+        match pending.answer.await.unwrap() {
+            super::super::direct::Answer::Result(result) => {
+                assert_eq!(result, serde_json::json!({"content": [], "x": 1}));
+            }
+            other => panic!("expected a result, got {other:?}"),
+        }
+        // rmcp gets the notification and its own response, not the direct answer.
+        let first = transport.receive().await.unwrap();
+        assert!(
+            matches!(first, JsonRpcMessage::Notification(_)),
+            "{first:?}"
+        );
+        let second = transport.receive().await.unwrap();
+        assert!(
+            matches!(second, JsonRpcMessage::Response(ref response) if response.id == rmcp::model::NumberOrString::Number(0)),
+            "{second:?}"
+        );
+        // The end of the stream ends the wait of a request still in flight.
+        drop(server_writes);
+        assert!(transport.receive().await.is_none());
+        assert!(waiting.answer.await.is_err());
+        assert!(direct.register().is_none());
     }
 }

@@ -269,12 +269,14 @@ impl Pool {
                 exited: process.exit_watch(),
             },
         );
+        let direct = transport.direct();
         let established = connection::establish(
             name,
             published,
             transport,
             connection::Extras {
                 raw: Some(raw),
+                direct: Some(direct),
                 process: Some(Arc::clone(&process)),
                 stream_closed: Arc::clone(&stream_closed),
                 auth_refused: None,
