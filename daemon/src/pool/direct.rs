@@ -263,6 +263,7 @@ mod tests {
                 arguments: arguments.as_object().unwrap(),
                 meta: ProgressMeta {
                     progress_token: FIRST_DIRECT_ID,
+                    caller: Some("c-1"),
                 },
             },
         );
@@ -272,7 +273,7 @@ mod tests {
             sent,
             json!({"jsonrpc": "2.0", "id": 4294967296_i64, "method": "tools/call", "params": {
                 "name": "sql_query", "arguments": {"sql": "select 1"},
-                "_meta": {"progressToken": 4294967296_i64}}})
+                "_meta": {"progressToken": 4294967296_i64, "tool-cli/sessionId": "c-1"}}})
         );
     }
 
