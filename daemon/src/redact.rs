@@ -331,7 +331,7 @@ pub fn installed() -> Option<Arc<Secrets>> {
 }
 
 /// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log
-/// line, and escapes the control characters in it ([`crate::log_text`]) so that text a client
+/// line, and escapes the control characters in it (`log_text.rs`) so that text a client
 /// or a server chose can neither forge a log line nor drive the terminal. The formatter hands
 /// over one whole event per `write`, so a secret is never split.
 #[derive(Debug, Clone, Copy, Default)]
