@@ -65,23 +65,21 @@ impl RunState<'_> {
                 call.name,
                 known.join(", ")
             );
-            self.record_refusal(step, None, &call.name, call, &message, emitter);
-            return Ok(error_result(call, message));
+            return Ok(self.refuse(step, None, &call.name, call, message, emitter));
         };
         if let Err(problem) = crate::backend::arguments_object(&call.arguments) {
             let message = format!(
                 "refused: {problem}; call {} again with a JSON object matching its input schema",
                 tool.name
             );
-            self.record_refusal(
+            return Ok(self.refuse(
                 step,
                 tool.server.clone(),
                 &tool.tool,
                 call,
-                &message,
+                message,
                 emitter,
-            );
-            return Ok(error_result(call, message));
+            ));
         }
         if tool.destructive && !self.settings.confirm_destructive && !self.settings.dry_run {
             let message = format!(
@@ -89,15 +87,14 @@ impl RunState<'_> {
                  confirmDestructive: true; choose another tool or finish without it",
                 tool.tool
             );
-            self.record_refusal(
+            return Ok(self.refuse(
                 step,
                 tool.server.clone(),
                 &tool.tool,
                 call,
-                &message,
+                message,
                 emitter,
-            );
-            return Ok(error_result(call, message));
+            ));
         }
         match self
             .guard
@@ -108,15 +105,14 @@ impl RunState<'_> {
                 let message = "refused: you made this exact call just before and its result is \
                                above; use it, or change the arguments"
                     .to_owned();
-                self.record_refusal(
+                return Ok(self.refuse(
                     step,
                     tool.server.clone(),
                     &tool.tool,
                     call,
-                    &message,
+                    message,
                     emitter,
-                );
-                return Ok(error_result(call, message));
+                ));
             }
             Verdict::Loop => {
                 emitter.emit(EventKind::Error {
@@ -211,22 +207,23 @@ impl RunState<'_> {
         Ok(result)
     }
 
-    /// Records a call the loop refused before it reached the host.
-    fn record_refusal(
+    /// Records a call the loop refused before it reached the host, and gives the model's answer
+    /// to it: a tool error carrying `message`.
+    fn refuse(
         &mut self,
         step: u32,
         server: Option<String>,
         tool: &str,
         call: &LlmToolCall,
-        message: &str,
+        message: String,
         emitter: &mut Emitter<'_>,
-    ) {
+    ) -> ToolResultTurn {
         let record = ToolCallRecord {
             step,
             server: server.unwrap_or_default(),
             tool: tool.to_owned(),
             arguments: call.arguments.clone(),
-            result_summary: one_line(message),
+            result_summary: one_line(&message),
             result: None,
             is_error: true,
             latency_ms: 0,
@@ -242,6 +239,7 @@ impl RunState<'_> {
             selection_rule: None,
         });
         self.records.push(record);
+        error_result(call, message)
     }
 }
 
