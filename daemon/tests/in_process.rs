@@ -513,7 +513,13 @@ async fn restart_server_brings_a_parked_server_back_at_once_for_the_owner_only()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
-    let daemon = InProcess::start(json!({ "fault": fault(&[]), "demo": demo() })).await;
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({
+        "fault": fault(&["--record", &record_path]),
+        "demo": demo(),
+    }))
+    .await;
     let pending = {
         let daemon = Arc::clone(&daemon);
         tokio::spawn(async move {
@@ -525,6 +531,17 @@ async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
                 .await
         })
     };
+    // Crash the server only once it has the hanging call: an event, not a delay. Sent earlier,
+    // the crash could overtake it and the hang would meet a restarting server instead.
+    let record_file = record.path().to_owned();
+    let received = tokio::task::spawn_blocking(move || {
+        eventually(Duration::from_secs(30), || {
+            tool_cli_tests::count_recorded(&record_file, "tools/call", Some("hang")) == 1
+        })
+    })
+    .await
+    .unwrap();
+    assert!(received, "the hanging call never reached the server");
     let reply = daemon
         .rpc(
             "callTool",
