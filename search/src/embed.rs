@@ -60,6 +60,13 @@ pub trait Embedder: Send + Sync {
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
 
+    /// The embeddings of `texts`, in order: the same vectors `embed` gives one by one. The
+    /// default embeds them one at a time; a model overrides it to run a whole batch through each
+    /// layer at once (and over threads).
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Embedding> {
+        texts.iter().map(|text| self.embed(text)).collect()
+    }
+
     /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
     /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
     /// only breaks ties; a real sentence-embedding model earns a larger share.
