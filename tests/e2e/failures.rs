@@ -192,6 +192,14 @@ fn concurrent_calls_pending_when_a_server_dies_all_fail_promptly() {
                 })
             })
             .collect();
+        // Crash only once all five calls are executing: on a loaded machine a sleeper could
+        // otherwise arrive after the crash and meet a restarted server instead.
+        assert!(
+            eventually(Duration::from_secs(30), || {
+                daemon.call("health", json!({}))["servers"][0]["inFlight"] == 5
+            }),
+            "the five sleeps never all reached the execution stage"
+        );
         let crash = daemon.call_err(
             "callTool",
             json!({"server": "py", "tool": "crash", "arguments": {"delay_ms": 300}}),
