@@ -46,7 +46,7 @@ impl Weight {
     /// `row_major` (`[k, n]`) in the layout this CPU multiplies fastest, or in row-major when
     /// `panels` is false.
     pub(super) fn new(row_major: Vec<f32>, k: usize, n: usize, panels: bool) -> Weight {
-        if !panels || n % PANEL != 0 {
+        if !panels || !n.is_multiple_of(PANEL) {
             return Weight::RowMajor(row_major);
         }
         let mut packed = Vec::with_capacity(k * n);
@@ -143,7 +143,11 @@ unsafe fn panels_multiply_add(
     c: *mut f32,
     columns: std::ops::Range<usize>,
 ) {
-    debug_assert!(packed.len() == k * n && columns.start % PANEL == 0 && columns.end % PANEL == 0);
+    debug_assert!(
+        packed.len() == k * n
+            && columns.start.is_multiple_of(PANEL)
+            && columns.end.is_multiple_of(PANEL)
+    );
     let mut depth = 0;
     while depth < k {
         let block = KC.min(k - depth);
