@@ -12,7 +12,9 @@
 //! for our ranking with the all-MiniLM-L6-v2 embedder instead of the hashing one, and prints
 //! what the model cost: the catalog embedded in one `embed_batch` (ms per tool, wall and CPU)
 //! and the test requests embedded one at a time (ms per query). `--max-tokens N` embeds at most
-//! N tokens per text instead of the model's default.
+//! N tokens per text instead of the model's default; `--model-text name-once|no-parameters`
+//! embeds another text of each tool than the index's (the name once, split into words; and
+//! without the parameter names), to measure what a tool's text should be.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -100,19 +102,110 @@ fn process_cpu_time() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis((utime + stime) * 10))
 }
 
-/// Builds the model's index over `docs`: records the texts the index embeds, embeds them all in
-/// one `embed_batch` (timed: the catalog figure), then builds the index from those vectors.
+/// Which text of a tool the model embeds (`--model-text`), to measure what a tool should
+/// contribute; the index asks for its own text and is answered with the vector of this one.
+#[derive(Clone, Copy, PartialEq)]
+enum ModelText {
+    /// What the index embeds: the name twice, the title, the description's first 512 bytes, the
+    /// parameter names it indexes.
+    Index,
+    /// The name once, split into words (`keyvault_secret_list` → `keyvault secret list`: each
+    /// `_` is a token of its own), then the rest of the index's text.
+    NameOnce,
+    /// The name once, split into words, the title and the description's opening; no parameters.
+    NoParameters,
+}
+
+/// `getFileInfo`, `get_file_info`, `get-file.info` → `get File Info`, `get file info`, ...
+fn name_words(name: &str) -> String {
+    let mut words = String::with_capacity(name.len() + 8);
+    let mut previous: Option<char> = None;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.' | '/' | ':') {
+            words.push(' ');
+        } else {
+            if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit())
+            {
+                words.push(' ');
+            }
+            words.push(c);
+        }
+        previous = Some(c);
+    }
+    words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The text `variant` embeds for `doc`, whose index text is `index_text`.
+fn model_text(variant: ModelText, doc: &tool_cli_search::doc::ToolDoc, index_text: &str) -> String {
+    let doubled = format!("{0} {0} ", doc.name);
+    let rest = index_text.strip_prefix(&doubled).unwrap_or(index_text);
+    match variant {
+        ModelText::Index => index_text.to_owned(),
+        ModelText::NameOnce => format!("{} {rest}", name_words(&doc.name)),
+        ModelText::NoParameters => {
+            let mut text = name_words(&doc.name);
+            if let Some(title) = &doc.title {
+                text.push(' ');
+                text.push_str(title);
+            }
+            let mut end = doc.description.len().min(512);
+            while !doc.description.is_char_boundary(end) {
+                end -= 1;
+            }
+            if end < doc.description.len() {
+                end = doc.description[..end]
+                    .rfind(char::is_whitespace)
+                    .unwrap_or(end);
+            }
+            text.push(' ');
+            text.push_str(&doc.description[..end]);
+            text
+        }
+    }
+}
+
+/// Builds the model's index over `docs`: records the texts the index embeds, embeds them (or
+/// `variant`'s texts) all in one `embed_batch` (timed: the catalog figure), then builds the
+/// index from those vectors.
 fn build_model_index(
     docs: &[tool_cli_search::doc::ToolDoc],
     embedder: &std::sync::Arc<AdjustableShare>,
-) -> tool_cli_search::index::Index {
+    variant: ModelText,
+) -> anyhow::Result<tool_cli_search::index::Index> {
     let recorder = std::sync::Arc::new(Recorder {
         dimensions: embedder.dimensions(),
         texts: std::sync::Mutex::new(Vec::new()),
     });
     drop(eval::build_index_with(docs, recorder.clone()));
     let texts = std::mem::take(&mut *recorder.texts.lock().unwrap_or_else(|e| e.into_inner()));
-    let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let embedded: Vec<String> = if variant == ModelText::Index {
+        texts.clone()
+    } else {
+        // Under 2,048 tools the index is built on one thread, server by server in order of
+        // first appearance, so the i-th text recorded is the i-th tool in that order.
+        let mut grouped: Vec<&tool_cli_search::doc::ToolDoc> = Vec::new();
+        let mut servers: Vec<&str> = Vec::new();
+        for doc in docs {
+            if !servers.contains(&doc.server.as_str()) {
+                servers.push(&doc.server);
+                grouped.extend(docs.iter().filter(|d| d.server == doc.server));
+            }
+        }
+        anyhow::ensure!(
+            grouped.len() == texts.len()
+                && grouped
+                    .iter()
+                    .zip(&texts)
+                    .all(|(doc, text)| text.starts_with(&format!("{0} {0} ", doc.name))),
+            "--model-text needs the index's texts in catalog order (a catalog under 2,048 tools)"
+        );
+        grouped
+            .iter()
+            .zip(&texts)
+            .map(|(doc, text)| model_text(variant, doc, text))
+            .collect()
+    };
+    let borrowed: Vec<&str> = embedded.iter().map(String::as_str).collect();
     let cpu_before = process_cpu_time();
     let started = Instant::now();
     let vectors = embedder.embed_batch(&borrowed);
@@ -129,7 +222,7 @@ fn build_model_index(
         cpu * 1000.0 / texts.len() as f64,
     );
     embedder.remember(&texts, vectors);
-    eval::build_index_with(docs, embedder.clone())
+    Ok(eval::build_index_with(docs, embedder.clone()))
 }
 
 #[cfg(feature = "minilm")]
@@ -189,6 +282,7 @@ fn main() -> anyhow::Result<()> {
     let mut explain = None;
     let mut minilm_dir: Option<PathBuf> = None;
     let mut max_tokens: Option<usize> = None;
+    let mut model_text = ModelText::Index;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -197,6 +291,16 @@ fn main() -> anyhow::Result<()> {
             "--dev-losses" => show_losses = true,
             "--explain" => explain = arguments.next(),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
+            "--model-text" => {
+                model_text = match arguments.next().as_deref() {
+                    Some("index") => ModelText::Index,
+                    Some("name-once") => ModelText::NameOnce,
+                    Some("no-parameters") => ModelText::NoParameters,
+                    other => anyhow::bail!(
+                        "--model-text takes index, name-once or no-parameters, not {other:?}"
+                    ),
+                }
+            }
             "--max-tokens" => {
                 let value = arguments.next().unwrap_or_default();
                 max_tokens = Some(value.parse().with_context(|| {
@@ -215,7 +319,7 @@ fn main() -> anyhow::Result<()> {
     let mut model_index = None;
     if let Some(dir) = &minilm_dir {
         let embedder = load_minilm(dir, max_tokens)?;
-        let built = build_model_index(&docs, &embedder);
+        let built = build_model_index(&docs, &embedder, model_text)?;
         if explain.is_some() {
             index = built;
         } else {
