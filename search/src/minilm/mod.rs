@@ -76,6 +76,8 @@ pub struct MiniLmEmbedder {
     encoder: Encoder,
     /// Tokens per text, `[CLS]` and `[SEP]` included (2..=512).
     max_tokens: usize,
+    /// The most threads `embed_batch` uses (`None`: the machine's cores, at most `MAX_THREADS`).
+    batch_threads: Option<usize>,
     /// The hash of the weights' and vocabulary's bytes, without `max_tokens` (mixed in by
     /// `fingerprint`).
     files_hash: u64,
@@ -94,6 +96,7 @@ impl MiniLmEmbedder {
             tokenizer,
             encoder,
             max_tokens: DEFAULT_MAX_TOKENS,
+            batch_threads: None,
             files_hash,
         })
     }
@@ -102,6 +105,14 @@ impl MiniLmEmbedder {
     /// model's positions), for measuring what truncation costs; it changes the fingerprint.
     pub fn with_max_tokens(mut self, max_tokens: usize) -> MiniLmEmbedder {
         self.max_tokens = max_tokens.clamp(2, MAX_POSITIONS);
+        self
+    }
+
+    /// The same model using at most `threads` threads (at least 1) for a batch, e.g. one for a
+    /// background job that must leave a core to queries; by default, every core (at most 8).
+    /// It changes no vector.
+    pub fn with_batch_threads(mut self, threads: usize) -> MiniLmEmbedder {
+        self.batch_threads = Some(threads.max(1));
         self
     }
 
@@ -181,20 +192,10 @@ impl MiniLmEmbedder {
     }
 }
 
-impl Embedder for MiniLmEmbedder {
-    fn dimensions(&self) -> usize {
-        HIDDEN
-    }
-
-    fn embed(&self, text: &str) -> Embedding {
-        self.embed_batch(&[text])
-            .pop()
-            .expect("one vector per text")
-    }
-
-    /// Tokenizes every text, then encodes the non-empty ones in packed chunks over the
-    /// machine's cores; a blank text is the zero vector, as in `embed`.
-    fn embed_batch(&self, texts: &[&str]) -> Vec<Embedding> {
+impl MiniLmEmbedder {
+    /// The vectors of `texts` computed on up to `threads` threads: tokenize every text, then
+    /// encode the non-empty ones in packed chunks; a blank text is the zero vector.
+    fn embed_on(&self, texts: &[&str], threads: usize) -> Vec<Embedding> {
         let blank: Vec<bool> = texts.iter().map(|text| text.trim().is_empty()).collect();
         let tokenized: Vec<Vec<u32>> = texts
             .iter()
@@ -202,9 +203,6 @@ impl Embedder for MiniLmEmbedder {
             .filter(|(_, blank)| !**blank)
             .map(|(text, _)| self.tokenizer.tokenize(text, self.max_tokens))
             .collect();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(MAX_THREADS);
         let mut vectors = self.encode_batch(&tokenized, threads).into_iter();
         blank
             .iter()
@@ -213,6 +211,33 @@ impl Embedder for MiniLmEmbedder {
                 true => Embedding::normalized(vec![0.0; HIDDEN]),
             })
             .collect()
+    }
+}
+
+/// The machine's cores, at most `MAX_THREADS`.
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_THREADS)
+}
+
+impl Embedder for MiniLmEmbedder {
+    fn dimensions(&self) -> usize {
+        HIDDEN
+    }
+
+    /// One text, each product's columns split over two threads when the machine has two cores
+    /// (whatever `with_batch_threads` says: a query should not wait on a background batch's
+    /// setting).
+    fn embed(&self, text: &str) -> Embedding {
+        self.embed_on(&[text], cores())
+            .pop()
+            .expect("one vector per text")
+    }
+
+    /// Many texts, packed and spread over the cores (or `with_batch_threads`).
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Embedding> {
+        self.embed_on(texts, self.batch_threads.unwrap_or_else(cores))
     }
 
     /// Chosen on the dev half of the evaluation (0.2 to 0.8 tried; 0.65 gave the best MRR).

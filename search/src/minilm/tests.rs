@@ -125,6 +125,17 @@ fn a_batch_gives_the_vectors_one_by_one_gives() {
             .fold(0.0f32, f32::max);
         assert!(largest <= 1e-5, "{text:?}: differs by {largest}");
     }
+    // On one thread (`with_batch_threads(1)`): one pass after another, the same vectors.
+    let one_thread = model.embed_on(&borrowed, 1);
+    for ((text, a), b) in texts.iter().zip(&one_thread).zip(&batch) {
+        let largest = a
+            .values()
+            .iter()
+            .zip(b.values())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(largest <= 1e-5, "{text:?} on one thread: differs by {largest}");
+    }
     // Blank texts are the zero vector, the others unit length.
     assert!(batch[1].values().iter().all(|v| *v == 0.0));
     assert!(batch[2].values().iter().all(|v| *v == 0.0));
