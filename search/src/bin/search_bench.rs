@@ -280,8 +280,12 @@ fn model_rows(
         load.as_secs_f64() * 1000.0,
         model.fingerprint()
     );
-    println!("| model work                    | wall p50 / p99 or total | CPU per item |");
-    println!("|-------------------------------|-------------------------|--------------|");
+    println!(
+        "| model work (tokens: mean per text)          | wall p50 / p99 or total | CPU per item |"
+    );
+    println!(
+        "|---------------------------------------------|-------------------------|--------------|"
+    );
     // Warm up (page in the weights, start the allocator's arenas).
     std::hint::black_box(model.embed_batch(&["warm up", "the model"]));
 
@@ -301,9 +305,13 @@ fn model_rows(
         .zip(cpu_before)
         .map(|(a, b)| a.saturating_sub(b));
     latencies.sort();
+    let tokens = |texts: &[&str]| {
+        texts.iter().map(|t| model.token_count(t)).sum::<usize>() as f64 / texts.len() as f64
+    };
     println!(
-        "| query (embed), {:>3} requests   | {:>7.1} / {:>5.1} ms       | {:>9.1} ms |",
+        "| query (embed), {:>3} requests, {:.0} tokens | {:>7.1} / {:>5.1} ms       | {:>9.1} ms |",
         queries.len(),
+        tokens(&queries),
         percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
         percentile(&latencies, 0.99).as_secs_f64() * 1000.0,
         cpu.map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1000.0
@@ -321,8 +329,9 @@ fn model_rows(
         .map(|(a, b)| a.saturating_sub(b));
     std::hint::black_box(vectors);
     println!(
-        "| catalog (embed_batch), {} tools | {:>8.2} s total        | {:>9.1} ms |",
+        "| catalog (embed_batch), {} tools, {:.0} tokens | {:>8.2} s total        | {:>9.1} ms |",
         texts.len(),
+        tokens(&borrowed),
         wall.as_secs_f64(),
         cpu.map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1000.0
             / texts.len() as f64),

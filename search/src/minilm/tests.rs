@@ -134,7 +134,10 @@ fn a_batch_gives_the_vectors_one_by_one_gives() {
             .zip(b.values())
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
-        assert!(largest <= 1e-5, "{text:?} on one thread: differs by {largest}");
+        assert!(
+            largest <= 1e-5,
+            "{text:?} on one thread: differs by {largest}"
+        );
     }
     // Blank texts are the zero vector, the others unit length.
     assert!(batch[1].values().iter().all(|v| *v == 0.0));
