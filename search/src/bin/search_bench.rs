@@ -9,6 +9,12 @@
 //! machine) and the median; "build CPU" is the CPU time one build used (all threads, mean of the
 //! seven), which other processes cannot inflate the way they inflate wall time. The one-server
 //! rebuild is the minimum of five. `--builds N` only builds the 10k index N times, for a profiler.
+//!
+//! With `--features minilm` and `--minilm DIR` (the model's directory, after
+//! `scripts/install-minilm.sh DIR`; or `TOOL_CLI_MINILM_DIR`), it also times the
+//! all-MiniLM-L6-v2 embedder: one request at a time (`embed`, p50/p99 over the requests) and a
+//! catalog of tools in one `embed_batch`, each with the CPU time it used. `--model-only` skips
+//! the index rows; `--max-tokens N` times another truncation. Without the feature or the directory the model rows are skipped with a note.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
@@ -115,6 +121,15 @@ fn main() -> anyhow::Result<()> {
     requests.extend(eval::parse_requests(&read("test.tsv")?)?);
     // `--builds N`: only build the 10k index N times (for profilers), print nothing else.
     let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let model_dir = arguments
+        .iter()
+        .position(|a| a == "--minilm")
+        .and_then(|position| arguments.get(position + 1))
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("TOOL_CLI_MINILM_DIR").map(PathBuf::from));
+    if arguments.iter().any(|a| a == "--model-only") {
+        return model_rows(model_dir.as_deref(), &docs, &requests);
+    }
     if let Some(position) = arguments.iter().position(|a| a == "--builds") {
         let times: usize = arguments
             .get(position + 1)
@@ -198,5 +213,140 @@ fn main() -> anyhow::Result<()> {
             micros(percentile(&latencies, 0.99)),
         );
     }
+    model_rows(model_dir.as_deref(), &docs, &requests)
+}
+
+/// The text the index embeds for a tool when its embedder is a model (`index.rs`): the name
+/// twice, the title, the description's first 512 bytes, the parameter names (the index also
+/// leaves out parameters most of a server's tools share; that only shortens some texts).
+#[cfg(feature = "minilm")]
+fn model_text(doc: &ToolDoc) -> String {
+    let mut text = format!("{0} {0} ", doc.name);
+    if let Some(title) = &doc.title {
+        text.push_str(title);
+        text.push(' ');
+    }
+    let mut end = doc.description.len().min(512);
+    while !doc.description.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.push_str(&doc.description[..end]);
+    for parameter in &doc.parameters {
+        text.push(' ');
+        text.push_str(&parameter.name);
+    }
+    text
+}
+
+/// The model's rows: query latency (`embed`, one request at a time, as the daemon embeds a
+/// query) and catalog throughput (`embed_batch` over 1,000 tools, as the daemon embeds a
+/// catalog), each with the CPU time used, since on a shared machine wall time says as much
+/// about the other processes as about this one.
+#[cfg(feature = "minilm")]
+fn model_rows(
+    dir: Option<&std::path::Path>,
+    docs: &[ToolDoc],
+    requests: &[eval::Request],
+) -> anyhow::Result<()> {
+    use tool_cli_search::embed::Embedder;
+    let Some(dir) = dir else {
+        println!("\n(model rows skipped: pass --minilm DIR or set TOOL_CLI_MINILM_DIR)");
+        return Ok(());
+    };
+    let weights = std::fs::read(dir.join("model.safetensors")).with_context(|| {
+        format!(
+            "cannot read model.safetensors in {}; run scripts/install-minilm.sh",
+            dir.display()
+        )
+    })?;
+    let vocabulary = std::fs::read_to_string(dir.join("vocab.txt"))
+        .with_context(|| format!("cannot read vocab.txt in {}", dir.display()))?;
+    let started = Instant::now();
+    let mut model = tool_cli_search::minilm::MiniLmEmbedder::from_bytes(&weights, &vocabulary)?;
+    let load = started.elapsed();
+    // `--max-tokens N`: time another truncation.
+    let arguments: Vec<String> = std::env::args().collect();
+    if let Some(max_tokens) = arguments
+        .iter()
+        .position(|a| a == "--max-tokens")
+        .and_then(|position| arguments.get(position + 1)?.parse().ok())
+    {
+        model = model.with_max_tokens(max_tokens);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    println!(
+        "\nall-MiniLM-L6-v2, {} tokens at most, {threads} threads available, loaded in {:.0} ms (fingerprint {:016x})\n",
+        model.max_tokens(),
+        load.as_secs_f64() * 1000.0,
+        model.fingerprint()
+    );
+    println!(
+        "| model work (tokens: mean per text)          | wall p50 / p99 or total | CPU per item |"
+    );
+    println!(
+        "|---------------------------------------------|-------------------------|--------------|"
+    );
+    // Warm up (page in the weights, start the allocator's arenas).
+    std::hint::black_box(model.embed_batch(&["warm up", "the model"]));
+
+    let queries: Vec<&str> = requests
+        .iter()
+        .map(|r| r.query.as_str())
+        .take(300)
+        .collect();
+    let mut latencies = Vec::with_capacity(queries.len());
+    let cpu_before = process_cpu_time();
+    for query in &queries {
+        let started = Instant::now();
+        std::hint::black_box(model.embed(query));
+        latencies.push(started.elapsed());
+    }
+    let cpu = process_cpu_time()
+        .zip(cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
+    latencies.sort();
+    let tokens = |texts: &[&str]| {
+        texts.iter().map(|t| model.token_count(t)).sum::<usize>() as f64 / texts.len() as f64
+    };
+    println!(
+        "| query (embed), {:>3} requests, {:.0} tokens | {:>7.1} / {:>5.1} ms       | {:>9.1} ms |",
+        queries.len(),
+        tokens(&queries),
+        percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
+        percentile(&latencies, 0.99).as_secs_f64() * 1000.0,
+        cpu.map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1000.0
+            / queries.len() as f64),
+    );
+
+    let texts: Vec<String> = catalog_of(docs, 1_000).iter().map(model_text).collect();
+    let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let vectors = model.embed_batch(&borrowed);
+    let wall = started.elapsed();
+    let cpu = process_cpu_time()
+        .zip(cpu_before)
+        .map(|(a, b)| a.saturating_sub(b));
+    std::hint::black_box(vectors);
+    println!(
+        "| catalog (embed_batch), {} tools, {:.0} tokens | {:>8.2} s total        | {:>9.1} ms |",
+        texts.len(),
+        tokens(&borrowed),
+        wall.as_secs_f64(),
+        cpu.map_or(f64::NAN, |cpu| cpu.as_secs_f64() * 1000.0
+            / texts.len() as f64),
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "minilm"))]
+fn model_rows(
+    _dir: Option<&std::path::Path>,
+    _docs: &[ToolDoc],
+    _requests: &[eval::Request],
+) -> anyhow::Result<()> {
+    println!(
+        "\n(model rows skipped: build with --features minilm and pass --minilm DIR to time all-MiniLM-L6-v2)"
+    );
     Ok(())
 }

@@ -9,13 +9,18 @@
 //! `--dev-losses` the dev requests plain BM25 ranks first and ours does not, and
 //! `--explain "QUERY"` prints our top ten for one query with the parts of their scores.
 //! `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`) adds rows
-//! for our ranking with the all-MiniLM-L6-v2 embedder instead of the hashing one.
+//! for our ranking with the all-MiniLM-L6-v2 embedder instead of the hashing one, and prints
+//! what the model cost: the catalog embedded in one `embed_batch` (ms per tool, wall and CPU)
+//! and the test requests embedded one at a time (ms per query). `--max-tokens N` embeds at most
+//! N tokens per text instead of the model's default; `--model-text name-once|no-parameters`
+//! embeds another text of each tool than the index's (the name once, split into words; and
+//! without the parameter names), to measure what a tool's text should be.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
-use tool_cli_search::embed::Embedder;
+use tool_cli_search::embed::{Embedder, Embedding};
 use tool_cli_search::eval::{self, Metrics, Request};
 
 fn read(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
@@ -24,10 +29,20 @@ fn read(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
 }
 
 /// An embedder whose semantic share the evaluation can change between runs over one index, so
-/// the share is chosen on the dev half without embedding the catalog again.
+/// the share is chosen on the dev half without embedding the catalog again; it remembers every
+/// vector it gave (the catalog's, embedded in one batch beforehand, and each request's, which the
+/// dev half embeds once per share tried).
 struct AdjustableShare {
     inner: Box<dyn tool_cli_search::embed::Embedder>,
     share_bits: std::sync::atomic::AtomicU32,
+    known: std::sync::Mutex<std::collections::HashMap<String, Embedding>>,
+}
+
+impl AdjustableShare {
+    fn remember(&self, texts: &[String], vectors: Vec<Embedding>) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.extend(texts.iter().cloned().zip(vectors));
+    }
 }
 
 impl tool_cli_search::embed::Embedder for AdjustableShare {
@@ -35,8 +50,19 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
         self.inner.dimensions()
     }
 
-    fn embed(&self, text: &str) -> tool_cli_search::embed::Embedding {
-        self.inner.embed(text)
+    fn embed(&self, text: &str) -> Embedding {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(vector) = known.get(text) {
+            return vector.clone();
+        }
+        drop(known);
+        let vector = self.inner.embed(text);
+        self.remember(&[text.to_owned()], vec![vector.clone()]);
+        vector
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Embedding> {
+        self.inner.embed_batch(texts)
     }
 
     fn semantic_share(&self) -> f32 {
@@ -44,8 +70,166 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
     }
 }
 
+/// Records the texts the index asks it to embed (answering with zero vectors), so the catalog's
+/// texts, exactly as the index builds them, can then be embedded in one batch.
+struct Recorder {
+    dimensions: usize,
+    texts: std::sync::Mutex<Vec<String>>,
+}
+
+impl Embedder for Recorder {
+    fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    fn embed(&self, text: &str) -> Embedding {
+        self.texts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text.to_owned());
+        Embedding::normalized(vec![0.0; self.dimensions])
+    }
+}
+
+/// CPU time this process has used (all threads), from `/proc/self/stat` (10 ms ticks); `None`
+/// off Linux. On a shared machine wall time also measures the other processes.
+fn process_cpu_time() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(std::time::Duration::from_millis((utime + stime) * 10))
+}
+
+/// Which text of a tool the model embeds (`--model-text`), to measure what a tool should
+/// contribute; the index asks for its own text and is answered with the vector of this one.
+#[derive(Clone, Copy, PartialEq)]
+enum ModelText {
+    /// What the index embeds: the name twice, the title, the description's first 512 bytes, the
+    /// parameter names it indexes.
+    Index,
+    /// The name once, split into words (`keyvault_secret_list` → `keyvault secret list`: each
+    /// `_` is a token of its own), then the rest of the index's text.
+    NameOnce,
+    /// The name once, split into words, the title and the description's opening; no parameters.
+    NoParameters,
+}
+
+/// `getFileInfo`, `get_file_info`, `get-file.info` → `get File Info`, `get file info`, ...
+fn name_words(name: &str) -> String {
+    let mut words = String::with_capacity(name.len() + 8);
+    let mut previous: Option<char> = None;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.' | '/' | ':') {
+            words.push(' ');
+        } else {
+            if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit())
+            {
+                words.push(' ');
+            }
+            words.push(c);
+        }
+        previous = Some(c);
+    }
+    words.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The text `variant` embeds for `doc`, whose index text is `index_text`.
+fn model_text(variant: ModelText, doc: &tool_cli_search::doc::ToolDoc, index_text: &str) -> String {
+    let doubled = format!("{0} {0} ", doc.name);
+    let rest = index_text.strip_prefix(&doubled).unwrap_or(index_text);
+    match variant {
+        ModelText::Index => index_text.to_owned(),
+        ModelText::NameOnce => format!("{} {rest}", name_words(&doc.name)),
+        ModelText::NoParameters => {
+            let mut text = name_words(&doc.name);
+            if let Some(title) = &doc.title {
+                text.push(' ');
+                text.push_str(title);
+            }
+            let mut end = doc.description.len().min(512);
+            while !doc.description.is_char_boundary(end) {
+                end -= 1;
+            }
+            if end < doc.description.len() {
+                end = doc.description[..end]
+                    .rfind(char::is_whitespace)
+                    .unwrap_or(end);
+            }
+            text.push(' ');
+            text.push_str(&doc.description[..end]);
+            text
+        }
+    }
+}
+
+/// Builds the model's index over `docs`: records the texts the index embeds, embeds them (or
+/// `variant`'s texts) all in one `embed_batch` (timed: the catalog figure), then builds the
+/// index from those vectors.
+fn build_model_index(
+    docs: &[tool_cli_search::doc::ToolDoc],
+    embedder: &std::sync::Arc<AdjustableShare>,
+    variant: ModelText,
+) -> anyhow::Result<tool_cli_search::index::Index> {
+    let recorder = std::sync::Arc::new(Recorder {
+        dimensions: embedder.dimensions(),
+        texts: std::sync::Mutex::new(Vec::new()),
+    });
+    drop(eval::build_index_with(docs, recorder.clone()));
+    let texts = std::mem::take(&mut *recorder.texts.lock().unwrap_or_else(|e| e.into_inner()));
+    let embedded: Vec<String> = if variant == ModelText::Index {
+        texts.clone()
+    } else {
+        // Under 2,048 tools the index is built on one thread, server by server in order of
+        // first appearance, so the i-th text recorded is the i-th tool in that order.
+        let mut grouped: Vec<&tool_cli_search::doc::ToolDoc> = Vec::new();
+        let mut servers: Vec<&str> = Vec::new();
+        for doc in docs {
+            if !servers.contains(&doc.server.as_str()) {
+                servers.push(&doc.server);
+                grouped.extend(docs.iter().filter(|d| d.server == doc.server));
+            }
+        }
+        anyhow::ensure!(
+            grouped.len() == texts.len()
+                && grouped
+                    .iter()
+                    .zip(&texts)
+                    .all(|(doc, text)| text.starts_with(&format!("{0} {0} ", doc.name))),
+            "--model-text needs the index's texts in catalog order (a catalog under 2,048 tools)"
+        );
+        grouped
+            .iter()
+            .zip(&texts)
+            .map(|(doc, text)| model_text(variant, doc, text))
+            .collect()
+    };
+    let borrowed: Vec<&str> = embedded.iter().map(String::as_str).collect();
+    let cpu_before = process_cpu_time();
+    let started = Instant::now();
+    let vectors = embedder.embed_batch(&borrowed);
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = process_cpu_time()
+        .zip(cpu_before)
+        .map_or(f64::NAN, |(after, before)| {
+            after.saturating_sub(before).as_secs_f64()
+        });
+    println!(
+        "all-MiniLM-L6-v2: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
+        texts.len(),
+        wall * 1000.0 / texts.len() as f64,
+        cpu * 1000.0 / texts.len() as f64,
+    );
+    embedder.remember(&texts, vectors);
+    Ok(eval::build_index_with(docs, embedder.clone()))
+}
+
 #[cfg(feature = "minilm")]
-fn load_minilm(dir: &std::path::Path) -> anyhow::Result<std::sync::Arc<AdjustableShare>> {
+fn load_minilm(
+    dir: &std::path::Path,
+    max_tokens: Option<usize>,
+) -> anyhow::Result<std::sync::Arc<AdjustableShare>> {
     let weights = std::fs::read(dir.join("model.safetensors")).with_context(|| {
         format!(
             "cannot read model.safetensors in {}; run scripts/install-minilm.sh",
@@ -53,16 +237,28 @@ fn load_minilm(dir: &std::path::Path) -> anyhow::Result<std::sync::Arc<Adjustabl
         )
     })?;
     let vocabulary = read(dir, "vocab.txt")?;
-    let model = tool_cli_search::minilm::MiniLmEmbedder::from_bytes(&weights, &vocabulary)?;
+    let mut model = tool_cli_search::minilm::MiniLmEmbedder::from_bytes(&weights, &vocabulary)?;
+    if let Some(max_tokens) = max_tokens {
+        model = model.with_max_tokens(max_tokens);
+    }
+    println!(
+        "all-MiniLM-L6-v2: at most {} tokens per text, fingerprint {:016x}",
+        model.max_tokens(),
+        model.fingerprint()
+    );
     let share = model.semantic_share();
     Ok(std::sync::Arc::new(AdjustableShare {
         inner: Box::new(model),
         share_bits: std::sync::atomic::AtomicU32::new(share.to_bits()),
+        known: std::sync::Mutex::new(std::collections::HashMap::new()),
     }))
 }
 
 #[cfg(not(feature = "minilm"))]
-fn load_minilm(_dir: &std::path::Path) -> anyhow::Result<std::sync::Arc<AdjustableShare>> {
+fn load_minilm(
+    _dir: &std::path::Path,
+    _max_tokens: Option<usize>,
+) -> anyhow::Result<std::sync::Arc<AdjustableShare>> {
     anyhow::bail!(
         "--minilm needs the minilm feature: cargo run --release -p tool-cli-search --features minilm --bin search-eval -- --minilm DIR"
     )
@@ -85,6 +281,8 @@ fn main() -> anyhow::Result<()> {
     let mut show_losses = false;
     let mut explain = None;
     let mut minilm_dir: Option<PathBuf> = None;
+    let mut max_tokens: Option<usize> = None;
+    let mut model_text = ModelText::Index;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -93,6 +291,22 @@ fn main() -> anyhow::Result<()> {
             "--dev-losses" => show_losses = true,
             "--explain" => explain = arguments.next(),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
+            "--model-text" => {
+                model_text = match arguments.next().as_deref() {
+                    Some("index") => ModelText::Index,
+                    Some("name-once") => ModelText::NameOnce,
+                    Some("no-parameters") => ModelText::NoParameters,
+                    other => anyhow::bail!(
+                        "--model-text takes index, name-once or no-parameters, not {other:?}"
+                    ),
+                }
+            }
+            "--max-tokens" => {
+                let value = arguments.next().unwrap_or_default();
+                max_tokens = Some(value.parse().with_context(|| {
+                    format!("--max-tokens takes a number of tokens (2 to 512), not {value:?}")
+                })?);
+            }
             other => data_dir = PathBuf::from(other),
         }
     }
@@ -104,13 +318,8 @@ fn main() -> anyhow::Result<()> {
     let build_time = started.elapsed();
     let mut model_index = None;
     if let Some(dir) = &minilm_dir {
-        let started = Instant::now();
-        let embedder = load_minilm(dir)?;
-        let built = eval::build_index_with(&docs, embedder.clone());
-        println!(
-            "all-MiniLM-L6-v2 index built in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
+        let embedder = load_minilm(dir, max_tokens)?;
+        let built = build_model_index(&docs, &embedder, model_text)?;
         if explain.is_some() {
             index = built;
         } else {
@@ -179,15 +388,24 @@ fn main() -> anyhow::Result<()> {
                     .share_bits
                     .store(best.1.to_bits(), std::sync::atomic::Ordering::Relaxed);
             } else {
+                let cpu_before = process_cpu_time();
                 let started = Instant::now();
                 let ranks = eval::ranks_ours(model_index, &requests);
                 let per_query = started.elapsed().as_secs_f64() * 1000.0 / requests.len() as f64;
+                let cpu_per_query = process_cpu_time()
+                    .zip(cpu_before)
+                    .map_or(f64::NAN, |(after, before)| {
+                        after.saturating_sub(before).as_secs_f64() * 1000.0
+                    })
+                    / requests.len() as f64;
                 let share = embedder.semantic_share();
                 row(
                     &format!("ours+model {share:.2} ({split})"),
                     &Metrics::from_ranks(&ranks),
                 );
-                eprintln!("({per_query:.1} ms per query with the model)");
+                println!(
+                    "(test requests with the model: {per_query:.1} ms per query, {cpu_per_query:.1} ms CPU, embedding included)"
+                );
             }
         }
     }

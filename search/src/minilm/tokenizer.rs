@@ -1,0 +1,128 @@
+//! BERT's uncased WordPiece tokenizer, as all-MiniLM-L6-v2 was trained with: lowercase, strip
+//! Latin accents, split on whitespace and punctuation (each CJK character a word), then greedy
+//! longest-match pieces from `vocab.txt`, with `[CLS]` first and `[SEP]` last.
+//!
+//! It stops as soon as the text has `max_tokens` tokens: a tool's description may be 8 KiB, and
+//! only its opening is ever embedded.
+
+use std::collections::HashMap;
+
+/// A word longer than this (in characters) is `[UNK]`, as in BERT.
+const MAX_WORD_CHARACTERS: usize = 100;
+
+pub(super) struct Tokenizer {
+    vocabulary: HashMap<String, u32>,
+    /// The longest entry of the vocabulary, in characters (without a `##`): no piece is longer,
+    /// so the longest-match search starts there instead of at the end of a long word.
+    longest_piece: usize,
+    pub(super) classification: u32,
+    pub(super) separator: u32,
+    unknown: u32,
+}
+
+impl Tokenizer {
+    /// The tokenizer of `vocab.txt` (one token a line, the line number its id); `None` when the
+    /// special tokens are missing.
+    pub(super) fn new(vocabulary: &str) -> Option<Tokenizer> {
+        let vocabulary: HashMap<String, u32> = vocabulary
+            .lines()
+            .enumerate()
+            .map(|(id, token)| (token.to_owned(), id as u32))
+            .collect();
+        let special = |token: &str| vocabulary.get(token).copied();
+        let longest_piece = vocabulary
+            .keys()
+            .map(|token| token.strip_prefix("##").unwrap_or(token).chars().count())
+            .max()
+            .unwrap_or(1);
+        Some(Tokenizer {
+            classification: special("[CLS]")?,
+            separator: special("[SEP]")?,
+            unknown: special("[UNK]")?,
+            longest_piece,
+            vocabulary,
+        })
+    }
+
+    /// The number of entries (rows of the word embedding table).
+    pub(super) fn len(&self) -> usize {
+        self.vocabulary.len()
+    }
+
+    /// The token of `id`, for tests.
+    #[cfg(test)]
+    pub(super) fn token(&self, id: u32) -> Option<&str> {
+        self.vocabulary
+            .iter()
+            .find(|(_, v)| **v == id)
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// The ids of `text`: `[CLS]`, at most `max_tokens − 2` pieces, `[SEP]`.
+    pub(super) fn tokenize(&self, text: &str, max_tokens: usize) -> Vec<u32> {
+        let limit = max_tokens.max(2) - 1;
+        let mut ids = vec![self.classification];
+        let mut word: Vec<char> = Vec::new();
+        let mut piece = String::new();
+        let mut flush = |word: &mut Vec<char>, ids: &mut Vec<u32>| {
+            if !word.is_empty() {
+                self.word_pieces(word, &mut piece, ids);
+                word.clear();
+            }
+        };
+        for c in text.chars() {
+            if ids.len() >= limit {
+                break;
+            }
+            let folded = crate::text::fold_for_model(c);
+            if folded.is_whitespace() || folded.is_control() {
+                flush(&mut word, &mut ids);
+            } else if folded.is_alphanumeric() && !crate::text::is_cjk(folded) {
+                word.push(folded);
+            } else {
+                flush(&mut word, &mut ids);
+                word.push(folded);
+                flush(&mut word, &mut ids);
+            }
+        }
+        flush(&mut word, &mut ids);
+        ids.truncate(limit);
+        ids.push(self.separator);
+        ids
+    }
+
+    /// Appends the pieces of one word to `ids` (or `[UNK]` when it cannot be split).
+    fn word_pieces(&self, characters: &[char], piece: &mut String, ids: &mut Vec<u32>) {
+        if characters.len() > MAX_WORD_CHARACTERS {
+            ids.push(self.unknown);
+            return;
+        }
+        let first = ids.len();
+        let mut start = 0;
+        while start < characters.len() {
+            let mut end = characters.len().min(start + self.longest_piece);
+            let mut found = None;
+            while end > start {
+                piece.clear();
+                if start > 0 {
+                    piece.push_str("##");
+                }
+                piece.extend(&characters[start..end]);
+                if let Some(&id) = self.vocabulary.get(piece.as_str()) {
+                    found = Some(id);
+                    break;
+                }
+                end -= 1;
+            }
+            match found {
+                Some(id) => ids.push(id),
+                None => {
+                    ids.truncate(first);
+                    ids.push(self.unknown);
+                    return;
+                }
+            }
+            start = end;
+        }
+    }
+}
