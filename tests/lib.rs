@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub mod output;
 pub mod scripted_llm;
 
 use serde_json::{Value, json};

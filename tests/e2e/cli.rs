@@ -5,33 +5,14 @@
 //! failure (a dead port fails fast with 3, a reset during the identity check is 3, an unknown or
 //! revoked token is 4).
 
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_cli_tests::output::{assert_exit, stderr, stdout};
 use tool_cli_tests::{
     Daemon, client_command, count_recorded, eventually, everything_stdio, fault_server,
     fault_server_recording, free_port, python_fixture, run_with_timeout, scratch,
 };
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Asserts the exit code, showing both streams when it differs.
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
-}
 
 fn run_ok(daemon: &Daemon, args: &[&str]) -> String {
     let output = daemon.run_client(args, &[]);

@@ -8,15 +8,8 @@
 use std::process::Output;
 
 use serde_json::{Value, json};
+use tool_cli_tests::output::{stderr, stdout};
 use tool_cli_tests::{Daemon, demo_server, everything_stdio, run_with_timeout};
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 /// Runs `tool-cli args…` and checks its exit code.
 fn run(daemon: &Daemon, args: &[&str], code: i32) -> Output {

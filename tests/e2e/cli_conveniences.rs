@@ -7,27 +7,10 @@
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
+use tool_cli_tests::output::{assert_exit, stderr, stdout};
 use tool_cli_tests::{
     CLIENT_TIMEOUT, Daemon, bin_dir, client_command, everything_stdio, run_with_timeout, scratch,
 };
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
-}
 
 fn json_stdout(output: &Output) -> Value {
     assert_exit(output, 0);

@@ -10,28 +10,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::runtime::{RUNTIME_FILE_NAME, RuntimeFile};
+use tool_cli_tests::output::{assert_exit, stderr, stdout};
 use tool_cli_tests::{client_command, demo_server, run_with_timeout, scratch};
 
 /// How long one `tool-cli daemon ...` may take: `start` waits for the demo server to settle.
 const DAEMON_COMMAND_TIMEOUT: Duration = Duration::from_secs(90);
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
-}
 
 /// `tool-cli args…` with only a runtime dir to find the daemon by.
 fn tool_cli(runtime_dir: &Path, args: &[&str]) -> Output {

@@ -9,26 +9,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tool_cli_tests::output::{assert_exit, stderr, stdout};
 use tool_cli_tests::scripted_llm::{LlmReply, ScriptedLlm, agent_config, tool_call_turn};
 use tool_cli_tests::{Daemon, DaemonOptions, demo_server, everything_stdio, filesystem_server};
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
-}
 
 /// Runs `tool-cli` with `args` (and `env`) and checks its exit code.
 fn run(daemon: &Daemon, args: &[&str], env: &[(&str, &str)], code: i32) -> Output {

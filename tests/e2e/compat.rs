@@ -14,6 +14,7 @@ use std::sync::mpsc;
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tool_cli_tests::output::{assert_exit, stderr, stdout};
 use tool_cli_tests::{
     CLIENT_TIMEOUT, STARTUP_TIMEOUT, bin_dir, client_command, http_post, run_with_timeout, scratch,
 };
@@ -144,24 +145,6 @@ fn lines(stream: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> 
         }
     });
     receiver
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 fn trusted_ok(bridge: &ReferenceBridge, args: &[&str]) -> String {

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
+use tool_cli_tests::output::{stderr, stdout};
 use tool_cli_tests::{CLIENT_TIMEOUT, bin_dir, client_bin, run_with_timeout, scratch};
 
 /// The running example; killed when dropped.
@@ -65,14 +66,6 @@ impl Embedded {
             .env("TOOL_CLI_RUNTIME_DIR", self.dir.path());
         run_with_timeout(command, CLIENT_TIMEOUT)
     }
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[test]

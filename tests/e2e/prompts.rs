@@ -5,23 +5,12 @@
 //! see no prompt until granted one.
 
 use serde_json::{Value, json};
-use tool_cli_protocol::ErrorObject;
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
-use tool_cli_tests::{Daemon, everything_stdio, http_post, parse_response};
+use tool_cli_tests::{Daemon, everything_stdio};
 
 fn everything() -> Daemon {
     Daemon::start(json!({"mcpServers": {"everything": everything_stdio()}}))
-}
-
-/// A JSON-RPC call with `token` instead of the owner's.
-fn rpc_as(daemon: &Daemon, token: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let body = serde_json::to_vec(&request).expect("serialize");
-    let auth = format!("Bearer {token}");
-    let (status, response) = http_post(daemon.port, "/", &[("Authorization", &auth)], &body);
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&response));
-    parse_response(&response).into_result()
 }
 
 fn prompt_names(result: &Value) -> Vec<String> {
@@ -141,15 +130,17 @@ fn a_scoped_token_sees_prompts_only_when_granted() {
     let daemon = everything();
     let plain = daemon.call(name::MINT_TOKEN, json!({"servers": ["everything"]}));
     let plain = plain["token"].as_str().unwrap();
-    let listed = rpc_as(&daemon, plain, name::LIST_PROMPTS, json!({})).expect("listPrompts");
+    let listed = daemon
+        .rpc_as(plain, name::LIST_PROMPTS, Some(json!({})))
+        .expect("listPrompts");
     assert_eq!(listed["prompts"], json!([]), "{listed:#}");
-    let refused = rpc_as(
-        &daemon,
-        plain,
-        name::GET_PROMPT,
-        json!({"server": "everything", "name": "simple-prompt"}),
-    )
-    .unwrap_err();
+    let refused = daemon
+        .rpc_as(
+            plain,
+            name::GET_PROMPT,
+            Some(json!({"server": "everything", "name": "simple-prompt"})),
+        )
+        .unwrap_err();
     assert_eq!(refused.code, code::FORBIDDEN, "{refused:?}");
     assert!(
         refused
@@ -171,29 +162,31 @@ fn a_scoped_token_sees_prompts_only_when_granted() {
         "{granted}"
     );
     let granted = granted["token"].as_str().unwrap();
-    let listed = rpc_as(
-        &daemon,
-        granted,
-        name::LIST_PROMPTS,
-        json!({"server": "everything"}),
-    )
-    .expect("listPrompts");
+    let listed = daemon
+        .rpc_as(
+            granted,
+            name::LIST_PROMPTS,
+            Some(json!({"server": "everything"})),
+        )
+        .expect("listPrompts");
     assert_eq!(prompt_names(&listed), vec!["simple-prompt".to_owned()]);
-    let simple = rpc_as(
-        &daemon,
-        granted,
-        name::GET_PROMPT,
-        json!({"server": "everything", "name": "simple-prompt"}),
-    )
-    .expect("granted getPrompt");
+    let simple = daemon
+        .rpc_as(
+            granted,
+            name::GET_PROMPT,
+            Some(json!({"server": "everything", "name": "simple-prompt"})),
+        )
+        .expect("granted getPrompt");
     assert!(simple["messages"].is_array(), "{simple:#}");
-    let other = rpc_as(
-        &daemon,
-        granted,
-        name::GET_PROMPT,
-        json!({"server": "everything", "name": "args-prompt", "arguments": {"city": "x"}}),
-    )
-    .unwrap_err();
+    let other = daemon
+        .rpc_as(
+            granted,
+            name::GET_PROMPT,
+            Some(
+                json!({"server": "everything", "name": "args-prompt", "arguments": {"city": "x"}}),
+            ),
+        )
+        .unwrap_err();
     assert_eq!(other.code, code::FORBIDDEN);
 
     let bad_glob = daemon.call_err(name::MINT_TOKEN, json!({"prompts": ["simple-prompt"]}));

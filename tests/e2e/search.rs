@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::search::SearchToolsResult;
-use tool_cli_protocol::{ErrorData, ErrorObject, code};
+use tool_cli_protocol::{ErrorData, code};
 use tool_cli_tests::{
     Daemon, demo_server, error_data, eventually, everything_stdio, fault_server, filesystem_server,
-    http_post, memory_server, parse_response, time_server,
+    memory_server, time_server,
 };
 
 /// How long real peers (node, Python) get to connect on a busy machine.
@@ -78,16 +78,6 @@ fn hits(result: &SearchToolsResult) -> Vec<String> {
         .iter()
         .map(|hit| format!("{}/{}", hit.server, hit.tool))
         .collect()
-}
-
-/// A JSON-RPC call with another token.
-fn rpc_as(daemon: &Daemon, token: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let body = serde_json::to_vec(&request).expect("serialize");
-    let auth = format!("Bearer {token}");
-    let (status, response) = http_post(daemon.port, "/", &[("Authorization", &auth)], &body);
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&response));
-    parse_response(&response).into_result()
 }
 
 fn mint(daemon: &Daemon, scope: Value) -> String {
@@ -182,13 +172,13 @@ fn a_scoped_token_never_sees_tools_outside_its_scope() {
     // A server scope: a request about time finds only filesystem tools, and counts only them.
     let fs_only = mint(&daemon, json!({"servers": ["fs"]}));
     let result: SearchToolsResult = serde_json::from_value(
-        rpc_as(
-            &daemon,
-            &fs_only,
-            "searchTools",
-            json!({"query": "what time is it in Tokyo", "limit": 100}),
-        )
-        .expect("a scoped search"),
+        daemon
+            .rpc_as(
+                &fs_only,
+                "searchTools",
+                Some(json!({"query": "what time is it in Tokyo", "limit": 100})),
+            )
+            .expect("a scoped search"),
     )
     .expect("a searchTools result");
     assert!(
@@ -207,13 +197,13 @@ fn a_scoped_token_never_sees_tools_outside_its_scope() {
         (&fs_only, "no-such-server", code::FORBIDDEN),
         (&unknown_in_scope, "no-such-server", code::INVALID_PARAMS),
     ] {
-        let error = rpc_as(
-            &daemon,
-            token,
-            "searchTools",
-            json!({"query": "time", "servers": [server]}),
-        )
-        .expect_err("a filter on a server outside the scope is refused");
+        let error = daemon
+            .rpc_as(
+                token,
+                "searchTools",
+                Some(json!({"query": "time", "servers": [server]})),
+            )
+            .expect_err("a filter on a server outside the scope is refused");
         assert_eq!(error.code, expected_code, "{error:?}");
         let text = format!("{} {:?}", error.message, error.data);
         for hidden in ["everything", "memory", "demo", "get_current_time"] {
@@ -229,13 +219,13 @@ fn a_scoped_token_never_sees_tools_outside_its_scope() {
         "read a file",
     ] {
         let result: SearchToolsResult = serde_json::from_value(
-            rpc_as(
-                &daemon,
-                &readers,
-                "searchTools",
-                json!({"query": query, "limit": 100}),
-            )
-            .expect("a tool-scoped search"),
+            daemon
+                .rpc_as(
+                    &readers,
+                    "searchTools",
+                    Some(json!({"query": query, "limit": 100})),
+                )
+                .expect("a tool-scoped search"),
         )
         .expect("a searchTools result");
         assert!(
@@ -411,13 +401,13 @@ fn failed_calls_with_alternatives_name_visible_tools_that_may_do_instead() {
 
     // Under a scope, alternatives come only from what the token can see.
     let demo_only = mint(&daemon, json!({"servers": ["demo"]}));
-    let error = rpc_as(
-        &daemon,
-        &demo_only,
-        "callTool",
-        json!({"server": "demo", "tool": "current_time", "alternatives": true}),
-    )
-    .expect_err("an unknown tool");
+    let error = daemon
+        .rpc_as(
+            &demo_only,
+            "callTool",
+            Some(json!({"server": "demo", "tool": "current_time", "alternatives": true})),
+        )
+        .expect_err("an unknown tool");
     let data = error.data.expect("error data");
     let alternatives = data["alternatives"].as_array().expect("alternatives");
     assert!(

@@ -226,29 +226,6 @@ fn refusal_without_body(
     response
 }
 
-/// A JSON-RPC call with `token`; the HTTP status must be 200.
-fn rpc_as(
-    daemon: &Daemon,
-    token: &str,
-    method: &str,
-    params: Option<Value>,
-) -> Result<Value, ErrorObject> {
-    let mut request = json!({"jsonrpc": "2.0", "id": 7, "method": method});
-    if let Some(params) = params {
-        request["params"] = params;
-    }
-    let body = serde_json::to_vec(&request).expect("serialize");
-    let auth = bearer(token);
-    let (status, response) = http_post(daemon.port, "/", &[("Authorization", &auth)], &body);
-    assert_eq!(
-        status,
-        200,
-        "{method} with a token: {}",
-        String::from_utf8_lossy(&response)
-    );
-    parse_response(&response).into_result()
-}
-
 fn status_as(daemon: &Daemon, token: &str) -> u16 {
     let auth = bearer(token);
     http_post(daemon.port, "/", &[("Authorization", &auth)], BRIDGE_INFO).0
@@ -283,19 +260,17 @@ fn mint(daemon: &Daemon, params: Value) -> MintTokenResult {
 }
 
 fn server_names(daemon: &Daemon, token: &str) -> Vec<String> {
-    let result = rpc_as(daemon, token, name::LIST_SERVERS, None).expect("listServers");
+    let result = daemon
+        .rpc_as(token, name::LIST_SERVERS, None)
+        .expect("listServers");
     let result: ListServersResult = serde_json::from_value(result).expect("listServers result");
     result.servers.into_iter().map(|s| s.name).collect()
 }
 
 fn tool_names(daemon: &Daemon, token: &str, server: &str) -> Vec<String> {
-    let result = rpc_as(
-        daemon,
-        token,
-        name::LIST_TOOLS,
-        Some(json!({"server": server})),
-    )
-    .unwrap_or_else(|err| panic!("listTools {server}: {err:?}"));
+    let result = daemon
+        .rpc_as(token, name::LIST_TOOLS, Some(json!({"server": server})))
+        .unwrap_or_else(|err| panic!("listTools {server}: {err:?}"));
     result["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("listTools result {result}"))
@@ -1263,13 +1238,13 @@ fn a_server_scoped_token_sees_and_calls_only_its_servers() {
     assert_eq!(server_names(&daemon, &scoped), ["alpha"]);
     assert_eq!(server_names(&daemon, &daemon.token), ["alpha", "beta"]);
     assert!(tool_names(&daemon, &scoped, "alpha").contains(&"echo".to_owned()));
-    let result = rpc_as(
-        &daemon,
-        &scoped,
-        name::CALL_TOOL,
-        Some(call_params("alpha", "echo", json!({"nonce": "n1"}))),
-    )
-    .expect("a call inside the scope");
+    let result = daemon
+        .rpc_as(
+            &scoped,
+            name::CALL_TOOL,
+            Some(call_params("alpha", "echo", json!({"nonce": "n1"}))),
+        )
+        .expect("a call inside the scope");
     assert_eq!(result["content"][0]["text"], "n1");
 
     for (method, params, tool) in [
@@ -1297,7 +1272,8 @@ fn a_server_scoped_token_sees_and_calls_only_its_servers() {
         ),
     ] {
         // A refusal of the whole server may or may not name the tool (`tool?`).
-        let error = rpc_as(&daemon, &scoped, method, Some(params))
+        let error = daemon
+            .rpc_as(&scoped, method, Some(params))
             .expect_err("outside the scope is refused");
         assert_not_permitted(&error, "beta", tool);
     }
@@ -1310,50 +1286,52 @@ fn a_tool_scoped_token_sees_and_calls_only_matching_tools() {
     let scoped = mint(&daemon, json!({"tools": ["alpha/ech?", "alpha/en*"]})).token;
     assert_eq!(server_names(&daemon, &scoped), ["alpha"]);
     let servers: ListServersResult = serde_json::from_value(
-        rpc_as(&daemon, &scoped, name::LIST_SERVERS, None).expect("listServers"),
+        daemon
+            .rpc_as(&scoped, name::LIST_SERVERS, None)
+            .expect("listServers"),
     )
     .expect("listServers result");
     assert_eq!(servers.servers[0].tool_count, 2, "{servers:?}");
     assert_eq!(tool_names(&daemon, &scoped, "alpha"), ["echo", "env"]);
-    rpc_as(
-        &daemon,
-        &scoped,
-        name::DESCRIBE_TOOL,
-        Some(json!({"server": "alpha", "tool": "echo"})),
-    )
-    .expect("describe a matching tool");
-    let error = rpc_as(
-        &daemon,
-        &scoped,
-        name::DESCRIBE_TOOL,
-        Some(json!({"server": "alpha", "tool": "crash"})),
-    )
-    .expect_err("describe a tool outside the globs");
+    daemon
+        .rpc_as(
+            &scoped,
+            name::DESCRIBE_TOOL,
+            Some(json!({"server": "alpha", "tool": "echo"})),
+        )
+        .expect("describe a matching tool");
+    let error = daemon
+        .rpc_as(
+            &scoped,
+            name::DESCRIBE_TOOL,
+            Some(json!({"server": "alpha", "tool": "crash"})),
+        )
+        .expect_err("describe a tool outside the globs");
     assert_not_permitted(&error, "alpha", Some("crash"));
-    let error = rpc_as(
-        &daemon,
-        &scoped,
-        name::CALL_TOOL,
-        Some(call_params("alpha", "crash", json!({}))),
-    )
-    .expect_err("call a tool outside the globs");
+    let error = daemon
+        .rpc_as(
+            &scoped,
+            name::CALL_TOOL,
+            Some(call_params("alpha", "crash", json!({}))),
+        )
+        .expect_err("call a tool outside the globs");
     assert_not_permitted(&error, "alpha", Some("crash"));
-    let error = rpc_as(
-        &daemon,
-        &scoped,
-        name::CALL_TOOL,
-        Some(call_params("beta", "echo", json!({"nonce": "x"}))),
-    )
-    .expect_err("the same tool on another server");
+    let error = daemon
+        .rpc_as(
+            &scoped,
+            name::CALL_TOOL,
+            Some(call_params("beta", "echo", json!({"nonce": "x"}))),
+        )
+        .expect_err("the same tool on another server");
     assert_not_permitted(&error, "beta", Some("echo"));
     // The server is still alive: the refused crash never reached it.
-    let result = rpc_as(
-        &daemon,
-        &scoped,
-        name::CALL_TOOL,
-        Some(call_params("alpha", "echo", json!({"nonce": "still"}))),
-    )
-    .expect("echo");
+    let result = daemon
+        .rpc_as(
+            &scoped,
+            name::CALL_TOOL,
+            Some(call_params("alpha", "echo", json!({"nonce": "still"}))),
+        )
+        .expect("echo");
     assert_eq!(result["content"][0]["text"], "still");
 }
 
@@ -1376,22 +1354,22 @@ fn a_read_only_token_sees_only_read_only_tools() {
     assert!(expected.contains(&"echo".to_owned()), "{expected:?}");
     assert!(expected.len() < all.len(), "{expected:?} of {all:?}");
     assert_eq!(tool_names(&daemon, &read_only, "alpha"), expected);
-    let result = rpc_as(
-        &daemon,
-        &read_only,
-        name::CALL_TOOL,
-        Some(call_params("alpha", "echo", json!({"nonce": "ro"}))),
-    )
-    .expect("a read-only tool");
-    assert_eq!(result["content"][0]["text"], "ro");
-    for tool in ["destructive", "crash", "hang"] {
-        let error = rpc_as(
-            &daemon,
+    let result = daemon
+        .rpc_as(
             &read_only,
             name::CALL_TOOL,
-            Some(call_params("alpha", tool, json!({}))),
+            Some(call_params("alpha", "echo", json!({"nonce": "ro"}))),
         )
-        .expect_err("a tool without readOnlyHint");
+        .expect("a read-only tool");
+    assert_eq!(result["content"][0]["text"], "ro");
+    for tool in ["destructive", "crash", "hang"] {
+        let error = daemon
+            .rpc_as(
+                &read_only,
+                name::CALL_TOOL,
+                Some(call_params("alpha", tool, json!({}))),
+            )
+            .expect_err("a tool without readOnlyHint");
         assert_not_permitted(&error, "alpha", Some(tool));
     }
 }
@@ -1455,8 +1433,9 @@ fn a_scoped_token_cannot_manage_tokens() {
             ),
             (name::LIST_TOKENS, None),
         ] {
-            let error =
-                rpc_as(&daemon, token, method, params).expect_err("token management by a child");
+            let error = daemon
+                .rpc_as(token, method, params)
+                .expect_err("token management by a child");
             assert_eq!(error.code, code::FORBIDDEN, "{method}: {error:?}");
         }
     }
@@ -1619,13 +1598,13 @@ fn tokens_never_reach_the_log_even_at_trace() {
         },
     );
     let minted = mint(&daemon, json!({"servers": ["alpha"], "label": "logged?"}));
-    rpc_as(
-        &daemon,
-        &minted.token,
-        name::CALL_TOOL,
-        Some(call_params("alpha", "echo", json!({"nonce": "t"}))),
-    )
-    .expect("call with the minted token");
+    daemon
+        .rpc_as(
+            &minted.token,
+            name::CALL_TOOL,
+            Some(call_params("alpha", "echo", json!({"nonce": "t"}))),
+        )
+        .expect("call with the minted token");
     daemon.call_tool("alpha", "echo", json!({"nonce": "owner"}));
     // Near misses are logged as refusals, never with the presented or the expected token.
     let mut near = daemon.token.clone();

@@ -9,6 +9,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::methods::name;
+use tool_cli_tests::output::stdout;
 use tool_cli_tests::{Daemon, daemon_bin, free_port, text_content};
 
 /// All tools the demo server offers, in listing order.
@@ -60,10 +61,6 @@ fn processes_in_runs(daemon: &Daemon) -> Vec<String> {
             })
         })
         .collect()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Runs `tool-cli demo TOOL ARGUMENTS` and checks the exit code.

@@ -1,0 +1,212 @@
+//! Serving: the pool, the orchestrator and the endpoint built from a checked config, run until
+//! a signal, then shut down in order (traces flushed, servers stopped, runtime file removed).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tool_cli_daemon::auth::{Token, TokenStore};
+use tool_cli_daemon::config;
+use tool_cli_daemon::manage::ServerManager;
+use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
+use tool_cli_daemon::pipeline::CallObserver;
+use tool_cli_daemon::pool::{Pool, PoolOptions};
+use tool_cli_daemon::provider::ToolProvider;
+use tool_cli_daemon::runtime_file;
+use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::spill::SpillStore;
+use tool_cli_daemon::trace::{Traces, settings as trace_settings};
+use tool_cli_protocol::runtime::RuntimeFile;
+
+use crate::args::Cli;
+use crate::fail;
+use crate::listen::Endpoint;
+use crate::ready::{self, Announcement};
+use crate::signals;
+
+/// Runs the daemon on the bound endpoint until SIGTERM or SIGINT, then stops it in order; the
+/// exit code says how serving ended.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn serve(
+    cli: Cli,
+    config: config::Config,
+    config_path: Option<PathBuf>,
+    traces: Option<trace_settings::TraceSettings>,
+    token: Token,
+    listener: Listener,
+    endpoint: Endpoint,
+    self_exe: PathBuf,
+) -> ExitCode {
+    let (host, port, socket) = match &endpoint {
+        Endpoint::Tcp(local) => {
+            if !local.ip().is_loopback() {
+                tracing::warn!(
+                    address = %local,
+                    "listening beyond loopback: other machines can reach this port; requests \
+                     still need the token and a Host named with --allow-host, and the token \
+                     travels unencrypted"
+                );
+            }
+            // A client on this machine reaches an address bound on every interface through
+            // loopback, under a name the Host check accepts.
+            let reachable = match local.ip() {
+                std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+                    std::net::Ipv4Addr::LOCALHOST.to_string()
+                }
+                std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+                    std::net::Ipv6Addr::LOCALHOST.to_string()
+                }
+                ip => ip.to_string(),
+            };
+            (reachable, local.port(), None)
+        }
+        Endpoint::Socket(path) => (
+            "localhost".to_owned(),
+            0,
+            Some(path.to_string_lossy().into_owned()),
+        ),
+    };
+    tracing::info!(
+        address = %socket.clone().unwrap_or_else(|| format!("{host}:{port}")),
+        config = %config.source,
+        servers = config.servers.len(),
+        "tool-cli-daemon starting"
+    );
+    // Who we are, for clients to check locally instead of asking (see `DaemonId`).
+    let daemon_id = runtime_file::own_daemon_id();
+    let runtime_guard = match runtime_file::write(
+        &runtime_file::default_dir(),
+        &RuntimeFile {
+            host,
+            port,
+            token: token.expose().to_owned(),
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            socket: socket.clone(),
+            daemon_id: daemon_id.clone(),
+        },
+    ) {
+        Ok(guard) => guard,
+        Err(err) => {
+            tracing::warn!(%err, "no runtime file; clients need TOOL_CLI_PORT and TOOL_CLI_TOKEN");
+            None
+        }
+    };
+
+    // Sampling requests of servers with `allowSampling` go to the agent's backend, when it is
+    // one that writes text (not the offline planner).
+    let sampler = match tool_cli_agent::Agent::new(config.agent.clone()) {
+        Ok(agent) => {
+            match tool_cli_daemon::sampling::Sampler::from_agent(&agent, |name| {
+                std::env::var(name).ok()
+            }) {
+                Ok(sampler) => sampler.map(Arc::new),
+                Err(error) => {
+                    tracing::warn!(%error, "sampling requests will be declined: the agent backend cannot be built");
+                    None
+                }
+            }
+        }
+        Err(_) => None,
+    };
+    let pool = Pool::new(
+        &config,
+        PoolOptions {
+            sampler,
+            max_message_bytes: cli.max_message_bytes,
+            // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
+            // dies with it (see `subreaper.rs`).
+            subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
+            state_dir: tool_cli_daemon::trace::settings::state_dir(&|name| {
+                std::env::var(name).ok()
+            }),
+            ..PoolOptions::default()
+        },
+    );
+    let traces = traces.map(|settings| {
+        tracing::info!(path = %settings.path.display(), verbose = settings.verbose, "tracing calls");
+        Traces::start(settings, tool_cli_daemon::redact::config_secrets(&config))
+    });
+    let mut orchestrator = Orchestrator::with_options(
+        Arc::clone(&pool) as Arc<dyn ToolProvider>,
+        OrchestratorOptions {
+            agent: config.agent.clone(),
+            ..OrchestratorOptions::default()
+        },
+        traces
+            .iter()
+            .map(|traces| Arc::clone(traces) as Arc<dyn CallObserver>)
+            .collect(),
+    );
+    if let Some(traces) = &traces {
+        orchestrator = orchestrator.with_traces(Arc::clone(traces));
+    }
+    orchestrator = orchestrator.with_remote_auth(pool.remote_auth());
+    let orchestrator = Arc::new(orchestrator.with_manager(Arc::new(ServerManager::new(
+        Arc::clone(&pool),
+        config.clone(),
+        config_path,
+        self_exe,
+        Arc::new(|name: &str| std::env::var(name).ok()),
+    ))));
+    // Installed before anything is announced, so a SIGHUP never finds its default action
+    // (which would end the daemon).
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+    let reloader = tokio::spawn(signals::reload_on_hangup(
+        Arc::clone(&orchestrator),
+        hangups,
+    ));
+
+    // Connect the servers while the endpoint already serves (requests for a server still
+    // connecting wait for it); announce readiness once they have settled as --ready-when asks.
+    let starter = tokio::spawn(ready::announce_when_ready(
+        Arc::clone(&pool),
+        cli.ready_when.for_pool(),
+        Announcement {
+            port,
+            socket,
+            token: token.clone(),
+            daemon_id,
+            print_env: cli.print_env,
+        },
+    ));
+
+    let served = tool_cli_daemon::server::run(
+        listener,
+        Arc::new(TokenStore::new(token)),
+        Arc::clone(&orchestrator),
+        signals::shutdown_signal(),
+        ServeOptions {
+            grace: Duration::from_millis(cli.shutdown_grace_ms),
+            max_body_bytes: cli.max_body_bytes,
+            allowed_origins: cli.allowed_origins.clone(),
+            allowed_hosts: cli.allowed_hosts.clone(),
+            max_response_bytes: cli.max_response_bytes.unwrap_or(cli.max_message_bytes),
+            spill_dir: SpillStore::default_dir(&runtime_file::default_dir()),
+            spill_ttl: Duration::from_millis(cli.spill_ttl_ms),
+            // Clients that found our `DaemonId` alive trust our port without a proof: nobody
+            // else may hold it while this process lives.
+            hold_port_until_exit: true,
+        },
+    )
+    .await;
+    starter.abort();
+    reloader.abort();
+    // The last calls' lines are still queued: give the writer a moment to put them on disk.
+    if let Some(traces) = &traces {
+        traces.flush(Duration::from_secs(2)).await;
+    }
+    pool.shutdown().await;
+    drop(runtime_guard);
+    if let Endpoint::Socket(path) = &endpoint {
+        let _ = std::fs::remove_file(path);
+    }
+    match served {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(err) => fail(1, format!("serving failed: {err}")),
+    }
+}

@@ -1,0 +1,70 @@
+//! Sessions: `openSession`, `sessionSummary`, `listSessions` and `closeSession`.
+
+use jsonrpsee::RpcModule;
+use tool_cli_protocol::methods::name;
+use tool_cli_protocol::orchestration::{CloseSessionResult, OpenSessionParams, SessionParams};
+
+use super::{Answer, Context, call_context, fit, parse, to_rpc_error};
+
+const SESSION_SHAPE: &str = r#"{"sessionId": string}"#;
+
+/// Registers the session methods.
+pub(super) fn register(module: &mut RpcModule<Context>) {
+    module
+        .register_method(
+            name::OPEN_SESSION,
+            |params, context, extensions| -> Answer {
+                let params: OpenSessionParams = if params.as_str().is_none() {
+                    OpenSessionParams::default()
+                } else {
+                    parse(
+                        name::OPEN_SESSION,
+                        &params,
+                        r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#,
+                    )?
+                };
+                let opened = context
+                    .orchestrator
+                    .open_session(params, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                fit(name::OPEN_SESSION, &opened, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(
+            name::SESSION_SUMMARY,
+            |params, context, extensions| -> Answer {
+                let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
+                let summary = context
+                    .orchestrator
+                    .session_summary(&params.session_id, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                fit(name::SESSION_SUMMARY, &summary, context.budget(extensions))
+                    .map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+    module
+        .register_method(name::LIST_SESSIONS, |_, context, extensions| -> Answer {
+            let sessions = context
+                .orchestrator
+                .list_sessions(&call_context(extensions)?);
+            fit(name::LIST_SESSIONS, &sessions, context.budget(extensions)).map_err(to_rpc_error)
+        })
+        .expect("method names are unique");
+    module
+        .register_method(
+            name::CLOSE_SESSION,
+            |params, context, extensions| -> Answer {
+                let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
+                context
+                    .orchestrator
+                    .close_session(&params.session_id, &call_context(extensions)?)
+                    .map_err(to_rpc_error)?;
+                let closed = CloseSessionResult { closed: true };
+                fit(name::CLOSE_SESSION, &closed, context.budget(extensions)).map_err(to_rpc_error)
+            },
+        )
+        .expect("method names are unique");
+}
