@@ -272,7 +272,7 @@ impl Shard {
                 Embedding::normalized(std::mem::take(&mut vector))
             } else {
                 embedding_text.clear();
-                push_embedding_text(&mut embedding_text, &doc, |position| is_shared(position));
+                push_embedding_text(&mut embedding_text, &doc, is_shared);
                 embedder.embed(&embedding_text)
             };
             // An embedder that breaks its contract (wrong length) must not corrupt the rows of
