@@ -793,6 +793,9 @@ pub fn daemon_command(runtime_dir: &Path) -> Command {
     command
         .env(tool_cli_protocol::env::RUNTIME_DIR, runtime_dir)
         .env("XDG_STATE_HOME", runtime_dir.with_file_name("state"))
+        // No search model from the home directory: a test that wants one names it in its
+        // config (tests/e2e/search_model.rs), the others rank the same on every machine.
+        .env(tool_cli_protocol::env::SEARCH_MODEL, "off")
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),

@@ -41,6 +41,8 @@ pub struct Config {
     pub agent: AgentConfig,
     /// The `traces` section (defaults when absent).
     pub traces: TracesConfig,
+    /// The `search` section: the sentence-embedding model (`config_search.rs`).
+    pub search: crate::config_search::SearchConfig,
     /// Fields written for other MCP clients that were translated or ignored; the daemon logs
     /// them at start-up.
     pub notes: Vec<ConfigNote>,
@@ -294,6 +296,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
         }],
         agent: AgentConfig::default(),
         traces: TracesConfig::default(),
+        search: Default::default(),
         notes: Vec::new(),
     }
 }
@@ -442,11 +445,23 @@ pub fn parse(
                 .map_err(|(field, message)| error(None, Some(&field), message))?
         }
     };
+    let search = match root.get("search") {
+        None => Default::default(),
+        Some(section) => {
+            let config_dir = match &source {
+                ConfigSource::File(path) => path.parent(),
+                ConfigSource::BundledDefault => None,
+            };
+            crate::config_search::parse(section, config_dir, env)
+                .map_err(|(field, message)| error(None, Some(&field), message))?
+        }
+    };
     Ok(Config {
         source,
         servers: parsed,
         agent,
         traces,
+        search,
         notes,
     })
 }

@@ -97,7 +97,12 @@ impl Orchestrator {
             .as_ref()
             .filter(|_| grant.is_owner)
             .map(|traces| traces.health());
-        HealthResult { servers, traces }
+        let search = self.search.health().filter(|_| grant.is_owner);
+        HealthResult {
+            servers,
+            traces,
+            search,
+        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod caller;
 pub mod catalog;
 mod client_fields;
 pub mod config;
+pub mod config_search;
 mod discovery;
 mod elicitation;
 pub mod error;

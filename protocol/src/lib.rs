@@ -162,4 +162,7 @@ pub mod env {
     pub const DAEMON_ID: &str = "TOOL_CLI_DAEMON_ID";
     /// Prefix shared by every variable above; none of them is ever passed to an MCP server.
     pub const PREFIX: &str = "TOOL_CLI_";
+    /// The directory of tool search's sentence-embedding model when the config's
+    /// `search.model` does not name one; `off` for none.
+    pub const SEARCH_MODEL: &str = "TOOL_CLI_SEARCH_MODEL";
 }

@@ -614,6 +614,9 @@ pub struct HealthResult {
     /// The trace writer: only for the owner token, and only when traces are on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<crate::trace::TracesHealth>,
+    /// The tool-search model: only for the owner token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::SearchHealth>,
 }
 
 /// One server in `health`.

@@ -36,6 +36,64 @@ pub struct SearchToolsResult {
     pub catalog_size: usize,
     /// How long the ranking took, in microseconds.
     pub took_us: u64,
+    /// Which embedding ranked: the sentence-embedding model, or the hashing embedder because
+    /// the daemon has no model (`hashing`) or some tool still lacks its model vector
+    /// (`pending`).
+    #[serde(default)]
+    pub semantic: SemanticRanking,
+}
+
+/// Which embedding ranked a `searchTools` answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SemanticRanking {
+    /// The sentence-embedding model, for every tool the query could return.
+    Model,
+    /// A model is loaded (or loading) but some tools are not embedded yet: the hashing
+    /// embedder ranked.
+    Pending,
+    /// No model: the hashing embedder ranked.
+    #[default]
+    Hashing,
+}
+
+/// The tool-search model's state in `health` (owner token only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHealth {
+    /// `off`, `loading`, `failed`, `embedding` or `ready`.
+    pub model: SearchModelState,
+    /// The model's directory, when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+    /// Tools in the search index.
+    pub tools: usize,
+    /// Tools whose model vector is attached to the index.
+    pub with_vectors: usize,
+    /// Tools the model embedded since the daemon started.
+    pub embedded: usize,
+    /// Tools whose vectors came from the disk cache since the daemon started.
+    pub cached: usize,
+    /// Why the model is not used, when it failed to load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// Where the tool-search model is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SearchModelState {
+    /// No model configured or found: lexical ranking with the hashing embedder.
+    #[default]
+    Off,
+    /// Being read from disk.
+    Loading,
+    /// Could not be loaded (see `lastError`): lexical ranking with the hashing embedder.
+    Failed,
+    /// Loaded; some tools are being embedded.
+    Embedding,
+    /// Loaded and every indexed tool embedded.
+    Ready,
 }
 
 /// One tool found.

@@ -17,6 +17,7 @@ use crate::concepts::Action;
 use crate::doc::ToolDoc;
 use crate::embed::{self, Embedder, Embedding, HashEmbedder};
 use crate::search;
+use crate::semantic::ModelRows;
 use crate::text;
 use crate::vocabulary::{Vocabulary, WORD_TABLE};
 
@@ -93,6 +94,49 @@ fn embedded_description_end(description: &str) -> usize {
         .rev()
         .find(|(_, c)| !c.is_alphanumeric())
         .map_or(0, |(offset, _)| offset)
+}
+
+/// Appends the text a model embeds for `doc` (already capped): the name twice, the title, the
+/// description's opening and the names of the parameters not shared by most of the server's
+/// tools. The hashing embedder builds the same vector from the words it splits for BM25F.
+fn push_embedding_text(out: &mut String, doc: &ToolDoc, is_shared: impl Fn(usize) -> bool) {
+    for _ in 0..2 {
+        out.push_str(&doc.name);
+        out.push(' ');
+    }
+    if let Some(title) = &doc.title {
+        out.push_str(title);
+        out.push(' ');
+    }
+    out.push_str(&doc.description[..embedded_description_end(&doc.description)]);
+    for (position, parameter) in doc.parameters.iter().enumerate() {
+        if is_shared(position) {
+            continue;
+        }
+        out.push(' ');
+        out.push_str(&parameter.name);
+    }
+}
+
+/// The texts a sentence-embedding model embeds for one server's `docs`, in order: exactly what
+/// an index built with that model as its embedder would embed. A caller that embeds tools off
+/// the index (on a background thread, through a cache) embeds these and attaches the vectors
+/// with `Index::with_model_vectors`.
+pub fn embedding_texts(docs: &[ToolDoc]) -> Vec<String> {
+    let shared = shared_parameters(docs);
+    let mut parameter_position = 0;
+    docs.iter()
+        .map(|doc| {
+            let first_parameter = parameter_position;
+            parameter_position += doc.parameters.len();
+            let doc = doc.clone().capped();
+            let mut text = String::new();
+            push_embedding_text(&mut text, &doc, |position| {
+                shared.get(first_parameter + position) == Some(&true)
+            });
+            text
+        })
+        .collect()
 }
 
 impl Shard {
@@ -228,23 +272,7 @@ impl Shard {
                 Embedding::normalized(std::mem::take(&mut vector))
             } else {
                 embedding_text.clear();
-                for _ in 0..2 {
-                    embedding_text.push_str(&doc.name);
-                    embedding_text.push(' ');
-                }
-                if let Some(title) = &doc.title {
-                    embedding_text.push_str(title);
-                    embedding_text.push(' ');
-                }
-                embedding_text
-                    .push_str(&doc.description[..embedded_description_end(&doc.description)]);
-                for (position, parameter) in doc.parameters.iter().enumerate() {
-                    if is_shared(position) {
-                        continue;
-                    }
-                    embedding_text.push(' ');
-                    embedding_text.push_str(&parameter.name);
-                }
+                push_embedding_text(&mut embedding_text, &doc, is_shared);
                 embedder.embed(&embedding_text)
             };
             // An embedder that breaks its contract (wrong length) must not corrupt the rows of
@@ -482,6 +510,11 @@ pub struct Index {
     pub(crate) shards: Arc<Vec<Arc<Shard>>>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) embedder: Arc<dyn Embedder>,
+    /// A sentence-embedding model whose vectors rank queries once every tool a query may
+    /// return has one (`semantic.rs`); `None` ranks with `embedder` alone.
+    pub(crate) model: Option<Arc<dyn Embedder>>,
+    /// Per server, the model's vectors of its current shard.
+    pub(crate) model_rows: Arc<FxHashMap<String, Arc<ModelRows>>>,
 }
 
 impl Default for Index {
@@ -511,7 +544,60 @@ impl Index {
             shards: Arc::new(Vec::new()),
             stats: Arc::new(Stats::default()),
             embedder,
+            model: None,
+            model_rows: Arc::default(),
         }
+    }
+
+    /// This index with `model` as its sentence-embedding model (no tool has a model vector
+    /// yet: queries rank with the hashing embedder until `with_model_vectors` attaches them).
+    pub fn with_model(&self, model: Arc<dyn Embedder>) -> Index {
+        Index {
+            model: Some(model),
+            model_rows: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The sentence-embedding model, if one is attached: the caller embeds each query with it
+    /// and passes the vector as `Query::model_query`.
+    pub fn model(&self) -> Option<&Arc<dyn Embedder>> {
+        self.model.as_ref()
+    }
+
+    /// This index with the model's vectors of `server`'s current tools: `vectors` holds one
+    /// entry per tool, in the order of the docs the shard was built from (`None` for a tool not
+    /// embedded yet). `None` when there is no model, no such server, or the count differs from
+    /// the shard's tools (the server's tools changed since the vectors were computed).
+    pub fn with_model_vectors(
+        &self,
+        server: &str,
+        vectors: &[Option<&Embedding>],
+    ) -> Option<Index> {
+        let model = self.model.as_ref()?;
+        let shard = self.shards.iter().find(|shard| shard.server == server)?;
+        if shard.tools.len() != vectors.len() {
+            return None;
+        }
+        let mut model_rows = (*self.model_rows).clone();
+        model_rows.insert(
+            server.to_owned(),
+            Arc::new(ModelRows::new(
+                Arc::clone(shard),
+                model.dimensions(),
+                vectors,
+            )),
+        );
+        Some(Index {
+            model_rows: Arc::new(model_rows),
+            ..self.clone()
+        })
+    }
+
+    /// How many tools have a model vector, and how many tools there are.
+    pub fn model_coverage(&self) -> (usize, usize) {
+        let embedded = self.model_rows.values().map(|rows| rows.embedded).sum();
+        (embedded, self.stats.tools)
     }
 
     /// This index with `server`'s tools replaced by `docs` (added if the server is new). Each
@@ -555,10 +641,20 @@ impl Index {
     }
 
     fn with_shards(&self, shards: Vec<Arc<Shard>>) -> Index {
+        // Model vectors stay with the shard they were computed for: a replaced or removed
+        // server's are dropped.
+        let model_rows: FxHashMap<String, Arc<ModelRows>> = self
+            .model_rows
+            .iter()
+            .filter(|(_, rows)| shards.iter().any(|shard| Arc::ptr_eq(shard, &rows.shard)))
+            .map(|(server, rows)| (server.clone(), Arc::clone(rows)))
+            .collect();
         Index {
             stats: Arc::new(Stats::of(&shards)),
             shards: Arc::new(shards),
             embedder: Arc::clone(&self.embedder),
+            model: self.model.clone(),
+            model_rows: Arc::new(model_rows),
         }
     }
 

@@ -9,6 +9,8 @@
 //! parameters and server, with query expansion through a table of synonyms common in tool
 //! catalogs, fused with the cosine of an `embed::Embedder` (an offline hashing embedder by
 //! default), then nudged by bounded `priors::Priors` (session inertia, reliability, latency).
+//! A real sentence-embedding model's vectors (`semantic`) can be attached to the shards after
+//! they are built, and then rank queries in place of the hashing embedder's.
 //! `docs/search.md` documents the formula and the measured quality; `eval` and the `search-eval`
 //! binary reproduce the figures.
 
@@ -22,5 +24,6 @@ pub mod index;
 pub mod minilm;
 pub mod priors;
 pub mod search;
+pub mod semantic;
 mod text;
 mod vocabulary;

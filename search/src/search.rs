@@ -11,6 +11,7 @@ use crate::concepts::{self, Action};
 use crate::embed;
 use crate::index::{FIELDS, Index, Shard};
 use crate::priors::{NoPriors, Priors, ToolRef};
+use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
 
 /// The default number of hits.
@@ -88,6 +89,10 @@ pub struct Query<'a> {
     pub previous_tool: Option<ToolRef<'a>>,
     /// Evidence beyond the text.
     pub priors: &'a dyn Priors,
+    /// The query embedded by the index's sentence-embedding model (`Index::model`), when it
+    /// has one: the model ranks only with this vector (the caller embeds the query where it may
+    /// spend the time, the index never does).
+    pub model_query: Option<&'a embed::Embedding>,
 }
 
 impl<'a> Query<'a> {
@@ -101,6 +106,7 @@ impl<'a> Query<'a> {
             tags: &[],
             previous_tool: None,
             priors: &NoPriors,
+            model_query: None,
         }
     }
 }
@@ -112,6 +118,9 @@ pub struct SearchOutcome {
     pub hits: Vec<Hit>,
     /// How many tools the caller can see (before the servers and tags filters).
     pub catalog_size: usize,
+    /// Which embedding ranked: the model, or the hashing embedder (no model, or some tool
+    /// still without a model vector).
+    pub semantic: SemanticRanking,
 }
 
 /// One tool found.
@@ -272,6 +281,25 @@ fn is_plural(folded: &str, stemmed: &str) -> bool {
     }
 }
 
+/// Which embedding ranks a query: the model when there is one, the query was embedded by it
+/// (same dimension) and every tool the query may return has a model vector; else the hashing
+/// embedder, `Pending` when a model is attached but cannot rank yet.
+fn semantic_ranking(
+    model: Option<&dyn embed::Embedder>,
+    model_query: Option<&embed::Embedding>,
+    every_candidate_embedded: impl FnOnce() -> bool,
+) -> SemanticRanking {
+    match (model, model_query) {
+        (None, _) => SemanticRanking::Hashing,
+        (Some(model), Some(vector))
+            if vector.dimensions() == model.dimensions() && every_candidate_embedded() =>
+        {
+            SemanticRanking::Model
+        }
+        _ => SemanticRanking::Pending,
+    }
+}
+
 /// Average field lengths over `tools` tools whose field lengths sum to `length_sums`.
 pub(crate) fn average_lengths(tools: usize, length_sums: [u64; FIELDS]) -> [f32; FIELDS] {
     let mut averages = [0.0; FIELDS];
@@ -385,10 +413,32 @@ impl Index {
                     && (query.tags.is_empty() || tool.tags.iter().any(|t| query.tags.contains(t)));
             }
         }
+        // The model ranks only when every tool this query may return has its vector.
+        let model_rows: Vec<Option<&ModelRows>> = shards
+            .iter()
+            .map(|shard| {
+                self.model_rows
+                    .get(&shard.server)
+                    .filter(|rows| std::sync::Arc::ptr_eq(&rows.shard, shard))
+                    .map(|rows| &**rows)
+            })
+            .collect();
+        let ranking = semantic_ranking(self.model.as_deref(), query.model_query, || {
+            shards
+                .iter()
+                .zip(offsets)
+                .zip(&model_rows)
+                .all(|((shard, &offset), rows)| {
+                    (0..shard.tools.len()).all(|local| {
+                        !candidate[offset + local] || rows.is_some_and(|r| r.has(local))
+                    })
+                })
+        });
         if catalog_size == 0 {
             return Ok(SearchOutcome {
                 hits: Vec::new(),
                 catalog_size,
+                semantic: ranking,
             });
         }
         let stats = match visible {
@@ -425,8 +475,22 @@ impl Index {
             }
         });
         let asks_mutation = asked.iter().any(|a| a.mutates());
-        let query_embedding = self.embedder.embed(query.text);
-        let dimensions = self.embedder.dimensions();
+        let hashing_query;
+        let (query_embedding, dimensions, semantic_share) =
+            match (ranking, self.model.as_ref(), query.model_query) {
+                (SemanticRanking::Model, Some(model), Some(vector)) => {
+                    (vector, model.dimensions(), model.semantic_share())
+                }
+                _ => {
+                    hashing_query = self.embedder.embed(query.text);
+                    (
+                        &hashing_query,
+                        self.embedder.dimensions(),
+                        self.embedder.semantic_share(),
+                    )
+                }
+            };
+        let by_model = ranking == SemanticRanking::Model;
         let mut query_row = Vec::with_capacity(dimensions);
         let query_scale = if query_embedding.dimensions() == dimensions {
             embed::quantize_into(query_embedding.values(), &mut query_row)
@@ -436,11 +500,13 @@ impl Index {
 
         // The textual score of every candidate that matched at all: the lexical score normalised
         // by the best one, mixed with the cosine in the embedder's proportion.
-        let semantic_share = self.embedder.semantic_share().clamp(0.0, 1.0);
+        let semantic_share = semantic_share.clamp(0.0, 1.0);
         let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
         let mut semantic = vec![0.0f32; total];
-        let cosine_of = |shard: &Shard, local: usize| {
-            if query_scale > 0.0 {
+        let cosine_of = |position: usize, shard: &Shard, local: usize| {
+            if by_model && query_scale > 0.0 {
+                model_rows[position].map_or(0.0, |rows| rows.cosine(local, &query_row, query_scale))
+            } else if query_scale > 0.0 {
                 let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
                 embed::dot_quantized(&query_row, row) as f32
                     * query_scale
@@ -513,7 +579,7 @@ impl Index {
         };
         drop(worst_cases);
         let mut scored: Vec<(f32, u32)> = Vec::new();
-        for (shard, &offset) in shards.iter().zip(offsets) {
+        for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
             for local in 0..shard.tools.len() {
                 let global = offset + local;
                 if !candidate[global]
@@ -522,7 +588,7 @@ impl Index {
                 {
                     continue;
                 }
-                let cosine = cosine_of(shard, local);
+                let cosine = cosine_of(position, shard, local);
                 semantic[global] = cosine;
                 scored.push((
                     text_score_of(shard, local, global, lexical[global], cosine),
@@ -543,13 +609,13 @@ impl Index {
             f32::NEG_INFINITY
         };
         if semantic_only_ceiling >= lexical_floor {
-            for (shard, &offset) in shards.iter().zip(offsets) {
+            for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
                 for local in 0..shard.tools.len() {
                     let global = offset + local;
                     if !candidate[global] || lexical[global] > 0.0 {
                         continue;
                     }
-                    let cosine = cosine_of(shard, local);
+                    let cosine = cosine_of(position, shard, local);
                     semantic[global] = cosine;
                     if cosine >= MIN_SEMANTIC {
                         scored.push((
@@ -568,6 +634,7 @@ impl Index {
             return Ok(SearchOutcome {
                 hits: Vec::new(),
                 catalog_size,
+                semantic: ranking,
             });
         }
         let by_score_desc =
@@ -618,7 +685,11 @@ impl Index {
                 }
             })
             .collect();
-        Ok(SearchOutcome { hits, catalog_size })
+        Ok(SearchOutcome {
+            hits,
+            catalog_size,
+            semantic: ranking,
+        })
     }
 
     /// BM25F with concept expansion, per tool (global position); 0 for tools that are not

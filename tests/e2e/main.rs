@@ -36,6 +36,7 @@ mod remote;
 mod resilience;
 mod sampling;
 mod search;
+mod search_model;
 mod security;
 mod server_requests;
 mod servers;

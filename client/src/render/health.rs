@@ -318,6 +318,7 @@ mod tests {
         let result = HealthResult {
             servers: vec![demo, github, off],
             traces: None,
+            search: None,
         };
         assert_eq!(
             health(&result),
@@ -354,6 +355,7 @@ mod tests {
         let text = health(&HealthResult {
             servers: vec![],
             traces: None,
+            search: None,
         });
         assert!(text.contains("no servers are configured"), "{text}");
     }

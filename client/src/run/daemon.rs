@@ -510,6 +510,7 @@ mod tests {
                 server("off", ServerState::Disabled),
             ],
             traces: None,
+            search: None,
         };
         assert_eq!(
             servers_line(&health),
@@ -518,6 +519,7 @@ mod tests {
         let none = HealthResult {
             servers: Vec::new(),
             traces: None,
+            search: None,
         };
         assert!(servers_line(&none).starts_with("servers: none"));
     }

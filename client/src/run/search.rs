@@ -111,6 +111,7 @@ mod tests {
             ],
             catalog_size: 12,
             took_us: 40,
+            semantic: Default::default(),
         };
         let text = render("read a file", &found);
         let lines: Vec<&str> = text.lines().collect();
@@ -129,6 +130,7 @@ mod tests {
             results: Vec::new(),
             catalog_size: 7,
             took_us: 1,
+            semantic: Default::default(),
         };
         let text = render("who are you", &found);
         assert!(

@@ -3,10 +3,15 @@
 
 use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tool_cli_daemon::auth::Token;
+use tool_cli_daemon::orchestrator::Orchestrator;
 use tool_cli_daemon::pool::{Pool, ReadyWhen};
 use tool_cli_protocol::env;
+
+/// The longest `--ready-when all` waits for tool search's model to embed the catalog.
+const SEARCH_READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How a client reaches the daemon, as `--print-env` prints it.
 pub(crate) struct Announcement {
@@ -21,14 +26,25 @@ pub(crate) struct Announcement {
     pub(crate) print_env: bool,
 }
 
-/// Connects the servers until `ready_when` is met, then announces readiness. Runs while the
+/// Connects the servers until `ready_when` is met (with `all`, also waits a bounded time for
+/// tool search's model to embed the catalog), then announces readiness. Runs while the
 /// endpoint already serves (requests for a server still connecting wait for it).
 pub(crate) async fn announce_when_ready(
     pool: Arc<Pool>,
+    orchestrator: Arc<Orchestrator>,
     ready_when: ReadyWhen,
     announcement: Announcement,
 ) {
     pool.start_until(ready_when).await;
+    // `all` also waits for tool search's model to embed the catalog (bounded), so a harness
+    // that searches at once gets the model's ranking.
+    if ready_when == ReadyWhen::All && !orchestrator.search_ready(SEARCH_READY_TIMEOUT).await {
+        tracing::warn!(
+            seconds = SEARCH_READY_TIMEOUT.as_secs(),
+            "the tool search model has not embedded every tool yet; ready anyway, searchTools \
+             ranks lexically until it has"
+        );
+    }
     tracing::info!(port = announcement.port, "ready");
     if announcement.print_env {
         print_env(&announcement);

@@ -132,6 +132,10 @@ pub(crate) async fn serve(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
         OrchestratorOptions {
             agent: config.agent.clone(),
+            search: tool_cli_daemon::config_search::SearchSettings::resolve(
+                &config.search,
+                &|name| std::env::var(name).ok(),
+            ),
             ..OrchestratorOptions::default()
         },
         traces
@@ -162,6 +166,7 @@ pub(crate) async fn serve(
     // connecting wait for it); announce readiness once they have settled as --ready-when asks.
     let starter = tokio::spawn(ready::announce_when_ready(
         Arc::clone(&pool),
+        Arc::clone(&orchestrator),
         cli.ready_when.for_pool(),
         Announcement {
             port,

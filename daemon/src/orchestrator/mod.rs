@@ -44,6 +44,8 @@ pub struct OrchestratorOptions {
     pub sessions: SessionLimits,
     /// `runAgent`'s (the config's `agent` key).
     pub agent: AgentConfig,
+    /// Tool search's model and vector cache (the config's `search` key).
+    pub search: crate::config_search::SearchSettings,
 }
 
 /// Serves the protocol's methods over one provider.
@@ -84,7 +86,7 @@ impl Orchestrator {
         let metrics = Arc::new(CallMetrics::default());
         observers.push(Arc::clone(&metrics) as Arc<dyn CallObserver>);
         let pipeline = Pipeline::new(provider.as_ref(), options.pipeline, observers);
-        let search = Arc::new(ToolSearch::new());
+        let search = ToolSearch::start(&options.search);
         // Keep the search index current in the background when there is a runtime to do it in;
         // without one (a synchronous test), queries index what they need on the spot.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -132,6 +134,23 @@ impl Orchestrator {
     pub fn with_manager(mut self, manager: Arc<ServerManager>) -> Orchestrator {
         self.manager = Some(manager);
         self
+    }
+
+    /// Waits, at most `timeout`, until tool search ranks with its model: every connected
+    /// server's tools indexed and embedded (or the model failed to load). Returns at once
+    /// without a model; `false` when the time ran out (search then ranks lexically until the
+    /// vectors are there).
+    pub async fn search_ready(&self, timeout: std::time::Duration) -> bool {
+        let search = Arc::clone(&self.search);
+        let slots = self.pipeline.slots();
+        // Index what is connected now, so the first pass covers it.
+        let _ = tokio::task::spawn_blocking(move || {
+            if search.has_unindexed(&slots) {
+                search.refresh(&slots);
+            }
+        })
+        .await;
+        self.search.until_embedded(timeout).await
     }
 
     /// The call pipeline.

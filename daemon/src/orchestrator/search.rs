@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 use tool_cli_protocol::methods::{ListToolsResult, ToolSummary};
+use tool_cli_protocol::search::SemanticRanking as WireRanking;
 use tool_cli_protocol::search::{
     ListToolsParams, SearchHit, SearchToolsParams, SearchToolsResult, SearchWhy,
 };
 use tool_cli_search::priors::ToolRef;
 use tool_cli_search::search::{DEFAULT_LIMIT, MAX_LIMIT, Query};
+use tool_cli_search::semantic::SemanticRanking;
 
 use super::Orchestrator;
 use crate::auth::Grant;
@@ -56,6 +58,9 @@ impl Orchestrator {
         };
         let priors = DaemonPriors::new(&slots, followers);
         let visibility = |server: &str, tool: &str| visible_to(grant, &slots, server, tool);
+        // The model's vector of the query counts in the time taken: it is most of it.
+        let started = Instant::now();
+        let model_query = self.search.embed_query(&index, &params.query);
         let query = Query {
             text: &params.query,
             limit,
@@ -66,8 +71,8 @@ impl Orchestrator {
                 .as_ref()
                 .map(|(server, tool)| ToolRef { server, tool }),
             priors: &priors,
+            model_query: model_query.as_ref(),
         };
-        let started = Instant::now();
         let outcome = if !servers.is_empty() && indexed.is_empty() {
             None
         } else {
@@ -83,6 +88,7 @@ impl Orchestrator {
                 results: Vec::new(),
                 catalog_size: 0,
                 took_us,
+                semantic: self.search.idle_ranking(&index),
             });
         };
         let results = outcome
@@ -109,10 +115,16 @@ impl Orchestrator {
                 }
             })
             .collect();
+        let semantic = match outcome.semantic {
+            SemanticRanking::Model => WireRanking::Model,
+            SemanticRanking::Hashing if !self.search.is_loading() => WireRanking::Hashing,
+            _ => WireRanking::Pending,
+        };
         Ok(SearchToolsResult {
             results,
             catalog_size: outcome.catalog_size,
             took_us,
+            semantic,
         })
     }
 
