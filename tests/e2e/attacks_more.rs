@@ -1,0 +1,217 @@
+//! Attacks on the newer surfaces, after `attacks.rs` and `security.rs`:
+//!
+//! - sessions: a scoped token opening sessions in a loop could evict the owner's (the store
+//!   evicted the least recently used of all tokens), and a task or labels as large as a request
+//!   body were kept in every one of 1024 sessions: `a_token_flooding_sessions_evicts_only_its_own`,
+//!   `an_oversized_session_task_or_labels_is_refused_with_the_limit`;
+//! - a hostile server (`tests/fixtures/hostile_server.py`): tool names carrying ANSI escapes,
+//!   newlines, quotes and path separators (the terminal, the `/metrics` page), input schemas that
+//!   are a string or an array (described without a misleading example, refused with a clear
+//!   error), a self-referencing schema, replies to request ids never sent, and a flood of
+//!   `notifications/tools/list_changed`: `a_hostile_server_cannot_forge_output_or_break_calls`.
+
+use serde_json::{Value, json};
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::methods::{MintTokenResult, name};
+use tool_cli_tests::{Daemon, error_data, fault_server, hostile_fixture};
+
+/// `openSession` requests for `count` fresh sessions of `token`, sent in batches of 100 (the
+/// daemon's batch limit).
+fn open_sessions(daemon: &Daemon, token: &str, count: usize) {
+    let auth = format!("Bearer {token}");
+    for start in (0..count).step_by(100) {
+        let batch: Vec<Value> = (start..count.min(start + 100))
+            .map(|n| {
+                json!({"jsonrpc": "2.0", "id": n, "method": "openSession",
+                    "params": {"sessionId": format!("flood-{n}")}})
+            })
+            .collect();
+        let body = serde_json::to_vec(&batch).unwrap();
+        let (status, answer) = daemon.raw_post(&[("Authorization", auth.as_str())], &body);
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        let answers: Vec<Value> = serde_json::from_slice(&answer).unwrap();
+        assert!(
+            answers.iter().all(|answer| answer["result"].is_object()),
+            "{answers:?}"
+        );
+    }
+}
+
+fn session_ids(daemon: &Daemon, token: &str) -> Vec<String> {
+    let listed = daemon
+        .rpc_as(token, "listSessions", None)
+        .expect("listSessions");
+    listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["sessionId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_token_flooding_sessions_evicts_only_its_own() {
+    let daemon = Daemon::start(json!({"mcpServers": {"alpha": fault_server(&[])}}));
+    daemon.call(
+        "openSession",
+        json!({"sessionId": "owner-work", "task": "keep my guards"}),
+    );
+    let minted: MintTokenResult =
+        serde_json::from_value(daemon.call(name::MINT_TOKEN, json!({"servers": ["alpha"]})))
+            .unwrap();
+
+    // More sessions than the store holds (1024), all from the scoped token.
+    open_sessions(&daemon, &minted.token, 1100);
+
+    let summary = daemon.call("sessionSummary", json!({"sessionId": "owner-work"}));
+    assert_eq!(summary["task"], "keep my guards", "{summary}");
+    let flooded = session_ids(&daemon, &minted.token);
+    assert_eq!(flooded.len(), 1023, "the flooder's own oldest made room");
+    // The 77 evicted were all of the first batch (its requests may run in any order).
+    for n in 100..1100 {
+        assert!(
+            flooded.contains(&format!("flood-{n}")),
+            "flood-{n} was evicted"
+        );
+    }
+    assert_eq!(session_ids(&daemon, &daemon.token), ["owner-work"]);
+}
+
+#[test]
+fn an_oversized_session_task_or_labels_is_refused_with_the_limit() {
+    let daemon = Daemon::start(json!({"mcpServers": {"alpha": fault_server(&[])}}));
+    let error = daemon.call_err(
+        "openSession",
+        json!({"sessionId": "big", "task": "x".repeat(3 * 1024 * 1024)}),
+    );
+    assert_eq!(error.code, tool_cli_protocol::code::INVALID_PARAMS);
+    assert!(
+        error.message.contains("task is 3145728 bytes")
+            && error.message.contains("at most 16384 bytes"),
+        "{}",
+        error.message
+    );
+    let labels: Vec<String> = (0..33).map(|n| format!("l{n}")).collect();
+    let error = daemon.call_err("openSession", json!({"labels": labels}));
+    assert!(
+        error.message.contains("at most 32 are accepted"),
+        "{}",
+        error.message
+    );
+    let error = daemon.call_err("openSession", json!({"labels": ["y".repeat(300)]}));
+    assert!(
+        error.message.contains("at most 256 bytes"),
+        "{}",
+        error.message
+    );
+    // Nothing was opened; within the limits it is.
+    assert!(session_ids(&daemon, &daemon.token).is_empty());
+    daemon.call(
+        "openSession",
+        json!({"sessionId": "big", "task": "x".repeat(16 * 1024), "labels": ["a"]}),
+    );
+    assert_eq!(session_ids(&daemon, &daemon.token), ["big"]);
+}
+
+const ANSI_TOOL: &str = "ansi_\u{1b}[31mred\u{1b}[0m";
+const FORGING_TOOL: &str = "quote\"} 1\nfake_metric{server=\"x";
+
+fn has_raw_control(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() && c != '\n')
+}
+
+#[test]
+fn a_hostile_server_cannot_forge_output_or_break_calls() {
+    let daemon = Daemon::start(json!({"mcpServers": {"hostile": hostile_fixture(&[])}}));
+
+    // Every hostile name is callable by its exact name, and the answers come through although
+    // the server first replies to ids never sent.
+    for tool in [ANSI_TOOL, FORGING_TOOL, "../../etc/passwd", "back\\slash"] {
+        let result = daemon.call_tool("hostile", tool, json!({}));
+        assert_eq!(
+            tool_cli_tests::text_content(&result),
+            format!("called {tool}")
+        );
+    }
+
+    // The listing on a terminal-bound pipe: no raw control character, no forged line.
+    let output = daemon.run_client(&["hostile"], &[]);
+    assert!(output.status.success());
+    let listing = String::from_utf8(output.stdout).unwrap();
+    assert!(!has_raw_control(&listing), "{listing:?}");
+    assert!(listing.contains("ansi_^[[31mred^[[0m"), "{listing}");
+    assert!(
+        listing.contains("quote\"} 1^Jfake_metric"),
+        "the newline is shown, not obeyed: {listing}"
+    );
+    assert!(!listing.lines().any(|line| line.starts_with("fake_metric")));
+
+    // The metrics page: the name is one escaped label value, no sample of its own.
+    let host = format!("127.0.0.1:{}", daemon.port);
+    let auth = format!("Bearer {}", daemon.token);
+    let page = tool_cli_tests::raw_http_exchange(
+        daemon.port,
+        &tool_cli_tests::http_request_bytes(
+            "GET",
+            "/metrics",
+            &[("Host", host.as_str()), ("Authorization", auth.as_str())],
+            b"",
+        ),
+    )
+    .expect("GET /metrics");
+    let page = String::from_utf8(page.body).unwrap();
+    assert!(
+        page.contains(
+            r#"tool_cli_tool_calls_total{server="hostile",tool="quote\"} 1\nfake_metric{server=\"x"} 1"#
+        ),
+        "{page}"
+    );
+    assert!(!page.lines().any(|line| line.starts_with("fake_metric")));
+
+    // Input schemas that are not schemas: described without an example, refused by kind.
+    for (tool, kind) in [("not_an_object", "a string"), ("array_schema", "an array")] {
+        let output = daemon.run_client(&["hostile", tool], &[]);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.contains(&format!(
+                "Parameters: unknown: its inputSchema is {kind}, not a JSON Schema object"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("Example"), "{text}");
+        let error = daemon.call_err(
+            "callTool",
+            json!({"server": "hostile", "tool": tool, "arguments": {}}),
+        );
+        assert!(
+            matches!(error_data(&error), ErrorData::InvalidSchema { .. }),
+            "{error:?}"
+        );
+        assert!(
+            error.message.contains("is not a valid JSON Schema"),
+            "{}",
+            error.message
+        );
+    }
+    // A schema referring to itself is followed as deep as the arguments go.
+    let error = daemon.call_err(
+        "callTool",
+        json!({"server": "hostile", "tool": "self_ref",
+            "arguments": {"node": {"node": {"node": 1}}}}),
+    );
+    match error_data(&error) {
+        ErrorData::InvalidArguments { errors, .. } => {
+            assert_eq!(errors[0].path, "/node/node/node")
+        }
+        other => panic!("expected invalidArguments, got {other:?}"),
+    }
+
+    // A flood of list_changed notifications: the call is answered and the server keeps serving
+    // the same catalog.
+    let result = daemon.call_tool("hostile", "flood", json!({"count": 5000}));
+    assert_eq!(tool_cli_tests::text_content(&result), "flooded");
+    let result = daemon.call_tool("hostile", "echo", json!({"text": "still here"}));
+    assert_eq!(tool_cli_tests::text_content(&result), "still here");
+    let tools = daemon.call("listTools", json!({"server": "hostile"}));
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 10, "{tools}");
+}
