@@ -8,7 +8,11 @@
 //!   newlines, quotes and path separators (the terminal, the `/metrics` page), input schemas that
 //!   are a string or an array (described without a misleading example, refused with a clear
 //!   error), a self-referencing schema, replies to request ids never sent, and a flood of
-//!   `notifications/tools/list_changed`: `a_hostile_server_cannot_forge_output_or_break_calls`.
+//!   `notifications/tools/list_changed`: `a_hostile_server_cannot_forge_output_or_break_calls`;
+//! - `answerElicitation` against a hostile server's question of 5,000 fields, with a forged
+//!   elicitation id and a field name of 100 KB: each refusal quoted every field (or the whole
+//!   forged text); now a bounded list and cut names:
+//!   `elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forged`.
 
 use serde_json::{Value, json};
 use tool_cli_protocol::ErrorData;
@@ -213,5 +217,81 @@ fn a_hostile_server_cannot_forge_output_or_break_calls() {
     let result = daemon.call_tool("hostile", "echo", json!({"text": "still here"}));
     assert_eq!(tool_cli_tests::text_content(&result), "still here");
     let tools = daemon.call("listTools", json!({"server": "hostile"}));
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 10, "{tools}");
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 11, "{tools}");
+}
+
+#[test]
+fn elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forged() {
+    let mut server = hostile_fixture(&[]);
+    server["elicitation"] = json!("ask");
+    let daemon = Daemon::start(json!({"mcpServers": {"hostile": server}}));
+    std::thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            daemon.call(
+                "callTool",
+                json!({"server": "hostile", "tool": "ask", "arguments": {"fields": 5000},
+                    "progressId": "asked"}),
+            )
+        });
+        // Wait for the question.
+        let mut after = 0;
+        let question = loop {
+            let page = daemon.call(
+                "callEvents",
+                json!({"progressId": "asked", "after": after, "waitMs": 20000}),
+            );
+            let events = page["events"].as_array().unwrap();
+            if let Some(event) = events.iter().find(|event| event["type"] == "elicitation") {
+                break event.clone();
+            }
+            if let Some(last) = events.last() {
+                after = last["seq"].as_u64().unwrap();
+            }
+            assert_eq!(page["done"], false, "the call ended without asking");
+        };
+        let id = question["elicitationId"].as_str().unwrap().to_owned();
+        let properties = question["requestedSchema"]["properties"]
+            .as_object()
+            .unwrap();
+        assert_eq!(properties.len(), 5000, "the question is relayed whole");
+
+        let answer = |elicitation_id: &str, action: &str, content: Option<Value>| {
+            let mut params =
+                json!({"progressId": "asked", "elicitationId": elicitation_id, "action": action});
+            if let Some(content) = content {
+                params["content"] = content;
+            }
+            daemon.rpc("answerElicitation", Some(params))
+        };
+        let forged = "e".repeat(100_000);
+        let refused = answer(&forged, "decline", None).unwrap_err();
+        assert!(
+            refused.message.len() < 1_000,
+            "{} bytes",
+            refused.message.len()
+        );
+        assert!(
+            refused
+                .message
+                .contains(&format!("its elicitations are \"{id}\"")),
+            "{}",
+            refused.message
+        );
+        let not_a_field = "f".repeat(100_000);
+        let refused = answer(&id, "accept", Some(json!({not_a_field: "x"}))).unwrap_err();
+        assert!(
+            refused.message.len() < 2_000,
+            "{} bytes",
+            refused.message.len()
+        );
+        assert!(
+            refused.message.contains("and 4980 more") && refused.message.contains("still open"),
+            "{}",
+            refused.message
+        );
+        // The question is still open and takes a real answer.
+        answer(&id, "accept", Some(json!({"field7": "seven"}))).expect("a valid answer");
+        let result = call.join().unwrap();
+        assert_eq!(tool_cli_tests::text_content(&result), "action=accept");
+    });
 }
