@@ -12,12 +12,19 @@
 //! - `answerElicitation` against a hostile server's question of 5,000 fields, with a forged
 //!   elicitation id and a field name of 100 KB: each refusal quoted every field (or the whole
 //!   forged text); now a bounded list and cut names:
-//!   `elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forged`.
+//!   `elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forged`;
+//! - `callChain` bindings: each `{"$from", "pointer"}` (30 bytes) copied a whole earlier result,
+//!   so one request of many bindings to a 1 MB result built arguments of any size (memory
+//!   exhaustion from any token); now a step's bound values are held to 16 MiB and the step is
+//!   refused before it reaches the server: `chain_bindings_cannot_multiply_a_result_without_bound`.
 
 use serde_json::{Value, json};
 use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{MintTokenResult, name};
-use tool_cli_tests::{Daemon, error_data, fault_server, hostile_fixture};
+use tool_cli_tests::{
+    Daemon, count_recorded, error_data, fault_server, fault_server_recording, hostile_fixture,
+    scratch,
+};
 
 /// `openSession` requests for `count` fresh sessions of `token`, sent in batches of 100 (the
 /// daemon's batch limit).
@@ -294,4 +301,50 @@ fn elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forge
         let result = call.join().unwrap();
         assert_eq!(tool_cli_tests::text_content(&result), "action=accept");
     });
+}
+
+#[test]
+fn chain_bindings_cannot_multiply_a_result_without_bound() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    let big = "x".repeat(1_000_000);
+    let copies: Vec<Value> = (0..20)
+        .map(|_| json!({"$from": "0", "pointer": "/structuredContent/nonce"}))
+        .collect();
+    let chain = daemon.call(
+        "callChain",
+        json!({"steps": [
+            {"server": "alpha", "tool": "echo", "arguments": {"nonce": big}},
+            {"server": "alpha", "tool": "echo", "arguments": {"nonce": "n", "copies": copies}},
+        ]}),
+    );
+    assert_eq!(chain["completed"], false, "{:.300}", chain.to_string());
+    let steps = chain["steps"].as_array().unwrap();
+    assert!(steps[0]["result"].is_object());
+    let message = steps[1]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("arguments/copies/16: the values bound into step 1's arguments would exceed 16777216 bytes"),
+        "{message:.500}"
+    );
+    assert_eq!(
+        count_recorded(&record, "tools/call", Some("echo")),
+        1,
+        "the refused step never reached the server"
+    );
+    // Within the bound, bindings still work.
+    let chain = daemon.call(
+        "callChain",
+        json!({"steps": [
+            {"server": "alpha", "tool": "echo", "arguments": {"nonce": "small"}},
+            {"server": "alpha", "tool": "echo",
+             "arguments": {"nonce": {"$from": "0", "pointer": "/structuredContent/nonce"}}},
+        ]}),
+    );
+    assert_eq!(chain["completed"], true, "{chain}");
+    assert_eq!(
+        chain["steps"][1]["result"]["structuredContent"]["nonce"],
+        "small"
+    );
 }
