@@ -1307,3 +1307,45 @@ pub fn redact(mut value: Value, pointers: &[&str]) -> Value {
     }
     value
 }
+
+// ---------------------------------------------------------------------------------------------
+// More peers: unusual schemas and a hostile server (tests/e2e/peers_more.rs, attacks_more.rs).
+
+/// Path of the unusual-schema fixture (`tests/fixtures/schema_server.py`, mcp 2.x).
+pub fn schema_fixture_path() -> PathBuf {
+    repo_root().join("tests/fixtures/schema_server.py")
+}
+
+/// The unusual-schema fixture over stdio: `$ref`/`$defs`, `anyOf`, nullable, enums, integer vs
+/// number, `additionalProperties: false`, no-argument tools, a unicode name, rich content.
+pub fn schema_fixture() -> Value {
+    json!({"command": venv_python(), "args": [schema_fixture_path()]})
+}
+
+/// The hostile fixture (`tests/fixtures/hostile_server.py`, standard library only) with these
+/// flags: hostile tool names, schemas that are not schemas, replies to ids never sent, a flood of
+/// `notifications/tools/list_changed` on request.
+pub fn hostile_fixture(args: &[&str]) -> Value {
+    let mut all = vec![
+        repo_root()
+            .join("tests/fixtures/hostile_server.py")
+            .to_string_lossy()
+            .into_owned(),
+    ];
+    all.extend(args.iter().map(|arg| (*arg).to_owned()));
+    json!({"command": venv_python(), "args": all})
+}
+
+impl HttpPeer {
+    /// The unusual-schema fixture in `--http` mode (Streamable HTTP) on a free port.
+    pub fn schema_fixture() -> HttpPeer {
+        HttpPeer::start("schema_server.py --http", |port| {
+            let mut command = Command::new(venv_python());
+            command
+                .arg(schema_fixture_path())
+                .arg("--http")
+                .arg(port.to_string());
+            command
+        })
+    }
+}

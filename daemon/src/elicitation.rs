@@ -85,11 +85,12 @@ impl Refusal {
         match self {
             Refusal::Unknown { known } if known.is_empty() => format!(
                 "call \"{progress_id}\" has had no elicitation; elicitationId must be one a \
-                 callEvents event of type \"elicitation\" gave (\"{elicitation_id}\" is not)"
+                 callEvents event of type \"elicitation\" gave (\"{}\" is not)",
+                shown(elicitation_id)
             ),
             Refusal::Unknown { known } => format!(
-                "call \"{progress_id}\" has no elicitation \"{elicitation_id}\"; its elicitations \
-                 are {}",
+                "call \"{progress_id}\" has no elicitation \"{}\"; its elicitations are {}",
+                shown(elicitation_id),
                 quoted(known)
             ),
             Refusal::AlreadyAnswered(action) => format!(
@@ -233,7 +234,8 @@ pub(crate) fn check_answer(
                 None => String::new(),
             };
             return Err(format!(
-                "content.{name} is not a requested field; {hint}the fields are {}",
+                "content.{} is not a requested field; {hint}the fields are {}",
+                shown(name),
                 field_list(&fields)
             ));
         }
@@ -354,12 +356,32 @@ fn field_list(fields: &Map<String, Value>) -> String {
     quoted(&fields.keys().cloned().collect::<Vec<_>>())
 }
 
+/// Most names a message lists: a server chooses how many fields it asks for and how many
+/// questions it asks, and a refusal quoting them all would be as large as its schema.
+const LISTED_NAMES: usize = 20;
+
+/// Longest name or id a message quotes (a forged id or a field name may be megabytes long).
+const SHOWN_CHARS: usize = 64;
+
 fn quoted(names: &[String]) -> String {
-    names
+    let mut listed = names
         .iter()
-        .map(|name| format!("\"{name}\""))
+        .take(LISTED_NAMES)
+        .map(|name| format!("\"{}\"", shown(name)))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if names.len() > LISTED_NAMES {
+        listed.push_str(&format!(" and {} more", names.len() - LISTED_NAMES));
+    }
+    listed
+}
+
+/// `text` cut to [`SHOWN_CHARS`] characters, marked with `…` when cut.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]).into(),
+        None => text.into(),
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -576,5 +598,23 @@ mod tests {
             check_answer(&json!({"type": "object", "properties": {}}), Accept, None),
             Ok(Some(Map::new()))
         );
+    }
+
+    #[test]
+    fn refusals_quote_a_bounded_number_of_names_each_cut_short() {
+        let properties: Map<String, Value> = (0..5000)
+            .map(|n| (format!("field{n}"), json!({"type": "string"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let forged = "x".repeat(100_000);
+        let error = check_answer(&schema, Accept, Some(&json!({forged.clone(): 1}))).unwrap_err();
+        assert!(error.len() < 2_000, "{} bytes", error.len());
+        assert!(error.contains(" and 4980 more"), "{error}");
+        assert!(error.contains(&format!("content.{}… is not", "x".repeat(64))));
+
+        let known: Vec<String> = (1..=1000).map(|n| format!("e{n}")).collect();
+        let message = Refusal::Unknown { known }.message(&forged, "p1");
+        assert!(message.len() < 1_000, "{} bytes", message.len());
+        assert!(message.ends_with("\"e20\" and 980 more"), "{message}");
     }
 }

@@ -7,7 +7,8 @@
 //! token can neither read another's session nor learn that it exists (its `callTool` with that id
 //! creates a session of its own).
 //!
-//! Bounded on every axis: sessions per daemon (least recently used evicted), idle lifetime,
+//! Bounded on every axis: sessions per daemon (the least recently used of the token holding the
+//! most is evicted, so no token can push out another's), task and label sizes, idle lifetime,
 //! history length, loop counters and tools tracked per session.
 //!
 //! The store is a [`CallObserver`]: every finished call updates its session. Guards (loops,
@@ -29,7 +30,8 @@ use crate::pipeline::{CallObserver, CallRecord};
 /// Limits of the session store.
 #[derive(Debug, Clone)]
 pub struct SessionLimits {
-    /// Most live sessions (all tokens together); the least recently used is evicted.
+    /// Most live sessions (all tokens together); past it, the least recently used session of
+    /// the token holding the most is evicted.
     pub max_sessions: usize,
     /// A session unused this long is forgotten.
     pub idle_ttl: Duration,
@@ -154,6 +156,7 @@ impl SessionStore {
             }
             None => new_id(),
         };
+        check_task_and_labels(task.as_deref(), &labels)?;
         let session = self.get_or_create(token_id, &id);
         let mut session = session.lock().unwrap();
         if task.is_some() {
@@ -184,12 +187,12 @@ impl SessionStore {
         let ttl = self.limits.idle_ttl;
         sessions.retain(|_, session| now.duration_since(session.lock().unwrap().last_used) < ttl);
         while sessions.len() >= self.limits.max_sessions {
-            let oldest = sessions
+            let held: Vec<(&Key, Instant)> = sessions
                 .iter()
-                .min_by_key(|(_, session)| session.lock().unwrap().last_used)
-                .map(|(key, _)| key.clone());
-            match oldest {
-                Some(oldest) => sessions.remove(&oldest),
+                .map(|(key, session)| (key, session.lock().unwrap().last_used))
+                .collect();
+            match eviction_victim(&held).cloned() {
+                Some(victim) => sessions.remove(&victim),
                 None => break,
             };
         }
@@ -547,6 +550,70 @@ fn unknown(id: &str) -> Error {
         session_id: id.to_owned(),
     }
     .into()
+}
+
+/// Which session makes room for a new one: the least recently used session of the token that
+/// holds the most (ties go to the token whose oldest session is older). Evicting the oldest
+/// session of all would let one token — a scoped token handed to an untrusted agent — open
+/// sessions in a loop and erase every other token's sessions with their guards and budgets;
+/// this way a token that floods the store only ever evicts its own.
+fn eviction_victim<'k>(held: &[(&'k Key, Instant)]) -> Option<&'k Key> {
+    let mut per_token: HashMap<&str, (usize, &'k Key, Instant)> = HashMap::new();
+    for &(key, last_used) in held {
+        let entry = per_token
+            .entry(key.0.as_str())
+            .or_insert((0, key, last_used));
+        entry.0 += 1;
+        if last_used < entry.2 {
+            entry.1 = key;
+            entry.2 = last_used;
+        }
+    }
+    per_token
+        .into_values()
+        .max_by(|(count_a, _, oldest_a), (count_b, _, oldest_b)| {
+            count_a.cmp(count_b).then(oldest_b.cmp(oldest_a))
+        })
+        .map(|(_, key, _)| key)
+}
+
+/// What `openSession` keeps of a task and labels: routing compares the task with tool
+/// descriptions on every call of the session, and up to `max_sessions` sessions are held, so
+/// neither may be as large as a request body.
+const MAX_TASK_BYTES: usize = 16 * 1024;
+const MAX_LABELS: usize = 32;
+const MAX_LABEL_BYTES: usize = 256;
+
+fn check_task_and_labels(task: Option<&str>, labels: &[String]) -> Result<(), Error> {
+    if let Some(task) = task.filter(|task| task.len() > MAX_TASK_BYTES) {
+        return Err(Error::invalid_params(
+            "openSession",
+            format!(
+                "task is {} bytes; at most {MAX_TASK_BYTES} bytes are kept, describe it in a \
+                 paragraph",
+                task.len()
+            ),
+        ));
+    }
+    if labels.len() > MAX_LABELS {
+        return Err(Error::invalid_params(
+            "openSession",
+            format!(
+                "labels has {} entries; at most {MAX_LABELS} are accepted",
+                labels.len()
+            ),
+        ));
+    }
+    if let Some(long) = labels.iter().find(|label| label.len() > MAX_LABEL_BYTES) {
+        return Err(Error::invalid_params(
+            "openSession",
+            format!(
+                "a label in labels is {} bytes; each label may be at most {MAX_LABEL_BYTES} bytes",
+                long.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Session ids are the caller's words in logs and traces: keep them short and plain.

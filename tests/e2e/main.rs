@@ -8,6 +8,7 @@
 mod agent;
 mod alternatives;
 mod attacks;
+mod attacks_more;
 mod bad_inputs;
 mod catalog_scale;
 mod cli;
@@ -30,6 +31,7 @@ mod lifecycle;
 mod metrics;
 mod orchestration;
 mod peers;
+mod peers_more;
 mod progress;
 mod prompts;
 mod remote;

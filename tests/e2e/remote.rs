@@ -1,7 +1,8 @@
 //! Remote servers: `https://` with the test's own CA (with and without `caFile`), and OAuth 2.1
 //! against a real authorization server on loopback (`tool-cli-remote-server`, in front of the
 //! real server-everything): sign-in through the loopback redirect and through a pasted URL,
-//! refresh before expiry, a refused refresh, and an error at each step of the sign-in.
+//! refresh before expiry, a refused refresh, and an error at each step of the sign-in; the
+//! redirect listener against a stalled connection and forged redirects.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -379,6 +380,46 @@ fn oauth_sign_in_through_the_loopback_redirect_then_calls_work_and_logout_forget
     assert!(logout.status.success());
     assert!(String::from_utf8_lossy(&logout.stdout).contains("signed out of remote"));
     assert!(!file.exists(), "logout left the token file");
+}
+
+#[test]
+fn the_redirect_listener_outlasts_a_stalled_connection_and_a_forged_redirect() {
+    let upstream = HttpPeer::everything();
+    let remote = RemoteServer::start(&upstream, &["--oauth"]);
+    let daemon = oauth_daemon(&remote);
+    wait_for_error(&daemon, "remote", "tool-cli auth login remote");
+
+    let login = Login::start(&daemon, "remote");
+    let url = login.authorization_url().expect("an authorization URL");
+    let redirect = authorize(&url);
+    let target = redirect
+        .strip_prefix("http://127.0.0.1:")
+        .expect("a loopback redirect");
+    let (port, path) = target.split_once('/').unwrap();
+    let port: u16 = port.parse().unwrap();
+
+    // Another local process connects first and sends nothing (it used to hold the listener
+    // until it hung up), then one sends half a head, then one guesses a redirect.
+    let _stalled = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut half = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    half.write_all(b"GET /callback?code=x&state=").unwrap();
+    let (status, _, page) = http_get(port, "/callback?code=forged&state=guessed");
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("its state differs"), "{page}");
+    let (status, _, _) = http_get(port, "/callback?code=forged");
+    assert_eq!(status, 400, "a redirect without the state is refused too");
+
+    // The real redirect still completes the sign-in.
+    let (status, _, page) = http_get(port, &format!("/{path}"));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Signed in to remote"), "{page}");
+    let (ok, stdout, stderr) = login.finish();
+    assert!(ok, "login failed: {stdout}\n{stderr}");
+    assert_eq!(
+        remote.stats()["codeGrants"],
+        1,
+        "the forged codes never reached the server"
+    );
 }
 
 #[test]

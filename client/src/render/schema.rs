@@ -32,6 +32,17 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
 
     let empty = Value::Object(Map::new());
     let input_schema = tool.get("inputSchema").unwrap_or(&empty);
+    if !input_schema.is_object() && !input_schema.is_boolean() {
+        // No parameters can be read from it, and the daemon refuses every call until the server
+        // fixes it: an example call would only mislead.
+        let _ = writeln!(
+            text,
+            "\nParameters: unknown: its inputSchema is {}, not a JSON Schema object; calls are \
+             refused until the server publishes a valid schema",
+            value_kind(input_schema)
+        );
+        return text;
+    }
     let properties = input_schema.get("properties").and_then(Value::as_object);
     text.push('\n');
     match properties {
@@ -89,6 +100,17 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
         );
     }
     text
+}
+
+fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The example arguments as `key=value` words (`key:=JSON` for what is not a string), when
@@ -567,6 +589,17 @@ Example:
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn an_input_schema_that_is_not_a_schema_gets_no_example() {
+        let tool = json!({"name": "broken", "inputSchema": "this schema is a string"});
+        let text = tool_schema("hostile", &tool);
+        assert!(
+            text.contains("Parameters: unknown: its inputSchema is a string, not a JSON Schema"),
+            "{text}"
+        );
+        assert!(!text.contains("Example"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! and the user: it prints the authorization URL (and opens a browser when a person is at a
 //! terminal), then takes whichever comes first, the browser's redirect to
 //! `http://127.0.0.1:PORT/callback` or the redirect URL pasted on stdin (the headless path, for a
-//! browser on another machine), and hands it to the daemon.
+//! browser on another machine), and hands it to the daemon. The listener reads its connections side
+//! by side within a deadline and takes only a redirect carrying this login's `state`, so another
+//! local process can neither stall it nor end the login with a forged redirect.
 
 use std::io::BufRead as _;
 use std::time::Duration;
@@ -33,6 +35,13 @@ const USER_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Largest redirect request read from the browser.
 const MAX_REQUEST_BYTES: usize = 16 * 1024;
+
+/// How long one connection to the redirect listener may take to send its request head: any
+/// local process can connect, and one that sends nothing must not hold the browser's redirect up.
+const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most connections whose request heads are read at once; more are closed unread.
+const MAX_PENDING_CONNECTIONS: usize = 32;
 
 pub(super) async fn run(
     client: &mut Client,
@@ -123,14 +132,18 @@ async fn login(
         open_in_browser(&started.authorization_url);
     }
     let pasted = pasted_lines();
-    let redirect = tokio::time::timeout(USER_TIMEOUT, wait_for_redirect(&listener, pasted, port))
-        .await
-        .map_err(|_| {
-            Error::Other(format!(
-                "no redirect within {} minutes; run `tool-cli auth login {server}` again",
-                USER_TIMEOUT.as_secs() / 60
-            ))
-        })?;
+    let state = query_value(&started.authorization_url, "state");
+    let redirect = tokio::time::timeout(
+        USER_TIMEOUT,
+        wait_for_redirect(&listener, pasted, port, state.as_deref()),
+    )
+    .await
+    .map_err(|_| {
+        Error::Other(format!(
+            "no redirect within {} minutes; run `tool-cli auth login {server}` again",
+            USER_TIMEOUT.as_secs() / 60
+        ))
+    })?;
     let (redirect_url, browser) = match redirect {
         Redirect::Browser(url, stream) => (url, Some(stream)),
         Redirect::Pasted(url) => (url, None),
@@ -177,19 +190,43 @@ fn pasted_lines() -> tokio::sync::mpsc::UnboundedReceiver<String> {
     receiver
 }
 
+/// Waits for the redirect: connections are read side by side, each within
+/// [`REQUEST_HEAD_TIMEOUT`], so a connection that stalls holds nothing up; a `/callback` whose
+/// `state` is not the one of this login (`expected_state`, from the authorization URL) is another
+/// process's guess, answered 400 and waited past rather than ending the login.
 async fn wait_for_redirect(
     listener: &TcpListener,
     mut pasted: tokio::sync::mpsc::UnboundedReceiver<String>,
     port: u16,
+    expected_state: Option<&str>,
 ) -> Redirect {
     let mut stdin_open = true;
+    let mut reading = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                if let Some((target, stream)) = read_request_target(stream).await {
-                    return Redirect::Browser(format!("http://127.0.0.1:{port}{target}"), stream);
+                if reading.len() >= MAX_PENDING_CONNECTIONS {
+                    continue;
                 }
+                reading.spawn(tokio::time::timeout(
+                    REQUEST_HEAD_TIMEOUT,
+                    read_request_target(stream),
+                ));
+            }
+            Some(read) = reading.join_next(), if !reading.is_empty() => {
+                let Ok(Ok(Some((target, mut stream)))) = read else { continue };
+                if !state_matches(&target, expected_state) {
+                    let _ = stream
+                        .write_all(
+                            b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n\
+                              connection: close\r\n\r\nThis redirect is not the one of the \
+                              sign-in tool-cli is waiting for (its state differs).\n",
+                        )
+                        .await;
+                    continue;
+                }
+                return Redirect::Browser(format!("http://127.0.0.1:{port}{target}"), stream);
             }
             line = pasted.recv(), if stdin_open => match line {
                 Some(line) if !line.trim().is_empty() => return Redirect::Pasted(line.trim().to_owned()),
@@ -222,6 +259,54 @@ async fn read_request_target(mut stream: TcpStream) -> Option<(String, TcpStream
         .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         .await;
     None
+}
+
+/// Whether a redirect target carries the login's `state` (any target does when the
+/// authorization URL named none: the daemon checks what it is given either way).
+fn state_matches(target: &str, expected: Option<&str>) -> bool {
+    match expected {
+        None => true,
+        Some(expected) => query_value(target, "state").as_deref() == Some(expected),
+    }
+}
+
+/// The percent-decoded value of `key` in the query of `url` (or of a request target).
+fn query_value(url: &str, key: &str) -> Option<String> {
+    let (_, query) = url.split_once('?')?;
+    let query = query.split('#').next().unwrap_or_default();
+    query.split('&').find_map(|pair| {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(name) == key).then(|| percent_decode(value))
+    })
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |at: usize| {
+            bytes
+                .get(at)
+                .and_then(|&b| char::from(b).to_digit(16))
+                .map(|d| d as u8)
+        };
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push(high * 16 + low);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                decoded.push(b' ');
+                i += 1;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
 }
 
 async fn answer_browser(mut stream: TcpStream, page: &str) {
@@ -258,6 +343,24 @@ fn open_in_browser(url: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_redirect_with_the_logins_state_is_taken() {
+        let url = "https://as.example/authorize?response_type=code&state=a%2Bb%3D&x=1";
+        let state = query_value(url, "state");
+        assert_eq!(state.as_deref(), Some("a+b="));
+        assert!(state_matches(
+            "/callback?code=c&state=a%2Bb%3D",
+            state.as_deref()
+        ));
+        assert!(!state_matches(
+            "/callback?code=c&state=guess",
+            state.as_deref()
+        ));
+        assert!(!state_matches("/callback?code=c", state.as_deref()));
+        assert!(state_matches("/callback?code=c", None));
+        assert_eq!(query_value("/callback?error=access_denied", "state"), None);
+    }
 
     #[test]
     fn status_lines_say_state_expiry_and_what_to_do() {

@@ -321,6 +321,9 @@ pub(crate) fn bind(
     results: &[Value],
     dry_run: bool,
 ) -> Result<Map<String, Value>, String> {
+    // What the bindings of this step have copied so far: a binding is 30 bytes of request and
+    // may copy a whole result, so a request of many could build arguments of any size.
+    let bound_bytes = std::cell::Cell::new(0usize);
     let resolve = |value: &Value, at: &str| -> Result<Option<Value>, String> {
         let Some(binding) = as_binding(value) else {
             return Ok(None);
@@ -335,9 +338,18 @@ pub(crate) fn bind(
         let source = results
             .get(from)
             .ok_or_else(|| format!("step {index} {at} binds to step {from}, which did not run"))?;
-        source.pointer(pointer).cloned().map(Some).ok_or_else(|| {
+        let bound = source.pointer(pointer).ok_or_else(|| {
             format!("step {index} {at}: pointer \"{pointer}\" is not in step {from}'s result")
-        })
+        })?;
+        let room = MAX_BOUND_BYTES - bound_bytes.get();
+        let size = encoded_size_within(bound, room).ok_or_else(|| {
+            format!(
+                "step {index} {at}: the values bound into step {index}'s arguments would exceed \
+                 {MAX_BOUND_BYTES} bytes; bind smaller parts of the results (longer pointers)"
+            )
+        })?;
+        bound_bytes.set(bound_bytes.get() + size);
+        Ok(Some(bound.clone()))
     };
     fn substitute(value: &mut Value, at: &str, resolve: &Resolver<'_>) -> Result<(), String> {
         if let Some(bound) = resolve(value, at)? {
@@ -375,6 +387,38 @@ pub(crate) fn bind(
             "step {index}: a binding of the whole arguments must give an object"
         )),
     }
+}
+
+/// Most bytes (as JSON) the bindings of one step may copy into its arguments, all together.
+pub(crate) const MAX_BOUND_BYTES: usize = 16 * 1024 * 1024;
+
+/// About how many bytes `value` takes as compact JSON (escapes not counted), if that is at most
+/// `limit`; the walk stops as soon as it is over, so a huge value costs no more than `limit`.
+fn encoded_size_within(value: &Value, limit: usize) -> Option<usize> {
+    fn add(total: &mut usize, bytes: usize, limit: usize) -> Option<()> {
+        *total += bytes;
+        (*total <= limit).then_some(())
+    }
+    fn walk(value: &Value, total: &mut usize, limit: usize) -> Option<()> {
+        match value {
+            Value::Null | Value::Bool(_) => add(total, 5, limit),
+            Value::Number(_) => add(total, 8, limit),
+            Value::String(text) => add(total, text.len() + 2, limit),
+            Value::Array(items) => {
+                add(total, 2 + items.len(), limit)?;
+                items.iter().try_for_each(|item| walk(item, total, limit))
+            }
+            Value::Object(members) => {
+                add(total, 2 + members.len(), limit)?;
+                members.iter().try_for_each(|(key, member)| {
+                    add(total, key.len() + 3, limit)?;
+                    walk(member, total, limit)
+                })
+            }
+        }
+    }
+    let mut total = 0;
+    walk(value, &mut total, limit).map(|()| total)
 }
 
 /// Sets the value at `pointer` in `target`, creating objects along the way.
@@ -491,6 +535,27 @@ mod tests {
         );
         let error = bind(1, &s, &results, true).unwrap_err();
         assert!(error.contains("a dry-run does not have"), "{error}");
+    }
+
+    #[test]
+    fn bindings_cannot_copy_a_result_into_arguments_without_bound() {
+        let big = "x".repeat(1_000_000);
+        let results = vec![json!({"text": big})];
+        let many: Vec<Value> = (0..17)
+            .map(|_| json!({"$from": "0", "pointer": "/text"}))
+            .collect();
+        let error = bind(1, &step(json!({"copies": many}), None), &results, false).unwrap_err();
+        assert!(
+            error.contains("arguments/copies/16: the values bound into step 1's arguments would exceed 16777216 bytes"),
+            "{error}"
+        );
+        let sixteen: Vec<Value> = (0..16)
+            .map(|_| json!({"$from": "0", "pointer": "/text"}))
+            .collect();
+        let arguments = bind(1, &step(json!({"copies": sixteen}), None), &results, false).unwrap();
+        assert_eq!(arguments["copies"].as_array().unwrap().len(), 16);
+        assert_eq!(encoded_size_within(&json!({"a": [1, "bc"]}), 100), Some(23));
+        assert_eq!(encoded_size_within(&json!({"a": [1, "bc"]}), 22), None);
     }
 
     #[test]

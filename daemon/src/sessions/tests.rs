@@ -199,3 +199,55 @@ fn session_ids_are_checked() {
     }
     assert!(store.touch("t", "agent-1:run.2_a").is_ok());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_token_flooding_the_store_evicts_only_its_own_sessions() {
+    let store = SessionStore::new(SessionLimits {
+        max_sessions: 4,
+        ..SessionLimits::default()
+    });
+    store.touch("owner", "work").unwrap();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    for i in 0..20 {
+        store.touch("agent", &format!("s{i}")).unwrap();
+        tokio::time::advance(Duration::from_secs(1)).await;
+    }
+    assert_eq!(store.len(), 4);
+    assert!(
+        store.summary("owner", "work").is_ok(),
+        "the owner's older session stays"
+    );
+    let kept: Vec<String> = store
+        .list("agent")
+        .into_iter()
+        .map(|info| info.session_id)
+        .collect();
+    assert_eq!(kept, ["s19", "s18", "s17"], "the flooder keeps its newest");
+}
+
+#[test]
+fn a_task_or_labels_too_large_are_refused_with_the_limit() {
+    let store = SessionStore::new(SessionLimits::default());
+    let long_task = "x".repeat(MAX_TASK_BYTES + 1);
+    let error = store
+        .open("t", None, Some(long_task), Vec::new())
+        .unwrap_err();
+    assert!(error.to_string().contains("at most 16384 bytes"), "{error}");
+    let many = vec!["l".to_owned(); MAX_LABELS + 1];
+    let error = store.open("t", None, None, many).unwrap_err();
+    assert!(error.to_string().contains("at most 32"), "{error}");
+    let long_label = vec!["l".repeat(MAX_LABEL_BYTES + 1)];
+    let error = store.open("t", None, None, long_label).unwrap_err();
+    assert!(error.to_string().contains("at most 256 bytes"), "{error}");
+    assert!(store.list("t").is_empty(), "nothing was opened");
+    assert!(
+        store
+            .open(
+                "t",
+                None,
+                Some("x".repeat(MAX_TASK_BYTES)),
+                vec!["a".into()]
+            )
+            .is_ok()
+    );
+}
