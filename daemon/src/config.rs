@@ -828,7 +828,13 @@ mod tests {
         let limits: Vec<(&str, usize, usize)> = config
             .servers
             .iter()
-            .map(|server| (server.name.as_str(), server.max_concurrent, server.max_queued))
+            .map(|server| {
+                (
+                    server.name.as_str(),
+                    server.max_concurrent,
+                    server.max_queued,
+                )
+            })
             .collect();
         assert_eq!(
             limits,

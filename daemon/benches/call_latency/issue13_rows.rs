@@ -80,7 +80,9 @@ impl Row {
                 "(o) 100 concurrent 10 ms `sleep` calls through the daemon, one stdio server, \
                  default limits (`maxConcurrent` 128)"
             }
-            Row::BurstDaemonNarrow => "(p) as (o), the server configured with `maxConcurrent: 16` (the old default)",
+            Row::BurstDaemonNarrow => {
+                "(p) as (o), the server configured with `maxConcurrent: 16` (the old default)"
+            }
             Row::BurstDirect => {
                 "(q) baseline of (o): the same 100 calls straight to the server, rmcp over stdio"
             }
