@@ -13,6 +13,7 @@
 //! call it hands to the pipeline) to the pool's connection, which writes it into `tools/call`:
 //! nothing between them needs to know it exists.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
@@ -43,7 +44,8 @@ pub fn key(token_id: &str, session: Option<&str>) -> String {
     let mut text = String::with_capacity(34);
     text.push_str("c-");
     for byte in &digest[..16] {
-        text.push_str(&format!("{byte:02x}"));
+        // Writing to a `String` cannot fail; no string per byte.
+        let _ = write!(text, "{byte:02x}");
     }
     text
 }

@@ -128,8 +128,26 @@ pub struct ServerConfig {
     pub server_requests: crate::server_requests::ServerRequestSettings,
 }
 
-/// Default `maxConcurrent`.
+/// Default `maxConcurrent` of a Streamable HTTP server (and of an in-process provider): each
+/// call is a request of its own to a service that may be shared, so the daemon stays polite.
 pub const DEFAULT_MAX_CONCURRENT: usize = 16;
+
+/// Default `maxConcurrent` of a stdio server. Its calls share one pipe, and MCP lets a server
+/// answer them in any order, so the limit does not protect the child the way a connection limit
+/// protects a remote service; at 16, a burst of 100 calls of 10 ms ran in 7 waves and took 7×
+/// as long as sending them straight to the server (P3 of issue 13). A server that cannot take
+/// this many at once still gets them queued on its own stdin; `maxConcurrent` lowers it.
+pub const DEFAULT_MAX_CONCURRENT_STDIO: usize = 128;
+
+impl TransportConfig {
+    /// The `maxConcurrent` a server on this transport gets when its config names none.
+    pub fn default_max_concurrent(&self) -> usize {
+        match self {
+            TransportConfig::Stdio { .. } => DEFAULT_MAX_CONCURRENT_STDIO,
+            TransportConfig::Http { .. } => DEFAULT_MAX_CONCURRENT,
+        }
+    }
+}
 
 /// Default `maxQueued`: queue rather than refuse. A burst of a hundred calls to one server (an
 /// agent fanning out) waits for slots instead of seeing a fifth of its calls refused as busy;
@@ -285,7 +303,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             ],
             enabled: true,
             call_timeout: DEFAULT_CALL_TIMEOUT,
-            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_concurrent: DEFAULT_MAX_CONCURRENT_STDIO,
             max_queued: DEFAULT_MAX_QUEUED,
             cache_ttl: None,
             policy: ServerPolicy::default(),
@@ -581,7 +599,7 @@ fn parse_server(
             ));
         }
         Some(n) => n,
-        None => DEFAULT_MAX_CONCURRENT,
+        None => transport.default_max_concurrent(),
     };
     let enabled = raw.enabled.unwrap_or(true) && !raw.disabled_flag.unwrap_or(false);
     let server = ServerConfig {
@@ -811,6 +829,35 @@ mod tests {
         assert!(
             error.to_string().contains("not a JSON Schema type"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn a_stdio_server_takes_more_calls_at_once_by_default_than_an_http_one() {
+        let config = parse_json(json!({"mcpServers": {
+            "local": {"command": "x"},
+            "remote": {"url": "https://example.com/mcp"},
+            "capped": {"command": "x", "maxConcurrent": 4},
+        }}))
+        .unwrap();
+        let limits: Vec<(&str, usize, usize)> = config
+            .servers
+            .iter()
+            .map(|server| {
+                (
+                    server.name.as_str(),
+                    server.max_concurrent,
+                    server.max_queued,
+                )
+            })
+            .collect();
+        assert_eq!(
+            limits,
+            [
+                ("local", DEFAULT_MAX_CONCURRENT_STDIO, DEFAULT_MAX_QUEUED),
+                ("remote", DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_QUEUED),
+                ("capped", 4, DEFAULT_MAX_QUEUED),
+            ]
         );
     }
 

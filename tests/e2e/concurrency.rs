@@ -137,14 +137,15 @@ fn a_batch_runs_its_entries_at_once_and_answers_in_order() {
     assert_eq!(answers[5]["error"]["code"], -32600, "{:#}", answers[5]);
 }
 
-/// With the default limits, a burst of a hundred calls to one stdio server is queued, not
-/// refused: every call gets its answer (P3 of issue 13; it used to refuse 20 of 100 as busy).
+/// A burst of a hundred calls to one stdio server whose `maxConcurrent` (16, the old default) is
+/// below it is queued, not refused: with the default `maxQueued` every call gets its answer (P3
+/// of issue 13; it used to refuse 20 of 100 as busy).
 #[test]
 fn a_hundred_concurrent_calls_to_one_server_are_queued_not_refused() {
     const BURST: usize = 100;
-    let daemon = tool_cli_tests::Daemon::start(
-        json!({"mcpServers": {"alpha": tool_cli_tests::fault_server(&[])}}),
-    );
+    let mut server = tool_cli_tests::fault_server(&[]);
+    server["maxConcurrent"] = json!(16);
+    let daemon = tool_cli_tests::Daemon::start(json!({"mcpServers": {"alpha": server}}));
     let barrier = Barrier::new(BURST);
     thread::scope(|scope| {
         let handles: Vec<_> = (0..BURST)
@@ -172,6 +173,41 @@ fn a_hundred_concurrent_calls_to_one_server_are_queued_not_refused() {
             let slow = slow.unwrap_or_else(|error| panic!("call {index} refused: {error:?}"));
             assert_eq!(text_content(&slow), "slept 20");
             assert_eq!(echoed, format!("burst-{index}"));
+        }
+    });
+}
+
+/// With the default limits, a hundred calls to one stdio server all run on it at once: each is a
+/// `rendezvous` that waits until all hundred have arrived at the server, so they can only succeed
+/// if the daemon lets every one through together (at a limit of 16, the first 16 would wait for
+/// parties that never come and fail saying how many arrived). One burst, then no queue: P3 of
+/// issue 13.
+#[test]
+fn by_default_a_hundred_calls_to_one_stdio_server_run_at_once() {
+    const PARTIES: usize = 100;
+    let daemon = tool_cli_tests::Daemon::start(
+        json!({"mcpServers": {"alpha": tool_cli_tests::fault_server(&[])}}),
+    );
+    let barrier = Barrier::new(PARTIES);
+    thread::scope(|scope| {
+        let handles: Vec<_> = (0..PARTIES)
+            .map(|index| {
+                let (daemon, barrier) = (&daemon, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    let met = daemon.rpc(
+                        "callTool",
+                        Some(json!({"server": "alpha", "tool": "rendezvous",
+                                    "arguments": {"key": "default-limit", "parties": PARTIES}})),
+                    );
+                    (index, met)
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (index, met) = handle.join().expect("caller thread");
+            let met = met.unwrap_or_else(|error| panic!("call {index} failed: {error:?}"));
+            assert_eq!(text_content(&met), format!("met {PARTIES}"), "{met:#}");
         }
     });
 }

@@ -8,10 +8,11 @@
 //!   note saying why. Its home, config and state dirs are the bench's own temp dir, so no user
 //!   config is read and no user daemon is touched.
 //! - (o) a burst of 100 concurrent calls of the fault server's `sleep` (10 ms) through a
-//!   daemon, each on its own kept-alive connection, the server with the default limits
-//!   (`maxConcurrent` 16, `maxQueued` 1024): the time until the last answer;
-//! - (p) as (o), to a second copy of the server configured with `maxConcurrent: 100`, so that
-//!   what the default limit costs and what the daemon itself costs can be told apart;
+//!   daemon, each on its own kept-alive connection, the server with the default limits (a
+//!   stdio server's `maxConcurrent` 128, `maxQueued` 1024): the time until the last answer;
+//! - (p) as (o), to a second copy of the server configured with `maxConcurrent: 16` (the
+//!   default before it was raised for stdio servers), so that what a limit below the burst costs
+//!   and what the daemon itself costs can be told apart;
 //! - (q) the baseline: the same 100 calls sent straight to a copy of the server by one rmcp
 //!   client, concurrently over its stdio.
 //!
@@ -43,7 +44,9 @@ const BURST_SLEEP_MS: u64 = 10;
 /// The server of (o): the fault server with the default limits.
 const BURST_SERVER: &str = "sleepy";
 /// The server of (p): the same, allowed 100 calls at once.
-const WIDE_SERVER: &str = "sleepy_wide";
+const NARROW_SERVER: &str = "sleepy_narrow";
+/// The `maxConcurrent` of (p): the default before stdio servers got their own.
+const NARROW_MAX_CONCURRENT: usize = 16;
 
 /// The rows, in table order.
 #[derive(Clone, Copy, PartialEq)]
@@ -51,7 +54,7 @@ pub(super) enum Row {
     Mcporter,
     PairedProcessCall,
     BurstDaemon,
-    BurstDaemonWide,
+    BurstDaemonNarrow,
     BurstDirect,
 }
 
@@ -60,7 +63,7 @@ impl Row {
         Row::Mcporter,
         Row::PairedProcessCall,
         Row::BurstDaemon,
-        Row::BurstDaemonWide,
+        Row::BurstDaemonNarrow,
         Row::BurstDirect,
     ];
 
@@ -75,9 +78,11 @@ impl Row {
             }
             Row::BurstDaemon => {
                 "(o) 100 concurrent 10 ms `sleep` calls through the daemon, one stdio server, \
-                 default limits (`maxConcurrent` 16)"
+                 default limits (`maxConcurrent` 128)"
             }
-            Row::BurstDaemonWide => "(p) as (o), the server configured with `maxConcurrent: 100`",
+            Row::BurstDaemonNarrow => {
+                "(p) as (o), the server configured with `maxConcurrent: 16` (the old default)"
+            }
             Row::BurstDirect => {
                 "(q) baseline of (o): the same 100 calls straight to the server, rmcp over stdio"
             }
@@ -141,7 +146,7 @@ impl Issue13Rows {
             "burst",
             json!({
                 BURST_SERVER: {"command": fault_server_exe},
-                WIDE_SERVER: {"command": fault_server_exe, "maxConcurrent": BURST_CALLS},
+                NARROW_SERVER: {"command": fault_server_exe, "maxConcurrent": NARROW_MAX_CONCURRENT},
             }),
         )?;
         let workers = BurstWorkers::start(burst_daemon.port, &burst_daemon.token);
@@ -160,7 +165,7 @@ impl Issue13Rows {
 
     /// The bursts a few times, untimed.
     pub(super) async fn warm_up(&mut self) -> Result<(), String> {
-        for row in [Row::BurstDaemon, Row::BurstDaemonWide, Row::BurstDirect] {
+        for row in [Row::BurstDaemon, Row::BurstDaemonNarrow, Row::BurstDirect] {
             for _ in 0..3 {
                 self.time_one(row).await?;
             }
@@ -228,7 +233,7 @@ impl Issue13Rows {
             // Timed in their own phase, `run_mcporter_phase`.
             Row::Mcporter | Row::PairedProcessCall => return Ok(None),
             Row::BurstDaemon => self.workers.burst(BURST_SERVER),
-            Row::BurstDaemonWide => self.workers.burst(WIDE_SERVER),
+            Row::BurstDaemonNarrow => self.workers.burst(NARROW_SERVER),
             Row::BurstDirect => self.direct.burst().await,
         }?;
         let outcome = &mut self.outcomes[index];
@@ -300,7 +305,7 @@ impl Issue13Rows {
                     .to_owned(),
             ),
         }
-        if let (Some(daemon), Some(wide), Some(direct)) = (&stats[2], &stats[3], &stats[4]) {
+        if let (Some(daemon), Some(narrow), Some(direct)) = (&stats[2], &stats[3], &stats[4]) {
             let refused = |row: Row| {
                 let (calls, failed, first) = &self.outcomes[Row::ALL
                     .iter()
@@ -315,14 +320,14 @@ impl Issue13Rows {
             };
             line(format!(
                 "- P3: (o) ÷ (q), medians: **{:.2}×** ({}), {} (target ≤ 1.3×, none refused); \
-                 with `maxConcurrent: 100`, (p) ÷ (q): **{:.2}×** ({}), {}; the direct burst \
+                 with `maxConcurrent: 16`, (p) ÷ (q): **{:.2}×** ({}), {}; the direct burst \
                  (q): {}.",
                 daemon.median.as_secs_f64() / direct.median.as_secs_f64(),
                 per_round_ratios(rounds(Row::BurstDaemon), rounds(Row::BurstDirect)),
                 refused(Row::BurstDaemon),
-                wide.median.as_secs_f64() / direct.median.as_secs_f64(),
-                per_round_ratios(rounds(Row::BurstDaemonWide), rounds(Row::BurstDirect)),
-                refused(Row::BurstDaemonWide),
+                narrow.median.as_secs_f64() / direct.median.as_secs_f64(),
+                per_round_ratios(rounds(Row::BurstDaemonNarrow), rounds(Row::BurstDirect)),
+                refused(Row::BurstDaemonNarrow),
                 refused(Row::BurstDirect),
             ));
         }

@@ -132,12 +132,15 @@ pub trait CallObserver: Send + Sync + 'static {
 /// same arguments in any key order hash the same, and the arguments themselves never appear.
 pub fn arguments_hash(arguments: &serde_json::Map<String, Value>) -> String {
     use sha2::{Digest as _, Sha256};
+    use std::fmt::Write as _;
     let text = canonical_json(&Value::Object(arguments.clone()));
     let digest = Sha256::digest(text.as_bytes());
-    digest[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    let mut hash = String::with_capacity(16);
+    for byte in &digest[..8] {
+        // Writing to a `String` cannot fail; one string, not one per byte.
+        let _ = write!(hash, "{byte:02x}");
+    }
+    hash
 }
 
 #[cfg(test)]

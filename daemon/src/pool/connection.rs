@@ -40,7 +40,7 @@ use super::Published;
 use super::child::ChildProcess;
 use super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta, request_line};
 use super::http::{OversizedAnswers, size_limit_in};
-use super::stdio::{RawResults, id_key};
+use super::raw_results::{RawResults, id_key};
 use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
 use crate::error::Error;
 use tool_cli_protocol::ErrorData;

@@ -30,7 +30,7 @@ use rmcp::transport::streamable_http_client::{
 
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
-use super::stdio::id_key;
+use super::raw_results::id_key;
 use super::tls;
 use crate::config::RemoteOptions;
 use crate::oauth::{BearerError, ServerAuth};

@@ -6,8 +6,8 @@
 //! transport also taps the raw JSON of the responses we pass through to clients, so
 //! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know. Answers to
 //! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
+//! Reading lines within the size limit is `lines.rs`; the tapped results wait in `raw_results.rs`.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,11 +17,13 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Deserialize as _;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::child::ExitInfo;
 use super::direct::{DirectRequests, SharedStdin, write_line};
+use super::lines::{LineRead, read_line_capped};
+use super::raw_results::{RawResults, id_key};
 
 /// Largest line we accept from a server's stdout. A bigger message closes the connection.
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -34,56 +36,6 @@ const EXIT_DRAIN: Duration = Duration::from_millis(200);
 /// Why the stream ended when the child exited but its stdout stayed open.
 pub(crate) const EXITED_WITH_STDOUT_HELD: &str =
     "the server process exited, but a process it started still holds its stdout open";
-
-/// Raw JSON results of the requests whose results we pass through unnarrowed, keyed by the
-/// JSON text of the request id. Only ids registered when the request was sent are kept, and the
-/// caller takes (or forgets) each one, so the map holds at most the requests in flight.
-#[derive(Default)]
-pub(crate) struct RawResults {
-    inner: Mutex<RawResultsInner>,
-}
-
-#[derive(Default)]
-struct RawResultsInner {
-    wanted: HashSet<String>,
-    results: HashMap<String, Value>,
-}
-
-impl RawResults {
-    fn want(&self, id: String) {
-        self.inner.lock().unwrap().wanted.insert(id);
-    }
-
-    fn is_wanted(&self, id: &str) -> bool {
-        self.inner.lock().unwrap().wanted.contains(id)
-    }
-
-    fn offer(&self, id: String, result: Value) {
-        let mut inner = self.inner.lock().unwrap();
-        if inner.wanted.remove(&id) {
-            inner.results.insert(id, result);
-        }
-    }
-
-    /// The raw result of request `id`, if it arrived.
-    pub(crate) fn take(&self, id: &str) -> Option<Value> {
-        let mut inner = self.inner.lock().unwrap();
-        inner.wanted.remove(id);
-        inner.results.remove(id)
-    }
-
-    /// How many entries are held; for tests of boundedness.
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        let inner = self.inner.lock().unwrap();
-        inner.wanted.len() + inner.results.len()
-    }
-}
-
-/// The JSON text of an rmcp request id, matching `Value::to_string` of the id on the wire.
-pub(crate) fn id_key(id: &rmcp::model::RequestId) -> String {
-    serde_json::to_string(id).unwrap_or_default()
-}
 
 /// rmcp transport over a child's stdin/stdout with bounded reads.
 pub(crate) struct StdioTransport {
@@ -236,13 +188,13 @@ async fn read_messages(
         }
         let text = line.trim_ascii();
         if text.is_empty() {
-            line.clear();
+            super::lines::reuse(&mut line);
             continue;
         }
         let message = match decode(text, taps) {
             Ok(Some(message)) => message,
             Ok(None) => {
-                line.clear();
+                super::lines::reuse(&mut line);
                 continue;
             }
             Err(rejected) => {
@@ -258,11 +210,11 @@ async fn read_messages(
                         "ignoring a line on stdout"
                     );
                 }
-                line.clear();
+                super::lines::reuse(&mut line);
                 continue;
             }
         };
-        line.clear();
+        super::lines::reuse(&mut line);
         if sink.send(message).await.is_err() {
             return "the connection was closed".to_owned();
         }
@@ -359,44 +311,6 @@ fn is_numeric_string(id: &rmcp::model::RequestId) -> bool {
     matches!(id, rmcp::model::NumberOrString::String(text) if text.parse::<i64>().is_ok())
 }
 
-enum LineRead {
-    Line,
-    Eof,
-    TooLong,
-}
-
-/// Reads up to and excluding the next `\n` into `line`, never buffering more than `max` bytes.
-async fn read_line_capped(
-    reader: &mut (impl AsyncBufRead + Unpin),
-    line: &mut Vec<u8>,
-    max: usize,
-) -> std::io::Result<LineRead> {
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            // A final line without a newline still counts.
-            return Ok(if line.is_empty() {
-                LineRead::Eof
-            } else {
-                LineRead::Line
-            });
-        }
-        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
-            Some(at) => (&available[..at], Some(at)),
-            None => (available, None),
-        };
-        if line.len() + chunk.len() > max {
-            return Ok(LineRead::TooLong);
-        }
-        line.extend_from_slice(chunk);
-        let consumed = found.map_or(chunk.len(), |at| at + 1);
-        reader.consume(consumed);
-        if found.is_some() {
-            return Ok(LineRead::Line);
-        }
-    }
-}
-
 impl Transport<RoleClient> for StdioTransport {
     type Error = std::io::Error;
 
@@ -464,38 +378,6 @@ mod tests {
         )
     }
 
-    async fn read_all(input: &[u8], max: usize) -> Vec<Result<String, &'static str>> {
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut out = Vec::new();
-        loop {
-            let mut line = Vec::new();
-            match read_line_capped(&mut reader, &mut line, max).await.unwrap() {
-                LineRead::Line => out.push(Ok(String::from_utf8(line).unwrap())),
-                LineRead::Eof => return out,
-                LineRead::TooLong => {
-                    out.push(Err("too long"));
-                    return out;
-                }
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn lines_are_split_across_small_buffers_and_capped() {
-        assert_eq!(
-            read_all(b"abc\ndefgh\nij", 10).await,
-            vec![Ok("abc".into()), Ok("defgh".into()), Ok("ij".into())]
-        );
-        assert_eq!(
-            read_all(b"abc\n0123456789ab\n", 10).await,
-            vec![Ok("abc".into()), Err("too long")]
-        );
-        assert_eq!(
-            read_all(b"0123456789\n", 10).await,
-            vec![Ok("0123456789".into())]
-        );
-    }
-
     #[tokio::test(start_paused = true)]
     async fn the_stream_ends_when_the_child_exits_even_if_stdout_stays_open() {
         use tokio::io::AsyncWriteExt as _;
@@ -539,19 +421,6 @@ mod tests {
         };
         let reason = read_messages("t", &b""[..], 1024, taps, &sink, exit_rx).await;
         assert_eq!(reason, "the server closed its stdout");
-    }
-
-    #[test]
-    fn only_wanted_raw_results_are_kept() {
-        let raw = RawResults::default();
-        raw.offer("1".into(), serde_json::json!({"a": 1}));
-        assert_eq!(raw.len(), 0);
-        raw.want("2".into());
-        raw.offer("2".into(), serde_json::json!({"b": 2}));
-        assert_eq!(raw.take("2"), Some(serde_json::json!({"b": 2})));
-        raw.want("3".into());
-        assert_eq!(raw.take("3"), None);
-        assert_eq!(raw.len(), 0);
     }
 
     #[test]

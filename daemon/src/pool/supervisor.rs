@@ -16,7 +16,8 @@ use tokio::time::Instant;
 
 use super::child::{ChildProcess, Launch};
 use super::connection::{self, Connection};
-use super::stdio::{RawResults, StdioParts, StdioTransport};
+use super::raw_results::RawResults;
+use super::stdio::{StdioParts, StdioTransport};
 use super::{Pool, Published, Server, Status, http};
 use crate::config::TransportConfig;
 use crate::resilience::backoff::random_jitter;
