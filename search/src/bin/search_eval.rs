@@ -106,44 +106,23 @@ fn process_cpu_time() -> Option<std::time::Duration> {
 /// contribute; the index asks for its own text and is answered with the vector of this one.
 #[derive(Clone, Copy, PartialEq)]
 enum ModelText {
-    /// What the index embeds: the name twice, the title, the description's first 512 bytes, the
-    /// parameter names it indexes.
+    /// What the index embeds: the name once as words, the title, the description's first 512
+    /// bytes, the parameter names it indexes.
     Index,
-    /// The name once, split into words (`keyvault_secret_list` → `keyvault secret list`: each
-    /// `_` is a token of its own), then the rest of the index's text.
+    /// Kept for old command lines: the index's own text since the index embeds the name once,
+    /// split into words (`keyvault_secret_list` → `keyvault secret list`).
     NameOnce,
     /// The name once, split into words, the title and the description's opening; no parameters.
     NoParameters,
 }
 
-/// `getFileInfo`, `get_file_info`, `get-file.info` → `get File Info`, `get file info`, ...
-fn name_words(name: &str) -> String {
-    let mut words = String::with_capacity(name.len() + 8);
-    let mut previous: Option<char> = None;
-    for c in name.chars() {
-        if matches!(c, '_' | '-' | '.' | '/' | ':') {
-            words.push(' ');
-        } else {
-            if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit())
-            {
-                words.push(' ');
-            }
-            words.push(c);
-        }
-        previous = Some(c);
-    }
-    words.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// The text `variant` embeds for `doc`, whose index text is `index_text`.
 fn model_text(variant: ModelText, doc: &tool_cli_search::doc::ToolDoc, index_text: &str) -> String {
-    let doubled = format!("{0} {0} ", doc.name);
-    let rest = index_text.strip_prefix(&doubled).unwrap_or(index_text);
     match variant {
-        ModelText::Index => index_text.to_owned(),
-        ModelText::NameOnce => format!("{} {rest}", name_words(&doc.name)),
+        // The index now embeds the name once, split into words: `name-once` is its text.
+        ModelText::Index | ModelText::NameOnce => index_text.to_owned(),
         ModelText::NoParameters => {
-            let mut text = name_words(&doc.name);
+            let mut text = tool_cli_search::index::name_words(&doc.name);
             if let Some(title) = &doc.title {
                 text.push(' ');
                 text.push_str(title);
