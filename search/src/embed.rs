@@ -35,6 +35,12 @@ impl Embedding {
         Embedding(values.into_boxed_slice())
     }
 
+    /// Wraps `values` as they are: for a vector that is unit length up to the rounding of its
+    /// quantised form, which must survive being quantised again unchanged.
+    pub(crate) fn kept(values: Vec<f32>) -> Embedding {
+        Embedding(values.into_boxed_slice())
+    }
+
     /// The components, as a vector (to reuse its allocation).
     pub(crate) fn into_values(self) -> Vec<f32> {
         self.0.into_vec()

@@ -615,6 +615,13 @@ impl Index {
         })
     }
 
+    /// The model vector attached to the tool at position `local` of `server`'s shard (the order
+    /// of the docs it was built from), if it has one: what a rebuild of an unchanged tool can
+    /// carry over instead of waiting for the model again.
+    pub fn model_vector(&self, server: &str, local: usize) -> Option<Embedding> {
+        self.model_rows.get(server)?.vector(local)
+    }
+
     /// How many tools have a model vector, and how many tools there are.
     pub fn model_coverage(&self) -> (usize, usize) {
         let embedded = self.model_rows.values().map(|rows| rows.embedded).sum();

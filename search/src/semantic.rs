@@ -90,6 +90,19 @@ impl ModelRows {
         self.present.get(local).copied().unwrap_or(false)
     }
 
+    /// The vector of the tool at `local`, as kept (dequantised and not normalised again, so
+    /// that quantising it again gives the same row and scale), if it has one.
+    pub(crate) fn vector(&self, local: usize) -> Option<Embedding> {
+        if !self.has(local) {
+            return None;
+        }
+        let row = &self.rows[local * self.dimensions..(local + 1) * self.dimensions];
+        let scale = self.scales[local];
+        Some(Embedding::kept(
+            row.iter().map(|&q| f32::from(q) * scale).collect(),
+        ))
+    }
+
     /// The approximate cosine of the tool at `local` with a query row quantised with
     /// `query_scale`.
     pub(crate) fn cosine(&self, local: usize, query_row: &[i8], query_scale: f32) -> f32 {
@@ -251,6 +264,37 @@ mod tests {
                 .is_none()
         );
         assert!(changed.without_server("disk").model_coverage() == (0, 2));
+    }
+
+    #[test]
+    fn a_kept_vector_carried_to_a_rebuilt_shard_ranks_exactly_as_before() {
+        let index = embedded(
+            &Index::new()
+                .with_servers(catalog())
+                .with_model(Arc::new(Meanings)),
+        );
+        let query_vector = Meanings.embed("do I need an umbrella");
+        let query = Query {
+            model_query: Some(&query_vector),
+            ..Query::new("is rain coming")
+        };
+        let before = index.search(&query).unwrap();
+        // The same tools again (a `list_changed` that changed nothing), their kept vectors
+        // carried over: the model still ranks, with the same scores.
+        let (_, disk) = &catalog()[1];
+        let rebuilt = index.with_server("disk", disk.clone());
+        assert_eq!(rebuilt.model_coverage(), (1, 3));
+        let carried: Vec<Option<Embedding>> = (0..disk.len())
+            .map(|local| index.model_vector("disk", local))
+            .collect();
+        assert!(carried.iter().all(Option::is_some));
+        let refs: Vec<Option<&Embedding>> = carried.iter().map(Option::as_ref).collect();
+        let rebuilt = rebuilt.with_model_vectors("disk", &refs).unwrap();
+        let after = rebuilt.search(&query).unwrap();
+        assert_eq!(after.semantic, SemanticRanking::Model);
+        assert_eq!(after.hits, before.hits);
+        assert!(index.model_vector("disk", 7).is_none());
+        assert!(index.model_vector("nobody", 0).is_none());
     }
 
     #[test]

@@ -363,6 +363,13 @@ impl ToolSearch {
             index = index.without_server(name);
             built.remove(name);
         }
+        // A rebuilt shard's tools whose text did not change keep the vectors they had (a
+        // server's `list_changed`, a reconnect): only new or changed tools wait for the model.
+        for (server, now) in &fresh {
+            if let Some(before) = built.get(server) {
+                index = carry_vectors(index, &current, server, &before.texts, &now.texts);
+            }
+        }
         built.extend(fresh);
         let previous = std::mem::replace(&mut *self.index.write().unwrap(), Arc::new(index));
         drop(previous);
@@ -381,6 +388,37 @@ impl ToolSearch {
         // Building a shard of thousands of tools leaves megabytes of freed scratch memory.
         crate::memory::release_freed();
     }
+}
+
+/// `index` with the model vectors `previous` holds for `server`'s tools whose embedded text is
+/// in both `before` and `now` (each list in its shard's order) attached at their new places.
+fn carry_vectors(
+    index: Index,
+    previous: &Index,
+    server: &str,
+    before: &[String],
+    now: &[String],
+) -> Index {
+    if before.is_empty() || now.is_empty() {
+        return index;
+    }
+    let places: HashMap<&str, usize> = before
+        .iter()
+        .enumerate()
+        .map(|(local, text)| (text.as_str(), local))
+        .collect();
+    let vectors: Vec<Option<Embedding>> = now
+        .iter()
+        .map(|text| {
+            let local = *places.get(text.as_str())?;
+            previous.model_vector(server, local)
+        })
+        .collect();
+    if vectors.iter().all(Option::is_none) {
+        return index;
+    }
+    let borrowed: Vec<Option<&Embedding>> = vectors.iter().map(Option::as_ref).collect();
+    index.with_model_vectors(server, &borrowed).unwrap_or(index)
 }
 
 /// The search documents of a server's tools: those not hidden by an override nor denied by

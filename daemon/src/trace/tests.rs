@@ -37,10 +37,15 @@ impl Sink for FullDisk {
 struct Memory {
     lines: Arc<Mutex<Vec<Value>>>,
     gate: Option<std_mpsc::Receiver<()>>,
+    /// Told each time the writer starts on a line (before it waits at the gate).
+    entered: Option<std_mpsc::Sender<()>>,
 }
 
 impl Sink for Memory {
     fn append(&mut self, line: &[u8]) -> Result<(), WriteError> {
+        if let Some(entered) = &self.entered {
+            let _ = entered.send(());
+        }
         if let Some(gate) = &self.gate {
             let _ = gate.recv();
         }
@@ -74,6 +79,7 @@ async fn a_failing_disk_counts_every_line_as_dropped_and_says_why() {
 #[tokio::test]
 async fn a_stalled_writer_never_blocks_a_call_and_counts_what_did_not_fit() {
     let (permits, gate) = std_mpsc::channel();
+    let (entered, writing) = std_mpsc::channel();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let traces = Traces::start_with(
         settings(Path::new("/memory"), false),
@@ -81,16 +87,23 @@ async fn a_stalled_writer_never_blocks_a_call_and_counts_what_did_not_fit() {
         Box::new(Memory {
             lines: Arc::clone(&lines),
             gate: Some(gate),
+            entered: Some(entered),
         }),
         1,
     );
-    // The writer holds at most one line in its hand and one in the queue; every other one is
-    // dropped at once rather than waited for.
-    for _ in 0..10 {
+    // Once the writer is stuck on a first line, the queue holds one more and every other line
+    // is dropped at once rather than waited for. (Waited for as an event: before the writer
+    // takes the first line off the queue, it could take a second with it.)
+    traces.observe(&test_record());
+    let stuck = tokio::task::spawn_blocking(move || writing.recv().is_ok())
+        .await
+        .unwrap();
+    assert!(stuck, "the writer never started on the first line");
+    for _ in 0..9 {
         traces.observe(&test_record());
     }
     let dropped = traces.health().dropped;
-    assert!((8..=9).contains(&dropped), "{dropped}");
+    assert_eq!(dropped, 8);
     let reason = traces.health().last_error.unwrap();
     assert!(reason.contains("fell behind"), "{reason}");
     for _ in 0..10 {
@@ -112,6 +125,7 @@ async fn verbose_lines_carry_redacted_payloads_and_plain_ones_none() {
             Box::new(Memory {
                 lines: Arc::clone(&lines),
                 gate: None,
+                entered: None,
             }),
             QUEUE_CAPACITY,
         );
