@@ -738,6 +738,38 @@ fn http_transport(
     })
 }
 
+/// A path from the config: `${VAR}` substituted, `~/` expanded from `HOME`, and a relative path
+/// taken relative to the config file's directory (not to wherever the daemon was started).
+/// The error says what is wrong, for the caller to name the member.
+pub(crate) fn config_path(
+    text: &str,
+    config_dir: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<PathBuf, String> {
+    let text = substitute(text, env)?;
+    let path = match text.strip_prefix("~/") {
+        Some(rest) => match env("HOME").filter(|home| !home.is_empty()) {
+            Some(home) => Path::new(&home).join(rest),
+            None => {
+                return Err(
+                    "starts with ~/ but HOME is not set; expected an absolute path".to_owned(),
+                );
+            }
+        },
+        None => PathBuf::from(text),
+    };
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    match config_dir {
+        Some(dir) => Ok(dir.join(path)),
+        None => Err(format!(
+            "\"{}\" is relative; expected an absolute path",
+            path.display()
+        )),
+    }
+}
+
 /// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
 /// an empty string: an empty API key fails later, far from its cause. `$$` is a literal `$`.
 pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {

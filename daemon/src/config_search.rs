@@ -159,28 +159,9 @@ fn parse_model(
             )));
         }
     };
-    let text = crate::config::substitute(text, env).map_err(error)?;
-    let path = match text.strip_prefix("~/") {
-        Some(rest) => match env("HOME").filter(|home| !home.is_empty()) {
-            Some(home) => Path::new(&home).join(rest),
-            None => {
-                return Err(error(
-                    "starts with ~/ but HOME is not set; expected an absolute path".to_owned(),
-                ));
-            }
-        },
-        None => PathBuf::from(text),
-    };
-    if path.is_absolute() {
-        return Ok(ModelSetting::Dir(path));
-    }
-    match config_dir {
-        Some(dir) => Ok(ModelSetting::Dir(dir.join(path))),
-        None => Err(error(format!(
-            "\"{}\" is relative; expected an absolute path",
-            path.display()
-        ))),
-    }
+    crate::config::config_path(text, config_dir, env)
+        .map(ModelSetting::Dir)
+        .map_err(error)
 }
 
 #[cfg(test)]

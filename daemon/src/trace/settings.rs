@@ -207,29 +207,7 @@ fn parse_path(
             describe(value)
         )));
     };
-    let text = crate::config::substitute(text, env).map_err(error)?;
-    let path = match text.strip_prefix("~/") {
-        Some(rest) => match env("HOME").filter(|home| !home.is_empty()) {
-            Some(home) => Path::new(&home).join(rest),
-            None => {
-                return Err(error(
-                    "starts with ~/ but HOME is not set; expected an absolute path".to_owned(),
-                ));
-            }
-        },
-        None => PathBuf::from(text),
-    };
-    if path.is_absolute() {
-        return Ok(path);
-    }
-    // Relative to the config file, not to wherever the daemon happened to be started.
-    match config_dir {
-        Some(dir) => Ok(dir.join(path)),
-        None => Err(error(format!(
-            "\"{}\" is relative; expected an absolute path",
-            path.display()
-        ))),
-    }
+    crate::config::config_path(text, config_dir, env).map_err(error)
 }
 
 /// A short description of a JSON value for messages: its type, and its text when short.
