@@ -107,7 +107,9 @@ fn each_client_is_read_from_its_usual_place() {
     );
     places.write(
         &places.home.join(".cursor/mcp.json"),
-        r#"{"mcpServers": {"cur": {"command": "c", "autoApprove": ["x"]}}}"#,
+        r#"{"mcpServers": {"cur": {"command": "c", "autoApprove": ["x"],
+            "args": ["${workspaceFolder}/data", "${userHome}/notes"],
+            "env": {"TOKEN": "${env:CURSOR_TOKEN}"}}}}"#,
     );
     places.write(
         &places.project.join(".vscode/mcp.json"),
@@ -116,7 +118,8 @@ fn each_client_is_read_from_its_usual_place() {
     );
     places.write(
         &places.home.join(".codeium/windsurf/mcp_config.json"),
-        r#"{"mcpServers": {"surf": {"serverUrl": "http://127.0.0.1:2/mcp"}}}"#,
+        r#"{"mcpServers": {"surf": {"serverUrl": "http://127.0.0.1:2/mcp",
+            "headers": {"Authorization": "Bearer ${env:SURF_KEY}"}}}}"#,
     );
     places.write(
         &places.home.join(".codex/config.toml"),
@@ -136,6 +139,11 @@ fn each_client_is_read_from_its_usual_place() {
             .to_string()
             .contains("autoApprove")
     );
+    // Cursor's own variables become ours (`${env:X}` → `${X}`), or the project directory.
+    let entry = &cursor["servers"][0]["entry"];
+    assert_eq!(entry["env"]["TOKEN"], "${CURSOR_TOKEN}", "{cursor}");
+    assert_eq!(entry["args"][0], format!("{project}/data"), "{cursor}");
+    assert_eq!(entry["args"][1], "${HOME}/notes", "{cursor}");
     let vscode = places.import_json(&["--from", "vscode"]);
     assert_eq!(vscode["servers"][0]["entry"]["env"]["K"], "${KEY}");
     assert!(
@@ -146,6 +154,10 @@ fn each_client_is_read_from_its_usual_place() {
     assert_eq!(
         windsurf["servers"][0]["entry"]["url"],
         "http://127.0.0.1:2/mcp"
+    );
+    assert_eq!(
+        windsurf["servers"][0]["entry"]["headers"]["Authorization"],
+        "Bearer ${SURF_KEY}"
     );
     let codex = places.import_json(&["--from", "codex"]);
     assert_eq!(codex["servers"][0]["entry"]["timeoutMs"], 30_000);

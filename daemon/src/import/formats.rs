@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{ClientKind, Found, FoundServer};
+use super::{ClientKind, Found, FoundServer, variables};
 use crate::client_fields::normalize;
 use crate::config::{ConfigSource, parse as parse_config};
 
@@ -143,6 +143,33 @@ fn collect(
     }
 }
 
+/// [`collect`] after translating the variables `kind` expands (see [`variables`]); what a
+/// translation changed in a server's entry is said in that server's notes.
+fn collect_translated(
+    found: &mut Found,
+    kind: ClientKind,
+    servers: &Map<String, Value>,
+    project: &Path,
+) {
+    let mut translated = Map::new();
+    let mut notes_of: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, raw) in servers {
+        let mut notes = Vec::new();
+        translated.insert(
+            name.clone(),
+            variables::translate(kind, raw, project, &mut notes),
+        );
+        notes_of.push((name.clone(), notes));
+    }
+    collect(found, kind, &translated, |name, _| {
+        notes_of
+            .iter()
+            .find(|(server, _)| server == name)
+            .map(|(_, notes)| notes.clone())
+            .unwrap_or_default()
+    });
+}
+
 fn object_root(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(root)) => Ok(root),
@@ -169,14 +196,15 @@ fn servers_member<'a>(
     }
 }
 
-/// Claude Desktop, Cursor and Windsurf: `{"mcpServers": {NAME: {...}}}`.
-pub(super) fn mcp_servers(text: &str, kind: ClientKind) -> Result<Found, String> {
+/// Claude Desktop, Cursor and Windsurf: `{"mcpServers": {NAME: {...}}}`; Cursor's and
+/// Windsurf's `${env:NAME}` (and Cursor's `${workspaceFolder}`, `${userHome}`) become ours.
+pub(super) fn mcp_servers(text: &str, kind: ClientKind, project: &Path) -> Result<Found, String> {
     let root = object_root(text)?;
     let servers = servers_member(&root, "mcpServers")?.ok_or(
         "no \"mcpServers\" object; expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
     )?;
     let mut found = Found::default();
-    collect(&mut found, kind, servers, |_, _| Vec::new());
+    collect_translated(&mut found, kind, servers, project);
     Ok(found)
 }
 
@@ -238,7 +266,6 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
          \"command\": ...}}}",
     )?;
     let mut found = Found::default();
-    let mut inputs = Vec::new();
     match root.get("inputs") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
@@ -254,9 +281,8 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
                 found.notes.push(format!(
                     "input \"{id}\"{described} is asked for by VS Code; tool-cli reads ${{{}}} \
                      from the daemon's environment instead: set it before starting the daemon",
-                    input_variable(id)
+                    variables::input_variable(id)
                 ));
-                inputs.push(id.to_owned());
             }
         }
         Some(other) => {
@@ -266,86 +292,8 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
             ));
         }
     }
-    let mut translated = Map::new();
-    let mut substitutions: Vec<(String, Vec<String>)> = Vec::new();
-    for (name, raw) in servers {
-        let mut notes = Vec::new();
-        let value = substitute_vscode(raw, project, &mut notes);
-        translated.insert(name.clone(), value);
-        substitutions.push((name.clone(), notes));
-    }
-    collect(&mut found, ClientKind::VsCode, &translated, |name, _| {
-        substitutions
-            .iter()
-            .find(|(server, _)| server == name)
-            .map(|(_, notes)| notes.clone())
-            .unwrap_or_default()
-    });
+    collect_translated(&mut found, ClientKind::VsCode, servers, project);
     Ok(found)
-}
-
-/// The environment variable an `${input:ID}` becomes: upper case, non-alphanumerics as `_`.
-fn input_variable(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn substitute_vscode(value: &Value, project: &Path, notes: &mut Vec<String>) -> Value {
-    match value {
-        Value::String(text) => {
-            let mut out = String::with_capacity(text.len());
-            let mut rest = text.as_str();
-            while let Some(start) = rest.find("${") {
-                out.push_str(&rest[..start]);
-                let after = &rest[start + 2..];
-                let Some(end) = after.find('}') else {
-                    out.push_str(&rest[start..]);
-                    rest = "";
-                    break;
-                };
-                let variable = &after[..end];
-                let replacement = if let Some(id) = variable.strip_prefix("input:") {
-                    let name = input_variable(id);
-                    notes.push(format!("\"${{input:{id}}}\" became \"${{{name}}}\", read from the daemon's environment"));
-                    format!("${{{name}}}")
-                } else if let Some(name) = variable.strip_prefix("env:") {
-                    format!("${{{name}}}")
-                } else if variable == "workspaceFolder" {
-                    notes.push(format!(
-                        "\"${{workspaceFolder}}\" became {}",
-                        project.display()
-                    ));
-                    project.display().to_string()
-                } else {
-                    format!("${{{variable}}}")
-                };
-                out.push_str(&replacement);
-                rest = &after[end + 1..];
-            }
-            out.push_str(rest);
-            Value::String(out)
-        }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| substitute_vscode(item, project, notes))
-                .collect(),
-        ),
-        Value::Object(members) => Value::Object(
-            members
-                .iter()
-                .map(|(key, item)| (key.clone(), substitute_vscode(item, project, notes)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 /// JSON with comments (`//`, `/* */`) and trailing commas, as VS Code writes it, made JSON.

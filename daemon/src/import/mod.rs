@@ -14,6 +14,7 @@ mod formats;
 pub(crate) mod live;
 mod merge;
 mod paths;
+mod variables;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -173,7 +174,7 @@ pub fn parse(
         ClientKind::VsCode => formats::vscode(text, project).map_err(malformed)?,
         ClientKind::ClaudeCode => formats::claude_code(text, project).map_err(malformed)?,
         ClientKind::ClaudeDesktop | ClientKind::Cursor | ClientKind::Windsurf => {
-            formats::mcp_servers(text, kind).map_err(malformed)?
+            formats::mcp_servers(text, kind, project).map_err(malformed)?
         }
     };
     found.path = path.to_path_buf();
@@ -210,12 +211,14 @@ pub fn read(
         reason: error.to_string(),
     })?;
     // A project file's project is the directory holding its `.vscode` / `.cursor` folder, or
-    // the file's own directory (`.mcp.json`); a user file's is the working directory.
+    // the file's own directory (`.mcp.json`); a user file's (`~/.cursor/mcp.json` included) is
+    // the working directory.
     let project = match path.parent() {
         Some(dir)
             if dir
                 .file_name()
-                .is_some_and(|name| name == ".vscode" || name == ".cursor") =>
+                .is_some_and(|name| name == ".vscode" || name == ".cursor")
+                && dir.parent().is_some_and(|parent| parent != places.home) =>
         {
             dir.parent().unwrap_or(dir).to_path_buf()
         }
