@@ -24,6 +24,9 @@ const MAX_MESSAGE_CHARS: usize = 512;
 /// A compiled `inputSchema`.
 pub(crate) struct ArgumentValidator {
     validator: Validator,
+    /// The names of the schema's top-level `properties`: a missing required argument is
+    /// matched against the given names the schema does not declare ("did you mean").
+    declared: Vec<String>,
 }
 
 impl ArgumentValidator {
@@ -33,9 +36,17 @@ impl ArgumentValidator {
         if schema.get("$schema").is_none() {
             options = options.with_draft(Draft::Draft202012);
         }
+        let declared = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
         options
             .build(schema)
-            .map(|validator| ArgumentValidator { validator })
+            .map(|validator| ArgumentValidator {
+                validator,
+                declared,
+            })
             .map_err(|err| err.to_string())
     }
 
@@ -55,11 +66,19 @@ impl ArgumentValidator {
                 extra += 1;
                 continue;
             }
+            let mut message = shortened(error.to_string());
+            if let Kind::Required { property } = error.kind()
+                && error.instance_path().as_str().is_empty()
+                && let Some(missing) = property.as_str()
+                && let Some(hint) = self.misspelt(missing, arguments)
+            {
+                message.push_str(&hint);
+            }
             errors.push(ArgumentViolation {
                 error: ArgumentError {
                     path: error.instance_path().to_string(),
                     schema_path: error.schema_path().to_string(),
-                    message: shortened(error.to_string()),
+                    message,
                 },
                 reference: reference_entries(&error),
             });
@@ -75,6 +94,23 @@ impl ArgumentValidator {
             });
         }
         errors
+    }
+}
+
+impl ArgumentValidator {
+    /// For a missing top-level argument, the given name the schema does not declare that is
+    /// closest to it, as a hint to append: `mesage` given where `message` is required.
+    fn misspelt(&self, missing: &str, arguments: &Map<String, Value>) -> Option<String> {
+        let undeclared = arguments
+            .keys()
+            .filter(|given| !self.declared.iter().any(|declared| declared == *given))
+            .map(String::as_str);
+        let given = crate::suggest::closest(missing, undeclared, 1).pop()?;
+        Some(format!(
+            "; the arguments have \"{}\", which the schema does not declare: did you mean \"{}\"?",
+            crate::redact::clean_text(given, 64),
+            crate::redact::clean_text(missing, 64)
+        ))
     }
 }
 
@@ -270,6 +306,35 @@ mod tests {
             errors.iter().any(|e| e.schema_path.ends_with("minimum")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn a_missing_argument_names_the_undeclared_one_that_looks_like_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"message": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["message"]
+        });
+        let validator = ArgumentValidator::compile(&schema).unwrap();
+        let violations = validator.check(&args(json!({"mesage": "hi", "limit": 3})));
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(
+            violations[0].error.message.ends_with(
+                "; the arguments have \"mesage\", which the schema does not declare: \
+                 did you mean \"message\"?"
+            ),
+            "{}",
+            violations[0].error.message
+        );
+        // A declared name is never the suspect, and a name far from the missing one is no typo.
+        for given in [json!({"limit": 3}), json!({"zzzzzz": 1})] {
+            let violations = validator.check(&args(given));
+            assert!(
+                !violations[0].error.message.contains("did you mean"),
+                "{}",
+                violations[0].error.message
+            );
+        }
     }
 
     #[test]

@@ -179,6 +179,18 @@ fn key_value_against_server_everything_with_output_raw_image() {
     assert_exit(&echoed, 0);
     assert_eq!(stdout(&echoed), "Echo: hello, peer\n");
 
+    // echo's schema lets unknown names through, so a misspelt one is caught as the required
+    // one missing; the refusal names the look-alike (nothing reaches the server).
+    let misspelt = daemon.run_client(&["everything", "echo", "mesage=hi"], &[]);
+    assert_exit(&misspelt, 5);
+    assert!(
+        stderr(&misspelt).contains(
+            "the arguments have \"mesage\", which the schema does not declare: did you mean \"message\"?"
+        ),
+        "{}",
+        stderr(&misspelt)
+    );
+
     // A number-looking value for a string parameter stays a string.
     let echoed = daemon.run_client(&["everything", "echo", "message=42"], &[]);
     assert_exit(&echoed, 0);
