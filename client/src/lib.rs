@@ -114,13 +114,16 @@ fn wants_json(argv: &[OsString]) -> bool {
             .any(|pair| pair[0] == "--output" && pair[1] == "json")
 }
 
-fn execute(invocation: Invocation) -> Result<(), Error> {
-    // One command is a few sequential requests: a current-thread runtime starts fastest.
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// One command is a few sequential requests: a current-thread runtime starts fastest.
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))?;
+        .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))
+}
+
+fn execute(invocation: Invocation) -> Result<(), Error> {
     let terminal = std::io::stdout().is_terminal();
     let mut stdout = std::io::stdout().lock();
     let environment = EndpointEnv::from_process();
@@ -165,7 +168,7 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
                     Client::from_endpoint(endpoint)
                         .with_identity_required(invocation.require_identity)
                 });
-            runtime.block_on(run::complete::run(request, client, &mut stdout));
+            runtime()?.block_on(run::complete::run(request, client, &mut stdout));
             return Ok(());
         }
         _ => {}
@@ -177,7 +180,7 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             stdout: &mut stdout,
             terminal,
         };
-        return runtime.block_on(run::daemon::run(
+        return runtime()?.block_on(run::daemon::run(
             command,
             &environment.runtime_dir,
             timeout,
@@ -190,7 +193,17 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
     if let Some(timeout) = timeout {
         client = client.with_timeout(timeout);
     }
-    runtime.block_on(run::run(invocation, client, &mut stdout, terminal))
+    let terminals = run::plain::Terminals {
+        stdin: std::io::stdin().is_terminal(),
+        stderr: std::io::stderr().is_terminal(),
+    };
+    if run::plain::without_runtime(&invocation, terminals) {
+        client = client.with_blocking_transport();
+    }
+    if client.is_blocking() {
+        return run::plain::block_on(run::run(invocation, client, &mut stdout, terminal));
+    }
+    runtime()?.block_on(run::run(invocation, client, &mut stdout, terminal))
 }
 
 /// Prints the error on stderr (a sanitised message, or with `--json` the JSON envelope on one
