@@ -64,6 +64,12 @@ use crate::endpoint::{EndpointEnv, resolve_endpoint};
 
 /// Runs `tool-cli` with the process's arguments, environment and stdin; returns its exit code.
 pub fn run_cli() -> ExitCode {
+    ExitCode::from(u8::try_from(run_cli_status()).unwrap_or(1))
+}
+
+/// [`run_cli`] with the exit code as a number (0–255), for the binary's own `main`.
+#[doc(hidden)]
+pub fn run_cli_status() -> i32 {
     use tool_cli_protocol::env;
     let args_env = args::ArgsEnv {
         timeout_ms: std::env::var(env::TIMEOUT_MS).ok(),
@@ -208,7 +214,7 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
 
 /// Prints the error on stderr (a sanitised message, or with `--json` the JSON envelope on one
 /// line) and returns its exit code.
-fn report(error: &Error, json: bool) -> ExitCode {
+fn report(error: &Error, json: bool) -> i32 {
     if json {
         let envelope = error.envelope().to_string();
         eprintln!("{}", sanitize::json_for_terminal(&envelope));
@@ -218,8 +224,9 @@ fn report(error: &Error, json: bool) -> ExitCode {
     exit_code(error.exit_code())
 }
 
-fn exit_code(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+/// The process's exit code for `code`: itself when it fits in a byte, else 1.
+fn exit_code(code: i32) -> i32 {
+    u8::try_from(code).map_or(1, i32::from)
 }
 
 /// Parses a command line the way `tool-cli` does, with `stdin` as standard input, and discards
