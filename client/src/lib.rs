@@ -32,7 +32,9 @@
 //! with a [`Client`] (`run`) and renders the result for people and agents (`render`), with
 //! server-supplied text made safe for a terminal (`sanitize`). The client is started once per
 //! command, often by an agent in a loop, so it stays small: a current-thread tokio runtime, a bare
-//! hyper HTTP/1 connection, no TLS, no MCP library.
+//! hyper HTTP/1 connection, no TLS, no MCP library. The plain lines go further (docs/cli.md,
+//! "Start-up: the fast path"): no clap command tree (`args/fast.rs`) and, for requests made one
+//! after another, no runtime at all but a blocking socket (`link/blocking.rs`, `run/plain.rs`).
 
 mod args;
 mod base64;
