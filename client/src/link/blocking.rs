@@ -136,6 +136,13 @@ impl BlockingLink {
         params: Option<P>,
         timeout: Duration,
     ) -> Result<Value, Error> {
+        // The header is written by hand here: a token with a control character (a line break
+        // pasted with it) must not end the header early, and hyper refuses it the same way.
+        if !is_header_value(&self.authorization) {
+            return Err(Error::Other(
+                "cannot build the HTTP request: failed to parse header value".to_owned(),
+            ));
+        }
         let id = self.next_id;
         self.next_id += 1;
         let request = tool_cli_protocol::Request::new(id, method, params);
@@ -264,6 +271,15 @@ impl BlockingLink {
         }
         answer.map(|answer| (answer.status, answer.body))
     }
+}
+
+/// Whether `value` may stand as an HTTP header value as it is: visible characters, spaces and
+/// tabs (and bytes of UTF-8 text), no line breaks or other controls; the rule of the `http`
+/// crate, which hyper's link applies.
+fn is_header_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|byte| byte == b'\t' || (byte >= 0x20 && byte != 0x7f))
 }
 
 /// The time left before `deadline`, or [`ExchangeError::TimedOut`] when none is.

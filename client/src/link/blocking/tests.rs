@@ -292,3 +292,25 @@ fn a_closed_port_is_unreachable() {
     assert_eq!(error.exit_code(), exit::UNREACHABLE);
     assert!(error.to_string().contains("connection refused"), "{error}");
 }
+
+#[test]
+fn a_token_with_a_line_break_is_never_written_as_a_header() {
+    let (endpoint, peer) = listener(vec![]);
+    let endpoint = Endpoint {
+        token: "secret\r\nx-injected: 1".into(),
+        ..endpoint
+    };
+    let mut link = BlockingLink::connect(&endpoint, SECOND, FIVE_SECONDS, true, true).unwrap();
+    let error = link
+        .call::<Value>("listServers", None, FIVE_SECONDS)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("cannot build the HTTP request"),
+        "{error}"
+    );
+    drop(link);
+    assert!(peer.join().unwrap().is_empty(), "nothing was sent");
+    assert!(is_header_value("Bearer abc\tdef é"));
+    assert!(!is_header_value("Bearer abc\n"));
+    assert!(!is_header_value("Bearer \u{7f}"));
+}
