@@ -21,6 +21,7 @@ use std::io::Write as _;
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
     // SAFETY: setting a signal's disposition to SIG_IGN has no precondition; std's own start-up
     // does the same.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
