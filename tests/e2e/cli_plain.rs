@@ -10,6 +10,9 @@
 //! - success, bad JSON, unknown server, unknown tool, an unknown parameter, a tool error,
 //!   routed calls, names that look like subcommands, `--`, `-` (stdin), non-UTF-8:
 //!   `plain_lines_print_what_the_full_path_prints`
+//! - stdout a pipe nobody reads any more (`tool-cli | head -0`): the client is not killed by
+//!   SIGPIPE and exits 0, on the fast path and the full one:
+//!   `a_closed_stdout_pipe_is_not_a_failure`
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt as _;
@@ -109,4 +112,36 @@ fn plain_lines_print_what_the_full_path_prints() {
     }
     // The table is not all failures: discovery and calls answered on both paths.
     assert!(fast_successes >= 2 * 8, "{fast_successes}");
+}
+
+#[test]
+fn a_closed_stdout_pipe_is_not_a_failure() {
+    let daemon = Daemon::start_demo();
+    for full_path in [false, true] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        // The reading end is gone before the client writes a byte.
+        drop(reader);
+        let mut command = daemon.client_command();
+        if full_path {
+            command.args(["--output", "text"]);
+        }
+        command
+            .args(["demo", "sql_query", r#"{"sql": "SELECT 1 AS one"}"#])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::piped());
+        let output = command.output().expect("run tool-cli");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{:?} (full path: {full_path}); stderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            output.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
