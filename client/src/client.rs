@@ -28,7 +28,7 @@ use tool_cli_protocol::{
 
 use crate::endpoint::{Endpoint, EndpointEnv, Target, resolve_endpoint};
 use crate::error::Error;
-use crate::link::{DaemonLink, Identity};
+use crate::link::{Identity, Link};
 use crate::settings;
 
 /// Longest wait for the connection: a live daemon on loopback accepts in microseconds, so a
@@ -76,7 +76,10 @@ pub struct Client {
     /// The timeout the user gave; `None` means each method's default (see [`Client::with_timeout`]).
     timeout: Option<Duration>,
     require_identity: bool,
-    link: Option<DaemonLink>,
+    link: Option<Link>,
+    /// Whether requests go over a blocking socket, with no async runtime
+    /// ([`crate::link::blocking`]); the default is hyper on the caller's tokio runtime.
+    blocking: bool,
     /// `getBridgeInfo`'s result, once the handshake passed.
     bridge_info: Option<Value>,
     /// Whether the endpoint's daemon id vouches for the listener ([`crate::vouch`]), checked
@@ -156,6 +159,7 @@ impl Client {
             timeout: None,
             require_identity: true,
             link: None,
+            blocking: false,
             bridge_info: None,
             vouched: None,
         }
@@ -179,6 +183,20 @@ impl Client {
         self
     }
 
+    /// Sends every request over a blocking socket (when the address allows it,
+    /// [`crate::link::blocking::can_reach`]): the client then needs no async runtime, and its
+    /// futures complete when first polled. For a command whose requests all come one after
+    /// another, with nothing running beside them.
+    pub(crate) fn with_blocking_transport(mut self) -> Client {
+        self.blocking = crate::link::blocking::can_reach(&self.endpoint.target);
+        self
+    }
+
+    /// Whether requests go over the blocking socket ([`Client::with_blocking_transport`]).
+    pub(crate) fn is_blocking(&self) -> bool {
+        self.blocking
+    }
+
     /// A new client of the same daemon with the same settings, not connected yet: for a request
     /// that runs beside one of this client's (`tool-cli agent` follows a run's events while the
     /// run's own request waits).
@@ -188,6 +206,8 @@ impl Client {
             timeout: self.timeout,
             require_identity: self.require_identity,
             link: None,
+            // A sibling runs beside another request, which only the runtime allows.
+            blocking: false,
             bridge_info: None,
             vouched: self.vouched,
         }
@@ -459,12 +479,15 @@ impl Client {
             Some(link) if !link.is_closed() => link,
             _ => {
                 let vouched = self.is_vouched();
-                DaemonLink::connect(
+                Link::connect(
                     &self.endpoint,
-                    CONNECT_TIMEOUT.min(self.request_timeout()),
-                    self.request_timeout(),
+                    (
+                        CONNECT_TIMEOUT.min(self.request_timeout()),
+                        self.request_timeout(),
+                    ),
                     self.require_identity,
                     vouched,
+                    self.blocking,
                 )
                 .await?
             }

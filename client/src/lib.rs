@@ -32,7 +32,9 @@
 //! with a [`Client`] (`run`) and renders the result for people and agents (`render`), with
 //! server-supplied text made safe for a terminal (`sanitize`). The client is started once per
 //! command, often by an agent in a loop, so it stays small: a current-thread tokio runtime, a bare
-//! hyper HTTP/1 connection, no TLS, no MCP library.
+//! hyper HTTP/1 connection, no TLS, no MCP library. The plain lines go further (docs/cli.md,
+//! "Start-up: the fast path"): no clap command tree (`args/fast.rs`) and, for requests made one
+//! after another, no runtime at all but a blocking socket (`link/blocking.rs`, `run/plain.rs`).
 
 mod args;
 mod base64;
@@ -64,6 +66,12 @@ use crate::endpoint::{EndpointEnv, resolve_endpoint};
 
 /// Runs `tool-cli` with the process's arguments, environment and stdin; returns its exit code.
 pub fn run_cli() -> ExitCode {
+    ExitCode::from(u8::try_from(run_cli_status()).unwrap_or(1))
+}
+
+/// [`run_cli`] with the exit code as a number (0–255), for the binary's own `main`.
+#[doc(hidden)]
+pub fn run_cli_status() -> i32 {
     use tool_cli_protocol::env;
     let args_env = args::ArgsEnv {
         timeout_ms: std::env::var(env::TIMEOUT_MS).ok(),
@@ -114,13 +122,16 @@ fn wants_json(argv: &[OsString]) -> bool {
             .any(|pair| pair[0] == "--output" && pair[1] == "json")
 }
 
-fn execute(invocation: Invocation) -> Result<(), Error> {
-    // One command is a few sequential requests: a current-thread runtime starts fastest.
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// One command is a few sequential requests: a current-thread runtime starts fastest.
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))?;
+        .map_err(|error| Error::Other(format!("cannot start the async runtime: {error}")))
+}
+
+fn execute(invocation: Invocation) -> Result<(), Error> {
     let terminal = std::io::stdout().is_terminal();
     let mut stdout = std::io::stdout().lock();
     let environment = EndpointEnv::from_process();
@@ -165,7 +176,7 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
                     Client::from_endpoint(endpoint)
                         .with_identity_required(invocation.require_identity)
                 });
-            runtime.block_on(run::complete::run(request, client, &mut stdout));
+            runtime()?.block_on(run::complete::run(request, client, &mut stdout));
             return Ok(());
         }
         _ => {}
@@ -177,7 +188,7 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             stdout: &mut stdout,
             terminal,
         };
-        return runtime.block_on(run::daemon::run(
+        return runtime()?.block_on(run::daemon::run(
             command,
             &environment.runtime_dir,
             timeout,
@@ -190,12 +201,22 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
     if let Some(timeout) = timeout {
         client = client.with_timeout(timeout);
     }
-    runtime.block_on(run::run(invocation, client, &mut stdout, terminal))
+    let terminals = run::plain::Terminals {
+        stdin: std::io::stdin().is_terminal(),
+        stderr: std::io::stderr().is_terminal(),
+    };
+    if run::plain::without_runtime(&invocation, terminals) {
+        client = client.with_blocking_transport();
+    }
+    if client.is_blocking() {
+        return run::plain::block_on(run::run(invocation, client, &mut stdout, terminal));
+    }
+    runtime()?.block_on(run::run(invocation, client, &mut stdout, terminal))
 }
 
 /// Prints the error on stderr (a sanitised message, or with `--json` the JSON envelope on one
 /// line) and returns its exit code.
-fn report(error: &Error, json: bool) -> ExitCode {
+fn report(error: &Error, json: bool) -> i32 {
     if json {
         let envelope = error.envelope().to_string();
         eprintln!("{}", sanitize::json_for_terminal(&envelope));
@@ -205,8 +226,9 @@ fn report(error: &Error, json: bool) -> ExitCode {
     exit_code(error.exit_code())
 }
 
-fn exit_code(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+/// The process's exit code for `code`: itself when it fits in a byte, else 1.
+fn exit_code(code: i32) -> i32 {
+    u8::try_from(code).map_or(1, i32::from)
 }
 
 /// Parses a command line the way `tool-cli` does, with `stdin` as standard input, and discards

@@ -27,6 +27,8 @@ use crate::endpoint::{Endpoint, Target};
 use crate::error::Error;
 use crate::identity;
 
+pub(crate) mod blocking;
+
 /// Largest answer to `POST /identity` read: a proof is ~80 bytes, and the listener is not
 /// trusted yet, so it must not make us buffer whatever it likes.
 const IDENTITY_ANSWER_LIMIT: usize = 4096;
@@ -45,6 +47,69 @@ pub(crate) enum Identity {
         /// The status it answered.
         status: u16,
     },
+}
+
+/// A link of either kind: hyper's on the tokio runtime, or the blocking one of [`blocking`]
+/// for a command that needs no runtime.
+pub(crate) enum Link {
+    Async(DaemonLink),
+    Blocking(blocking::BlockingLink),
+}
+
+impl Link {
+    /// [`DaemonLink::connect`], or [`blocking::BlockingLink::connect`] when `blocking`.
+    pub(crate) async fn connect(
+        endpoint: &Endpoint,
+        (connect_timeout, identity_timeout): (Duration, Duration),
+        require_identity: bool,
+        vouched: bool,
+        blocking: bool,
+    ) -> Result<Link, Error> {
+        let timeouts = (connect_timeout, identity_timeout);
+        Ok(if blocking {
+            Link::Blocking(blocking::BlockingLink::connect(
+                endpoint,
+                timeouts.0,
+                timeouts.1,
+                require_identity,
+                vouched,
+            )?)
+        } else {
+            Link::Async(
+                DaemonLink::connect(endpoint, timeouts.0, timeouts.1, require_identity, vouched)
+                    .await?,
+            )
+        })
+    }
+
+    /// How the listener passed the identity check.
+    pub(crate) fn identity(&self) -> Identity {
+        match self {
+            Link::Async(link) => link.identity(),
+            Link::Blocking(link) => link.identity(),
+        }
+    }
+
+    /// Whether the connection has ended.
+    pub(crate) fn is_closed(&self) -> bool {
+        match self {
+            Link::Async(link) => link.is_closed(),
+            Link::Blocking(link) => link.is_closed(),
+        }
+    }
+
+    /// One JSON-RPC request, bounded by `timeout`.
+    pub(crate) async fn call<P: Serialize>(
+        &mut self,
+        method: &str,
+        params: Option<P>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        match self {
+            Link::Async(link) => link.call(method, params, timeout).await,
+            Link::Blocking(link) => link.call(method, params, timeout),
+        }
+    }
 }
 
 /// One keep-alive HTTP/1.1 connection whose listener passed the identity check.
@@ -274,31 +339,38 @@ async fn connect_within<S>(
     timeout: Duration,
     connect: impl Future<Output = std::io::Result<S>>,
 ) -> Result<S, Error> {
+    match tokio::time::timeout(timeout, connect).await {
+        Err(_elapsed) => Err(connect_failure(endpoint, timeout, None)),
+        Ok(Err(error)) => Err(connect_failure(endpoint, timeout, Some(error))),
+        Ok(Ok(stream)) => Ok(stream),
+    }
+}
+
+/// The error for a connection to `endpoint` that failed with `error`, or timed out after
+/// `timeout` when there is none: "no daemon found" for the default port tried as a fallback,
+/// else "cannot reach" naming the target.
+fn connect_failure(endpoint: &Endpoint, timeout: Duration, error: Option<std::io::Error>) -> Error {
     let target = &endpoint.target;
-    let outcome = tokio::time::timeout(timeout, connect).await;
-    if let (Some(why), Err(_) | Ok(Err(_))) = (&endpoint.fallback, &outcome) {
-        return Err(Error::NoDaemon(format!(
+    if let Some(why) = &endpoint.fallback {
+        return Error::NoDaemon(format!(
             "no daemon found: {why}, and nothing answers on the default port {}",
             target.describe()
-        )));
+        ));
     }
-    match outcome {
-        Err(_elapsed) => Err(Error::ConnectTimeout {
+    let Some(error) = error else {
+        return Error::ConnectTimeout {
             address: target.describe(),
             timeout_ms: timeout.as_millis() as u64,
-        }),
-        Ok(Err(error)) => {
-            let reason = match (error.kind(), target) {
-                (std::io::ErrorKind::ConnectionRefused, _) => "connection refused".to_owned(),
-                (std::io::ErrorKind::NotFound, Target::Unix { .. }) => "no such socket".to_owned(),
-                _ => error.to_string(),
-            };
-            Err(Error::Connect {
-                address: target.describe(),
-                reason,
-            })
-        }
-        Ok(Ok(stream)) => Ok(stream),
+        };
+    };
+    let reason = match (error.kind(), target) {
+        (std::io::ErrorKind::ConnectionRefused, _) => "connection refused".to_owned(),
+        (std::io::ErrorKind::NotFound, Target::Unix { .. }) => "no such socket".to_owned(),
+        _ => error.to_string(),
+    };
+    Error::Connect {
+        address: target.describe(),
+        reason,
     }
 }
 

@@ -16,6 +16,7 @@ mod cli_chain;
 mod cli_conveniences;
 mod cli_daemon;
 mod cli_orchestration;
+mod cli_plain;
 mod compat;
 mod concurrency;
 mod config;

@@ -22,7 +22,7 @@ use super::{Command, parse_arguments};
 use crate::error::Error;
 
 /// The flags of a call, accepted anywhere on the line.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(super) struct CallFlags {
     /// Attach the call (or the agent run) to this session, as made by `tool-cli session open`
     /// [default: $TOOL_CLI_SESSION]

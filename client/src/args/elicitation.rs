@@ -8,7 +8,7 @@
 use clap::{Args, ValueEnum};
 
 /// The flag, accepted anywhere on the line.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(super) struct ElicitationFlags {
     /// When the server asks a question during the call: `ask` shows a form on stderr and reads
     /// the answers from stdin (even when they are not terminals), `decline` declines it

@@ -17,6 +17,8 @@ pub(crate) mod chain_document;
 pub(crate) mod complete;
 mod config;
 mod elicitation;
+mod fast;
+mod grammar;
 mod help;
 pub(crate) mod kv;
 mod output;
@@ -25,6 +27,7 @@ mod prompts;
 pub(crate) mod search;
 mod server;
 pub(crate) mod session;
+mod token;
 
 pub(crate) use config::ConfigImport;
 pub(crate) use server::ServerCommand;
@@ -32,14 +35,14 @@ pub(crate) use server::ServerCommand;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches};
 use serde_json::{Map, Value};
 use tool_cli_protocol::methods::MintTokenParams;
 
 use crate::error::Error;
 use crate::settings;
 pub(crate) use elicitation::ElicitationChoice;
-use help::AFTER_HELP;
+use grammar::{Cli, DaemonAction, ResourceAction, TopSubcommand};
 pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 
@@ -180,277 +183,6 @@ pub(crate) enum ParseOutcome {
     Usage(Error),
 }
 
-/// clap's view of the command line; converted to a [`Command`] by [`parse`].
-#[derive(Debug, Parser)]
-#[command(
-    name = "tool-cli",
-    version,
-    override_usage = "tool-cli [OPTIONS] [SERVER] [TOOL] [ARGS_JSON | key=value...]\n       \
-                      tool-cli [OPTIONS] TOOL '{...}'   (routed: the daemon picks the server)\n       \
-                      tool-cli [OPTIONS] '*' TOOL [ARGS_JSON]\n       \
-                      tool-cli session <open|summary|list|close> [OPTIONS]\n       \
-                      tool-cli agent \"TASK\" [OPTIONS]\n       \
-                      tool-cli chain FILE|-|'SERVER TOOL {json}'... [OPTIONS]\n       \
-                      tool-cli many FILE|-|'SERVER TOOL {json}'... [OPTIONS]\n       \
-                      tool-cli resource <list|templates|read> [OPTIONS]\n       \
-                      tool-cli prompt <list|get> [OPTIONS]\n       \
-                      tool-cli health [--tools] [--json]\n       \
-                      tool-cli token <mint|list|revoke> [OPTIONS]\n       \
-                      tool-cli daemon <start|stop|status> [OPTIONS]\n       \
-                      tool-cli server <add|remove|list|restart|reload> [OPTIONS]\n       \
-                      tool-cli config import --from CLIENT [--path FILE] [--write]\n       \
-                      tool-cli auth <login|status|logout> [SERVER]\n       \
-                      tool-cli traces report [OPTIONS]\n       \
-                      tool-cli search QUERY [--limit N] [--server S]\n       \
-                      tool-cli completions <bash|zsh|fish>",
-    about = "Progressive access to every MCP tool behind a tool-cli daemon",
-    after_help = AFTER_HELP,
-    disable_help_subcommand = true,
-    args_conflicts_with_subcommands = true
-)]
-struct Cli {
-    #[command(subcommand)]
-    subcommand: Option<TopSubcommand>,
-
-    /// The server to inspect or call (see `tool-cli` for the list)
-    server: Option<String>,
-
-    /// The tool to describe or call (see `tool-cli SERVER` for the list)
-    tool: Option<String>,
-
-    // More than one word is collected here rather than refused by clap, so that the usual
-    // mistake (an unquoted object split by the shell) gets a message that says to quote it.
-    /// The tool's arguments: one JSON object, `-` to read it from stdin, or key=value,
-    /// key:=JSON, key=@FILE, key:=@FILE words
-    #[arg(value_name = "ARGS_JSON | key=value...")]
-    arguments: Vec<String>,
-
-    #[command(flatten)]
-    global: GlobalFlags,
-
-    #[command(flatten)]
-    call: call::CallFlags,
-}
-
-/// Flags accepted anywhere on the line, before or after the positionals and in subcommands.
-#[derive(Debug, Args)]
-struct GlobalFlags {
-    /// Print the complete raw JSON result (complete schema, complete CallToolResult, ...)
-    #[arg(long, global = true)]
-    json: bool,
-
-    /// Write the result body to FILE and print a one-line summary instead
-    #[arg(long, global = true, value_name = "FILE")]
-    out: Option<PathBuf>,
-
-    /// Request timeout in milliseconds, at most 300000 [default: for a call, its server's
-    /// configured timeout; 30000 for the rest]
-    #[arg(long, global = true, value_name = "MS", allow_hyphen_values = true)]
-    timeout: Option<String>,
-
-    /// Confirm a call of a destructive tool (without it the daemon refuses, exit 9)
-    #[arg(long, global = true)]
-    yes: bool,
-
-    /// With `tool-cli SERVER`: list every tool, not only the first page of a large server
-    #[arg(long, global = true)]
-    all: bool,
-
-    /// Also send the token to a bridge that does not prove its identity (a tool-cli 1.x
-    /// bridge); like TOOL_CLI_REQUIRE_IDENTITY=0
-    #[arg(long, global = true)]
-    no_identity: bool,
-
-    /// How to print the result: text (the rendering), json (like --json), raw (a call's
-    /// content exactly: text concatenated, binary bytes; for pipes) [default: text]
-    #[arg(long, global = true, value_name = "FORMAT")]
-    output: Option<output::Format>,
-
-    /// Read the tool's arguments from a JSON object in this file (instead of ARGS_JSON or
-    /// key=value words)
-    #[arg(long, global = true, value_name = "PATH")]
-    args_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Subcommand)]
-enum TopSubcommand {
-    /// List and read MCP resources (wins over a server named `resource`)
-    Resource {
-        #[command(subcommand)]
-        action: ResourceAction,
-    },
-    /// List and render MCP prompts (wins over a server named `prompt`)
-    Prompt {
-        #[command(subcommand)]
-        action: prompts::PromptAction,
-    },
-    /// Show server health, exit 1 if any is unhealthy (wins over a server named `health`)
-    Health {
-        // Collected rather than refused by clap, so that `tool-cli health TOOL` (meant for a
-        // server named `health`) gets a message that says how to reach that server.
-        #[arg(hide = true)]
-        words: Vec<String>,
-
-        /// Also list each tool called since the daemon started: calls, successes, p50/p95
-        /// latency, last use, and its server's breaker
-        #[arg(long)]
-        tools: bool,
-    },
-    /// Mint, list and revoke scoped tokens (wins over a server named `token`)
-    Token {
-        #[command(subcommand)]
-        action: TokenAction,
-    },
-    /// Start, stop or check the daemon of the runtime file (wins over a server named `daemon`)
-    Daemon {
-        #[command(subcommand)]
-        action: DaemonAction,
-    },
-    /// Manage servers: `add`, `remove`, `list`, `restart`, `reload` (wins over a server named
-    /// `server`)
-    Server {
-        #[command(subcommand)]
-        action: server::ServerAction,
-    },
-    /// Import other clients' MCP servers into tool-cli's config (wins over a server named
-    /// `config`)
-    Config {
-        #[command(subcommand)]
-        action: config::ConfigAction,
-    },
-    /// Report on the daemon's trace of calls (wins over a server named `traces`)
-    Traces {
-        #[command(subcommand)]
-        action: crate::traces::TracesAction,
-    },
-    /// Open, summarise, list and close sessions (wins over a server named `session`)
-    Session {
-        #[command(subcommand)]
-        action: session::SessionAction,
-    },
-    /// Run the daemon's agent on a task: progress on stderr, the answer on stdout (wins over a
-    /// server named `agent`)
-    Agent(agent::AgentArgs),
-    /// Print a shell completion script with live server and tool names: bash, zsh or fish
-    /// (wins over a server named `completions`)
-    Completions {
-        /// The shell: bash, zsh or fish
-        shell: complete::Shell,
-    },
-    /// Live names for the completion scripts; prints nothing when no daemon answers in time
-    #[command(name = "__complete", hide = true)]
-    Complete {
-        /// `servers`, `tools SERVER` or `params SERVER TOOL`
-        #[arg(allow_hyphen_values = true)]
-        words: Vec<String>,
-    },
-    /// Find tools across every server by what they do (wins over a server named `search`)
-    Search(search::SearchArgs),
-    /// Sign in to remote servers over OAuth 2.1 (wins over a server named `auth`)
-    Auth {
-        #[command(subcommand)]
-        action: auth::AuthAction,
-    },
-    /// Run calls in order, later ones taking values from earlier results; stop at the first
-    /// failure (callChain; wins over a server named `chain`)
-    Chain(chain::ChainArgs),
-    /// Run calls at once and answer each (callMany; wins over a server named `many`)
-    Many(chain::ManyArgs),
-}
-
-#[derive(Debug, Subcommand)]
-enum DaemonAction {
-    /// Start tool-cli-daemon in the background, wait until its servers have settled, and say
-    /// where it listens; its log goes to daemon.log in the runtime directory
-    Start {
-        /// The servers config file [default: the daemon's: $TOOL_CLI_CONFIG, else
-        /// ~/.config/tool-cli/servers.json, else the bundled demo]
-        #[arg(long, value_name = "PATH")]
-        config: Option<PathBuf>,
-
-        /// More tool-cli-daemon options, after `--` (e.g. `-- --shutdown-grace-ms 2000`)
-        #[arg(last = true, value_name = "DAEMON_ARGS")]
-        daemon_args: Vec<String>,
-    },
-    /// Stop the daemon (SIGTERM) and wait until it has exited
-    Stop,
-    /// Say whether the daemon runs: pid, address, uptime, servers (exit 3 when none runs)
-    Status,
-}
-
-#[derive(Debug, Subcommand)]
-enum TokenAction {
-    /// Mint a scoped token; prints only the token on stdout (--json: the whole result)
-    Mint {
-        /// Only servers matching this glob (`*`, `?`); repeatable [default: every server]
-        #[arg(long = "server", value_name = "GLOB")]
-        servers: Vec<String>,
-
-        /// Only tools matching SERVER/TOOL_GLOB, e.g. `fs/read_*`; repeatable [default: every tool]
-        #[arg(long = "tool", value_name = "SERVER/TOOL_GLOB")]
-        tools: Vec<String>,
-
-        /// Resources matching SERVER/URI_GLOB, e.g. `fs/file:///home/me/*`; repeatable
-        /// [default: no resources at all]
-        #[arg(long = "resource", value_name = "SERVER/URI_GLOB")]
-        resources: Vec<String>,
-
-        /// Prompts matching SERVER/PROMPT_GLOB, e.g. `everything/*`; repeatable
-        /// [default: no prompts at all]
-        #[arg(long = "prompt", value_name = "SERVER/PROMPT_GLOB")]
-        prompts: Vec<String>,
-
-        /// Only tools annotated read-only (readOnlyHint)
-        #[arg(long)]
-        read_only: bool,
-
-        /// Lifetime in seconds (at most 30 days) [default: until the daemon stops]
-        #[arg(long, value_name = "SECONDS")]
-        ttl: Option<u64>,
-
-        /// A label shown by `tool-cli token list`
-        #[arg(long, value_name = "TEXT")]
-        label: Option<String>,
-    },
-    /// List live minted tokens (never their secrets)
-    List,
-    /// Revoke a minted token; exit 1 when no live token has that id
-    Revoke {
-        /// The token's id, as printed by `mint` and `list` (or the token itself)
-        #[arg(value_name = "TOKEN_ID")]
-        token_id: String,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-enum ResourceAction {
-    /// List resources, grouped by server (skill:// resources are hidden)
-    List {
-        /// Only this server [default: every ready server]
-        #[arg(long, value_name = "S")]
-        server: Option<String>,
-    },
-    /// List resource templates, grouped by server
-    Templates {
-        /// Only this server [default: every ready server]
-        #[arg(long, value_name = "S")]
-        server: Option<String>,
-    },
-    /// Read one resource; binary content needs --out
-    Read {
-        /// The server holding it [default: the only ready server]
-        #[arg(long, value_name = "S")]
-        server: Option<String>,
-
-        /// The resource's URI, as shown by `tool-cli resource list`
-        uri: String,
-
-        /// Print uri, mime type and size of each content instead of the body
-        #[arg(long, conflicts_with_all = ["json", "out"])]
-        meta: bool,
-    },
-}
-
 /// Parses a command line. `read_stdin` is called only when the arguments are `-`.
 pub(crate) fn parse<I, T>(
     args: I,
@@ -462,6 +194,20 @@ where
     T: Into<OsString> + Clone,
 {
     let args = hoist_subcommand(args);
+    // The plain positional forms need none of clap's command tree, which is most of what a
+    // short call spends before its request; `fast.rs` says which lines those are.
+    if let Some(cli) = fast::plain(&args) {
+        return interpret(cli, env, read_stdin);
+    }
+    parse_with_clap(args, env, read_stdin)
+}
+
+/// [`parse`] without the fast path: every line through clap.
+fn parse_with_clap(
+    args: Vec<OsString>,
+    env: &ArgsEnv,
+    read_stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Invocation, ParseOutcome> {
     let matches = match Cli::command().try_get_matches_from(&args) {
         Ok(matches) => matches,
         Err(error) if error.kind() == clap::error::ErrorKind::DisplayHelp => {
@@ -470,6 +216,15 @@ where
         Err(error) => return Err(ParseOutcome::Clap(error)),
     };
     let cli = Cli::from_arg_matches(&matches).map_err(ParseOutcome::Clap)?;
+    interpret(cli, env, read_stdin)
+}
+
+/// Checks what clap (or the fast path) read and turns it into an [`Invocation`].
+fn interpret(
+    cli: Cli,
+    env: &ArgsEnv,
+    read_stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Invocation, ParseOutcome> {
     let usage = ParseOutcome::Usage;
 
     let mut warnings = Vec::new();
@@ -505,7 +260,7 @@ where
             Command::Session(session::command(action).map_err(usage)?)
         }
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
-        Some(TopSubcommand::Token { action }) => token_command(action).map_err(usage)?,
+        Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
@@ -638,85 +393,6 @@ fn server_help(args: &[OsString], env: &ArgsEnv) -> Option<Result<Invocation, Pa
         _ => return None,
     };
     Some(Ok(invocation))
-}
-
-/// `tool-cli token ...`, with the checks that need no daemon.
-fn token_command(action: TokenAction) -> Result<Command, Error> {
-    match action {
-        TokenAction::Mint {
-            servers,
-            tools,
-            resources,
-            prompts,
-            read_only,
-            ttl,
-            label,
-        } => {
-            let well_formed = |glob: &String| {
-                glob.split_once('/')
-                    .is_some_and(|(server, rest)| !server.is_empty() && !rest.is_empty())
-            };
-            if let Some(glob) = tools.iter().find(|glob| !well_formed(glob)) {
-                return Err(Error::Usage(format!(
-                    "--tool takes SERVER/TOOL_GLOB, e.g. `--tool 'fs/read_*'`, got {glob:?}"
-                )));
-            }
-            if let Some(glob) = resources.iter().find(|glob| !well_formed(glob)) {
-                return Err(Error::Usage(format!(
-                    "--resource takes SERVER/URI_GLOB, e.g. `--resource 'fs/file:///tmp/*'`, \
-                     got {glob:?}"
-                )));
-            }
-            if let Some(glob) = prompts.iter().find(|glob| !well_formed(glob)) {
-                return Err(Error::Usage(format!(
-                    "--prompt takes SERVER/PROMPT_GLOB, e.g. `--prompt 'everything/*'`, got \
-                     {glob:?}"
-                )));
-            }
-            if ttl == Some(0) {
-                return Err(Error::Usage(
-                    "--ttl must be at least 1 second; leave it out for a token that lives \
-                     until the daemon stops"
-                        .to_owned(),
-                ));
-            }
-            let non_empty = |globs: Vec<String>| (!globs.is_empty()).then_some(globs);
-            Ok(Command::MintToken(MintTokenParams {
-                servers: non_empty(servers),
-                tools: non_empty(tools),
-                resources: non_empty(resources),
-                prompts: non_empty(prompts),
-                read_only,
-                ttl_seconds: ttl,
-                label,
-            }))
-        }
-        TokenAction::List => Ok(Command::ListTokens),
-        TokenAction::Revoke { token_id } => {
-            use tool_cli_protocol::identity::is_token_id;
-            let token_id = token_id.trim();
-            if is_token_id(token_id) {
-                return Ok(Command::RevokeToken {
-                    token_id: token_id.to_owned(),
-                });
-            }
-            // The token itself names its id, so `tool-cli token revoke "$TOKEN"` works too.
-            let is_token = token_id.len() == tool_cli_protocol::TOKEN_BYTES * 2
-                && token_id.bytes().all(|byte| byte.is_ascii_hexdigit());
-            if is_token {
-                return Ok(Command::RevokeToken {
-                    token_id: crate::identity::token_id(token_id),
-                });
-            }
-            // Not echoed: a mistyped argument here may well be a secret.
-            Err(Error::Usage(format!(
-                "expected a token id (16 lowercase hex characters, as printed by `tool-cli \
-                 token mint` and `tool-cli token list`) or the token itself, got {} characters \
-                 that are neither",
-                token_id.chars().count()
-            )))
-        }
-    }
 }
 
 /// Moves a subcommand name (`resource`, `health`, `token`, `daemon`) that stands in the SERVER

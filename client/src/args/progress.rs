@@ -7,7 +7,7 @@
 use clap::Args;
 
 /// The two flags, accepted anywhere on the line.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(super) struct ProgressFlags {
     /// Show the call's progress and server log messages on stderr: a bar on a terminal, else
     /// one line per event (`progress 3/10 message`, `[server level] text`) [default: on when

@@ -168,7 +168,7 @@ async fn a_connection_the_daemon_closed_while_idle_is_replaced() {
     let mut client = Client::from_endpoint(endpoint(port));
     assert_eq!(client.call("first", None).await.unwrap(), json!({"n": 1}));
     // Wait until the client has seen the connection end.
-    while !client.link.as_ref().is_some_and(DaemonLink::is_closed) {
+    while !client.link.as_ref().is_some_and(Link::is_closed) {
         tokio::task::yield_now().await;
     }
     assert_eq!(client.call("second", None).await.unwrap(), json!({"n": 2}));

@@ -21,6 +21,7 @@ pub(crate) mod daemon;
 mod elicitation;
 mod listing;
 mod output;
+pub(crate) mod plain;
 mod progress;
 mod prompts;
 mod resources;
