@@ -161,12 +161,14 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
     match invocation.command {
         Command::Completions(shell) => {
             let script = args::complete::script(shell);
-            return std::io::Write::write_all(&mut stdout, script.as_bytes()).map_err(|source| {
-                Error::Io {
+            // A closed pipe (`tool-cli completions bash | head`) is not an error worth reporting.
+            return match std::io::Write::write_all(&mut stdout, script.as_bytes()) {
+                Err(source) if source.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
                     action: "write the completion script to stdout".to_owned(),
                     source,
-                }
-            });
+                }),
+                _ => Ok(()),
+            };
         }
         Command::Complete(request) => {
             // Whatever fails (no daemon, no token), the shell gets no names and exit 0.

@@ -11,7 +11,7 @@
 //!   routed calls, names that look like subcommands, `--`, `-` (stdin), non-UTF-8:
 //!   `plain_lines_print_what_the_full_path_prints`
 //! - stdout a pipe nobody reads any more (`tool-cli | head -0`): the client is not killed by
-//!   SIGPIPE and exits 0, on the fast path and the full one:
+//!   SIGPIPE and exits 0, on the fast path and the full one, and `completions` prints no error:
 //!   `a_closed_stdout_pipe_is_not_a_failure`
 
 use std::ffi::OsString;
@@ -117,7 +117,14 @@ fn plain_lines_print_what_the_full_path_prints() {
 #[test]
 fn a_closed_stdout_pipe_is_not_a_failure() {
     let daemon = Daemon::start_demo();
-    for full_path in [false, true] {
+    let call: &[&str] = &["demo", "sql_query", r#"{"sql": "SELECT 1 AS one"}"#];
+    let lines: [(&[&str], bool); 3] = [
+        (call, false),
+        (call, true),
+        // A completion script is written in one go, daemon or not.
+        (&["completions", "bash"], false),
+    ];
+    for (line, full_path) in lines {
         let (reader, writer) = std::io::pipe().expect("a pipe");
         // The reading end is gone before the client writes a byte.
         drop(reader);
@@ -126,7 +133,7 @@ fn a_closed_stdout_pipe_is_not_a_failure() {
             command.args(["--output", "text"]);
         }
         command
-            .args(["demo", "sql_query", r#"{"sql": "SELECT 1 AS one"}"#])
+            .args(line)
             .stdin(Stdio::null())
             .stdout(Stdio::from(writer))
             .stderr(Stdio::piped());
@@ -134,7 +141,7 @@ fn a_closed_stdout_pipe_is_not_a_failure() {
         assert_eq!(
             output.status.code(),
             Some(0),
-            "{:?} (full path: {full_path}); stderr: {}",
+            "{:?} ({line:?}, full path: {full_path}); stderr: {}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
