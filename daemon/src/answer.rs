@@ -62,14 +62,12 @@ pub(crate) enum Spillable<'a> {
     },
 }
 
-fn encode<T: Serialize>(result: &T) -> Result<String, Error> {
-    serde_json::to_string(result)
+/// `result` encoded once, straight into the `RawValue` jsonrpsee sends: our own encoder's output
+/// is JSON, so it is not parsed again to be checked (`RawValue::from_string` would walk every
+/// byte of the answer a second time).
+fn encode<T: Serialize>(result: &T) -> Result<Box<RawValue>, Error> {
+    serde_json::value::to_raw_value(result)
         .map_err(|error| Error::Internal(format!("cannot encode an answer: {error}")))
-}
-
-fn raw(encoded: String) -> Result<Box<RawValue>, Error> {
-    RawValue::from_string(encoded)
-        .map_err(|error| Error::Internal(format!("an encoded answer is not JSON: {error}")))
 }
 
 /// `result`, encoded, if it fits `budget`; `responseTooLarge` if not.
@@ -79,15 +77,16 @@ pub(crate) fn fit<T: Serialize>(
     budget: Budget,
 ) -> Result<Box<RawValue>, Error> {
     let encoded = encode(result)?;
-    if encoded.len() > budget.bytes {
+    let bytes = encoded.get().len();
+    if bytes > budget.bytes {
         return Err(tool_cli_protocol::ErrorData::ResponseTooLarge {
             method: method.to_owned(),
-            bytes: encoded.len(),
+            bytes,
             limit_bytes: budget.bytes,
         }
         .into());
     }
-    raw(encoded)
+    Ok(encoded)
 }
 
 /// `result`, encoded, if it fits `budget`; else saved for `token_id` and answered with a
@@ -101,14 +100,14 @@ pub(crate) async fn fit_or_spill(
     token_id: &str,
 ) -> Result<Box<RawValue>, Error> {
     let encoded = encode(&result)?;
-    if encoded.len() <= budget.bytes {
-        return raw(encoded);
+    if encoded.get().len() <= budget.bytes {
+        return Ok(encoded);
     }
     let saving = {
         let store = Arc::clone(store);
         let token_id = token_id.to_owned();
         tokio::task::spawn_blocking(move || {
-            let saved = store.save(encoded.as_bytes(), &token_id, SystemTime::now());
+            let saved = store.save(encoded.get().as_bytes(), &token_id, SystemTime::now());
             (encoded, saved)
         })
     };
@@ -121,16 +120,16 @@ pub(crate) async fn fit_or_spill(
                 Spillable::Call => spill::call_reference(&result, &spilled),
                 Spillable::Resource { uri } => spill::resource_reference(uri, &spilled),
             };
-            raw(encode(&reference)?)
+            encode(&reference)
         }
         Err(error) => {
             tracing::warn!(
                 %error,
-                bytes = encoded.len(),
+                bytes = encoded.get().len(),
                 limit = budget.bytes,
                 "cannot save a large answer; sending it whole"
             );
-            raw(encoded)
+            Ok(encoded)
         }
     }
 }
@@ -182,6 +181,26 @@ mod tests {
             ),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn an_answer_is_the_encoder_s_text_unchanged() {
+        // Encoded once, not parsed again: the text sent is what `serde_json` writes, for
+        // escapes, non-ASCII text, numbers and nesting alike, and it is valid JSON.
+        let budget = Budget {
+            bytes: 1 << 20,
+            in_batch: false,
+        };
+        for value in [
+            json!(null),
+            json!({"content": [{"type": "text", "text": "quote \" backslash \\ nl \n é 😀 \u{1}"}]}),
+            json!({"n": [0, -1, 1.5, 1e300, u64::MAX, i64::MIN], "b": [true, false], "o": {}}),
+            json!([[[[{"deep": [{"er": "x".repeat(1000)}]}]]]]),
+        ] {
+            let answer = fit("callTool", &value, budget).unwrap();
+            assert_eq!(answer.get(), serde_json::to_string(&value).unwrap());
+            assert_eq!(serde_json::from_str::<Value>(answer.get()).unwrap(), value);
+        }
     }
 
     #[tokio::test]

@@ -9,16 +9,18 @@
 //! server ([`super::Published`]), not here, so it outlives a restart; the connection replaces it
 //! whole when the server announces `notifications/tools/list_changed` (bursts coalesced), so a
 //! removed tool stops being callable at once.
+//!
+//! The requests themselves are in `connection/requests.rs`, the errors they end in in
+//! `connection/errors.rs`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, GetPromptRequest, GetPromptRequestParams, ListPromptsRequest,
+    ClientCapabilities, ClientConfig, ClientRequest, ListPromptsRequest,
     ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
-    PingRequest, ReadResourceRequest, ReadResourceRequestParams,
+    PingRequest,
 };
 // Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
 // protocol version we speak (2025-11-25) has them, and servers use them.
@@ -29,21 +31,20 @@ use rmcp::model::{
     LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
     SamplingCapability,
 };
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestContext, RunningServiceCancellationToken,
-};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt as _};
-use serde_json::{Map, Value};
+use rmcp::service::{NotificationContext, RequestContext, RunningServiceCancellationToken};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use tokio::sync::{Notify, watch};
 
+mod errors;
+mod requests;
+
+use super::MCP_PROTOCOL_VERSION;
 use super::Published;
 use super::child::ChildProcess;
-use super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta, request_line};
-use super::http::{OversizedAnswers, size_limit_in};
-use super::raw_results::{RawResults, id_key};
-use super::{MCP_PROTOCOL_VERSION, STDERR_TAIL_LINES};
+use super::direct::DirectRequests;
+use super::http::OversizedAnswers;
+use super::raw_results::RawResults;
 use crate::error::Error;
-use tool_cli_protocol::ErrorData;
 
 /// How long a server gets to start, complete the MCP handshake and list its tools.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -349,59 +350,6 @@ impl ListKind {
     }
 }
 
-/// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
-struct RawGuard<'a> {
-    raw: Option<&'a RawResults>,
-    key: String,
-}
-
-impl Drop for RawGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(raw) = self.raw {
-            raw.take(&self.key);
-        }
-    }
-}
-
-/// Tells the server a request is abandoned when the future awaiting it is dropped (the RPC client
-/// went away): without this the server would keep working for no one.
-struct AbandonGuard {
-    peer: Option<Peer<RoleClient>>,
-    request_id: rmcp::model::RequestId,
-}
-
-impl Drop for AbandonGuard {
-    fn drop(&mut self) {
-        let Some(peer) = self.peer.take() else {
-            return;
-        };
-        let request_id = self.request_id.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let notice = CancelledNotificationParam::new(
-                    Some(request_id),
-                    Some("the client of the tool-cli daemon went away".to_owned()),
-                );
-                let _ = peer.notify_cancelled(notice).await;
-            });
-        }
-    }
-}
-
-/// Tells the server a direct request is abandoned when the future awaiting it is dropped.
-struct DirectAbandon<'a> {
-    direct: Option<&'a Arc<DirectRequests>>,
-    id: i64,
-}
-
-impl Drop for DirectAbandon<'_> {
-    fn drop(&mut self) {
-        if let Some(direct) = self.direct.take() {
-            direct.cancel(self.id, "the client of the tool-cli daemon went away");
-        }
-    }
-}
-
 impl Connection {
     /// Lists the tools again and swaps the catalog; returns how many there are.
     async fn refresh_catalog(&self) -> Result<usize, Error> {
@@ -413,298 +361,6 @@ impl Connection {
     /// Whether its connection has ended.
     pub(crate) fn has_ended(&self) -> bool {
         *self.ended.borrow()
-    }
-
-    /// Sends one request and returns its result as JSON, unnarrowed when the transport tapped it.
-    async fn request(
-        &self,
-        request: ClientRequest,
-        label: &str,
-        timeout: Duration,
-    ) -> Result<Value, Error> {
-        let handle = self
-            .peer
-            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
-            .await;
-        let handle = match handle {
-            Ok(handle) => handle,
-            Err(err) => return Err(self.service_error(err, label, timeout).await),
-        };
-        let guard = RawGuard {
-            raw: self.raw.as_deref(),
-            key: id_key(&handle.id),
-        };
-        // Only for a call that asked for progress (a task-local read otherwise).
-        let _progress = self.published.server_requests.watch(&handle.progress_token);
-        let mut abandon = AbandonGuard {
-            peer: Some(self.peer.clone()),
-            request_id: handle.id.clone(),
-        };
-        let outcome = handle.await_response().await;
-        // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
-        abandon.peer = None;
-        let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
-        match outcome {
-            Ok(result) => match raw {
-                Some(raw) => Ok(raw),
-                None => serde_json::to_value(&result)
-                    .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
-            },
-            Err(err) => {
-                // Its response stream was cut for size, not because the server went away.
-                if matches!(err, ServiceError::TransportClosed)
-                    && let Some(oversized) = &self.oversized
-                    && oversized.take(&guard.key)
-                {
-                    return Err(self.too_large(label, oversized.limit_bytes as u64));
-                }
-                Err(self.service_error(err, label, timeout).await)
-            }
-        }
-    }
-
-    /// Sends one request around rmcp (`direct.rs`): the line `line` makes of its id is written
-    /// from this task, and the stdout reader hands the answer back. Errors are the ones
-    /// [`Connection::request`] gives for the same outcomes.
-    async fn direct_request(
-        &self,
-        direct: &Arc<DirectRequests>,
-        line: impl FnOnce(i64) -> Vec<u8>,
-        label: &str,
-        timeout: Duration,
-    ) -> Result<Value, Error> {
-        let Some(pending) = direct.register() else {
-            return Err(self.closed_error().await);
-        };
-        let id = pending.id;
-        let mut abandon = DirectAbandon {
-            direct: Some(direct),
-            id,
-        };
-        let exchange = async {
-            direct.send(line(id)).await.ok()?;
-            pending.answer.await.ok()
-        };
-        let outcome = tokio::time::timeout(timeout, exchange).await;
-        abandon.direct = None;
-        match outcome {
-            Ok(Some(Answer::Result(result))) => Ok(result),
-            Ok(Some(Answer::Error(error))) => Err(ErrorData::Upstream {
-                server: self.server.clone(),
-                code: error.code.0.into(),
-                message: error.message.into_owned(),
-                data: error.data,
-            }
-            .into()),
-            // The pipe broke or the stream ended.
-            Ok(None) => {
-                direct.forget(id);
-                Err(self.closed_error().await)
-            }
-            Err(_elapsed) => {
-                direct.cancel(id, "request timeout");
-                Err(Error::timeout(
-                    &self.server,
-                    label,
-                    timeout.as_millis() as u64,
-                ))
-            }
-        }
-    }
-
-    /// Calls a tool; the result is the server's complete `CallToolResult`.
-    pub(crate) async fn call_tool(
-        &self,
-        tool: &str,
-        arguments: &Map<String, Value>,
-        timeout: Duration,
-    ) -> Result<Value, Error> {
-        // Who the call is for, so a server keeping state per client can keep callers apart
-        // on this shared connection (`crate::caller`).
-        let caller = crate::caller::current();
-        // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`) or
-        // that may sample (its usage is billed to the call).
-        let _in_flight = self.published.server_requests.calling();
-        // A call that relays its events (progress, log messages, a server's questions) keeps
-        // rmcp's path: there the answer comes after the notifications sent before it, which the
-        // events buffer must have taken before the call ends.
-        let direct = self
-            .direct
-            .as_ref()
-            .filter(|_| crate::call_events::current().is_none());
-        let result = match direct {
-            Some(direct) => {
-                let line = |id| {
-                    let params = CallToolParams {
-                        name: tool,
-                        arguments,
-                        meta: ProgressMeta {
-                            progress_token: id,
-                            caller: caller.as_deref(),
-                        },
-                    };
-                    request_line(id, "tools/call", &params)
-                };
-                self.direct_request(direct, line, tool, timeout).await?
-            }
-            None => {
-                let mut params =
-                    CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
-                if let Some(caller) = &caller {
-                    let mut meta = rmcp::model::RequestMetaObject::new();
-                    meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&**caller));
-                    params.meta = Some(meta);
-                }
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                self.request(request, tool, timeout).await?
-            }
-        };
-        if let Err(message) = super::answer::check_call_tool_result(&result) {
-            tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
-            return Err(ErrorData::InvalidResult {
-                server: self.server.clone(),
-                method: tool.to_owned(),
-                message,
-            }
-            .into());
-        }
-        Ok(result)
-    }
-
-    /// Reads a resource; the result is the server's complete `ReadResourceResult`.
-    pub(crate) async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Value, Error> {
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
-            ReadResourceRequestParams::new(uri),
-        ));
-        let _in_flight = self.published.server_requests.calling();
-        self.request(request, "resources/read", timeout).await
-    }
-
-    /// Renders a prompt; the result is the server's complete `GetPromptResult`.
-    pub(crate) async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-        timeout: Duration,
-    ) -> Result<Value, Error> {
-        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
-        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let _in_flight = self.published.server_requests.calling();
-        self.request(request, "prompts/get", timeout).await
-    }
-
-    /// Fetches every page of a list, following `nextCursor`.
-    pub(crate) async fn list_all(
-        &self,
-        kind: ListKind,
-        timeout: Duration,
-    ) -> Result<Vec<Value>, Error> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let page = self
-                .request(kind.request(cursor.clone()), kind.method(), timeout)
-                .await?;
-            if let Some(Value::Array(page_items)) = page.get(kind.items_key()) {
-                items.extend(page_items.iter().cloned());
-            }
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|next| !next.is_empty())
-                .map(str::to_owned);
-            if next.is_none() || next == cursor {
-                return Ok(items);
-            }
-            cursor = next;
-        }
-        Err(ErrorData::Upstream {
-            server: self.server.clone(),
-            code: tool_cli_protocol::code::INTERNAL_ERROR.into(),
-            message: format!("{} returned more than {MAX_PAGES} pages", kind.method()),
-            data: None,
-        }
-        .into())
-    }
-
-    async fn service_error(&self, err: ServiceError, label: &str, timeout: Duration) -> Error {
-        match err {
-            ServiceError::McpError(error) => ErrorData::Upstream {
-                server: self.server.clone(),
-                code: error.code.0.into(),
-                message: error.message.into_owned(),
-                data: error.data,
-            }
-            .into(),
-            ServiceError::Timeout { .. } => {
-                Error::timeout(&self.server, label, timeout.as_millis() as u64)
-            }
-            ServiceError::TransportSend(error) if self.process.is_none() => {
-                if let Some(limit) = size_limit_in(&error_chain(&error)) {
-                    return self.too_large(label, limit);
-                }
-                // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
-                if let Some(reason) = self.stream_closed.lock().unwrap().take() {
-                    if self
-                        .auth_refused
-                        .as_ref()
-                        .is_some_and(|refused| refused.swap(false, Ordering::Relaxed))
-                    {
-                        return ErrorData::AuthRequired {
-                            server: self.server.clone(),
-                            message: reason,
-                        }
-                        .into();
-                    }
-                    return ErrorData::ServerExited {
-                        server: self.server.clone(),
-                        exit: reason,
-                        stderr_tail: Vec::new(),
-                    }
-                    .into();
-                }
-                ErrorData::ServerExited {
-                    server: self.server.clone(),
-                    exit: format!("the HTTP transport failed: {error}"),
-                    stderr_tail: Vec::new(),
-                }
-                .into()
-            }
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.closed_error().await
-            }
-            other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
-        }
-    }
-
-    /// The error of a request whose stream ended or whose pipe broke: how the server ended.
-    async fn closed_error(&self) -> Error {
-        // The stream ends a moment before the exit status is known; wait for it briefly so the
-        // error can say how the server ended.
-        let mut ended = self.ended.clone();
-        let _ =
-            tokio::time::timeout(Duration::from_millis(500), ended.wait_for(|ended| *ended)).await;
-        ErrorData::ServerExited {
-            server: self.server.clone(),
-            exit: self.describe_end().await,
-            stderr_tail: self
-                .process
-                .as_ref()
-                .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
-                .unwrap_or_default(),
-        }
-        .into()
-    }
-
-    /// The error for an answer to `label` over `limit` bytes.
-    fn too_large(&self, label: &str, limit: u64) -> Error {
-        tracing::warn!(server = %self.server, method = label, limit, "answer over the size limit");
-        ErrorData::MessageTooLarge {
-            server: self.server.clone(),
-            method: label.to_owned(),
-            limit_bytes: limit,
-        }
-        .into()
     }
 
     /// Why the connection ended: the stream's close reason (an oversized message, say) and the
@@ -761,16 +417,4 @@ impl Connection {
             process.stop().await;
         }
     }
-}
-
-/// An error and its sources, joined: rmcp wraps transport errors a few levels deep.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

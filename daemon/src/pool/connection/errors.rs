@@ -1,0 +1,112 @@
+//! The errors of a connection's requests: what rmcp's service errors, a closed stream and an
+//! oversized answer become, saying how the server ended when it did.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rmcp::ServiceError;
+use tool_cli_protocol::ErrorData;
+
+use super::super::STDERR_TAIL_LINES;
+use super::super::http::size_limit_in;
+use super::Connection;
+use crate::error::Error;
+
+impl Connection {
+    pub(super) async fn service_error(
+        &self,
+        err: ServiceError,
+        label: &str,
+        timeout: Duration,
+    ) -> Error {
+        match err {
+            ServiceError::McpError(error) => ErrorData::Upstream {
+                server: self.server.clone(),
+                code: error.code.0.into(),
+                message: error.message.into_owned(),
+                data: error.data,
+            }
+            .into(),
+            ServiceError::Timeout { .. } => {
+                Error::timeout(&self.server, label, timeout.as_millis() as u64)
+            }
+            ServiceError::TransportSend(error) if self.process.is_none() => {
+                if let Some(limit) = size_limit_in(&error_chain(&error)) {
+                    return self.too_large(label, limit);
+                }
+                // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
+                if let Some(reason) = self.stream_closed.lock().unwrap().take() {
+                    if self
+                        .auth_refused
+                        .as_ref()
+                        .is_some_and(|refused| refused.swap(false, Ordering::Relaxed))
+                    {
+                        return ErrorData::AuthRequired {
+                            server: self.server.clone(),
+                            message: reason,
+                        }
+                        .into();
+                    }
+                    return ErrorData::ServerExited {
+                        server: self.server.clone(),
+                        exit: reason,
+                        stderr_tail: Vec::new(),
+                    }
+                    .into();
+                }
+                ErrorData::ServerExited {
+                    server: self.server.clone(),
+                    exit: format!("the HTTP transport failed: {error}"),
+                    stderr_tail: Vec::new(),
+                }
+                .into()
+            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.closed_error().await
+            }
+            other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
+        }
+    }
+
+    /// The error of a request whose stream ended or whose pipe broke: how the server ended.
+    pub(super) async fn closed_error(&self) -> Error {
+        // The stream ends a moment before the exit status is known; wait for it briefly so the
+        // error can say how the server ended.
+        let mut ended = self.ended.clone();
+        let _ =
+            tokio::time::timeout(Duration::from_millis(500), ended.wait_for(|ended| *ended)).await;
+        ErrorData::ServerExited {
+            server: self.server.clone(),
+            exit: self.describe_end().await,
+            stderr_tail: self
+                .process
+                .as_ref()
+                .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
+                .unwrap_or_default(),
+        }
+        .into()
+    }
+
+    /// The error for an answer to `label` over `limit` bytes.
+    pub(super) fn too_large(&self, label: &str, limit: u64) -> Error {
+        tracing::warn!(server = %self.server, method = label, limit, "answer over the size limit");
+        ErrorData::MessageTooLarge {
+            server: self.server.clone(),
+            method: label.to_owned(),
+            limit_bytes: limit,
+        }
+        .into()
+    }
+}
+
+/// An error and its sources, joined: rmcp wraps transport errors a few levels deep.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,288 @@
+//! Requests on a live connection: through rmcp ([`Connection::request`], the raw result when the
+//! transport tapped it) or around it for a stdio server's tool calls
+//! ([`Connection::call_tool`] over `direct.rs`), with the guards that tell the server a request
+//! was abandoned when its caller goes away.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient, ServiceError};
+use serde_json::{Map, Value};
+use tool_cli_protocol::ErrorData;
+
+use super::super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta, request_line};
+use super::super::raw_results::{RawResults, id_key};
+use super::{Connection, ListKind, MAX_PAGES};
+use crate::error::Error;
+
+/// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
+struct RawGuard<'a> {
+    raw: Option<&'a RawResults>,
+    key: String,
+}
+
+impl Drop for RawGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(raw) = self.raw {
+            raw.take(&self.key);
+        }
+    }
+}
+
+/// Tells the server a request is abandoned when the future awaiting it is dropped (the RPC client
+/// went away): without this the server would keep working for no one.
+struct AbandonGuard {
+    peer: Option<Peer<RoleClient>>,
+    request_id: rmcp::model::RequestId,
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let request_id = self.request_id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let notice = CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("the client of the tool-cli daemon went away".to_owned()),
+                );
+                let _ = peer.notify_cancelled(notice).await;
+            });
+        }
+    }
+}
+
+/// Tells the server a direct request is abandoned when the future awaiting it is dropped.
+struct DirectAbandon<'a> {
+    direct: Option<&'a Arc<DirectRequests>>,
+    id: i64,
+}
+
+impl Drop for DirectAbandon<'_> {
+    fn drop(&mut self) {
+        if let Some(direct) = self.direct.take() {
+            direct.cancel(self.id, "the client of the tool-cli daemon went away");
+        }
+    }
+}
+
+impl Connection {
+    /// Sends one request and returns its result as JSON, unnarrowed when the transport tapped it.
+    pub(super) async fn request(
+        &self,
+        request: ClientRequest,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let handle = self
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
+            .await;
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(err) => return Err(self.service_error(err, label, timeout).await),
+        };
+        let guard = RawGuard {
+            raw: self.raw.as_deref(),
+            key: id_key(&handle.id),
+        };
+        // Only for a call that asked for progress (a task-local read otherwise).
+        let _progress = self.published.server_requests.watch(&handle.progress_token);
+        let mut abandon = AbandonGuard {
+            peer: Some(self.peer.clone()),
+            request_id: handle.id.clone(),
+        };
+        let outcome = handle.await_response().await;
+        // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
+        abandon.peer = None;
+        let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
+        match outcome {
+            Ok(result) => match raw {
+                Some(raw) => Ok(raw),
+                None => serde_json::to_value(&result)
+                    .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
+            },
+            Err(err) => {
+                // Its response stream was cut for size, not because the server went away.
+                if matches!(err, ServiceError::TransportClosed)
+                    && let Some(oversized) = &self.oversized
+                    && oversized.take(&guard.key)
+                {
+                    return Err(self.too_large(label, oversized.limit_bytes as u64));
+                }
+                Err(self.service_error(err, label, timeout).await)
+            }
+        }
+    }
+
+    /// Sends one request around rmcp (`direct.rs`): the line `line` makes of its id is written
+    /// from this task, and the stdout reader hands the answer back. Errors are the ones
+    /// [`Connection::request`] gives for the same outcomes.
+    async fn direct_request(
+        &self,
+        direct: &Arc<DirectRequests>,
+        line: impl FnOnce(i64) -> Vec<u8>,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let Some(pending) = direct.register() else {
+            return Err(self.closed_error().await);
+        };
+        let id = pending.id;
+        let mut abandon = DirectAbandon {
+            direct: Some(direct),
+            id,
+        };
+        let exchange = async {
+            direct.send(line(id)).await.ok()?;
+            pending.answer.await.ok()
+        };
+        let outcome = tokio::time::timeout(timeout, exchange).await;
+        abandon.direct = None;
+        match outcome {
+            Ok(Some(Answer::Result(result))) => Ok(result),
+            Ok(Some(Answer::Error(error))) => Err(ErrorData::Upstream {
+                server: self.server.clone(),
+                code: error.code.0.into(),
+                message: error.message.into_owned(),
+                data: error.data,
+            }
+            .into()),
+            // The pipe broke or the stream ended.
+            Ok(None) => {
+                direct.forget(id);
+                Err(self.closed_error().await)
+            }
+            Err(_elapsed) => {
+                direct.cancel(id, "request timeout");
+                Err(Error::timeout(
+                    &self.server,
+                    label,
+                    timeout.as_millis() as u64,
+                ))
+            }
+        }
+    }
+
+    /// Calls a tool; the result is the server's complete `CallToolResult`.
+    pub(crate) async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        // Who the call is for, so a server keeping state per client can keep callers apart
+        // on this shared connection (`crate::caller`).
+        let caller = crate::caller::current();
+        // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`) or
+        // that may sample (its usage is billed to the call).
+        let _in_flight = self.published.server_requests.calling();
+        // A call that relays its events (progress, log messages, a server's questions) keeps
+        // rmcp's path: there the answer comes after the notifications sent before it, which the
+        // events buffer must have taken before the call ends.
+        let direct = self
+            .direct
+            .as_ref()
+            .filter(|_| crate::call_events::current().is_none());
+        let result = match direct {
+            Some(direct) => {
+                let line = |id| {
+                    let params = CallToolParams {
+                        name: tool,
+                        arguments,
+                        meta: ProgressMeta {
+                            progress_token: id,
+                            caller: caller.as_deref(),
+                        },
+                    };
+                    request_line(id, "tools/call", &params)
+                };
+                self.direct_request(direct, line, tool, timeout).await?
+            }
+            None => {
+                let mut params =
+                    CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+                if let Some(caller) = &caller {
+                    let mut meta = rmcp::model::RequestMetaObject::new();
+                    meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&**caller));
+                    params.meta = Some(meta);
+                }
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                self.request(request, tool, timeout).await?
+            }
+        };
+        if let Err(message) = super::super::answer::check_call_tool_result(&result) {
+            tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
+            return Err(ErrorData::InvalidResult {
+                server: self.server.clone(),
+                method: tool.to_owned(),
+                message,
+            }
+            .into());
+        }
+        Ok(result)
+    }
+
+    /// Reads a resource; the result is the server's complete `ReadResourceResult`.
+    pub(crate) async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Value, Error> {
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+            ReadResourceRequestParams::new(uri),
+        ));
+        let _in_flight = self.published.server_requests.calling();
+        self.request(request, "resources/read", timeout).await
+    }
+
+    /// Renders a prompt; the result is the server's complete `GetPromptResult`.
+    pub(crate) async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<Value, Error> {
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let _in_flight = self.published.server_requests.calling();
+        self.request(request, "prompts/get", timeout).await
+    }
+
+    /// Fetches every page of a list, following `nextCursor`.
+    pub(crate) async fn list_all(
+        &self,
+        kind: ListKind,
+        timeout: Duration,
+    ) -> Result<Vec<Value>, Error> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self
+                .request(kind.request(cursor.clone()), kind.method(), timeout)
+                .await?;
+            if let Some(Value::Array(page_items)) = page.get(kind.items_key()) {
+                items.extend(page_items.iter().cloned());
+            }
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|next| !next.is_empty())
+                .map(str::to_owned);
+            if next.is_none() || next == cursor {
+                return Ok(items);
+            }
+            cursor = next;
+        }
+        Err(ErrorData::Upstream {
+            server: self.server.clone(),
+            code: tool_cli_protocol::code::INTERNAL_ERROR.into(),
+            message: format!("{} returned more than {MAX_PAGES} pages", kind.method()),
+            data: None,
+        }
+        .into())
+    }
+}
