@@ -80,10 +80,9 @@ pub fn embedding_texts(docs: &[ToolDoc]) -> Vec<String> {
 pub(crate) struct TermStats {
     /// The number of tools with the term in any field.
     pub(crate) document_frequency: u32,
-    /// The shards (positions in `Index::shards`) whose tools have the term, with the range of
-    /// its list in that shard's `postings`, so a query reads them without looking the term up
-    /// in every shard.
-    pub(crate) shards: Vec<(u32, u32, u32)>,
+    /// Where its shard lists lie in `Stats::term_shards` (start, end): one array for all terms
+    /// rather than a `Vec` each (an allocation per distinct term, ten thousand and more).
+    lists: (u32, u32),
 }
 
 /// A server's name and its tools, as `Index::with_servers` takes them.
@@ -155,6 +154,10 @@ pub(crate) struct Stats {
     pub(crate) tools: usize,
     pub(crate) length_sums: [u64; FIELDS],
     pub(crate) terms: FxHashMap<Arc<str>, TermStats>,
+    /// Per term, grouped by term: the shards (positions in `Index::shards`) whose tools have
+    /// it, with the range of its list in that shard's `postings`, so a query reads them without
+    /// looking the term up in every shard.
+    term_shards: Vec<(u32, u32, u32)>,
     /// The global position of each shard's first tool.
     pub(crate) offsets: Vec<usize>,
     /// Per tool (global position), each field's weight divided by its length normalisation,
@@ -165,8 +168,13 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
+        // Each term gets a dense id in order of first sight (kept in `lists.0` until the lists
+        // are placed); `lists_of[id]` counts its shards. Every (id, shard list) goes into one
+        // vector, grouped by id at the end with a counting sort, as a shard groups its postings.
         // No reservation from the shards' vocabulary sizes: servers share most of their words,
         // so their sum overstates the distinct terms tenfold and the table would keep the slack.
+        let mut lists_of: Vec<u32> = Vec::new();
+        let mut lists: Vec<(u32, (u32, u32, u32))> = Vec::new();
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
@@ -174,25 +182,53 @@ impl Stats {
             for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
                 *sum += shard_sum;
             }
+            lists.reserve(shard.terms.len());
             for (term, &(start, end)) in shard.terms.iter().zip(&shard.posting_ranges) {
                 let count = end - start;
-                match stats.terms.get_mut(term) {
+                let id = match stats.terms.get_mut(term) {
                     Some(term_stats) => {
                         term_stats.document_frequency =
                             term_stats.document_frequency.saturating_add(count);
-                        term_stats.shards.push((position, start, end));
+                        term_stats.lists.0
                     }
                     None => {
+                        let id = lists_of.len() as u32;
+                        lists_of.push(0);
                         stats.terms.insert(
                             Arc::clone(term),
                             TermStats {
                                 document_frequency: count,
-                                shards: vec![(position, start, end)],
+                                lists: (id, 0),
                             },
                         );
+                        id
                     }
-                }
+                };
+                lists_of[id as usize] += 1;
+                lists.push((id, (position, start, end)));
             }
+        }
+        // Each id's range in `term_shards`; entries were pushed in shard order, so each term's
+        // lists stay in shard order.
+        let mut next = 0u32;
+        let ranges: Vec<u32> = lists_of
+            .iter()
+            .map(|&count| {
+                let start = next;
+                next += count;
+                start
+            })
+            .collect();
+        for term_stats in stats.terms.values_mut() {
+            let id = term_stats.lists.0 as usize;
+            term_stats.lists = (ranges[id], ranges[id] + lists_of[id]);
+        }
+        let mut filled = ranges;
+        stats.term_shards = vec![(0, 0, 0); lists.len()];
+        for (id, list) in lists {
+            let at = &mut filled[id as usize];
+            stats.term_shards[*at as usize] = list;
+            *at += 1;
         }
         let averages = search::average_lengths(stats.tools, stats.length_sums);
         stats.field_factors = shards
@@ -201,6 +237,11 @@ impl Stats {
             .map(|lengths| search::field_factors(lengths, &averages))
             .collect();
         stats
+    }
+
+    /// The shards that have `term`, each with the range of its postings there.
+    pub(crate) fn shards_of(&self, term: &TermStats) -> &[(u32, u32, u32)] {
+        &self.term_shards[term.lists.0 as usize..term.lists.1 as usize]
     }
 }
 

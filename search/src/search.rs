@@ -284,10 +284,7 @@ impl Index {
             shards
                 .iter()
                 .flat_map(|shard| {
-                    shard
-                        .tools
-                        .iter()
-                        .map(|t| is_visible(&shard.server, &t.name))
+                    (0..shard.tools.len()).map(|local| is_visible(&shard.server, shard.name(local)))
                 })
                 .collect()
         });
@@ -309,7 +306,7 @@ impl Index {
         let mut visible_length_sums = [0u64; FIELDS];
         for (shard, &offset) in shards.iter().zip(offsets) {
             let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
-            for (local, tool) in shard.tools.iter().enumerate() {
+            for local in 0..shard.tools.len() {
                 let global = offset + local;
                 if !is_visible(global) {
                     continue;
@@ -321,7 +318,8 @@ impl Index {
                     }
                 }
                 candidate[global] = server_wanted
-                    && (query.tags.is_empty() || tool.tags.iter().any(|t| query.tags.contains(t)));
+                    && (query.tags.is_empty()
+                        || shard.tags(local).iter().any(|t| query.tags.contains(t)));
             }
         }
         // The model ranks only when every tool this query may return has its vector.
@@ -555,17 +553,17 @@ impl Index {
         let locate = |global: usize| {
             let shard_index = offsets.partition_point(|&o| o <= global) - 1;
             let shard = &shards[shard_index];
-            (shard, &shard.tools[global - offsets[shard_index]])
+            (shard, global - offsets[shard_index])
         };
         let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
         for &(text_score, global) in &scored {
             if text_score < threshold {
                 continue;
             }
-            let (shard, tool) = locate(global as usize);
+            let (shard, local) = locate(global as usize);
             let candidate_ref = ToolRef {
                 server: &shard.server,
-                tool: &tool.name,
+                tool: shard.name(local),
             };
             let inertia = query.previous_tool.map_or(0.0, |previous| {
                 query.priors.inertia(previous, candidate_ref)
@@ -586,11 +584,11 @@ impl Index {
         let hits = contenders
             .into_iter()
             .map(|(score, global, why)| {
-                let (shard, tool) = locate(global as usize);
+                let (shard, local) = locate(global as usize);
                 Hit {
                     server: shard.server.clone(),
-                    tool: tool.name.clone(),
-                    description: tool.description.clone(),
+                    tool: shard.name(local).to_owned(),
+                    description: shard.description(local).to_owned(),
                     score,
                     why,
                 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::concepts::Action;
-use crate::doc::ToolDoc;
+use crate::doc::{MAX_DESCRIPTION_BYTES, MAX_SHORT_TEXT_BYTES, ToolDoc};
 use crate::embed::{self, Embedder, Embedding};
 use crate::text;
 use crate::vocabulary::{Vocabulary, WORD_TABLE};
@@ -20,17 +20,24 @@ use super::{DESCRIPTION, FIELDS, NAME, PARAMETERS, SERVER, TITLE, name_words};
 /// (examples, caveats) blurs a bag-of-features vector.
 pub(super) const EMBEDDED_DESCRIPTION_BYTES: usize = 512;
 
-/// One tool of a shard, as returned in hits.
-#[derive(Debug)]
+/// One tool of a shard, as returned in hits. Its name and description lie back to back in the
+/// shard's `text` and its tags in the shard's `tag_sets`, so a tool costs no allocation of its
+/// own (three per tool, most of a small index's blocks, when each held its own `String`s).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct StoredTool {
-    pub(crate) name: String,
+    /// Where its name starts in `Shard::text`.
+    start: u32,
+    /// Where its name ends and its description starts.
+    name_end: u32,
+    /// Where its description ends.
+    end: u32,
+    /// Its tags: a position in `Shard::tag_sets`.
+    tags: u32,
     /// What the tool does, from the first action word of its name (`None`: no action word).
     pub(crate) action: Option<Action>,
     /// Whether the tool's name says it enumerates (`list`, `enumerate`, `browse`), for
     /// `search::LIST_MATCH`.
     pub(crate) lists: bool,
-    pub(crate) description: String,
-    pub(crate) tags: Vec<String>,
 }
 
 /// The tools of one term in one shard: which tool (index within the shard) and how often the term
@@ -45,6 +52,10 @@ pub(crate) struct Posting {
 pub(crate) struct Shard {
     pub(crate) server: String,
     pub(crate) tools: Vec<StoredTool>,
+    /// Every tool's name and description, back to back.
+    text: Box<str>,
+    /// The distinct tag lists of the shard's tools (a server's tools usually share one).
+    pub(super) tag_sets: Vec<Vec<String>>,
     /// Per tool, the number of terms in each field.
     pub(crate) lengths: Vec<[u16; FIELDS]>,
     pub(crate) length_sums: [u64; FIELDS],
@@ -117,6 +128,8 @@ impl Shard {
             terms: Box::default(),
             posting_ranges: Vec::new(),
             postings: Box::default(),
+            text: Box::default(),
+            tag_sets: Vec::new(),
             embeddings: Vec::with_capacity(docs.len() * dimensions),
             embedding_scales: Vec::with_capacity(docs.len()),
         };
@@ -129,6 +142,23 @@ impl Shard {
             shard.terms = vocabulary.terms();
         });
         shard
+    }
+
+    /// The name of the tool at `local`.
+    pub(crate) fn name(&self, local: usize) -> &str {
+        let tool = &self.tools[local];
+        &self.text[tool.start as usize..tool.name_end as usize]
+    }
+
+    /// The description of the tool at `local` (capped at `doc::MAX_DESCRIPTION_BYTES`).
+    pub(crate) fn description(&self, local: usize) -> &str {
+        let tool = &self.tools[local];
+        &self.text[tool.name_end as usize..tool.end as usize]
+    }
+
+    /// The tags of the tool at `local`.
+    pub(crate) fn tags(&self, local: usize) -> &[String] {
+        &self.tag_sets[self.tools[local].tags as usize]
     }
 
     /// Indexes `docs` into `shard` with the words of `vocabulary`.
@@ -150,6 +180,16 @@ impl Shard {
         let mut vector = vec![0.0f32; if hashing { dimensions } else { 0 }];
         let mut server_text: Option<(Option<String>, Vec<String>)> = None;
         let mut server_terms: Vec<u32> = Vec::new();
+        // Names and descriptions back to back, sized once (capping only shortens them).
+        let mut text = String::with_capacity(
+            docs.iter()
+                .map(|doc| {
+                    doc.name.len().min(MAX_SHORT_TEXT_BYTES)
+                        + doc.description.len().min(MAX_DESCRIPTION_BYTES)
+                })
+                .sum(),
+        );
+        let mut tag_set_of: FxHashMap<Vec<String>, u32> = FxHashMap::default();
         let shared = shared_parameters(&docs);
         let mut parameter_position = 0;
         for doc in docs {
@@ -258,14 +298,30 @@ impl Shard {
                 vector = embedding.into_values();
             }
 
+            let offset = |at: usize| u32::try_from(at).expect("a shard's text under 4 GiB");
+            let start = offset(text.len());
+            text.push_str(&doc.name);
+            let name_end = offset(text.len());
+            text.push_str(&doc.description);
+            let tags = match tag_set_of.get(doc.tags.as_slice()) {
+                Some(&tags) => tags,
+                None => {
+                    let tags = shard.tag_sets.len() as u32;
+                    shard.tag_sets.push(doc.tags.clone());
+                    tag_set_of.insert(doc.tags, tags);
+                    tags
+                }
+            };
             shard.tools.push(StoredTool {
+                start,
+                name_end,
+                end: offset(text.len()),
+                tags,
                 action,
                 lists,
-                name: doc.name,
-                description: doc.description,
-                tags: doc.tags,
             });
         }
+        shard.text = text.into_boxed_str();
         let terms = vocabulary.term_count();
         // Group the postings by term with a counting sort (term ids are dense): count each
         // term's postings, turn the counts into ranges, then place each posting in its term's

@@ -150,3 +150,57 @@ fn shards_share_unchanged_servers() {
     assert!(Arc::ptr_eq(&index.shards[0], &updated.shards[0]));
     assert!(!Arc::ptr_eq(&index.shards[1], &updated.shards[1]));
 }
+
+#[test]
+fn a_shard_keeps_names_descriptions_and_tags_without_an_allocation_per_tool() {
+    let tagged = |name: &str, description: &str, tags: &[&str]| ToolDoc {
+        tags: tags.iter().map(|tag| (*tag).to_owned()).collect(),
+        ..doc(name, description)
+    };
+    let index = Index::new().with_server(
+        "a",
+        vec![
+            tagged("read_file", "Reads a file.", &["fs"]),
+            tagged("wrïte_file", "Écrit un fichier ☕", &["fs"]),
+            tagged("get_weather", "", &["web", "fs"]),
+            tagged("nothing", "no tags", &[]),
+        ],
+    );
+    let shard = &index.shards[0];
+    let names: Vec<&str> = (0..4).map(|local| shard.name(local)).collect();
+    assert_eq!(names, ["read_file", "wrïte_file", "get_weather", "nothing"]);
+    assert_eq!(shard.description(1), "Écrit un fichier ☕");
+    assert_eq!(shard.description(2), "");
+    assert_eq!(shard.tags(0), ["fs"]);
+    assert_eq!(shard.tags(2), ["web", "fs"]);
+    assert!(shard.tags(3).is_empty());
+    // Three distinct tag lists for four tools.
+    assert_eq!(shard.tag_sets.len(), 3);
+    let hits = index
+        .search(&crate::search::Query::new("write a file"))
+        .unwrap()
+        .hits;
+    let written = hits.iter().find(|hit| hit.tool == "wrïte_file").unwrap();
+    assert_eq!(written.description, "Écrit un fichier ☕");
+}
+
+#[test]
+fn a_term_lists_the_shards_that_have_it_in_shard_order() {
+    let index = Index::new()
+        .with_server("c", vec![doc("read_file", "read"), doc("file_info", "x")])
+        .with_server("a", vec![doc("get_file", "y")])
+        .with_server("b", vec![doc("get_weather", "z")]);
+    let file = &index.stats.terms["fil"];
+    assert_eq!(file.document_frequency, 3);
+    let shards: Vec<(u32, u32)> = index
+        .stats
+        .shards_of(file)
+        .iter()
+        .map(|&(position, start, end)| (position, end - start))
+        .collect();
+    // Shards are sorted by server: a (position 0), b, c (position 2, two tools).
+    assert_eq!(shards, [(0, 1), (2, 2)]);
+    let weather = index.stats.shards_of(&index.stats.terms["weather"]);
+    assert_eq!(weather.len(), 1);
+    assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
+}

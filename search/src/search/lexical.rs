@@ -127,8 +127,9 @@ impl Index {
                 };
                 let document_frequency = match &stats.visible {
                     None => term_stats.document_frequency as usize,
-                    Some(visible) => term_stats
-                        .shards
+                    Some(visible) => self
+                        .stats
+                        .shards_of(term_stats)
                         .iter()
                         .map(|&(position, start, end)| {
                             let offset = self.stats.offsets[position as usize];
@@ -143,7 +144,7 @@ impl Index {
                     continue;
                 }
                 let idf = weight * stats.idf(document_frequency as f32);
-                for &(position, start, end) in &term_stats.shards {
+                for &(position, start, end) in self.stats.shards_of(term_stats) {
                     let offset = self.stats.offsets[position as usize];
                     let postings =
                         &self.shards[position as usize].postings[start as usize..end as usize];
