@@ -4,7 +4,7 @@
 //! (rmcp's typed messages, `serde_json::Value` trees) on whichever runtime thread ran it. The
 //! allocator keeps what they freed in that thread's arena for reuse, so without this the
 //! daemon's resident memory stays at the peak of discovery for its whole life: several times the
-//! catalog itself. [`release_freed`] asks glibc to return free pages of every arena; it costs a
+//! catalog itself. `release_freed` asks glibc to return free pages of every arena; it costs a
 //! walk over the heaps (milliseconds), so it runs only after rebuilding a catalog or the search
 //! index, never per request.
 //!
