@@ -7,6 +7,12 @@
 //! tool and built its search index, and reads each daemon's `VmRSS` from `/proc`. It prints the
 //! JSON size, both figures, the difference and its ratio to the JSON size (the target is ≤ 3×).
 //!
+//! It accounts for the daemon's growth in two ways. In the daemon: each daemon runs with
+//! `RUST_LOG=tool_cli_daemon::memory=debug`, so after its last rebuild it logs glibc's state
+//! (`mallinfo2`: bytes in use, free bytes kept) and what `malloc_trim` returned; and its
+//! `/proc/PID/smaps` says which mappings grew (the brk heap, anonymous mappings: other threads'
+//! arenas, thread stacks, big blocks; file-backed: code).
+//!
 //! Then it says where the memory goes: in this process, under a counting allocator, it builds
 //! from the same `tools/list` what the daemon builds (the parsed items, the [`Catalog`], the
 //! search documents and the search index, one compiled validator) and prints the bytes each
@@ -32,7 +38,7 @@ use serde_json::{Value, json};
 use tool_cli_daemon::catalog::Catalog;
 use tool_cli_search::doc::ToolDoc;
 use tool_cli_search::index::Index;
-use tool_cli_tests::{Daemon, fault_server, fault_server_bin};
+use tool_cli_tests::{Daemon, DaemonOptions, fault_server, fault_server_bin};
 
 /// Counts live heap bytes: requested, and as glibc chunks.
 struct Counting;
@@ -176,15 +182,18 @@ fn measure(tools: usize) -> Result<String, String> {
     let listed = items.len();
     let breakdown = where_it_goes(items, json_bytes);
 
-    let baseline = Daemon::start(json!({"mcpServers": {"big": fault_server(&[])}}));
+    let baseline = start_daemon(&[]);
     let baseline_total = wait_until_indexed(&baseline, listed - tools)?;
+    let baseline_allocator = allocator_after_index(&baseline)?;
     let baseline_rss = rss_bytes(baseline.pid())?;
+    let baseline_maps = Mappings::of(baseline.pid())?;
     drop(baseline);
 
-    let daemon =
-        Daemon::start(json!({"mcpServers": {"big": fault_server(&["--extra-tools", &extra])}}));
+    let daemon = start_daemon(&["--extra-tools", &extra]);
     let total = wait_until_indexed(&daemon, listed)?;
+    let allocator = allocator_after_index(&daemon)?;
     let after_discovery = rss_bytes(daemon.pid())?;
+    let maps = Mappings::of(daemon.pid())?;
     // One call of a tool (its validator compiled), one describeTool and one listTools page: what
     // a client touching the catalog adds.
     daemon.call(
@@ -208,7 +217,9 @@ fn measure(tools: usize) -> Result<String, String> {
          daemon VmRSS, baseline (no generated tools): {:.1} MiB\n\
          daemon VmRSS, after discovery and search index: {:.1} MiB (+{:.1} MiB, {:.2}× the JSON)\n\
          daemon VmRSS, after callTool, describeTool and listTools: {:.1} MiB (+{:.1} MiB, {:.2}× the JSON)\n\
-         whole daemon after discovery ÷ JSON: {:.2}× (target for the growth: ≤ 3×)\n\n{breakdown}",
+         whole daemon after discovery ÷ JSON: {:.2}× (target for the growth: ≤ 3×)\n\n\
+         In the daemons, after their last rebuild and `malloc_trim` (glibc `mallinfo2`, \
+         `/proc/PID/smaps`):\n\n{}\n{breakdown}",
         listed - tools,
         mib(json_bytes),
         mib(baseline_rss),
@@ -219,7 +230,179 @@ fn measure(tools: usize) -> Result<String, String> {
         mib(grown_use),
         ratio(grown_use),
         ratio(after_discovery),
+        daemon_side(
+            (&baseline_allocator, &baseline_maps),
+            (&allocator, &maps),
+            json_bytes
+        ),
     ))
+}
+
+/// A daemon serving the fault server with `args`, logging its allocator's state.
+fn start_daemon(args: &[&str]) -> Daemon {
+    Daemon::start_with(
+        json!({"mcpServers": {"big": fault_server(args)}}),
+        DaemonOptions {
+            env: vec![(
+                "RUST_LOG".to_owned(),
+                "warn,tool_cli_daemon=info,tool_cli_daemon::memory=debug".to_owned(),
+            )],
+            ..DaemonOptions::default()
+        },
+    )
+}
+
+/// What a daemon logged of its allocator after a release (`memory.rs`), as `key=value` fields.
+#[derive(Default)]
+struct AllocatorLog {
+    in_use: usize,
+    free: usize,
+    resident_before: usize,
+    resident_after: usize,
+}
+
+/// Waits for the daemon's log of its allocator after the search index build, and parses it.
+fn allocator_after_index(daemon: &Daemon) -> Result<AllocatorLog, String> {
+    let deadline = Instant::now() + INDEX_TIMEOUT;
+    loop {
+        let stderr = daemon.stderr();
+        let line = stderr.lines().rev().find(|line| {
+            line.contains("freed memory returned to the system")
+                && line.contains("building the search index")
+        });
+        if let Some(line) = line {
+            let field = |name: &str| -> usize {
+                line.split_whitespace()
+                    .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+                    .and_then(|value| value.parse().ok())
+                    .unwrap_or(0)
+            };
+            return Ok(AllocatorLog {
+                in_use: field("in_use_bytes"),
+                free: field("free_bytes"),
+                resident_before: field("resident_before"),
+                resident_after: field("resident_after"),
+            });
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the daemon logged no allocator state after its index build within \
+                 {INDEX_TIMEOUT:?}; stderr:\n{stderr}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A process's resident memory by kind of mapping, from `/proc/PID/smaps`.
+#[derive(Default)]
+struct Mappings {
+    /// The brk heap: the main arena.
+    heap: usize,
+    /// Anonymous mappings: the other threads' arenas, thread stacks, blocks glibc mmaps.
+    anonymous: usize,
+    /// The main thread's stack.
+    stack: usize,
+    /// Mapped files: the binary's code and data, shared libraries.
+    files: usize,
+    /// How many anonymous mappings there are.
+    anonymous_count: usize,
+}
+
+impl Mappings {
+    fn of(pid: u32) -> Result<Mappings, String> {
+        let path = format!("/proc/{pid}/smaps");
+        let smaps =
+            std::fs::read_to_string(&path).map_err(|err| format!("cannot read {path}: {err}"))?;
+        Ok(Mappings::parse(&smaps))
+    }
+
+    fn parse(smaps: &str) -> Mappings {
+        let mut maps = Mappings::default();
+        // The kind of the mapping whose fields follow.
+        let mut kind: Option<&str> = None;
+        for line in smaps.lines() {
+            let mut fields = line.split_whitespace();
+            let Some(first) = fields.next() else { continue };
+            if first.contains('-') && !first.ends_with(':') {
+                // A mapping's header: address range, permissions, offset, device, inode, path.
+                let path = fields.nth(4);
+                kind = Some(match path {
+                    None => "anonymous",
+                    Some("[heap]") => "heap",
+                    Some("[stack]") => "stack",
+                    Some(other) if other.starts_with('[') => "other",
+                    Some(_) => "files",
+                });
+                if kind == Some("anonymous") {
+                    maps.anonymous_count += 1;
+                }
+            } else if first == "Rss:" {
+                let kib: usize = fields.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+                let bytes = kib * 1024;
+                match kind {
+                    Some("heap") => maps.heap += bytes,
+                    Some("anonymous") => maps.anonymous += bytes,
+                    Some("stack") => maps.stack += bytes,
+                    Some("files") => maps.files += bytes,
+                    _ => {}
+                }
+            }
+        }
+        maps
+    }
+}
+
+/// The daemons' own account: allocator state and mappings, baseline against the big catalog.
+fn daemon_side(
+    baseline: (&AllocatorLog, &Mappings),
+    big: (&AllocatorLog, &Mappings),
+    json_bytes: usize,
+) -> String {
+    let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+    let row = |what: &str, before: usize, after: usize| {
+        let growth = after as f64 - before as f64;
+        format!(
+            "| {what} | {:.2} MiB | {:.2} MiB | {:+.2} MiB | {:+.2}× |\n",
+            mib(before),
+            mib(after),
+            growth / (1024.0 * 1024.0),
+            growth / json_bytes as f64,
+        )
+    };
+    let (base_log, base_maps) = baseline;
+    let (log, maps) = big;
+    let mut out = String::from(
+        "| | baseline | big catalog | growth | growth ÷ JSON |\n|---|--:|--:|--:|--:|\n",
+    );
+    out += &row(
+        "heap in use (`mallinfo2` uordblks + hblkhd)",
+        base_log.in_use,
+        log.in_use,
+    );
+    out += &row("free bytes glibc keeps (fordblks)", base_log.free, log.free);
+    out += &row(
+        "resident before the last `malloc_trim`",
+        base_log.resident_before,
+        log.resident_before,
+    );
+    out += &row(
+        "resident after it",
+        base_log.resident_after,
+        log.resident_after,
+    );
+    out += &row("resident: brk heap (main arena)", base_maps.heap, maps.heap);
+    out += &row(
+        &format!(
+            "resident: anonymous mappings (arenas, stacks, big blocks; {} → {})",
+            base_maps.anonymous_count, maps.anonymous_count
+        ),
+        base_maps.anonymous,
+        maps.anonymous,
+    );
+    out += &row("resident: main stack", base_maps.stack, maps.stack);
+    out += &row("resident: mapped files (code)", base_maps.files, maps.files);
+    out
 }
 
 /// The byte size of the fault server's whole `tools/list` result, and its items.

@@ -28,7 +28,7 @@ pub mod import;
 pub mod log_filter;
 mod log_text;
 pub mod manage;
-mod memory;
+pub mod memory;
 mod metrics;
 pub mod oauth;
 pub mod orchestrator;

@@ -106,6 +106,8 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn run_daemon(cli: Cli) -> ExitCode {
+    // Before any thread exists: a long-lived daemon must give back what a big discovery freed.
+    tool_cli_daemon::memory::return_freed_promptly();
     init_tracing("warn,tool_cli_daemon=info");
 
     // Everything that can be wrong with the inputs is checked before binding.

@@ -9,17 +9,18 @@
 //! are exactly those of one index over all tools. Readers hold an `Index` value; a rebuild makes
 //! a new value and never blocks them.
 
+pub(crate) mod shard;
+
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::concepts::Action;
 use crate::doc::ToolDoc;
-use crate::embed::{self, Embedder, Embedding, HashEmbedder};
+use crate::embed::{Embedder, Embedding, HashEmbedder};
 use crate::search;
 use crate::semantic::ModelRows;
-use crate::text;
-use crate::vocabulary::{Vocabulary, WORD_TABLE};
+
+use shard::{Shard, push_embedding_text, shared_parameters};
 
 /// The fields of a tool that BM25F scores separately.
 pub(crate) const FIELDS: usize = 5;
@@ -33,68 +34,6 @@ pub(crate) const DESCRIPTION: usize = 2;
 pub(crate) const PARAMETERS: usize = 3;
 /// The server's name, description and tags.
 pub(crate) const SERVER: usize = 4;
-
-/// How much of a description feeds the embedding: the opening says what a tool is for; the rest
-/// (examples, caveats) blurs a bag-of-features vector.
-const EMBEDDED_DESCRIPTION_BYTES: usize = 512;
-
-/// One tool of a shard, as returned in hits.
-#[derive(Debug)]
-pub(crate) struct StoredTool {
-    pub(crate) name: String,
-    /// What the tool does, from the first action word of its name (`None`: no action word).
-    pub(crate) action: Option<Action>,
-    /// Whether the tool's name says it enumerates (`list`, `enumerate`, `browse`), for
-    /// `search::LIST_MATCH`.
-    pub(crate) lists: bool,
-    pub(crate) description: String,
-    pub(crate) tags: Vec<String>,
-}
-
-/// The tools of one term in one shard: which tool (index within the shard) and how often the term
-/// occurs in each field.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Posting {
-    pub(crate) tool: u32,
-    pub(crate) frequencies: [u16; FIELDS],
-}
-
-/// The indexed tools of one server.
-pub(crate) struct Shard {
-    pub(crate) server: String,
-    pub(crate) tools: Vec<StoredTool>,
-    /// Per tool, the number of terms in each field.
-    pub(crate) lengths: Vec<[u16; FIELDS]>,
-    pub(crate) length_sums: [u64; FIELDS],
-    /// Shard-local term id → term; the id indexes `posting_ranges`.
-    pub(crate) terms: Box<[Arc<str>]>,
-    /// Per term id, where its postings lie in `postings` (start, end). The index-wide term table
-    /// keeps these ranges too, so a query reads a term's list in every shard without a hash
-    /// lookup per shard.
-    pub(crate) posting_ranges: Vec<(u32, u32)>,
-    /// Every posting of the shard, grouped by term and in tool order within a term: one
-    /// allocation per shard rather than one per term.
-    pub(crate) postings: Box<[Posting]>,
-    /// The tools' embeddings, row-major (`tools.len() * dimensions`), quantised to `i8` with one
-    /// scale per row: a quarter of the memory traffic of `f32` for the one scan every query
-    /// makes over all tools, at a cost in cosine precision (~1 %) far below what ranking notices.
-    pub(crate) embeddings: Vec<i8>,
-    pub(crate) embedding_scales: Vec<f32>,
-}
-
-/// Where the embedded part of a description ends: at most `EMBEDDED_DESCRIPTION_BYTES`, backed
-/// up to a character that is no part of a word, so the embedded words are exactly the first
-/// words the lexical analysis sees (the two share one split).
-fn embedded_description_end(description: &str) -> usize {
-    if description.len() <= EMBEDDED_DESCRIPTION_BYTES {
-        return description.len();
-    }
-    let cut = text::truncate_at_char_boundary(description, EMBEDDED_DESCRIPTION_BYTES);
-    cut.char_indices()
-        .rev()
-        .find(|(_, c)| !c.is_alphanumeric())
-        .map_or(0, |(offset, _)| offset)
-}
 
 /// A tool name as the words a sentence model reads: `getFileInfo`, `get_file_info`,
 /// `get-file.info` → `get File Info`, `get file info`, ...
@@ -114,29 +53,6 @@ pub fn name_words(name: &str) -> String {
         previous = Some(c);
     }
     words.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Appends the text a model embeds for `doc` (already capped): the name once as words, the
-/// title, the description's opening and the names of the parameters not shared by most of the
-/// server's tools. (The hashing embedder builds its vector from the words it splits for BM25F,
-/// the name counted twice.)
-fn push_embedding_text(out: &mut String, doc: &ToolDoc, is_shared: impl Fn(usize) -> bool) {
-    // The name once, split into words: `keyvault_secret_list` said twice made every `_` a token
-    // of its own twice over (dev halves: +0.003 to +0.008 MRR once split, docs/search.md).
-    out.push_str(&name_words(&doc.name));
-    out.push(' ');
-    if let Some(title) = &doc.title {
-        out.push_str(title);
-        out.push(' ');
-    }
-    out.push_str(&doc.description[..embedded_description_end(&doc.description)]);
-    for (position, parameter) in doc.parameters.iter().enumerate() {
-        if is_shared(position) {
-            continue;
-        }
-        out.push(' ');
-        out.push_str(&parameter.name);
-    }
 }
 
 /// The texts a sentence-embedding model embeds for one server's `docs`, in order: exactly what
@@ -160,236 +76,13 @@ pub fn embedding_texts(docs: &[ToolDoc]) -> Vec<String> {
         .collect()
 }
 
-impl Shard {
-    fn build(server: &str, docs: Vec<ToolDoc>, embedder: &dyn Embedder) -> Shard {
-        let dimensions = embedder.dimensions();
-        let hashing = embedder.as_hash_embedder().is_some() && dimensions == embed::HASH_DIMENSIONS;
-        let mut shard = Shard {
-            server: server.to_owned(),
-            tools: Vec::with_capacity(docs.len()),
-            lengths: Vec::with_capacity(docs.len()),
-            length_sums: [0; FIELDS],
-            terms: Box::default(),
-            posting_ranges: Vec::new(),
-            postings: Box::default(),
-            embeddings: Vec::with_capacity(docs.len() * dimensions),
-            embedding_scales: Vec::with_capacity(docs.len()),
-        };
-        // Terms get shard-local ids; per tool, `counts` holds (id, frequencies) of the terms seen
-        // and `slot_of[id]` where that term sits in `counts`, so counting costs no hashing of
-        // strings beyond the one word lookup.
-        WORD_TABLE.with_borrow_mut(|table| {
-            let mut vocabulary = Vocabulary::new(table, hashing);
-            Shard::fill(&mut shard, docs, embedder, &mut vocabulary);
-            shard.terms = vocabulary.terms();
-        });
-        shard
-    }
-
-    /// Indexes `docs` into `shard` with the words of `vocabulary`.
-    fn fill(
-        shard: &mut Shard,
-        docs: Vec<ToolDoc>,
-        embedder: &dyn Embedder,
-        vocabulary: &mut Vocabulary<'_>,
-    ) {
-        let dimensions = embedder.dimensions();
-        let hashing = vocabulary.hashing;
-        let server = shard.server.clone();
-        // Every (term id, posting) of the shard in one vector, grouped by term at the end: one
-        // growing allocation instead of one per term.
-        let mut all_postings: Vec<(u32, Posting)> = Vec::new();
-        let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
-        let mut slot_of: Vec<u32> = Vec::new();
-        let mut embedding_text = String::new();
-        let mut vector = vec![0.0f32; if hashing { dimensions } else { 0 }];
-        let mut server_text: Option<(Option<String>, Vec<String>)> = None;
-        let mut server_terms: Vec<u32> = Vec::new();
-        let shared = shared_parameters(&docs);
-        let mut parameter_position = 0;
-        for doc in docs {
-            // This doc's parameters in `shared`, which counts them before capping.
-            let first_parameter = parameter_position;
-            parameter_position += doc.parameters.len();
-            let is_shared = |position: usize| shared.get(first_parameter + position) == Some(&true);
-            let doc = doc.capped();
-            let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
-            counts.clear();
-            vector.fill(0.0);
-            let mut lengths = [0u16; FIELDS];
-            let mut count_in = |field: usize, term: u32, lengths: &mut [u16; FIELDS]| {
-                lengths[field] = lengths[field].saturating_add(1);
-                count(&mut counts, &mut slot_of, term, field);
-            };
-            // The name also gives the tool's action: that of its first action word. It is
-            // embedded twice: it is the densest statement of what a tool does.
-            let mut action = None;
-            let mut lists = false;
-            vocabulary.for_each_word(&doc.name, |term, word, features| {
-                if action.is_none() {
-                    action = word.action;
-                }
-                lists |= word.lists;
-                if let Some(term) = term {
-                    count_in(NAME, term, &mut lengths);
-                }
-                embed::add_features(&mut vector, features, 2.0);
-            });
-            let mut add = |vocabulary: &mut Vocabulary<'_>, field: usize, text: &str, embedded| {
-                vocabulary.for_each_word(text, |term, _, features| {
-                    if let Some(term) = term {
-                        count_in(field, term, &mut lengths);
-                    }
-                    if embedded {
-                        embed::add_features(&mut vector, features, 1.0);
-                    }
-                });
-            };
-            if let Some(title) = &doc.title {
-                add(vocabulary, TITLE, title, true);
-            }
-            let (embedded, rest) = doc
-                .description
-                .split_at(embedded_description_end(&doc.description));
-            add(vocabulary, DESCRIPTION, embedded, true);
-            add(vocabulary, DESCRIPTION, rest, false);
-            for (position, parameter) in doc.parameters.iter().enumerate() {
-                // A parameter that most of the server's tools share word for word (auth,
-                // tenant, retry, paging options) says nothing about which tool to pick, and
-                // its words would count in every tool's document frequency.
-                if is_shared(position) {
-                    continue;
-                }
-                add(vocabulary, PARAMETERS, &parameter.name, true);
-                add(vocabulary, PARAMETERS, &parameter.description, false);
-            }
-            // The server's own text is usually the same for all its tools: analyse it once.
-            let same_server_text = server_text.as_ref().is_some_and(|(description, tags)| {
-                *description == doc.server_description && *tags == doc.tags
-            });
-            if !same_server_text {
-                server_terms.clear();
-                for text in std::iter::once(server.as_str())
-                    .chain(doc.server_description.as_deref())
-                    .chain(doc.tags.iter().map(String::as_str))
-                {
-                    vocabulary.for_each_word(text, |term, _, _| server_terms.extend(term));
-                }
-                server_text = Some((doc.server_description.clone(), doc.tags.clone()));
-            }
-            for &term in &server_terms {
-                count_in(SERVER, term, &mut lengths);
-            }
-            for (id, frequencies) in counts.drain(..) {
-                slot_of[id as usize] = u32::MAX;
-                all_postings.push((id, Posting { tool, frequencies }));
-            }
-            for (sum, length) in shard.length_sums.iter_mut().zip(lengths) {
-                *sum += u64::from(length);
-            }
-            shard.lengths.push(lengths);
-
-            let embedding = if hashing {
-                Embedding::normalized(std::mem::take(&mut vector))
-            } else {
-                embedding_text.clear();
-                push_embedding_text(&mut embedding_text, &doc, is_shared);
-                embedder.embed(&embedding_text)
-            };
-            // An embedder that breaks its contract (wrong length) must not corrupt the rows of
-            // other tools: pad or cut to the declared dimension.
-            let values = embedding.values();
-            let scale = if values.len() == dimensions {
-                embed::quantize_into(values, &mut shard.embeddings)
-            } else {
-                let row: Vec<f32> = (0..dimensions)
-                    .map(|i| values.get(i).copied().unwrap_or(0.0))
-                    .collect();
-                embed::quantize_into(&row, &mut shard.embeddings)
-            };
-            shard.embedding_scales.push(scale);
-            if hashing {
-                // Take the buffer back for the next tool.
-                vector = embedding.into_values();
-            }
-
-            shard.tools.push(StoredTool {
-                action,
-                lists,
-                name: doc.name,
-                description: doc.description,
-                tags: doc.tags,
-            });
-        }
-        let terms = vocabulary.term_count();
-        // Group the postings by term with a counting sort (term ids are dense): count each
-        // term's postings, turn the counts into ranges, then place each posting in its term's
-        // range. Postings were pushed in tool order, so each range stays in tool order.
-        let mut ranges: Vec<(u32, u32)> = vec![(0, 0); terms];
-        for (id, _) in &all_postings {
-            ranges[*id as usize].1 += 1;
-        }
-        let mut start = 0u32;
-        for range in &mut ranges {
-            let length = range.1;
-            *range = (start, start);
-            start += length;
-        }
-        let mut grouped = vec![
-            Posting {
-                tool: 0,
-                frequencies: [0; FIELDS],
-            };
-            all_postings.len()
-        ];
-        for (id, posting) in all_postings {
-            let range = &mut ranges[id as usize];
-            grouped[range.1 as usize] = posting;
-            range.1 += 1;
-        }
-        shard.postings = grouped.into_boxed_slice();
-        shard.posting_ranges = ranges;
-    }
-}
-
-/// The tools of a server at and above which parameters shared by half of them are not indexed.
-const SHARED_PARAMETERS_MIN_TOOLS: usize = 4;
-
-/// For every parameter of `docs`, in order, whether at least half of the server's tools have a
-/// parameter of the same name and description (servers of fewer than
-/// `SHARED_PARAMETERS_MIN_TOOLS` tools share none).
-fn shared_parameters(docs: &[ToolDoc]) -> Vec<bool> {
-    if docs.len() < SHARED_PARAMETERS_MIN_TOOLS {
-        return Vec::new();
-    }
-    let mut counts: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-    for doc in docs {
-        for parameter in &doc.parameters {
-            *counts
-                .entry((parameter.name.as_str(), parameter.description.as_str()))
-                .or_default() += 1;
-        }
-    }
-    if counts.values().all(|&count| count * 2 < docs.len() as u32) {
-        return Vec::new();
-    }
-    docs.iter()
-        .flat_map(|doc| &doc.parameters)
-        .map(|parameter| {
-            counts[&(parameter.name.as_str(), parameter.description.as_str())] * 2
-                >= docs.len() as u32
-        })
-        .collect()
-}
-
 /// What the index knows about one term across shards.
 pub(crate) struct TermStats {
     /// The number of tools with the term in any field.
     pub(crate) document_frequency: u32,
-    /// The shards (positions in `Index::shards`) whose tools have the term, with the range of
-    /// its list in that shard's `postings`, so a query reads them without looking the term up
-    /// in every shard.
-    pub(crate) shards: Vec<(u32, u32, u32)>,
+    /// Where its shard lists lie in `Stats::term_shards` (start, end): one array for all terms
+    /// rather than a `Vec` each (an allocation per distinct term, ten thousand and more).
+    lists: (u32, u32),
 }
 
 /// A server's name and its tools, as `Index::with_servers` takes them.
@@ -455,26 +148,16 @@ fn build_shards(servers: Vec<ServerDocs>, embedder: &dyn Embedder) -> Vec<Arc<Sh
     built.into_iter().map(|(_, shard)| shard).collect()
 }
 
-/// Adds one occurrence of the term `id` in `field` to the current tool's term counts.
-fn count(counts: &mut Vec<(u32, [u16; FIELDS])>, slot_of: &mut Vec<u32>, id: u32, field: usize) {
-    if slot_of.len() <= id as usize {
-        slot_of.resize(id as usize + 1, u32::MAX);
-    }
-    let slot = &mut slot_of[id as usize];
-    if *slot == u32::MAX {
-        *slot = counts.len() as u32;
-        counts.push((id, [0; FIELDS]));
-    }
-    let frequencies = &mut counts[*slot as usize].1;
-    frequencies[field] = frequencies[field].saturating_add(1);
-}
-
 /// Corpus statistics over every shard, and the per-tool BM25F length factors they imply.
 #[derive(Default)]
 pub(crate) struct Stats {
     pub(crate) tools: usize,
     pub(crate) length_sums: [u64; FIELDS],
     pub(crate) terms: FxHashMap<Arc<str>, TermStats>,
+    /// Per term, grouped by term: the shards (positions in `Index::shards`) whose tools have
+    /// it, with the range of its list in that shard's `postings`, so a query reads them without
+    /// looking the term up in every shard.
+    term_shards: Vec<(u32, u32, u32)>,
     /// The global position of each shard's first tool.
     pub(crate) offsets: Vec<usize>,
     /// Per tool (global position), each field's weight divided by its length normalisation,
@@ -485,8 +168,13 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
+        // Each term gets a dense id in order of first sight (kept in `lists.0` until the lists
+        // are placed); `lists_of[id]` counts its shards. Every (id, shard list) goes into one
+        // vector, grouped by id at the end with a counting sort, as a shard groups its postings.
         // No reservation from the shards' vocabulary sizes: servers share most of their words,
         // so their sum overstates the distinct terms tenfold and the table would keep the slack.
+        let mut lists_of: Vec<u32> = Vec::new();
+        let mut lists: Vec<(u32, (u32, u32, u32))> = Vec::new();
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
@@ -494,25 +182,53 @@ impl Stats {
             for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
                 *sum += shard_sum;
             }
+            lists.reserve(shard.terms.len());
             for (term, &(start, end)) in shard.terms.iter().zip(&shard.posting_ranges) {
                 let count = end - start;
-                match stats.terms.get_mut(term) {
+                let id = match stats.terms.get_mut(term) {
                     Some(term_stats) => {
                         term_stats.document_frequency =
                             term_stats.document_frequency.saturating_add(count);
-                        term_stats.shards.push((position, start, end));
+                        term_stats.lists.0
                     }
                     None => {
+                        let id = lists_of.len() as u32;
+                        lists_of.push(0);
                         stats.terms.insert(
                             Arc::clone(term),
                             TermStats {
                                 document_frequency: count,
-                                shards: vec![(position, start, end)],
+                                lists: (id, 0),
                             },
                         );
+                        id
                     }
-                }
+                };
+                lists_of[id as usize] += 1;
+                lists.push((id, (position, start, end)));
             }
+        }
+        // Each id's range in `term_shards`; entries were pushed in shard order, so each term's
+        // lists stay in shard order.
+        let mut next = 0u32;
+        let ranges: Vec<u32> = lists_of
+            .iter()
+            .map(|&count| {
+                let start = next;
+                next += count;
+                start
+            })
+            .collect();
+        for term_stats in stats.terms.values_mut() {
+            let id = term_stats.lists.0 as usize;
+            term_stats.lists = (ranges[id], ranges[id] + lists_of[id]);
+        }
+        let mut filled = ranges;
+        stats.term_shards = vec![(0, 0, 0); lists.len()];
+        for (id, list) in lists {
+            let at = &mut filled[id as usize];
+            stats.term_shards[*at as usize] = list;
+            *at += 1;
         }
         let averages = search::average_lengths(stats.tools, stats.length_sums);
         stats.field_factors = shards
@@ -521,6 +237,11 @@ impl Stats {
             .map(|lengths| search::field_factors(lengths, &averages))
             .collect();
         stats
+    }
+
+    /// The shards that have `term`, each with the range of its postings there.
+    pub(crate) fn shards_of(&self, term: &TermStats) -> &[(u32, u32, u32)] {
+        &self.term_shards[term.lists.0 as usize..term.lists.1 as usize]
     }
 }
 
@@ -709,153 +430,4 @@ impl Index {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc(name: &str, description: &str) -> ToolDoc {
-        ToolDoc {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            ..ToolDoc::default()
-        }
-    }
-
-    #[test]
-    fn statistics_are_exact_across_shards_and_follow_replacements() {
-        let index = Index::new()
-            .with_server(
-                "a",
-                vec![doc("read_file", "read a file"), doc("write_file", "write")],
-            )
-            .with_server("b", vec![doc("get_weather", "weather for a city")]);
-        assert_eq!(index.len(), 3);
-        assert_eq!(index.stats.terms["fil"].document_frequency, 2);
-        assert_eq!(index.servers().collect::<Vec<_>>(), ["a", "b"]);
-
-        let replaced = index.with_server("a", vec![doc("list_files", "list files")]);
-        assert_eq!(replaced.len(), 2);
-        assert_eq!(replaced.stats.terms["fil"].document_frequency, 1);
-        assert!(!replaced.stats.terms.contains_key("writ"));
-        // The old value is untouched: readers of it are not disturbed by the rebuild.
-        assert_eq!(index.len(), 3);
-
-        let removed = replaced.without_server("a");
-        assert_eq!(removed.len(), 1);
-        assert!(!removed.stats.terms.contains_key("fil"));
-        assert_eq!(removed.without_server("nobody").len(), 1);
-    }
-
-    #[test]
-    fn a_parallel_build_equals_a_server_by_server_build() {
-        let servers: Vec<(String, Vec<ToolDoc>)> = (0..30)
-            .map(|s| {
-                let docs = (0..100)
-                    .map(|t| {
-                        doc(
-                            &format!("tool_{t}_{}", t % 7),
-                            &format!("does thing {} of kind {s}", t * s),
-                        )
-                    })
-                    .collect();
-                (format!("server{s}"), docs)
-            })
-            .collect();
-        let parallel = Index::new().with_servers(servers.clone());
-        let sequential = servers
-            .into_iter()
-            .fold(Index::new(), |index, (server, docs)| {
-                index.with_server(&server, docs)
-            });
-        assert_eq!(parallel.len(), 3_000);
-        assert_eq!(
-            parallel.servers().collect::<Vec<_>>(),
-            sequential.servers().collect::<Vec<_>>()
-        );
-        for text in ["thing of kind 7", "tool 3", "does 120"] {
-            let query = crate::search::Query::new(text);
-            assert_eq!(parallel.search(&query), sequential.search(&query), "{text}");
-        }
-    }
-
-    #[test]
-    fn a_tool_embedded_from_the_shared_split_equals_the_embedder_on_its_text() {
-        // The index embeds tools from the words it split for BM25 (name twice, title, the
-        // description's opening, parameter names); that must be what the embedder itself makes
-        // of the same text, or queries (embedded by the embedder) would drift from tools.
-        let tool = ToolDoc {
-            name: "getFileInfo".to_owned(),
-            title: Some("File details".to_owned()),
-            description: format!(
-                "Returns size and times of a file. {}",
-                "More words. ".repeat(60)
-            ),
-            parameters: vec![crate::doc::ParamDoc {
-                name: "path".to_owned(),
-                description: "where the file is".to_owned(),
-            }],
-            ..ToolDoc::default()
-        };
-        let description = &tool.description[..embedded_description_end(&tool.description)];
-        assert!(description.len() <= EMBEDDED_DESCRIPTION_BYTES && description.len() > 400);
-        let text = format!("getFileInfo getFileInfo File details {description} path");
-        let expected = HashEmbedder.embed(&text);
-        let index = Index::new().with_server("fs", vec![tool]);
-        let shard = &index.shards[0];
-        let row: Vec<f32> = shard.embeddings[..embed::HASH_DIMENSIONS]
-            .iter()
-            .map(|q| f32::from(*q) * shard.embedding_scales[0])
-            .collect();
-        let similarity = embed::dot(&row, expected.values());
-        assert!(similarity > 0.999, "{similarity}");
-    }
-
-    /// An embedder of another kind than the hashing one: a few letter counts.
-    struct LetterCounts;
-
-    impl Embedder for LetterCounts {
-        fn dimensions(&self) -> usize {
-            4
-        }
-
-        fn embed(&self, text: &str) -> crate::embed::Embedding {
-            let count = |letter: char| text.chars().filter(|c| *c == letter).count() as f32;
-            crate::embed::Embedding::normalized(vec![
-                count('a') + 1.0,
-                count('e'),
-                count('i'),
-                count('o'),
-            ])
-        }
-    }
-
-    #[test]
-    fn a_build_with_another_embedder_after_a_hashing_build_on_the_same_thread_works() {
-        // The thread's word table keeps the hashing features of the words it has seen; a later
-        // build with another embedder must neither use them (it used to index a vector of length
-        // zero with them and panic) nor embed differently from the embedder itself.
-        let docs = vec![
-            doc("read_file", "read a file"),
-            doc("get_weather", "weather"),
-        ];
-        let hashing = Index::new().with_server("a", docs.clone());
-        assert_eq!(hashing.len(), 2);
-        let other = Index::with_embedder(Arc::new(LetterCounts)).with_server("a", docs);
-        let shard = &other.shards[0];
-        assert_eq!(shard.embeddings.len(), 2 * 4);
-        let hits = other
-            .search(&crate::search::Query::new("read a file"))
-            .unwrap()
-            .hits;
-        assert_eq!(hits[0].tool, "read_file");
-    }
-
-    #[test]
-    fn shards_share_unchanged_servers() {
-        let index = Index::new()
-            .with_server("a", vec![doc("t", "x")])
-            .with_server("b", vec![doc("u", "y")]);
-        let updated = index.with_server("b", vec![doc("v", "z")]);
-        assert!(Arc::ptr_eq(&index.shards[0], &updated.shards[0]));
-        assert!(!Arc::ptr_eq(&index.shards[1], &updated.shards[1]));
-    }
-}
+mod tests;

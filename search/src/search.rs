@@ -7,12 +7,16 @@
 //! visible, filtered tools; (5) apply the priors to the few that can still reach the top; (6) sort
 //! and cut to `limit`. `catalog_size` counts the visible tools.
 
+mod lexical;
+
 use crate::concepts::{self, Action};
 use crate::embed;
-use crate::index::{FIELDS, Index, Shard};
+use crate::index::shard::Shard;
+use crate::index::{FIELDS, Index};
 use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
+use lexical::plural_terms;
 
 /// The default number of hits.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -188,99 +192,6 @@ pub enum SearchError {
     },
 }
 
-/// One query word and the concept-table words it expands to, each with its weight.
-struct TermGroup {
-    members: Vec<(String, f32)>,
-}
-
-fn query_groups(text: &str) -> Vec<TermGroup> {
-    // Stop words are not indexed, so a query made only of them ("what is this") has nothing to
-    // match and gets no hits: an honest "nothing found" the caller can act on, rather than
-    // whatever tools happen to share a word like "can" in a parameter name.
-    let mut words: Vec<String> = Vec::new();
-    let mut abbreviated: Vec<(String, String)> = Vec::new();
-    let mut previous = String::new();
-    text::analyze(text, |term, stop| {
-        // A two-word expression ("sign up", "turn off") adds the words it stands for.
-        for meaning in concepts::phrase_meaning(&previous, term) {
-            if !words.contains(meaning) {
-                words.push(meaning.clone());
-            }
-        }
-        previous.clear();
-        previous.push_str(term);
-        if stop || words.iter().any(|t| t == term) {
-            return;
-        }
-        words.push(term.to_owned());
-        // An abbreviation is searched as itself and as the words it stands for: one word
-        // (`repo`) joins its group at full weight, a phrase (`pr` → `pull request`) adds its
-        // words as query words of their own.
-        let long = concepts::expansion_of_abbreviation(term);
-        if long.len() > 1 {
-            for word in long {
-                if !words.contains(word) {
-                    words.push(word.clone());
-                }
-            }
-        } else if let Some(word) = long.first() {
-            abbreviated.push((term.to_owned(), word.clone()));
-        }
-    });
-    words
-        .iter()
-        .map(|word| {
-            let mut members = vec![(word.clone(), 1.0)];
-            for (short, long) in &abbreviated {
-                if short == word && !words.contains(long) {
-                    members.push((long.clone(), 1.0));
-                }
-            }
-            for synonym in concepts::expansions(word) {
-                if !words.iter().any(|w| w == synonym) && !members.iter().any(|(m, _)| m == synonym)
-                {
-                    members.push((synonym.to_owned(), EXPANSION_WEIGHT));
-                }
-            }
-            TermGroup { members }
-        })
-        .collect()
-}
-
-/// The terms of the query's plural nouns (`tables` → `tabl`): a request for several things of a
-/// kind, which a tool whose name lists that kind answers.
-fn plural_terms(text: &str) -> Vec<String> {
-    let mut terms = Vec::new();
-    let mut stemmed = String::new();
-    text::split_words(text, |word| {
-        if word.cjk || text::is_stop_word(word.folded) {
-            return;
-        }
-        text::stem(word.folded, &mut stemmed);
-        if concepts::actions_of(&stemmed).is_empty()
-            && is_plural(word.folded, &stemmed)
-            && !terms.contains(&stemmed)
-        {
-            terms.push(stemmed.clone());
-        }
-    });
-    terms
-}
-
-/// Whether `folded` is a plural the stemmer reduced to `stemmed` (`tables`/`tabl`,
-/// `registries`/`registry`, `keys`/`key`).
-fn is_plural(folded: &str, stemmed: &str) -> bool {
-    if !folded.ends_with('s') || folded == stemmed {
-        return false;
-    }
-    match folded.strip_suffix("ies") {
-        Some(base) => stemmed.strip_suffix('y') == Some(base),
-        None => {
-            folded.strip_suffix('s') == Some(stemmed) || folded.strip_suffix("es") == Some(stemmed)
-        }
-    }
-}
-
 /// Which embedding ranks a query: the model when there is one, the query was embedded by it
 /// (same dimension) and every tool the query may return has a model vector; else the hashing
 /// embedder, `Pending` when a model is attached but cannot rank yet.
@@ -373,10 +284,7 @@ impl Index {
             shards
                 .iter()
                 .flat_map(|shard| {
-                    shard
-                        .tools
-                        .iter()
-                        .map(|t| is_visible(&shard.server, &t.name))
+                    (0..shard.tools.len()).map(|local| is_visible(&shard.server, shard.name(local)))
                 })
                 .collect()
         });
@@ -398,7 +306,7 @@ impl Index {
         let mut visible_length_sums = [0u64; FIELDS];
         for (shard, &offset) in shards.iter().zip(offsets) {
             let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
-            for (local, tool) in shard.tools.iter().enumerate() {
+            for local in 0..shard.tools.len() {
                 let global = offset + local;
                 if !is_visible(global) {
                     continue;
@@ -410,7 +318,8 @@ impl Index {
                     }
                 }
                 candidate[global] = server_wanted
-                    && (query.tags.is_empty() || tool.tags.iter().any(|t| query.tags.contains(t)));
+                    && (query.tags.is_empty()
+                        || shard.tags(local).iter().any(|t| query.tags.contains(t)));
             }
         }
         // The model ranks only when every tool this query may return has its vector.
@@ -644,17 +553,17 @@ impl Index {
         let locate = |global: usize| {
             let shard_index = offsets.partition_point(|&o| o <= global) - 1;
             let shard = &shards[shard_index];
-            (shard, &shard.tools[global - offsets[shard_index]])
+            (shard, global - offsets[shard_index])
         };
         let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
         for &(text_score, global) in &scored {
             if text_score < threshold {
                 continue;
             }
-            let (shard, tool) = locate(global as usize);
+            let (shard, local) = locate(global as usize);
             let candidate_ref = ToolRef {
                 server: &shard.server,
-                tool: &tool.name,
+                tool: shard.name(local),
             };
             let inertia = query.previous_tool.map_or(0.0, |previous| {
                 query.priors.inertia(previous, candidate_ref)
@@ -675,11 +584,11 @@ impl Index {
         let hits = contenders
             .into_iter()
             .map(|(score, global, why)| {
-                let (shard, tool) = locate(global as usize);
+                let (shard, local) = locate(global as usize);
                 Hit {
                     server: shard.server.clone(),
-                    tool: tool.name.clone(),
-                    description: tool.description.clone(),
+                    tool: shard.name(local).to_owned(),
+                    description: shard.description(local).to_owned(),
                     score,
                     why,
                 }
@@ -690,95 +599,6 @@ impl Index {
             catalog_size,
             semantic: ranking,
         })
-    }
-
-    /// BM25F with concept expansion, per tool (global position); 0 for tools that are not
-    /// candidates. Each query word contributes the best of its own score and its synonyms'
-    /// down-weighted scores, so a tool matching three synonyms of one word is not counted thrice.
-    fn lexical_scores(
-        &self,
-        query_text: &str,
-        candidate: &[bool],
-        stats: &QueryStats<'_>,
-        plural_terms: &[String],
-    ) -> (Vec<f32>, Vec<bool>) {
-        let total = candidate.len();
-        let mut scores = vec![0.0f32; total];
-        let mut best = vec![0.0f32; total];
-        let mut touched: Vec<usize> = Vec::new();
-        let mut matched = vec![0u16; total];
-        let mut plural_named = vec![false; total];
-        let query_groups = query_groups(query_text);
-        let groups = query_groups.len();
-        for group in query_groups {
-            let plural = plural_terms.contains(&group.members[0].0);
-            for (position_in_group, (term, weight)) in group.members.iter().enumerate() {
-                let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
-                    continue;
-                };
-                let document_frequency = match &stats.visible {
-                    None => term_stats.document_frequency as usize,
-                    Some(visible) => term_stats
-                        .shards
-                        .iter()
-                        .map(|&(position, start, end)| {
-                            let offset = self.stats.offsets[position as usize];
-                            self.shards[position as usize].postings[start as usize..end as usize]
-                                .iter()
-                                .filter(|p| visible[offset + p.tool as usize])
-                                .count()
-                        })
-                        .sum(),
-                };
-                if document_frequency == 0 {
-                    continue;
-                }
-                let idf = weight * stats.idf(document_frequency as f32);
-                for &(position, start, end) in &term_stats.shards {
-                    let offset = self.stats.offsets[position as usize];
-                    let postings =
-                        &self.shards[position as usize].postings[start as usize..end as usize];
-                    for posting in postings {
-                        let global = offset + posting.tool as usize;
-                        if !candidate[global] {
-                            continue;
-                        }
-                        let frequency: f32 = posting
-                            .frequencies
-                            .iter()
-                            .zip(&stats.field_factors[global])
-                            .map(|(&count, factor)| f32::from(count) * factor)
-                            .sum();
-                        if plural
-                            && position_in_group == 0
-                            && posting.frequencies[crate::index::NAME] > 0
-                        {
-                            plural_named[global] = true;
-                        }
-                        let score = idf * frequency / (K1 + frequency);
-                        if best[global] == 0.0 {
-                            touched.push(global);
-                        }
-                        if score > best[global] {
-                            best[global] = score;
-                        }
-                    }
-                }
-            }
-            for global in touched.drain(..) {
-                scores[global] += best[global];
-                matched[global] += 1;
-                best[global] = 0.0;
-            }
-        }
-        if groups > 0 {
-            for (score, &count) in scores.iter_mut().zip(&matched) {
-                if count > 0 {
-                    *score *= (f32::from(count) / groups as f32).powf(COORDINATION);
-                }
-            }
-        }
-        (scores, plural_named)
     }
 }
 

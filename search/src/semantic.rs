@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use crate::embed::{self, Embedding};
-use crate::index::Shard;
+use crate::index::shard::Shard;
 
 /// Which embedding ranked a search.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

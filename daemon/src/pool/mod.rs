@@ -179,7 +179,7 @@ impl Published {
         let count = catalog.len();
         // The previous catalog goes here, and with it what parsing the new one left behind.
         drop(self.catalog.send_replace(Arc::new(catalog)));
-        crate::memory::release_freed();
+        crate::memory::release_freed("building a catalog");
         self.changed();
         count
     }

@@ -386,7 +386,7 @@ impl ToolSearch {
             let _ = semantic.wake.lock().unwrap().send(());
         }
         // Building a shard of thousands of tools leaves megabytes of freed scratch memory.
-        crate::memory::release_freed();
+        crate::memory::release_freed("building the search index");
     }
 }
 

@@ -1,5 +1,6 @@
 //! Unit tests of `Index::search`: ranking basics, every bad input, visibility, filters, priors.
 
+use super::lexical::is_plural;
 use super::*;
 use crate::doc::{ParamDoc, ToolDoc};
 

@@ -261,11 +261,13 @@ impl Connection {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page = self
+            let mut page = self
                 .request(kind.request(cursor.clone()), kind.method(), timeout)
                 .await?;
-            if let Some(Value::Array(page_items)) = page.get(kind.items_key()) {
-                items.extend(page_items.iter().cloned());
+            // Moved out, not cloned: a page of ten thousand tools is a tree of ~50 MB.
+            if let Some(Value::Array(page_items)) = page.get_mut(kind.items_key()).map(Value::take)
+            {
+                items.extend(page_items);
             }
             let next = page
                 .get("nextCursor")

@@ -1,0 +1,206 @@
+//! Tests of the index: statistics across shards, parallel builds, embeddings from the shared split.
+
+use super::shard::{EMBEDDED_DESCRIPTION_BYTES, embedded_description_end};
+use super::*;
+use crate::embed;
+
+fn doc(name: &str, description: &str) -> ToolDoc {
+    ToolDoc {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        ..ToolDoc::default()
+    }
+}
+
+#[test]
+fn statistics_are_exact_across_shards_and_follow_replacements() {
+    let index = Index::new()
+        .with_server(
+            "a",
+            vec![doc("read_file", "read a file"), doc("write_file", "write")],
+        )
+        .with_server("b", vec![doc("get_weather", "weather for a city")]);
+    assert_eq!(index.len(), 3);
+    assert_eq!(index.stats.terms["fil"].document_frequency, 2);
+    assert_eq!(index.servers().collect::<Vec<_>>(), ["a", "b"]);
+
+    let replaced = index.with_server("a", vec![doc("list_files", "list files")]);
+    assert_eq!(replaced.len(), 2);
+    assert_eq!(replaced.stats.terms["fil"].document_frequency, 1);
+    assert!(!replaced.stats.terms.contains_key("writ"));
+    // The old value is untouched: readers of it are not disturbed by the rebuild.
+    assert_eq!(index.len(), 3);
+
+    let removed = replaced.without_server("a");
+    assert_eq!(removed.len(), 1);
+    assert!(!removed.stats.terms.contains_key("fil"));
+    assert_eq!(removed.without_server("nobody").len(), 1);
+}
+
+#[test]
+fn a_parallel_build_equals_a_server_by_server_build() {
+    let servers: Vec<(String, Vec<ToolDoc>)> = (0..30)
+        .map(|s| {
+            let docs = (0..100)
+                .map(|t| {
+                    doc(
+                        &format!("tool_{t}_{}", t % 7),
+                        &format!("does thing {} of kind {s}", t * s),
+                    )
+                })
+                .collect();
+            (format!("server{s}"), docs)
+        })
+        .collect();
+    let parallel = Index::new().with_servers(servers.clone());
+    let sequential = servers
+        .into_iter()
+        .fold(Index::new(), |index, (server, docs)| {
+            index.with_server(&server, docs)
+        });
+    assert_eq!(parallel.len(), 3_000);
+    assert_eq!(
+        parallel.servers().collect::<Vec<_>>(),
+        sequential.servers().collect::<Vec<_>>()
+    );
+    for text in ["thing of kind 7", "tool 3", "does 120"] {
+        let query = crate::search::Query::new(text);
+        assert_eq!(parallel.search(&query), sequential.search(&query), "{text}");
+    }
+}
+
+#[test]
+fn a_tool_embedded_from_the_shared_split_equals_the_embedder_on_its_text() {
+    // The index embeds tools from the words it split for BM25 (name twice, title, the
+    // description's opening, parameter names); that must be what the embedder itself makes
+    // of the same text, or queries (embedded by the embedder) would drift from tools.
+    let tool = ToolDoc {
+        name: "getFileInfo".to_owned(),
+        title: Some("File details".to_owned()),
+        description: format!(
+            "Returns size and times of a file. {}",
+            "More words. ".repeat(60)
+        ),
+        parameters: vec![crate::doc::ParamDoc {
+            name: "path".to_owned(),
+            description: "where the file is".to_owned(),
+        }],
+        ..ToolDoc::default()
+    };
+    let description = &tool.description[..embedded_description_end(&tool.description)];
+    assert!(description.len() <= EMBEDDED_DESCRIPTION_BYTES && description.len() > 400);
+    let text = format!("getFileInfo getFileInfo File details {description} path");
+    let expected = HashEmbedder.embed(&text);
+    let index = Index::new().with_server("fs", vec![tool]);
+    let shard = &index.shards[0];
+    let row: Vec<f32> = shard.embeddings[..embed::HASH_DIMENSIONS]
+        .iter()
+        .map(|q| f32::from(*q) * shard.embedding_scales[0])
+        .collect();
+    let similarity = embed::dot(&row, expected.values());
+    assert!(similarity > 0.999, "{similarity}");
+}
+
+/// An embedder of another kind than the hashing one: a few letter counts.
+struct LetterCounts;
+
+impl Embedder for LetterCounts {
+    fn dimensions(&self) -> usize {
+        4
+    }
+
+    fn embed(&self, text: &str) -> crate::embed::Embedding {
+        let count = |letter: char| text.chars().filter(|c| *c == letter).count() as f32;
+        crate::embed::Embedding::normalized(vec![
+            count('a') + 1.0,
+            count('e'),
+            count('i'),
+            count('o'),
+        ])
+    }
+}
+
+#[test]
+fn a_build_with_another_embedder_after_a_hashing_build_on_the_same_thread_works() {
+    // The thread's word table keeps the hashing features of the words it has seen; a later
+    // build with another embedder must neither use them (it used to index a vector of length
+    // zero with them and panic) nor embed differently from the embedder itself.
+    let docs = vec![
+        doc("read_file", "read a file"),
+        doc("get_weather", "weather"),
+    ];
+    let hashing = Index::new().with_server("a", docs.clone());
+    assert_eq!(hashing.len(), 2);
+    let other = Index::with_embedder(Arc::new(LetterCounts)).with_server("a", docs);
+    let shard = &other.shards[0];
+    assert_eq!(shard.embeddings.len(), 2 * 4);
+    let hits = other
+        .search(&crate::search::Query::new("read a file"))
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].tool, "read_file");
+}
+
+#[test]
+fn shards_share_unchanged_servers() {
+    let index = Index::new()
+        .with_server("a", vec![doc("t", "x")])
+        .with_server("b", vec![doc("u", "y")]);
+    let updated = index.with_server("b", vec![doc("v", "z")]);
+    assert!(Arc::ptr_eq(&index.shards[0], &updated.shards[0]));
+    assert!(!Arc::ptr_eq(&index.shards[1], &updated.shards[1]));
+}
+
+#[test]
+fn a_shard_keeps_names_descriptions_and_tags_without_an_allocation_per_tool() {
+    let tagged = |name: &str, description: &str, tags: &[&str]| ToolDoc {
+        tags: tags.iter().map(|tag| (*tag).to_owned()).collect(),
+        ..doc(name, description)
+    };
+    let index = Index::new().with_server(
+        "a",
+        vec![
+            tagged("read_file", "Reads a file.", &["fs"]),
+            tagged("wrïte_file", "Écrit un fichier ☕", &["fs"]),
+            tagged("get_weather", "", &["web", "fs"]),
+            tagged("nothing", "no tags", &[]),
+        ],
+    );
+    let shard = &index.shards[0];
+    let names: Vec<&str> = (0..4).map(|local| shard.name(local)).collect();
+    assert_eq!(names, ["read_file", "wrïte_file", "get_weather", "nothing"]);
+    assert_eq!(shard.description(1), "Écrit un fichier ☕");
+    assert_eq!(shard.description(2), "");
+    assert_eq!(shard.tags(0), ["fs"]);
+    assert_eq!(shard.tags(2), ["web", "fs"]);
+    assert!(shard.tags(3).is_empty());
+    // Three distinct tag lists for four tools.
+    assert_eq!(shard.tag_sets.len(), 3);
+    let hits = index
+        .search(&crate::search::Query::new("write a file"))
+        .unwrap()
+        .hits;
+    let written = hits.iter().find(|hit| hit.tool == "wrïte_file").unwrap();
+    assert_eq!(written.description, "Écrit un fichier ☕");
+}
+
+#[test]
+fn a_term_lists_the_shards_that_have_it_in_shard_order() {
+    let index = Index::new()
+        .with_server("c", vec![doc("read_file", "read"), doc("file_info", "x")])
+        .with_server("a", vec![doc("get_file", "y")])
+        .with_server("b", vec![doc("get_weather", "z")]);
+    let file = &index.stats.terms["fil"];
+    assert_eq!(file.document_frequency, 3);
+    let shards: Vec<(u32, u32)> = index
+        .stats
+        .shards_of(file)
+        .iter()
+        .map(|&(position, start, end)| (position, end - start))
+        .collect();
+    // Shards are sorted by server: a (position 0), b, c (position 2, two tools).
+    assert_eq!(shards, [(0, 1), (2, 2)]);
+    let weather = index.stats.shards_of(&index.stats.terms["weather"]);
+    assert_eq!(weather.len(), 1);
+    assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
+}

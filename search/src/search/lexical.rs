@@ -1,0 +1,193 @@
+//! The lexical half of a query: its words grouped with their concept-table synonyms, its plural
+//! nouns, and BM25F over the index's postings with that expansion.
+
+use crate::concepts;
+use crate::index::Index;
+use crate::text;
+
+use super::{COORDINATION, EXPANSION_WEIGHT, K1, QueryStats};
+
+/// One query word and the concept-table words it expands to, each with its weight.
+struct TermGroup {
+    members: Vec<(String, f32)>,
+}
+
+fn query_groups(text: &str) -> Vec<TermGroup> {
+    // Stop words are not indexed, so a query made only of them ("what is this") has nothing to
+    // match and gets no hits: an honest "nothing found" the caller can act on, rather than
+    // whatever tools happen to share a word like "can" in a parameter name.
+    let mut words: Vec<String> = Vec::new();
+    let mut abbreviated: Vec<(String, String)> = Vec::new();
+    let mut previous = String::new();
+    text::analyze(text, |term, stop| {
+        // A two-word expression ("sign up", "turn off") adds the words it stands for.
+        for meaning in concepts::phrase_meaning(&previous, term) {
+            if !words.contains(meaning) {
+                words.push(meaning.clone());
+            }
+        }
+        previous.clear();
+        previous.push_str(term);
+        if stop || words.iter().any(|t| t == term) {
+            return;
+        }
+        words.push(term.to_owned());
+        // An abbreviation is searched as itself and as the words it stands for: one word
+        // (`repo`) joins its group at full weight, a phrase (`pr` → `pull request`) adds its
+        // words as query words of their own.
+        let long = concepts::expansion_of_abbreviation(term);
+        if long.len() > 1 {
+            for word in long {
+                if !words.contains(word) {
+                    words.push(word.clone());
+                }
+            }
+        } else if let Some(word) = long.first() {
+            abbreviated.push((term.to_owned(), word.clone()));
+        }
+    });
+    words
+        .iter()
+        .map(|word| {
+            let mut members = vec![(word.clone(), 1.0)];
+            for (short, long) in &abbreviated {
+                if short == word && !words.contains(long) {
+                    members.push((long.clone(), 1.0));
+                }
+            }
+            for synonym in concepts::expansions(word) {
+                if !words.iter().any(|w| w == synonym) && !members.iter().any(|(m, _)| m == synonym)
+                {
+                    members.push((synonym.to_owned(), EXPANSION_WEIGHT));
+                }
+            }
+            TermGroup { members }
+        })
+        .collect()
+}
+
+/// The terms of the query's plural nouns (`tables` → `tabl`): a request for several things of a
+/// kind, which a tool whose name lists that kind answers.
+pub(super) fn plural_terms(text: &str) -> Vec<String> {
+    let mut terms = Vec::new();
+    let mut stemmed = String::new();
+    text::split_words(text, |word| {
+        if word.cjk || text::is_stop_word(word.folded) {
+            return;
+        }
+        text::stem(word.folded, &mut stemmed);
+        if concepts::actions_of(&stemmed).is_empty()
+            && is_plural(word.folded, &stemmed)
+            && !terms.contains(&stemmed)
+        {
+            terms.push(stemmed.clone());
+        }
+    });
+    terms
+}
+
+/// Whether `folded` is a plural the stemmer reduced to `stemmed` (`tables`/`tabl`,
+/// `registries`/`registry`, `keys`/`key`).
+pub(super) fn is_plural(folded: &str, stemmed: &str) -> bool {
+    if !folded.ends_with('s') || folded == stemmed {
+        return false;
+    }
+    match folded.strip_suffix("ies") {
+        Some(base) => stemmed.strip_suffix('y') == Some(base),
+        None => {
+            folded.strip_suffix('s') == Some(stemmed) || folded.strip_suffix("es") == Some(stemmed)
+        }
+    }
+}
+
+impl Index {
+    /// BM25F with concept expansion, per tool (global position); 0 for tools that are not
+    /// candidates. Each query word contributes the best of its own score and its synonyms'
+    /// down-weighted scores, so a tool matching three synonyms of one word is not counted thrice.
+    pub(super) fn lexical_scores(
+        &self,
+        query_text: &str,
+        candidate: &[bool],
+        stats: &QueryStats<'_>,
+        plural_terms: &[String],
+    ) -> (Vec<f32>, Vec<bool>) {
+        let total = candidate.len();
+        let mut scores = vec![0.0f32; total];
+        let mut best = vec![0.0f32; total];
+        let mut touched: Vec<usize> = Vec::new();
+        let mut matched = vec![0u16; total];
+        let mut plural_named = vec![false; total];
+        let query_groups = query_groups(query_text);
+        let groups = query_groups.len();
+        for group in query_groups {
+            let plural = plural_terms.contains(&group.members[0].0);
+            for (position_in_group, (term, weight)) in group.members.iter().enumerate() {
+                let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
+                    continue;
+                };
+                let document_frequency = match &stats.visible {
+                    None => term_stats.document_frequency as usize,
+                    Some(visible) => self
+                        .stats
+                        .shards_of(term_stats)
+                        .iter()
+                        .map(|&(position, start, end)| {
+                            let offset = self.stats.offsets[position as usize];
+                            self.shards[position as usize].postings[start as usize..end as usize]
+                                .iter()
+                                .filter(|p| visible[offset + p.tool as usize])
+                                .count()
+                        })
+                        .sum(),
+                };
+                if document_frequency == 0 {
+                    continue;
+                }
+                let idf = weight * stats.idf(document_frequency as f32);
+                for &(position, start, end) in self.stats.shards_of(term_stats) {
+                    let offset = self.stats.offsets[position as usize];
+                    let postings =
+                        &self.shards[position as usize].postings[start as usize..end as usize];
+                    for posting in postings {
+                        let global = offset + posting.tool as usize;
+                        if !candidate[global] {
+                            continue;
+                        }
+                        let frequency: f32 = posting
+                            .frequencies
+                            .iter()
+                            .zip(&stats.field_factors[global])
+                            .map(|(&count, factor)| f32::from(count) * factor)
+                            .sum();
+                        if plural
+                            && position_in_group == 0
+                            && posting.frequencies[crate::index::NAME] > 0
+                        {
+                            plural_named[global] = true;
+                        }
+                        let score = idf * frequency / (K1 + frequency);
+                        if best[global] == 0.0 {
+                            touched.push(global);
+                        }
+                        if score > best[global] {
+                            best[global] = score;
+                        }
+                    }
+                }
+            }
+            for global in touched.drain(..) {
+                scores[global] += best[global];
+                matched[global] += 1;
+                best[global] = 0.0;
+            }
+        }
+        if groups > 0 {
+            for (score, &count) in scores.iter_mut().zip(&matched) {
+                if count > 0 {
+                    *score *= (f32::from(count) / groups as f32).powf(COORDINATION);
+                }
+            }
+        }
+        (scores, plural_named)
+    }
+}
