@@ -511,6 +511,34 @@ async fn restart_server_brings_a_parked_server_back_at_once_for_the_owner_only()
     daemon.stop().await;
 }
 
+/// Taking out a parked server (what `removeServer` and `reloadConfig` do) used to wait forever:
+/// the parked supervisor stopped without ever saying `exited`, so the reload never answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_server_can_be_taken_out_and_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = dir.path().join("never");
+    // A probe an hour away: the supervisor sits parked for the whole test.
+    let daemon = InProcess::start_with(
+        json!({ "late": fault(&["--fail-start-unless", never.to_str().unwrap()]) }),
+        park_quickly(Duration::from_secs(3600)),
+    )
+    .await;
+    assert!(daemon.wait_for_state("down", Duration::from_secs(30)).await);
+    let server = daemon.pool.take_out("late").expect("it is configured");
+    // A guard against a hang, not a timing assertion: retiring takes milliseconds.
+    let retired = tokio::time::timeout(
+        Duration::from_secs(60),
+        daemon.pool.retire(server, Duration::from_secs(1)),
+    )
+    .await
+    .expect("retiring a parked server finishes");
+    assert_eq!(retired.abandoned_calls, 0);
+    // This harness's orchestrator has no server manager to follow the pool, so it still lists
+    // the server it knew: stopped, no longer parked.
+    assert_eq!(daemon.first_state().await, "exited");
+    daemon.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
     let record = tempfile::NamedTempFile::new().unwrap();

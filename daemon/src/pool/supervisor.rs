@@ -180,8 +180,10 @@ impl Pool {
                     tracker.reset();
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {
+                    // Whoever stops a server waits for `Exited`: a parked server, or one waiting
+                    // for a sign-in, stops as surely as one between restarts.
                     server.status.send_modify(|status| {
-                        if let Status::Restarting(reason) = status {
+                        if let Status::Restarting(reason) | Status::Down(reason) = status {
                             *status = Status::Exited(std::mem::take(reason));
                         }
                     });
