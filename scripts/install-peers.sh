@@ -30,12 +30,12 @@ else
     echo "$node_hash" > "$node_stamp"
 fi
 
-# Python peers: mcp-server-time and the mcp SDK for tests/fixtures/structured_server.py.
+# Python peers: mcp-server-time, mcp-server-fetch and the mcp SDK for tests/fixtures/structured_server.py.
 python_stamp="$peers_dir/pip.stamp"
 python="${PYTHON:-python3}"
 python_hash="$(hash_of requirements-peers.txt)"
 if [[ -f "$python_stamp" && "$(cat "$python_stamp")" == "$python_hash" \
-      && -x "$venv/bin/python" && -x "$venv/bin/mcp-server-time" ]]; then
+      && -x "$venv/bin/python" && -x "$venv/bin/mcp-server-time" && -x "$venv/bin/mcp-server-fetch" ]]; then
     echo "install-peers: python peers up to date"
 else
     command -v "$python" >/dev/null || { echo "install-peers: $python not found (Python 3.10+ is needed)" >&2; exit 1; }

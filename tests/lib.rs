@@ -180,6 +180,15 @@ pub fn time_server() -> Value {
     json!({"command": bin, "args": ["--local-timezone", "UTC"]})
 }
 
+/// `mcp-server-fetch` (PyPI), allowed to fetch loopback pages and not asking robots.txt.
+pub fn fetch_server() -> Value {
+    let bin = require_peer(
+        &repo_root().join(".peers/venv/bin/mcp-server-fetch"),
+        "the PyPI peer mcp-server-fetch",
+    );
+    json!({"command": bin, "args": ["--ignore-robots-txt", "--allow-private-ips"]})
+}
+
 /// Path of the Python fixture server (`tests/fixtures/structured_server.py`).
 pub fn python_fixture_path() -> PathBuf {
     repo_root().join("tests/fixtures/structured_server.py")

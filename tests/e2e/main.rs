@@ -31,6 +31,7 @@ mod hardening;
 mod lifecycle;
 mod metrics;
 mod orchestration;
+mod peer_fetch;
 mod peers;
 mod peers_more;
 mod progress;
