@@ -87,6 +87,31 @@ fn a_server_that_cannot_start_is_restarting_or_down_while_others_work() {
     demo_still_answers(&daemon);
 }
 
+/// A remote server nothing listens on says why in plain words: what could not be sent and the
+/// connection's own error, not rmcp's wrapper naming Rust types.
+#[test]
+fn a_remote_server_nothing_listens_on_says_the_connection_was_refused() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "gone": {"url": format!("http://127.0.0.1:{port}/mcp")},
+    }}));
+    let listed = servers(&daemon);
+    let gone = &listed.servers[0];
+    assert!(is_restarting_or_down(gone.state), "{gone:?}");
+    let why = gone.error.as_deref().expect("it says why");
+    assert!(
+        why.contains("could not send initialize request")
+            && why.contains(&format!("http://127.0.0.1:{port}/mcp"))
+            && why.contains("Connection refused"),
+        "{why}"
+    );
+    assert!(!why.contains("rmcp::"), "no Rust type names: {why}");
+}
+
 #[test]
 fn a_server_that_exits_during_the_handshake_is_restarting_or_down_with_its_stderr() {
     let daemon = Daemon::start_with_dir(|dir| {

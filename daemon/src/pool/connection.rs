@@ -227,7 +227,7 @@ where
                 CONNECT_TIMEOUT.as_secs()
             )
         })?
-        .map_err(|err| format!("the MCP handshake failed: {err}"))?;
+        .map_err(|err| errors::handshake_error(&err))?;
     let peer = service.peer().clone();
     let info = peer.peer_info();
     let supports_resources = info

@@ -56,7 +56,7 @@ impl Connection {
                 }
                 ErrorData::ServerExited {
                     server: self.server.clone(),
-                    exit: format!("the HTTP transport failed: {error}"),
+                    exit: format!("the HTTP transport failed: {}", transport_cause(&error)),
                     stderr_tail: Vec::new(),
                 }
                 .into()
@@ -109,4 +109,90 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// Why a transport failed, without rmcp's wrapper (whose text names the transport's Rust type):
+/// the underlying error and its sources, e.g. "error sending request for url (…): client error
+/// (Connect): tcp connect error: Connection refused (os error 111)".
+fn transport_cause(error: &rmcp::transport::DynamicTransportError) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    // rmcp's HTTP error keeps the client's error without naming it as its source.
+    if let Some(StreamableHttpError::Client(client)) = error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        next = Some(client);
+    }
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        // Some wrappers repeat their source's text in their own.
+        if !parts.last().is_some_and(|last| last.contains(&text)) {
+            parts.push(text);
+        }
+        next = cause.source();
+    }
+    parts.join(": ")
+}
+
+/// What a failed MCP handshake says: for a transport failure, what the transport could not do
+/// and why, in place of rmcp's text naming Rust types.
+pub(in crate::pool) fn handshake_error(error: &rmcp::service::ClientInitializeError) -> String {
+    match error {
+        rmcp::service::ClientInitializeError::TransportError { error, context } => {
+            format!(
+                "the MCP handshake failed: could not {context}: {}",
+                transport_cause(error)
+            )
+        }
+        other => format!("the MCP handshake failed: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|layer| layer as _)
+        }
+    }
+
+    #[test]
+    fn a_handshake_transport_error_says_why_without_rust_type_names() {
+        let cause = Layer(
+            "Client error: error sending request for url (http://127.0.0.1:1/mcp)",
+            Some(Box::new(Layer(
+                "error sending request for url (http://127.0.0.1:1/mcp)",
+                Some(Box::new(Layer("Connection refused (os error 111)", None))),
+            ))),
+        );
+        let error = rmcp::service::ClientInitializeError::TransportError {
+            error: rmcp::transport::DynamicTransportError::from_parts(
+                "rmcp::transport::worker::WorkerTransport<Something<Else>>",
+                std::any::TypeId::of::<Layer>(),
+                Box::new(cause),
+            ),
+            context: "send initialize request".into(),
+        };
+        assert_eq!(
+            handshake_error(&error),
+            "the MCP handshake failed: could not send initialize request: Client error: error \
+             sending request for url (http://127.0.0.1:1/mcp): Connection refused (os error 111)"
+        );
+        let closed = rmcp::service::ClientInitializeError::ConnectionClosed("initialize".into());
+        assert_eq!(
+            handshake_error(&closed),
+            "the MCP handshake failed: connection closed: initialize"
+        );
+    }
 }
