@@ -345,6 +345,10 @@ where
                     Ok(metrics_answer(text))
                 })
             }
+            Err(StatusCode::PAYLOAD_TOO_LARGE) => {
+                let response = crate::shape::too_large(self.gate.max_body_bytes);
+                Box::pin(async { Ok(response) })
+            }
             Err(code) => {
                 let response = refusal(code);
                 Box::pin(async { Ok(response) })

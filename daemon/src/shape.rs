@@ -104,7 +104,7 @@ where
             let bytes = match collected {
                 Ok(collected) => collected.to_bytes(),
                 Err(error) if error.is::<LengthLimitError>() => {
-                    return Ok(plain_status(StatusCode::PAYLOAD_TOO_LARGE));
+                    return Ok(too_large(max_body_bytes));
                 }
                 // The body ended early or broke (a Content-Length that lied, say).
                 Err(_) => return Ok(plain_status(StatusCode::BAD_REQUEST)),
@@ -288,6 +288,33 @@ fn invalid_request() -> HttpResponse {
         .body(HttpBody::new(http_body_util::Full::new(
             Bytes::from_static(INVALID_REQUEST),
         )))
+        .expect("static response parts are valid")
+}
+
+/// The 413 answer to a body over `limit` bytes: a JSON-RPC error (id null: the request was never
+/// read) saying the limit and what to do, so that a client shows more than "HTTP 413". The
+/// connection ends with it, since the rest of the body is not read.
+pub(crate) fn too_large(limit: usize) -> HttpResponse {
+    let message = format!(
+        "Invalid request: the request body is over the daemon's limit of {limit} bytes \
+         ({:.1} MiB, the daemon's --max-body-bytes); pass large content another way (a file or \
+         resource the server reads, or several smaller calls), or start the daemon with a \
+         higher --max-body-bytes",
+        limit as f64 / (1024.0 * 1024.0)
+    );
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": tool_cli_protocol::code::INVALID_REQUEST,
+            "message": message,
+        },
+    });
+    Response::builder()
+        .status(StatusCode::PAYLOAD_TOO_LARGE)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONNECTION, "close")
+        .body(HttpBody::from(body.to_string()))
         .expect("static response parts are valid")
 }
 

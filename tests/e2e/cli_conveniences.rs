@@ -332,3 +332,34 @@ fn completion_scripts_for_every_shell() {
         stderr(&output)
     );
 }
+
+/// Arguments over the daemon's `--max-body-bytes` are refused before the daemon reads them; the
+/// client shows the daemon's reason (the limit, the flag), not a broken pipe, and exits 1.
+#[test]
+fn arguments_over_the_body_limit_are_refused_with_the_limit_named() {
+    let daemon = Daemon::start_demo();
+    let dir = scratch();
+    let args_file = dir.path().join("big.json");
+    let sql = format!("SELECT '{}' AS big", "x".repeat(5 * 1024 * 1024));
+    std::fs::write(&args_file, json!({ "sql": sql }).to_string()).unwrap();
+    let refused = daemon.run_client(
+        &[
+            "demo",
+            "sql_query",
+            "--args-file",
+            &args_file.to_string_lossy(),
+        ],
+        &[],
+    );
+    assert_exit(&refused, 1);
+    let text = stderr(&refused);
+    assert!(
+        text.contains("over the daemon's limit of 4194304 bytes")
+            && text.contains("--max-body-bytes"),
+        "{text}"
+    );
+    assert!(!text.contains("Broken pipe"), "{text}");
+    // The daemon keeps serving.
+    let after = json_stdout(&daemon.run_client(&["demo", "sql_query", "sql=SELECT 1 AS one"], &[]));
+    assert_eq!(after["rows"], json!([{"one": 1}]));
+}

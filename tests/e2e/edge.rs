@@ -15,9 +15,9 @@
 //!   us → 200: `an_absolute_form_target_must_name_us`
 //! - `Transfer-Encoding: gzip, chunked` (a real gzip body) → 501, empty:
 //!   `a_transfer_coding_other_than_chunked_is_501`
-//! - every refusal (405, 403 ×3, 400 ×2, 404, 401, 413 ×2, 501, a lying `Content-Length`) has an
-//!   empty body; a websocket `Upgrade` and `charset=utf-16` are served, not refused with a text
-//!   body: `every_refusal_has_an_empty_body`
+//! - every refusal (405, 403 ×3, 400 ×2, 404, 401, 501, a lying `Content-Length`) has an
+//!   empty body, and 413 (×2: declared, chunked) a JSON-RPC error naming the limit; a websocket `Upgrade` and `charset=utf-16` are served, not refused with a text
+//!   body: `every_refusal_but_413_has_an_empty_body`
 //! - a config copied from Cline/Roo/Windsurf/VS Code (`autoApprove`, `alwaysAllow`,
 //!   `disabled`, `timeout`, `transportType`, `serverUrl`, `envFile`, `disabledTools`) starts,
 //!   with a warning naming each ignored field and the file; `disabled` and `disabledTools` take
@@ -350,7 +350,7 @@ fn crc32(data: &[u8]) -> u32 {
 }
 
 #[test]
-fn every_refusal_has_an_empty_body() {
+fn every_refusal_but_413_has_an_empty_body() {
     let daemon = fault_daemon_with(DaemonOptions {
         args: vec!["--max-body-bytes".into(), "1024".into()],
         ..DaemonOptions::default()
@@ -403,7 +403,6 @@ fn every_refusal_has_an_empty_body() {
             send("POST", "/", &[("Host", &ours)], BRIDGE_INFO),
             401,
         ),
-        ("declared too large", send("POST", "/", &good, &big), 413),
         (
             "gzip, chunked",
             send(
@@ -435,14 +434,28 @@ fn every_refusal_has_an_empty_body() {
         );
     }
 
+    // The one refusal with a body: a caller with a live token whose body is too large is told
+    // the limit in a JSON-RPC error (id null: the request was never read).
+    let too_large = |response: &HttpResponse| {
+        assert_eq!(response.status, 413, "{response:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&response.body)
+            .unwrap_or_else(|_| panic!("a JSON-RPC error: {response:?}"));
+        assert_eq!(answer["id"], serde_json::Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("limit of 1024 bytes") && message.contains("--max-body-bytes"),
+            "{message}"
+        );
+    };
+    too_large(&send("POST", "/", &good, &big));
+
     // A chunked body that grows past the cap while being read.
     let head = format!(
         "POST / HTTP/1.1\r\nHost: {ours}\r\nAuthorization: {auth}\r\n\
          Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     );
-    let response = exchange_raw(&daemon, &head, &chunked(&big));
-    assert_eq!(response.status, 413, "{response:?}");
-    assert!(response.body.is_empty(), "{response:?}");
+    too_large(&exchange_raw(&daemon, &head, &chunked(&big)));
 
     // A Content-Length longer than the body, then the client stops writing.
     let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");

@@ -255,7 +255,22 @@ impl BlockingLink {
         self.stream
             .set_write_timeout(Some(time_left(deadline)?))
             .map_err(ExchangeError::Io)?;
-        self.stream.write_all(&request).map_err(io_failure)?;
+        let written = self.stream.write_all(&request).map_err(io_failure);
+        if let Err(ExchangeError::Io(error)) = written {
+            // A daemon may answer before it has read the whole request (a body over its limit
+            // gets a 413 saying so) and close: that answer is worth more than the broken pipe.
+            self.closed = true;
+            let mut reader = Reader {
+                stream: &self.stream,
+                buffer: std::mem::take(&mut self.unread),
+                deadline: deadline.min(Instant::now() + EARLY_ANSWER_WAIT),
+            };
+            return match read_answer(&mut reader, limit) {
+                Ok(answer) => Ok((answer.status, answer.body)),
+                Err(_) => Err(ExchangeError::Io(error)),
+            };
+        }
+        written?;
         let mut reader = Reader {
             stream: &self.stream,
             buffer: std::mem::take(&mut self.unread),
@@ -272,6 +287,9 @@ impl BlockingLink {
         answer.map(|answer| (answer.status, answer.body))
     }
 }
+
+/// How long to look for an answer the daemon sent before it stopped reading a request.
+const EARLY_ANSWER_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether `value` may stand as an HTTP header value as it is: visible characters, spaces and
 /// tabs (and bytes of UTF-8 text), no line breaks or other controls; the rule of the `http`
