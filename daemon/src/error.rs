@@ -40,8 +40,34 @@ pub enum Error {
 pub const INTERNAL_MESSAGE: &str = "internal error in the tool-cli daemon; its log has the details";
 
 impl From<ErrorData> for Error {
-    fn from(data: ErrorData) -> Error {
+    fn from(mut data: ErrorData) -> Error {
+        // A name the caller sent that matched nothing is echoed back cut: a 100 KB tool name
+        // must not make a 200 KB error (message and data) or log line.
+        match &mut data {
+            ErrorData::UnknownTool { server, tool, .. } => {
+                cut_echo(server);
+                cut_echo(tool);
+            }
+            ErrorData::UnknownServer { server, .. } => cut_echo(server),
+            _ => {}
+        }
         Error::Reported(Box::new(data))
+    }
+}
+
+/// The most characters of a caller's unmatched name an error repeats.
+const MAX_ECHOED_CHARS: usize = 64;
+
+/// Cuts `text` to [`MAX_ECHOED_CHARS`] characters, saying how long it was.
+fn cut_echo(text: &mut String) {
+    let chars = text.chars().count();
+    if chars > MAX_ECHOED_CHARS {
+        let end = text
+            .char_indices()
+            .nth(MAX_ECHOED_CHARS)
+            .map_or(text.len(), |(index, _)| index);
+        text.truncate(end);
+        text.push_str(&format!("… ({chars} characters)"));
     }
 }
 
@@ -459,6 +485,28 @@ impl From<crate::policy::Denial> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unmatched_name_is_echoed_cut() {
+        let long = "é".repeat(100_000);
+        let error = Error::unknown_tool("demo", &long, &["sql_query".to_owned()]);
+        let message = error.wire_message();
+        assert!(message.len() < 400, "{message}");
+        assert!(message.contains("… (100000 characters)"), "{message}");
+        let Some(ErrorData::UnknownTool { tool, .. }) = error.data() else {
+            panic!("unknownTool");
+        };
+        assert_eq!(tool.chars().filter(|c| *c == 'é').count(), MAX_ECHOED_CHARS);
+        let server: Error = ErrorData::UnknownServer {
+            server: "x".repeat(70),
+            known_servers: vec!["demo".to_owned()],
+        }
+        .into();
+        assert!(server.wire_message().contains("… (70 characters)"));
+        // Names of ordinary length are left as they are.
+        let short = Error::unknown_tool("demo", "sql_qery", &["sql_query".to_owned()]);
+        assert!(short.wire_message().contains("\"sql_qery\""));
+    }
 
     #[test]
     fn internal_detail_never_reaches_the_wire() {
