@@ -74,7 +74,11 @@ impl Orchestrator {
                     name: info.name.clone(),
                     state,
                     transport: info.transport,
-                    last_error: status.error.or_else(|| stats.last_error.clone()),
+                    // The connection's error is the server's; the last call error may be
+                    // another caller's (its arguments echoed by the server): the owner's only.
+                    last_error: status
+                        .error
+                        .or_else(|| stats.last_error.clone().filter(|_| grant.is_owner)),
                     restarts: status.restarts,
                     uptime_ms: status.uptime.map(|d| d.as_millis() as u64),
                     calls: stats.calls,

@@ -1282,3 +1282,38 @@ fn health_reports_every_server_with_counters_latency_and_breaker() {
     assert_eq!(off.uptime_ms, None);
     assert_eq!(off.calls, 0);
 }
+
+/// A scoped token's `health` shows its servers' state and counts, but not the last call error:
+/// that can be another caller's (a timeout naming its tool, a crash with its stderr). The
+/// owner sees it.
+#[test]
+fn a_scoped_token_does_not_see_other_callers_last_error_in_health() {
+    let daemon = Daemon::start(json!({"mcpServers": {"live": fault_server(&[])}}));
+    let timed_out = daemon.call_err(
+        "callTool",
+        json!({"server": "live", "tool": "hang", "arguments": {}, "timeoutMs": 200}),
+    );
+    assert_eq!(
+        timed_out.code,
+        tool_cli_protocol::code::TIMEOUT,
+        "{timed_out:?}"
+    );
+    let owner = server_health(&daemon, "live");
+    let error = owner.last_error.as_deref().unwrap_or_default();
+    assert!(error.contains("hang"), "the owner sees it: {owner:?}");
+
+    let minted = daemon.call("mintToken", json!({"servers": ["live"]}));
+    let scoped = minted["token"].as_str().unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "health"}).to_string();
+    let auth = format!("Bearer {scoped}");
+    let (status, answer) = daemon.raw_post(&[("Authorization", auth.as_str())], body.as_bytes());
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    let live = &answer["result"]["servers"][0];
+    assert_eq!(live["name"], "live", "{answer}");
+    // Its one call failed: degraded, with the counts that say so.
+    assert_eq!(live["state"], "degraded", "{answer}");
+    assert_eq!(live["errors"], 1, "counts stay: {answer}");
+    assert!(live.get("lastError").is_none(), "{answer}");
+    assert!(!answer.to_string().contains("hang"), "{answer}");
+}
