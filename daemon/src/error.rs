@@ -55,11 +55,11 @@ impl From<ErrorData> for Error {
     }
 }
 
-/// The most characters of a caller's unmatched name an error repeats.
-const MAX_ECHOED_CHARS: usize = 64;
+/// The most characters of a caller's unmatched name or id an error repeats.
+pub(crate) const MAX_ECHOED_CHARS: usize = 64;
 
 /// Cuts `text` to [`MAX_ECHOED_CHARS`] characters, saying how long it was.
-fn cut_echo(text: &mut String) {
+pub(crate) fn cut_echo(text: &mut String) {
     let chars = text.chars().count();
     if chars > MAX_ECHOED_CHARS {
         let end = text

@@ -151,7 +151,7 @@ impl SessionStore {
     ) -> Result<String, Error> {
         let id = match id {
             Some(id) => {
-                check_id(id)?;
+                check_id(tool_cli_protocol::methods::name::OPEN_SESSION, id)?;
                 id.to_owned()
             }
             None => new_id(),
@@ -168,9 +168,15 @@ impl SessionStore {
         Ok(id)
     }
 
-    /// The session `id` of `token_id`, created on first use (the id is checked first).
-    pub(crate) fn touch(&self, token_id: &str, id: &str) -> Result<Arc<Mutex<Session>>, Error> {
-        check_id(id)?;
+    /// The session `id` of `token_id`, created on first use (the id is checked first; a bad one
+    /// is an invalid param of `method`).
+    pub(crate) fn touch(
+        &self,
+        method: &str,
+        token_id: &str,
+        id: &str,
+    ) -> Result<Arc<Mutex<Session>>, Error> {
+        check_id(method, id)?;
         Ok(self.get_or_create(token_id, id))
     }
 
@@ -617,7 +623,7 @@ fn check_task_and_labels(task: Option<&str>, labels: &[String]) -> Result<(), Er
 }
 
 /// Session ids are the caller's words in logs and traces: keep them short and plain.
-fn check_id(id: &str) -> Result<(), Error> {
+fn check_id(method: &str, id: &str) -> Result<(), Error> {
     let valid = !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id
@@ -627,9 +633,9 @@ fn check_id(id: &str) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::invalid_params(
-            "sessionId",
+            method,
             format!(
-                "\"{}\" is not a valid session id; expected 1-{MAX_ID_LEN} characters of letters, \
+                "sessionId \"{}\" is not a valid session id; expected 1-{MAX_ID_LEN} characters of letters, \
                  digits, '-', '_', '.' or ':'",
                 id.chars().take(MAX_ID_LEN).collect::<String>()
             ),

@@ -284,6 +284,22 @@ fn elicitation_refusals_stay_small_whatever_the_server_asked_or_the_caller_forge
             "{}",
             refused.message
         );
+        // A forged progressId: notPermitted, and the id is repeated cut.
+        let refused = daemon
+            .rpc(
+                "answerElicitation",
+                Some(
+                    json!({"progressId": "p".repeat(100_000), "elicitationId": forged,
+                    "action": "decline"}),
+                ),
+            )
+            .unwrap_err();
+        assert!(
+            refused.message.len() < 1_000 && refused.message.contains("(100000 characters)"),
+            "{} bytes: {}",
+            refused.message.len(),
+            &refused.message[..refused.message.len().min(300)]
+        );
         let not_a_field = "f".repeat(100_000);
         let refused = answer(&id, "accept", Some(json!({not_a_field: "x"}))).unwrap_err();
         assert!(

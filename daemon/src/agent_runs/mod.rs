@@ -218,7 +218,8 @@ impl Orchestrator {
             .session_id
             .clone()
             .unwrap_or_else(|| format!("agent-{run_id}"));
-        self.sessions.touch(&context.grant.token_id, &session_id)?;
+        self.sessions
+            .touch(name::RUN_AGENT, &context.grant.token_id, &session_id)?;
         let prepared = self
             .agents
             .agent

@@ -207,7 +207,11 @@ impl Orchestrator {
         let mut extras = match &context.session_id {
             None => CallExtras::default(),
             Some(id) => {
-                let session = self.sessions.touch(&context.grant.token_id, id)?;
+                let session = self.sessions.touch(
+                    tool_cli_protocol::methods::name::CALL_TOOL,
+                    &context.grant.token_id,
+                    id,
+                )?;
                 let hash = arguments_hash(&request.arguments);
                 let advice = self.sessions.advise(
                     &session,

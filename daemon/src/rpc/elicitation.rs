@@ -49,14 +49,21 @@ fn answer(
         action,
         content,
     } = params;
+    // The ids are the caller's: repeated cut, as every refusal repeats a caller's words.
+    let shown = |id: &str| {
+        let mut id = id.to_owned();
+        crate::error::cut_echo(&mut id);
+        id
+    };
+    let (shown_progress, shown_elicitation) = (shown(&progress_id), shown(&elicitation_id));
     let not_permitted = || -> Error {
         ErrorData::NotPermitted {
             server: String::new(),
             tool: None,
             reason: format!(
-                "no call \"{progress_id}\" of this token has an elicitation \
-                 \"{elicitation_id}\"; answer with the token that made the call, the progressId \
-                 it was made with and the elicitationId of its callEvents event"
+                "no call \"{shown_progress}\" of this token has an elicitation \
+                 \"{shown_elicitation}\"; answer with the token that made the call, the \
+                 progressId it was made with and the elicitationId of its callEvents event"
             ),
         }
         .into()
@@ -75,7 +82,7 @@ fn answer(
         Err(Refusal::Unknown { known }) if known.is_empty() => Err(not_permitted()),
         Err(refusal) => Err(Error::invalid_params(
             name::ANSWER_ELICITATION,
-            refusal.message(&elicitation_id, &progress_id),
+            refusal.message(&shown_elicitation, &shown_progress),
         )),
     }
 }

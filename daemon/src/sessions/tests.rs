@@ -60,7 +60,7 @@ async fn sessions_are_namespaced_by_token_and_never_revealed_to_others() {
     assert!(store.close("bob", &id).is_err());
     assert!(store.list("bob").is_empty());
     // Bob using the same id gets a session of his own.
-    store.touch("bob", &id).unwrap();
+    store.touch("callTool", "bob", &id).unwrap();
     store.observe(&record("bob", &id, "fs", "write_file", false));
     assert_eq!(store.summary("alice", &id).unwrap().calls, 1);
     assert_eq!(store.summary("bob", &id).unwrap().errors, 1);
@@ -76,7 +76,7 @@ async fn the_same_failing_call_is_refused_after_the_limit_and_a_success_resets_i
         loop_limit: 3,
         ..SessionLimits::default()
     });
-    let session = store.touch("t", "s1").unwrap();
+    let session = store.touch("callTool", "t", "s1").unwrap();
     for _ in 0..3 {
         assert!(
             store
@@ -125,7 +125,7 @@ async fn a_call_budget_is_a_watchdog() {
         max_calls: Some(2),
         ..SessionLimits::default()
     });
-    let session = store.touch("t", "s").unwrap();
+    let session = store.touch("callTool", "t", "s").unwrap();
     store.observe(&record("t", "s", "fs", "a", true));
     store.observe(&record("t", "s", "fs", "b", true));
     let refusal = store
@@ -143,10 +143,10 @@ async fn sessions_are_bounded_in_number_and_idle_time() {
         ..SessionLimits::default()
     });
     for i in 0..3 {
-        store.touch("t", &format!("s{i}")).unwrap();
+        store.touch("callTool", "t", &format!("s{i}")).unwrap();
         tokio::time::advance(Duration::from_secs(1)).await;
     }
-    store.touch("t", "s3").unwrap();
+    store.touch("callTool", "t", "s3").unwrap();
     assert_eq!(store.len(), 3);
     assert!(
         store.summary("t", "s0").is_err(),
@@ -163,7 +163,7 @@ async fn sessions_are_bounded_in_number_and_idle_time() {
 #[tokio::test]
 async fn a_summary_counts_calls_tools_rules_and_recency() {
     let store = SessionStore::new(SessionLimits::default());
-    let session = store.touch("t", "s").unwrap();
+    let session = store.touch("callTool", "t", "s").unwrap();
     store.observe(&record("t", "s", "fs", "read_file", true));
     store.observe(&record("t", "s", "github", "read_file", true));
     let mut routed = record("t", "s", "fs", "read_file", false);
@@ -191,13 +191,15 @@ async fn a_summary_counts_calls_tools_rules_and_recency() {
 fn session_ids_are_checked() {
     let store = SessionStore::new(SessionLimits::default());
     for bad in ["", "has space", "ünicode", &"x".repeat(129), "a/b"] {
-        let error = store.touch("t", bad).err().unwrap();
-        assert!(
-            error.to_string().contains("not a valid session id"),
-            "{bad}"
-        );
+        let error = store.touch("callTool", "t", bad).err().unwrap();
+        let Some(ErrorData::InvalidParams { method, message }) = error.data() else {
+            panic!("invalidParams: {error}");
+        };
+        assert_eq!(method, "callTool", "the method, not the param, is named");
+        assert!(message.starts_with("sessionId \""), "{message}");
+        assert!(message.contains("not a valid session id"), "{bad}");
     }
-    assert!(store.touch("t", "agent-1:run.2_a").is_ok());
+    assert!(store.touch("callTool", "t", "agent-1:run.2_a").is_ok());
 }
 
 #[tokio::test(start_paused = true)]
@@ -206,10 +208,10 @@ async fn a_token_flooding_the_store_evicts_only_its_own_sessions() {
         max_sessions: 4,
         ..SessionLimits::default()
     });
-    store.touch("owner", "work").unwrap();
+    store.touch("callTool", "owner", "work").unwrap();
     tokio::time::advance(Duration::from_secs(1)).await;
     for i in 0..20 {
-        store.touch("agent", &format!("s{i}")).unwrap();
+        store.touch("callTool", "agent", &format!("s{i}")).unwrap();
         tokio::time::advance(Duration::from_secs(1)).await;
     }
     assert_eq!(store.len(), 4);
