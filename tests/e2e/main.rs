@@ -6,6 +6,7 @@
 //! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
 mod agent;
+mod agent_planner;
 mod alternatives;
 mod attacks;
 mod attacks_more;

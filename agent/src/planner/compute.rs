@@ -190,6 +190,9 @@ fn tokens(task: &str) -> Vec<Token> {
 /// The arithmetic the task asks for as a Python expression (using `math` and `statistics`), or
 /// `None` when it holds no computation (a lone number is not one).
 pub(crate) fn expression(task: &str) -> Option<String> {
+    if let Some(expression) = verb_expression(task) {
+        return Some(expression);
+    }
     let tokens = tokens(task);
     // The longest run of tokens that can be part of an expression.
     let mut best: &[Token] = &[];
@@ -210,6 +213,75 @@ pub(crate) fn expression(task: &str) -> Option<String> {
         return None;
     }
     render(best)
+}
+
+/// Arithmetic phrased as a verb on two numbers: "add 17 and 25", "subtract 5 from 20",
+/// "multiply 12 by 7", "divide 100 by 8", "take 3 away from 10", "the difference between 9
+/// and 4", "the quotient of 10 and 4". The operands are the first two numbers after the verb;
+/// "from" and "into" put them in the other order.
+fn verb_expression(task: &str) -> Option<String> {
+    let lower = task.to_lowercase().replace("take away", "subtract");
+    // Words split at spaces only, so that "2.5" and "1,200" stay numbers.
+    let task_words: Vec<String> = lower
+        .split_whitespace()
+        .map(|word| {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            if word
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ',' || c == '.')
+            {
+                word.replace(',', "")
+            } else {
+                word.to_owned()
+            }
+        })
+        .filter(|word| !word.is_empty())
+        .collect();
+    let (index, operator) = task_words.iter().enumerate().find_map(|(index, word)| {
+        let operator = match word.as_str() {
+            "add" | "adding" => "+",
+            "subtract" | "subtracting" | "deduct" | "difference" => "-",
+            "multiply" | "multiplying" => "*",
+            "divide" | "dividing" | "quotient" | "ratio" => "/",
+            "take" if task_words[index + 1..].iter().any(|w| w == "away") => "-",
+            _ => return None,
+        };
+        Some((index, operator))
+    })?;
+    // The operands: numbers written as words of their own after the verb.
+    let operands: Vec<&String> = task_words[index + 1..]
+        .iter()
+        .filter(|word| word.parse::<f64>().is_ok())
+        .collect();
+    // Only two plain numbers: anything more ("add 2 and 3 then square it") is left to the
+    // general reading, which fails rather than guesses.
+    let [first, second] = operands.as_slice() else {
+        return None;
+    };
+    let between: Vec<&String> = task_words
+        .iter()
+        .skip_while(|w| w != first)
+        .skip(1)
+        .take_while(|w| w != second)
+        .collect();
+    let joiner_ok = between.iter().all(|w| {
+        matches!(
+            w.as_str(),
+            "and" | "to" | "by" | "from" | "into" | "with" | "away" | "of"
+        )
+    });
+    if !joiner_ok || between.is_empty() {
+        return None;
+    }
+    let reversed = between.iter().any(|w| {
+        (w.as_str() == "from" && operator == "-") || (w.as_str() == "into" && operator == "/")
+    });
+    let (a, b) = if reversed {
+        (second, first)
+    } else {
+        (first, second)
+    };
+    Some(format!("{a} {operator} {b}"))
 }
 
 /// A run without separators or dangling operators at its ends ("27-inch" is not a subtraction).
@@ -331,6 +403,19 @@ mod tests {
                 "statistics.mean([3, 5, 10])",
             ),
             ("5! please", "math.factorial(5)"),
+            ("Add 17 and 25", "17 + 25"),
+            ("Multiply 12 by 7", "12 * 7"),
+            ("divide 100 by 8", "100 / 8"),
+            ("Subtract 5 from 20", "20 - 5"),
+            ("take away 3 from 10", "10 - 3"),
+            ("Take 3 away from 10", "10 - 3"),
+            ("What is the difference between 9 and 4?", "9 - 4"),
+            ("Divide 4 into 10", "10 / 4"),
+            ("What is the quotient of 10 and 4?", "10 / 4"),
+            ("What is the product of 6 and 7?", "math.prod([6, 7])"),
+            ("What is 15 percent of 80?", "15 / 100 * 80"),
+            ("Get the sum of 3 and 4", "sum([3, 4])"),
+            ("add 2.5 and 1,200", "2.5 + 1200"),
         ] {
             assert_eq!(expression(task).as_deref(), Some(expected), "{task}");
         }
@@ -342,6 +427,9 @@ mod tests {
         assert_eq!(expression("Show the 5 most recent orders"), None);
         assert_eq!(expression("What is 42?"), None);
         assert_eq!(expression("What is the square root of a number"), None);
+        // A verb without two plain operands is no computation of its own.
+        assert_eq!(expression("Add Ada to the mailing list"), None);
+        assert_eq!(expression("Add the 3 new orders to the 2024 report"), None);
     }
 
     #[test]

@@ -132,16 +132,22 @@ fn describe_row(shape: &Shape, row: &Map<String, Value>) -> String {
     {
         shown.insert(0, format!("{column} {}", cell(v)));
     }
-    if matches!(shape.measure, Some(Measure::Column { .. })) {
-        // The ranked value is the measure's column, already shown.
-        shown.retain(|s| !s.starts_with("value "));
+    if let Some(Measure::Column { column, .. }) = &shape.measure {
+        if row.contains_key(column) {
+            // The ranked value is the measure's column, already shown.
+            shown.retain(|s| !s.starts_with("value "));
+        } else if let Some(at) = shown.iter().position(|s| s.starts_with("value ")) {
+            // Added up from another table's rows: say what it is ("total quantity 93").
+            shown[at] = format!("total {column} {}", &shown[at]["value ".len()..]);
+        }
     }
     if shown.is_empty() || name.is_none() {
         shown = row
             .iter()
             .filter(|(key, _)| !["name", "title", "full_name"].contains(&key.as_str()))
             .filter(|(key, _)| {
-                !(key.as_str() == "value" && matches!(shape.measure, Some(Measure::Column { .. })))
+                !(key.as_str() == "value"
+                    && matches!(&shape.measure, Some(Measure::Column { column, .. }) if row.contains_key(column)))
             })
             .map(|(key, v)| format!("{key} {}", cell(v)))
             .collect();

@@ -143,8 +143,10 @@ pub(crate) fn final_sql(
         .ok_or("the table went missing from the schema")?;
     let t = quote_ident(&table.name);
     let mut joins: Vec<String> = Vec::new();
+    // A table is joined once, whether by JOIN or LEFT JOIN.
     let add_join = |joins: &mut Vec<String>, sql: String| {
-        if !joins.contains(&sql) {
+        let plain = |join: &str| join.replacen(" LEFT JOIN ", " JOIN ", 1);
+        if !joins.iter().any(|j| plain(j) == plain(&sql)) {
             joins.push(sql);
         }
     };
@@ -220,10 +222,9 @@ pub(crate) fn final_sql(
             Some(format!("({amount})"))
         }
         Some(Measure::CountOf(other)) => {
-            add_join(
-                &mut joins,
-                join(tables, &table.name, other).ok_or("the tables do not relate")?,
-            );
+            // LEFT: a customer with no orders has 0 of them, and may be "fewer than 2".
+            let related = join(tables, &table.name, other).ok_or("the tables do not relate")?;
+            add_join(&mut joins, related.replacen(" JOIN ", " LEFT JOIN ", 1));
             Some(format!(
                 "count({}.{})",
                 quote_ident(other),
@@ -232,17 +233,78 @@ pub(crate) fn final_sql(
         }
         None => None,
     };
+    if let Some(relative) = &shape.unplaced_date {
+        return Err(format!(
+            "the task limits the data to \"{relative}\", a period relative to today, which I do \
+             not place (the data's dates need not be today's); name the period instead, e.g. \
+             \"in March 2025\" or \"since 2025-01-01\""
+        ));
+    }
+    if let Some(range) = &shape.dates {
+        let (owner, column) = date_column(shape, tables).ok_or_else(|| {
+            format!(
+                "the task limits the data to \"{}\", and neither {} nor a table it relates to \
+                 has a date column to limit",
+                range.said, table.name
+            )
+        })?;
+        if owner != table.name {
+            add_join(
+                &mut joins,
+                join(tables, &table.name, &owner)
+                    .ok_or_else(|| format!("cannot relate {} to {owner}", table.name))?,
+            );
+        }
+        let c = format!("{}.{}", quote_ident(&owner), quote_ident(&column));
+        if let Some(from) = &range.from {
+            conditions.push(format!("{c} >= {}", quote_literal(from)));
+        }
+        if let Some(until) = &range.until {
+            conditions.push(format!("{c} < {}", quote_literal(until)));
+        }
+        said.push(format!("{} {}", column, range.said));
+    }
+    // Per row of the table, the measure adds up many rows of another: revenue per customer,
+    // orders per customer, units per product.
+    let orders_name = orders_table(tables)
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
+    let grouped = match &shape.measure {
+        Some(Measure::CountOf(_)) => true,
+        Some(Measure::Revenue) => table.name != orders_name,
+        Some(Measure::Column { table: owner, .. }) => {
+            *owner != table.name && refers_to(tables, owner, &table.name)
+        }
+        None => false,
+    };
+    let value_sql = measure_sql.as_ref().map(|measure| match &shape.measure {
+        Some(Measure::Revenue) if grouped => format!("round(sum({measure}), 2)"),
+        Some(Measure::Column { .. }) if grouped => format!("sum({measure})"),
+        _ => measure.clone(),
+    });
+    let mut having = Vec::new();
     for (operator, number) in &shape.comparisons {
-        // An aggregate is compared as a whole, in the answer, not row by row.
-        if let Some(measure) = &measure_sql
-            && !matches!(shape.measure, Some(Measure::CountOf(_)))
-            && !matches!(shape.operation, Operation::Aggregate(_))
-        {
-            conditions.push(format!(
-                "{measure} {operator} {}",
-                words::plain_number(*number)
-            ));
-            said.push(format!("{operator} {}", words::plain_number(*number)));
+        let number = words::plain_number(*number);
+        match &value_sql {
+            // An aggregate is compared as a whole, in the answer, not row by row.
+            Some(_) if matches!(shape.operation, Operation::Aggregate(_)) => {}
+            // Per row of the table: "customers with more than 5 orders".
+            Some(value) if grouped => {
+                having.push(format!("{value} {operator} {number}"));
+                said.push(format!("{} {operator} {number}", measure_name(shape)));
+            }
+            Some(value) => {
+                conditions.push(format!("{value} {operator} {number}"));
+                said.push(format!("{operator} {number}"));
+            }
+            // Never answered as if the comparison were not there.
+            None => {
+                return Err(format!(
+                    "the task compares something with {number} ({operator}), and I cannot tell \
+                     what it compares in {}",
+                    table.name
+                ));
+            }
         }
     }
     let from = format!("FROM {t}{}", joins.concat());
@@ -251,14 +313,16 @@ pub(crate) fn final_sql(
     } else {
         format!(" WHERE {}", conditions.join(" AND "))
     };
-    let grouped = matches!(shape.measure, Some(Measure::CountOf(_)))
-        || (matches!(shape.measure, Some(Measure::Revenue))
-            && table.name
-                != orders_table(tables)
-                    .map(|o| o.name.clone())
-                    .unwrap_or_default());
     let key = format!("{t}.{}", quote_ident(table.primary_key()));
+    let having = if having.is_empty() {
+        String::new()
+    } else {
+        format!(" HAVING {}", having.join(" AND "))
+    };
     let sql = match &shape.operation {
+        Operation::Count if !having.is_empty() => format!(
+            "SELECT count(*) AS count FROM (SELECT {key} {from}{filter} GROUP BY {key}{having})"
+        ),
         Operation::Count => {
             let what = if joins.is_empty() {
                 "*".to_owned()
@@ -266,6 +330,14 @@ pub(crate) fn final_sql(
                 format!("DISTINCT {key}")
             };
             format!("SELECT count({what}) AS count {from}{filter}")
+        }
+        Operation::CountBy(..) if !having.is_empty() => {
+            return Err(format!(
+                "the task both groups {} by a column and compares each one's {}, which I \
+                 cannot put in one query",
+                table.name,
+                measure_name(shape)
+            ));
         }
         Operation::CountBy(column, limit) => format!(
             "SELECT {t}.{c} AS {c}, count(*) AS count {from}{filter} GROUP BY 1 ORDER BY 2 DESC{}",
@@ -277,24 +349,73 @@ pub(crate) fn final_sql(
             format!("SELECT round({function}({measure}), 2) AS {function} {from}{filter}")
         }
         Operation::Top { descending, limit } => {
-            let measure = measure_sql.ok_or("nothing to rank by")?;
+            let value = value_sql.ok_or("nothing to rank by")?;
             let direction = if *descending { "DESC" } else { "ASC" };
             if grouped {
-                let value = if matches!(shape.measure, Some(Measure::Revenue)) {
-                    format!("round(sum({measure}), 2)")
-                } else {
-                    measure
-                };
                 format!(
-                    "SELECT {t}.*, {value} AS value {from}{filter} GROUP BY {key} ORDER BY value {direction} LIMIT {limit}"
+                    "SELECT {t}.*, {value} AS value {from}{filter} GROUP BY {key}{having} ORDER BY value {direction} LIMIT {limit}"
                 )
             } else {
                 format!(
-                    "SELECT {t}.*, {measure} AS value {from}{filter} ORDER BY {measure} {direction} LIMIT {limit}"
+                    "SELECT {t}.*, {value} AS value {from}{filter} ORDER BY {value} {direction} LIMIT {limit}"
                 )
             }
+        }
+        Operation::List if grouped && !having.is_empty() => {
+            let value = value_sql.ok_or("nothing to compare")?;
+            format!(
+                "SELECT {t}.*, {value} AS value {from}{filter} GROUP BY {key}{having} ORDER BY value DESC LIMIT 50"
+            )
         }
         Operation::List => format!("SELECT {t}.* {from}{filter} LIMIT 50"),
     };
     Ok((sql, said))
+}
+
+/// Whether `from` has a foreign key to `to`: each row of `to` has many of `from`.
+fn refers_to(tables: &[Table], from: &str, to: &str) -> bool {
+    tables.iter().find(|t| t.name == from).is_some_and(|t| {
+        t.foreign_keys
+            .iter()
+            .any(|(_, r)| r.eq_ignore_ascii_case(to))
+    })
+}
+
+/// The measure in words, for what a comparison compares.
+fn measure_name(shape: &Shape) -> String {
+    match &shape.measure {
+        Some(Measure::CountOf(other)) => format!("number of {other}"),
+        Some(Measure::Revenue) => "revenue".into(),
+        Some(Measure::Column { column, .. }) => column.clone(),
+        None => "value".into(),
+    }
+}
+
+/// The date column a period limits: that of the rows the measure counts or adds up (orders
+/// for revenue, the counted table), else the table's own.
+fn date_column(shape: &Shape, tables: &[Table]) -> Option<(String, String)> {
+    let own = |name: &str| {
+        let table = tables.iter().find(|t| t.name == name)?;
+        let dates: Vec<&String> = table
+            .columns
+            .iter()
+            .filter(|c| {
+                let lower = c.to_lowercase();
+                (lower.ends_with("_at")
+                    || lower.contains("date")
+                    || table.type_of(c).contains("DATE"))
+                    && !lower.contains("update")
+            })
+            .collect();
+        dates.first().map(|c| (table.name.clone(), (*c).clone()))
+    };
+    let measured = match &shape.measure {
+        Some(Measure::Revenue) => orders_table(tables).map(|o| o.name.clone()),
+        Some(Measure::CountOf(other)) => Some(other.clone()),
+        Some(Measure::Column { table, .. }) => Some(table.clone()),
+        None => None,
+    };
+    measured
+        .and_then(|name| own(&name))
+        .or_else(|| own(&shape.table))
 }

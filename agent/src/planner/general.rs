@@ -1,7 +1,8 @@
 //! The offline planner's general rules, tried in order when no named rule (order totals, line
 //! counts) fits: code the task gives, a SQL statement it gives, a currency conversion,
 //! arithmetic, a question about the database's structure, a document, a question about the
-//! data; and when none fits, an honest "cannot" answer naming the nearest tools.
+//! data, a tool the task names by its name (`direct.rs`); and when none fits, an honest
+//! "cannot" answer naming the nearest tools.
 //!
 //! Each rule finds its tools by what they take ([`super::tools`]), discovers before it acts
 //! (the schema and the values in the data before a query, the resource list before a read),
@@ -12,7 +13,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Action, Past, compute, data_answer, data_sql, documents, query, rates, rows, sql, tools, words,
+    Action, Past, compute, data_answer, data_sql, direct, documents, query, rates, rows, sql,
+    tools, words,
 };
 use crate::backend::{ExposedTool, LlmRequest};
 
@@ -38,7 +40,7 @@ pub(super) fn decide<'a>(
         ));
     }
     let mut used = 0;
-    for rule in 0..8 {
+    for rule in 0..9 {
         let rest = &past[used.min(past.len())..];
         let step = match rule {
             0 => given_code(task, tools, rest)?,
@@ -48,7 +50,8 @@ pub(super) fn decide<'a>(
             4 => structure(task, tools, rest)?,
             5 => named_document(task, tools, rest)?,
             6 => data(task, tools, rest)?,
-            _ => any_document(task, tools, rest)?,
+            7 => any_document(task, tools, rest)?,
+            _ => direct::step(task, tools, request.ranked_tools, rest)?,
         };
         match step {
             Step::Act(action) => return Ok(action),

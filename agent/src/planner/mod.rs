@@ -10,8 +10,11 @@
 //! answer.
 
 mod compute;
+mod countries;
 mod data_answer;
 mod data_sql;
+mod dates;
+mod direct;
 mod documents;
 mod files;
 mod general;
