@@ -1,6 +1,7 @@
 //! The offline planner's task classes through `runAgent` against the real demo server and the
 //! npm `server-everything`: a count of related rows compared per entity, a period, units rather
-//! than money, the distinct values of a column, arithmetic phrased as verbs, a tool the task
+//! than money, the distinct values of a column, a money answer converted to another currency,
+//! arithmetic phrased as verbs, a tool the task
 //! names, and a relative period that fails the run with its reason instead of being dropped.
 //! Every figure is checked against SQL this test runs itself through the daemon.
 
@@ -85,6 +86,35 @@ fn data_questions_with_conditions_units_periods_and_distinct_values() {
         expected["units"].as_f64(),
         "{result:#}"
     );
+
+    // A money answer in another currency: the figure in dollars, then converted by the
+    // exchange-rate tool at the rate it gives.
+    let result = run(&daemon, "What is the total revenue in EUR of all orders?");
+    assert_eq!(result["status"], "completed", "{result:#}");
+    let expected = sql(
+        &daemon,
+        &format!(
+            "SELECT round(sum(p.price_usd * o.quantity), 2) AS total FROM orders o \
+             JOIN products p ON p.id = o.product_id WHERE {COMPLETED}"
+        ),
+    );
+    assert_eq!(result["keyFacts"]["sum"], expected["total"], "{result:#}");
+    let rate = daemon.call_tool(
+        "demo",
+        "rest_exchange_rate",
+        json!({"base": "USD", "quote": "EUR"}),
+    )["structuredContent"]["rate"]
+        .as_f64()
+        .expect("a rate");
+    let converted = result["keyFacts"]["conversion_converted"]
+        .as_f64()
+        .expect("converted");
+    let want = expected["total"].as_f64().unwrap() * rate;
+    assert!(
+        (converted - want).abs() < 0.01,
+        "{converted} vs {want}: {result:#}"
+    );
+    assert_eq!(result["keyFacts"]["conversion_currency"], "EUR");
 
     let result = run(&daemon, "List the product categories");
     assert_eq!(result["status"], "completed", "{result:#}");

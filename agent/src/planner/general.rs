@@ -13,8 +13,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Action, Past, compute, data_answer, data_sql, direct, documents, query, rates, rows, sql,
-    tools, words,
+    Action, Past, compute, data_answer, data_money, data_sql, direct, documents, query, rates,
+    rows, sql, tools, words,
 };
 use crate::backend::{ExposedTool, LlmRequest};
 
@@ -305,6 +305,28 @@ fn conversion<'a>(
     ) else {
         return Ok(Step::Pass(0));
     };
+    // "The total revenue in EUR" is a question about the data in euros, not about a rate: no
+    // amount and no word for a rate leaves it to the data rule, which converts its figure.
+    let asks_rate = words::mentions(
+        &words::words(&corrected),
+        &[
+            "exchange",
+            "rate",
+            "rates",
+            "convert",
+            "conversion",
+            "currency",
+        ],
+    );
+    // A year of the task's period ("in March 2025") is no amount of money.
+    let year_only = ask.amount.is_some_and(|amount| {
+        super::dates::range(&corrected).is_some()
+            && amount.fract() == 0.0
+            && (1900.0..2200.0).contains(&amount)
+    });
+    if (ask.amount.is_none() || year_only) && !asks_rate {
+        return Ok(Step::Pass(0));
+    }
     let Some(done) = past.first() else {
         return call(tool.tool, rate_arguments(&tool, &ask));
     };
@@ -612,14 +634,30 @@ fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<S
         ));
     }
     let (sql, said) = data_sql::final_sql(&shape, &tables, &found)?;
-    let Some(answer) = final_call else {
+    let Some(answer_call) = final_call else {
         return run(sql);
     };
-    let value = answer
+    let value = answer_call
         .value()
         .map_err(|error| format!("the query failed: {error}"))?;
     let result_rows = rows(value).ok_or("the query returned no rows I can read")?;
     let (answer, key_facts) = data_answer::facts(&shape, &said, &sql, &result_rows);
+    // "… in euros": the figure converted by the exchange-rate tool.
+    let conversion = data_money::ask(task, &shape, &tables, &result_rows);
+    let (Some(ask), Some(rate_tool)) = (conversion, tools::rate_tool(tools)) else {
+        return finish(answer, key_facts);
+    };
+    let answered_at = past
+        .iter()
+        .position(|call| std::ptr::eq(call, answer_call))
+        .unwrap_or(past.len());
+    let Some(rate) = past.get(answered_at + 1) else {
+        return call(rate_tool.tool, rate_arguments(&rate_tool, &ask));
+    };
+    let rate = rate
+        .value()
+        .map_err(|error| format!("the exchange-rate lookup failed: {error}"))?;
+    let (answer, key_facts) = data_money::converted_answer(&answer, key_facts, &ask, rate)?;
     finish(answer, key_facts)
 }
 

@@ -12,6 +12,7 @@
 mod compute;
 mod countries;
 mod data_answer;
+mod data_money;
 mod data_sql;
 mod dates;
 mod direct;

@@ -531,4 +531,4 @@ pub(crate) fn proper_names(task: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
