@@ -7,6 +7,9 @@
 //! message. Fields other clients write (Cline's `autoApprove`, Windsurf's `serverUrl`, …) are
 //! translated or dropped by `client_fields` with a note, not refused.
 
+mod variables;
+pub use variables::substitute;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -647,7 +650,9 @@ fn stdio_transport(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<TransportConfig, FieldError> {
     let command = match raw.command.as_deref().map(str::trim) {
-        Some(command) if !command.is_empty() => command.to_owned(),
+        Some(command) if !command.is_empty() => {
+            substitute(command, env).map_err(|m| (Some("command".to_owned()), m))?
+        }
         Some(_) => {
             return Err((
                 Some("command".to_owned()),
@@ -691,9 +696,16 @@ fn stdio_transport(
         let value = substitute(value, env).map_err(|m| (Some(format!("env.{key}")), m))?;
         child_env.insert(key.clone(), value);
     }
+    // As Claude Code and Cursor do: `${VAR}` in the command line too ("${HOME}/notes").
+    let args = raw
+        .args
+        .iter()
+        .enumerate()
+        .map(|(index, arg)| substitute(arg, env).map_err(|m| (Some(format!("args[{index}]")), m)))
+        .collect::<Result<Vec<String>, FieldError>>()?;
     Ok(TransportConfig::Stdio {
         command,
-        args: raw.args.clone(),
+        args,
         env: child_env,
         cwd: raw.cwd.clone(),
     })
@@ -768,51 +780,6 @@ pub(crate) fn config_path(
             path.display()
         )),
     }
-}
-
-/// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
-/// an empty string: an empty API key fails later, far from its cause. `$$` is a literal `$`.
-pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find('$') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 1..];
-        if let Some(after_dollar) = after.strip_prefix('$') {
-            out.push('$');
-            rest = after_dollar;
-        } else if let Some(body) = after.strip_prefix('{') {
-            let Some(end) = body.find('}') else {
-                return Err(format!(
-                    "unterminated \"${{\" in \"{text}\"; expected ${{NAME}}"
-                ));
-            };
-            let name = &body[..end];
-            let valid = !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit());
-            if !valid {
-                return Err(format!(
-                    "\"${{{name}}}\" is not a valid variable reference; expected ${{NAME}} with \
-                     letters, digits and '_'"
-                ));
-            }
-            match env(name) {
-                Some(value) => out.push_str(&value),
-                None => {
-                    return Err(format!(
-                        "references ${{{name}}}, which is not set in the daemon's environment"
-                    ));
-                }
-            }
-            rest = &body[end + 1..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// Reads the `mcpServers` object of an arbitrary JSON value; used by tests that build configs.
@@ -926,6 +893,25 @@ mod tests {
         // What `${VAR}` put in is remembered, to be redacted from logs and errors.
         assert_eq!(config.servers[0].substituted, ["secret"]);
         assert_eq!(config.servers[1].substituted, ["8080", "secret"]);
+    }
+
+    #[test]
+    fn the_command_line_takes_variables_and_defaults_too() {
+        let config = parse_json(json!({"mcpServers": {"s": {
+            "command": "${TOOLS:-/opt/tools}/server",
+            "args": ["--port", "${PORT}", "--mode=${MODE:-fast}", "$$literal"],
+        }}}))
+        .unwrap();
+        let TransportConfig::Stdio { command, args, .. } = &config.servers[0].transport else {
+            panic!("stdio");
+        };
+        assert_eq!(command, "/opt/tools/server");
+        assert_eq!(args, &["--port", "8080", "--mode=fast", "$literal"]);
+        assert_eq!(config.servers[0].substituted, ["8080"]);
+        let err =
+            parse_json(json!({"mcpServers": {"s": {"command": "x", "args": ["a", "${NOPE}"]}}}))
+                .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("args[1]"));
     }
 
     #[test]

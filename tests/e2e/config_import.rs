@@ -336,3 +336,42 @@ fn live_imports_serve_another_clients_servers() {
         "{failure}"
     );
 }
+
+/// Claude Code's `${VAR:-default}` (and `${VAR-default}`) were refused by our parser; they now
+/// mean what they mean in the shell, so such an entry imports and runs.
+#[test]
+fn a_claude_code_default_imports_and_runs() {
+    let places = Places::new();
+    let files = places.project.join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("hello.txt"), "from the default").unwrap();
+    let mut entry = filesystem_server(&files);
+    // The root directory, the server's last argument, as a default.
+    let args = entry["args"].as_array_mut().expect("args");
+    *args.last_mut().expect("the root") =
+        json!(format!("${{TOOL_CLI_E2E_UNSET_ROOT:-{}}}", files.display()));
+    entry["env"] = json!({"SOME_MODE": "${TOOL_CLI_E2E_UNSET_MODE-plain}"});
+    places.write(
+        &places.project.join(".mcp.json"),
+        &json!({"mcpServers": {"files": entry}}).to_string(),
+    );
+    let daemon = Daemon::start_with_dir_and(
+        |dir| json!({"mcpServers": {"demo": demo_server(dir)}}),
+        DaemonOptions::default(),
+    );
+    let target = daemon.config_path.display().to_string();
+    let written = places.import_json(&["--from", "claude-code", "--config", &target, "--write"]);
+    assert_eq!(written["added"], json!(["files"]), "{written}");
+    let reloaded = daemon.run_client(&["server", "reload"], &[]);
+    assert!(
+        reloaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reloaded.stderr)
+    );
+    let read = daemon.call_tool(
+        "files",
+        "read_text_file",
+        json!({"path": files.join("hello.txt")}),
+    );
+    assert_eq!(read["content"][0]["text"], "from the default", "{read}");
+}
