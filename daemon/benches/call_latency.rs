@@ -894,9 +894,11 @@ impl Stats {
 /// The ratio of two measurements' medians within each round, summarised as median and range:
 /// how much of a ratio is the code and how much the machine's mood.
 fn per_round_ratios(numerator: &[Vec<Duration>], denominator: &[Vec<Duration>]) -> String {
+    // A round can hold none of a rarer measurement (30 bursts over 50 rounds): skipped.
     let mut ratios: Vec<f64> = numerator
         .iter()
         .zip(denominator)
+        .filter(|(top, bottom)| !top.is_empty() && !bottom.is_empty())
         .map(|(top, bottom)| {
             let top = Stats::from_samples(top.clone()).median;
             let bottom = Stats::from_samples(bottom.clone()).median;
@@ -904,6 +906,9 @@ fn per_round_ratios(numerator: &[Vec<Duration>], denominator: &[Vec<Duration>]) 
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
+    if ratios.is_empty() {
+        return "no round measured both".to_owned();
+    }
     format!(
         "per-round {:.2}× (range {:.2}×–{:.2}× over {} rounds)",
         ratios[ratios.len().div_ceil(2) - 1],
