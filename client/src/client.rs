@@ -292,7 +292,7 @@ impl Client {
                     "the arguments of {}/{} must be a JSON object, got {}",
                     call.server,
                     call.tool,
-                    crate::args::json_kind(other)
+                    tool_cli_protocol::json::kind(other)
                 )));
             }
         };

@@ -221,7 +221,7 @@ pub(crate) fn check_answer(
             return Err(format!(
                 "content must be an object of the requested fields ({}), got {}",
                 field_list(&fields),
-                kind(other)
+                tool_cli_protocol::json::kind(other)
             ));
         }
     };
@@ -381,17 +381,6 @@ fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(SHOWN_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]).into(),
         None => text.into(),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -148,7 +148,7 @@ fn parse_roots(value: &Value) -> Result<Vec<RootEntry>, (String, String)> {
             "roots".to_owned(),
             format!(
                 "expected a list of absolute paths or URIs, e.g. [\"/home/me/project\"], got {}",
-                kind(value)
+                tool_cli_protocol::json::kind(value)
             ),
         ));
     };
@@ -176,7 +176,10 @@ fn parse_roots(value: &Value) -> Result<Vec<RootEntry>, (String, String)> {
                 other => {
                     return Err((
                         field,
-                        format!("expected a path, a URI or an object, got {}", kind(other)),
+                        format!(
+                            "expected a path, a URI or an object, got {}",
+                            tool_cli_protocol::json::kind(other)
+                        ),
                     ));
                 }
             };
@@ -217,17 +220,6 @@ fn root_uri(location: &str) -> Result<String, String> {
             "\"{location}\" is neither an absolute path nor a URI; expected e.g. \
              \"/home/me/project\" or \"file:///home/me/project\""
         ))
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -15,6 +15,7 @@ pub mod agent;
 pub mod elicitation;
 pub mod envelope;
 pub mod error;
+pub mod json;
 pub mod manage;
 pub mod methods;
 pub mod orchestration;

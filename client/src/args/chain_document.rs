@@ -18,8 +18,9 @@ use tool_cli_protocol::methods::{CallToolParams, name};
 use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams, ChainStep};
 
 use super::chain::{BatchKind, CallWord};
-use super::{describe_json_error, json_kind};
+use super::describe_json_error;
 use crate::error::{Error, did_you_mean};
+use tool_cli_protocol::json::kind as json_kind;
 
 /// What the command line adds to the document.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -290,7 +290,7 @@ pub(crate) fn args_file_object(
         other => Err(Error::Usage(format!(
             "--args-file {} must hold a JSON object such as {{\"key\": \"value\"}}, got {}",
             path.display(),
-            super::json_kind(&other)
+            tool_cli_protocol::json::kind(&other)
         ))),
     }
 }

@@ -458,7 +458,7 @@ fn parse_arguments(text: &str, origin: &str) -> Result<Map<String, Value>, Error
         other => Err(Error::Usage(format!(
             "the tool arguments {origin} must be a JSON object such as \
              '{{\"key\": \"value\"}}', got {}",
-            json_kind(&other)
+            tool_cli_protocol::json::kind(&other)
         ))),
     }
 }
@@ -469,18 +469,6 @@ fn describe_json_error(error: &serde_json::Error) -> String {
     match text.rfind(" at line ") {
         Some(index) => text[..index].to_owned(),
         None => text,
-    }
-}
-
-/// "an array", "a string", ... for messages.
-pub(crate) fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

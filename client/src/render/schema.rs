@@ -39,7 +39,7 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
             text,
             "\nParameters: unknown: its inputSchema is {}, not a JSON Schema object; calls are \
              refused until the server publishes a valid schema",
-            value_kind(input_schema)
+            tool_cli_protocol::json::kind(input_schema)
         );
         return text;
     }
@@ -100,17 +100,6 @@ pub(crate) fn tool_schema(server: &str, tool: &Value) -> String {
         );
     }
     text
-}
-
-fn value_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The example arguments as `key=value` words (`key:=JSON` for what is not a string), when

@@ -49,7 +49,7 @@ fn entry(
     let Some(raw) = raw.as_object() else {
         return Err(format!(
             "server \"{name}\": expected an object with \"command\" or \"url\", got {}",
-            kind_of(raw)
+            tool_cli_protocol::json::kind(raw)
         ));
     };
     let (mut entry, field_notes) = normalize(raw);
@@ -104,17 +104,6 @@ fn check(name: &str, entry: &Map<String, Value>) -> Result<(), String> {
         }
         format!("server \"{name}\" cannot be imported: {message}")
     })
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Adds each server of `servers` to `found` (or to its skipped list).
@@ -173,7 +162,10 @@ fn collect_translated(
 fn object_root(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(root)) => Ok(root),
-        Ok(other) => Err(format!("expected a JSON object, got {}", kind_of(&other))),
+        Ok(other) => Err(format!(
+            "expected a JSON object, got {}",
+            tool_cli_protocol::json::kind(&other)
+        )),
         Err(error) => Err(format!(
             "invalid JSON at line {} column {}: {error}",
             error.line(),
@@ -191,7 +183,7 @@ fn servers_member<'a>(
         Some(Value::Object(servers)) => Ok(Some(servers)),
         Some(other) => Err(format!(
             "\"{key}\" is {}; expected an object mapping server names to their settings",
-            kind_of(other)
+            tool_cli_protocol::json::kind(other)
         )),
     }
 }
@@ -219,7 +211,7 @@ pub(super) fn claude_code(text: &str, project: &Path) -> Result<Found, String> {
         Some(other) => {
             return Err(format!(
                 "\"projects\" is {}; expected an object keyed by project directory",
-                kind_of(other)
+                tool_cli_protocol::json::kind(other)
             ));
         }
     };
@@ -288,7 +280,7 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
         Some(other) => {
             return Err(format!(
                 "\"inputs\" is {}; expected an array",
-                kind_of(other)
+                tool_cli_protocol::json::kind(other)
             ));
         }
     }

@@ -153,17 +153,6 @@ pub fn confirmation_message(server: &str, tool: &str) -> String {
     )
 }
 
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Checks every glob of a list: non-empty list, non-empty globs.
 fn check_globs(field: &'static str, globs: &[String]) -> Result<(), PolicyError> {
     if globs.is_empty() {
@@ -226,7 +215,7 @@ impl ServerPolicy {
                 return Err(PolicyError::WrongType {
                     field: "confirmDestructive",
                     expected: "true or false",
-                    found: json_type(other),
+                    found: tool_cli_protocol::json::kind(other),
                 });
             }
         };
@@ -275,7 +264,7 @@ fn glob_list(
             return Err(PolicyError::WrongType {
                 field,
                 expected: "an array of glob strings such as [\"read_*\"]",
-                found: json_type(other),
+                found: tool_cli_protocol::json::kind(other),
             });
         }
     };
@@ -290,7 +279,7 @@ fn glob_list(
                 return Err(PolicyError::GlobNotAString {
                     field,
                     index,
-                    found: json_type(other),
+                    found: tool_cli_protocol::json::kind(other),
                 });
             }
         }

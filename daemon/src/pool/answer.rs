@@ -14,7 +14,10 @@ use serde_json::Value;
 /// `type`; `isError` is a boolean when present; `structuredContent` is an object when present.
 pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
     let Some(object) = result.as_object() else {
-        return Err(format!("expected an object, got {}", type_name(result)));
+        return Err(format!(
+            "expected an object, got {}",
+            tool_cli_protocol::json::kind(result)
+        ));
     };
     match object.get("content") {
         None if object.contains_key("task") => {
@@ -32,7 +35,7 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
                     _ if !block.is_object() => {
                         return Err(format!(
                             "content[{index}] is {}, expected an object with a string `type`",
-                            type_name(block)
+                            tool_cli_protocol::json::kind(block)
                         ));
                     }
                     _ => {
@@ -44,7 +47,7 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
         Some(other) => {
             return Err(format!(
                 "`content` is {}, expected an array of content blocks",
-                type_name(other)
+                tool_cli_protocol::json::kind(other)
             ));
         }
     }
@@ -53,7 +56,7 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
     {
         return Err(format!(
             "`isError` is {}, expected a boolean",
-            type_name(flag)
+            tool_cli_protocol::json::kind(flag)
         ));
     }
     if let Some(structured) = object.get("structuredContent")
@@ -61,21 +64,10 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
     {
         return Err(format!(
             "`structuredContent` is {}, expected an object",
-            type_name(structured)
+            tool_cli_protocol::json::kind(structured)
         ));
     }
     Ok(())
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
