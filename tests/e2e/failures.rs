@@ -110,6 +110,26 @@ fn a_remote_server_nothing_listens_on_says_the_connection_was_refused() {
         "{why}"
     );
     assert!(!why.contains("rmcp::"), "no Rust type names: {why}");
+
+    // A call gets the next attempt's outcome, not a wait through the whole crash loop until
+    // the server is parked (ten restarts, half a minute, when it waited before).
+    let error = daemon.call_err(
+        "callTool",
+        json!({"server": "gone", "tool": "anything", "arguments": {}}),
+    );
+    assert_eq!(error.code, code::SERVER_UNAVAILABLE, "{error:?}");
+    match error_data(&error) {
+        ErrorData::ServerUnavailable {
+            state, last_error, ..
+        } => {
+            assert_eq!(state, "restarting", "not parked yet: {error:?}");
+            assert!(
+                last_error.is_some_and(|e| e.contains("Connection refused")),
+                "{error:?}"
+            );
+        }
+        other => panic!("expected serverUnavailable, got {other:?}"),
+    }
 }
 
 #[test]

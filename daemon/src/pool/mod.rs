@@ -430,14 +430,28 @@ impl Server {
         self.status.borrow().clone()
     }
 
-    /// Its live connection, waiting until `deadline` while it is connecting or restarting.
+    /// Its live connection, waiting until `deadline` while it is connecting or restarting: for
+    /// the attempt under way or the next one, not through a crash loop. A caller that came while
+    /// the server was restarting gets the next attempt's outcome; an attempt that fails ends the
+    /// wait with its reason (an endpoint that refuses connections failed the call only when the
+    /// server was parked, half a minute of restarts later).
     pub(crate) async fn connection(&self, deadline: Instant) -> Result<Arc<Connection>, Error> {
         let mut status = self.status.subscribe();
+        let restarts_before = self.restarts.load(Ordering::Relaxed);
+        let mut attempting = false;
         let settled = tokio::time::timeout_at(
             deadline,
-            status.wait_for(|s| {
-                !matches!(s, Status::Connecting | Status::Restarting(_))
-                    && !matches!(s, Status::Ready(connection) if connection.has_ended())
+            status.wait_for(|s| match s {
+                Status::Connecting => {
+                    attempting = true;
+                    false
+                }
+                // An attempt made since the wait began failed.
+                Status::Restarting(_) => {
+                    attempting || self.restarts.load(Ordering::Relaxed) > restarts_before + 1
+                }
+                Status::Ready(connection) => !connection.has_ended(),
+                _ => true,
             }),
         )
         .await;
