@@ -5,8 +5,8 @@
 //! required parameters can be filled from the task's own words: numbers in the order written
 //! for number and integer parameters, a quoted string or the rest of the task after the tool's
 //! name for a single string parameter, an enum value the task names. Two tools that qualify
-//! equally make the choice ambiguous, and then no tool is called. Pure: task and tools in, a
-//! call out.
+//! equally make the choice ambiguous, and then no tool is called; a tool annotated destructive
+//! is never called this way. Pure: task and tools in, a call out.
 
 use serde_json::{Map, Value, json};
 
@@ -98,6 +98,8 @@ pub(crate) fn call<'a>(
     let task_words = words::words(task);
     let mut candidates: Vec<(usize, usize, DirectCall<'a>)> = tools
         .iter()
+        // A guess never deletes or overwrites: a tool that says it may is left to a model.
+        .filter(|tool| !tool.destructive)
         .filter_map(|tool| {
             let meaningful: Vec<String> = name_words(&tool.tool)
                 .into_iter()
@@ -300,6 +302,19 @@ mod tests {
         assert!(chosen("Get the resource reference 2.5").is_none());
         assert_eq!(name_words("getTinyImage"), ["get", "tiny", "image"]);
         assert_eq!(name_words("list_allowed-dirs"), ["list", "allowed", "dirs"]);
+    }
+
+    #[test]
+    fn a_destructive_tool_is_never_called_by_name() {
+        let mut tools = everything();
+        let mut delete = tool(
+            "delete_file",
+            "Deletes a file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        );
+        delete.destructive = true;
+        tools.push(delete);
+        assert!(call("Delete the file notes.txt", &tools, &[]).is_none());
     }
 
     #[test]
