@@ -1,5 +1,6 @@
-//! `config::substitute` (`${VAR}` in `env`, `headers` and `url`; `$$` is a literal `$`) against a
-//! reference model written from its documentation. The two must agree on every input: the same
+//! `config::substitute` (`${VAR}` in `command`, `args`, `env`, `headers` and `url`; the shell's
+//! `${VAR:-default}` and `${VAR-default}`; `$$` is a literal `$`) against a reference model
+//! written from its documentation. The two must agree on every input: the same
 //! output, or both an error.
 //!
 //! The client's argument parser (`client/src/args.rs`) would be the natural second target here,
@@ -22,8 +23,10 @@ fn environment(name: &str) -> Option<String> {
 }
 
 /// The documented rules, char by char: `$$` → `$`; `${NAME}` with NAME of ASCII letters, digits
-/// and `_`, not starting with a digit, → its value, or an error when unset; an unterminated or
-/// invalid `${…}` → an error; any other `$` stays.
+/// and `_`, not starting with a digit, → its value, or an error when unset; `${NAME:-default}` →
+/// the default when unset or empty, `${NAME-default}` → the default when unset (the default as
+/// written, up to the first `}`); an unterminated or invalid `${…}` → an error; any other `$`
+/// stays.
 fn model(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::new();
@@ -41,14 +44,31 @@ fn model(text: &str) -> Option<String> {
             }
             Some('{') => {
                 let close = chars[i + 2..].iter().position(|&c| c == '}')? + i + 2;
-                let name: String = chars[i + 2..close].iter().collect();
+                let body: String = chars[i + 2..close].iter().collect();
+                // The name ends at the first ':' or '-'; ":-" or "-" starts a default.
+                let (name, default, when_empty) = match body.find([':', '-']) {
+                    Some(at) if body[at..].starts_with(":-") => {
+                        (&body[..at], Some(&body[at + 2..]), true)
+                    }
+                    Some(at) if body[at..].starts_with('-') => {
+                        (&body[..at], Some(&body[at + 1..]), false)
+                    }
+                    _ => (body.as_str(), None, false),
+                };
                 let valid = !name.is_empty()
                     && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                     && !name.starts_with(|c: char| c.is_ascii_digit());
                 if !valid {
                     return None;
                 }
-                out.push_str(&environment(&name)?);
+                match (environment(name), default) {
+                    (Some(value), Some(default)) if value.is_empty() && when_empty => {
+                        out.push_str(default)
+                    }
+                    (Some(value), _) => out.push_str(&value),
+                    (None, Some(default)) => out.push_str(default),
+                    (None, None) => return None,
+                }
                 i = close + 1;
             }
             _ => {
