@@ -28,7 +28,7 @@ const GROUP_GRACE: Duration = Duration::from_secs(3);
 
 /// Whether a live (non-zombie) process is left in group `pgid`. Zombies wait for a parent (or
 /// init) to reap them and run nothing, so they are not waited for.
-fn group_exists(pgid: i32) -> bool {
+pub(crate) fn group_exists(pgid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
     if unsafe { libc::kill(-pgid, 0) } != 0 {
         return false;

@@ -264,7 +264,13 @@ async fn attempt(
         .guards
         .admit(label, Instant::now())
         .map_err(|refused| {
-            let last_error = slot.guards.stats.lock().unwrap().last_error.clone();
+            let caller = crate::caller::current();
+            let last_error = slot
+                .guards
+                .stats
+                .lock()
+                .unwrap()
+                .last_error_of(caller.as_deref());
             circuit_open(server, label, refused, last_error)
         })?;
     sent.fetch_add(1, Ordering::Relaxed);
@@ -336,7 +342,7 @@ async fn attempt(
                 .stats
                 .lock()
                 .unwrap()
-                .record(started.elapsed(), message);
+                .record(started.elapsed(), message, crate::caller::current());
         }
         // The server answered (a result, an `isError` result or its own JSON-RPC error): it is
         // alive, whatever the tool thought of the arguments.
@@ -346,7 +352,7 @@ async fn attempt(
                 .stats
                 .lock()
                 .unwrap()
-                .record(started.elapsed(), None);
+                .record(started.elapsed(), None, None);
         }
     }
     result
@@ -386,7 +392,7 @@ impl Drop for InFlight<'_> {
             .stats
             .lock()
             .unwrap()
-            .record(self.started.elapsed(), Some(message));
+            .record(self.started.elapsed(), Some(message), crate::caller::current());
     }
 }
 

@@ -7,6 +7,7 @@
 //! [`MAX_TOOLS_TRACKED`] the least recently used entry is forgotten.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::HashMap;
@@ -27,18 +28,36 @@ pub(crate) struct CallStats {
     pub(crate) calls: u64,
     pub(crate) errors: u64,
     pub(crate) last_error: Option<String>,
+    /// The caller key ([`crate::caller`]) of the call that failed with `last_error`.
+    last_error_caller: Option<Arc<str>>,
     latencies: VecDeque<Duration>,
 }
 
 impl CallStats {
-    /// Records one executed call.
-    pub(crate) fn record(&mut self, latency: Duration, error: Option<String>) {
+    /// Records one executed call, made for `caller` (its caller key, when it has one).
+    pub(crate) fn record(
+        &mut self,
+        latency: Duration,
+        error: Option<String>,
+        caller: Option<Arc<str>>,
+    ) {
         self.calls += 1;
         if let Some(error) = error {
             self.errors += 1;
             self.last_error = Some(error);
+            self.last_error_caller = caller;
         }
         push_bounded(&mut self.latencies, latency, LATENCY_SAMPLES);
+    }
+
+    /// The last error, if the call that failed with it was `caller`'s own: a refusal explains
+    /// itself with it to that caller only, since it names a tool and a failure another caller
+    /// (another token's sub-agent, scoped away from that tool) has no business seeing.
+    pub(crate) fn last_error_of(&self, caller: Option<&str>) -> Option<String> {
+        match (&self.last_error_caller, caller) {
+            (Some(failed), Some(caller)) if **failed == *caller => self.last_error.clone(),
+            _ => None,
+        }
     }
 
     /// `(p50, p95, samples)` in milliseconds, when there are samples.
@@ -152,17 +171,25 @@ mod tests {
         let mut stats = CallStats::default();
         assert_eq!(stats.percentiles(), None);
         for ms in 1..=100 {
-            stats.record(Duration::from_millis(ms), None);
+            stats.record(Duration::from_millis(ms), None, None);
         }
-        stats.record(Duration::from_millis(1), Some("boom".into()));
+        stats.record(
+            Duration::from_millis(1),
+            Some("boom".into()),
+            Some(Arc::from("c-alice")),
+        );
         let (p50, p95, samples) = stats.percentiles().unwrap();
         assert_eq!(samples, 101);
         assert!((49.0..=51.0).contains(&p50), "{p50}");
         assert!((94.0..=96.0).contains(&p95), "{p95}");
         assert_eq!((stats.calls, stats.errors), (101, 1));
         assert_eq!(stats.last_error.as_deref(), Some("boom"));
+        // Only the caller whose call failed is told why.
+        assert_eq!(stats.last_error_of(Some("c-alice")).as_deref(), Some("boom"));
+        assert_eq!(stats.last_error_of(Some("c-bob")), None);
+        assert_eq!(stats.last_error_of(None), None);
         for _ in 0..10_000 {
-            stats.record(Duration::from_millis(5), None);
+            stats.record(Duration::from_millis(5), None, None);
         }
         assert_eq!(stats.percentiles().unwrap().2, LATENCY_SAMPLES);
     }

@@ -675,18 +675,33 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     for _ in 0..5 {
         let mut slow = request(Some("demo"), "slow", json!({}));
         slow.timeout = Some(Duration::from_millis(100));
-        let error = pipeline
-            .call(&CallContext::new(owner()), slow)
+        let context = CallContext::new(owner());
+        let call = pipeline.call(&context, slow);
+        let error = crate::caller::with_caller("c-alice".into(), call)
             .await
             .unwrap_err();
         assert_eq!(kind(&error), "timeout");
     }
-    let error = pipeline
-        .call(
-            &CallContext::new(owner()),
-            request(Some("demo"), "echo", json!({})),
-        )
+    let last_error = |error: &Error| match error.data() {
+        Some(ErrorData::CircuitOpen { last_error, .. }) => last_error.clone(),
+        other => panic!("not a circuitOpen refusal: {other:?}"),
+    };
+    // The caller whose calls timed out is told why the breaker opened.
+    let context = CallContext::new(owner());
+    let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
+    let error = crate::caller::with_caller("c-alice".into(), call)
         .await
         .unwrap_err();
     assert_eq!(kind(&error), "circuitOpen", "{error}");
+    let why = last_error(&error).expect("the failing caller sees the last error");
+    assert!(why.contains("demo/slow did not answer"), "{why}");
+    // Another caller is refused too, without another caller's failure (it names a tool that
+    // caller may not be allowed to see).
+    let context = CallContext::new(owner());
+    let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
+    let error = crate::caller::with_caller("c-bob".into(), call)
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "circuitOpen", "{error}");
+    assert_eq!(last_error(&error), None, "{error}");
 }

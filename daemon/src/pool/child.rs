@@ -140,8 +140,11 @@ impl ChildProcess {
                 Err(err) => format!("unknown exit ({err})"),
             };
             tracing::info!(server, exit = %description, "server process exited");
-            // Whatever the leader left behind in its group goes too.
+            // Whatever the leader left behind in its group goes too, and the server counts as
+            // stopped only once it has gone: a SIGKILL is delivered when the process next runs,
+            // which on a loaded machine is not at once.
             kill_group(pid, libc::SIGKILL);
+            wait_for_group_to_empty(pid, GROUP_DEATH_LIMIT).await;
             crate::reaper::unregister(pid);
             let _ = exit_tx.send(Some(ExitInfo { description }));
         });
@@ -197,6 +200,24 @@ impl Drop for ChildProcess {
         if self.exit.borrow().is_none() {
             kill_group(self.pid, libc::SIGKILL);
         }
+    }
+}
+
+/// How long a SIGKILLed group may take to disappear before the server is reported stopped
+/// anyway (a process in uninterruptible sleep dies only when its I/O ends).
+const GROUP_DEATH_LIMIT: Duration = Duration::from_secs(2);
+
+/// Waits until no live process is left in group `pgid`, or `limit` has passed. A group led by a
+/// subreaper that exited normally is empty already (it reaped everything below it), so this
+/// costs one `kill(2)`; only a group whose leader was killed is watched through `/proc`.
+async fn wait_for_group_to_empty(pgid: i32, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while pgid > 0 && crate::reaper::group_exists(pgid) {
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(pgid, "processes of a stopped server are still alive after SIGKILL");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
