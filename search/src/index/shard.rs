@@ -40,12 +40,45 @@ pub(crate) struct StoredTool {
     pub(crate) lists: bool,
 }
 
-/// The tools of one term in one shard: which tool (index within the shard) and how often the term
-/// occurs in each field.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Posting {
-    pub(crate) tool: u32,
-    pub(crate) frequencies: [u16; FIELDS],
+/// Most tools of one server the index holds: a posting keeps the tool's place in 24 bits. (A
+/// server's `tools/list` of that many tools would be gigabytes of JSON; the rest of a larger
+/// server is left out of search, never out of the catalog.)
+pub(crate) const MAX_SHARD_TOOLS: usize = 1 << 24;
+
+/// One entry of a term's list in one shard: which tool (its place in the shard, 24 bits) and how
+/// often the term occurs in each of its fields (8 bits each, saturating), in one word. Postings
+/// are the largest part of an index after the embeddings; a `u32` and five `u16`s took 16 bytes.
+/// A count above 255 scores as 255: BM25's saturation (`K1`) has long flattened it by then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Posting(u64);
+
+const TOOL_BITS: u32 = 24;
+
+impl Posting {
+    pub(crate) fn new(tool: u32, frequencies: [u16; FIELDS]) -> Posting {
+        debug_assert!((tool as usize) < MAX_SHARD_TOOLS);
+        let mut word = u64::from(tool) & ((1 << TOOL_BITS) - 1);
+        for (field, count) in frequencies.into_iter().enumerate() {
+            let count = u8::try_from(count).unwrap_or(u8::MAX);
+            word |= u64::from(count) << (TOOL_BITS + 8 * field as u32);
+        }
+        Posting(word)
+    }
+
+    /// The tool's place in the shard.
+    pub(crate) fn tool(self) -> usize {
+        (self.0 & ((1 << TOOL_BITS) - 1)) as usize
+    }
+
+    /// How often the term occurs in `field` of the tool (at most 255).
+    pub(crate) fn frequency(self, field: usize) -> u8 {
+        (self.0 >> (TOOL_BITS + 8 * field as u32)) as u8
+    }
+
+    /// How often the term occurs in each field of the tool.
+    pub(crate) fn frequencies(self) -> [u8; FIELDS] {
+        std::array::from_fn(|field| self.frequency(field))
+    }
 }
 
 /// The indexed tools of one server.
@@ -117,7 +150,8 @@ pub(super) fn push_embedding_text(
 }
 
 impl Shard {
-    pub(super) fn build(server: &str, docs: Vec<ToolDoc>, embedder: &dyn Embedder) -> Shard {
+    pub(super) fn build(server: &str, mut docs: Vec<ToolDoc>, embedder: &dyn Embedder) -> Shard {
+        docs.truncate(MAX_SHARD_TOOLS);
         let dimensions = embedder.dimensions();
         let hashing = embedder.as_hash_embedder().is_some() && dimensions == embed::HASH_DIMENSIONS;
         let mut shard = Shard {
@@ -198,7 +232,8 @@ impl Shard {
             parameter_position += doc.parameters.len();
             let is_shared = |position: usize| shared.get(first_parameter + position) == Some(&true);
             let doc = doc.capped();
-            let tool = u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools per server");
+            // Below `MAX_SHARD_TOOLS`: `build` keeps no more docs than that.
+            let tool = shard.tools.len() as u32;
             counts.clear();
             vector.fill(0.0);
             let mut lengths = [0u16; FIELDS];
@@ -267,7 +302,7 @@ impl Shard {
             }
             for (id, frequencies) in counts.drain(..) {
                 slot_of[id as usize] = u32::MAX;
-                all_postings.push((id, Posting { tool, frequencies }));
+                all_postings.push((id, Posting::new(tool, frequencies)));
             }
             for (sum, length) in shard.length_sums.iter_mut().zip(lengths) {
                 *sum += u64::from(length);
@@ -336,13 +371,7 @@ impl Shard {
             *range = (start, start);
             start += length;
         }
-        let mut grouped = vec![
-            Posting {
-                tool: 0,
-                frequencies: [0; FIELDS],
-            };
-            all_postings.len()
-        ];
+        let mut grouped = vec![Posting::default(); all_postings.len()];
         for (id, posting) in all_postings {
             let range = &mut ranges[id as usize];
             grouped[range.1 as usize] = posting;

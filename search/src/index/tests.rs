@@ -204,3 +204,18 @@ fn a_term_lists_the_shards_that_have_it_in_shard_order() {
     assert_eq!(weather.len(), 1);
     assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
 }
+
+#[test]
+fn a_posting_packs_the_tool_and_saturates_counts_at_255() {
+    use super::shard::{MAX_SHARD_TOOLS, Posting};
+    assert_eq!(std::mem::size_of::<Posting>(), 8);
+    let last = (MAX_SHARD_TOOLS - 1) as u32;
+    let posting = Posting::new(last, [0, 1, 255, 256, u16::MAX]);
+    assert_eq!(posting.tool(), MAX_SHARD_TOOLS - 1);
+    assert_eq!(posting.frequencies(), [0, 1, 255, 255, 255]);
+    let posting = Posting::new(7, [3, 0, 0, 0, 9]);
+    assert_eq!(posting.tool(), 7);
+    assert_eq!(posting.frequency(NAME), 3);
+    assert_eq!(posting.frequency(SERVER), 9);
+    assert_eq!(posting.frequency(DESCRIPTION), 0);
+}

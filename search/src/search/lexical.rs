@@ -135,7 +135,7 @@ impl Index {
                             let offset = self.stats.offsets[position as usize];
                             self.shards[position as usize].postings[start as usize..end as usize]
                                 .iter()
-                                .filter(|p| visible[offset + p.tool as usize])
+                                .filter(|p| visible[offset + p.tool()])
                                 .count()
                         })
                         .sum(),
@@ -149,19 +149,19 @@ impl Index {
                     let postings =
                         &self.shards[position as usize].postings[start as usize..end as usize];
                     for posting in postings {
-                        let global = offset + posting.tool as usize;
+                        let global = offset + posting.tool();
                         if !candidate[global] {
                             continue;
                         }
                         let frequency: f32 = posting
-                            .frequencies
+                            .frequencies()
                             .iter()
                             .zip(&stats.field_factors[global])
                             .map(|(&count, factor)| f32::from(count) * factor)
                             .sum();
                         if plural
                             && position_in_group == 0
-                            && posting.frequencies[crate::index::NAME] > 0
+                            && posting.frequency(crate::index::NAME) > 0
                         {
                             plural_named[global] = true;
                         }
