@@ -550,6 +550,28 @@ fn where_it_goes(items: Vec<Value>, json_bytes: usize) -> String {
         "each further compiled validator (the cache keeps ≤ 256)",
         validator_bytes,
     );
+    let parts = index.footprint();
+    out += &format!(
+        "\nThe kept index by part (`Index::footprint`: heap bytes without allocator overhead; \
+         {} postings, {} terms):\n\n| part | MiB | ÷ JSON |\n|---|--:|--:|\n",
+        parts.postings, parts.shard_terms
+    );
+    for (what, bytes) in [
+        ("postings", parts.posting_bytes),
+        ("terms (lists, ranges, text)", parts.term_bytes),
+        ("term table (statistics, shard lists)", parts.term_table_bytes),
+        ("tools (names, descriptions, tags, facts)", parts.tool_bytes),
+        ("field lengths and BM25F factors", parts.length_bytes),
+        ("hashing embeddings", parts.embedding_bytes),
+        ("model vectors", parts.model_vector_bytes),
+        ("total", parts.total_bytes()),
+    ] {
+        out += &format!(
+            "| {what} | {:.2} | {:.2}× |\n",
+            mib(bytes),
+            bytes as f64 / json_bytes as f64
+        );
+    }
     drop((validator, first_validator, index, catalog));
     out
 }

@@ -9,6 +9,7 @@
 //! are exactly those of one index over all tools. Readers hold an `Index` value; a rebuild makes
 //! a new value and never blocks them.
 
+mod footprint;
 pub(crate) mod shard;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::embed::{Embedder, Embedding, HashEmbedder};
 use crate::search;
 use crate::semantic::ModelRows;
 
+pub use footprint::Footprint;
 use shard::{Shard, push_embedding_text, shared_parameters};
 
 /// The fields of a tool that BM25F scores separately.
@@ -237,6 +239,11 @@ impl Stats {
             .map(|lengths| search::field_factors(lengths, &averages))
             .collect();
         stats
+    }
+
+    /// The heap bytes of the terms' shard lists.
+    fn term_shards_bytes(&self) -> usize {
+        self.term_shards.capacity() * std::mem::size_of::<(u32, u32, u32)>()
     }
 
     /// The shards that have `term`, each with the range of its postings there.

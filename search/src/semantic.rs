@@ -56,6 +56,13 @@ pub(crate) struct ModelRows {
 }
 
 impl ModelRows {
+    /// The heap bytes of the vectors.
+    pub(crate) fn bytes(&self) -> usize {
+        self.rows.capacity()
+            + self.scales.capacity() * std::mem::size_of::<f32>()
+            + self.present.capacity()
+    }
+
     /// Rows for `shard`'s tools from `vectors` (one per tool, in order; `None` for a tool not
     /// embedded yet). A vector of another dimension counts as missing.
     pub(crate) fn new(

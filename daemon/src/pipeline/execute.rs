@@ -338,11 +338,11 @@ async fn attempt(
         Some(ErrorData::ServerExited { .. } | ErrorData::Timeout { .. }) => {
             slot.guards.record(label, admissions, Outcome::Failure, now);
             let message = result.as_ref().err().map(Error::wire_message);
-            slot.guards
-                .stats
-                .lock()
-                .unwrap()
-                .record(started.elapsed(), message, crate::caller::current());
+            slot.guards.stats.lock().unwrap().record(
+                started.elapsed(),
+                message,
+                crate::caller::current(),
+            );
         }
         // The server answered (a result, an `isError` result or its own JSON-RPC error): it is
         // alive, whatever the tool thought of the arguments.
@@ -387,12 +387,11 @@ impl Drop for InFlight<'_> {
         let server = &self.slot.upstream.info().name;
         let message =
             Error::timeout(server, self.label, self.timeout.as_millis() as u64).wire_message();
-        self.slot
-            .guards
-            .stats
-            .lock()
-            .unwrap()
-            .record(self.started.elapsed(), Some(message), crate::caller::current());
+        self.slot.guards.stats.lock().unwrap().record(
+            self.started.elapsed(),
+            Some(message),
+            crate::caller::current(),
+        );
     }
 }
 

@@ -185,7 +185,10 @@ mod tests {
         assert_eq!((stats.calls, stats.errors), (101, 1));
         assert_eq!(stats.last_error.as_deref(), Some("boom"));
         // Only the caller whose call failed is told why.
-        assert_eq!(stats.last_error_of(Some("c-alice")).as_deref(), Some("boom"));
+        assert_eq!(
+            stats.last_error_of(Some("c-alice")).as_deref(),
+            Some("boom")
+        );
         assert_eq!(stats.last_error_of(Some("c-bob")), None);
         assert_eq!(stats.last_error_of(None), None);
         for _ in 0..10_000 {

@@ -214,7 +214,10 @@ async fn wait_for_group_to_empty(pgid: i32, limit: Duration) {
     let deadline = tokio::time::Instant::now() + limit;
     while pgid > 0 && crate::reaper::group_exists(pgid) {
         if tokio::time::Instant::now() >= deadline {
-            tracing::warn!(pgid, "processes of a stopped server are still alive after SIGKILL");
+            tracing::warn!(
+                pgid,
+                "processes of a stopped server are still alive after SIGKILL"
+            );
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;

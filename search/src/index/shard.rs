@@ -178,6 +178,18 @@ impl Shard {
         shard
     }
 
+    /// The heap bytes of the tools' text and tag sets.
+    pub(super) fn text_bytes(&self) -> usize {
+        self.text.len()
+            + self.tag_sets.capacity() * std::mem::size_of::<Vec<String>>()
+            + self
+                .tag_sets
+                .iter()
+                .flatten()
+                .map(|tag| std::mem::size_of::<String>() + tag.capacity())
+                .sum::<usize>()
+    }
+
     /// The name of the tool at `local`.
     pub(crate) fn name(&self, local: usize) -> &str {
         let tool = &self.tools[local];

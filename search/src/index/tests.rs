@@ -219,3 +219,30 @@ fn a_posting_packs_the_tool_and_saturates_counts_at_255() {
     assert_eq!(posting.frequency(SERVER), 9);
     assert_eq!(posting.frequency(DESCRIPTION), 0);
 }
+
+#[test]
+fn the_footprint_counts_every_part_and_follows_the_index() {
+    let empty = Index::new().footprint();
+    assert_eq!(
+        (empty.tools, empty.postings, empty.total_bytes()),
+        (0, 0, 0)
+    );
+    let one = Index::new().with_server("files", vec![doc("read_file", "read a file")]);
+    let footprint = one.footprint();
+    assert_eq!(footprint.tools, 1);
+    // `read`, `fil` in the name and description, `files` → `fil` for the server: one posting
+    // per distinct term of the tool.
+    assert_eq!(footprint.postings, footprint.shard_terms);
+    assert_eq!(footprint.posting_bytes, 8 * footprint.postings);
+    assert_eq!(footprint.embedding_bytes, embed::HASH_DIMENSIONS + 4);
+    assert!(footprint.tool_bytes >= "read_file".len() + "read a file".len());
+    assert!(footprint.term_table_bytes > 0 && footprint.length_bytes > 0);
+    assert_eq!(footprint.model_vector_bytes, 0);
+    // A second server adds its own.
+    let two = one.with_server(
+        "weather",
+        vec![doc("get_forecast", "the forecast for a city")],
+    );
+    assert_eq!(two.footprint().tools, 2);
+    assert!(two.footprint().total_bytes() > footprint.total_bytes());
+}
