@@ -559,7 +559,10 @@ fn where_it_goes(items: Vec<Value>, json_bytes: usize) -> String {
     for (what, bytes) in [
         ("postings", parts.posting_bytes),
         ("terms (lists, ranges, text)", parts.term_bytes),
-        ("term table (statistics, shard lists)", parts.term_table_bytes),
+        (
+            "term table (statistics, shard lists)",
+            parts.term_table_bytes,
+        ),
         ("tools (names, descriptions, tags, facts)", parts.tool_bytes),
         ("field lengths and BM25F factors", parts.length_bytes),
         ("hashing embeddings", parts.embedding_bytes),

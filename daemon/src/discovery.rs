@@ -41,14 +41,14 @@ impl Orchestrator {
                             .iter()
                             .filter(|tool| !tool.hidden)
                             .take(EXAMPLE_TOOLS)
-                            .map(|tool| tool.name.clone()),
+                            .map(|tool| tool.name().to_owned()),
                     );
                 } else {
                     for tool in catalog.tools() {
                         if listed(grant, slot, tool) {
                             tool_count += 1;
                             if examples.len() < EXAMPLE_TOOLS {
-                                examples.push(tool.name.clone());
+                                examples.push(tool.name().to_owned());
                             }
                         }
                     }
@@ -92,7 +92,7 @@ impl Orchestrator {
         let catalog = slot.upstream.catalog();
         let summary = |tool: &CatalogTool| ToolSummary {
             server: None,
-            name: tool.name.clone(),
+            name: tool.name().to_owned(),
             description: tool.description().to_owned(),
             has_structured_output: tool.has_output_schema,
             overridden: tool.overridden,

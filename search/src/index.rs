@@ -14,6 +14,7 @@ pub(crate) mod shard;
 
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use crate::doc::ToolDoc;
@@ -79,12 +80,19 @@ pub fn embedding_texts(docs: &[ToolDoc]) -> Vec<String> {
 }
 
 /// What the index knows about one term across shards.
+#[derive(Clone, Copy)]
 pub(crate) struct TermStats {
     /// The number of tools with the term in any field.
     pub(crate) document_frequency: u32,
     /// Where its shard lists lie in `Stats::term_shards` (start, end): one array for all terms
     /// rather than a `Vec` each (an allocation per distinct term, ten thousand and more).
     lists: (u32, u32),
+}
+
+/// The hash a term is found by in `Stats::lookup`.
+fn hash_term(term: &str) -> u64 {
+    use std::hash::{BuildHasher as _, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(term)
 }
 
 /// A server's name and its tools, as `Index::with_servers` takes them.
@@ -155,7 +163,14 @@ fn build_shards(servers: Vec<ServerDocs>, embedder: &dyn Embedder) -> Vec<Arc<Sh
 pub(crate) struct Stats {
     pub(crate) tools: usize,
     pub(crate) length_sums: [u64; FIELDS],
-    pub(crate) terms: FxHashMap<Arc<str>, TermStats>,
+    /// Per distinct term (index-wide id), its statistics.
+    terms: Vec<TermStats>,
+    /// Per term, where its text is: the shard (position in `Index::shards`) and shard-local id
+    /// of its first sighting. The term table keeps no string of its own: a block per term was
+    /// ten thousand small allocations at 10,000 tools, scattered over a build's freed scratch.
+    term_at: Vec<(u32, u32)>,
+    /// The terms' ids, found by their text's hash (compared through `term_at`).
+    lookup: HashTable<u32>,
     /// Per term, grouped by term: the shards (positions in `Index::shards`) whose tools have
     /// it, with the range of its list in that shard's `postings`, so a query reads them without
     /// looking the term up in every shard.
@@ -170,13 +185,14 @@ pub(crate) struct Stats {
 impl Stats {
     fn of(shards: &[Arc<Shard>]) -> Stats {
         let mut stats = Stats::default();
-        // Each term gets a dense id in order of first sight (kept in `lists.0` until the lists
-        // are placed); `lists_of[id]` counts its shards. Every (id, shard list) goes into one
-        // vector, grouped by id at the end with a counting sort, as a shard groups its postings.
-        // No reservation from the shards' vocabulary sizes: servers share most of their words,
-        // so their sum overstates the distinct terms tenfold and the table would keep the slack.
+        // Each term gets a dense id in order of first sight; `lists_of[id]` counts its shards.
+        // Every (id, shard list) goes into one vector, grouped by id at the end with a counting
+        // sort, as a shard groups its postings. No reservation from the shards' vocabulary
+        // sizes: servers share most of their words, so their sum overstates the distinct terms
+        // tenfold and the table would keep the slack.
         let mut lists_of: Vec<u32> = Vec::new();
         let mut lists: Vec<(u32, (u32, u32, u32))> = Vec::new();
+        let term_of = |(shard, local): (u32, u32)| shards[shard as usize].term(local as usize);
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
@@ -184,25 +200,38 @@ impl Stats {
             for (sum, shard_sum) in stats.length_sums.iter_mut().zip(shard.length_sums) {
                 *sum += shard_sum;
             }
-            lists.reserve(shard.terms.len());
-            for (term, &(start, end)) in shard.terms.iter().zip(&shard.posting_ranges) {
+            lists.reserve(shard.term_count());
+            for (local, &(start, end)) in shard.posting_ranges.iter().enumerate() {
+                let term = shard.term(local);
+                let hash = hash_term(term);
                 let count = end - start;
-                let id = match stats.terms.get_mut(term) {
-                    Some(term_stats) => {
+                let Stats {
+                    terms,
+                    term_at,
+                    lookup,
+                    ..
+                } = &mut stats;
+                let found = lookup
+                    .find(hash, |&id| term_of(term_at[id as usize]) == term)
+                    .copied();
+                let id = match found {
+                    Some(id) => {
+                        let term_stats = &mut terms[id as usize];
                         term_stats.document_frequency =
                             term_stats.document_frequency.saturating_add(count);
-                        term_stats.lists.0
+                        id
                     }
                     None => {
-                        let id = lists_of.len() as u32;
+                        let id = u32::try_from(terms.len()).expect("fewer than 2^32 terms");
+                        terms.push(TermStats {
+                            document_frequency: count,
+                            lists: (0, 0),
+                        });
+                        term_at.push((position, local as u32));
                         lists_of.push(0);
-                        stats.terms.insert(
-                            Arc::clone(term),
-                            TermStats {
-                                document_frequency: count,
-                                lists: (id, 0),
-                            },
-                        );
+                        lookup.insert_unique(hash, id, |&id| {
+                            hash_term(term_of(term_at[id as usize]))
+                        });
                         id
                     }
                 };
@@ -221,8 +250,7 @@ impl Stats {
                 start
             })
             .collect();
-        for term_stats in stats.terms.values_mut() {
-            let id = term_stats.lists.0 as usize;
+        for (id, term_stats) in stats.terms.iter_mut().enumerate() {
             term_stats.lists = (ranges[id], ranges[id] + lists_of[id]);
         }
         let mut filled = ranges;
@@ -241,9 +269,25 @@ impl Stats {
         stats
     }
 
-    /// The heap bytes of the terms' shard lists.
-    fn term_shards_bytes(&self) -> usize {
-        self.term_shards.capacity() * std::mem::size_of::<(u32, u32, u32)>()
+    /// The statistics of `term`, if any tool has it; `shards` are those the statistics were
+    /// computed from.
+    pub(crate) fn term<'a>(&'a self, shards: &[Arc<Shard>], term: &str) -> Option<&'a TermStats> {
+        self.lookup
+            .find(hash_term(term), |&id| {
+                let (shard, local) = self.term_at[id as usize];
+                shards[shard as usize].term(local as usize) == term
+            })
+            .map(|&id| &self.terms[id as usize])
+    }
+
+    /// The heap bytes of the term table: statistics, where each term is, the hash table (a
+    /// bucket and a control byte a slot) and the terms' shard lists.
+    fn term_table_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.terms.capacity() * size_of::<TermStats>()
+            + self.term_at.capacity() * size_of::<(u32, u32)>()
+            + self.lookup.capacity() * (size_of::<u32>() + 1)
+            + self.term_shards.capacity() * size_of::<(u32, u32, u32)>()
     }
 
     /// The shards that have `term`, each with the range of its postings there.
@@ -412,6 +456,11 @@ impl Index {
             model: self.model.clone(),
             model_rows: Arc::new(model_rows),
         }
+    }
+
+    /// The statistics of `term` across shards, if any tool has it.
+    pub(crate) fn term_stats(&self, term: &str) -> Option<&TermStats> {
+        self.stats.term(&self.shards, term)
     }
 
     /// The number of tools across all servers.

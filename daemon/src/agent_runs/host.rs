@@ -36,7 +36,7 @@ impl PipelineHost {
                 }
                 tools.push(ToolInfo {
                     server: server.clone(),
-                    name: tool.name.clone(),
+                    name: tool.name().to_owned(),
                     description: tool.description().to_owned(),
                     input_schema: tool.input_schema_or_any_object(),
                     read_only: tool.hints.read_only,

@@ -191,7 +191,7 @@ impl Orchestrator {
                     }
                     tools.push(ToolSummary {
                         server: Some(server.clone()),
-                        name: tool.name.clone(),
+                        name: tool.name().to_owned(),
                         description: tool.description().to_owned(),
                         has_structured_output: tool.has_output_schema,
                         overridden: tool.overridden,

@@ -74,12 +74,12 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
         CacheKey::new(
             crate::caller::current().as_deref().unwrap_or(""),
             &slot.upstream.info().name,
-            &tool.name,
+            tool.name(),
             &Value::Object(plan.arguments.clone()),
         )
     });
     let operation = Operation::CallTool {
-        tool: &tool.name,
+        tool: tool.name(),
         arguments: &plan.arguments,
     };
     let mut outcome = protected(

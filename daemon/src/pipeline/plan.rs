@@ -96,7 +96,7 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
         &input.grant.scope,
         &info.settings.policy,
         &info.name,
-        &tool.name,
+        tool.name(),
         &tool.hints,
         input.confirm,
         SystemTime::now(),
@@ -109,7 +109,8 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
             format!(
                 "tool \"{}\" of server \"{}\" runs only as an MCP task (execution.taskSupport \
                  \"required\"), and this daemon does not run MCP tasks; nothing was sent",
-                tool.name, info.name
+                tool.name(),
+                info.name
             ),
         ));
     }
@@ -117,20 +118,24 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
     let validator = tool.validator().map_err(|message| {
         Error::from(ErrorData::InvalidSchema {
             server: info.name.clone(),
-            tool: tool.name.clone(),
+            tool: tool.name().to_owned(),
             message,
         })
     })?;
     let violations = validator.check(&input.arguments);
     if !violations.is_empty() {
-        return Err(Error::invalid_arguments(&info.name, &tool.name, violations));
+        return Err(Error::invalid_arguments(
+            &info.name,
+            tool.name(),
+            violations,
+        ));
     }
     // Admission: only asked for a dry-run; a real call takes its admissions in the execute stage.
     if input.dry_run {
         let guards = &resolved.slot.guards;
         let now = Instant::now();
-        if let Some(refused) = guards.would_refuse(&tool.name, now) {
-            return Err(circuit_open(&info.name, &tool.name, refused, None));
+        if let Some(refused) = guards.would_refuse(tool.name(), now) {
+            return Err(circuit_open(&info.name, tool.name(), refused, None));
         }
         let (in_flight, queued) = guards.bulkhead.snapshot();
         if in_flight >= guards.bulkhead.max_concurrent() && queued >= guards.bulkhead.max_queued() {
@@ -192,7 +197,7 @@ impl CallPlan {
         DryRunResult {
             executed: false,
             server: self.resolved.slot.upstream.info().name.clone(),
-            tool: tool.name.clone(),
+            tool: tool.name().to_owned(),
             arguments: self.arguments.clone(),
             selection: selection_info(&self.resolved.selection),
             timeout_ms: self.timeout.as_millis() as u64,

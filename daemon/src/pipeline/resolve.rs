@@ -51,7 +51,7 @@ pub(crate) fn visible(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
         &grant.scope,
         &info.settings.policy,
         &info.name,
-        &tool.name,
+        tool.name(),
         &tool.hints,
     )
 }
@@ -134,7 +134,7 @@ pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<Catalog
             .tools()
             .iter()
             .filter(|tool| listed(grant, slot, tool))
-            .map(|tool| tool.name.clone())
+            .map(|tool| tool.name().to_owned())
             .collect();
         return Err(Error::unknown_tool(server, name, &known));
     };
@@ -144,7 +144,7 @@ pub(crate) fn tool(slot: &Slot, name: &str, grant: &Grant) -> Result<Arc<Catalog
             &grant.scope,
             &slot.upstream.info().settings.policy,
             server,
-            &found.name,
+            found.name(),
             &found.hints,
             true,
             SystemTime::now(),
@@ -293,7 +293,10 @@ fn unknown_everywhere(slots: &[Arc<Slot>], grant: &Grant, tool_name: &str) -> Er
         }
         for tool in slot.upstream.catalog().tools() {
             if listed(grant, slot, tool) {
-                qualified.push((tool.name.clone(), format!("{}/{}", info.name, tool.name)));
+                qualified.push((
+                    tool.name().to_owned(),
+                    format!("{}/{}", info.name, tool.name()),
+                ));
             }
         }
     }

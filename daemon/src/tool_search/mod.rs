@@ -428,7 +428,7 @@ fn docs(slot: &Slot, catalog: &Catalog) -> (String, Vec<ToolDoc>) {
     let docs = catalog
         .tools()
         .iter()
-        .filter(|tool| !tool.hidden && info.settings.policy.permits_tool(&tool.name))
+        .filter(|tool| !tool.hidden && info.settings.policy.permits_tool(tool.name()))
         .map(|tool| {
             ToolDoc::from_mcp_tool(
                 &info.name,

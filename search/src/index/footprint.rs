@@ -2,14 +2,12 @@
 //! (`daemon/examples/catalog_memory.rs`, docs/benchmarks.md) and what to cut next.
 //!
 //! Sizes are the heap bytes each part holds (capacities, not lengths), without the allocator's
-//! own overhead; a hash table counts its buckets and control bytes. Strings shared by reference
-//! count once.
+//! own overhead; a hash table counts its buckets and control bytes.
 
 use std::mem::size_of;
-use std::sync::Arc;
 
 use super::shard::{Posting, StoredTool};
-use super::{FIELDS, Index, TermStats};
+use super::{FIELDS, Index};
 
 /// The heap bytes of an index, by part.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,11 +57,9 @@ impl Index {
         for shard in self.shards.iter() {
             footprint.postings += shard.postings.len();
             footprint.posting_bytes += shard.postings.len() * size_of::<Posting>();
-            footprint.shard_terms += shard.terms.len();
-            footprint.term_bytes += shard.terms.len() * size_of::<Arc<str>>()
-                + shard.posting_ranges.capacity() * size_of::<(u32, u32)>()
-                // An `Arc<str>`'s block: two counts and the text.
-                + shard.terms.iter().map(|term| 2 * size_of::<usize>() + term.len()).sum::<usize>();
+            footprint.shard_terms += shard.term_count();
+            footprint.term_bytes +=
+                shard.term_bytes() + shard.posting_ranges.capacity() * size_of::<(u32, u32)>();
             footprint.tool_bytes += shard.text_bytes()
                 + shard.tools.capacity() * size_of::<StoredTool>()
                 + shard.server.capacity();
@@ -73,10 +69,8 @@ impl Index {
         }
         let stats = &self.stats;
         // hashbrown: one bucket (key and value) and one control byte per slot.
-        footprint.term_table_bytes = stats.terms.capacity()
-            * (size_of::<(Arc<str>, TermStats)>() + 1)
-            + stats.term_shards_bytes()
-            + stats.offsets.capacity() * size_of::<usize>();
+        footprint.term_table_bytes =
+            stats.term_table_bytes() + stats.offsets.capacity() * size_of::<usize>();
         footprint.length_bytes += stats.field_factors.capacity() * size_of::<[f32; FIELDS]>();
         footprint.model_vector_bytes = self.model_rows.values().map(|rows| rows.bytes()).sum();
         footprint

@@ -4,8 +4,6 @@
 //! per-field term counts and, with the default hashing embedder, the tool's embedding. The
 //! postings of all terms lie in one array grouped by a counting sort.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use crate::concepts::Action;
@@ -92,8 +90,10 @@ pub(crate) struct Shard {
     /// Per tool, the number of terms in each field.
     pub(crate) lengths: Vec<[u16; FIELDS]>,
     pub(crate) length_sums: [u64; FIELDS],
-    /// Shard-local term id → term; the id indexes `posting_ranges`.
-    pub(crate) terms: Box<[Arc<str>]>,
+    /// The shard's terms back to back, by shard-local id (the id indexes `posting_ranges`).
+    term_text: Box<str>,
+    /// Where each term ends in `term_text`.
+    term_ends: Box<[u32]>,
     /// Per term id, where its postings lie in `postings` (start, end). The index-wide term table
     /// keeps these ranges too, so a query reads a term's list in every shard without a hash
     /// lookup per shard.
@@ -159,7 +159,8 @@ impl Shard {
             tools: Vec::with_capacity(docs.len()),
             lengths: Vec::with_capacity(docs.len()),
             length_sums: [0; FIELDS],
-            terms: Box::default(),
+            term_text: Box::default(),
+            term_ends: Box::default(),
             posting_ranges: Vec::new(),
             postings: Box::default(),
             text: Box::default(),
@@ -173,9 +174,28 @@ impl Shard {
         WORD_TABLE.with_borrow_mut(|table| {
             let mut vocabulary = Vocabulary::new(table, hashing);
             Shard::fill(&mut shard, docs, embedder, &mut vocabulary);
-            shard.terms = vocabulary.terms();
+            (shard.term_text, shard.term_ends) = vocabulary.terms();
         });
         shard
+    }
+
+    /// The number of distinct terms.
+    pub(crate) fn term_count(&self) -> usize {
+        self.term_ends.len()
+    }
+
+    /// The term of shard-local id `local`.
+    pub(crate) fn term(&self, local: usize) -> &str {
+        let start = match local {
+            0 => 0,
+            _ => self.term_ends[local - 1] as usize,
+        };
+        &self.term_text[start..self.term_ends[local] as usize]
+    }
+
+    /// The heap bytes of the terms' text and ends.
+    pub(super) fn term_bytes(&self) -> usize {
+        self.term_text.len() + self.term_ends.len() * std::mem::size_of::<u32>()
     }
 
     /// The heap bytes of the tools' text and tag sets.

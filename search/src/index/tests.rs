@@ -21,19 +21,19 @@ fn statistics_are_exact_across_shards_and_follow_replacements() {
         )
         .with_server("b", vec![doc("get_weather", "weather for a city")]);
     assert_eq!(index.len(), 3);
-    assert_eq!(index.stats.terms["fil"].document_frequency, 2);
+    assert_eq!(index.term_stats("fil").unwrap().document_frequency, 2);
     assert_eq!(index.servers().collect::<Vec<_>>(), ["a", "b"]);
 
     let replaced = index.with_server("a", vec![doc("list_files", "list files")]);
     assert_eq!(replaced.len(), 2);
-    assert_eq!(replaced.stats.terms["fil"].document_frequency, 1);
-    assert!(!replaced.stats.terms.contains_key("writ"));
+    assert_eq!(replaced.term_stats("fil").unwrap().document_frequency, 1);
+    assert!(replaced.term_stats("writ").is_none());
     // The old value is untouched: readers of it are not disturbed by the rebuild.
     assert_eq!(index.len(), 3);
 
     let removed = replaced.without_server("a");
     assert_eq!(removed.len(), 1);
-    assert!(!removed.stats.terms.contains_key("fil"));
+    assert!(removed.term_stats("fil").is_none());
     assert_eq!(removed.without_server("nobody").len(), 1);
 }
 
@@ -190,7 +190,7 @@ fn a_term_lists_the_shards_that_have_it_in_shard_order() {
         .with_server("c", vec![doc("read_file", "read"), doc("file_info", "x")])
         .with_server("a", vec![doc("get_file", "y")])
         .with_server("b", vec![doc("get_weather", "z")]);
-    let file = &index.stats.terms["fil"];
+    let file = &index.term_stats("fil").unwrap();
     assert_eq!(file.document_frequency, 3);
     let shards: Vec<(u32, u32)> = index
         .stats
@@ -200,7 +200,7 @@ fn a_term_lists_the_shards_that_have_it_in_shard_order() {
         .collect();
     // Shards are sorted by server: a (position 0), b, c (position 2, two tools).
     assert_eq!(shards, [(0, 1), (2, 2)]);
-    let weather = index.stats.shards_of(&index.stats.terms["weather"]);
+    let weather = index.stats.shards_of(index.term_stats("weather").unwrap());
     assert_eq!(weather.len(), 1);
     assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
 }

@@ -122,7 +122,7 @@ impl Index {
         for group in query_groups {
             let plural = plural_terms.contains(&group.members[0].0);
             for (position_in_group, (term, weight)) in group.members.iter().enumerate() {
-                let Some(term_stats) = self.stats.terms.get(term.as_str()) else {
+                let Some(term_stats) = self.term_stats(term.as_str()) else {
                     continue;
                 };
                 let document_frequency = match &stats.visible {
