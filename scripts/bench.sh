@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The call-latency benchmark: build the release client and daemon, then run
+# The benchmarks of issue 13: build the release client and daemon, then run
 # daemon/benches/call_latency.rs, which prints a markdown table of medians and ratios against a
-# direct rmcp baseline measured in the same run (see docs/benchmarks.md).
+# direct rmcp baseline measured in the same run, then the stages bench and the catalog memory
+# example (see docs/benchmarks.md).
 #
 # Iteration counts come from the environment:
 #   TOOL_CLI_BENCH_CALLS      timed in-process calls per measurement (default 20000)
@@ -35,3 +36,8 @@ cargo bench -p tool-cli-daemon --bench call_latency
 # not drowned by an HTTP round trip: issue 8's ≤ 10 µs target is read from this table.
 TOOL_CLI_BENCH_CALLS="${TOOL_CLI_BENCH_STAGE_CALLS:-200000}" \
     cargo bench -p tool-cli-daemon --bench stages
+# P6 memory: what a catalog of 10,000 tools costs the daemon, against the size of its JSON
+# (target ≤ 3×), with where it goes; it starts its own daemons with the release binaries above.
+# One run: the growth moves by about ±0.2× between runs (docs/benchmarks.md, "3× reached").
+cargo build --release -p tool-cli-daemon --example catalog_memory
+"${CARGO_TARGET_DIR:-$root/target}/release/examples/catalog_memory" 10000
