@@ -95,6 +95,11 @@ fn hash_term(term: &str) -> u64 {
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(term)
 }
 
+/// The text of the term at `(shard, local id)` of `shards`.
+fn term_text(shards: &[Arc<Shard>], (shard, local): (u32, u32)) -> &str {
+    shards[shard as usize].term(local as usize)
+}
+
 /// A server's name and its tools, as `Index::with_servers` takes them.
 type ServerDocs = (String, Vec<ToolDoc>);
 
@@ -192,7 +197,7 @@ impl Stats {
         // tenfold and the table would keep the slack.
         let mut lists_of: Vec<u32> = Vec::new();
         let mut lists: Vec<(u32, (u32, u32, u32))> = Vec::new();
-        let term_of = |(shard, local): (u32, u32)| shards[shard as usize].term(local as usize);
+        let term_of = |at: (u32, u32)| term_text(shards, at);
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
             stats.offsets.push(stats.tools);
@@ -274,8 +279,7 @@ impl Stats {
     pub(crate) fn term<'a>(&'a self, shards: &[Arc<Shard>], term: &str) -> Option<&'a TermStats> {
         self.lookup
             .find(hash_term(term), |&id| {
-                let (shard, local) = self.term_at[id as usize];
-                shards[shard as usize].term(local as usize) == term
+                term_text(shards, self.term_at[id as usize]) == term
             })
             .map(|&id| &self.terms[id as usize])
     }

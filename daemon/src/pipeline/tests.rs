@@ -686,22 +686,25 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
         Some(ErrorData::CircuitOpen { last_error, .. }) => last_error.clone(),
         other => panic!("not a circuitOpen refusal: {other:?}"),
     };
+    // An `echo` call as `caller`: refused by the open breaker, whoever asks.
+    let echo_as = |caller: &'static str| {
+        let pipeline = &pipeline;
+        async move {
+            let context = CallContext::new(owner());
+            let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
+            let error = crate::caller::with_caller(caller.into(), call)
+                .await
+                .unwrap_err();
+            assert_eq!(kind(&error), "circuitOpen", "{error}");
+            error
+        }
+    };
     // The caller whose calls timed out is told why the breaker opened.
-    let context = CallContext::new(owner());
-    let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
-    let error = crate::caller::with_caller("c-alice".into(), call)
-        .await
-        .unwrap_err();
-    assert_eq!(kind(&error), "circuitOpen", "{error}");
+    let error = echo_as("c-alice").await;
     let why = last_error(&error).expect("the failing caller sees the last error");
     assert!(why.contains("demo/slow did not answer"), "{why}");
     // Another caller is refused too, without another caller's failure (it names a tool that
     // caller may not be allowed to see).
-    let context = CallContext::new(owner());
-    let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
-    let error = crate::caller::with_caller("c-bob".into(), call)
-        .await
-        .unwrap_err();
-    assert_eq!(kind(&error), "circuitOpen", "{error}");
+    let error = echo_as("c-bob").await;
     assert_eq!(last_error(&error), None, "{error}");
 }
