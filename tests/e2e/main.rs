@@ -27,6 +27,7 @@ mod elicitation;
 mod embedded;
 mod failures;
 mod fast_path;
+mod first_hour;
 mod handle_scope;
 mod hardening;
 mod lifecycle;
