@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use tool_cli_agent::config::AgentConfig;
 
@@ -489,6 +489,28 @@ pub fn parse(
 
 type FieldError = (Option<String>, String);
 
+/// The first member of a server entry that cannot be read on its own: the field a type error
+/// of the whole entry is about.
+fn field_at_fault(entry: &Map<String, Value>) -> Option<String> {
+    entry.iter().find_map(|(key, value)| {
+        let alone = Map::from_iter([(key.clone(), value.clone())]);
+        RawServer::deserialize(Value::Object(alone))
+            .is_err()
+            .then(|| key.clone())
+    })
+}
+
+/// serde's message in the config's words: `expected u64` → `expected a whole number ≥ 0`,
+/// `a sequence` → `an array`, `a map` → `an object`.
+fn readable_serde_message(message: &str) -> String {
+    message
+        .replace("expected u64", "expected a whole number ≥ 0")
+        .replace("expected usize", "expected a whole number ≥ 0")
+        .replace("expected i64", "expected a whole number")
+        .replace("a sequence", "an array")
+        .replace("a map", "an object")
+}
+
 fn parse_server(
     name: &str,
     raw: &Value,
@@ -514,12 +536,17 @@ fn parse_server(
             crate::overrides::parse(tools).map_err(|(path, message)| (Some(path), message))?
         }
     };
-    let raw: RawServer = RawServer::deserialize(Value::Object(entry)).map_err(|err| {
-        let message = err.to_string();
-        // serde names the offending field in its message; lift it into the field slot.
-        let field = message.split('`').nth(1).map(str::to_owned).filter(|_| {
-            message.starts_with("unknown field") || message.starts_with("invalid type")
-        });
+    let raw: RawServer = RawServer::deserialize(Value::Object(entry.clone())).map_err(|err| {
+        let message = readable_serde_message(&err.to_string());
+        // serde names an unknown field in its message; a value of the wrong type it does not
+        // name (deserializing from a `Value` has no path), so it is found by reading each
+        // member alone.
+        let field = message
+            .split('`')
+            .nth(1)
+            .map(str::to_owned)
+            .filter(|_| message.starts_with("unknown field"))
+            .or_else(|| field_at_fault(&entry));
         let hint = if message.starts_with("unknown field") {
             "; expected one of type, command, args, env, cwd, url, headers, caFile, oauth, \
              description, tags, \
@@ -952,6 +979,40 @@ mod tests {
 
         let err = parse_json(json!({"mcpServers": {"s": {"command": 7}}})).unwrap_err();
         assert!(err.message.contains("invalid type"), "{err}");
+        assert_eq!(err.field.as_deref(), Some("command"), "{err}");
+
+        // A value of the wrong type names its field and the type in the config's words.
+        for (entry, field, expected) in [
+            (
+                json!({"command": "x", "timeoutMs": "fast"}),
+                "timeoutMs",
+                "expected a whole number ≥ 0",
+            ),
+            (
+                json!({"command": "x", "maxConcurrent": -1}),
+                "maxConcurrent",
+                "≥ 0",
+            ),
+            (
+                json!({"command": "x", "args": "a b"}),
+                "args",
+                "expected an array",
+            ),
+            (
+                json!({"command": "x", "env": ["A=1"]}),
+                "env",
+                "expected an object",
+            ),
+            (
+                json!({"command": "x", "enabled": "yes"}),
+                "enabled",
+                "expected a boolean",
+            ),
+        ] {
+            let err = parse_json(json!({"mcpServers": {"s": entry}})).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some(field), "{err}");
+            assert!(err.message.contains(expected), "{err}");
+        }
 
         let err = parse_json(json!({"mcpServers": {"s": {"url": "ftp://x"}}})).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("url"));
