@@ -464,6 +464,10 @@ pub struct DaemonOptions {
     /// Variables removed from the daemon's environment (`RUST_LOG`, to see its default
     /// logging).
     pub remove_env: Vec<String>,
+    /// Start without `--config`, as the README's quick start does: the daemon runs the bundled
+    /// default unless `HOME` (set it in `env`) holds `.config/tool-cli/servers.json`. The config
+    /// given is then not written.
+    pub no_config_flag: bool,
 }
 
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
@@ -541,9 +545,10 @@ impl Daemon {
             .expect("chmod 600 the config");
         let runtime_dir = dir.path().join("runtime");
         let mut command = daemon_command(&runtime_dir);
+        if !options.no_config_flag {
+            command.arg("--config").arg(&config_path);
+        }
         command
-            .arg("--config")
-            .arg(&config_path)
             .arg("--print-env")
             .args(&options.args)
             .envs(options.env.iter().map(|(k, v)| (k, v)));

@@ -322,6 +322,31 @@ pub fn bundled_default(self_exe: &Path) -> Config {
     }
 }
 
+/// The bundled default as the text of a config file: what a new config file starts from, so
+/// that writing one (`config import --write`) keeps the demo server the daemon ran without it.
+/// Parsed, it gives the same servers as [`bundled_default`] (unit test).
+pub fn bundled_default_text(self_exe: &Path) -> String {
+    let default = bundled_default(self_exe);
+    let servers: Map<String, Value> = default
+        .servers
+        .iter()
+        .map(|server| {
+            let TransportConfig::Stdio { command, args, .. } = &server.transport else {
+                unreachable!("the bundled default runs a stdio server");
+            };
+            let entry = serde_json::json!({
+                "command": command,
+                "args": args,
+                "description": server.description,
+                "tags": server.tags,
+            });
+            (server.name.clone(), entry)
+        })
+        .collect();
+    let root = serde_json::json!({ "mcpServers": servers });
+    format!("{root:#}\n")
+}
+
 /// The JSON shape of one entry of `mcpServers`. Unknown fields are refused so that a typo
 /// (`"arg"` for `"args"`) is reported instead of silently ignored.
 #[derive(Deserialize)]
@@ -826,6 +851,14 @@ mod tests {
             "PORT" => Some("8080".to_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn the_bundled_default_as_a_file_runs_the_same_servers() {
+        let self_exe = Path::new("/opt/tool-cli/bin/tool-cli-daemon");
+        let text = bundled_default_text(self_exe);
+        let parsed = parse(&text, ConfigSource::File("/c.json".into()), &env).unwrap();
+        assert_eq!(parsed.servers, bundled_default(self_exe).servers, "{text}");
     }
 
     fn parse_json(value: Value) -> Result<Config, ConfigError> {

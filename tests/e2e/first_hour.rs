@@ -5,8 +5,17 @@
 //!   `a_bare_value_is_refused_with_the_parameter_it_is_for`
 //! - `tool-cli help [COMMAND]` prints the help (it was taken for a server named `help`):
 //!   `help_prints_the_usage_and_needs_no_daemon`
+//! - `config import --write` on the quick start's daemon (no config file) writes a new file that
+//!   keeps the bundled demo server, and `tool-cli server reload` on that daemon adopts the new
+//!   file (it failed with exit 5, and the written file had dropped `demo`):
+//!   `an_import_on_the_quick_start_daemon_keeps_demo_and_reload_adopts_the_file`
 
-use tool_cli_tests::{Daemon, client_command, run_with_timeout};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_cli_tests::{
+    Daemon, DaemonOptions, client_command, fault_server, run_with_timeout, scratch,
+};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -24,7 +33,7 @@ fn a_bare_value_is_refused_with_the_parameter_it_is_for() {
     );
     assert!(output.stdout.is_empty(), "{output:?}");
     // Nothing reached the server: no call was counted.
-    let health = daemon.call("health", serde_json::json!({}));
+    let health = daemon.call("health", json!({}));
     let calls: u64 = health["servers"]
         .as_array()
         .expect("servers")
@@ -47,7 +56,7 @@ fn a_bare_value_is_refused_with_the_parameter_it_is_for() {
 fn help_prints_the_usage_and_needs_no_daemon() {
     let mut command = client_command();
     command.arg("help");
-    let output = run_with_timeout(command, std::time::Duration::from_secs(60));
+    let output = run_with_timeout(command, Duration::from_secs(60));
     assert!(output.status.success(), "{output:?}");
     let stdout = text(&output.stdout);
     assert!(stdout.contains("Usage: tool-cli"), "{stdout}");
@@ -55,10 +64,84 @@ fn help_prints_the_usage_and_needs_no_daemon() {
 
     let mut command = client_command();
     command.args(["help", "agent"]);
-    let output = run_with_timeout(command, std::time::Duration::from_secs(60));
+    let output = run_with_timeout(command, Duration::from_secs(60));
     assert!(output.status.success(), "{output:?}");
     assert!(
         text(&output.stdout).contains("Usage: tool-cli agent"),
         "{output:?}"
     );
+}
+
+fn server_names(daemon: &Daemon) -> Vec<String> {
+    let listed = daemon.call("listServers", Value::Null);
+    listed["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .map(|server| server["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+#[test]
+fn an_import_on_the_quick_start_daemon_keeps_demo_and_reload_adopts_the_file() {
+    let dir = scratch();
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(home.join(".config/Claude")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        home.join(".config/Claude/claude_desktop_config.json"),
+        json!({"mcpServers": {"faults": fault_server(&[])}}).to_string(),
+    )
+    .unwrap();
+    // The quick start: no --config, no config file in the (fake) home.
+    let daemon = Daemon::start_with(
+        json!({}),
+        DaemonOptions {
+            no_config_flag: true,
+            env: vec![("HOME".into(), home.display().to_string())],
+            ..DaemonOptions::default()
+        },
+    );
+    assert_eq!(server_names(&daemon), ["demo"]);
+
+    let mut import = client_command();
+    import
+        .args(["config", "import", "--from", "claude-desktop", "--write"])
+        .current_dir(&project)
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME");
+    let output = run_with_timeout(import, Duration::from_secs(60));
+    assert!(output.status.success(), "{output:?}");
+    let report = text(&output.stdout);
+    assert!(
+        report.contains("with the bundled demo server too"),
+        "{report}"
+    );
+    let written = home.join(".config/tool-cli/servers.json");
+    let config: Value = serde_json::from_slice(&std::fs::read(&written).unwrap()).unwrap();
+    assert!(
+        config["mcpServers"]["demo"].is_object(),
+        "demo kept: {config}"
+    );
+    assert!(config["mcpServers"]["faults"].is_object(), "{config}");
+
+    // The advice the import gives works on this daemon.
+    let reloaded = daemon.run_client(&["server", "reload"], &[]);
+    assert!(reloaded.status.success(), "{reloaded:?}");
+    let stdout = text(&reloaded.stdout);
+    assert!(stdout.contains("added: faults"), "{stdout}");
+    assert!(stdout.contains("it now runs"), "{stdout}");
+    let mut names = server_names(&daemon);
+    names.sort();
+    assert_eq!(names, ["demo", "faults"]);
+    let echoed = daemon.call_tool("faults", "echo", json!({"nonce": "imported"}));
+    assert_eq!(echoed["structuredContent"]["nonce"], "imported", "{echoed}");
+    let rows = daemon.call_tool("demo", "sql_query", json!({"sql": "SELECT 1 AS one"}));
+    assert_ne!(rows["isError"], true, "{rows}");
+
+    // From now on the daemon runs that file: a second reload reads it again.
+    let again = daemon.run_client(&["server", "reload"], &[]);
+    assert!(again.status.success(), "{again:?}");
+    assert!(!text(&again.stdout).contains("it now runs"), "{again:?}");
 }

@@ -22,6 +22,9 @@ pub struct ImportRequest {
     pub write: bool,
     /// Where the client's usual places are.
     pub places: Places,
+    /// The config a new file starts from when `target` does not exist yet: the bundled default
+    /// the daemon runs without a file, so importing never drops its demo server.
+    pub new_file_start: Option<String>,
 }
 
 /// What an import found and did.
@@ -37,6 +40,8 @@ pub struct ImportReport {
     pub merge: MergeOutcome,
     /// Whether the file was written.
     pub written: bool,
+    /// Whether the target did not exist and the merge started from `new_file_start`.
+    pub started_new_file: bool,
 }
 
 /// Reads, merges and (with `write`) writes.
@@ -59,7 +64,9 @@ pub fn run(request: &ImportRequest) -> Result<ImportReport, ImportError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => return Err(own(format!("cannot read it: {error}"))),
     };
-    let merged = merge(ours.as_deref(), &found.servers).map_err(own)?;
+    let started_new_file = ours.is_none() && request.new_file_start.is_some();
+    let start = ours.as_deref().or(request.new_file_start.as_deref());
+    let merged = merge(start, &found.servers).map_err(own)?;
     let mut written = false;
     if request.write
         && let Some(text) = &merged.text
@@ -75,6 +82,7 @@ pub fn run(request: &ImportRequest) -> Result<ImportReport, ImportError> {
         target: request.target.clone(),
         merge: merged,
         written,
+        started_new_file,
     })
 }
 
@@ -180,6 +188,18 @@ pub fn render(report: &ImportReport) -> String {
             report.target.display()
         ));
     }
+    if report.started_new_file && !report.merge.added.is_empty() {
+        out.push_str(&format!(
+            "{} does not exist yet: it {} with the bundled demo server too, which the daemon \
+             runs when there is no config file, so nothing it serves now is dropped\n",
+            report.target.display(),
+            if report.written {
+                "was started"
+            } else {
+                "will start"
+            }
+        ));
+    }
     if report.written {
         out.push_str(&format!(
             "wrote {} new servers to {}; restart the daemon or run `tool-cli server reload`\n",
@@ -215,5 +235,6 @@ pub fn to_json(report: &ImportReport) -> Value {
         "unchanged": report.merge.unchanged,
         "conflicts": report.merge.conflicts,
         "written": report.written,
+        "startedNewFile": report.started_new_file,
     })
 }

@@ -49,6 +49,11 @@ pub(crate) fn run_import(
             os: Os::current(),
             home,
         },
+        // A new file keeps what the daemon serves without one (the demo server, run from this
+        // executable).
+        new_file_start: std::env::current_exe()
+            .ok()
+            .map(|self_exe| tool_cli_daemon::config::bundled_default_text(&self_exe)),
     };
     match command::run(&request) {
         Ok(report) => {

@@ -41,8 +41,9 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// Applies server changes to a running daemon's pool.
 pub struct ServerManager {
     pool: Arc<Pool>,
-    /// The config file, when the daemon runs one (`None`: the bundled default).
-    path: Option<PathBuf>,
+    /// The config file, when the daemon runs one (`None`: the bundled default, until a reload
+    /// finds the user's default file, which a `config import --write` may have created since).
+    path: std::sync::Mutex<Option<PathBuf>>,
     /// The daemon's own executable (the bundled default runs it as the demo server).
     self_exe: PathBuf,
     env: EnvLookup,
@@ -61,7 +62,7 @@ impl ServerManager {
     ) -> ServerManager {
         ServerManager {
             pool,
-            path,
+            path: std::sync::Mutex::new(path),
             self_exe,
             env,
             running: tokio::sync::Mutex::new(config),
@@ -272,14 +273,29 @@ impl Orchestrator {
     /// file that does not load changes nothing.
     pub async fn reload_config(&self) -> Result<ReloadConfigResult, Error> {
         let manager = self.manager(name::RELOAD_CONFIG)?;
-        let Some(path) = manager.path.clone() else {
-            return Err(Error::invalid_params(
-                name::RELOAD_CONFIG,
-                "the daemon runs the bundled default config, so there is no file to reload; \
-                 start it with --config FILE (or TOOL_CLI_CONFIG)",
-            ));
-        };
         let mut running = manager.running.lock().await;
+        let current = manager
+            .path
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        // A daemon on the bundled default takes the user's default file once there is one, as
+        // a restart would.
+        let (path, adopted) = match current {
+            Some(path) => (path, false),
+            None => match config::locate(None, None, (manager.env)("HOME").map(PathBuf::from)) {
+                Some(found) => (found, true),
+                None => {
+                    return Err(Error::invalid_params(
+                        name::RELOAD_CONFIG,
+                        "the daemon runs the bundled default config and there is no config file \
+                         to load (~/.config/tool-cli/servers.json does not exist); create it, \
+                         e.g. with `tool-cli config import --from CLIENT --write`, or start the \
+                         daemon with --config FILE (or TOOL_CLI_CONFIG)",
+                    ));
+                }
+            },
+        };
         let loaded = {
             let self_exe = manager.self_exe.clone();
             let env = Arc::clone(&manager.env);
@@ -296,6 +312,12 @@ impl Orchestrator {
         })?;
         let diff = diff::diff(&running.servers, &new.servers);
         let mut notes: Vec<String> = new.notes.iter().map(ToString::to_string).collect();
+        if adopted {
+            notes.push(format!(
+                "the daemon ran the bundled default config; it now runs {}",
+                path.display()
+            ));
+        }
         if new.agent != running.agent {
             notes.push(
                 "the \"agent\" section changed; it takes effect when the daemon restarts"
@@ -369,6 +391,12 @@ impl Orchestrator {
             traces: running.traces.clone(),
             ..new
         };
+        if adopted {
+            *manager
+                .path
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path);
+        }
         Ok(result)
     }
 }
