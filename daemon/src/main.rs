@@ -34,6 +34,8 @@ use crate::args::{Cli, Command};
 
 /// Exit code for a bad config or bad arguments: nothing was started.
 const EXIT_CONFIG: u8 = 2;
+/// Another daemon already owns the runtime file (the client's "daemon" exit code).
+const EXIT_ALREADY_RUNNING: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -159,6 +161,31 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Ok(token) => token,
         Err(err) => return fail(EXIT_CONFIG, err),
     };
+
+    // A daemon no client can find is refused: the runtime file is how clients find the daemon,
+    // and another live daemon keeps it. A harness that learns the address itself (the exports
+    // of --print-env, or a token it gave with a fixed port or socket) may run a second one.
+    let token_given = cli.token_file.is_some()
+        || std::env::var_os(env::TOKEN).is_some_and(|text| !text.is_empty());
+    let address_given = cli.port != 0 || cli.socket.is_some();
+    if !(cli.print_env || token_given && address_given) {
+        let dir = tool_cli_daemon::runtime_file::default_dir();
+        if let Some(owner) = tool_cli_daemon::runtime_file::live_owner(&dir) {
+            return fail(
+                EXIT_ALREADY_RUNNING,
+                format!(
+                    "another tool-cli-daemon (pid {}) already runs and owns the runtime file \
+                     {}, so no client would find this one; use it (`tool-cli daemon status`), \
+                     stop it first (`tool-cli daemon stop`), or give this one its own \
+                     {} (or --print-env, to hand its address to your harness)",
+                    owner.pid,
+                    dir.join(tool_cli_protocol::runtime::RUNTIME_FILE_NAME)
+                        .display(),
+                    env::RUNTIME_DIR,
+                ),
+            );
+        }
+    }
 
     let (listener, endpoint) = match listen::bind(&cli) {
         Ok(bound) => bound,

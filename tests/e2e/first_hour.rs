@@ -9,12 +9,15 @@
 //!   keeps the bundled demo server, and `tool-cli server reload` on that daemon adopts the new
 //!   file (it failed with exit 5, and the written file had dropped `demo`):
 //!   `an_import_on_the_quick_start_daemon_keeps_demo_and_reload_adopts_the_file`
+//! - a second daemon that no client could find (another live daemon owns the runtime file) exits
+//!   3 saying so, instead of running unreachable; with `--print-env` a harness may still run one:
+//!   `a_second_daemon_no_client_could_find_is_refused`
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, client_command, fault_server, run_with_timeout, scratch,
+    Daemon, DaemonOptions, client_command, daemon_command, fault_server, run_with_timeout, scratch,
 };
 
 fn text(bytes: &[u8]) -> String {
@@ -144,4 +147,51 @@ fn an_import_on_the_quick_start_daemon_keeps_demo_and_reload_adopts_the_file() {
     let again = daemon.run_client(&["server", "reload"], &[]);
     assert!(again.status.success(), "{again:?}");
     assert!(!text(&again.stdout).contains("it now runs"), "{again:?}");
+}
+
+#[test]
+fn a_second_daemon_no_client_could_find_is_refused() {
+    let first = Daemon::start(json!({"mcpServers": {}}));
+    let owner = std::fs::read_to_string(first.runtime_dir.join("daemon.json"))
+        .expect("the first daemon wrote the runtime file");
+
+    let dir = scratch();
+    std::fs::write(dir.path().join("servers.json"), r#"{"mcpServers": {}}"#).unwrap();
+    let mut second = daemon_command(&first.runtime_dir);
+    second
+        .arg("--config")
+        .arg(dir.path().join("servers.json"))
+        .env("XDG_STATE_HOME", dir.path().join("state"));
+    let output = run_with_timeout(second, Duration::from_secs(60));
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("another tool-cli-daemon (pid ")
+            && stderr.contains("no client would find this one")
+            && stderr.contains("tool-cli daemon stop"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(first.runtime_dir.join("daemon.json")).unwrap(),
+        owner,
+        "the first daemon keeps its runtime file"
+    );
+    let health = first.call("health", json!({}));
+    assert!(
+        health["servers"].is_array(),
+        "the first keeps serving: {health}"
+    );
+
+    // A harness that reads the address from --print-env may run a second one beside it.
+    let beside = Daemon::start_with(
+        json!({"mcpServers": {}}),
+        DaemonOptions {
+            env: vec![(
+                "TOOL_CLI_RUNTIME_DIR".into(),
+                first.runtime_dir.display().to_string(),
+            )],
+            ..DaemonOptions::default()
+        },
+    );
+    assert!(beside.call("listServers", Value::Null)["servers"].is_array());
 }
