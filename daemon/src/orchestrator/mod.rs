@@ -280,7 +280,10 @@ impl Orchestrator {
         uri: &str,
         context: &CallContext,
     ) -> Result<Value, Error> {
-        self.pipeline.read_resource(context, server, uri).await
+        // Who it is for, as for a call: the pool then knows whose request was in flight (a
+        // server's last words go only to a caller that had it to itself).
+        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
+        crate::caller::with_caller(caller, self.pipeline.read_resource(context, server, uri)).await
     }
 
     /// `listPrompts`.
@@ -301,15 +304,15 @@ impl Orchestrator {
         context: &CallContext,
     ) -> Result<Value, Error> {
         let arguments = params.arguments.clone().unwrap_or_default();
-        self.pipeline
-            .get_prompt(
-                &context.grant,
-                context.arrived,
-                &params.server,
-                &params.name,
-                &arguments,
-            )
-            .await
+        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
+        let rendering = self.pipeline.get_prompt(
+            &context.grant,
+            context.arrived,
+            &params.server,
+            &params.name,
+            &arguments,
+        );
+        crate::caller::with_caller(caller, rendering).await
     }
 
     /// `listResources`.

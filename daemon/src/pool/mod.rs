@@ -25,6 +25,7 @@ mod http;
 mod lifecycle;
 mod lines;
 mod log_budget;
+mod oversized;
 mod raw_results;
 mod requests;
 mod stderr;
