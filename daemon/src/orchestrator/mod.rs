@@ -11,6 +11,8 @@ mod alternatives;
 mod chain;
 mod search;
 
+pub(crate) use chain::{Room, StepSink};
+
 use std::sync::Arc;
 
 use serde_json::Value;

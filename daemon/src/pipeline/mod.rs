@@ -612,4 +612,4 @@ pub fn caller_timeout(method: &str, timeout_ms: Option<u64>) -> Result<Option<Du
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

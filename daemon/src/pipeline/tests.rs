@@ -18,7 +18,7 @@ use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
 
 /// What a fake tool does when called.
 #[derive(Clone, Copy)]
-pub(super) enum Behaviour {
+pub(crate) enum Behaviour {
     /// Answers `{"content": [{"type": "text", "text": <arguments>}]}`.
     Echo,
     /// Answers an `isError` result.
@@ -29,10 +29,12 @@ pub(super) enum Behaviour {
     Crash,
     /// Crashes on the first call, answers afterwards.
     CrashOnce,
+    /// Answers a text block of this many bytes.
+    Big(usize),
 }
 
 /// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
-pub(super) struct FakeServer {
+pub(crate) struct FakeServer {
     info: ServerInfo,
     catalog: Arc<Catalog>,
     behaviours: Vec<(String, Behaviour)>,
@@ -41,11 +43,11 @@ pub(super) struct FakeServer {
 }
 
 impl FakeServer {
-    fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
+    pub(crate) fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
         FakeServer::with_settings(name, tools, ServerSettings::default(), Vec::new())
     }
 
-    pub(super) fn with_settings(
+    pub(crate) fn with_settings(
         name: &str,
         tools: Vec<(Value, Behaviour)>,
         settings: ServerSettings,
@@ -70,7 +72,7 @@ impl FakeServer {
         }
     }
 
-    fn calls(&self) -> u32 {
+    pub(crate) fn calls(&self) -> u32 {
         self.calls.load(Ordering::SeqCst)
     }
 }
@@ -127,12 +129,15 @@ impl Upstream for FakeServer {
                 Behaviour::CrashOnce => {
                     Ok(json!({"content": [], "structuredContent": {"ok": true}}))
                 }
+                Behaviour::Big(bytes) => Ok(json!({
+                    "content": [{"type": "text", "text": "b".repeat(bytes)}]
+                })),
             }
         })
     }
 }
 
-pub(super) struct FakeProvider(pub(super) Vec<Arc<FakeServer>>);
+pub(crate) struct FakeProvider(pub(crate) Vec<Arc<FakeServer>>);
 
 impl ToolProvider for FakeProvider {
     fn servers(&self) -> Vec<Arc<dyn Upstream>> {
@@ -153,7 +158,7 @@ impl CallObserver for Recorder {
     }
 }
 
-fn tool(name: &str, schema: Value, annotations: Value) -> Value {
+pub(crate) fn tool(name: &str, schema: Value, annotations: Value) -> Value {
     json!({"name": name, "description": format!("the {name} tool"), "inputSchema": schema,
            "annotations": annotations})
 }
@@ -162,7 +167,7 @@ fn object_schema() -> Value {
     json!({"type": "object"})
 }
 
-pub(super) fn owner() -> Grant {
+pub(crate) fn owner() -> Grant {
     Grant {
         token_id: "owner".into(),
         is_owner: true,
