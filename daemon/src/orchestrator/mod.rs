@@ -179,14 +179,23 @@ impl Orchestrator {
         let retry = request.clone();
         let outcome = self.call(&context, request).await;
         // A read-only tool whose server is down (or whose breaker is open) is tried once on
-        // the best other server offering it; failing that, the answer names alternatives.
-        let outcome = match self.stand_in_for(&outcome, &tool, &context) {
-            Some(failed) => {
-                let mut retry = retry;
-                retry.server = None;
-                let stand_in = self
-                    .call_routed(&context.child(0), retry, Some(failed))
-                    .await;
+        // the best other server offering it, within what is left of the caller's time; failing
+        // that, the answer names alternatives.
+        let stand_in =
+            self.stand_in_for(&outcome, &tool, &context)
+                .and_then(|(failed, failed_timeout)| {
+                    let child = context.child(0);
+                    let retry = alternatives::stand_in_request(
+                        retry,
+                        context.arrived,
+                        failed_timeout,
+                        child.arrived,
+                    )?;
+                    Some((failed, child, retry))
+                });
+        let outcome = match stand_in {
+            Some((failed, child, retry)) => {
+                let stand_in = self.call_routed(&child, retry, Some(failed)).await;
                 if stand_in.is_ok() { stand_in } else { outcome }
             }
             None => outcome,
