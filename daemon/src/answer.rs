@@ -8,7 +8,7 @@
 //! client can ask again alone. jsonrpsee's own limit, which would swap an answer for an error
 //! after the work was done, is set beyond reach; this module is the limit.
 //!
-//! A `callMany` or `callChain` answer is built as its calls finish ([`EntryAnswers`]): each
+//! A `callMany` or `callChain` answer is built as its calls finish (`EntryAnswers`): each
 //! entry is encoded at once (its tree freed) and kept while it fits what is left of the budget,
 //! its result spilled when it does not. When even that is not possible (the token's share of
 //! the spill store would have to drop this answer's own files), that entry gets an error of its
