@@ -201,7 +201,8 @@ pub fn kind_of(data: &ErrorData) -> &'static str {
         ErrorData::Timeout { .. } => "timeout",
         ErrorData::Upstream { .. } => "upstream",
         ErrorData::InvalidResult { .. } => "invalidResult",
-        ErrorData::MessageTooLarge { .. } => "messageTooLarge",
+        ErrorData::ResultTooLarge { .. } => "resultTooLarge",
+        ErrorData::AnswerFull { .. } => "answerFull",
         ErrorData::Busy { .. } => "busy",
         ErrorData::CircuitOpen { .. } => "circuitOpen",
         ErrorData::NotPermitted { .. } => "notPermitted",
@@ -331,14 +332,29 @@ pub fn message(data: &ErrorData) -> String {
             "server \"{server}\" answered {method} with a result that is not valid MCP: {message}; \
              the server is at fault (report it to its authors)"
         ),
-        ErrorData::MessageTooLarge {
+        ErrorData::ResultTooLarge {
             server,
+            method,
+            bytes,
+            limit_bytes,
+            hint,
+        } => {
+            let size = match bytes {
+                Some(bytes) => format!("{bytes} bytes, over the {limit_bytes}-byte limit"),
+                None => format!("more than the {limit_bytes}-byte limit"),
+            };
+            format!(
+                "the answer of server \"{server}\" to {method} was {size}, so it was dropped (the \
+                 request ran; only this call failed and it is not retried); {hint}"
+            )
+        }
+        ErrorData::AnswerFull {
             method,
             limit_bytes,
         } => format!(
-            "server \"{server}\" answered {method} with a message larger than the {limit_bytes}-byte \
-             limit, so the answer was dropped (the tool may have run); ask for less, or raise the \
-             daemon's --max-message-bytes"
+            "not run: the {method} answer had no room left for this call's result (the results \
+             before it filled the {limit_bytes} bytes it may take and what this token may keep \
+             spilled); nothing was sent for this call: send it again on its own"
         ),
         ErrorData::Busy {
             server,

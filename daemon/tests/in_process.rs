@@ -605,6 +605,58 @@ async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dying_servers_stderr_reaches_only_a_caller_that_had_it_alone() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({"fault": fault(&["--record", &record_path])})).await;
+    // Another caller (a token of its own) has a call in flight when the owner's call kills the
+    // server: the server's last words may be about either call, so neither gets them.
+    let minted = daemon.rpc("mintToken", json!({"servers": ["fault"]})).await;
+    let other = minted["result"]["token"].as_str().unwrap().to_owned();
+    let pending = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc_as(
+                    &other,
+                    "callTool",
+                    json!({"server": "fault", "tool": "hang", "arguments": {}}),
+                )
+                .await
+        })
+    };
+    let record_file = record.path().to_owned();
+    let received = tokio::task::spawn_blocking(move || {
+        eventually(Duration::from_secs(30), || {
+            tool_cli_tests::count_recorded(&record_file, "tools/call", Some("hang")) == 1
+        })
+    })
+    .await
+    .unwrap();
+    assert!(received, "the other caller's call never reached the server");
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "crash", "arguments": {"code": 7}}),
+        )
+        .await;
+    for reply in [reply, pending.await.unwrap()] {
+        let data = &reply["error"]["data"];
+        assert_eq!(data["kind"], "serverExited", "{reply}");
+        assert!(
+            data["exit"].as_str().unwrap().contains("exit code 7"),
+            "how it ended is everyone's: {reply}"
+        );
+        assert_eq!(
+            data["stderrTail"],
+            json!([]),
+            "what it said is not: {reply}"
+        );
+    }
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
     let record = tempfile::NamedTempFile::new().unwrap();
     let record_path = record.path().to_str().unwrap().to_owned();

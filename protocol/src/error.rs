@@ -25,7 +25,7 @@ pub mod code {
     /// The call did not finish within its timeout; the MCP server was sent a cancellation.
     pub const TIMEOUT: i32 = -32002;
     /// The MCP server answered with a JSON-RPC error of its own, or with an answer the daemon
-    /// could not accept (malformed, or over the message size limit).
+    /// could not accept (malformed, or too large to pass on).
     pub const UPSTREAM_ERROR: i32 = -32003;
     /// The server's concurrency limit and wait queue are full; retry later.
     pub const BUSY: i32 = -32004;
@@ -40,7 +40,8 @@ pub mod code {
     /// was cancelled. Another daemon may serve it.
     pub const SHUTTING_DOWN: i32 = -32007;
     /// The answer is larger than the daemon sends in one response (or, in a batch, than each
-    /// request's share of it); nothing that changes anything had run. Ask again alone.
+    /// request's share of it), or, for one call of a `callMany`, no room was left for its answer
+    /// so it was not sent; either way nothing that changes anything had run. Ask again alone.
     pub const RESPONSE_TOO_LARGE: i32 = -32008;
     /// Signing in to a remote server over OAuth 2.1 failed at one step (discovery, registration,
     /// authorization, token exchange or refresh).
@@ -162,15 +163,26 @@ pub enum ErrorData {
         /// What was wrong with the answer.
         message: String,
     },
-    /// The MCP server's answer was larger than the daemon accepts for one message; the request
-    /// may have run, but its answer was dropped.
-    MessageTooLarge {
+    /// The answer to one request was larger than the daemon accepts or can pass on: over the
+    /// message limit when it arrived from the server, or, in a `callMany`/`callChain`, over the
+    /// room left in the answer when it could not be spilled either. The request ran (the tool
+    /// may have changed something); its answer was dropped, the server's connection kept, and
+    /// nothing is retried. Only this request failed.
+    ResultTooLarge {
         /// The server that answered.
         server: String,
         /// The MCP method or tool the answer was for.
         method: String,
-        /// The limit that was exceeded, in bytes (`--max-message-bytes`).
+        /// The answer's size in bytes, when it was read to its end (a stdio server's line, an
+        /// entry of a fan-out); absent when reading stopped at the limit (a Streamable HTTP
+        /// body or event).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+        /// The limit it exceeded, in bytes.
         limit_bytes: u64,
+        /// How to ask for less: a narrower query, a `LIMIT`, or the paging arguments the tool
+        /// declares.
+        hint: String,
     },
     /// The server has as many calls in flight and queued as it may; nothing was sent.
     Busy {
@@ -267,6 +279,15 @@ pub enum ErrorData {
         /// requests in a batch.
         limit_bytes: usize,
     },
+    /// A call of a `callMany` that was not run: the fan-out's answer had no room left for more
+    /// results (its other entries filled `--max-response-bytes` and what the token may keep
+    /// spilled). Nothing was sent for this call; send it again on its own.
+    AnswerFull {
+        /// The method whose answer was full (`callMany`).
+        method: String,
+        /// The most the answer could take, in bytes.
+        limit_bytes: usize,
+    },
     /// A remote server needs authorization the daemon does not have: it refused the
     /// credentials (HTTP 401, or 403 for scope), or it waits for a sign-in (`tool-cli auth login
     /// SERVER`). Nothing was run.
@@ -305,7 +326,7 @@ impl ErrorData {
             ErrorData::Timeout { .. } => code::TIMEOUT,
             ErrorData::Upstream { .. }
             | ErrorData::InvalidResult { .. }
-            | ErrorData::MessageTooLarge { .. } => code::UPSTREAM_ERROR,
+            | ErrorData::ResultTooLarge { .. } => code::UPSTREAM_ERROR,
             ErrorData::Busy { .. } => code::BUSY,
             ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
             ErrorData::NotPermitted { .. } | ErrorData::ConfirmationRequired { .. } => {
@@ -318,7 +339,9 @@ impl ErrorData {
                 code::GUARD_REFUSED
             }
             ErrorData::ShuttingDown { .. } => code::SHUTTING_DOWN,
-            ErrorData::ResponseTooLarge { .. } => code::RESPONSE_TOO_LARGE,
+            ErrorData::ResponseTooLarge { .. } | ErrorData::AnswerFull { .. } => {
+                code::RESPONSE_TOO_LARGE
+            }
             ErrorData::AuthFailed { .. } => code::AUTH_FAILED,
         }
     }
@@ -386,5 +409,39 @@ mod tests {
             "kind": "unknownTool", "server": "demo", "tool": "nope", "knownTools": [],
         });
         assert!(serde_json::from_value::<ErrorData>(older).is_ok());
+    }
+
+    #[test]
+    fn size_errors_say_what_ran() {
+        let too_large = ErrorData::ResultTooLarge {
+            server: "demo".into(),
+            method: "sql_query".into(),
+            bytes: Some(20_000_000),
+            limit_bytes: 16_777_216,
+            hint: "ask for less".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&too_large).unwrap(),
+            serde_json::json!({"kind": "resultTooLarge", "server": "demo", "method": "sql_query",
+                "bytes": 20_000_000, "limitBytes": 16_777_216, "hint": "ask for less"})
+        );
+        // The request ran: an upstream-side failure, not "nothing was changed".
+        assert_eq!(too_large.code(), code::UPSTREAM_ERROR);
+        let unknown_size = serde_json::json!({"kind": "resultTooLarge", "server": "r",
+            "method": "m", "limitBytes": 10, "hint": "h"});
+        assert!(matches!(
+            serde_json::from_value::<ErrorData>(unknown_size).unwrap(),
+            ErrorData::ResultTooLarge { bytes: None, .. }
+        ));
+        let full = ErrorData::AnswerFull {
+            method: "callMany".into(),
+            limit_bytes: 1024,
+        };
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            serde_json::json!({"kind": "answerFull", "method": "callMany", "limitBytes": 1024})
+        );
+        // Not run: nothing was changed by it.
+        assert_eq!(full.code(), code::RESPONSE_TOO_LARGE);
     }
 }

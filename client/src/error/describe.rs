@@ -214,6 +214,33 @@ fn describe_rpc_error(
             "tool {tool:?} of server {server:?} is destructive; run it again with --yes to \
              confirm"
         ),
+        ErrorData::ResultTooLarge {
+            server,
+            method,
+            bytes,
+            limit_bytes,
+            hint,
+        } => {
+            write!(f, "the answer of server {server:?} to {method} was ")?;
+            match bytes {
+                Some(bytes) => write!(f, "{bytes} bytes, over the {limit_bytes}-byte limit")?,
+                None => write!(f, "over the {limit_bytes}-byte limit")?,
+            }
+            write!(
+                f,
+                ", so it was dropped; the call ran (it may have changed something) and was not \
+                 retried; {hint}"
+            )
+        }
+        ErrorData::AnswerFull {
+            method,
+            limit_bytes,
+        } => write!(
+            f,
+            "not run: the {method} answer had no room left for this call's result ({limit_bytes} \
+             bytes, and what may be spilled, were taken); nothing was sent for it: run it on its \
+             own"
+        ),
         ErrorData::Internal { message } => write!(
             f,
             "the daemon failed internally: {message}; its log has the details"

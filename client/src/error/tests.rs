@@ -88,6 +88,42 @@ fn server_exited_shows_its_stderr_tail() {
 }
 
 #[test]
+fn a_result_too_large_says_the_call_ran_and_how_to_ask_for_less() {
+    let error = rpc(
+        code::UPSTREAM_ERROR,
+        json!({"kind": "resultTooLarge", "server": "demo", "method": "sql_query",
+               "bytes": 20000000, "limitBytes": 16777216,
+               "hint": "ask for less in one call: the tool takes `limit`"}),
+    );
+    assert_eq!(
+        error.to_string(),
+        "the answer of server \"demo\" to sql_query was 20000000 bytes, over the 16777216-byte \
+         limit, so it was dropped; the call ran (it may have changed something) and was not \
+         retried; ask for less in one call: the tool takes `limit`"
+    );
+    let unknown_size = rpc(
+        code::UPSTREAM_ERROR,
+        json!({"kind": "resultTooLarge", "server": "r", "method": "m", "limitBytes": 10,
+               "hint": "h"}),
+    );
+    assert!(
+        unknown_size
+            .to_string()
+            .starts_with("the answer of server \"r\" to m was over the 10-byte limit"),
+        "{unknown_size}"
+    );
+    let full = rpc(
+        code::RESPONSE_TOO_LARGE,
+        json!({"kind": "answerFull", "method": "callMany", "limitBytes": 1024}),
+    );
+    assert!(
+        full.to_string()
+            .starts_with("not run: the callMany answer had no room left"),
+        "{full}"
+    );
+}
+
+#[test]
 fn server_unavailable_shows_state_and_last_error() {
     let error = rpc(
         code::SERVER_UNAVAILABLE,

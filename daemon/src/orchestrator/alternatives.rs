@@ -5,7 +5,8 @@
 //! it, on the outcome. When the failure is the server's (down, or its breaker open) and the tool
 //! is read-only, the orchestrator tries the call once more, through the same pipeline, routed
 //! among the *other* servers offering a read-only tool of that name whose schema accepts the
-//! arguments (rule `alternative`; see `RoutingFacts::instead_of`). Otherwise it only reads: it
+//! arguments (rule `alternative`; see `RoutingFacts::instead_of`), within what is left of the
+//! caller's time ([`stand_in_request`]). Otherwise it only reads: it
 //! asks `searchTools` (so the caller's scope and the servers' policies decide what may be named,
 //! exactly as for a search) with the failed tool's name and description, and calls nothing.
 //! Which failures qualify and what text is searched are pure decisions, tested here without a
@@ -18,9 +19,13 @@ use tool_cli_protocol::search::{
 };
 use tool_cli_search::search::MAX_QUERY_BYTES;
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use super::Orchestrator;
 use crate::error::Error;
-use crate::pipeline::{CallContext, listed};
+use crate::pipeline::{CallContext, CallRequest, listed};
 
 /// The `_meta` key where a routed call's result names the server that ran it.
 const SELECTION_META: &str = "tool-cli/selection";
@@ -91,6 +96,36 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// The request of a stand-in call starting at `starts`: the failed one, routed elsewhere,
+/// with only what is left of the caller's time. The caller's call arrived at `arrived` and had
+/// its own timeout, or the failed server's (`failed_timeout`); the stand-in ends by the same
+/// deadline, never by one of its own (which would give the caller up to twice its timeout).
+/// `None` when no time is left.
+pub(crate) fn stand_in_request(
+    mut request: CallRequest,
+    arrived: Instant,
+    failed_timeout: Duration,
+    starts: Instant,
+) -> Option<CallRequest> {
+    let deadline = crate::pipeline::call_deadline(
+        arrived,
+        request.timeout,
+        request.progress_resets_timeout,
+        failed_timeout,
+    );
+    let left = deadline.saturating_duration_since(starts);
+    if left.is_zero() {
+        return None;
+    }
+    let timeout = request.timeout.unwrap_or(failed_timeout);
+    request.server = None;
+    request.timeout = Some(timeout.min(left));
+    if request.progress_resets_timeout.is_some() {
+        request.progress_resets_timeout = Some(left);
+    }
+    Some(request)
+}
+
 /// The failed `(server, tool)`, when the server is known: the one named, or the one the router
 /// chose (from the result's selection).
 fn failed_server(named: Option<&str>, result: Option<&Value>) -> Option<String> {
@@ -151,23 +186,25 @@ impl Orchestrator {
         }
     }
 
-    /// The server to route around when `outcome` failed because the server running `tool` is
-    /// down, and that tool is read-only and visible to the caller; `None` otherwise.
+    /// The server to route around (and its call timeout) when `outcome` failed because the
+    /// server running `tool` is down, and that tool is read-only and visible to the caller;
+    /// `None` otherwise.
     pub(crate) fn stand_in_for(
         &self,
         outcome: &Result<Value, Error>,
         tool: &str,
         context: &CallContext,
-    ) -> Option<String> {
+    ) -> Option<(String, Duration)> {
         let failed = server_down(outcome.as_ref().err()?.data())?;
         self.pipeline.slots().iter().find_map(|slot| {
-            if slot.upstream.info().name != failed {
+            let info = slot.upstream.info();
+            if info.name != failed {
                 return None;
             }
             let catalog = slot.upstream.catalog();
             let found = catalog.get(tool)?;
             (found.hints.read_only && listed(&context.grant, slot, found))
-                .then(|| failed.to_owned())
+                .then(|| (failed.to_owned(), info.settings.call_timeout))
         })
     }
 
@@ -328,5 +365,89 @@ mod tests {
         );
         assert_eq!(failed_server(None, Some(&routed)).as_deref(), Some("b"));
         assert_eq!(failed_server(None, Some(&json!({}))), None);
+    }
+    #[test]
+    fn a_stand_in_gets_what_is_left_of_the_callers_time() {
+        let arrived = Instant::now();
+        let request = |timeout: Option<u64>, progress: Option<u64>| CallRequest {
+            server: Some("down".into()),
+            tool: "look".into(),
+            timeout: timeout.map(Duration::from_millis),
+            progress_resets_timeout: progress.map(Duration::from_millis),
+            ..CallRequest::default()
+        };
+        let failed_timeout = Duration::from_millis(5_000);
+        let at = |ms| arrived + Duration::from_millis(ms);
+        // The caller's 10 s, 3 s of it spent: 7 s left, routed elsewhere.
+        let stand_in = stand_in_request(
+            request(Some(10_000), None),
+            arrived,
+            failed_timeout,
+            at(3_000),
+        )
+        .unwrap();
+        assert_eq!(stand_in.timeout, Some(Duration::from_millis(7_000)));
+        assert_eq!(stand_in.server, None);
+        // No timeout of the caller's: the failed server's was the call's.
+        let stand_in =
+            stand_in_request(request(None, None), arrived, failed_timeout, at(1_000)).unwrap();
+        assert_eq!(stand_in.timeout, Some(Duration::from_millis(4_000)));
+        // A timeout restarted by progress: an idle bound within what is left in all.
+        let stand_in = stand_in_request(
+            request(Some(2_000), Some(60_000)),
+            arrived,
+            failed_timeout,
+            at(50_000),
+        )
+        .unwrap();
+        assert_eq!(stand_in.timeout, Some(Duration::from_millis(2_000)));
+        assert_eq!(
+            stand_in.progress_resets_timeout,
+            Some(Duration::from_millis(10_000))
+        );
+        // Nothing left: no stand-in.
+        assert!(
+            stand_in_request(
+                request(Some(10_000), None),
+                arrived,
+                failed_timeout,
+                at(10_000)
+            )
+            .is_none()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_stand_in_call_ends_by_the_callers_deadline() {
+        use crate::pipeline::tests::{Behaviour, FakeProvider, FakeServer, owner, tool};
+        use std::sync::Arc;
+        let look = tool(
+            "look",
+            json!({"type": "object"}),
+            json!({"readOnlyHint": true}),
+        );
+        let down = Arc::new(FakeServer::new(
+            "down",
+            vec![(look.clone(), Behaviour::Crash)],
+        ));
+        let slow = Arc::new(FakeServer::new("slow", vec![(look, Behaviour::Hang)]));
+        let orchestrator = Orchestrator::new(Arc::new(FakeProvider(vec![
+            Arc::clone(&down),
+            Arc::clone(&slow),
+        ])));
+        let context = CallContext::new(owner());
+        let params = serde_json::from_value(json!({"server": "down", "tool": "look",
+            "alternatives": true, "timeoutMs": 10_000}))
+        .unwrap();
+        let outcome = orchestrator.call_tool(params, &context).await;
+        // The server was down (its crashes retried), the stand-in ran on "slow" and hung: the
+        // caller hears of the first failure, and no later than its own timeout.
+        assert_eq!(outcome.unwrap_err().kind(), "serverExited");
+        assert!(down.calls() > 0);
+        assert_eq!(
+            *slow.deadlines.lock().unwrap(),
+            [context.arrived + Duration::from_secs(10)],
+            "the stand-in had the caller's deadline, not one of its own"
+        );
     }
 }

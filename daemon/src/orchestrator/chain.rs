@@ -8,17 +8,23 @@
 //! traces link steps to their parent and the depth guard stops runaway nesting.
 //!
 //! Binding is pure ([`bind`]) and checked before anything runs ([`check_bindings`]): a binding
-//! may only look back, so a chain can never wait on itself.
+//! may only look back, so a chain can never wait on itself. A step's result is kept for binding
+//! only when a later step binds to it.
+//!
+//! Neither holds its answer: each entry goes to a [`StepSink`] as it finishes (the RPC layer's
+//! is `answer::EntryAnswers`, which encodes it at once and keeps it, spills it, or fails it
+//! within the request's size budget). When the sink has no room left, a fan-out starts no more
+//! calls (each gets `answerFull`, nothing sent) and a chain stops: memory stays bounded by the
+//! budget, and no answer of a call that ran is refused after the fact.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
-use tool_cli_protocol::ErrorObject;
-use tool_cli_protocol::orchestration::{
-    CallChainParams, CallChainResult, CallManyParams, CallManyResult, ChainStep, StepResult,
-};
+use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams, ChainStep, StepResult};
+use tool_cli_protocol::{ErrorData, ErrorObject};
 
 use super::{Orchestrator, call_request};
 use crate::error::Error;
@@ -34,13 +40,39 @@ pub(crate) const MAX_FANOUT_CALLS: usize = 256;
 const DEFAULT_CONCURRENCY: usize = 8;
 const MAX_CONCURRENCY: usize = 64;
 
+/// Whether an answer being built has room for more results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// It does.
+    More,
+    /// It does not: the entry just taken could be neither kept nor spilled (it was answered
+    /// with an error of its own), and nothing more should run. `limit_bytes` is the answer's.
+    Full { limit_bytes: usize },
+}
+
+/// Where the entries of a chain or a fan-out go as they finish: the answer being built.
+pub(crate) trait StepSink: Send {
+    /// Takes one finished entry (in any order for a fan-out; its `index` says where it goes).
+    fn take(&mut self, entry: StepResult) -> impl Future<Output = Room> + Send;
+}
+
+/// Every entry, held as it is: for tests, and callers with no size budget.
+impl StepSink for Vec<StepResult> {
+    async fn take(&mut self, entry: StepResult) -> Room {
+        self.push(entry);
+        Room::More
+    }
+}
+
 impl Orchestrator {
-    /// `callChain`.
-    pub async fn call_chain(
+    /// `callChain`: each step's entry goes to `sink` as the step ends; answers whether every
+    /// step ran and succeeded (`completed`).
+    pub(crate) async fn call_chain(
         &self,
         params: CallChainParams,
         context: &CallContext,
-    ) -> Result<CallChainResult, Error> {
+        sink: &mut impl StepSink,
+    ) -> Result<bool, Error> {
         const METHOD: &str = "callChain";
         if params.steps.is_empty() {
             return Err(Error::invalid_params(
@@ -67,9 +99,11 @@ impl Orchestrator {
         let mut context = context.clone();
         context.session_id = params.session_id.clone();
         let dry_run = params.dry_run == Some(true);
+        let bound = bound_steps(&params.steps);
 
+        // Each step's result, for the bindings of the steps after it; `null` for a step that
+        // no later step binds to, so a chain of large results does not hold them all.
         let mut results: Vec<Value> = Vec::new();
-        let mut steps = Vec::new();
         for (index, step) in params.steps.into_iter().enumerate() {
             let child = context.child(index as u32);
             let tool = step.tool.clone();
@@ -104,29 +138,27 @@ impl Orchestrator {
                 Err(_) => true,
             };
             let entry = step_result(index, tool, server, outcome);
-            if let Some(result) = &entry.result {
-                results.push(result.clone());
-            }
-            steps.push(entry);
-            if failed {
-                return Ok(CallChainResult {
-                    steps,
-                    completed: false,
-                });
+            results.push(match &entry.result {
+                Some(result) if bound[index] => result.clone(),
+                _ => Value::Null,
+            });
+            // A step whose answer found no room fails the chain there, like any failed step.
+            let room = sink.take(entry).await;
+            if failed || room != Room::More {
+                return Ok(false);
             }
         }
-        Ok(CallChainResult {
-            steps,
-            completed: true,
-        })
+        Ok(true)
     }
 
-    /// `callMany`.
-    pub async fn call_many(
+    /// `callMany`: each call's entry goes to `sink` as the call ends. Once the sink is full,
+    /// the calls not started yet are not run; each is answered `answerFull`.
+    pub(crate) async fn call_many(
         &self,
         params: CallManyParams,
         context: &CallContext,
-    ) -> Result<CallManyResult, Error> {
+        sink: &mut impl StepSink,
+    ) -> Result<(), Error> {
         const METHOD: &str = "callMany";
         if params.calls.is_empty() {
             return Err(Error::invalid_params(
@@ -157,20 +189,38 @@ impl Orchestrator {
         let mut context = context.clone();
         context.session_id = params.session_id.clone();
         let context = &context;
-        let results = futures_util::stream::iter(params.calls.into_iter().enumerate())
+        // Set once the answer is full (with its limit): a call not started by then is not run.
+        let full = AtomicBool::new(false);
+        let full_limit = std::sync::atomic::AtomicUsize::new(0);
+        let (full, full_limit) = (&full, &full_limit);
+        let mut finished = futures_util::stream::iter(params.calls.into_iter().enumerate())
             .map(|(index, call)| async move {
                 let tool = call.tool.clone();
                 let server = call.server.clone();
-                let outcome = match call_request(call) {
-                    Ok(request) => self.call(&context.child(index as u32), request).await,
-                    Err(error) => Err(error),
+                let outcome = if full.load(Ordering::Acquire) {
+                    Err(ErrorData::AnswerFull {
+                        method: METHOD.to_owned(),
+                        limit_bytes: full_limit.load(Ordering::Acquire),
+                    }
+                    .into())
+                } else {
+                    match call_request(call) {
+                        Ok(request) => self.call(&context.child(index as u32), request).await,
+                        Err(error) => Err(error),
+                    }
                 };
                 step_result(index, tool, server, outcome)
             })
-            .buffered(concurrency)
-            .collect()
-            .await;
-        Ok(CallManyResult { results })
+            // In the order they finish: each is encoded (and its tree freed) at once, not held
+            // behind a slower call before it.
+            .buffer_unordered(concurrency);
+        while let Some(entry) = finished.next().await {
+            if let Room::Full { limit_bytes } = sink.take(entry).await {
+                full_limit.store(limit_bytes, Ordering::Release);
+                full.store(true, Ordering::Release);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -224,6 +274,25 @@ fn step_result(
             }),
         },
     }
+}
+
+/// For each step, whether a later step binds to its result (checked bindings: each looks back).
+fn bound_steps(steps: &[ChainStep]) -> Vec<bool> {
+    let mut bound = vec![false; steps.len()];
+    let mut mark = |value: &Value, _: &str| {
+        if let Some(Ok((from, _))) = as_binding(value)
+            && let Some(slot) = bound.get_mut(from)
+        {
+            *slot = true;
+        }
+    };
+    for step in steps {
+        walk(&Value::Object(step.arguments.clone()), "", &mut mark);
+        for binding in step.bind.iter().flat_map(|bind| bind.values()) {
+            mark(binding, "");
+        }
+    }
+    bound
 }
 
 /// A binding: `{"$from": "<step>", "pointer": "<JSON Pointer>"}` (`$from` may be a number too).
@@ -472,6 +541,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::pipeline::CallContext;
 
     fn step(arguments: Value, bind: Option<Value>) -> ChainStep {
         ChainStep {
@@ -559,6 +629,20 @@ mod tests {
     }
 
     #[test]
+    fn only_the_steps_bound_to_are_kept_for_binding() {
+        let steps = [
+            step(json!({}), None),
+            step(json!({}), None),
+            step(
+                json!({"deep": [{"x": {"$from": "0", "pointer": "/a"}}]}),
+                None,
+            ),
+            step(json!({}), Some(json!({"/y": {"$from": 2, "pointer": ""}}))),
+        ];
+        assert_eq!(bound_steps(&steps), [true, false, true, false]);
+    }
+
+    #[test]
     fn results_without_bindings_pass_untouched() {
         let s = step(json!({"nested": {"$from_like": 1, "pointer": "/x"}}), None);
         check_bindings(0, &s).unwrap();
@@ -566,5 +650,95 @@ mod tests {
             Value::Object(bind(0, &s, &[], false).unwrap()),
             json!({"nested": {"$from_like": 1, "pointer": "/x"}})
         );
+    }
+    /// A fan-out of `count` calls of a tool answering `bytes` bytes, one at a time, into an
+    /// answer of `budget` bytes whose token may keep `spillable` answers spilled.
+    async fn fan_out(count: usize, bytes: usize, budget: usize, spillable: usize) -> (u32, Value) {
+        use crate::pipeline::tests::{Behaviour, FakeProvider, FakeServer, owner, tool};
+        let server = std::sync::Arc::new(FakeServer::new(
+            "s",
+            vec![(
+                tool(
+                    "big",
+                    json!({"type": "object"}),
+                    json!({"readOnlyHint": true}),
+                ),
+                Behaviour::Big(bytes),
+            )],
+        ));
+        let orchestrator = Orchestrator::new(std::sync::Arc::new(FakeProvider(vec![
+            std::sync::Arc::clone(&server),
+        ])));
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(crate::spill::SpillStore::with_limits(
+            dir.path().join("spill"),
+            Duration::from_secs(60),
+            crate::spill::SpillLimits {
+                answers_per_token: spillable,
+                ..crate::spill::SpillLimits::default()
+            },
+        ));
+        let budget = crate::answer::Budget {
+            bytes: budget,
+            in_batch: false,
+        };
+        let mut answer = crate::answer::EntryAnswers::new("callMany", budget, count, &store, "t");
+        let calls = (0..count)
+            .map(|_| serde_json::from_value(json!({"server": "s", "tool": "big"})).unwrap())
+            .collect();
+        let params = CallManyParams {
+            calls,
+            max_concurrent: Some(1),
+            session_id: None,
+        };
+        let context = CallContext::new(owner());
+        orchestrator
+            .call_many(params, &context, &mut answer)
+            .await
+            .unwrap();
+        let encoded = answer.finish_many().unwrap();
+        (server.calls(), serde_json::from_str(encoded.get()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_full_answer_stops_the_fan_out_before_the_rest_run() {
+        // 20 answers of 3 KB, a 4 KiB budget, 2 answers may be spilled: the third call that
+        // finds no room fails on its own, and the 17 after it are never sent.
+        let (sent, answer) = fan_out(20, 3000, 4096, 2).await;
+        assert_eq!(sent, 3, "the refusal came before the rest ran");
+        let results = answer["results"].as_array().unwrap();
+        assert_eq!(results.len(), 20, "every call answered");
+        for (index, entry) in results.iter().enumerate() {
+            assert_eq!(entry["index"], index);
+            let expected_kind = match index {
+                0 | 1 => None,
+                2 => Some("resultTooLarge"),
+                _ => Some("answerFull"),
+            };
+            assert_eq!(
+                entry["error"]["data"]["kind"].as_str(),
+                expected_kind,
+                "{entry}"
+            );
+        }
+        assert_eq!(results[5]["error"]["code"], -32008);
+        assert!(
+            results[5]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("not run"),
+            "{}",
+            results[5]
+        );
+        // With room enough, every call runs and is answered.
+        let (sent, answer) = fan_out(20, 3000, 1 << 20, 2).await;
+        assert_eq!(sent, 20);
+        assert!(answer["results"].as_array().unwrap().iter().all(|entry| {
+            entry["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .len()
+                == 3000
+        }));
     }
 }

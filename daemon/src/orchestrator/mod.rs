@@ -11,6 +11,8 @@ mod alternatives;
 mod chain;
 mod search;
 
+pub(crate) use chain::{Room, StepSink};
+
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -177,14 +179,23 @@ impl Orchestrator {
         let retry = request.clone();
         let outcome = self.call(&context, request).await;
         // A read-only tool whose server is down (or whose breaker is open) is tried once on
-        // the best other server offering it; failing that, the answer names alternatives.
-        let outcome = match self.stand_in_for(&outcome, &tool, &context) {
-            Some(failed) => {
-                let mut retry = retry;
-                retry.server = None;
-                let stand_in = self
-                    .call_routed(&context.child(0), retry, Some(failed))
-                    .await;
+        // the best other server offering it, within what is left of the caller's time; failing
+        // that, the answer names alternatives.
+        let stand_in =
+            self.stand_in_for(&outcome, &tool, &context)
+                .and_then(|(failed, failed_timeout)| {
+                    let child = context.child(0);
+                    let retry = alternatives::stand_in_request(
+                        retry,
+                        context.arrived,
+                        failed_timeout,
+                        child.arrived,
+                    )?;
+                    Some((failed, child, retry))
+                });
+        let outcome = match stand_in {
+            Some((failed, child, retry)) => {
+                let stand_in = self.call_routed(&child, retry, Some(failed)).await;
                 if stand_in.is_ok() { stand_in } else { outcome }
             }
             None => outcome,
@@ -280,7 +291,10 @@ impl Orchestrator {
         uri: &str,
         context: &CallContext,
     ) -> Result<Value, Error> {
-        self.pipeline.read_resource(context, server, uri).await
+        // Who it is for, as for a call: the pool then knows whose request was in flight (a
+        // server's last words go only to a caller that had it to itself).
+        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
+        crate::caller::with_caller(caller, self.pipeline.read_resource(context, server, uri)).await
     }
 
     /// `listPrompts`.
@@ -301,15 +315,15 @@ impl Orchestrator {
         context: &CallContext,
     ) -> Result<Value, Error> {
         let arguments = params.arguments.clone().unwrap_or_default();
-        self.pipeline
-            .get_prompt(
-                &context.grant,
-                context.arrived,
-                &params.server,
-                &params.name,
-                &arguments,
-            )
-            .await
+        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
+        let rendering = self.pipeline.get_prompt(
+            &context.grant,
+            context.arrived,
+            &params.server,
+            &params.name,
+            &arguments,
+        );
+        crate::caller::with_caller(caller, rendering).await
     }
 
     /// `listResources`.

@@ -22,6 +22,7 @@ use super::guards::Admissions;
 use super::plan::{CallPlan, circuit_open};
 use super::progress_timeout::{self, Bounded};
 use crate::error::Error;
+use crate::provider::ResourceListKind;
 use crate::resilience::backoff::random_jitter;
 use crate::resilience::breaker::Outcome;
 use crate::resilience::cache::CacheKey;
@@ -39,7 +40,8 @@ pub(crate) struct CallOutcome {
     pub(crate) degraded: Option<Duration>,
 }
 
-/// An operation the execute stage can protect: a tool call or a resource read.
+/// An operation the execute stage can protect: a tool call, a resource read, a prompt, or a
+/// listing of resources or prompts; whatever is sent to a server goes through here.
 pub(crate) enum Operation<'a> {
     /// `tools/call`.
     CallTool {
@@ -53,6 +55,11 @@ pub(crate) enum Operation<'a> {
         name: &'a str,
         arguments: &'a Map<String, Value>,
     },
+    /// `resources/list` or `resources/templates/list`, every page (always safe to re-send):
+    /// the items as a JSON array.
+    ListResources { kind: ResourceListKind },
+    /// `prompts/list`, every page (always safe to re-send): the items as a JSON array.
+    ListPrompts,
 }
 
 impl Operation<'_> {
@@ -62,6 +69,13 @@ impl Operation<'_> {
             Operation::CallTool { tool, .. } => tool,
             Operation::ReadResource { .. } => "resources/read",
             Operation::GetPrompt { .. } => "prompts/get",
+            Operation::ListResources {
+                kind: ResourceListKind::Resources,
+            } => "resources/list",
+            Operation::ListResources {
+                kind: ResourceListKind::Templates,
+            } => "resources/templates/list",
+            Operation::ListPrompts => "prompts/list",
         }
     }
 }
@@ -292,6 +306,12 @@ async fn attempt(
             Operation::GetPrompt { name, arguments } => {
                 slot.upstream.get_prompt(name, arguments, deadline).await
             }
+            Operation::ListResources { kind } => slot
+                .upstream
+                .list_resources(*kind, deadline)
+                .await
+                .map(Value::Array),
+            Operation::ListPrompts => slot.upstream.list_prompts(deadline).await.map(Value::Array),
         }
     };
     // Report the caller's timeout, not what was left of it for this attempt; with a timeout

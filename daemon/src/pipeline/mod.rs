@@ -50,6 +50,7 @@ use execute::{CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
+pub(crate) use plan::deadline as call_deadline;
 pub(crate) use resolve::{
     RoutingFacts, listed, server as resolve_server, tool as resolve_tool, visible,
 };
@@ -286,12 +287,14 @@ impl Pipeline {
             return Err(plan::clone_error(refusal));
         }
         // A server that never connected has no catalog yet: wait for its first connection
-        // (within the call's time) rather than call its tools unknown.
-        let first_wait = request
-            .timeout
-            .unwrap_or(crate::config::DEFAULT_CALL_TIMEOUT);
-        wait_for_first_connections(&slots, &context.grant, server, context.arrived + first_wait)
-            .await?;
+        // (within the call's time, as it would be on that server) rather than call its tools
+        // unknown.
+        let bound = FirstWait {
+            arrived: context.arrived,
+            timeout: request.timeout,
+            progress_resets_timeout: request.progress_resets_timeout,
+        };
+        wait_for_first_connections(&slots, &context.grant, server, bound).await?;
 
         let mut routing = extras.routing;
         if let Some(hint) = &request.hint {
@@ -468,9 +471,18 @@ impl Pipeline {
         if !context.grant.scope.permits_any_resource(&name) {
             return Ok((name, Vec::new()));
         }
-        let items = tokio::time::timeout_at(deadline, slot.upstream.list_resources(kind, deadline))
-            .await
-            .map_err(|_| Error::timeout(&name, list_label(kind), timeout.as_millis() as u64))??;
+        // Through the same protection as a call: a slot, the breakers, retries, statistics.
+        let outcome = execute::protected(
+            slot,
+            &Operation::ListResources { kind },
+            true,
+            timeout,
+            deadline,
+            &self.options.retry,
+            None,
+        )
+        .await;
+        let items = listed_items(outcome.result?);
         let items = match kind {
             ResourceListKind::Resources => items
                 .into_iter()
@@ -514,10 +526,11 @@ impl Pipeline {
     }
 }
 
-fn list_label(kind: ResourceListKind) -> &'static str {
-    match kind {
-        ResourceListKind::Resources => "resources/list",
-        ResourceListKind::Templates => "resources/templates/list",
+/// The items of a listing that went through [`execute::protected`] (as a JSON array).
+fn listed_items(listing: Value) -> Vec<Value> {
+    match listing {
+        Value::Array(items) => items,
+        _ => Vec::new(),
     }
 }
 
@@ -545,16 +558,36 @@ fn check_resource(grant: &crate::auth::Grant, server: &str, uri: &str) -> Result
     .into())
 }
 
-/// Waits (until `deadline` at most) for servers whose tools are not known yet. A named server
-/// that never connected must connect first: if it cannot, the call fails with why (it is
-/// unavailable), not with an unknown tool. A routed call waits only for servers making their first
-/// connection right now, and routes among whoever is known. A server that has connected once
-/// keeps its last catalog while it restarts, so it is never waited for here.
+/// What bounds a call's wait for a server's first connection: the deadline the call would have
+/// on that server (`plan::deadline`), never more.
+struct FirstWait {
+    arrived: Instant,
+    timeout: Option<Duration>,
+    progress_resets_timeout: Option<Duration>,
+}
+
+impl FirstWait {
+    fn deadline(&self, slot: &Slot) -> Instant {
+        plan::deadline(
+            self.arrived,
+            self.timeout,
+            self.progress_resets_timeout,
+            slot.upstream.info().settings.call_timeout,
+        )
+    }
+}
+
+/// Waits (until the call's deadline on each server at most) for servers whose tools are not
+/// known yet. A named server that never connected must connect first: if it cannot, the call
+/// fails with why (it is unavailable), not with an unknown tool. A routed call waits only for
+/// servers making their first connection right now, and routes among whoever is known. A server
+/// that has connected once keeps its last catalog while it restarts, so it is never waited for
+/// here.
 async fn wait_for_first_connections(
     slots: &[Arc<Slot>],
     grant: &crate::auth::Grant,
     server: Option<&str>,
-    deadline: Instant,
+    bound: FirstWait,
 ) -> Result<(), Error> {
     use tool_cli_protocol::methods::ServerState;
     if let Some(name) = server {
@@ -563,7 +596,7 @@ async fn wait_for_first_connections(
             && let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name)
             && slot.upstream.catalog().is_empty()
         {
-            slot.upstream.wait_ready(deadline).await?;
+            slot.upstream.wait_ready(bound.deadline(slot)).await?;
         }
         return Ok(());
     }
@@ -574,7 +607,7 @@ async fn wait_for_first_connections(
                 && slot.upstream.catalog().is_empty()
                 && slot.upstream.status().state == ServerState::Connecting
         })
-        .map(|slot| slot.upstream.wait_ready(deadline))
+        .map(|slot| slot.upstream.wait_ready(bound.deadline(slot)))
         .collect();
     for wait in connecting {
         let _ = wait.await;
@@ -612,4 +645,4 @@ pub fn caller_timeout(method: &str, timeout_ms: Option<u64>) -> Result<Option<Du
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -18,7 +18,7 @@ use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
 
 /// What a fake tool does when called.
 #[derive(Clone, Copy)]
-pub(super) enum Behaviour {
+pub(crate) enum Behaviour {
     /// Answers `{"content": [{"type": "text", "text": <arguments>}]}`.
     Echo,
     /// Answers an `isError` result.
@@ -29,23 +29,32 @@ pub(super) enum Behaviour {
     Crash,
     /// Crashes on the first call, answers afterwards.
     CrashOnce,
+    /// Answers a text block of this many bytes.
+    Big(usize),
 }
 
 /// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
-pub(super) struct FakeServer {
+pub(crate) struct FakeServer {
     info: ServerInfo,
     catalog: Arc<Catalog>,
     behaviours: Vec<(String, Behaviour)>,
     calls: AtomicU32,
     received: Mutex<Vec<(String, Map<String, Value>)>>,
+    /// The deadline of every call and every wait for a connection, in order.
+    pub(crate) deadlines: Mutex<Vec<Instant>>,
+    /// Never connects: waits for it last until their deadline, then fail.
+    never_connects: bool,
+    /// Its resource listings fail as if it had exited.
+    listings_fail: bool,
+    listings: AtomicU32,
 }
 
 impl FakeServer {
-    fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
+    pub(crate) fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
         FakeServer::with_settings(name, tools, ServerSettings::default(), Vec::new())
     }
 
-    pub(super) fn with_settings(
+    pub(crate) fn with_settings(
         name: &str,
         tools: Vec<(Value, Behaviour)>,
         settings: ServerSettings,
@@ -67,10 +76,30 @@ impl FakeServer {
             behaviours,
             calls: AtomicU32::new(0),
             received: Mutex::new(Vec::new()),
+            deadlines: Mutex::new(Vec::new()),
+            never_connects: false,
+            listings_fail: false,
+            listings: AtomicU32::new(0),
         }
     }
 
-    fn calls(&self) -> u32 {
+    /// A server still making its first connection, which never succeeds.
+    pub(crate) fn never_connecting(name: &str, settings: ServerSettings) -> FakeServer {
+        FakeServer {
+            never_connects: true,
+            ..FakeServer::with_settings(name, Vec::new(), settings, Vec::new())
+        }
+    }
+
+    /// A server with resources whose listings fail as if it had exited.
+    pub(crate) fn failing_listings(name: &str) -> FakeServer {
+        FakeServer {
+            listings_fail: true,
+            ..FakeServer::new(name, Vec::new())
+        }
+    }
+
+    pub(crate) fn calls(&self) -> u32 {
         self.calls.load(Ordering::SeqCst)
     }
 }
@@ -84,6 +113,57 @@ impl Upstream for FakeServer {
         Arc::clone(&self.catalog)
     }
 
+    fn status(&self) -> crate::provider::UpstreamStatus {
+        let mut status = crate::provider::UpstreamStatus::ready();
+        if self.never_connects {
+            status.state = tool_cli_protocol::methods::ServerState::Connecting;
+        }
+        status
+    }
+
+    fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        self.deadlines.lock().unwrap().push(deadline);
+        let server = self.info.name.clone();
+        let never = self.never_connects;
+        Box::pin(async move {
+            if !never {
+                return Ok(());
+            }
+            tokio::time::sleep_until(deadline).await;
+            Err(ErrorData::ServerUnavailable {
+                server,
+                state: "connecting".into(),
+                last_error: None,
+            }
+            .into())
+        })
+    }
+
+    fn supports_resources(&self) -> bool {
+        self.listings_fail
+    }
+
+    fn list_resources(
+        &self,
+        _kind: crate::provider::ResourceListKind,
+        _deadline: Instant,
+    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        let server = self.info.name.clone();
+        let fail = self.listings_fail;
+        Box::pin(async move {
+            if fail {
+                return Err(ErrorData::ServerExited {
+                    server,
+                    exit: "exit code 1".into(),
+                    stderr_tail: Vec::new(),
+                }
+                .into());
+            }
+            Ok(Vec::new())
+        })
+    }
+
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,
@@ -91,6 +171,7 @@ impl Upstream for FakeServer {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         let count = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        self.deadlines.lock().unwrap().push(deadline);
         self.received
             .lock()
             .unwrap()
@@ -127,12 +208,15 @@ impl Upstream for FakeServer {
                 Behaviour::CrashOnce => {
                     Ok(json!({"content": [], "structuredContent": {"ok": true}}))
                 }
+                Behaviour::Big(bytes) => Ok(json!({
+                    "content": [{"type": "text", "text": "b".repeat(bytes)}]
+                })),
             }
         })
     }
 }
 
-pub(super) struct FakeProvider(pub(super) Vec<Arc<FakeServer>>);
+pub(crate) struct FakeProvider(pub(crate) Vec<Arc<FakeServer>>);
 
 impl ToolProvider for FakeProvider {
     fn servers(&self) -> Vec<Arc<dyn Upstream>> {
@@ -153,7 +237,7 @@ impl CallObserver for Recorder {
     }
 }
 
-fn tool(name: &str, schema: Value, annotations: Value) -> Value {
+pub(crate) fn tool(name: &str, schema: Value, annotations: Value) -> Value {
     json!({"name": name, "description": format!("the {name} tool"), "inputSchema": schema,
            "annotations": annotations})
 }
@@ -162,7 +246,7 @@ fn object_schema() -> Value {
     json!({"type": "object"})
 }
 
-pub(super) fn owner() -> Grant {
+pub(crate) fn owner() -> Grant {
     Grant {
         token_id: "owner".into(),
         is_owner: true,
@@ -707,4 +791,85 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     // caller may not be allowed to see).
     let error = echo_as("c-bob").await;
     assert_eq!(last_error(&error), None, "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_a_first_connection_ends_with_the_calls_deadline_on_that_server() {
+    let settings = |seconds| ServerSettings {
+        call_timeout: Duration::from_secs(seconds),
+        ..ServerSettings::default()
+    };
+    let slow = Arc::new(FakeServer::never_connecting("slow", settings(5)));
+    let slower = Arc::new(FakeServer::never_connecting("slower", settings(7)));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&slow), Arc::clone(&slower)]);
+    // Named, with no timeout of the caller's: the server's own call timeout, not 60 s.
+    let context = CallContext::new(owner());
+    let error = pipeline
+        .call(&context, request(Some("slow"), "look", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "serverUnavailable");
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(5)]
+    );
+    // The caller's timeout when it gives one.
+    slow.deadlines.lock().unwrap().clear();
+    let context = CallContext::new(owner());
+    let mut timed = request(Some("slow"), "look", json!({}));
+    timed.timeout = Some(Duration::from_secs(2));
+    pipeline.call(&context, timed).await.unwrap_err();
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(2)]
+    );
+    // Routed: each server making its first connection is waited for up to its own.
+    slow.deadlines.lock().unwrap().clear();
+    let context = CallContext::new(owner());
+    let error = pipeline
+        .call(&context, request(None, "look", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "unknownTool");
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(5)]
+    );
+    assert_eq!(
+        slower.deadlines.lock().unwrap().last(),
+        Some(&(context.arrived + Duration::from_secs(7)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resource_listings_take_the_servers_protection_like_calls() {
+    let broken = Arc::new(FakeServer::failing_listings("broken"));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&broken)]);
+    let mut kinds = Vec::new();
+    let mut reached = Vec::new();
+    for _ in 0..8 {
+        let error = pipeline
+            .list_resources(
+                &CallContext::new(owner()),
+                "broken",
+                crate::provider::ResourceListKind::Resources,
+            )
+            .await
+            .unwrap_err();
+        kinds.push(kind(&error));
+        reached.push(broken.listings.load(Ordering::SeqCst));
+    }
+    // The failures (each retried: a listing is safe to re-send) opened the breaker, which then
+    // refused without asking the server.
+    assert_eq!(kinds.first(), Some(&"serverExited"), "{kinds:?}");
+    assert_eq!(kinds[2..], ["circuitOpen"; 6], "{kinds:?}");
+    assert_eq!(reached[0], 3, "{reached:?}");
+    assert!(
+        reached[2..].iter().all(|count| *count == reached[1]),
+        "nothing reached the server once it was open: {reached:?}"
+    );
+    let reached = reached[1];
+    // And they are counted in the server's statistics.
+    let slot = &pipeline.slots()[0];
+    assert_eq!(slot.guards.stats.lock().unwrap().calls, u64::from(reached));
 }

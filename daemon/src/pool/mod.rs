@@ -25,6 +25,7 @@ mod http;
 mod lifecycle;
 mod lines;
 mod log_budget;
+mod oversized;
 mod raw_results;
 mod requests;
 mod stderr;
@@ -653,6 +654,7 @@ impl Upstream for Server {
 
     fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await
@@ -675,6 +677,7 @@ impl Upstream for Server {
         deadline: Instant,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await

@@ -5,8 +5,8 @@ use jsonrpsee::RpcModule;
 use tool_cli_protocol::methods::{CallToolParams, name};
 use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams};
 
-use super::{Context, call_context, events, fit, fit_or_spill, parse, to_rpc_error};
-use crate::answer::Spillable;
+use super::{Context, call_context, events, fit_or_spill, parse, to_rpc_error};
+use crate::answer::{EntryAnswers, Spillable};
 
 /// Registers the call methods.
 pub(super) fn register(module: &mut RpcModule<Context>) {
@@ -48,10 +48,19 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 r#"{"steps": [{"server"?: string, "tool": string, "arguments"?: object, "bind"?: object, "hint"?: string}], "sessionId"?: string, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean}"#,
             )?;
             let call = call_context(&extensions)?;
-            let chain = context
-                .until_grace_over(context.orchestrator.call_chain(params, &call))
+            // Built as the steps end, within the budget: a result that does not fit is
+            // spilled, never refused after its step ran.
+            let mut answer = EntryAnswers::new(
+                name::CALL_CHAIN,
+                context.budget(&extensions),
+                params.steps.len(),
+                &context.answers.spill,
+                &call.grant.token_id,
+            );
+            let completed = context
+                .until_grace_over(context.orchestrator.call_chain(params, &call, &mut answer))
                 .await?;
-            fit(name::CALL_CHAIN, &chain, context.budget(&extensions)).map_err(to_rpc_error)
+            answer.finish_chain(completed).map_err(to_rpc_error)
         })
         .expect("method names are unique");
     module
@@ -62,10 +71,18 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 r#"{"calls": [callTool params], "maxConcurrent"?: integer, "sessionId"?: string}"#,
             )?;
             let call = call_context(&extensions)?;
-            let many = context
-                .until_grace_over(context.orchestrator.call_many(params, &call))
+            // Built as the calls end, within the budget; once full, no more calls start.
+            let mut answer = EntryAnswers::new(
+                name::CALL_MANY,
+                context.budget(&extensions),
+                params.calls.len(),
+                &context.answers.spill,
+                &call.grant.token_id,
+            );
+            context
+                .until_grace_over(context.orchestrator.call_many(params, &call, &mut answer))
                 .await?;
-            fit(name::CALL_MANY, &many, context.budget(&extensions)).map_err(to_rpc_error)
+            answer.finish_many().map_err(to_rpc_error)
         })
         .expect("method names are unique");
 }

@@ -32,7 +32,7 @@ impl Connection {
             }
             ServiceError::TransportSend(error) if self.process.is_none() => {
                 if let Some(limit) = size_limit_in(&error_chain(&error)) {
-                    return self.too_large(label, limit);
+                    return self.too_large(label, None, limit);
                 }
                 // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
                 if let Some(reason) = self.stream_closed.lock().unwrap().take() {
@@ -68,8 +68,12 @@ impl Connection {
         }
     }
 
-    /// The error of a request whose stream ended or whose pipe broke: how the server ended.
+    /// The error of a request whose stream ended or whose pipe broke: how the server ended, and
+    /// its last stderr lines only to a caller that had it to itself (`callers.rs`).
     pub(super) async fn closed_error(&self) -> Error {
+        let alone = self
+            .callers
+            .alone_at_end(crate::caller::current().as_deref());
         // The stream ends a moment before the exit status is known; wait for it briefly so the
         // error can say how the server ended.
         let mut ended = self.ended.clone();
@@ -81,19 +85,29 @@ impl Connection {
             stderr_tail: self
                 .process
                 .as_ref()
+                .filter(|_| alone)
                 .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
                 .unwrap_or_default(),
         }
         .into()
     }
 
-    /// The error for an answer to `label` over `limit` bytes.
-    pub(super) fn too_large(&self, label: &str, limit: u64) -> Error {
-        tracing::warn!(server = %self.server, method = label, limit, "answer over the size limit");
-        ErrorData::MessageTooLarge {
+    /// The error for an answer to `label` over `limit` bytes (`bytes` long, when it was read to
+    /// its end): that request's own failure, saying how to ask for less.
+    pub(super) fn too_large(&self, label: &str, bytes: Option<u64>, limit: u64) -> Error {
+        tracing::warn!(server = %self.server, method = label, bytes, limit, "answer over the size limit");
+        let schema = self
+            .published
+            .catalog
+            .borrow()
+            .get(label)
+            .and_then(|tool| tool.input_schema());
+        ErrorData::ResultTooLarge {
             server: self.server.clone(),
             method: label.to_owned(),
+            bytes,
             limit_bytes: limit,
+            hint: super::super::oversized::how_to_ask_for_less(label, schema.as_ref()),
         }
         .into()
     }

@@ -11,7 +11,7 @@ use rmcp::model::{
     GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
-use rmcp::{Peer, RoleClient, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 
@@ -110,12 +110,12 @@ impl Connection {
                     .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
             },
             Err(err) => {
-                // Its response stream was cut for size, not because the server went away.
-                if matches!(err, ServiceError::TransportClosed)
-                    && let Some(oversized) = &self.oversized
-                    && oversized.take(&guard.key)
+                // Its answer was dropped for its size (an HTTP response stream cut at the limit,
+                // a stdio line skipped), not because the server went away.
+                if let Some(oversized) = &self.oversized
+                    && let Some(bytes) = oversized.take(&guard.key)
                 {
-                    return Err(self.too_large(label, oversized.limit_bytes as u64));
+                    return Err(self.too_large(label, bytes, oversized.limit_bytes as u64));
                 }
                 Err(self.service_error(err, label, timeout).await)
             }
@@ -148,6 +148,13 @@ impl Connection {
         abandon.direct = None;
         match outcome {
             Ok(Some(Answer::Result(result))) => Ok(result),
+            Ok(Some(Answer::TooLarge(bytes))) => {
+                let limit = self
+                    .oversized
+                    .as_ref()
+                    .map_or(0, |oversized| oversized.limit_bytes as u64);
+                Err(self.too_large(label, Some(bytes), limit))
+            }
             Ok(Some(Answer::Error(error))) => Err(ErrorData::Upstream {
                 server: self.server.clone(),
                 code: error.code.0.into(),
@@ -181,6 +188,7 @@ impl Connection {
         // Who the call is for, so a server keeping state per client can keep callers apart
         // on this shared connection (`crate::caller`).
         let caller = crate::caller::current();
+        let _caller_in_flight = self.callers.enter(caller.clone());
         // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`) or
         // that may sample (its usage is billed to the call).
         let _in_flight = self.published.server_requests.calling();
@@ -235,6 +243,7 @@ impl Connection {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
         ));
+        let _caller_in_flight = self.callers.enter(crate::caller::current());
         let _in_flight = self.published.server_requests.calling();
         self.request(request, "resources/read", timeout).await
     }
@@ -248,6 +257,7 @@ impl Connection {
     ) -> Result<Value, Error> {
         let params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let _caller_in_flight = self.callers.enter(crate::caller::current());
         let _in_flight = self.published.server_requests.calling();
         self.request(request, "prompts/get", timeout).await
     }
