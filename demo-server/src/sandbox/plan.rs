@@ -225,6 +225,15 @@ impl SandboxPlan {
         }
     }
 
+    /// The same plan with other seccomp programs (tests of what a failing layer does).
+    #[cfg(test)]
+    pub(crate) fn with_seccomp(&self, seccomp: Vec<BpfProgram>) -> Self {
+        Self {
+            seccomp,
+            ..self.clone()
+        }
+    }
+
     /// The mount steps of the tree, relative to the new root.
     fn mount_steps(&self) -> Result<Vec<MountStep>, PlanError> {
         let mut creations = Vec::new();

@@ -168,6 +168,49 @@ async fn detect(python: Option<&Path>, work_root: &Path) -> Result<Ready, String
         Identity::for_this_process(),
         programs,
     );
+    settle(base, work_root, version, missing).await
+}
+
+/// The layer a failed setup step belongs to, turned off in `layers`, when it is optional; `None`
+/// when the step is essential (the tool must then refuse to run). Pure.
+pub(crate) fn drop_layer(layers: &mut Layers, stage: Stage) -> Option<&'static str> {
+    match stage {
+        Stage::LandlockScratch | Stage::LandlockRestrict if layers.landlock_abi.is_some() => {
+            layers.landlock_abi = None;
+            Some("Landlock")
+        }
+        Stage::MountProc if layers.fresh_proc => {
+            layers.fresh_proc = false;
+            Some("fresh /proc")
+        }
+        Stage::JoinCgroup if !layers.cgroups.is_empty() => {
+            layers.cgroups = CgroupRoots::default();
+            Some("pids and memory cgroups")
+        }
+        Stage::Hostname if layers.uts_namespace => {
+            layers.uts_namespace = false;
+            Some("UTS namespace")
+        }
+        Stage::CloneNamespaces
+            if layers.ipc_namespace || layers.uts_namespace || layers.cgroup_namespace =>
+        {
+            layers.ipc_namespace = false;
+            layers.uts_namespace = false;
+            layers.cgroup_namespace = false;
+            Some("IPC, UTS and cgroup namespaces")
+        }
+        _ => None,
+    }
+}
+
+/// Probes `base` and, while an optional layer fails, the plan without it: the plan that works,
+/// or why none does.
+pub(crate) async fn settle(
+    base: SandboxPlan,
+    work_root: &Path,
+    version: String,
+    mut missing: Vec<MissingLayer>,
+) -> Result<Ready, String> {
     let mut layers = base.layers.clone();
     for _attempt in 0..8 {
         let plan = base.with_layers(layers.clone());
@@ -190,49 +233,18 @@ async fn detect(python: Option<&Path>, work_root: &Path) -> Result<Ready, String
                     missing,
                 });
             }
-            Err(ProbeFailure::Setup(failure)) => {
-                let reason = failure.to_string();
-                let dropped = match failure.stage {
-                    Stage::LandlockScratch | Stage::LandlockRestrict
-                        if layers.landlock_abi.is_some() =>
-                    {
-                        layers.landlock_abi = None;
-                        "Landlock"
-                    }
-                    Stage::MountProc if layers.fresh_proc => {
-                        layers.fresh_proc = false;
-                        "fresh /proc"
-                    }
-                    Stage::JoinCgroup if !layers.cgroups.is_empty() => {
-                        layers.cgroups = CgroupRoots::default();
-                        "pids and memory cgroups"
-                    }
-                    Stage::Hostname if layers.uts_namespace => {
-                        layers.uts_namespace = false;
-                        "UTS namespace"
-                    }
-                    Stage::CloneNamespaces
-                        if layers.ipc_namespace
-                            || layers.uts_namespace
-                            || layers.cgroup_namespace =>
-                    {
-                        layers.ipc_namespace = false;
-                        layers.uts_namespace = false;
-                        layers.cgroup_namespace = false;
-                        "IPC, UTS and cgroup namespaces"
-                    }
-                    _ => {
-                        return Err(format!(
-                            "the kernel sandbox cannot be set up here ({reason}); run_python \
-                             refuses to run code without it"
-                        ));
-                    }
-                };
-                missing.push(MissingLayer {
-                    layer: dropped,
-                    reason,
-                });
-            }
+            Err(ProbeFailure::Setup(failure)) => match drop_layer(&mut layers, failure.stage) {
+                Some(layer) => missing.push(MissingLayer {
+                    layer,
+                    reason: failure.to_string(),
+                }),
+                None => {
+                    return Err(format!(
+                        "the kernel sandbox cannot be set up here ({failure}); run_python \
+                         refuses to run code without it"
+                    ));
+                }
+            },
             Err(ProbeFailure::Other(why)) => {
                 return Err(format!(
                     "the kernel sandbox does not work here: {why}; run_python refuses to run \
@@ -425,6 +437,43 @@ fn inspect(pid: i32, plan: &SandboxPlan) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn optional_layers_are_dropped_and_essential_ones_refuse() {
+        let everything = Layers::everything(7, CgroupRoots::default());
+        for (stage, dropped) in [
+            (Stage::LandlockRestrict, Some("Landlock")),
+            (Stage::LandlockScratch, Some("Landlock")),
+            (Stage::MountProc, Some("fresh /proc")),
+            (Stage::Hostname, Some("UTS namespace")),
+            (
+                Stage::CloneNamespaces,
+                Some("IPC, UTS and cgroup namespaces"),
+            ),
+            // The cgroups were not found, so joining them cannot be what failed.
+            (Stage::JoinCgroup, None),
+            (Stage::Seccomp, None),
+            (Stage::NoNewPrivileges, None),
+            (Stage::Capabilities, None),
+            (Stage::BoundingSet, None),
+            (Stage::UidMap, None),
+            (Stage::PivotRoot, None),
+            (Stage::TreeBind, None),
+            (Stage::SetUserId, None),
+            (Stage::Exec, None),
+        ] {
+            let mut layers = everything.clone();
+            assert_eq!(drop_layer(&mut layers, stage), dropped, "{stage:?}");
+            assert_eq!(layers == everything, dropped.is_none(), "{stage:?}");
+        }
+        // Once the optional namespaces are off, a failing clone is the essential ones.
+        let mut layers = everything.clone();
+        drop_layer(&mut layers, Stage::CloneNamespaces);
+        assert_eq!(drop_layer(&mut layers, Stage::CloneNamespaces), None);
+        let mut layers = everything;
+        drop_layer(&mut layers, Stage::LandlockRestrict);
+        assert_eq!(drop_layer(&mut layers, Stage::LandlockRestrict), None);
+    }
 
     #[test]
     fn finds_programs_on_a_path() {

@@ -1278,3 +1278,88 @@ async fn runs_beyond_the_slots_queue_and_the_wait_is_not_their_time() {
     drop(permit);
     assert_nothing_left(&root);
 }
+
+/// A machine where an essential layer fails (here: the kernel rejects the seccomp program) gets
+/// no sandbox at all: the tool refuses every call rather than run without the layer.
+#[tokio::test]
+async fn an_essential_layer_that_fails_makes_the_tool_refuse() {
+    let root = WorkRoot::new("essential");
+    let sandbox = sandbox(&root).await;
+    let ready = ready(&sandbox);
+    // A filter whose only instruction jumps past its end: the kernel refuses it (EINVAL).
+    let broken = vec![vec![seccompiler::sock_filter {
+        code: 0x05,
+        jt: 0,
+        jf: 0,
+        k: 10,
+    }]];
+    let state = platform::settle(
+        ready.plan.with_seccomp(broken),
+        &root.0,
+        ready.version.clone(),
+        Vec::new(),
+    )
+    .await;
+    let why = state.expect_err("no sandbox without seccomp");
+    assert!(
+        why.contains("installing the seccomp filter failed")
+            && why.contains("run_python refuses to run code without it"),
+        "{why}"
+    );
+    let refusing = Sandbox::with_slots(
+        Platform {
+            state: Err(why.clone()),
+        },
+        root.0.clone(),
+        1,
+    );
+    assert_eq!(refusing.health(), SandboxHealth::Unavailable);
+    assert!(
+        refusing
+            .describe()
+            .starts_with("UNAVAILABLE on this machine: the kernel sandbox cannot be set up here")
+    );
+    let error = run_code(&refusing, "print(1)", None).await.unwrap_err();
+    assert!(matches!(error, SandboxError::Unavailable(_)), "{error}");
+    assert_nothing_left(&root);
+}
+
+/// Without an optional layer the tool runs, and says it is degraded.
+#[tokio::test]
+async fn a_missing_optional_layer_is_reported_as_degraded() {
+    let root = WorkRoot::new("degraded");
+    let sandbox = sandbox(&root).await;
+    let ready = ready(&sandbox).clone();
+    let mut layers = ready.plan.layers.clone();
+    layers.landlock_abi = None;
+    let degraded = Sandbox::with_slots(
+        Platform {
+            state: Ok(platform::Ready {
+                plan: ready.plan.with_layers(layers),
+                missing: vec![platform::MissingLayer {
+                    layer: "Landlock",
+                    reason: "the kernel has no Landlock or it is disabled".to_owned(),
+                }],
+                ..ready
+            }),
+        },
+        root.0.clone(),
+        1,
+    );
+    assert_eq!(degraded.health(), SandboxHealth::Degraded);
+    let description = degraded.describe();
+    assert!(
+        description
+            .contains("DEGRADED here: no Landlock (the kernel has no Landlock or it is disabled)"),
+        "{description}"
+    );
+    assert!(
+        !degraded
+            .layers()
+            .iter()
+            .any(|layer| layer.starts_with("Landlock"))
+    );
+    let run = run_code(&degraded, "print(6 * 7)", None).await.unwrap();
+    assert_eq!(run.stdout, "42\n");
+    assert_nothing_left(&root);
+}

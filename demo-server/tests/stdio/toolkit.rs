@@ -568,6 +568,15 @@ async fn without_python_run_python_is_listed_as_unavailable() {
         message.starts_with("run_python is unavailable on this machine"),
         "{message}"
     );
+    // The server's instructions say so too.
+    let instructions = client
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    assert!(
+        instructions.contains("run_python: UNAVAILABLE on this machine"),
+        "{instructions}"
+    );
     // Everything else works.
     structured::<ExchangeRate>(
         &call(
