@@ -15,12 +15,18 @@
 //!   waits, ending with the child's exit status (or signal). Killing it kills the child through
 //!   its parent-death signal.
 //! - The **sandbox process** ([`sandbox_process`]) is pid 1 of the new pid namespace, so when it
-//!   ends the kernel kills everything the snippet started, `setsid` or not. It builds the mount
-//!   tree on a tmpfs (read-only binds of the Python runtime only, `/dev/null`, `/dev/zero`,
-//!   `/dev/urandom`, a fresh `/proc`, a private scratch tmpfs), `pivot_root`s into it and detaches
-//!   the old root, makes `/` read-only, switches to the unprivileged ids, sets the rlimits, locks
-//!   the secure bits, empties the bounding, ambient, effective, permitted and inheritable
-//!   capability sets, sets `no_new_privs`, applies Landlock, closes every descriptor but stdio,
+//!   ends the kernel kills everything the snippet started, `setsid` or not. It makes its mounts
+//!   private, mounts the new root (a tmpfs) on the run's directory and works from inside it, takes
+//!   detached copies of the runtime's directories with `open_tree` while it still has the daemon's
+//!   file-system identity (the interpreter may live under `/root`), then switches to the
+//!   unprivileged ids (it keeps its capabilities in its own user namespace: the old ids were not
+//!   that namespace's root), creates the tree's directories, files and symlinks (a file on the
+//!   tmpfs must be owned by a mapped id), attaches the runtime read-only (`mount_setattr`,
+//!   `move_mount`) and the three devices, mounts the scratch tmpfs and a fresh `/proc`,
+//!   `pivot_root`s and detaches the old root, makes `/` read-only, locks the secure bits, empties
+//!   the bounding, ambient, effective, permitted and inheritable capability sets, sets
+//!   `no_new_privs`, applies Landlock, closes every descriptor but stdio, sets the rlimits (after
+//!   the descriptors: `RLIMIT_NOFILE` would refuse new ones while the daemon's are still open),
 //!   installs the seccomp filters last and `execve`s the interpreter with an empty environment.
 //!
 //! Failures are written as fixed-size records to a report pipe the parent reads (the stage, the
