@@ -123,6 +123,30 @@ pub(crate) struct Started {
     started: Instant,
 }
 
+/// Kills and reaps a run whose future was dropped before it finished (the server shutting down,
+/// a handler dropped): the intermediate dies (`kill_on_drop`), and this takes the group and the
+/// sandbox process, which would otherwise stay a zombie re-parented to us.
+#[derive(Debug)]
+struct DropGuard {
+    process_group: i32,
+    sandbox_pid: i32,
+    armed: bool,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        kill_group(self.process_group);
+        let (process_group, sandbox_pid) = (self.process_group, self.sandbox_pid);
+        // Reaping waits for the dying processes; not on an async thread.
+        let _ = std::thread::Builder::new()
+            .name("run-python-reaper".to_owned())
+            .spawn(move || reap(process_group, sandbox_pid, &[]));
+    }
+}
+
 impl Started {
     /// The sandbox process's pid as the daemon sees it.
     pub(crate) fn sandbox_pid(&self) -> i32 {
@@ -244,6 +268,11 @@ pub(crate) async fn supervise(
         sandbox_pid,
         started,
     } = started;
+    let mut guard = DropGuard {
+        process_group,
+        sandbox_pid,
+        armed: true,
+    };
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let writer = tokio::spawn(async move {
         // A child that exits without reading makes this fail with EPIPE, which is fine.
@@ -278,6 +307,7 @@ pub(crate) async fn supervise(
         None => child.wait().await?,
     };
     let duration = started.elapsed();
+    guard.armed = false;
     finish_cleanup(process_group, sandbox_pid, cgroups).await?;
     let out_of_memory = cgroups.is_some_and(|cgroups| cgroups.out_of_memory_kills() > 0);
 

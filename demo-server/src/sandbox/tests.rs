@@ -1363,3 +1363,34 @@ async fn a_missing_optional_layer_is_reported_as_degraded() {
     assert_eq!(run.stdout, "42\n");
     assert_nothing_left(&root);
 }
+
+/// A run whose future is dropped mid-way (the server shutting down) leaves nothing behind.
+#[tokio::test]
+async fn a_dropped_run_leaves_no_process() {
+    let root = WorkRoot::new("dropped");
+    let sandbox = sandbox(&root).await;
+    let request = CodeRequest::new(
+        "import json\nprint('running', flush=True)\nwhile True:\n    pass".into(),
+        Some(10_000),
+        None,
+    )
+    .unwrap();
+    {
+        let run = sandbox.run(&request, std::future::pending());
+        tokio::pin!(run);
+        // Poll until the snippet's process exists, then drop the run.
+        while root.processes_inside().len() < 2 {
+            tokio::select! {
+                biased;
+                result = &mut run => panic!("the run ended: {result:?}"),
+                () = tokio::task::yield_now() => {}
+            }
+        }
+    }
+    let gone = (0..2000).any(|_| {
+        std::thread::sleep(Duration::from_millis(5));
+        root.processes_inside().is_empty()
+    });
+    assert!(gone, "left: {:?}", root.processes_inside());
+    assert_nothing_left(&root);
+}
