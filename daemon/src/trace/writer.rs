@@ -124,6 +124,8 @@ pub(crate) trait Sink: Send + 'static {
 pub(crate) struct Counters {
     pub(crate) written: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    /// Refused calls counted into summary lines instead of written.
+    pub(crate) summarized: AtomicU64,
     // A std mutex: held only to swap a string, never across an await or a write.
     pub(crate) last_error: Mutex<Option<String>>,
 }
