@@ -831,6 +831,60 @@ mod tests {
         );
     }
 
+    /// The issue: `${TOOL_CLI_TOKEN}` in a server's `args` or `env` put the owner token on a
+    /// command line and in a child's environment.
+    #[test]
+    fn the_daemons_own_variables_are_never_substituted_into_a_server() {
+        let env = |name: &str| match name {
+            "TOOL_CLI_TOKEN" => Some("a".repeat(64)),
+            "TOOL_CLI_PORT" => Some("7179".to_owned()),
+            _ => None,
+        };
+        let refused = |entry: Value, field: &str| {
+            let text = json!({"mcpServers": {"s": entry}}).to_string();
+            let error = parse(&text, ConfigSource::File("/c.json".into()), &env).unwrap_err();
+            assert_eq!(error.field.as_deref(), Some(field), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("${TOOL_CLI_"), "{message}");
+            assert!(message.contains("never substituted"), "{message}");
+            assert!(!message.contains(&"a".repeat(64)), "{message}");
+        };
+        refused(
+            json!({"command": "x", "args": ["--token", "${TOOL_CLI_TOKEN}"]}),
+            "args[1]",
+        );
+        refused(
+            json!({"command": "x", "env": {"AUTH": "${TOOL_CLI_TOKEN}"}}),
+            "env.AUTH",
+        );
+        refused(
+            json!({"command": "x", "env": {"AUTH": "${TOOL_CLI_TOKEN:-none}"}}),
+            "env.AUTH",
+        );
+        refused(json!({"command": "${TOOL_CLI_PORT}"}), "command");
+        refused(
+            json!({"url": "http://127.0.0.1:${TOOL_CLI_PORT}/mcp"}),
+            "url",
+        );
+        refused(
+            json!({"url": "http://127.0.0.1:9/mcp",
+                   "headers": {"Authorization": "Bearer ${TOOL_CLI_TOKEN}"}}),
+            "headers.Authorization",
+        );
+        // `$$` escapes: the literal text is a server's business.
+        let text = json!({"mcpServers": {"s": {"command": "x", "args": ["$${TOOL_CLI_TOKEN}"]}}});
+        let config = parse(
+            &text.to_string(),
+            ConfigSource::File("/c.json".into()),
+            &env,
+        )
+        .unwrap();
+        let TransportConfig::Stdio { args, .. } = &config.servers[0].transport else {
+            panic!("stdio");
+        };
+        assert_eq!(args, &["${TOOL_CLI_TOKEN}"]);
+    }
+
     #[test]
     fn a_stdio_server_takes_more_calls_at_once_by_default_than_an_http_one() {
         let config = parse_json(json!({"mcpServers": {

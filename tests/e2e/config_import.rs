@@ -348,9 +348,11 @@ fn a_claude_code_default_imports_and_runs() {
     let mut entry = filesystem_server(&files);
     // The root directory, the server's last argument, as a default.
     let args = entry["args"].as_array_mut().expect("args");
-    *args.last_mut().expect("the root") =
-        json!(format!("${{TOOL_CLI_E2E_UNSET_ROOT:-{}}}", files.display()));
-    entry["env"] = json!({"SOME_MODE": "${TOOL_CLI_E2E_UNSET_MODE-plain}"});
+    *args.last_mut().expect("the root") = json!(format!(
+        "${{UNSET_E2E_ROOT_OF_TOOL_CLI_TESTS:-{}}}",
+        files.display()
+    ));
+    entry["env"] = json!({"SOME_MODE": "${UNSET_E2E_MODE_OF_TOOL_CLI_TESTS-plain}"});
     places.write(
         &places.project.join(".mcp.json"),
         &json!({"mcpServers": {"files": entry}}).to_string(),
