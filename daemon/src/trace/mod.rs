@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tool_cli_protocol::trace::{TraceLine, TracesHealth};
 
 pub use line::trace_line;
+pub(crate) use redact::is_secret_name;
 pub use writer::WriteError;
 
 use crate::pipeline::{CallObserver, CallRecord};

@@ -135,6 +135,12 @@ async fn verbose_lines_carry_redacted_payloads_and_plain_ones_none() {
         record.arguments = Some(json!({"sql": "select 1", "auth": {"api_key": "hunter2"}}));
         record.result = Some(json!({"content": [{"type": "text",
             "text": "the key is sk-configured-secret"}]}));
+        // An error's message is in every line, verbose or not: redacted as well.
+        record.error = Some(crate::pipeline::RecordedError {
+            code: -32003,
+            kind: "upstream",
+            message: "the server refused the key sk-configured-secret".into(),
+        });
         traces.observe(&record);
         assert!(traces.flush(WAIT).await);
         let line = lines.lock().unwrap().pop().unwrap();

@@ -230,6 +230,11 @@ fn encode(line: &mut TraceLine, redactor: &Redactor) -> Result<Vec<u8>, WriteErr
     {
         redactor.redact(payload);
     }
+    // An error's message may quote what a server said, configured secrets included; it is in
+    // every line, verbose or not.
+    if let Some(error) = &mut line.error {
+        redactor.redact_text(&mut error.message);
+    }
     let mut bytes =
         serde_json::to_vec(line).map_err(|error| WriteError::Encode(error.to_string()))?;
     bytes.push(b'\n');
