@@ -464,6 +464,8 @@ pub struct DaemonOptions {
     /// Variables removed from the daemon's environment (`RUST_LOG`, to see its default
     /// logging).
     pub remove_env: Vec<String>,
+    /// The daemon's working directory (by default the test's).
+    pub current_dir: Option<PathBuf>,
 }
 
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
@@ -552,6 +554,9 @@ impl Daemon {
         }
         for name in &options.remove_env {
             command.env_remove(name);
+        }
+        if let Some(dir) = &options.current_dir {
+            command.current_dir(dir);
         }
         command
             .stdin(Stdio::null())

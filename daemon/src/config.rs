@@ -251,23 +251,36 @@ pub fn load(
     let mut config = parse(&text, source, env)?;
     // `imports`: other clients' servers, read now (so again on every reload).
     if let Ok(root) = serde_json::from_str::<Value>(&text) {
-        let kinds = crate::import::live::kinds(&root, &config.source.to_string())?;
-        if !kinds.is_empty() {
+        let imports =
+            crate::import::live::imports(&root, &config.source.to_string(), path.parent(), env)?;
+        if !imports.is_empty() {
             let places = crate::import::live::places(env);
-            crate::import::live::apply(&mut config, &kinds, places.as_ref(), env);
+            crate::import::live::apply(&mut config, &imports, places.as_ref(), env);
         }
     }
     Ok(config)
 }
 
-/// Refuses a file that anyone but its owner may write: such a file lets another user choose
-/// which programs the daemon runs (a config) or its token (a token file). A missing file is left
-/// for the reader to report.
+/// Refuses a file that anyone but its owner may write, or that a user other than the daemon's
+/// (or root) owns: such a file lets another user choose which programs the daemon runs (a
+/// config, another client's config it imports) or its token (a token file). A missing file is
+/// left for the reader to report.
 pub fn check_private(path: &Path, what: &str) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
+    // SAFETY: getuid cannot fail and has no preconditions.
+    let ours = unsafe { libc::getuid() };
+    if meta.uid() != ours && meta.uid() != 0 {
+        return Err(format!(
+            "the {what} {} belongs to user id {}, not to the daemon's user ({ours}) or root; \
+             refusing it (whoever owns it chooses what the daemon runs; copy it into a file of \
+             your own)",
+            path.display(),
+            meta.uid()
+        ));
+    }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o022 != 0 {
         return Err(format!(
