@@ -495,7 +495,10 @@ impl Client {
         let outcome = link.call(method, params, timeout).await;
         // After a timeout or a broken connection the link still carries the abandoned request:
         // it is dropped (which cancels that request) and the next request opens a new one.
-        if !matches!(outcome, Err(Error::Timeout { .. } | Error::Transport(_))) {
+        if !matches!(
+            outcome,
+            Err(Error::Timeout { .. } | Error::Transport(_) | Error::ClosedUnanswered { .. })
+        ) {
             self.link = Some(link);
         }
         outcome

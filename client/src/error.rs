@@ -106,6 +106,20 @@ pub enum Error {
         /// What happened: `closed`, `reset`, ...
         reason: String,
     },
+    /// The connection was closed or reset before the daemon answered the first request on it,
+    /// on a link whose daemon its id vouched for (so without an identity check first): what a
+    /// daemon at its connection limit does to a new connection.
+    #[error(
+        "cannot reach the tool-cli daemon at {address}: the connection was {reason} before it \
+         answered; the daemon may be at its connection limit: retry in a moment (`tool-cli \
+         daemon status` says whether it still runs)"
+    )]
+    ClosedUnanswered {
+        /// `host:port` or the socket's path.
+        address: String,
+        /// What happened: `closed`, `reset`, ...
+        reason: String,
+    },
     /// The listener did not prove it holds the token, which was therefore not sent.
     #[error("{}", unproven_message(address, *unix_socket, reason))]
     IdentityUnproven {
@@ -384,7 +398,8 @@ impl Error {
             Error::NoDaemon(_)
             | Error::Connect { .. }
             | Error::ConnectTimeout { .. }
-            | Error::ConnectionLost { .. } => exit::UNREACHABLE,
+            | Error::ConnectionLost { .. }
+            | Error::ClosedUnanswered { .. } => exit::UNREACHABLE,
             Error::AuthRefused { .. } | Error::UnknownToken { .. } => exit::AUTH,
             Error::IdentityUnproven { .. } | Error::NoIdentityProof { .. } => exit::IDENTITY,
             Error::Timeout { .. } => exit::TIMEOUT,
@@ -430,7 +445,7 @@ impl Error {
             Error::NoDaemon(_) => "noDaemon",
             Error::Connect { .. } => "unreachable",
             Error::ConnectTimeout { .. } => "connectTimeout",
-            Error::ConnectionLost { .. } => "connectionLost",
+            Error::ConnectionLost { .. } | Error::ClosedUnanswered { .. } => "connectionLost",
             Error::IdentityUnproven { .. } => "identityUnproven",
             Error::NoIdentityProof { .. } => "noIdentityProof",
             Error::UnknownToken { .. } => "unknownToken",
@@ -513,6 +528,7 @@ impl Error {
             Error::Connect { address, .. }
             | Error::ConnectTimeout { address, .. }
             | Error::ConnectionLost { address, .. }
+            | Error::ClosedUnanswered { address, .. }
             | Error::IdentityUnproven { address, .. }
             | Error::UnknownToken { address } => json!({"address": address}),
             _ => Value::Null,
