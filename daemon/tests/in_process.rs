@@ -829,3 +829,30 @@ async fn a_refused_token_gets_the_reference_s_401_body() {
     }
     daemon.stop().await;
 }
+
+/// The issue: `alternatives: true` on a misspelt tool (`echoo`) listed no alternative while the
+/// error itself suggested `echo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misspelt_tool_s_alternatives_start_with_the_tool_it_was_meant_to_be() {
+    let daemon = InProcess::start(json!({ "fault": fault(&[]) })).await;
+    for server in [Some("fault"), None] {
+        let mut params = json!({"tool": "echoo", "arguments": {}, "alternatives": true});
+        if let Some(server) = server {
+            params["server"] = json!(server);
+        }
+        let reply = daemon.rpc("callTool", params).await;
+        let error = &reply["error"];
+        assert_eq!(error["data"]["kind"], "unknownTool", "{reply}");
+        assert!(
+            error["message"].as_str().unwrap().contains("echo"),
+            "{reply}"
+        );
+        let first = &error["data"]["alternatives"][0];
+        assert_eq!(
+            (first["server"].as_str(), first["tool"].as_str()),
+            (Some("fault"), Some("echo")),
+            "{reply}"
+        );
+    }
+    daemon.stop().await;
+}
