@@ -163,6 +163,22 @@ pub enum Error {
         /// The HTTP status.
         status: u16,
     },
+    /// A bridge that is not tool-cli-daemon (the reference 1.x bridge, say, by its handshake)
+    /// does not serve one of tool-cli-daemon's methods: it is another program, not an older
+    /// version of ours.
+    #[error(
+        "the bridge at {address} is {implementation}, a tool-cli 1.x bridge that is not \
+         tool-cli-daemon, and it does not serve `{method}`, a tool-cli-daemon method; start \
+         tool-cli-daemon to use it"
+    )]
+    BridgeLacksMethod {
+        /// `host:port` or the socket's path.
+        address: String,
+        /// Its `serverImplementation`: name and version.
+        implementation: String,
+        /// The method asked for.
+        method: String,
+    },
     /// Any other unexpected HTTP status.
     #[error("the daemon answered HTTP {status}{}", body_excerpt(body))]
     Http {
@@ -430,6 +446,7 @@ impl Error {
             | Error::Transport(_)
             | Error::Protocol(_)
             | Error::IncompatibleBridge { .. }
+            | Error::BridgeLacksMethod { .. }
             | Error::Io { .. }
             | Error::Other(_) => exit::OTHER,
         }
@@ -454,6 +471,7 @@ impl Error {
             Error::Transport(_) => "transport",
             Error::Protocol(_) => "protocol",
             Error::IncompatibleBridge { .. } => "incompatibleBridge",
+            Error::BridgeLacksMethod { .. } => "bridgeLacksMethod",
             Error::Timeout { .. } => "timeout",
             Error::Rpc { error, .. } => rpc_kind(error),
             Error::ToolReported { .. } => "toolError",
@@ -525,6 +543,11 @@ impl Error {
             Error::NoIdentityProof { address, status } => {
                 json!({"address": address, "status": status})
             }
+            Error::BridgeLacksMethod {
+                address,
+                implementation,
+                method,
+            } => json!({"address": address, "implementation": implementation, "method": method}),
             Error::Connect { address, .. }
             | Error::ConnectTimeout { address, .. }
             | Error::ConnectionLost { address, .. }
