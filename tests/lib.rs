@@ -468,6 +468,8 @@ pub struct DaemonOptions {
     /// default unless `HOME` (set it in `env`) holds `.config/tool-cli/servers.json`. The config
     /// given is then not written.
     pub no_config_flag: bool,
+    /// The daemon's working directory (by default the test's).
+    pub current_dir: Option<PathBuf>,
 }
 
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
@@ -557,6 +559,9 @@ impl Daemon {
         }
         for name in &options.remove_env {
             command.env_remove(name);
+        }
+        if let Some(dir) = &options.current_dir {
+            command.current_dir(dir);
         }
         command
             .stdin(Stdio::null())

@@ -251,23 +251,36 @@ pub fn load(
     let mut config = parse(&text, source, env)?;
     // `imports`: other clients' servers, read now (so again on every reload).
     if let Ok(root) = serde_json::from_str::<Value>(&text) {
-        let kinds = crate::import::live::kinds(&root, &config.source.to_string())?;
-        if !kinds.is_empty() {
+        let imports =
+            crate::import::live::imports(&root, &config.source.to_string(), path.parent(), env)?;
+        if !imports.is_empty() {
             let places = crate::import::live::places(env);
-            crate::import::live::apply(&mut config, &kinds, places.as_ref(), env);
+            crate::import::live::apply(&mut config, &imports, places.as_ref(), env);
         }
     }
     Ok(config)
 }
 
-/// Refuses a file that anyone but its owner may write: such a file lets another user choose
-/// which programs the daemon runs (a config) or its token (a token file). A missing file is left
-/// for the reader to report.
+/// Refuses a file that anyone but its owner may write, or that a user other than the daemon's
+/// (or root) owns: such a file lets another user choose which programs the daemon runs (a
+/// config, another client's config it imports) or its token (a token file). A missing file is
+/// left for the reader to report.
 pub fn check_private(path: &Path, what: &str) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
+    // SAFETY: getuid cannot fail and has no preconditions.
+    let ours = unsafe { libc::getuid() };
+    if meta.uid() != ours && meta.uid() != 0 {
+        return Err(format!(
+            "the {what} {} belongs to user id {}, not to the daemon's user ({ours}) or root; \
+             refusing it (whoever owns it chooses what the daemon runs; copy it into a file of \
+             your own)",
+            path.display(),
+            meta.uid()
+        ));
+    }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o022 != 0 {
         return Err(format!(
@@ -889,6 +902,60 @@ mod tests {
             error.to_string().contains("not a JSON Schema type"),
             "{error}"
         );
+    }
+
+    /// The issue: `${TOOL_CLI_TOKEN}` in a server's `args` or `env` put the owner token on a
+    /// command line and in a child's environment.
+    #[test]
+    fn the_daemons_own_variables_are_never_substituted_into_a_server() {
+        let env = |name: &str| match name {
+            "TOOL_CLI_TOKEN" => Some("a".repeat(64)),
+            "TOOL_CLI_PORT" => Some("7179".to_owned()),
+            _ => None,
+        };
+        let refused = |entry: Value, field: &str| {
+            let text = json!({"mcpServers": {"s": entry}}).to_string();
+            let error = parse(&text, ConfigSource::File("/c.json".into()), &env).unwrap_err();
+            assert_eq!(error.field.as_deref(), Some(field), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("${TOOL_CLI_"), "{message}");
+            assert!(message.contains("never substituted"), "{message}");
+            assert!(!message.contains(&"a".repeat(64)), "{message}");
+        };
+        refused(
+            json!({"command": "x", "args": ["--token", "${TOOL_CLI_TOKEN}"]}),
+            "args[1]",
+        );
+        refused(
+            json!({"command": "x", "env": {"AUTH": "${TOOL_CLI_TOKEN}"}}),
+            "env.AUTH",
+        );
+        refused(
+            json!({"command": "x", "env": {"AUTH": "${TOOL_CLI_TOKEN:-none}"}}),
+            "env.AUTH",
+        );
+        refused(json!({"command": "${TOOL_CLI_PORT}"}), "command");
+        refused(
+            json!({"url": "http://127.0.0.1:${TOOL_CLI_PORT}/mcp"}),
+            "url",
+        );
+        refused(
+            json!({"url": "http://127.0.0.1:9/mcp",
+                   "headers": {"Authorization": "Bearer ${TOOL_CLI_TOKEN}"}}),
+            "headers.Authorization",
+        );
+        // `$$` escapes: the literal text is a server's business.
+        let text = json!({"mcpServers": {"s": {"command": "x", "args": ["$${TOOL_CLI_TOKEN}"]}}});
+        let config = parse(
+            &text.to_string(),
+            ConfigSource::File("/c.json".into()),
+            &env,
+        )
+        .unwrap();
+        let TransportConfig::Stdio { args, .. } = &config.servers[0].transport else {
+            panic!("stdio");
+        };
+        assert_eq!(args, &["${TOOL_CLI_TOKEN}"]);
     }
 
     #[test]

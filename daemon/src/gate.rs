@@ -230,9 +230,14 @@ fn prepare_for_jsonrpsee(headers: &mut HeaderMap) {
     headers.remove(header::UPGRADE);
 }
 
-/// The empty answer to a refused request, with the header its status calls for.
+/// The answer to a refused request, with the header its status calls for: empty, except a 401,
+/// which says `{"error":"Unauthorized"}` as the reference bridge does (scripts written for it
+/// read that body).
 fn refusal(code: StatusCode) -> HttpResponse {
-    let mut response = status(code);
+    let mut response = match code {
+        StatusCode::UNAUTHORIZED => json_answer(code, UNAUTHORIZED_BODY.to_owned()),
+        _ => status(code),
+    };
     let extra = match code {
         StatusCode::METHOD_NOT_ALLOWED => Some((header::ALLOW, "POST")),
         StatusCode::UNAUTHORIZED => Some((header::WWW_AUTHENTICATE, "Bearer")),
@@ -245,6 +250,9 @@ fn refusal(code: StatusCode) -> HttpResponse {
     }
     response
 }
+
+/// The body of a 401, the reference bridge's.
+const UNAUTHORIZED_BODY: &str = r#"{"error":"Unauthorized"}"#;
 
 /// The metrics page.
 fn metrics_answer(text: String) -> HttpResponse {

@@ -214,8 +214,10 @@ impl Secrets {
     }
 }
 
-/// Text from elsewhere made safe to show: control characters (escape sequences, NUL, newlines)
-/// become spaces, and anything past `max_chars` is cut with a note of how much was cut.
+/// Text from elsewhere made safe to show: control characters (escape sequences, NUL, newlines),
+/// the bidirectional formatting characters (which reorder what a reader sees: U+202E makes
+/// `fdp.exe` read `exe.pdf`) and the Unicode line and paragraph separators become spaces, and
+/// anything past `max_chars` is cut with a note of how much was cut.
 pub fn clean_text(text: &str, max_chars: usize) -> String {
     let mut cleaned = String::with_capacity(text.len().min(max_chars * 4));
     for (kept, (index, character)) in text.char_indices().enumerate() {
@@ -224,13 +226,28 @@ pub fn clean_text(text: &str, max_chars: usize) -> String {
             cleaned.push_str(&format!("… ({cut} more bytes)"));
             return cleaned;
         }
-        cleaned.push(if character.is_control() {
+        cleaned.push(if is_hidden_control(character) {
             ' '
         } else {
             character
         });
     }
     cleaned
+}
+
+/// Whether `character` changes how text around it is shown rather than showing itself.
+fn is_hidden_control(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
 /// The values of a URL's query and its userinfo (user and password), as written and decoded.
@@ -451,6 +468,31 @@ mod tests {
         assert_eq!(
             secrets.redact("nothing here"),
             Cow::Borrowed("nothing here")
+        );
+    }
+
+    /// The issue: upstream error text kept U+202E and the other bidi controls, which make a
+    /// message read differently from what it says wherever it is shown.
+    #[test]
+    fn upstream_text_loses_its_bidi_controls() {
+        let hostile = "invoice\u{202e}fdp.exe \u{2066}x\u{2069} \u{200f}y\u{061c}z\u{2028}w";
+        let cleaned = clean_text(hostile, 100);
+        assert_eq!(cleaned, "invoice fdp.exe  x   y z w");
+        let error = Secrets::default().clean_error(
+            ErrorData::Upstream {
+                server: "s".into(),
+                code: -1,
+                message: hostile.into(),
+                data: None,
+            }
+            .into(),
+        );
+        let message = error.wire_message();
+        assert!(
+            !message
+                .chars()
+                .any(|c| ('\u{2000}'..='\u{206f}').contains(&c) && c != ' '),
+            "{message:?}"
         );
     }
 

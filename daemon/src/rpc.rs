@@ -193,8 +193,21 @@ pub(crate) fn parse<T: DeserializeOwned>(
             .next()
             .unwrap_or(&message)
             .to_owned();
-        invalid(format!("{message}; expected {expected}"))
+        let hint = unknown_field_hint(&message).unwrap_or_default();
+        invalid(format!("{message}{hint}; expected {expected}"))
     })
+}
+
+/// For serde's "unknown field `readonly`, expected one of `servers`, …, `readOnly`, …": the
+/// known member closest to the unknown one, as "; did you mean `readOnly`?".
+fn unknown_field_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let closest = crate::suggest::closest(unknown, known, 1);
+    closest
+        .first()
+        .map(|name| format!("; did you mean `{name}`?"))
 }
 
 /// The one conversion of daemon errors into JSON-RPC errors.
@@ -259,6 +272,37 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    /// The issue: `mintToken` ignored misspelt restricting members (`readonly`, `server`) and
+    /// minted a full-scope token.
+    #[test]
+    fn security_scoping_params_refuse_unknown_members_naming_the_right_one() {
+        use tool_cli_protocol::methods::{MintTokenParams, RevokeTokenParams};
+        for (text, typo, right) in [
+            (r#"{"readonly": true}"#, "readonly", "readOnly"),
+            (r#"{"server": ["demo"]}"#, "server", "servers"),
+            (
+                r#"{"servers": ["demo"], "tool": ["demo/q"]}"#,
+                "tool",
+                "tools",
+            ),
+        ] {
+            let params = Params::new(Some(text));
+            let err = parse::<MintTokenParams>("mintToken", &params, "{...}").unwrap_err();
+            assert_eq!(err.code(), tool_cli_protocol::code::INVALID_PARAMS);
+            let message = err.message();
+            assert!(
+                message.contains(&format!("unknown field `{typo}`")),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("did you mean `{right}`?")),
+                "{message}"
+            );
+        }
+        let params = Params::new(Some(r#"{"tokenId": "tk_1", "all": true}"#));
+        assert!(parse::<RevokeTokenParams>("revokeToken", &params, "{...}").is_err());
     }
 
     #[test]

@@ -114,8 +114,8 @@ where
             match shape {
                 Shape::NotARequest => return Ok(invalid_request()),
                 Shape::NotUtf8 => return Ok(parse_error()),
-                // Within the limit, the entries run at once; over it, jsonrpsee refuses the
-                // whole batch with one error.
+                // Within the limit, the entries run at once; over it, the whole batch is
+                // refused with one error.
                 Shape::Batch(len) if len <= crate::server::MAX_BATCH_LEN as usize => {
                     if let Some(entries) = crate::batch::plan(&bytes) {
                         return crate::batch::answer_concurrently(inner, &parts, entries, len)
@@ -123,9 +123,9 @@ where
                     }
                     parts.extensions.insert(BatchLen(len));
                 }
-                Shape::Batch(len) => {
-                    parts.extensions.insert(BatchLen(len));
-                }
+                // Over the limit: refused whole, by us, with the standard code (jsonrpsee's own
+                // answer uses -32010, which our protocol gives to `authFailed`).
+                Shape::Batch(len) => return Ok(batch_too_large(len)),
                 Shape::PassThrough | Shape::Notifications => {}
             }
             let request = Request::from_parts(
@@ -280,6 +280,28 @@ fn json_response(body: &'static str) -> HttpResponse {
 
 /// The `-32600` answer to valid JSON that is not a request (alone, or as a batch entry).
 pub(crate) const INVALID_REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: expected a JSON-RPC 2.0 request object {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ...} or a batch of them"}}"#;
+
+/// The `-32600` answer to a batch of more requests than the daemon runs at once: nothing of it
+/// ran, and the message says the limit and what to do.
+fn batch_too_large(len: usize) -> HttpResponse {
+    let limit = crate::server::MAX_BATCH_LEN;
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": tool_cli_protocol::code::INVALID_REQUEST,
+            "message": format!(
+                "Invalid request: this batch holds {len} requests, and a batch holds at most \
+                 {limit}; none of it ran: send it as several batches of at most {limit}"
+            ),
+        },
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body.to_string()))
+        .expect("static response parts are valid")
+}
 
 fn invalid_request() -> HttpResponse {
     Response::builder()

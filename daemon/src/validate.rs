@@ -66,7 +66,14 @@ impl ArgumentValidator {
                 extra += 1;
                 continue;
             }
-            let mut message = shortened(error.to_string());
+            let mut reference = reference_entries(&error);
+            let mut message = match quotes_a_credential(&error) {
+                // The validator's words quote the value; ajv's never do. Where the value is (or
+                // holds) a credential, only the latter are given, in both formats: the caller's
+                // error is traced, and logged by clients.
+                Some(quoted) => without_the_value(&error, &quoted, &mut reference),
+                None => shortened(error.to_string()),
+            };
             if let Kind::Required { property } = error.kind()
                 && error.instance_path().as_str().is_empty()
                 && let Some(missing) = property.as_str()
@@ -80,7 +87,7 @@ impl ArgumentValidator {
                     schema_path: error.schema_path().to_string(),
                     message,
                 },
-                reference: reference_entries(&error),
+                reference,
             });
         }
         if extra > 0 {
@@ -111,6 +118,63 @@ impl ArgumentValidator {
             crate::redact::clean_text(given, 64),
             crate::redact::clean_text(missing, 64)
         ))
+    }
+}
+
+/// The validator's message for `error` when it quotes a credential: the value is under a
+/// member named like one (`password`, `api_key`, …, as verbose traces redact them), or is an
+/// object or array holding such a member.
+fn quotes_a_credential(error: &jsonschema::ValidationError<'_>) -> Option<String> {
+    let under_a_credential = error
+        .instance_path()
+        .iter()
+        .any(|segment| crate::trace::is_secret_name(&segment.to_string()));
+    (under_a_credential || holds_a_credential(error.instance()))
+        .then(|| shortened(error.to_string()))
+}
+
+/// Whether `value` has a member named like a credential, at any depth.
+fn holds_a_credential(value: &Value) -> bool {
+    match value {
+        Value::Object(members) => members
+            .iter()
+            .any(|(name, member)| crate::trace::is_secret_name(name) || holds_a_credential(member)),
+        Value::Array(items) => items.iter().any(holds_a_credential),
+        _ => false,
+    }
+}
+
+/// What is wrong with a credential's value, in ajv's words (which never quote it); the
+/// reference entries that would quote it (`quoted`, the validator's words) get the same.
+fn without_the_value(
+    error: &jsonschema::ValidationError<'_>,
+    quoted: &str,
+    reference: &mut [ValidationError],
+) -> String {
+    let generic = format!(
+        "fails the schema's \"{}\" (the value is not shown: it is or holds a credential)",
+        error.kind().keyword()
+    );
+    let mut said: Vec<String> = Vec::new();
+    for entry in reference.iter_mut() {
+        if entry.message == quoted {
+            entry.message.clone_from(&generic);
+        }
+        // The one keyword whose params carry a piece of the instance: the failing name.
+        if entry.keyword == "propertyNames" {
+            entry.params = json!({});
+        }
+        if !said.contains(&entry.message) {
+            said.push(entry.message.clone());
+        }
+    }
+    match said.as_slice() {
+        [] => generic,
+        [only] if *only == generic => generic,
+        _ => format!(
+            "{} (the value is not shown: it is or holds a credential)",
+            said.join("; ")
+        ),
     }
 }
 
@@ -274,6 +338,53 @@ mod tests {
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().unwrap().clone()
+    }
+
+    /// The issue: a validation error quoted a credential-named value (in the caller's error and
+    /// so in the trace's `error.message`) that verbose traces redact from `arguments`.
+    #[test]
+    fn a_failing_credential_is_never_quoted() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "password": {"type": "string", "minLength": 12},
+                "auth": {"type": "object", "properties": {"api_key": {"pattern": "^sk-"}}},
+                "mode": {"enum": ["a", "b"]}
+            },
+            "oneOf": [{"required": ["mode"]}, {"required": ["password"]}]
+        });
+        let validator = ArgumentValidator::compile(&schema).unwrap();
+        let violations = validator.check(&args(json!({
+            "password": "hunter2-pw",
+            "auth": {"api_key": "live-key-123456"},
+            "mode": "c"
+        })));
+        let mut texts = Vec::new();
+        for violation in &violations {
+            texts.push(violation.error.message.clone());
+            for entry in &violation.reference {
+                texts.push(entry.message.clone());
+                texts.push(entry.params.to_string());
+            }
+        }
+        let all = texts.join("\n");
+        assert!(!all.contains("hunter2"), "{all}");
+        assert!(!all.contains("live-key"), "{all}");
+        // What is wrong is still said, and other values are still quoted.
+        let password = violations
+            .iter()
+            .find(|violation| violation.error.path == "/password")
+            .unwrap();
+        assert!(
+            password
+                .error
+                .message
+                .contains("must NOT have fewer than 12 characters"),
+            "{}",
+            password.error.message
+        );
+        assert!(password.error.message.contains("not shown"), "{all}");
+        assert!(all.contains("\"c\""), "{all}");
     }
 
     #[test]

@@ -154,7 +154,10 @@ async fn requests_need_the_token_and_get_one_answer_each() {
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#.to_vec();
 
     let (status, reply) = daemon.post(body.clone(), None).await;
-    assert_eq!((status, reply.len()), (401, 0));
+    assert_eq!(
+        (status, reply.as_slice()),
+        (401, &br#"{"error":"Unauthorized"}"#[..])
+    );
     let (status, _) = daemon.post(body.clone(), Some("f".repeat(64))).await;
     assert_eq!(status, 401);
     let (status, reply) = daemon.post(body, Some(daemon.token.clone())).await;
@@ -780,5 +783,128 @@ async fn the_call_timeout_bounds_retries_too() {
         .filter(|line| line.contains("\"tools/call\""))
         .count();
     assert_eq!(sent, 1, "the call was sent once");
+    daemon.stop().await;
+}
+
+/// The issue: `listTools {"server": "*"}` was refused although docs/protocol.md says it lists
+/// every visible tool, as without `server`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tools_of_server_star_lists_every_server_s_tools() {
+    let daemon = InProcess::start(json!({ "demo": demo(), "fault": fault(&[]) })).await;
+    let star = daemon.rpc("listTools", json!({"server": "*"})).await;
+    let all = daemon.rpc("listTools", json!({})).await;
+    assert_eq!(star["result"], all["result"], "{star}");
+    assert_eq!(star["result"]["server"], "*");
+    let servers: std::collections::BTreeSet<&str> = star["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["demo", "fault"].into());
+    daemon.stop().await;
+}
+
+/// The issue: a batch over 100 requests was answered -32010, the code docs/protocol.md gives
+/// `authFailed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_limit_is_an_invalid_request_saying_the_limit() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let huge: Vec<Value> = (0..101)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "getBridgeInfo"}))
+        .collect();
+    let (status, reply) = daemon
+        .post(
+            Value::from(huge).to_string().into_bytes(),
+            Some(daemon.token.clone()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["id"], Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("101 requests") && message.contains("at most 100"),
+        "{message}"
+    );
+    daemon.stop().await;
+}
+
+/// The issue (compatibility with the reference bridge): a non-object `arguments` got -32602
+/// without `validationErrors`, which the reference gives (ajv's "must be object").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_object_arguments_are_invalid_arguments_in_both_formats() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    for arguments in [json!([1, 2]), json!("select 1"), json!(7)] {
+        let reply = daemon
+            .rpc(
+                "callTool",
+                json!({"server": "demo", "tool": "sql_query", "arguments": arguments}),
+            )
+            .await;
+        let error = &reply["error"];
+        assert_eq!(error["code"], -32602, "{reply}");
+        assert_eq!(error["data"]["kind"], "invalidArguments", "{reply}");
+        assert_eq!(error["data"]["server"], "demo");
+        assert_eq!(error["data"]["tool"], "sql_query");
+        assert_eq!(
+            error["data"]["validationErrors"],
+            json!([{"instancePath": "", "schemaPath": "#/type", "keyword": "type",
+                    "params": {"type": "object"}, "message": "must be object"}]),
+            "{reply}"
+        );
+        assert_eq!(error["data"]["errors"][0]["path"], "");
+    }
+    // An unknown tool is still that, whatever the arguments.
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "demo", "tool": "nope", "arguments": [1]}),
+        )
+        .await;
+    assert_eq!(reply["error"]["data"]["kind"], "unknownTool", "{reply}");
+    daemon.stop().await;
+}
+
+/// The issue (compatibility): our 401 had an empty body; the reference answers
+/// `{"error":"Unauthorized"}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_gets_the_reference_s_401_body() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#.to_vec();
+    for token in [None, Some("f".repeat(64))] {
+        let (status, reply) = daemon.post(body.clone(), token).await;
+        assert_eq!(status, 401);
+        let reply: Value = serde_json::from_slice(&reply).expect("a JSON body");
+        assert_eq!(reply, json!({"error": "Unauthorized"}));
+    }
+    daemon.stop().await;
+}
+
+/// The issue: `alternatives: true` on a misspelt tool (`echoo`) listed no alternative while the
+/// error itself suggested `echo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misspelt_tool_s_alternatives_start_with_the_tool_it_was_meant_to_be() {
+    let daemon = InProcess::start(json!({ "fault": fault(&[]) })).await;
+    for server in [Some("fault"), None] {
+        let mut params = json!({"tool": "echoo", "arguments": {}, "alternatives": true});
+        if let Some(server) = server {
+            params["server"] = json!(server);
+        }
+        let reply = daemon.rpc("callTool", params).await;
+        let error = &reply["error"];
+        assert_eq!(error["data"]["kind"], "unknownTool", "{reply}");
+        assert!(
+            error["message"].as_str().unwrap().contains("echo"),
+            "{reply}"
+        );
+        let first = &error["data"]["alternatives"][0];
+        assert_eq!(
+            (first["server"].as_str(), first["tool"].as_str()),
+            (Some("fault"), Some("echo")),
+            "{reply}"
+        );
+    }
     daemon.stop().await;
 }

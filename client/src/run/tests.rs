@@ -7,7 +7,8 @@ use super::*;
 use crate::args::{ArgsEnv, parse};
 use crate::error::exit;
 use crate::test_support::{
-    IdentityScript, TOKEN, bridge_info, endpoint, fake_daemon, fake_listener, result, rpc_error,
+    IdentityScript, TOKEN, bridge_info, endpoint, fake_daemon, fake_listener,
+    reference_bridge_info, result, rpc_error,
 };
 
 /// The client `tool-cli` makes for this invocation, for a daemon on `port`.
@@ -191,6 +192,28 @@ async fn health_on_an_older_daemon_says_so() {
     assert!(
         error.to_string().contains("does not serve `health`"),
         "{error}"
+    );
+    assert_eq!(stdout, "");
+}
+
+/// The issue: `health` against the reference bridge said "this daemon is older"; it is a 1.x
+/// bridge, which has no such method at any version.
+#[tokio::test]
+async fn health_on_a_reference_bridge_says_it_is_one() {
+    let answers = vec![
+        reference_bridge_info(),
+        rpc_error(-32601, "Method not found: health", json!(null)),
+    ];
+    let (outcome, stdout, _) = run_against(&["health"], answers).await;
+    let error = outcome.unwrap_err();
+    assert_eq!(error.exit_code(), exit::OTHER);
+    let message = error.to_string();
+    assert!(!message.contains("older"), "{message}");
+    assert!(
+        message.contains("@sammorrowdrums/tool-cli 0.6.0")
+            && message.contains("tool-cli 1.x bridge")
+            && message.contains("`health`"),
+        "{message}"
     );
     assert_eq!(stdout, "");
 }

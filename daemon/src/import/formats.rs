@@ -138,7 +138,7 @@ fn collect_translated(
     found: &mut Found,
     kind: ClientKind,
     servers: &Map<String, Value>,
-    project: &Path,
+    project: Option<&Path>,
 ) {
     let mut translated = Map::new();
     let mut notes_of: Vec<(String, Vec<String>)> = Vec::new();
@@ -190,7 +190,11 @@ fn servers_member<'a>(
 
 /// Claude Desktop, Cursor and Windsurf: `{"mcpServers": {NAME: {...}}}`; Cursor's and
 /// Windsurf's `${env:NAME}` (and Cursor's `${workspaceFolder}`, `${userHome}`) become ours.
-pub(super) fn mcp_servers(text: &str, kind: ClientKind, project: &Path) -> Result<Found, String> {
+pub(super) fn mcp_servers(
+    text: &str,
+    kind: ClientKind,
+    project: Option<&Path>,
+) -> Result<Found, String> {
     let root = object_root(text)?;
     let servers = servers_member(&root, "mcpServers")?.ok_or(
         "no \"mcpServers\" object; expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
@@ -201,8 +205,9 @@ pub(super) fn mcp_servers(text: &str, kind: ClientKind, project: &Path) -> Resul
 }
 
 /// Claude Code: `.mcp.json` (`mcpServers`), or `~/.claude.json` (`mcpServers` for the user,
-/// and `projects.PATH.mcpServers` per project: `project`'s are imported, and win).
-pub(super) fn claude_code(text: &str, project: &Path) -> Result<Found, String> {
+/// and `projects.PATH.mcpServers` per project: `project`'s are imported, and win; with no
+/// project, none are).
+pub(super) fn claude_code(text: &str, project: Option<&Path>) -> Result<Found, String> {
     let root = object_root(text)?;
     let user = servers_member(&root, "mcpServers")?;
     let projects = match root.get("projects") {
@@ -226,20 +231,23 @@ pub(super) fn claude_code(text: &str, project: &Path) -> Result<Found, String> {
     if let Some(user) = user {
         collect(&mut found, ClientKind::ClaudeCode, user, |_, _| Vec::new());
     }
-    let here = project.to_string_lossy();
+    let here = project.map(|project| project.to_string_lossy());
     for (path, settings) in projects.into_iter().flatten() {
         let servers = settings.get("mcpServers").and_then(Value::as_object);
         let Some(servers) = servers.filter(|servers| !servers.is_empty()) else {
             continue;
         };
-        if path.trim_end_matches('/') == here.trim_end_matches('/') {
+        if here
+            .as_ref()
+            .is_some_and(|here| path.trim_end_matches('/') == here.trim_end_matches('/'))
+        {
             collect(&mut found, ClientKind::ClaudeCode, servers, |_, _| {
                 vec![format!("from the project {path}")]
             });
         } else {
             found.notes.push(format!(
                 "{} servers of the project {path} ({}) were not imported; run the import from \
-                 that directory to import them",
+                 that directory (or name it as a live import's project) to import them",
                 servers.len(),
                 servers.keys().cloned().collect::<Vec<_>>().join(", ")
             ));
@@ -284,7 +292,7 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
             ));
         }
     }
-    collect_translated(&mut found, ClientKind::VsCode, servers, project);
+    collect_translated(&mut found, ClientKind::VsCode, servers, Some(project));
     Ok(found)
 }
 

@@ -122,6 +122,15 @@ pub enum ImportError {
         /// Every place looked at, comma-separated.
         looked: String,
     },
+    /// The file may be written by someone other than its owner, or is owned by another user:
+    /// its servers would run as the daemon's user.
+    #[error("refusing {path}: {reason}")]
+    Untrusted {
+        /// The file.
+        path: String,
+        /// What is wrong with its owner or mode, and how to fix it.
+        reason: String,
+    },
     /// The file could not be read.
     #[error("cannot read {path}: {reason}")]
     Unreadable {
@@ -164,6 +173,17 @@ pub fn parse(
     path: &Path,
     project: &Path,
 ) -> Result<Found, ImportError> {
+    parse_in(kind, text, path, Some(project))
+}
+
+/// [`parse`], with no project at all when `project` is `None`: a user file's per-project
+/// servers are then left out (with a note), and `${workspaceFolder}` kept.
+fn parse_in(
+    kind: ClientKind,
+    text: &str,
+    path: &Path,
+    project: Option<&Path>,
+) -> Result<Found, ImportError> {
     let malformed = |reason: String| ImportError::Malformed {
         path: path.display().to_string(),
         kind,
@@ -171,7 +191,11 @@ pub fn parse(
     };
     let mut found = match kind {
         ClientKind::Codex => formats::codex(text).map_err(malformed)?,
-        ClientKind::VsCode => formats::vscode(text, project).map_err(malformed)?,
+        ClientKind::VsCode => {
+            // VS Code's file is always a project's: its directory is the project.
+            let project = project.unwrap_or_else(|| path.parent().unwrap_or(path));
+            formats::vscode(text, project).map_err(malformed)?
+        }
         ClientKind::ClaudeCode => formats::claude_code(text, project).map_err(malformed)?,
         ClientKind::ClaudeDesktop | ClientKind::Cursor | ClientKind::Windsurf => {
             formats::mcp_servers(text, kind, project).map_err(malformed)?
@@ -181,7 +205,10 @@ pub fn parse(
     Ok(found)
 }
 
-/// Reads `kind`'s file: `explicit` if given, else the first of its usual places that exists.
+/// Reads `kind`'s file: `explicit` if given, else the first of its usual places that exists
+/// (a project's files only when `places` names a project). A file anyone but its owner may
+/// write, or that another user owns, is refused, as the config file is: its servers would run
+/// as the daemon's user.
 pub fn read(
     kind: ClientKind,
     explicit: Option<&Path>,
@@ -206,13 +233,19 @@ pub fn read(
             }
         }
     };
+    crate::config::check_private(&path, &format!("{kind} config file")).map_err(|reason| {
+        ImportError::Untrusted {
+            path: path.display().to_string(),
+            reason,
+        }
+    })?;
     let text = std::fs::read_to_string(&path).map_err(|error| ImportError::Unreadable {
         path: path.display().to_string(),
         reason: error.to_string(),
     })?;
     // A project file's project is the directory holding its `.vscode` / `.cursor` folder, or
     // the file's own directory (`.mcp.json`); a user file's (`~/.cursor/mcp.json` included) is
-    // the working directory.
+    // the project `places` names, if any.
     let project = match path.parent() {
         Some(dir)
             if dir
@@ -220,10 +253,12 @@ pub fn read(
                 .is_some_and(|name| name == ".vscode" || name == ".cursor")
                 && dir.parent().is_some_and(|parent| parent != places.home) =>
         {
-            dir.parent().unwrap_or(dir).to_path_buf()
+            Some(dir.parent().unwrap_or(dir).to_path_buf())
         }
-        Some(dir) if path.file_name().is_some_and(|name| name == ".mcp.json") => dir.to_path_buf(),
-        _ => places.cwd.clone(),
+        Some(dir) if path.file_name().is_some_and(|name| name == ".mcp.json") => {
+            Some(dir.to_path_buf())
+        }
+        _ => places.project.clone(),
     };
-    parse(kind, &text, &path, &project)
+    parse_in(kind, &text, &path, project.as_deref())
 }

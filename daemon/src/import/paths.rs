@@ -34,8 +34,10 @@ impl Os {
 pub struct Places {
     /// The user's home directory.
     pub home: PathBuf,
-    /// The working directory (a project's files are looked for here).
-    pub cwd: PathBuf,
+    /// The project whose own files (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`) are
+    /// looked for: the working directory of `tool-cli config import`, the directory a live
+    /// import names, or none (then only the user's own files are read).
+    pub project: Option<PathBuf>,
     /// `XDG_CONFIG_HOME`, when set.
     pub xdg_config_home: Option<PathBuf>,
     /// `APPDATA` (Windows), when set.
@@ -47,7 +49,7 @@ pub struct Places {
 /// Every file `kind` may keep its servers in, most specific (the project's) first.
 pub fn candidates(kind: ClientKind, places: &Places) -> Vec<PathBuf> {
     let home = &places.home;
-    let cwd = &places.cwd;
+    let project = |file: &str| places.project.as_ref().map(|project| project.join(file));
     match kind {
         ClientKind::ClaudeDesktop => vec![match places.os {
             Os::MacOs => home.join("Library/Application Support/Claude/claude_desktop_config.json"),
@@ -62,9 +64,15 @@ pub fn candidates(kind: ClientKind, places: &Places) -> Vec<PathBuf> {
                 .unwrap_or_else(|| home.join(".config"))
                 .join("Claude/claude_desktop_config.json"),
         }],
-        ClientKind::ClaudeCode => vec![cwd.join(".mcp.json"), home.join(".claude.json")],
-        ClientKind::Cursor => vec![cwd.join(".cursor/mcp.json"), home.join(".cursor/mcp.json")],
-        ClientKind::VsCode => vec![cwd.join(".vscode/mcp.json")],
+        ClientKind::ClaudeCode => project(".mcp.json")
+            .into_iter()
+            .chain([home.join(".claude.json")])
+            .collect(),
+        ClientKind::Cursor => project(".cursor/mcp.json")
+            .into_iter()
+            .chain([home.join(".cursor/mcp.json")])
+            .collect(),
+        ClientKind::VsCode => project(".vscode/mcp.json").into_iter().collect(),
         ClientKind::Windsurf => vec![home.join(".codeium/windsurf/mcp_config.json")],
         ClientKind::Codex => vec![home.join(".codex/config.toml")],
     }
@@ -77,7 +85,7 @@ mod tests {
     fn places(os: Os) -> Places {
         Places {
             home: PathBuf::from("/h"),
-            cwd: PathBuf::from("/p"),
+            project: Some(PathBuf::from("/p")),
             xdg_config_home: None,
             app_data: Some(PathBuf::from("C:/Users/u/AppData/Roaming")),
             os,

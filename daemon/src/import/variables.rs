@@ -18,7 +18,7 @@ use super::ClientKind;
 pub(super) fn translate(
     kind: ClientKind,
     value: &Value,
-    project: &Path,
+    project: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Value {
     match value {
@@ -52,7 +52,12 @@ pub(super) fn input_variable(id: &str) -> String {
         .collect()
 }
 
-fn translate_text(kind: ClientKind, text: &str, project: &Path, notes: &mut Vec<String>) -> String {
+fn translate_text(
+    kind: ClientKind,
+    text: &str,
+    project: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> String {
     if !text.contains("${") {
         return text.to_owned();
     }
@@ -85,7 +90,7 @@ fn translate_text(kind: ClientKind, text: &str, project: &Path, notes: &mut Vec<
 fn replacement(
     kind: ClientKind,
     variable: &str,
-    project: &Path,
+    project: Option<&Path>,
     notes: &mut Vec<String>,
 ) -> Option<String> {
     let editor = matches!(kind, ClientKind::VsCode | ClientKind::Cursor);
@@ -106,8 +111,17 @@ fn replacement(
     if !editor {
         return None;
     }
+    let no_project = |notes: &mut Vec<String>| {
+        notes.push(format!(
+            "\"${{{variable}}}\" is kept: no project directory was named for it to become \
+             (a live import names one as {{\"client\": \"{kind}\", \"project\": \"DIR\"}})"
+        ));
+        None
+    };
     match variable {
+        "workspaceFolder" | "workspaceFolderBasename" if project.is_none() => no_project(notes),
         "workspaceFolder" => {
+            let project = project?;
             notes.push(format!(
                 "\"${{workspaceFolder}}\" became {}",
                 project.display()
@@ -115,7 +129,7 @@ fn replacement(
             Some(project.display().to_string())
         }
         "workspaceFolderBasename" => {
-            let base = project
+            let base = project?
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default();
@@ -138,7 +152,7 @@ mod tests {
 
     fn run(kind: ClientKind, value: Value) -> (Value, Vec<String>) {
         let mut notes = Vec::new();
-        let out = translate(kind, &value, Path::new("/work/proj"), &mut notes);
+        let out = translate(kind, &value, Some(Path::new("/work/proj")), &mut notes);
         (out, notes)
     }
 

@@ -43,7 +43,8 @@ pub(crate) fn run_import(
         target,
         write,
         places: Places {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            // Run by the user in a directory: that project's files are theirs to import.
+            project: Some(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
             xdg_config_home: std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
             app_data: std::env::var_os("APPDATA").map(PathBuf::from),
             os: Os::current(),

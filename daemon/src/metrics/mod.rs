@@ -6,6 +6,10 @@
 //! on another call. What is not a call — each server's state, breaker, restarts and calls in
 //! flight — is read from the pipeline's slots when the page is scraped. `render.rs` turns these
 //! plain values into text (pure, unit-tested); `process.rs` reads the process basics from `/proc`.
+//!
+//! Only tools found in a server's catalog get series of their own: the page's size follows the
+//! catalogs, never the names clients send (a refused call of an unknown name counts under one
+//! shared label value).
 
 mod process;
 mod render;
@@ -26,6 +30,11 @@ pub(crate) use render::{ServerSample, render};
 pub(crate) const LATENCY_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
+
+/// The `tool` label of calls whose tool is in no catalog the caller may see (an unknown tool or
+/// server, a name outside the token's scope): they share one series, labelled `server=""`, so
+/// that the names a client sends cannot grow the page.
+pub(crate) const UNRESOLVED_TOOL: &str = "(unresolved)";
 
 /// The counters of one (server, tool).
 #[derive(Debug, Default)]
@@ -92,7 +101,8 @@ impl ToolCounters {
 /// Counts every finished call per (server, tool).
 #[derive(Debug, Default)]
 pub(crate) struct CallMetrics {
-    /// Keyed by (server, tool); a call that never resolved a server is counted under `""`.
+    /// Keyed by (server, tool) of tools found in a catalog; a call whose tool was not is
+    /// counted under `("", UNRESOLVED_TOOL)`.
     tools: RwLock<HashMap<(String, String), Arc<ToolCounters>>>,
 }
 
@@ -134,8 +144,12 @@ impl CallObserver for CallMetrics {
         if record.dry_run {
             return;
         }
-        let server = record.server.as_deref().unwrap_or("");
-        self.counters(server, &record.tool).record(record);
+        // A record names a server only once its tool was found in that server's catalog;
+        // anything else shares one series, whatever name the client sent.
+        match record.server.as_deref() {
+            Some(server) => self.counters(server, &record.tool).record(record),
+            None => self.counters("", UNRESOLVED_TOOL).record(record),
+        }
     }
 }
 
@@ -168,5 +182,51 @@ impl Orchestrator {
             })
             .collect();
         render(&servers, &self.metrics.samples(), &process::sample())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::pipeline::CallContext;
+
+    fn record(server: Option<&str>, tool: &str) -> CallRecord {
+        let context = CallContext::new(crate::auth::Grant {
+            token_id: "scoped".into(),
+            is_owner: false,
+            scope: Arc::new(crate::policy::Scope::unrestricted()),
+        });
+        let mut record = CallRecord::new(&context, tool, "0123456789abcdef".into());
+        record.server = server.map(str::to_owned);
+        record
+    }
+
+    /// The issue: every tool name any token sent, refused calls included, became a permanent
+    /// series; 4,000 refused calls made a 300 MB page.
+    #[test]
+    fn calls_of_tools_in_no_catalog_share_one_series() {
+        let metrics = CallMetrics::default();
+        metrics.observe(&record(Some("demo"), "sql_query"));
+        for index in 0..4000 {
+            metrics.observe(&record(
+                None,
+                &format!("no_such_tool_{index}_{}", "x".repeat(200)),
+            ));
+        }
+        let samples = metrics.samples();
+        assert_eq!(
+            samples.len(),
+            2,
+            "one series per catalog tool, one for the rest"
+        );
+        let unresolved = samples
+            .iter()
+            .find(|sample| sample.tool == UNRESOLVED_TOOL)
+            .expect("the shared series");
+        assert_eq!((unresolved.server.as_str(), unresolved.calls), ("", 4000));
+        let page = render(&[], &samples, &process::ProcessSample::default());
+        assert!(page.len() < 16 * 1024, "{} bytes", page.len());
     }
 }

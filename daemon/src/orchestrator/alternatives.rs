@@ -126,6 +126,33 @@ pub(crate) fn stand_in_request(
     Some(request)
 }
 
+/// For an unknown tool, the visible tool its name is a typo of, as the error's "did you mean"
+/// would pick it: the closest of the error's `knownTools` within typo distance (`echo` for
+/// `echoo`), with its server when the names are `server/tool` (a routed call's). A search for a
+/// misspelt name finds nothing; a search for the meant one finds it.
+pub(crate) fn meant_tool<'a>(
+    data: Option<&'a ErrorData>,
+    tool: &str,
+) -> Option<(Option<&'a str>, &'a str)> {
+    let Some(ErrorData::UnknownTool {
+        server,
+        known_tools,
+        ..
+    }) = data
+    else {
+        return None;
+    };
+    let routed = server == "*";
+    let named = known_tools.iter().map(|known| match known.split_once('/') {
+        Some((server, name)) if routed => (Some(server), name),
+        _ => (None, known.as_str()),
+    });
+    let names: Vec<(Option<&str>, &str)> = named.collect();
+    let closest = crate::suggest::closest(tool, names.iter().map(|(_, name)| *name), 1);
+    let meant = *closest.first()?;
+    names.into_iter().find(|(_, name)| *name == meant)
+}
+
 /// The failed `(server, tool)`, when the server is known: the one named, or the one the router
 /// chose (from the result's selection).
 fn failed_server(named: Option<&str>, result: Option<&Value>) -> Option<String> {
@@ -176,7 +203,15 @@ impl Orchestrator {
                     Some(ErrorData::UnknownTool { server, .. }) => Some(server.clone()),
                     _ => None,
                 });
-                let alternatives = self.alternatives_to(server.as_deref(), tool, context);
+                let alternatives = match meant_tool(error.data(), tool) {
+                    Some((meant_server, meant)) => self.alternatives_to_named(
+                        server.as_deref(),
+                        tool,
+                        (meant_server.or(server.as_deref()), meant),
+                        context,
+                    ),
+                    None => self.alternatives_to(server.as_deref(), tool, context),
+                };
                 Err(Error::WithAlternatives {
                     error: Box::new(error),
                     alternatives,
@@ -217,8 +252,21 @@ impl Orchestrator {
         tool: &str,
         context: &CallContext,
     ) -> Vec<ToolAlternative> {
-        let description = self.visible_description(server, tool, context);
-        let query = search_text(tool, description.as_deref());
+        self.alternatives_to_named(server, tool, (server, tool), context)
+    }
+
+    /// [`Orchestrator::alternatives_to`] for a failed `tool`, searched as `searched` (the server
+    /// and tool a misspelt name was meant to be, whose own name and description find it and its
+    /// kin).
+    fn alternatives_to_named(
+        &self,
+        server: Option<&str>,
+        tool: &str,
+        searched: (Option<&str>, &str),
+        context: &CallContext,
+    ) -> Vec<ToolAlternative> {
+        let description = self.visible_description(searched.0, searched.1, context);
+        let query = search_text(searched.1, description.as_deref());
         let params = SearchToolsParams {
             query,
             limit: Some(MAX_ALTERNATIVES as i64 + 1),
@@ -266,6 +314,40 @@ impl Orchestrator {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_misspelt_tool_is_searched_as_the_tool_it_was_meant_to_be() {
+        let unknown = |known: &[&str]| ErrorData::UnknownTool {
+            server: "fault".into(),
+            tool: "echoo".into(),
+            known_tools: known.iter().map(|name| (*name).to_owned()).collect(),
+            discovered_tools: Vec::new(),
+            tool_count: known.len(),
+        };
+        let typo = unknown(&["env", "echo", "sleep"]);
+        assert_eq!(meant_tool(Some(&typo), "echoo"), Some((None, "echo")));
+        // A routed call's names are `server/tool`.
+        let routed = ErrorData::UnknownTool {
+            server: "*".into(),
+            tool: "echoo".into(),
+            known_tools: vec!["fault/echo".into()],
+            discovered_tools: Vec::new(),
+            tool_count: 16,
+        };
+        assert_eq!(
+            meant_tool(Some(&routed), "echoo"),
+            Some((Some("fault"), "echo"))
+        );
+        // Nothing close enough to be a typo: the name itself is searched.
+        let far = unknown(&["sleep", "crash"]);
+        assert_eq!(meant_tool(Some(&far), "echoo"), None);
+        let timeout = ErrorData::Timeout {
+            server: "fault".into(),
+            tool: "echo".into(),
+            timeout_ms: 10,
+        };
+        assert_eq!(meant_tool(Some(&timeout), "echo"), None);
+    }
 
     #[test]
     fn only_failures_another_tool_might_get_around_qualify() {

@@ -244,10 +244,10 @@ impl Pipeline {
                 .idempotency
                 .begin(&context.grant.token_id, &key, &fingerprint)?
             {
-                Begin::Replay(stored) => return stored.replay(),
+                Begin::Replay(stored) => return stored.replay(&key),
                 Begin::Wait(done) => {
                     if let Some(stored) = idempotency::wait(done).await {
-                        return stored.replay();
+                        return stored.replay(&key);
                     }
                     // The first call stored nothing: this one runs (or waits for whoever does).
                 }

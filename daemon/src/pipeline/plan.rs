@@ -156,7 +156,7 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
                 server: info.name.clone(),
                 in_flight,
                 queued,
-                retry_after_ms: guards.bulkhead.mean_hold().as_millis() as u64,
+                retry_after_ms: guards.bulkhead.hold_estimate().as_millis() as u64,
             }
             .into());
         }

@@ -12,12 +12,20 @@ use crate::answer::{EntryAnswers, Spillable};
 pub(super) fn register(module: &mut RpcModule<Context>) {
     module
         .register_async_method(name::CALL_TOOL, |params, context, extensions| async move {
-            let params: CallToolParams = parse(
+            let parsed: Result<CallToolParams, _> = parse(
                 name::CALL_TOOL,
                 &params,
                 r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string, "resetTimeoutOnProgress"?: boolean, "maxTotalTimeoutMs"?: integer}"#,
-            )?;
+            );
             let call = call_context(&extensions)?;
+            let params = match parsed {
+                Ok(params) => params,
+                Err(error) => {
+                    return Err(non_object_arguments(&params, &call.grant, &context)
+                        .await
+                        .unwrap_or(error));
+                }
+            };
             let progress = events::progress_log(&params, &call.grant, &context.orchestrator)?;
             let work = context.orchestrator.call_tool(params, &call);
             let result = match progress {
@@ -85,4 +93,57 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
             answer.finish_many().map_err(to_rpc_error)
         })
         .expect("method names are unique");
+}
+
+/// For `callTool` params that did not parse because `arguments` is not an object (nor null):
+/// the error the reference bridge gives, `invalidArguments` with ajv's "must be object", once
+/// the tool is known to exist (an unknown server or tool is still that). `None` when the params
+/// failed for another reason.
+async fn non_object_arguments(
+    params: &jsonrpsee::types::Params<'_>,
+    grant: &crate::auth::Grant,
+    context: &Context,
+) -> Option<jsonrpsee::types::ErrorObjectOwned> {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        server: Option<String>,
+        tool: String,
+        arguments: serde_json::Value,
+    }
+    let probe: Probe = serde_json::from_str(params.as_str()?).ok()?;
+    if probe.arguments.is_object() || probe.arguments.is_null() {
+        return None;
+    }
+    let server = probe.server.filter(|server| server != "*");
+    if let Some(server) = &server
+        && let Err(error) = context
+            .orchestrator
+            .describe_tool(server, &probe.tool, grant)
+            .await
+    {
+        return Some(to_rpc_error(error));
+    }
+    let violation = crate::error::ArgumentViolation {
+        error: tool_cli_protocol::ArgumentError {
+            path: String::new(),
+            schema_path: "/type".to_owned(),
+            message: format!(
+                "the arguments are {}, not an object",
+                tool_cli_protocol::json::kind(&probe.arguments)
+            ),
+        },
+        reference: vec![tool_cli_protocol::ValidationError {
+            instance_path: String::new(),
+            schema_path: "#/type".to_owned(),
+            keyword: "type".to_owned(),
+            params: serde_json::json!({"type": "object"}),
+            message: "must be object".to_owned(),
+        }],
+    };
+    Some(to_rpc_error(crate::error::Error::invalid_arguments(
+        server.as_deref().unwrap_or("*"),
+        &probe.tool,
+        vec![violation],
+    )))
 }

@@ -54,7 +54,8 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 )?
             };
             let grant = grant(&extensions)?;
-            let tools = match &params.server {
+            // `"*"` is every server, as without `server` (docs/protocol.md).
+            let tools = match params.server.as_deref().filter(|server| *server != "*") {
                 Some(server) => {
                     context
                         .until_grace_over(context.orchestrator.list_tools(server, &params, grant))

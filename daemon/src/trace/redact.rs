@@ -63,14 +63,19 @@ impl Redactor {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|item| self.redact(item)),
-            Value::String(text) => {
-                for secret in &self.secrets {
-                    if text.contains(secret.as_str()) {
-                        *text = text.replace(secret.as_str(), REDACTED);
-                    }
-                }
-            }
+            Value::String(text) => self.redact_text(text),
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+impl Redactor {
+    /// Replaces every configured secret inside `text` (an error message, say).
+    pub(crate) fn redact_text(&self, text: &mut String) {
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                *text = text.replace(secret.as_str(), REDACTED);
+            }
         }
     }
 }
