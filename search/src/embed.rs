@@ -66,6 +66,14 @@ pub trait Embedder: Send + Sync {
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
 
+    /// The embedding of a request to search with: `embed`, unless the model was trained to
+    /// read requests with an instruction before them (bge: "Represent this sentence for
+    /// searching relevant passages: "), which this adds. Tools are embedded with `embed` and
+    /// `embed_batch`, never with this.
+    fn embed_query(&self, text: &str) -> Embedding {
+        self.embed(text)
+    }
+
     /// The embeddings of `texts`, in order: the same vectors `embed` gives one by one. The
     /// default embeds them one at a time; a model overrides it to run a whole batch through each
     /// layer at once (and over threads).

@@ -36,6 +36,11 @@ pub(crate) struct StoredTool {
     /// Whether the tool's name says it enumerates (`list`, `enumerate`, `browse`), for
     /// `search::LIST_MATCH`.
     pub(crate) lists: bool,
+    /// Whether its description says it is deprecated (`deprecation::is_deprecated`), for
+    /// `search::DEPRECATED`.
+    pub(crate) deprecated: bool,
+    /// The distinct terms of its name (at most 255), for the rerank stage's name coverage.
+    pub(crate) name_terms: u8,
 }
 
 /// Most tools of one server the index holds: a posting keeps the tool's place in 24 bits. (A
@@ -257,6 +262,8 @@ impl Shard {
         );
         let mut tag_set_of: FxHashMap<Vec<String>, u32> = FxHashMap::default();
         let shared = shared_parameters(&docs);
+        let sibling_names: Vec<String> = docs.iter().map(|doc| doc.name.clone()).collect();
+        let mut name_terms: Vec<u32> = Vec::new();
         let mut parameter_position = 0;
         for doc in docs {
             // This doc's parameters in `shared`, which counts them before capping.
@@ -277,6 +284,7 @@ impl Shard {
             // embedded twice: it is the densest statement of what a tool does.
             let mut action = None;
             let mut lists = false;
+            name_terms.clear();
             vocabulary.for_each_word(&doc.name, |term, word, features| {
                 if action.is_none() {
                     action = word.action;
@@ -284,6 +292,9 @@ impl Shard {
                 lists |= word.lists;
                 if let Some(term) = term {
                     count_in(NAME, term, &mut lengths);
+                    if !name_terms.contains(&term) {
+                        name_terms.push(term);
+                    }
                 }
                 embed::add_features(&mut vector, features, 2.0);
             });
@@ -365,6 +376,8 @@ impl Shard {
                 vector = embedding.into_values();
             }
 
+            let deprecated =
+                crate::deprecation::is_deprecated(&doc.description, &doc.name, &sibling_names);
             let offset = |at: usize| u32::try_from(at).expect("a shard's text under 4 GiB");
             let start = offset(text.len());
             text.push_str(&doc.name);
@@ -386,6 +399,8 @@ impl Shard {
                 tags,
                 action,
                 lists,
+                deprecated,
+                name_terms: u8::try_from(name_terms.len()).unwrap_or(u8::MAX),
             });
         }
         shard.text = text.into_boxed_str();
