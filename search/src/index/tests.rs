@@ -246,3 +246,80 @@ fn the_footprint_counts_every_part_and_follows_the_index() {
     assert_eq!(two.footprint().tools, 2);
     assert!(two.footprint().total_bytes() > footprint.total_bytes());
 }
+
+/// The daemon's pattern (docs/search.md, "API"): the current index behind a lock, each query
+/// cloning it for a moment and searching without the lock, a rebuild computing the next index
+/// off the lock and swapping it in. 100 queries on their own threads while another thread
+/// rebuilds one server again and again: every query answers, from one whole catalog or the
+/// other, never an error and never a mix.
+#[test]
+fn a_hundred_concurrent_queries_during_rebuilds_all_answer_from_a_whole_catalog() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Barrier, RwLock};
+
+    let old_tools: Vec<ToolDoc> = (0..200)
+        .map(|i| doc(&format!("read_file_{i}"), "read a file from disk"))
+        .collect();
+    let new_tools: Vec<ToolDoc> = (0..300)
+        .map(|i| doc(&format!("fetch_page_{i}"), "read a web page"))
+        .collect();
+    let start = Index::new()
+        .with_server("disk", old_tools.clone())
+        .with_server("other", vec![doc("send_mail", "send an email")]);
+    let current = RwLock::new(Arc::new(start));
+    let rebuilding = AtomicBool::new(true);
+    let queries = 100;
+    let barrier = Barrier::new(queries + 1);
+    let answers: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            barrier.wait();
+            let mut next_is_new = true;
+            for _ in 0..20 {
+                let base = Arc::clone(&current.read().unwrap());
+                let tools = if next_is_new { &new_tools } else { &old_tools };
+                let next = base.with_server("disk", tools.clone());
+                *current.write().unwrap() = Arc::new(next);
+                next_is_new = !next_is_new;
+            }
+            rebuilding.store(false, Ordering::Release);
+        });
+        let handles: Vec<_> = (0..queries)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let index = Arc::clone(&current.read().unwrap());
+                    let outcome = index
+                        .search(&crate::search::Query {
+                            limit: 100,
+                            ..crate::search::Query::new("read")
+                        })
+                        .expect("every query answers");
+                    let from_old = outcome
+                        .hits
+                        .iter()
+                        .filter(|hit| hit.tool.starts_with("read_file_"))
+                        .count();
+                    let from_new = outcome
+                        .hits
+                        .iter()
+                        .filter(|hit| hit.tool.starts_with("fetch_page_"))
+                        .count();
+                    assert_eq!(outcome.catalog_size, index.len());
+                    (from_old, from_new)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("no query panics"))
+            .collect()
+    });
+    assert!(!rebuilding.load(Ordering::Acquire));
+    assert_eq!(answers.len(), queries);
+    for (from_old, from_new) in answers {
+        assert!(
+            (from_old > 0) != (from_new > 0),
+            "a mix of two catalogs: {from_old} old and {from_new} new hits"
+        );
+    }
+}
