@@ -48,7 +48,7 @@ const MAX_THREADS: usize = 8;
 
 /// Bumped whenever this implementation would give other vectors for the same weights and text
 /// (a tokenizer fix, another pooling), so a cache keyed by the fingerprint goes stale with it.
-const ENCODER_REVISION: u64 = 1;
+const ENCODER_REVISION: u64 = 2;
 
 /// Why model files could not be loaded.
 #[derive(Debug, thiserror::Error)]
