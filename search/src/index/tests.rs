@@ -196,13 +196,16 @@ fn a_term_lists_the_shards_that_have_it_in_shard_order() {
         .stats
         .shards_of(file)
         .iter()
-        .map(|&(position, start, end)| (position, end - start))
+        .map(|list| (list.shard, list.end - list.start))
         .collect();
     // Shards are sorted by server: a (position 0), b, c (position 2, two tools).
     assert_eq!(shards, [(0, 1), (2, 2)]);
     let weather = index.stats.shards_of(index.term_stats("weather").unwrap());
     assert_eq!(weather.len(), 1);
-    assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
+    assert_eq!(
+        (weather[0].shard, weather[0].end - weather[0].start),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -321,5 +324,74 @@ fn a_hundred_concurrent_queries_during_rebuilds_all_answer_from_a_whole_catalog(
             (from_old > 0) != (from_new > 0),
             "a mix of two catalogs: {from_old} old and {from_new} new hits"
         );
+    }
+}
+
+/// The server's text posted once per shard ranks exactly as when every tool's postings carried
+/// it, with far fewer postings: the same hits, bit-identical scores, hidden tools or not.
+#[test]
+fn the_server_text_posted_once_per_shard_scores_exactly_as_posted_per_tool() {
+    let server = |name: &str, description: &str, tools: &[(&str, &str)]| {
+        let docs: Vec<ToolDoc> = tools
+            .iter()
+            .map(|(tool, text)| ToolDoc {
+                server_description: Some(description.to_owned()),
+                tags: vec!["chat".to_owned()],
+                ..doc(tool, text)
+            })
+            .collect();
+        (name.to_owned(), docs)
+    };
+    let catalog = vec![
+        server(
+            "slack",
+            "Slack: channels, messages and users of a workspace",
+            &[
+                ("post_message", "Post a message to a channel"),
+                ("list_channels", "List the channels"),
+                ("get_user", "A user's profile"),
+            ],
+        ),
+        server(
+            "mail",
+            "Email: send and read messages",
+            &[
+                ("send_email", "Send an email"),
+                ("read_inbox", "Read the inbox"),
+            ],
+        ),
+    ];
+    let build = |per_tool: bool| {
+        shard::POST_SERVER_TEXT_PER_TOOL.with(|flag| flag.set(per_tool));
+        let index = Index::new().with_servers(catalog.clone());
+        shard::POST_SERVER_TEXT_PER_TOOL.with(|flag| flag.set(false));
+        index
+    };
+    let once = build(false);
+    let per_tool = build(true);
+    assert!(
+        once.footprint().postings < per_tool.footprint().postings,
+        "{} postings, {} before",
+        once.footprint().postings,
+        per_tool.footprint().postings
+    );
+    let hide_one = |_: &str, tool: &str| tool != "get_user";
+    for text in [
+        "send a message on slack",
+        "slack channels",
+        "email",
+        "read messages",
+        "workspace users",
+    ] {
+        for visible in [None, Some(&hide_one as &crate::search::Visibility<'_>)] {
+            let query = crate::search::Query {
+                visible,
+                ..crate::search::Query::new(text)
+            };
+            let a = once.search(&query).unwrap();
+            let b = per_tool.search(&query).unwrap();
+            assert!(!a.hits.is_empty(), "{text}");
+            assert_eq!(a, b, "{text}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! nouns, and BM25F over the index's postings with that expansion.
 
 use crate::concepts;
-use crate::index::Index;
+use crate::index::{FIELDS, Index, NAME, SERVER};
 use crate::text;
 
 use super::{COORDINATION, EXPANSION_WEIGHT, K1, QueryStats};
@@ -157,9 +157,16 @@ impl Index {
                         .stats
                         .shards_of(term_stats)
                         .iter()
-                        .map(|&(position, start, end)| {
-                            let offset = self.stats.offsets[position as usize];
-                            self.shards[position as usize].postings[start as usize..end as usize]
+                        .map(|list| {
+                            let offset = self.stats.offsets[list.shard as usize];
+                            let shard = &self.shards[list.shard as usize];
+                            if list.server > 0 {
+                                // In the server's text: every visible tool of the shard has it.
+                                return (offset..offset + shard.tools.len())
+                                    .filter(|&global| visible[global])
+                                    .count();
+                            }
+                            shard.postings[list.start as usize..list.end as usize]
                                 .iter()
                                 .filter(|p| visible[offset + p.tool()])
                                 .count()
@@ -170,42 +177,56 @@ impl Index {
                     continue;
                 }
                 let idf = weight * stats.idf(document_frequency as f32);
-                for &(position, start, end) in self.stats.shards_of(term_stats) {
-                    let offset = self.stats.offsets[position as usize];
-                    let postings =
-                        &self.shards[position as usize].postings[start as usize..end as usize];
-                    for posting in postings {
-                        let global = offset + posting.tool();
-                        if !candidate[global] {
-                            continue;
+                let mut visit = |global: usize, frequencies: [u8; FIELDS]| {
+                    if !candidate[global] {
+                        return;
+                    }
+                    let frequency: f32 = frequencies
+                        .iter()
+                        .zip(&stats.field_factors[global])
+                        .zip(&stats.field_mask)
+                        .map(|((&count, factor), mask)| f32::from(count) * factor * mask)
+                        .sum();
+                    // A term found only in a switched-off field (the ablation) is no match.
+                    if frequency <= 0.0 {
+                        return;
+                    }
+                    let in_tool_name = frequencies[NAME] > 0;
+                    if plural && position_in_group == 0 && in_tool_name {
+                        plural_named[global] = true;
+                    }
+                    let score = idf * frequency / (K1 + frequency);
+                    if best[global] == 0.0 {
+                        touched.push(global);
+                    }
+                    if in_tool_name {
+                        in_name[global] = true;
+                    }
+                    if score > best[global] {
+                        best[global] = score;
+                    }
+                };
+                for list in self.stats.shards_of(term_stats) {
+                    let offset = self.stats.offsets[list.shard as usize];
+                    let shard = &self.shards[list.shard as usize];
+                    let postings = &shard.postings[list.start as usize..list.end as usize];
+                    if list.server == 0 {
+                        for posting in postings {
+                            visit(offset + posting.tool(), posting.frequencies());
                         }
-                        let frequency: f32 = posting
-                            .frequencies()
-                            .iter()
-                            .zip(&stats.field_factors[global])
-                            .zip(&stats.field_mask)
-                            .map(|((&count, factor), mask)| f32::from(count) * factor * mask)
-                            .sum();
-                        // A term found only in a switched-off field (the ablation) is no match.
-                        if frequency <= 0.0 {
-                            continue;
-                        }
-                        if plural
-                            && position_in_group == 0
-                            && posting.frequency(crate::index::NAME) > 0
-                        {
-                            plural_named[global] = true;
-                        }
-                        let score = idf * frequency / (K1 + frequency);
-                        if best[global] == 0.0 {
-                            touched.push(global);
-                        }
-                        if posting.frequency(crate::index::NAME) > 0 {
-                            in_name[global] = true;
-                        }
-                        if score > best[global] {
-                            best[global] = score;
-                        }
+                        continue;
+                    }
+                    // The server's text posted once: every tool of the shard has the term in
+                    // its server field; those with a posting have it elsewhere too (postings
+                    // are in tool order).
+                    let mut postings = postings.iter().peekable();
+                    for local in 0..shard.tools.len() {
+                        let mut frequencies = match postings.next_if(|p| p.tool() == local) {
+                            Some(posting) => posting.frequencies(),
+                            None => [0; FIELDS],
+                        };
+                        frequencies[SERVER] = list.server;
+                        visit(offset + local, frequencies);
                     }
                 }
             }
