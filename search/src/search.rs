@@ -1,11 +1,15 @@
 //! Querying the index: input validation, BM25F with concept expansion, the semantic score, their
-//! fusion, and the priors. `docs/search.md` gives the formulas and the measured effect of each.
+//! fusion, the deprecation demotion, the rerank stage and the priors. `docs/search.md` gives the
+//! formulas and the measured effect of each.
 //!
 //! The order of a search is fixed so that a hidden tool can never influence anything a caller
-//! sees: (1) validate the input; (2) decide, per tool, visibility (the caller's predicate) and the
-//! filters (servers, tags); (3) compute BM25 statistics over the visible tools only; (4) score the
-//! visible, filtered tools; (5) apply the priors to the few that can still reach the top; (6) sort
-//! and cut to `limit`. `catalog_size` counts the visible tools.
+//! sees, each step a function passing plain values: (1) `validate` the input; (2)
+//! `Index::candidates`: per tool, visibility (the caller's predicate) and the filters (servers,
+//! tags); (3) `Index::query_stats`: BM25 statistics over the visible tools only; (4) score the
+//! visible, filtered tools (lexical, cosine, actions, deprecation; in `Index::search`, which
+//! skips the tools that provably cannot reach the top); (5) `rerank` the best `RERANK_DEPTH`;
+//! (6) `with_priors`: the priors for the few that can still reach the top, then sort and cut to
+//! `limit`. `catalog_size` counts the visible tools. Which steps run is `Query::signals`.
 
 mod lexical;
 
@@ -329,75 +333,152 @@ impl QueryStats<'_> {
     }
 }
 
+/// Step 2's answer: per tool (global position) whether the caller may see it and whether this
+/// query may return it, how many the caller sees, and the visible tools' field length sums.
+struct Candidates {
+    /// `Some` when the caller's predicate hides some tools.
+    visible: Option<Vec<bool>>,
+    candidate: Vec<bool>,
+    catalog_size: usize,
+    visible_length_sums: [u64; FIELDS],
+}
+
+/// Step 1, cheapest first: a query over `MAX_QUERY_BYTES` is refused before its text is even
+/// scanned, then a blank one, then a limit out of range.
+fn validate(query: &Query<'_>) -> Result<(), SearchError> {
+    // Length first: a 1 MB query is refused before it is even scanned.
+    if query.text.len() > MAX_QUERY_BYTES {
+        return Err(SearchError::QueryTooLong {
+            bytes: query.text.len(),
+            max: MAX_QUERY_BYTES,
+        });
+    }
+    if query.text.trim().is_empty() {
+        return Err(SearchError::EmptyQuery);
+    }
+    if query.limit == 0 || query.limit > MAX_LIMIT {
+        return Err(SearchError::LimitOutOfRange {
+            limit: query.limit,
+            max: MAX_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+/// Step 8, the rerank stage: the best `RERANK_DEPTH` of `scored` (textual score, global
+/// position) gain `rerank_bonus_of` their name coverage (`name_matched` per tool) at `weight`;
+/// returns what each gained, by global position.
+fn rerank<'a>(
+    scored: &mut [(f32, u32)],
+    name_matched: &[u16],
+    weight: f32,
+    locate: impl Fn(usize) -> (&'a std::sync::Arc<Shard>, usize),
+) -> Vec<(u32, f32)> {
+    let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let reranked = RERANK_DEPTH.min(scored.len());
+    if reranked == 0 {
+        return Vec::new();
+    }
+    scored.select_nth_unstable_by(reranked - 1, by_score_desc);
+    scored[..reranked]
+        .iter_mut()
+        .map(|(score, global)| {
+            let (shard, local) = locate(*global as usize);
+            let bonus = rerank_bonus_of(
+                name_matched[*global as usize],
+                shard.tools[local].name_terms,
+                weight,
+            );
+            *score += bonus;
+            (*global, bonus)
+        })
+        .collect()
+}
+
+/// What a hit's `Why` reports besides the priors, per tool (global position).
+struct ScoreParts<'a> {
+    lexical: &'a [f32],
+    semantic: &'a [f32],
+    rerank: &'a [(u32, f32)],
+}
+
+/// Steps 9 and 10: the priors for the tools that can still reach the top `limit` of `scored`
+/// (within `MAX_PRIOR_BONUS` of the limit-th), then the hits best first, cut to `limit`.
+fn with_priors<'a>(
+    query: &Query<'_>,
+    scored: &mut [(f32, u32)],
+    parts: &ScoreParts<'_>,
+    locate: impl Fn(usize) -> (&'a std::sync::Arc<Shard>, usize),
+) -> Vec<Hit> {
+    // Only tools within MAX_PRIOR_BONUS of the limit-th score can reach the top, so the
+    // priors are asked about those alone.
+    let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let limit = query.limit.min(scored.len());
+    scored.select_nth_unstable_by(limit - 1, by_score_desc);
+    let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
+    let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
+    for &(text_score, global) in scored.iter() {
+        if text_score < threshold {
+            continue;
+        }
+        let (shard, local) = locate(global as usize);
+        let candidate_ref = ToolRef {
+            server: &shard.server,
+            tool: shard.name(local),
+        };
+        let inertia = query.previous_tool.map_or(0.0, |previous| {
+            query.priors.inertia(previous, candidate_ref)
+        });
+        let why = Why {
+            lexical: parts.lexical[global as usize],
+            semantic: parts.semantic[global as usize],
+            inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
+            reliability: RELIABILITY_WEIGHT
+                * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
+            latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
+            rerank: parts
+                .rerank
+                .iter()
+                .find(|(reranked, _)| *reranked == global)
+                .map_or(0.0, |(_, bonus)| *bonus),
+            deprecated: shard.tools[local].deprecated,
+        };
+        let score = text_score + why.inertia + why.reliability + why.latency;
+        contenders.push((score, global, why));
+    }
+    contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    contenders.truncate(query.limit);
+    contenders
+        .into_iter()
+        .map(|(score, global, why)| {
+            let (shard, local) = locate(global as usize);
+            Hit {
+                server: shard.server.clone(),
+                tool: shard.name(local).to_owned(),
+                description: shard.description(local).to_owned(),
+                score,
+                why,
+            }
+        })
+        .collect()
+}
+
 impl Index {
     /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
     /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
     pub fn search(&self, query: &Query<'_>) -> Result<SearchOutcome, SearchError> {
-        // Length first: a 1 MB query is refused before it is even scanned.
-        if query.text.len() > MAX_QUERY_BYTES {
-            return Err(SearchError::QueryTooLong {
-                bytes: query.text.len(),
-                max: MAX_QUERY_BYTES,
-            });
-        }
-        if query.text.trim().is_empty() {
-            return Err(SearchError::EmptyQuery);
-        }
-        if query.limit == 0 || query.limit > MAX_LIMIT {
-            return Err(SearchError::LimitOutOfRange {
-                limit: query.limit,
-                max: MAX_LIMIT,
-            });
-        }
+        validate(query)?;
 
         let shards: &[std::sync::Arc<Shard>] = &self.shards;
         let offsets = &self.stats.offsets;
         let total = self.stats.tools;
 
-        // Visibility, then the filters. `visible` decides statistics and catalog_size;
-        // `candidate` decides what may be returned.
-        let visible: Option<Vec<bool>> = query.visible.map(|is_visible| {
-            shards
-                .iter()
-                .flat_map(|shard| {
-                    (0..shard.tools.len()).map(|local| is_visible(&shard.server, shard.name(local)))
-                })
-                .collect()
-        });
-        let is_visible = |i: usize| visible.as_ref().is_none_or(|v| v[i]);
-        for server in query.servers {
-            let known = shards.iter().zip(offsets).any(|(shard, &offset)| {
-                shard.server == *server
-                    && (shard.tools.is_empty()
-                        || (offset..offset + shard.tools.len()).any(is_visible))
-            });
-            if !known {
-                return Err(SearchError::UnknownServer {
-                    server: server.clone(),
-                });
-            }
-        }
-        let mut candidate = vec![false; total];
-        let mut catalog_size = 0;
-        let mut visible_length_sums = [0u64; FIELDS];
-        for (shard, &offset) in shards.iter().zip(offsets) {
-            let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
-            for local in 0..shard.tools.len() {
-                let global = offset + local;
-                if !is_visible(global) {
-                    continue;
-                }
-                catalog_size += 1;
-                if visible.is_some() {
-                    for (sum, length) in visible_length_sums.iter_mut().zip(shard.lengths[local]) {
-                        *sum += u64::from(length);
-                    }
-                }
-                candidate[global] = server_wanted
-                    && (query.tags.is_empty()
-                        || shard.tags(local).iter().any(|t| query.tags.contains(t)));
-            }
-        }
+        let Candidates {
+            visible,
+            candidate,
+            catalog_size,
+            visible_length_sums,
+        } = self.candidates(query)?;
         // The model ranks only when every tool this query may return has its vector.
         let model_rows: Vec<Option<&ModelRows>> = shards
             .iter()
@@ -427,38 +508,7 @@ impl Index {
             });
         }
         let signals = query.signals;
-        let mut field_mask = [1.0f32; FIELDS];
-        if !signals.server_field {
-            field_mask[crate::index::SERVER] = 0.0;
-        }
-        if !signals.parameters {
-            field_mask[crate::index::PARAMETERS] = 0.0;
-        }
-        let stats = match visible {
-            None => QueryStats {
-                tools: total as f32,
-                field_factors: std::borrow::Cow::Borrowed(&self.stats.field_factors),
-                visible: None,
-                field_mask,
-                concepts: signals.concepts,
-            },
-            Some(visible) => {
-                let averages = average_lengths(catalog_size, visible_length_sums);
-                QueryStats {
-                    tools: catalog_size as f32,
-                    field_factors: std::borrow::Cow::Owned(
-                        shards
-                            .iter()
-                            .flat_map(|shard| shard.lengths.iter())
-                            .map(|lengths| field_factors(lengths, &averages))
-                            .collect(),
-                    ),
-                    visible: Some(visible),
-                    field_mask,
-                    concepts: signals.concepts,
-                }
-            }
-        };
+        let stats = self.query_stats(visible, catalog_size, visible_length_sums, signals);
 
         let plural_terms = plural_terms(query.text);
         let matches = self.lexical_scores(query.text, &candidate, &stats, &plural_terms);
@@ -662,80 +712,133 @@ impl Index {
             (shard, global - offsets[shard_index])
         };
 
-        // The rerank stage: the best `RERANK_DEPTH` by textual score gain by how much of the
-        // tool's name the request covers.
-        let by_score_desc =
-            |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        let mut rerank_bonus: Vec<(u32, f32)> = Vec::new();
-        if signals.rerank {
-            let reranked = RERANK_DEPTH.min(scored.len());
-            scored.select_nth_unstable_by(reranked - 1, by_score_desc);
-            for (score, global) in &mut scored[..reranked] {
-                let (shard, local) = locate(*global as usize);
-                let bonus = rerank_bonus_of(
-                    matches.name_matched[*global as usize],
-                    shard.tools[local].name_terms,
-                    NAME_COVERAGE_WEIGHT * (1.0 - semantic_share),
-                );
-                *score += bonus;
-                rerank_bonus.push((*global, bonus));
-            }
-        }
+        let rerank_bonus = if signals.rerank {
+            rerank(
+                &mut scored,
+                &matches.name_matched,
+                NAME_COVERAGE_WEIGHT * (1.0 - semantic_share),
+                locate,
+            )
+        } else {
+            Vec::new()
+        };
 
-        // Only tools within MAX_PRIOR_BONUS of the limit-th score can reach the top, so the
-        // priors are asked about those alone.
-        let limit = query.limit.min(scored.len());
-        scored.select_nth_unstable_by(limit - 1, by_score_desc);
-        let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
-        let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
-        for &(text_score, global) in &scored {
-            if text_score < threshold {
-                continue;
-            }
-            let (shard, local) = locate(global as usize);
-            let candidate_ref = ToolRef {
-                server: &shard.server,
-                tool: shard.name(local),
-            };
-            let inertia = query.previous_tool.map_or(0.0, |previous| {
-                query.priors.inertia(previous, candidate_ref)
-            });
-            let why = Why {
-                lexical: lexical[global as usize],
-                semantic: semantic[global as usize],
-                inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
-                reliability: RELIABILITY_WEIGHT
-                    * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
-                latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
-                rerank: rerank_bonus
-                    .iter()
-                    .find(|(reranked, _)| *reranked == global)
-                    .map_or(0.0, |(_, bonus)| *bonus),
-                deprecated: shard.tools[local].deprecated,
-            };
-            let score = text_score + why.inertia + why.reliability + why.latency;
-            contenders.push((score, global, why));
-        }
-        contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        contenders.truncate(query.limit);
-        let hits = contenders
-            .into_iter()
-            .map(|(score, global, why)| {
-                let (shard, local) = locate(global as usize);
-                Hit {
-                    server: shard.server.clone(),
-                    tool: shard.name(local).to_owned(),
-                    description: shard.description(local).to_owned(),
-                    score,
-                    why,
-                }
-            })
-            .collect();
+        let parts = ScoreParts {
+            lexical,
+            semantic: &semantic,
+            rerank: &rerank_bonus,
+        };
+        let hits = with_priors(query, &mut scored, &parts, locate);
         Ok(SearchOutcome {
             hits,
             catalog_size,
             semantic: ranking,
         })
+    }
+
+    /// Step 2: which tools exist for this query (the caller's predicate) and which it may return
+    /// (the servers and tags filters), how many the caller can see, and their field lengths
+    /// when some are hidden (for statistics over the visible tools alone). A servers filter
+    /// naming a server with no visible tool is `UnknownServer`.
+    fn candidates(&self, query: &Query<'_>) -> Result<Candidates, SearchError> {
+        let shards: &[std::sync::Arc<Shard>] = &self.shards;
+        let offsets = &self.stats.offsets;
+        let total = self.stats.tools;
+        // Visibility, then the filters. `visible` decides statistics and catalog_size;
+        // `candidate` decides what may be returned.
+        let visible: Option<Vec<bool>> = query.visible.map(|is_visible| {
+            shards
+                .iter()
+                .flat_map(|shard| {
+                    (0..shard.tools.len()).map(|local| is_visible(&shard.server, shard.name(local)))
+                })
+                .collect()
+        });
+        let is_visible = |i: usize| visible.as_ref().is_none_or(|v| v[i]);
+        for server in query.servers {
+            let known = shards.iter().zip(offsets).any(|(shard, &offset)| {
+                shard.server == *server
+                    && (shard.tools.is_empty()
+                        || (offset..offset + shard.tools.len()).any(is_visible))
+            });
+            if !known {
+                return Err(SearchError::UnknownServer {
+                    server: server.clone(),
+                });
+            }
+        }
+        let mut candidate = vec![false; total];
+        let mut catalog_size = 0;
+        let mut visible_length_sums = [0u64; FIELDS];
+        for (shard, &offset) in shards.iter().zip(offsets) {
+            let server_wanted = query.servers.is_empty() || query.servers.contains(&shard.server);
+            for local in 0..shard.tools.len() {
+                let global = offset + local;
+                if !is_visible(global) {
+                    continue;
+                }
+                catalog_size += 1;
+                if visible.is_some() {
+                    for (sum, length) in visible_length_sums.iter_mut().zip(shard.lengths[local]) {
+                        *sum += u64::from(length);
+                    }
+                }
+                candidate[global] = server_wanted
+                    && (query.tags.is_empty()
+                        || shard.tags(local).iter().any(|t| query.tags.contains(t)));
+            }
+        }
+        Ok(Candidates {
+            visible,
+            candidate,
+            catalog_size,
+            visible_length_sums,
+        })
+    }
+
+    /// Step 3: the statistics this query scores with, over the visible tools only, and which
+    /// fields and expansions `signals` keeps.
+    fn query_stats(
+        &self,
+        visible: Option<Vec<bool>>,
+        catalog_size: usize,
+        visible_length_sums: [u64; FIELDS],
+        signals: Signals,
+    ) -> QueryStats<'_> {
+        let shards: &[std::sync::Arc<Shard>] = &self.shards;
+        let total = self.stats.tools;
+        let mut field_mask = [1.0f32; FIELDS];
+        if !signals.server_field {
+            field_mask[crate::index::SERVER] = 0.0;
+        }
+        if !signals.parameters {
+            field_mask[crate::index::PARAMETERS] = 0.0;
+        }
+        match visible {
+            None => QueryStats {
+                tools: total as f32,
+                field_factors: std::borrow::Cow::Borrowed(&self.stats.field_factors),
+                visible: None,
+                field_mask,
+                concepts: signals.concepts,
+            },
+            Some(visible) => {
+                let averages = average_lengths(catalog_size, visible_length_sums);
+                QueryStats {
+                    tools: catalog_size as f32,
+                    field_factors: std::borrow::Cow::Owned(
+                        shards
+                            .iter()
+                            .flat_map(|shard| shard.lengths.iter())
+                            .map(|lengths| field_factors(lengths, &averages))
+                            .collect(),
+                    ),
+                    visible: Some(visible),
+                    field_mask,
+                    concepts: signals.concepts,
+                }
+            }
+        }
     }
 }
 
