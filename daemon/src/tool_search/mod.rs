@@ -253,14 +253,20 @@ impl ToolSearch {
         }
     }
 
-    /// The model's vector of `query`, when the index has a model and some tool vectors (else
-    /// the search ranks with the hashing embedder and the model's time would be wasted). The
+    /// The model's vector of `query`, when the index has a model and every tool its vector
+    /// (else the search ranks with the hashing embedder and the model's time would be wasted). The
     /// model takes 10–30 ms of CPU: on a multi-threaded runtime the calling worker hands its
     /// other tasks over first (`block_in_place`), so no other request waits for it.
     pub(crate) fn embed_query(&self, index: &Index, query: &str) -> Option<Embedding> {
         let semantic = self.semantic.as_ref()?;
         let model = index.model()?;
-        if index.model_coverage().0 == 0
+        // The model ranks only when every tool a query may return has its vector; until the
+        // background pass has embedded them all, embedding the query would spend ~6 ms of CPU
+        // (on a core the pass needs) for a ranking by the hashing embedder. (A query limited to
+        // servers already embedded ranks lexically too, for the seconds the pass lasts.)
+        let (embedded, tools) = index.model_coverage();
+        if embedded == 0
+            || embedded < tools
             || query.trim().is_empty()
             || query.len() > tool_cli_search::search::MAX_QUERY_BYTES
         {
