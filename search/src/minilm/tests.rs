@@ -328,6 +328,12 @@ fn a_bert_of_the_same_width_with_other_layers_pooling_and_prefix_loads() {
     assert_ne!(query, by_cls);
     assert_eq!(query, cls.embed(&format!("search relevant: {text}")));
     assert_eq!(mean.embed_query(text), by_mean);
+    // 10,000 identical words: the tokenizer stops at the token limit, so the model's cost is
+    // that of any 48-token text, and the vector that of the words it kept.
+    let flood = vec!["read"; 10_000].join(" ");
+    assert_eq!(mean.token_count(&flood), DEFAULT_MAX_TOKENS);
+    let kept = vec!["read"; DEFAULT_MAX_TOKENS - 2].join(" ");
+    assert_eq!(mean.embed(&flood), mean.embed(&kept));
 }
 
 #[test]
