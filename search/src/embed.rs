@@ -82,10 +82,19 @@ pub trait Embedder: Send + Sync {
     }
 
     /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
-    /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
-    /// only breaks ties; a real sentence-embedding model earns a larger share.
+    /// rest is the normalised lexical score), for a request some tool matches word for word. A
+    /// weak embedder (the default hashing one, 0.1) only breaks ties; a real sentence-embedding
+    /// model earns a larger share.
     fn semantic_share(&self) -> f32 {
         0.1
+    }
+
+    /// The share for a request no tool matches a word of; between the two, the share moves in
+    /// proportion to the words of the request the best-matching tool lacks. When the words say
+    /// little (a chatty request, a paraphrase), the meaning should say more. By default the
+    /// same as `semantic_share`.
+    fn semantic_share_unmatched(&self) -> f32 {
+        self.semantic_share()
     }
 
     /// `Some` when this embedder is the default `HashEmbedder`, whose vector of a text is the

@@ -526,20 +526,25 @@ impl Index {
         }
         let asks_mutation = asked.iter().any(|a| a.mutates());
         let hashing_query;
-        let (query_embedding, dimensions, semantic_share) =
+        let (query_embedding, dimensions, embedder) =
             match (ranking, self.model.as_ref(), query.model_query) {
                 (SemanticRanking::Model, Some(model), Some(vector)) => {
-                    (vector, model.dimensions(), model.semantic_share())
+                    (vector, model.dimensions(), model.as_ref())
                 }
                 _ => {
                     hashing_query = self.embedder.embed_query(query.text);
                     (
                         &hashing_query,
                         self.embedder.dimensions(),
-                        self.embedder.semantic_share(),
+                        self.embedder.as_ref(),
                     )
                 }
             };
+        // The embedder's share, moved toward its share for requests no tool matches by as much
+        // of the request as the best-matching tool lacks.
+        let semantic_share = embedder.semantic_share()
+            + (embedder.semantic_share_unmatched() - embedder.semantic_share())
+                * (1.0 - matches.best_share);
         let by_model = ranking == SemanticRanking::Model;
         let mut query_row = Vec::with_capacity(dimensions);
         let query_scale = if query_embedding.dimensions() == dimensions && signals.embedding {

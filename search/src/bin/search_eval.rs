@@ -81,6 +81,10 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
     fn semantic_share(&self) -> f32 {
         f32::from_bits(self.share_bits.load(std::sync::atomic::Ordering::Relaxed))
     }
+
+    fn semantic_share_unmatched(&self) -> f32 {
+        self.inner.semantic_share_unmatched()
+    }
 }
 
 /// Records the texts the index asks it to embed (answering with zero vectors), so the catalog's

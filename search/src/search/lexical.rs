@@ -122,6 +122,9 @@ pub(super) struct LexicalMatches {
     pub(super) plural_named: Vec<bool>,
     /// How many of the request's words (or their synonyms) the tool matched in its name.
     pub(super) name_matched: Vec<u16>,
+    /// The largest share of the request's words (or their synonyms) one tool matched, in
+    /// [0, 1]: how much the words alone can tell.
+    pub(super) best_share: f32,
 }
 
 impl Index {
@@ -246,10 +249,15 @@ impl Index {
                 }
             }
         }
+        let best_share = match matched.iter().max() {
+            Some(&best) if groups > 0 => f32::from(best) / groups as f32,
+            _ => 0.0,
+        };
         LexicalMatches {
             scores,
             plural_named,
             name_matched,
+            best_share,
         }
     }
 }
