@@ -66,6 +66,14 @@ pub trait Embedder: Send + Sync {
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
 
+    /// The embedding of a request to search with: `embed`, unless the model was trained to
+    /// read requests with an instruction before them (bge: "Represent this sentence for
+    /// searching relevant passages: "), which this adds. Tools are embedded with `embed` and
+    /// `embed_batch`, never with this.
+    fn embed_query(&self, text: &str) -> Embedding {
+        self.embed(text)
+    }
+
     /// The embeddings of `texts`, in order: the same vectors `embed` gives one by one. The
     /// default embeds them one at a time; a model overrides it to run a whole batch through each
     /// layer at once (and over threads).
@@ -74,10 +82,19 @@ pub trait Embedder: Send + Sync {
     }
 
     /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
-    /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
-    /// only breaks ties; a real sentence-embedding model earns a larger share.
+    /// rest is the normalised lexical score), for a request some tool matches word for word. A
+    /// weak embedder (the default hashing one, 0.1) only breaks ties; a real sentence-embedding
+    /// model earns a larger share.
     fn semantic_share(&self) -> f32 {
         0.1
+    }
+
+    /// The share for a request no tool matches a word of; between the two, the share moves in
+    /// proportion to the words of the request the best-matching tool lacks. When the words say
+    /// little (a chatty request, a paraphrase), the meaning should say more. By default the
+    /// same as `semantic_share`.
+    fn semantic_share_unmatched(&self) -> f32 {
+        self.semantic_share()
     }
 
     /// `Some` when this embedder is the default `HashEmbedder`, whose vector of a text is the

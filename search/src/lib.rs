@@ -16,6 +16,7 @@
 
 pub mod bm25;
 mod concepts;
+mod deprecation;
 pub mod doc;
 pub mod embed;
 pub mod eval;

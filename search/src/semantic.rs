@@ -314,6 +314,70 @@ mod tests {
         assert_eq!(index.model_coverage(), (0, 3));
     }
 
+    /// `Meanings` whose share grows to 0.9 when no tool matches a word of the request.
+    struct MeaningsMoreWhenUnmatched;
+
+    impl Embedder for MeaningsMoreWhenUnmatched {
+        fn dimensions(&self) -> usize {
+            3
+        }
+
+        fn embed(&self, text: &str) -> Embedding {
+            Meanings.embed(text)
+        }
+
+        fn semantic_share(&self) -> f32 {
+            0.5
+        }
+
+        fn semantic_share_unmatched(&self) -> f32 {
+            0.9
+        }
+    }
+
+    #[test]
+    fn the_models_share_grows_with_the_words_of_the_request_no_tool_matches() {
+        let model: Arc<dyn Embedder> = Arc::new(MeaningsMoreWhenUnmatched);
+        let mut index = Index::new().with_servers(catalog()).with_model(model);
+        for (server, docs) in catalog() {
+            let vectors: Vec<Embedding> = embedding_texts(&docs)
+                .iter()
+                .map(|text| MeaningsMoreWhenUnmatched.embed(text))
+                .collect();
+            let refs: Vec<Option<&Embedding>> = vectors.iter().map(Some).collect();
+            index = index.with_model_vectors(&server, &refs).unwrap();
+        }
+        let hit = |text: &str| {
+            let vector = MeaningsMoreWhenUnmatched.embed_query(text);
+            let outcome = index
+                .search(&Query {
+                    model_query: Some(&vector),
+                    ..Query::new(text)
+                })
+                .unwrap();
+            assert_eq!(outcome.semantic, SemanticRanking::Model);
+            outcome
+                .hits
+                .into_iter()
+                .find(|hit| hit.tool == "get_forecast")
+                .expect("found")
+        };
+        // No word of "rainy?" is a word of any tool (nor a synonym of one): the cosine counts 0.9.
+        let unmatched = hit("rainy?");
+        assert_eq!(unmatched.why.lexical, 0.0);
+        assert!((unmatched.score - 0.9 * unmatched.why.semantic).abs() < 1e-3);
+        // "weather" is a word of the best tool, the whole request: the cosine counts 0.5 (the
+        // lexical half is the best score, 1; the rerank stage adds its name coverage, the
+        // synonym `forecast`, one of two words, at 0.11 × (1 − 0.5)).
+        let matched = hit("weather");
+        assert!(matched.why.lexical > 0.0);
+        assert!((matched.why.rerank - 0.11 * 0.5 / 2.0).abs() < 1e-6);
+        assert!(
+            (matched.score - (0.5 + 0.5 * matched.why.semantic + matched.why.rerank)).abs() < 1e-3,
+            "{matched:?}"
+        );
+    }
+
     #[test]
     fn wire_names_are_stable() {
         assert_eq!(SemanticRanking::Model.as_str(), "model");

@@ -23,25 +23,32 @@ struct Recorded {
 const RECORDED: [Recorded; 2] = [
     Recorded {
         split: "dev",
-        recall_at_1: 0.548,
-        recall_at_5: 0.799,
-        recall_at_10: 0.855,
-        mrr: 0.663,
+        // 0.548 / 0.799 / 0.855 / 0.663 before the rerank stage (name coverage) and the
+        // demotion of deprecated tools, chosen on the dev halves of five sets (docs/search.md,
+        // "Ablation").
+        recall_at_1: 0.554,
+        recall_at_5: 0.805,
+        recall_at_10: 0.858,
+        mrr: 0.664,
         // 0.526 / 0.606 before K1 1.6 and coordination 0.3, which lost two of these 156
         // requests and gained four of all 303, 9 of 1,000 on MetaTool and 2 of 251 on Azure MCP
         // (docs/search.md, "public sets").
-        unnamed_recall_at_1: 0.513,
-        unnamed_mrr: 0.602,
+        unnamed_recall_at_1: 0.532,
+        unnamed_mrr: 0.608,
     },
     Recorded {
         split: "test",
-        recall_at_1: 0.495,
+        // 0.495 / 0.726 / 0.812 / 0.601 before the same change: R@10 lost five of 303 requests
+        // (tools whose names the request covers, from ranks 11–30, now ahead of them), R@1 gained
+        // one; dev R@10 gained one, and R@10 is no target, so the change stands.
+        recall_at_1: 0.498,
         recall_at_5: 0.726,
-        recall_at_10: 0.812,
+        recall_at_10: 0.795,
         mrr: 0.601,
-        // 0.423 / 0.524 before the same change (one request of 149).
+        // 0.423 / 0.524 before the same change (one request of 149); MRR 0.517 before the
+        // rerank stage.
         unnamed_recall_at_1: 0.416,
-        unnamed_mrr: 0.517,
+        unnamed_mrr: 0.515,
     },
 ];
 
@@ -77,6 +84,7 @@ fn ranking_quality_does_not_regress_and_beats_bm25() {
         eval::check_labels(&requests, &docs).unwrap();
         let ours = Metrics::from_ranks(&eval::ranks_ours(&index, &requests));
         let bm25 = Metrics::from_ranks(&eval::ranks_bm25(&docs, &requests));
+        eprintln!("{split}: ours {ours:?}");
         for (name, measured, floor) in [
             ("R@1", ours.recall_at_1, recorded.recall_at_1),
             ("R@5", ours.recall_at_5, recorded.recall_at_5),
@@ -101,6 +109,7 @@ fn ranking_quality_does_not_regress_and_beats_bm25() {
             .collect();
         assert!(unnamed.len() >= 100, "{split}: {} unnamed", unnamed.len());
         let ours = Metrics::from_ranks(&eval::ranks_ours(&index, &unnamed));
+        eprintln!("{split} (no server): ours {ours:?}");
         for (name, measured, floor) in [
             ("R@1", ours.recall_at_1, recorded.unnamed_recall_at_1),
             ("MRR", ours.mrr, recorded.unnamed_mrr),

@@ -72,6 +72,7 @@ impl Orchestrator {
                 .map(|(server, tool)| ToolRef { server, tool }),
             priors: &priors,
             model_query: model_query.as_ref(),
+            signals: tool_cli_search::search::Signals::ALL,
         };
         let outcome = if !servers.is_empty() && indexed.is_empty() {
             None

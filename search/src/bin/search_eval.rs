@@ -1,20 +1,20 @@
-//! `search-eval`: prints Recall@1/5/10 and MRR of plain BM25 and of our ranking, on the dev and
-//! test request sets, computed in the same run over the same catalog.
+//! `search-eval`: prints Recall@1/5 and MRR of plain BM25 and of our ranking, with the
+//! ablation of every signal, on the dev and test halves of one or more evaluation sets, and
+//! their macro-average (each set counting once), computed in one run.
 //!
-//! Usage: `cargo run --release -p tool-cli-search --bin search-eval [-- DATA_DIR]`, where
-//! `DATA_DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
-//! `test.tsv`. Any other catalog in the same format (a JSON list of servers with MCP tools) and
-//! request files (`server/tool<TAB>request`) can be evaluated the same way. `--misses`
-//! (`--dev-misses`) also prints every test (dev) request ours does not rank first,
-//! `--dev-losses` the dev requests plain BM25 ranks first and ours does not, and
-//! `--explain "QUERY"` prints our top ten for one query with the parts of their scores.
-//! `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`) adds rows
-//! for our ranking with the all-MiniLM-L6-v2 embedder instead of the hashing one, and prints
-//! what the model cost: the catalog embedded in one `embed_batch` (ms per tool, wall and CPU)
-//! and the test requests embedded one at a time (ms per query). `--max-tokens N` embeds at most
-//! N tokens per text instead of the model's default; `--model-text name-once|no-parameters`
-//! embeds another text of each tool than the index's (the name once, split into words; and
-//! without the parameter names), to measure what a tool's text should be.
+//! Usage: `cargo run --release -p tool-cli-search --bin search-eval [-- DIR...]`, where each
+//! `DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
+//! `test.tsv` (`scripts/convert-public-search-sets.py` writes the public sets so). Rows: BM25
+//! over name and description; BM25F with no signal; each signal alone on top of it; every
+//! signal ("ours"); every signal but one. `--dev-only` leaves the test halves unread (for
+//! choosing). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
+//! adds the model alone, ours with the model (its built-in share σ), without the rerank stage,
+//! and reciprocal-rank fusion of our lexical ranking with the model's, and prints what the
+//! model cost (the catalog embedded in one `embed_batch`, ms per tool, wall and CPU);
+//! `--max-tokens N` embeds at most N tokens per text. For the first `DIR` only: `--misses`
+//! (`--dev-misses`) prints every test (dev) request ours does not rank first, `--dev-losses` the
+//! dev requests plain BM25 ranks first and ours does not, `--explain "QUERY"` our top ten for
+//! one query with the parts of their scores.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,6 +22,7 @@ use std::time::Instant;
 use anyhow::Context;
 use tool_cli_search::embed::{Embedder, Embedding};
 use tool_cli_search::eval::{self, Metrics, Request};
+use tool_cli_search::search::Signals;
 
 fn read(dir: &std::path::Path, name: &str) -> anyhow::Result<String> {
     let path = dir.join(name);
@@ -61,12 +62,28 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
         vector
     }
 
+    fn embed_query(&self, text: &str) -> Embedding {
+        let key = format!("\u{1}query\u{1}{text}");
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(vector) = known.get(&key) {
+            return vector.clone();
+        }
+        drop(known);
+        let vector = self.inner.embed_query(text);
+        self.remember(&[key], vec![vector.clone()]);
+        vector
+    }
+
     fn embed_batch(&self, texts: &[&str]) -> Vec<Embedding> {
         self.inner.embed_batch(texts)
     }
 
     fn semantic_share(&self) -> f32 {
         f32::from_bits(self.share_bits.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn semantic_share_unmatched(&self) -> f32 {
+        self.inner.semantic_share_unmatched()
     }
 }
 
@@ -102,54 +119,11 @@ fn process_cpu_time() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis((utime + stime) * 10))
 }
 
-/// Which text of a tool the model embeds (`--model-text`), to measure what a tool should
-/// contribute; the index asks for its own text and is answered with the vector of this one.
-#[derive(Clone, Copy, PartialEq)]
-enum ModelText {
-    /// What the index embeds: the name once as words, the title, the description's first 512
-    /// bytes, the parameter names it indexes.
-    Index,
-    /// Kept for old command lines: the index's own text since the index embeds the name once,
-    /// split into words (`keyvault_secret_list` → `keyvault secret list`).
-    NameOnce,
-    /// The name once, split into words, the title and the description's opening; no parameters.
-    NoParameters,
-}
-
-/// The text `variant` embeds for `doc`, whose index text is `index_text`.
-fn model_text(variant: ModelText, doc: &tool_cli_search::doc::ToolDoc, index_text: &str) -> String {
-    match variant {
-        // The index now embeds the name once, split into words: `name-once` is its text.
-        ModelText::Index | ModelText::NameOnce => index_text.to_owned(),
-        ModelText::NoParameters => {
-            let mut text = tool_cli_search::index::name_words(&doc.name);
-            if let Some(title) = &doc.title {
-                text.push(' ');
-                text.push_str(title);
-            }
-            let mut end = doc.description.len().min(512);
-            while !doc.description.is_char_boundary(end) {
-                end -= 1;
-            }
-            if end < doc.description.len() {
-                end = doc.description[..end]
-                    .rfind(char::is_whitespace)
-                    .unwrap_or(end);
-            }
-            text.push(' ');
-            text.push_str(&doc.description[..end]);
-            text
-        }
-    }
-}
-
-/// Builds the model's index over `docs`: records the texts the index embeds, embeds them (or
-/// `variant`'s texts) all in one `embed_batch` (timed: the catalog figure), then builds the
-/// index from those vectors.
+/// Builds the model's index over `docs`: records the texts the index embeds, embeds them all
+/// in one `embed_batch` (timed: the catalog figure), then builds the index from those vectors.
 fn build_model_index(
     docs: &[tool_cli_search::doc::ToolDoc],
     embedder: &std::sync::Arc<AdjustableShare>,
-    variant: ModelText,
 ) -> anyhow::Result<tool_cli_search::index::Index> {
     let recorder = std::sync::Arc::new(Recorder {
         dimensions: embedder.dimensions(),
@@ -157,33 +131,7 @@ fn build_model_index(
     });
     drop(eval::build_index_with(docs, recorder.clone()));
     let texts = std::mem::take(&mut *recorder.texts.lock().unwrap_or_else(|e| e.into_inner()));
-    let embedded: Vec<String> = if variant == ModelText::Index {
-        texts.clone()
-    } else {
-        // Under 2,048 tools the index is built on one thread, server by server in order of
-        // first appearance, so the i-th text recorded is the i-th tool in that order.
-        let mut grouped: Vec<&tool_cli_search::doc::ToolDoc> = Vec::new();
-        let mut servers: Vec<&str> = Vec::new();
-        for doc in docs {
-            if !servers.contains(&doc.server.as_str()) {
-                servers.push(&doc.server);
-                grouped.extend(docs.iter().filter(|d| d.server == doc.server));
-            }
-        }
-        anyhow::ensure!(
-            grouped.len() == texts.len()
-                && grouped
-                    .iter()
-                    .zip(&texts)
-                    .all(|(doc, text)| text.starts_with(&format!("{0} {0} ", doc.name))),
-            "--model-text needs the index's texts in catalog order (a catalog under 2,048 tools)"
-        );
-        grouped
-            .iter()
-            .zip(&texts)
-            .map(|(doc, text)| model_text(variant, doc, text))
-            .collect()
-    };
+    let embedded = texts.clone();
     let borrowed: Vec<&str> = embedded.iter().map(String::as_str).collect();
     let cpu_before = process_cpu_time();
     let started = Instant::now();
@@ -243,197 +191,377 @@ fn load_minilm(
     )
 }
 
-fn row(label: &str, metrics: &Metrics) {
-    println!(
-        "| {label:<24} | {:>4} | {:>6.3} | {:>6.3} | {:>6.3} | {:>6.3} |",
-        metrics.requests,
-        metrics.recall_at_1,
-        metrics.recall_at_5,
-        metrics.recall_at_10,
-        metrics.mrr
-    );
+/// One row of the ablation: a name and the signals it ranks with, and whether it ranks with the
+/// model's index (`--minilm`) instead of the hashing one.
+struct Variant {
+    label: String,
+    signals: Signals,
+    model: bool,
+}
+
+/// The rows every set is measured with: BM25F alone, each signal alone on top of it, every
+/// signal, every signal but one; then, with a model, the model alone and everything with it.
+fn variants(with_model: bool) -> Vec<Variant> {
+    type Switch = fn(&mut Signals) -> &mut bool;
+    let switches: [(&str, Switch); 7] = [
+        ("concepts", |s| &mut s.concepts),
+        ("server field", |s| &mut s.server_field),
+        ("parameters", |s| &mut s.parameters),
+        ("embedding", |s| &mut s.embedding),
+        ("actions", |s| &mut s.actions),
+        ("deprecation", |s| &mut s.deprecation),
+        ("rerank", |s| &mut s.rerank),
+    ];
+    let mut rows = vec![Variant {
+        label: "BM25F (no signal)".to_owned(),
+        signals: Signals::NONE,
+        model: false,
+    }];
+    for (name, switch) in switches {
+        let mut signals = Signals::NONE;
+        *switch(&mut signals) = true;
+        rows.push(Variant {
+            label: format!("+ {name} alone"),
+            signals,
+            model: false,
+        });
+    }
+    rows.push(Variant {
+        label: "ours (all)".to_owned(),
+        signals: Signals::ALL,
+        model: false,
+    });
+    for (name, switch) in switches {
+        let mut signals = Signals::ALL;
+        *switch(&mut signals) = false;
+        rows.push(Variant {
+            label: format!("all − {name}"),
+            signals,
+            model: false,
+        });
+    }
+    if with_model {
+        rows.push(Variant {
+            label: "model alone".to_owned(),
+            signals: Signals {
+                embedding: true,
+                ..Signals::NONE
+            },
+            model: true,
+        });
+        rows.push(Variant {
+            label: "ours + model".to_owned(),
+            signals: Signals::ALL,
+            model: true,
+        });
+        rows.push(Variant {
+            label: "ours + model − rerank".to_owned(),
+            signals: Signals {
+                rerank: false,
+                ..Signals::ALL
+            },
+            model: true,
+        });
+    }
+    rows
+}
+
+/// One set's figures: per row, dev and test.
+struct SetFigures {
+    name: String,
+    tools: usize,
+    requests: (usize, usize),
+    bm25: (Metrics, Metrics),
+    rows: Vec<(Metrics, Metrics)>,
+}
+
+fn set_name(dir: &std::path::Path) -> String {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name == "eval" {
+        "ours".to_owned()
+    } else {
+        name
+    }
+}
+
+fn load_set(
+    dir: &std::path::Path,
+) -> anyhow::Result<(
+    Vec<tool_cli_search::doc::ToolDoc>,
+    Vec<Request>,
+    Vec<Request>,
+)> {
+    let mut catalogs = eval::parse_catalog(&read(dir, "peers.json")?)?;
+    catalogs.extend(eval::parse_catalog(&read(dir, "catalog.json")?)?);
+    let docs = eval::tool_docs(&catalogs);
+    let dev = eval::parse_requests(&read(dir, "dev.tsv")?)?;
+    let test = eval::parse_requests(&read(dir, "test.tsv")?)?;
+    eval::check_labels(&dev, &docs)?;
+    eval::check_labels(&test, &docs)?;
+    Ok((docs, dev, test))
+}
+
+fn measure_set(
+    dir: &std::path::Path,
+    variants: &[Variant],
+    minilm: Option<(&std::path::Path, Option<usize>)>,
+    with_test: bool,
+) -> anyhow::Result<SetFigures> {
+    let (docs, dev, test) = load_set(dir)?;
+    let index = eval::build_index(&docs);
+    let model_index = match minilm {
+        Some((model_dir, max_tokens)) => {
+            let embedder = load_minilm(model_dir, max_tokens)?;
+            Some(build_model_index(&docs, &embedder)?)
+        }
+        None => None,
+    };
+    let test = if with_test { test } else { Vec::new() };
+    // Reciprocal-rank fusion (k = 60) of our ranking without the embedding and the model's
+    // ranking alone: the other way of fusing two rankers, measured beside the linear one.
+    let fused = |requests: &[Request]| {
+        let Some(model_index) = &model_index else {
+            return None;
+        };
+        let lexical = Signals {
+            embedding: false,
+            ..Signals::ALL
+        };
+        let model_only = Signals {
+            embedding: true,
+            ..Signals::NONE
+        };
+        let ranks = requests
+            .iter()
+            .map(|request| {
+                let mut scores: std::collections::HashMap<(String, String), f64> =
+                    std::collections::HashMap::new();
+                for (index, signals) in [(&index, lexical), (model_index, model_only)] {
+                    for (rank, tool) in eval::ranking(index, &request.query, signals)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        *scores.entry(tool).or_default() += 1.0 / (60.0 + rank as f64 + 1.0);
+                    }
+                }
+                let mut order: Vec<((String, String), f64)> = scores.into_iter().collect();
+                order.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                order
+                    .iter()
+                    .position(|(tool, _)| request.expected.contains(tool))
+                    .map(|position| position + 1)
+            })
+            .collect::<Vec<_>>();
+        Some(Metrics::from_ranks(&ranks))
+    };
+    let rrf = fused(&dev).zip(fused(&test));
+    let measure = |requests: &[Request], variant: &Variant| {
+        let index = match (&model_index, variant.model) {
+            (Some(model_index), true) => model_index,
+            _ => &index,
+        };
+        Metrics::from_ranks(&eval::ranks_ours_with(index, requests, variant.signals))
+    };
+    Ok(SetFigures {
+        name: set_name(dir),
+        tools: docs.len(),
+        requests: (dev.len(), test.len()),
+        bm25: (
+            Metrics::from_ranks(&eval::ranks_bm25(&docs, &dev)),
+            Metrics::from_ranks(&eval::ranks_bm25(&docs, &test)),
+        ),
+        rows: variants
+            .iter()
+            .map(|variant| (measure(&dev, variant), measure(&test, variant)))
+            .chain(rrf)
+            .collect(),
+    })
+}
+
+fn cells(metrics: &Metrics) -> String {
+    if metrics.requests == 0 {
+        return "     – /     – /     –".to_owned();
+    }
+    format!(
+        "{:.3} / {:.3} / {:.3}",
+        metrics.recall_at_1, metrics.recall_at_5, metrics.mrr
+    )
+}
+
+fn print_table(title: &str, labels: &[String], rows: &[(Metrics, Metrics)]) {
+    println!("\n{title}\n");
+    println!("| ranking                    | dev R@1 / R@5 / MRR   | test R@1 / R@5 / MRR  |");
+    println!("|----------------------------|-----------------------|-----------------------|");
+    for (label, (dev, test)) in labels.iter().zip(rows) {
+        println!("| {label:<26} | {} | {} |", cells(dev), cells(test));
+    }
+}
+
+/// The mean of each figure over sets (each set counts once, whatever its size).
+fn macro_average(figures: &[&Metrics]) -> Metrics {
+    let count = figures.len().max(1) as f64;
+    let mean = |part: fn(&Metrics) -> f64| figures.iter().map(|m| part(m)).sum::<f64>() / count;
+    Metrics {
+        requests: figures.iter().map(|m| m.requests).sum(),
+        recall_at_1: mean(|m| m.recall_at_1),
+        recall_at_5: mean(|m| m.recall_at_5),
+        recall_at_10: mean(|m| m.recall_at_10),
+        mrr: mean(|m| m.mrr),
+    }
 }
 
 fn main() -> anyhow::Result<()> {
-    let mut data_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval");
+    let mut data_dirs: Vec<PathBuf> = Vec::new();
     let mut show_misses = None;
     let mut show_losses = false;
     let mut explain = None;
     let mut minilm_dir: Option<PathBuf> = None;
     let mut max_tokens: Option<usize> = None;
-    let mut model_text = ModelText::Index;
+    let mut with_test = true;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
             "--misses" => show_misses = Some("test.tsv"),
             "--dev-misses" => show_misses = Some("dev.tsv"),
             "--dev-losses" => show_losses = true,
+            "--dev-only" => with_test = false,
             "--explain" => explain = arguments.next(),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
-            "--model-text" => {
-                model_text = match arguments.next().as_deref() {
-                    Some("index") => ModelText::Index,
-                    Some("name-once") => ModelText::NameOnce,
-                    Some("no-parameters") => ModelText::NoParameters,
-                    other => anyhow::bail!(
-                        "--model-text takes index, name-once or no-parameters, not {other:?}"
-                    ),
-                }
-            }
             "--max-tokens" => {
                 let value = arguments.next().unwrap_or_default();
                 max_tokens = Some(value.parse().with_context(|| {
                     format!("--max-tokens takes a number of tokens (2 to 512), not {value:?}")
                 })?);
             }
-            other => data_dir = PathBuf::from(other),
+            other if other.starts_with("--") => anyhow::bail!(
+                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --explain QUERY, --minilm DIR, --max-tokens N"
+            ),
+            other => data_dirs.push(PathBuf::from(other)),
         }
     }
-    let mut catalogs = eval::parse_catalog(&read(&data_dir, "peers.json")?)?;
-    catalogs.extend(eval::parse_catalog(&read(&data_dir, "catalog.json")?)?);
-    let docs = eval::tool_docs(&catalogs);
-    let started = Instant::now();
-    let mut index = eval::build_index(&docs);
-    let build_time = started.elapsed();
-    let mut model_index = None;
-    if let Some(dir) = &minilm_dir {
-        let embedder = load_minilm(dir, max_tokens)?;
-        let built = build_model_index(&docs, &embedder, model_text)?;
-        if explain.is_some() {
-            index = built;
-        } else {
-            model_index = Some((built, embedder));
-        }
+    if data_dirs.is_empty() {
+        data_dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval"));
     }
 
-    if let Some(text) = explain {
-        let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
-        for hit in outcome.hits {
-            println!(
-                "{:>6.3}  lexical {:>6.2}  semantic {:>5.2}  {}/{}",
-                hit.score, hit.why.lexical, hit.why.semantic, hit.server, hit.tool
-            );
+    if explain.is_some() || show_misses.is_some() || show_losses {
+        let dir = &data_dirs[0];
+        let (docs, dev, test) = load_set(dir)?;
+        let index = match &minilm_dir {
+            Some(model_dir) => {
+                let embedder = load_minilm(model_dir, max_tokens)?;
+                build_model_index(&docs, &embedder)?
+            }
+            None => eval::build_index(&docs),
+        };
+        if let Some(text) = explain {
+            let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
+            for hit in outcome.hits {
+                println!(
+                    "{:>6.3}  lexical {:>6.2}  semantic {:>5.2}  rerank {:>4.2}{}  {}/{}",
+                    hit.score,
+                    hit.why.lexical,
+                    hit.why.semantic,
+                    hit.why.rerank,
+                    if hit.why.deprecated {
+                        "  deprecated"
+                    } else {
+                        ""
+                    },
+                    hit.server,
+                    hit.tool
+                );
+            }
+            return Ok(());
+        }
+        let first_hit = |text: &str| {
+            index
+                .search(&tool_cli_search::search::Query::new(text))
+                .ok()
+                .and_then(|o| o.hits.into_iter().next())
+                .map(|h| format!("{}/{}", h.server, h.tool))
+                .unwrap_or_default()
+        };
+        if show_losses {
+            // The dev requests plain BM25 ranks first and ours does not: where ours loses.
+            let ours = eval::ranks_ours(&index, &dev);
+            let bm25 = eval::ranks_bm25(&docs, &dev);
+            println!("dev requests BM25 ranks first and ours does not:");
+            for ((request, ours), bm25) in dev.iter().zip(ours).zip(bm25) {
+                if bm25 == Some(1) && ours != Some(1) {
+                    let (server, tool) = &request.expected[0];
+                    println!(
+                        "  ours {:>4}  {server}/{tool}  got {}  <- {}",
+                        ours.map_or("-".to_owned(), |r| r.to_string()),
+                        first_hit(&request.query),
+                        request.query
+                    );
+                }
+            }
+        }
+        if let Some(file) = show_misses {
+            let requests = if file == "dev.tsv" { &dev } else { &test };
+            let ranks = eval::ranks_ours(&index, requests);
+            println!("\nrequests of {file} ours does not rank first:");
+            for (request, rank) in requests.iter().zip(ranks) {
+                if rank != Some(1) {
+                    let (server, tool) = &request.expected[0];
+                    println!(
+                        "  rank {:>4}  {server}/{tool}  got {}  <- {}",
+                        rank.map_or("-".to_owned(), |r| r.to_string()),
+                        first_hit(&request.query),
+                        request.query
+                    );
+                }
+            }
         }
         return Ok(());
     }
-    println!(
-        "catalog: {} tools on {} servers (index built in {:.1} ms)\n",
-        docs.len(),
-        catalogs.len(),
-        build_time.as_secs_f64() * 1000.0
-    );
-    println!("| ranking                  |    n |    R@1 |    R@5 |   R@10 |    MRR |");
-    println!("|--------------------------|------|--------|--------|--------|--------|");
-    for split in ["dev", "test"] {
-        let requests: Vec<Request> =
-            eval::parse_requests(&read(&data_dir, &format!("{split}.tsv"))?)?;
-        eval::check_labels(&requests, &docs)?;
-        row(
-            &format!("BM25 ({split})"),
-            &Metrics::from_ranks(&eval::ranks_bm25(&docs, &requests)),
-        );
-        row(
-            &format!("ours ({split})"),
-            &Metrics::from_ranks(&eval::ranks_ours(&index, &requests)),
-        );
-        let unnamed: Vec<Request> = requests
-            .iter()
-            .filter(|request| !eval::names_its_server(request))
-            .cloned()
-            .collect();
-        row(
-            &format!("BM25 ({split}, no server)"),
-            &Metrics::from_ranks(&eval::ranks_bm25(&docs, &unnamed)),
-        );
-        row(
-            &format!("ours ({split}, no server)"),
-            &Metrics::from_ranks(&eval::ranks_ours(&index, &unnamed)),
-        );
-        if let Some((model_index, embedder)) = &model_index {
-            // The share is chosen on dev (best MRR) and that choice is what test reports.
-            if split == "dev" {
-                let mut best = (f64::MIN, 0.0f32);
-                for share in [0.2f32, 0.35, 0.5, 0.65, 0.8] {
-                    embedder
-                        .share_bits
-                        .store(share.to_bits(), std::sync::atomic::Ordering::Relaxed);
-                    let metrics = Metrics::from_ranks(&eval::ranks_ours(model_index, &requests));
-                    row(&format!("ours+model {share:.2} (dev)"), &metrics);
-                    if metrics.mrr > best.0 {
-                        best = (metrics.mrr, share);
-                    }
-                }
-                embedder
-                    .share_bits
-                    .store(best.1.to_bits(), std::sync::atomic::Ordering::Relaxed);
-            } else {
-                let cpu_before = process_cpu_time();
-                let started = Instant::now();
-                let ranks = eval::ranks_ours(model_index, &requests);
-                let per_query = started.elapsed().as_secs_f64() * 1000.0 / requests.len() as f64;
-                let cpu_per_query = process_cpu_time()
-                    .zip(cpu_before)
-                    .map_or(f64::NAN, |(after, before)| {
-                        after.saturating_sub(before).as_secs_f64() * 1000.0
-                    })
-                    / requests.len() as f64;
-                let share = embedder.semantic_share();
-                row(
-                    &format!("ours+model {share:.2} ({split})"),
-                    &Metrics::from_ranks(&ranks),
-                );
-                println!(
-                    "(test requests with the model: {per_query:.1} ms per query, {cpu_per_query:.1} ms CPU, embedding included)"
-                );
-            }
-        }
-    }
 
-    if show_losses {
-        // The dev requests plain BM25 ranks first and ours does not: where ours loses.
-        let requests = eval::parse_requests(&read(&data_dir, "dev.tsv")?)?;
-        let ours = eval::ranks_ours(&index, &requests);
-        let bm25 = eval::ranks_bm25(&docs, &requests);
-        println!("\ndev requests BM25 ranks first and ours does not:");
-        for ((request, ours), bm25) in requests.iter().zip(ours).zip(bm25) {
-            if bm25 == Some(1) && ours != Some(1) {
-                let query = tool_cli_search::search::Query::new(&request.query);
-                let got = index
-                    .search(&query)
-                    .ok()
-                    .and_then(|o| o.hits.into_iter().next())
-                    .map(|h| format!("{}/{}", h.server, h.tool))
-                    .unwrap_or_default();
-                let (server, tool) = &request.expected[0];
-                println!(
-                    "  ours {:>4}  {server}/{tool}  got {got}  <- {}",
-                    ours.map_or("-".to_owned(), |r| r.to_string()),
-                    request.query
-                );
-            }
-        }
+    let variants = variants(minilm_dir.is_some());
+    let mut labels: Vec<String> = vec!["BM25 (baseline)".to_owned()];
+    labels.extend(variants.iter().map(|variant| variant.label.clone()));
+    if minilm_dir.is_some() {
+        labels.push("RRF(ours − emb., model)".to_owned());
     }
-    if let Some(file) = show_misses {
-        let requests = eval::parse_requests(&read(&data_dir, file)?)?;
-        let ranks = eval::ranks_ours(&index, &requests);
-        println!("\nrequests of {file} ours does not rank first:");
-        for (request, rank) in requests.iter().zip(ranks) {
-            if rank != Some(1) {
-                let query = tool_cli_search::search::Query::new(&request.query);
-                let got = index
-                    .search(&query)
-                    .ok()
-                    .and_then(|o| o.hits.into_iter().next())
-                    .map(|h| format!("{}/{}", h.server, h.tool))
-                    .unwrap_or_default();
-                let (server, tool) = &request.expected[0];
-                println!(
-                    "  rank {:>4}  {server}/{tool}  got {got}  <- {}",
-                    rank.map_or("-".to_owned(), |r| r.to_string()),
-                    request.query
-                );
-            }
-        }
+    let mut sets = Vec::new();
+    for dir in &data_dirs {
+        let minilm = minilm_dir
+            .as_deref()
+            .map(|model_dir| (model_dir, max_tokens));
+        let figures = measure_set(dir, &variants, minilm, with_test)?;
+        let mut rows = vec![figures.bm25];
+        rows.extend(figures.rows.iter().copied());
+        print_table(
+            &format!(
+                "{}: {} tools, {} dev / {} test requests",
+                figures.name, figures.tools, figures.requests.0, figures.requests.1
+            ),
+            &labels,
+            &rows,
+        );
+        sets.push(rows);
+    }
+    if sets.len() > 1 {
+        let averaged: Vec<(Metrics, Metrics)> = (0..labels.len())
+            .map(|row| {
+                let dev: Vec<&Metrics> = sets.iter().map(|set| &set[row].0).collect();
+                let test: Vec<&Metrics> = sets.iter().map(|set| &set[row].1).collect();
+                (macro_average(&dev), macro_average(&test))
+            })
+            .collect();
+        let names: Vec<String> = data_dirs.iter().map(|dir| set_name(dir)).collect();
+        print_table(
+            &format!(
+                "macro-average over {} sets ({})",
+                sets.len(),
+                names.join(", ")
+            ),
+            &labels,
+            &averaged,
+        );
     }
     Ok(())
 }
