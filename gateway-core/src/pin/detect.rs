@@ -20,8 +20,8 @@
 //!   `IG\u{200b}NORE previous instructions` is caught;
 //! - **cross-server shadowing**: a server's text that names another server's tool (a
 //!   distinctive name such as `send_email`, that the server does not have itself), another
-//!   server's gateway name (`other__tool`, `mcp__other__…`), or another server by name next to
-//!   the word tool/tools/server.
+//!   server's gateway name (`other__tool`, `mcp__other__…`), or another server by name followed
+//!   by `server`, `tools`, `MCP` or `integration` ("the mail server").
 //!
 //! A flag is for a person to review (`tool-cli pin` shows them); it is not proof, and a
 //! server can say harmful things in plain words no list catches. What these lists do catch is
@@ -593,39 +593,30 @@ fn mentions_of_others(
             }
         }
     }
-    // The other server by name, next to a word that makes it about its tools.
+    // The other server by name, followed by a word that makes it the server: "the mail
+    // server", "mail tools", "mail MCP". A server name alone is often an everyday word
+    // ("time", "memory", "vault") and says nothing about that server.
     let folded = text.to_lowercase();
-    let words = words_of(&folded);
-    let about_tools = words.iter().any(|word| {
-        matches!(
-            word.as_str(),
-            "tool" | "tools" | "server" | "servers" | "function" | "functions"
-        )
-    });
-    if about_tools {
+    let tokens: Vec<&str> = folded
+        .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map(|token| token.trim_end_matches('.'))
+        .filter(|token| !token.is_empty())
+        .collect();
+    for pair in tokens.windows(2) {
+        let names_the_server = matches!(
+            pair[1],
+            "server" | "servers" | "tool" | "tools" | "mcp" | "integration"
+        );
+        if !names_the_server {
+            continue;
+        }
         for (other, _) in servers {
-            if *other == server || other.chars().count() < 4 {
-                continue;
-            }
-            let other_folded = other.to_lowercase();
-            if contains_as_word(&folded, &other_folded) {
-                mentions.insert(((*other).to_owned(), (*other).to_owned()));
+            if *other != server && pair[0] == other.to_lowercase() {
+                mentions.insert(((*other).to_owned(), format!("{} {}", pair[0], pair[1])));
             }
         }
     }
     mentions.into_iter().collect()
-}
-
-/// Whether `needle` occurs in `haystack` with no letter, digit, `_` or `-` on either side.
-fn contains_as_word(haystack: &str, needle: &str) -> bool {
-    let is_name_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
-    let bytes = haystack.as_bytes();
-    haystack.match_indices(needle).any(|(start, found)| {
-        let end = start + found.len();
-        let before_ok = start == 0 || !is_name_byte(bytes[start - 1]);
-        let after_ok = end == bytes.len() || !is_name_byte(bytes[end]);
-        before_ok && after_ok
-    })
 }
 
 /// Calls `visit(pointer, text)` for every string value and every object key under `value`.

@@ -6,4 +6,5 @@
 //! store's file tests, which write only to their own temporary directories.
 
 mod names;
+mod pinning;
 mod util;
