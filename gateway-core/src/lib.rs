@@ -10,8 +10,9 @@
 //! - [`pin`]: pinning against rug pulls — what is pinned, the 0600 fail-closed store,
 //!   verification, field-level diffs, hidden-instruction and shadowing detectors, the CI lock
 //!   verdict;
-//! - [`meta_tools`]: the progressive mode's meta-tools, their renderers and the strict-schema
-//!   checks of OpenAI and Anthropic;
+//! - [`meta_tools`]: the progressive mode's meta-tools, their renderers and the parsing of their
+//!   arguments;
+//! - [`provider_schema`]: OpenAI's and Anthropic's tool-name and strict-schema rules as checks;
 //! - [`tokens`]: counting tokens (an estimate by default, o200k/cl100k with the `tiktoken`
 //!   feature);
 //! - [`export`]: tool definitions as an OpenAPI 3.1 document, an OpenAI tools array or an
@@ -21,5 +22,9 @@
 //! `docs/gateway.md` and `docs/pinning.md` describe the schemes and what is left to wire.
 
 pub mod canonical;
+pub mod export;
+pub mod meta_tools;
 pub mod names;
 pub mod pin;
+pub mod provider_schema;
+pub mod tokens;

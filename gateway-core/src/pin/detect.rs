@@ -247,7 +247,7 @@ pub fn hidden_instructions(server: &str, pins: &ServerPins) -> Vec<Finding> {
         for (field, pinned) in &item.fields {
             visit_strings(
                 &pinned.value,
-                &mut format!("/{}", escape_pointer(field)),
+                &mut format!("/{}", escape_pointer_token(field)),
                 &mut |pointer, text| {
                     for kind in text_findings(text) {
                         findings.push(Finding {
@@ -523,7 +523,7 @@ pub fn cross_server_shadowing(servers: &[(&str, &ServerPins)]) -> Vec<Finding> {
                 }
                 visit_strings(
                     &pinned.value,
-                    &mut format!("/{}", escape_pointer(field)),
+                    &mut format!("/{}", escape_pointer_token(field)),
                     &mut |pointer, text| {
                         for (other_server, mention) in
                             mentions_of_others(server, &own_tools, &owners, servers, text)
@@ -636,7 +636,7 @@ fn visit_strings(value: &Value, pointer: &mut String, visit: &mut dyn FnMut(&str
             for (key, member) in members {
                 let length = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&escape_pointer(key));
+                pointer.push_str(&escape_pointer_token(key));
                 visit(pointer, key);
                 visit_strings(member, pointer, visit);
                 pointer.truncate(length);
@@ -647,7 +647,7 @@ fn visit_strings(value: &Value, pointer: &mut String, visit: &mut dyn FnMut(&str
 }
 
 /// A JSON Pointer reference token (RFC 6901: `~` → `~0`, `/` → `~1`).
-pub(crate) fn escape_pointer(token: &str) -> String {
+pub(crate) fn escape_pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 

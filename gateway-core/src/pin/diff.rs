@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::detect::{escape_pointer, make_visible};
+use super::detect::{escape_pointer_token, make_visible};
 use super::verify::ItemStatus;
 use super::{ItemKey, PinnedItem, ServerPins};
 use crate::canonical::canonical_json;
@@ -142,7 +142,7 @@ fn json_changes(old: &Value, new: &Value, pointer: &mut String, changes: &mut Ve
             for key in keys {
                 let length = pointer.len();
                 pointer.push('/');
-                pointer.push_str(&escape_pointer(key));
+                pointer.push_str(&escape_pointer_token(key));
                 match (old_members.get(key), new_members.get(key)) {
                     (Some(old_member), Some(new_member)) => {
                         json_changes(old_member, new_member, pointer, changes)

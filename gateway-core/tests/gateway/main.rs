@@ -5,6 +5,8 @@
 //! One test binary (shared helpers in `util.rs`); everything here is pure except the pin
 //! store's file tests, which write only to their own temporary directories.
 
+mod export;
+mod meta_tools;
 mod names;
 mod pinning;
 mod util;
