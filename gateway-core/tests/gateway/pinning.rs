@@ -999,3 +999,31 @@ fn the_detectors_stay_quiet_on_a_real_catalog() {
             .is_empty()
     );
 }
+
+#[test]
+fn the_diff_of_several_changes_reads_as_docs_pinning_md_shows() {
+    let pinned = pins_of(&baseline());
+    let mut changed = baseline();
+    tool(&mut changed, "read_file")["description"] = json!(description_with("\u{200b}", 3));
+    tool(&mut changed, "read_file")["inputSchema"]["properties"]["limit"]["default"] = json!(10000);
+    tool(&mut changed, "read_file")["annotations"]["readOnlyHint"] = json!(false);
+    changed["tools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "upload_file", "inputSchema": {"type": "object"}}));
+    changed["prompts"].as_array_mut().unwrap().remove(1);
+    assert_eq!(
+        render("files", &diff_server(&pinned, &pins_of(&changed))),
+        "server \"files\", tool \"read_file\": changed
+  annotations/readOnlyHint: true -> false
+  description: Rea{+⟨U+200B⟩+}ds a file and returns its text. Résumé f…
+  inputSchema/properties/limit/default: 10 -> 10000
+server \"files\", tool \"upload_file\": new (not pinned)
+  inputSchema: added {\"type\":\"object\"}
+  name: added \"upload_file\"
+server \"files\", prompt \"explain\": vanished
+  description: removed (was \"Explain code.\")
+  name: removed (was \"explain\")
+"
+    );
+}
