@@ -319,7 +319,9 @@ impl MetaToolCall {
         ) -> Result<T, MetaToolError> {
             T::deserialize(parameters).map_err(|error| MetaToolError::InvalidParameters {
                 meta_tool,
-                reason: error.to_string(),
+                // serde quotes what it did not expect (an unknown member's name), which a
+                // host may have made megabytes long.
+                reason: cut_message(&error.to_string()),
                 expected,
             })
         }
@@ -388,13 +390,23 @@ pub fn call_arguments(arguments: &Value) -> Result<Map<String, Value>, MetaToolE
                 found: format!("the string holds {}", json_kind(&other)),
             }),
             Err(error) => Err(MetaToolError::ArgumentsNotAnObject {
-                found: format!("the string is not JSON ({error})"),
+                found: cut_message(&format!("the string is not JSON ({error})")),
             }),
         },
         other => Err(MetaToolError::ArgumentsNotAnObject {
             found: format!("got {}", json_kind(other)),
         }),
     }
+}
+
+/// At most 300 characters of `message`, marked when cut.
+fn cut_message(message: &str) -> String {
+    const LONGEST: usize = 300;
+    if message.chars().count() <= LONGEST {
+        return message.to_owned();
+    }
+    let kept: String = message.chars().take(LONGEST).collect();
+    format!("{kept}… (cut)")
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -535,6 +547,34 @@ mod tests {
             .unwrap_err();
             assert!(error.to_string().contains(found), "{error}");
         }
+    }
+
+    #[test]
+    fn ten_megabyte_arguments_parse_and_a_ten_megabyte_name_is_not_echoed() {
+        let big = "x".repeat(10 * 1024 * 1024);
+        let arguments = serde_json::to_string(&json!({"text": big})).unwrap();
+        let parsed = MetaToolCall::parse(
+            CALL_WRITE_TOOL,
+            &json!({"tool": "a__b", "arguments": arguments}),
+        )
+        .unwrap();
+        let MetaToolCall::CallTool { arguments, .. } = parsed else {
+            panic!("a call")
+        };
+        assert_eq!(arguments["text"].as_str().unwrap().len(), 10 * 1024 * 1024);
+        let mut parameters = Map::new();
+        parameters.insert(big.clone(), json!(1));
+        for name in [DESCRIBE_TOOL, SEARCH_TOOLS, CALL_READ_ONLY_TOOL, &big] {
+            let error = MetaToolCall::parse(name, &Value::Object(parameters.clone())).unwrap_err();
+            assert!(
+                error.to_string().len() < 1_000,
+                "{name:.20}: {} bytes",
+                error.to_string().len()
+            );
+        }
+        let not_json = format!("{{{big}");
+        let error = call_arguments(&json!(not_json)).unwrap_err();
+        assert!(error.to_string().len() < 1_000);
     }
 
     #[test]

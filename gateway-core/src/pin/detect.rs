@@ -27,7 +27,7 @@
 //! server can say harmful things in plain words no list catches. What these lists do catch is
 //! tested in this module and in `tests/gateway/pinning.rs`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use serde_json::Value;
@@ -402,14 +402,14 @@ fn phrase_findings(cleaned: &str) -> Vec<(PhraseCategory, String)> {
             found.push((*category, (*needle).to_owned()));
         }
     }
-    let words = words_of(&folded);
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    for (category, pattern) in WORD_PATTERNS {
+    // Apostrophes dropped so `don't` is `dont`.
+    let without_apostrophes = folded.replace(['\'', '’'], "");
+    let words = words_of(&without_apostrophes);
+    for (category, steps) in word_patterns() {
         if seen.contains(category) {
             continue;
         }
-        let steps = parse_pattern(pattern);
-        if let Some(matched) = find_pattern(&steps, &words) {
+        if let Some(matched) = find_pattern(steps, &words) {
             seen.insert(*category);
             found.push((*category, matched));
         }
@@ -417,13 +417,23 @@ fn phrase_findings(cleaned: &str) -> Vec<(PhraseCategory, String)> {
     found
 }
 
-/// Words for phrase matching: letters and digits; apostrophes dropped so `don't` is `dont`.
-fn words_of(folded: &str) -> Vec<String> {
+/// [`WORD_PATTERNS`], parsed once.
+fn word_patterns() -> &'static [(PhraseCategory, Vec<Step<'static>>)] {
+    static PARSED: std::sync::OnceLock<Vec<(PhraseCategory, Vec<Step<'static>>)>> =
+        std::sync::OnceLock::new();
+    PARSED.get_or_init(|| {
+        WORD_PATTERNS
+            .iter()
+            .map(|(category, pattern)| (*category, parse_pattern(pattern)))
+            .collect()
+    })
+}
+
+/// Words for phrase matching: runs of letters and digits.
+fn words_of(folded: &str) -> Vec<&str> {
     folded
-        .replace(['\'', '’'], "")
         .split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
-        .map(str::to_owned)
         .collect()
 }
 
@@ -507,6 +517,7 @@ pub fn cross_server_shadowing(servers: &[(&str, &ServerPins)]) -> Vec<Finding> {
             }
         }
     }
+    let server_names: HashSet<&str> = servers.iter().map(|(name, _)| *name).collect();
     let mut findings = Vec::new();
     for (server, pins) in servers {
         let own_tools: BTreeSet<&str> = pins
@@ -525,9 +536,14 @@ pub fn cross_server_shadowing(servers: &[(&str, &ServerPins)]) -> Vec<Finding> {
                     &pinned.value,
                     &mut format!("/{}", escape_pointer_token(field)),
                     &mut |pointer, text| {
-                        for (other_server, mention) in
-                            mentions_of_others(server, &own_tools, &owners, servers, text)
-                        {
+                        for (other_server, mention) in mentions_of_others(
+                            server,
+                            &own_tools,
+                            &owners,
+                            &server_names,
+                            servers,
+                            text,
+                        ) {
                             findings.push(Finding {
                                 server: (*server).to_owned(),
                                 key: key.clone(),
@@ -562,6 +578,7 @@ fn mentions_of_others(
     server: &str,
     own_tools: &BTreeSet<&str>,
     owners: &HashMap<&str, BTreeSet<&str>>,
+    server_names: &HashSet<&str>,
     servers: &[(&str, &ServerPins)],
     text: &str,
 ) -> Vec<(String, String)> {
@@ -581,15 +598,14 @@ fn mentions_of_others(
                 }
             }
         }
-        // `other__tool` or `mcp__other__tool`.
+        // `other__tool` or `mcp__other__tool`: the part before any `__` naming a server.
         let gateway_word = word.strip_prefix("mcp__").unwrap_or(word);
-        for (other, _) in servers {
-            if *other != server
-                && gateway_word
-                    .strip_prefix(*other)
-                    .is_some_and(|rest| rest.starts_with(SEPARATOR))
-            {
-                mentions.insert(((*other).to_owned(), (*word).to_owned()));
+        let bytes = gateway_word.as_bytes();
+        // Every place a `__` starts, overlapping ones too (`a___b` may be server `a_`).
+        for end in (1..bytes.len()).filter(|&at| bytes[at..].starts_with(SEPARATOR.as_bytes())) {
+            let prefix = &gateway_word[..end];
+            if prefix != server && server_names.contains(prefix) {
+                mentions.insert((prefix.to_owned(), (*word).to_owned()));
             }
         }
     }
