@@ -21,6 +21,8 @@
 //! The only I/O is the pin store's own file ([`pin::store::PinStore::load`] and `save`).
 //! `docs/gateway.md` and `docs/pinning.md` describe the schemes and what is left to wire.
 
+#![deny(missing_docs)]
+
 pub mod canonical;
 pub mod export;
 pub mod meta_tools;

@@ -92,6 +92,8 @@ const DESCRIPTION_CUTS: &[usize] = &[240, 160, 110, 70, 40, 0];
 /// The `search_tools` answer: at most [`SEARCH_RESULTS`] entries, best first, one line each
 /// (`name [access]: description`), fitted within `budget` tokens as `counter` counts them by
 /// cutting descriptions shorter and, only if names alone do not fit, showing fewer entries.
+/// Should not even one name fit, the answer is the smallest possible one and its `tokens` say
+/// by how much it exceeds `budget`.
 pub fn search_results(
     query: &str,
     entries: &[SearchEntry<'_>],

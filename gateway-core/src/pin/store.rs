@@ -519,9 +519,15 @@ fn pinned_item(key: &ItemKey, file: ItemFile) -> Result<PinnedItem, String> {
         fields.insert(name, field.value);
     }
     let key_field = key.kind.key_field();
-    let named = fields.get(key_field).and_then(Value::as_str);
-    if named != Some(key.name.as_str()) && key.kind != ItemKind::Instructions {
-        return Err(format!("its {key_field:?} field does not match its key"));
+    match fields.get(key_field) {
+        // The instructions item is the text itself; its key is empty.
+        Some(Value::String(_)) if key.kind == ItemKind::Instructions => {}
+        Some(Value::String(named)) if *named == key.name => {}
+        _ => {
+            return Err(format!(
+                "its {key_field:?} field is missing or does not match its key"
+            ));
+        }
     }
     let item = PinnedItem::from_fields(fields);
     if item.digest != item_digest {
@@ -714,6 +720,21 @@ mod tests {
     }
 
     #[test]
+    fn an_item_without_its_key_field_is_corrupt() {
+        let mut store = PinStore::new();
+        store.pin_server(&listing());
+        let mut raw: Value = serde_json::from_str(&store.to_json()).unwrap();
+        let instructions = &mut raw["servers"]["github"]["instructions"];
+        instructions["fields"] = json!({});
+        instructions["digest"] = json!(canonical::digest(&json!({})).as_str());
+        let error = PinStore::from_json(&raw.to_string()).unwrap_err();
+        assert!(
+            matches!(&error, StoreTextError::Corrupt(reason) if reason.contains("\"instructions\" field is missing")),
+            "{error:?}"
+        );
+    }
+
+    #[test]
     fn versions_and_formats_are_checked_first() {
         assert_eq!(
             PinStore::from_json(
@@ -789,8 +810,16 @@ mod tests {
 
     #[test]
     fn file_checks_refuse_writable_and_foreign_files() {
+        /// Removes the directory however the test ends.
+        struct Removed(PathBuf);
+        impl Drop for Removed {
+            fn drop(&mut self) {
+                let _ = fs::remove_dir_all(&self.0);
+            }
+        }
         let directory = std::env::temp_dir().join(format!("pin-store-unit-{}", std::process::id()));
         fs::create_dir_all(&directory).unwrap();
+        let _removed = Removed(directory.clone());
         let path = directory.join("pins.json");
         fs::write(&path, "{}").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o664)).unwrap();
@@ -820,6 +849,5 @@ mod tests {
         let metadata = fs::metadata(&path).unwrap();
         let error = check_file("pins.json", &metadata, reader).unwrap_err();
         assert!(matches!(error, PinStoreError::Owner { .. }), "{error}");
-        fs::remove_dir_all(&directory).unwrap();
     }
 }
