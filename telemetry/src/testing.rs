@@ -121,6 +121,7 @@ impl Shared {
 /// The receiver; dropping it stops it.
 pub struct OtlpReceiver {
     address: SocketAddr,
+    secure: bool,
     shared: Arc<Shared>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -129,6 +130,31 @@ pub struct OtlpReceiver {
 impl OtlpReceiver {
     /// Starts a receiver on `127.0.0.1:0` that accepts everything.
     pub fn start() -> OtlpReceiver {
+        OtlpReceiver::launch(None)
+    }
+
+    /// Starts a receiver that speaks HTTPS with this certificate chain and key (PEM), for the
+    /// exporter's TLS path (`OTEL_EXPORTER_OTLP_CERTIFICATE` names the CA that signed it).
+    pub fn start_tls(chain_pem: &str, key_pem: &str) -> OtlpReceiver {
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("a PEM certificate chain");
+        let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).expect("a PEM private key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("a usable certificate");
+        OtlpReceiver::launch(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+    }
+
+    fn launch(tls: Option<tokio_rustls::TlsAcceptor>) -> OtlpReceiver {
         let listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind the OTLP receiver on loopback");
         listener
@@ -143,6 +169,7 @@ impl OtlpReceiver {
         });
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let thread_shared = Arc::clone(&shared);
+        let secure_flag = tls.is_some();
         let thread = std::thread::Builder::new()
             .name("otlp-receiver".to_owned())
             .spawn(move || {
@@ -150,20 +177,23 @@ impl OtlpReceiver {
                     .enable_all()
                     .build()
                     .expect("the receiver's runtime");
-                runtime.block_on(serve(listener, thread_shared, stopped));
+                runtime.block_on(serve(listener, thread_shared, tls, stopped));
             })
             .expect("start the receiver's thread");
         OtlpReceiver {
             address,
+            secure: secure_flag,
             shared,
             stop: Some(stop),
             thread: Some(thread),
         }
     }
 
-    /// The base URL to give as `OTEL_EXPORTER_OTLP_ENDPOINT` (`http://127.0.0.1:PORT`).
+    /// The base URL to give as `OTEL_EXPORTER_OTLP_ENDPOINT` (`http://127.0.0.1:PORT`, or
+    /// `https://` for [`OtlpReceiver::start_tls`]).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.address)
+        let scheme = if self.secure { "https" } else { "http" };
+        format!("{scheme}://{}", self.address)
     }
 
     /// The receiver's address.
@@ -288,6 +318,7 @@ fn accepted_spans(arrivals: &[Arrival]) -> Vec<Span> {
 async fn serve(
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let listener = tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
@@ -298,18 +329,31 @@ async fn serve(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let shared = Arc::clone(&shared);
+                let tls = tls.clone();
                 connections.spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        answer(request, Arc::clone(&shared))
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match tls {
+                        None => connection(stream, shared).await,
+                        Some(acceptor) => {
+                            if let Ok(stream) = acceptor.accept(stream).await {
+                                connection(stream, shared).await;
+                            }
+                        }
+                    }
                 });
             }
         }
     }
     connections.shutdown().await;
+}
+
+async fn connection<I>(io: I, shared: Arc<Shared>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| answer(request, Arc::clone(&shared)));
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 async fn answer(

@@ -822,3 +822,63 @@ fn shutdown_exports_what_is_queued_and_stops() {
     // After shutdown the exporter is gone: a flush says so instead of waiting.
     assert!(!runtime().block_on(telemetry.flush(Duration::from_secs(5))));
 }
+
+/// HTTPS to a collector whose certificate a private CA signed, trusted through
+/// `OTEL_EXPORTER_OTLP_CERTIFICATE`; without it, the export fails (counted) and says TLS.
+#[test]
+fn an_https_collector_is_trusted_through_the_certificate_setting() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let receiver = OtlpReceiver::start_tls(&server.pem(), &key.serialize_pem());
+    assert!(receiver.endpoint().starts_with("https://127.0.0.1:"));
+
+    let ca_path = ca_file.display().to_string();
+    let trusted = start(
+        &receiver,
+        &[
+            ("OTEL_METRICS_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca_path),
+        ],
+    );
+    let ids = trusted.begin(None);
+    one_call(&trusted, &ids);
+    flush(&trusted);
+    assert_eq!(receiver.wait_for_spans(1, WAIT).len(), 1);
+
+    let untrusted = start(&receiver, &[("OTEL_METRICS_EXPORTER", "none")]);
+    let ids = untrusted.begin(None);
+    one_call(&untrusted, &ids);
+    flush(&untrusted);
+    let health = untrusted.health();
+    assert_eq!(health.spans_dropped_failed, 1);
+    let error = health.last_error.unwrap();
+    assert!(error.contains("TLS"), "{error}");
+    assert_eq!(
+        receiver.spans().len(),
+        1,
+        "nothing arrived from the untrusting exporter"
+    );
+
+    // A CA file that is not PEM fails at start-up, naming the setting.
+    std::fs::write(&ca_file, "not a certificate").unwrap();
+    let refused = Telemetry::start(
+        settings(&receiver, &[("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca_path)]),
+        Arc::new(NoRedaction),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        refused.starts_with("OTEL_EXPORTER_OTLP_CERTIFICATE"),
+        "{refused}"
+    );
+}
