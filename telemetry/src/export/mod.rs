@@ -140,7 +140,11 @@ impl Exporter {
             return;
         };
         self.counters.enqueued.fetch_add(1, Ordering::Relaxed);
+        // Counted before the send, so the thread (which subtracts what it takes) never sees
+        // the count below what the channel holds.
+        let queued = self.fill.queued.fetch_add(1, Ordering::AcqRel) + 1;
         if spans.try_send(span).is_err() {
+            self.fill.queued.fetch_sub(1, Ordering::AcqRel);
             self.counters
                 .dropped_queue_full
                 .fetch_add(1, Ordering::Relaxed);
@@ -148,14 +152,18 @@ impl Exporter {
         }
         // `try_send` wakes nobody (the thread never waits in `recv`); only the span that
         // completes a batch does.
-        if self.fill.queued.fetch_add(1, Ordering::AcqRel) + 1 == self.batch_size {
+        if queued == self.batch_size {
             self.fill.batch_ready.notify_one();
         }
     }
 
     /// Spans waiting in the queue.
     pub(crate) fn queued(&self) -> usize {
-        self.fill.queued.load(Ordering::Relaxed)
+        // Senders racing on a full queue count themselves for a moment before they give up.
+        self.fill
+            .queued
+            .load(Ordering::Relaxed)
+            .min(self.queue_capacity)
     }
 
     /// Waits (at most `timeout`) until everything queued before now has been exported or
