@@ -26,5 +26,7 @@ pub mod minilm;
 pub mod priors;
 pub mod search;
 pub mod semantic;
+pub mod static_embed;
 mod text;
 mod vocabulary;
+mod wordpiece;
