@@ -23,7 +23,7 @@ use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
 use lexical::plural_terms;
 
-pub use learned::{FEATURE_NAMES, FEATURES};
+pub use learned::{FEATURE_NAMES, FEATURES, HASHING_WEIGHTS, MODEL_WEIGHTS};
 
 /// The default number of hits.
 pub const DEFAULT_LIMIT: usize = 10;

@@ -34,12 +34,12 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
 /// The weights with the hashing embedder (no model, or the model's vectors still pending);
 /// the first is 1: the correction is added to the first stage's score, on its scale, so the
 /// priors keep their meaning. Learned by `search-eval --train` on the five dev halves.
-pub(crate) const HASHING_WEIGHTS: [f32; FEATURES] = [
+pub const HASHING_WEIGHTS: [f32; FEATURES] = [
     1.0, 0.0, 0.0, 0.0, 0.099, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
 ];
 
 /// The weights when the sentence model's cosine ranks.
-pub(crate) const MODEL_WEIGHTS: [f32; FEATURES] = [
+pub const MODEL_WEIGHTS: [f32; FEATURES] = [
     1.0, 0.0, 0.0, 0.0, 0.03, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
 ];
 
