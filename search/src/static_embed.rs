@@ -16,6 +16,47 @@
 use crate::embed::{Embedder, Embedding};
 use crate::wordpiece::Tokenizer;
 
+/// The table the default build ranks with: all-MiniLM-L6-v2 (Apache-2.0) distilled by
+/// `search-distil` to 128 dimensions, 4.3 MB.
+static BUILT_IN_TABLE: &[u8] = include_bytes!("../static/all-minilm-l6-v2-static.bin");
+
+/// The semantic share of the built-in table's cosine: 0.3 for a request some tool matches word
+/// for word, moving to 0.6 as the share of the request's words the best tool matches goes to
+/// none (chosen on the five dev halves among 0.1 to 0.5 and 0.1 to 0.8; docs/search.md).
+const BUILT_IN_SHARE: (f32, f32) = (0.3, 0.6);
+
+/// The built-in table, read once (about 20 ms) on first use.
+pub fn built_in() -> &'static StaticEmbedder {
+    static BUILT_IN: std::sync::OnceLock<StaticEmbedder> = std::sync::OnceLock::new();
+    BUILT_IN.get_or_init(|| {
+        StaticEmbedder::from_bytes(BUILT_IN_TABLE)
+            .expect("the built-in table is written by search-distil and read by the tests")
+            .with_share(BUILT_IN_SHARE.0, BUILT_IN_SHARE.1)
+    })
+}
+
+/// The default embedder: the built-in static table (`built_in`), shared by every index.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltInEmbedder;
+
+impl Embedder for BuiltInEmbedder {
+    fn dimensions(&self) -> usize {
+        built_in().dimensions()
+    }
+
+    fn embed(&self, text: &str) -> Embedding {
+        built_in().embed(text)
+    }
+
+    fn semantic_share(&self) -> f32 {
+        built_in().semantic_share()
+    }
+
+    fn semantic_share_unmatched(&self) -> f32 {
+        built_in().semantic_share_unmatched()
+    }
+}
+
 /// The first bytes of a table.
 const MAGIC: &[u8; 8] = b"TCSTATIC";
 /// The format this code reads and writes.
@@ -181,22 +222,39 @@ impl StaticEmbedder {
         self.scales.len()
     }
 
-    /// The sum of the rows of `text`'s tokens (not normalised).
+    /// The sum of the rows of `text`'s tokens (not normalised), stop words and punctuation
+    /// left out as the lexical analysis leaves them out (so a request of only stop words, "who are you",
+    /// embeds to nothing and finds nothing rather than noise).
     fn sum_of_rows(&self, text: &str) -> Vec<f32> {
         let mut sum = vec![0.0f32; self.dimensions];
-        for id in self.tokenizer.tokenize(text, MAX_TOKENS) {
-            if self.skipped.contains(&id) {
-                continue;
+        let mut tokens = 0;
+        let mut word_text = String::new();
+        let mut ids = Vec::new();
+        self.tokenizer.for_each_word(text, |word| {
+            word_text.clear();
+            word_text.extend(word);
+            // Punctuation is no word here either.
+            if crate::text::is_stop_word(&word_text) || !word.iter().any(|c| c.is_alphanumeric()) {
+                return true;
             }
-            let id = id as usize;
-            let Some(&scale) = self.scales.get(id) else {
-                continue;
-            };
-            let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
-            for (s, &q) in sum.iter_mut().zip(row) {
-                *s += f32::from(q) * scale;
+            ids.clear();
+            self.tokenizer.pieces_of(word, &mut ids);
+            for &id in &ids {
+                if self.skipped.contains(&id) {
+                    continue;
+                }
+                let id = id as usize;
+                let Some(&scale) = self.scales.get(id) else {
+                    continue;
+                };
+                let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
+                for (s, &q) in sum.iter_mut().zip(row) {
+                    *s += f32::from(q) * scale;
+                }
             }
-        }
+            tokens += ids.len();
+            tokens < MAX_TOKENS
+        });
         sum
     }
 }

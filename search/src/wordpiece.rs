@@ -78,36 +78,49 @@ impl Tokenizer {
     }
 
     /// The ids of `text`: `[CLS]`, at most `max_tokens − 2` pieces, `[SEP]`.
+    #[cfg(feature = "minilm")]
     pub(crate) fn tokenize(&self, text: &str, max_tokens: usize) -> Vec<u32> {
         let limit = max_tokens.max(2) - 1;
         let mut ids = vec![self.classification];
-        let mut word: Vec<char> = Vec::new();
-        let mut piece = String::new();
-        let mut flush = |word: &mut Vec<char>, ids: &mut Vec<u32>| {
-            if !word.is_empty() {
-                self.word_pieces(word, &mut piece, ids);
-                word.clear();
-            }
-        };
-        for c in text.chars() {
-            if ids.len() >= limit {
-                break;
-            }
-            let folded = crate::text::fold_for_model(c);
-            if folded.is_whitespace() || folded.is_control() {
-                flush(&mut word, &mut ids);
-            } else if folded.is_alphanumeric() && !crate::text::is_cjk(folded) {
-                word.push(folded);
-            } else {
-                flush(&mut word, &mut ids);
-                word.push(folded);
-                flush(&mut word, &mut ids);
-            }
-        }
-        flush(&mut word, &mut ids);
+        self.for_each_word(text, |word| {
+            self.word_pieces(word, &mut String::new(), &mut ids);
+            ids.len() < limit
+        });
         ids.truncate(limit);
         ids.push(self.separator);
         ids
+    }
+
+    /// Calls `visit` with each word of `text` as BERT's basic tokenizer splits it (folded
+    /// characters: a run of letters and digits, or one punctuation or CJK character) until it
+    /// returns false.
+    pub(crate) fn for_each_word(&self, text: &str, mut visit: impl FnMut(&[char]) -> bool) {
+        let mut word: Vec<char> = Vec::new();
+        for c in text.chars() {
+            let folded = crate::text::fold_for_model(c);
+            if folded.is_alphanumeric() && !crate::text::is_cjk(folded) {
+                word.push(folded);
+                continue;
+            }
+            if !word.is_empty() {
+                if !visit(&word) {
+                    return;
+                }
+                word.clear();
+            }
+            let separator = folded.is_whitespace() || folded.is_control();
+            if !separator && !visit(&[folded]) {
+                return;
+            }
+        }
+        if !word.is_empty() {
+            visit(&word);
+        }
+    }
+
+    /// The pieces of one word (`[UNK]` when it cannot be split), appended to `ids`.
+    pub(crate) fn pieces_of(&self, word: &[char], ids: &mut Vec<u32>) {
+        self.word_pieces(word, &mut String::new(), ids);
     }
 
     /// Appends the pieces of one word to `ids` (or `[UNK]` when it cannot be split).

@@ -58,6 +58,7 @@ impl AdjustableShare {
 
     /// Reads vectors saved by `save` (a missing file is an empty cache): the evaluation's own
     /// cache, so choosing among variants does not embed the same catalogs again.
+    #[cfg_attr(not(feature = "minilm"), allow(dead_code))]
     fn load(&self, path: &std::path::Path) -> anyhow::Result<()> {
         let Ok(bytes) = std::fs::read(path) else {
             return Ok(());
