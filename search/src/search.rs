@@ -23,7 +23,7 @@ use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
 use lexical::plural_terms;
 
-pub use learned::{FEATURE_NAMES, FEATURES, HASHING_WEIGHTS, MODEL_WEIGHTS};
+pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
 /// The default number of hits.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -376,12 +376,14 @@ fn validate(query: &Query<'_>) -> Result<(), SearchError> {
 }
 
 /// Step 8, the rerank stage: the best `RERANK_DEPTH` of `scored` (textual score, global
-/// position) gain the learned correction of their features (`learned.rs`); returns what each
-/// gained, by global position, and, when `capture` is given, each one's features (best first
-/// by the first stage's score).
+/// position) gain the learned correction of their features (`learned.rs`) times `scale` (the
+/// lexical share of the score); returns what each gained, by global position, and, when
+/// `capture` is given, each one's features with every one but the first times `scale` (what
+/// the weights multiply; best first by the first stage's score).
 fn rerank(
     scored: &mut [(f32, u32)],
     weights: &[f32; FEATURES],
+    scale: f32,
     evidence_of: impl Fn(f32, u32, f32) -> learned::ToolEvidence,
     query: &learned::QueryEvidence<'_>,
     capture: Option<&mut Vec<(u32, [f32; FEATURES])>>,
@@ -400,7 +402,13 @@ fn rerank(
         .fold(f32::NEG_INFINITY, f32::max);
     let features: Vec<[f32; FEATURES]> = top
         .iter()
-        .map(|&(score, global)| learned::features(&evidence_of(score, global, best_cosine), query))
+        .map(|&(score, global)| {
+            let mut features = learned::features(&evidence_of(score, global, best_cosine), query);
+            for feature in &mut features[1..] {
+                *feature *= scale;
+            }
+            features
+        })
         .collect();
     if let Some(capture) = capture {
         capture.extend(top.iter().zip(&features).map(|(&(_, g), f)| (g, *f)));
@@ -649,14 +657,16 @@ impl Index {
         // The stages after the textual score can lift a tool by at most `max_lift` (the rerank
         // stage's correction, for the best `RERANK_DEPTH`, and the priors) and lower it by at
         // most `-min_lift` (a negative correction).
-        let weights = if by_model {
-            &learned::MODEL_WEIGHTS
-        } else {
-            &learned::HASHING_WEIGHTS
-        };
+        // The correction is on the lexical share of the score (1 − σ): the more the embedding
+        // counts, the more of what the features say (the words' places) it says already.
+        let weights = &learned::WEIGHTS;
+        let lexical_share = 1.0 - semantic_share;
         let (min_lift, max_lift) = if signals.rerank {
             let (low, high) = learned::correction_bounds(weights);
-            (low.min(0.0), MAX_PRIOR_BONUS + high.max(0.0))
+            (
+                (lexical_share * low).min(0.0),
+                MAX_PRIOR_BONUS + (lexical_share * high).max(0.0),
+            )
         } else {
             (0.0, MAX_PRIOR_BONUS)
         };
@@ -797,6 +807,7 @@ impl Index {
             rerank(
                 &mut scored,
                 &[0.0; FEATURES],
+                lexical_share,
                 evidence_of,
                 &query_evidence,
                 Some(&mut features),
@@ -820,7 +831,14 @@ impl Index {
             });
         }
         let rerank_bonus = if signals.rerank {
-            rerank(&mut scored, weights, evidence_of, &query_evidence, None)
+            rerank(
+                &mut scored,
+                weights,
+                lexical_share,
+                evidence_of,
+                &query_evidence,
+                None,
+            )
         } else {
             Vec::new()
         };

@@ -31,16 +31,14 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
     "cosine × share of the request no tool matches",
 ];
 
-/// The weights with the hashing embedder (no model, or the model's vectors still pending);
-/// the first is 1: the correction is added to the first stage's score, on its scale, so the
-/// priors keep their meaning. Learned by `search-eval --train` on the five dev halves.
-pub const HASHING_WEIGHTS: [f32; FEATURES] = [
-    1.0, 0.0, 0.0, 0.0, 0.099, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-];
-
-/// The weights when the sentence model's cosine ranks.
-pub const MODEL_WEIGHTS: [f32; FEATURES] = [
-    1.0, 0.0, 0.0, 0.0, 0.03, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+/// The weights, on the lexical share of the score (1 − σ: the correction is multiplied by it,
+/// so it counts less as the embedding counts more, as the embedding already says much of what
+/// the words' places say); the first is 1: the correction is added to the first stage's
+/// score, on its scale, so the priors keep their meaning. Name coverage alone, 0.11: learned
+/// weights over all the features did not beat it on a set left out (`search-eval --train`,
+/// docs/search.md "Learned rerank").
+pub const WEIGHTS: [f32; FEATURES] = [
+    1.0, 0.0, 0.0, 0.0, 0.11, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
 ];
 
 /// What the features of one tool are computed from.
@@ -103,8 +101,9 @@ pub(super) fn features(tool: &ToolEvidence, query: &QueryEvidence<'_>) -> [f32; 
     ]
 }
 
-/// The correction `weights` add to a tool's first-stage score: every weight but the first
-/// (which scales the first-stage score itself and is 1) times its feature.
+/// The correction `weights` add to a tool's first-stage score (before the lexical share):
+/// every weight but the first (which scales the first-stage score itself and is 1) times its
+/// feature.
 pub(super) fn correction(weights: &[f32; FEATURES], features: &[f32; FEATURES]) -> f32 {
     weights[1..]
         .iter()

@@ -272,6 +272,9 @@ struct Variant {
     label: String,
     signals: Signals,
     model: bool,
+    /// Ranks with the hashing embedder's index (the default before the built-in static
+    /// embeddings), for the before/after comparison.
+    hashing: bool,
 }
 
 /// The rows every set is measured with: BM25F alone, each signal alone on top of it, every
@@ -291,6 +294,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         label: "BM25F (no signal)".to_owned(),
         signals: Signals::NONE,
         model: false,
+        hashing: false,
     }];
     for (name, switch) in switches {
         let mut signals = Signals::NONE;
@@ -299,12 +303,20 @@ fn variants(with_model: bool) -> Vec<Variant> {
             label: format!("+ {name} alone"),
             signals,
             model: false,
+            hashing: false,
         });
     }
     rows.push(Variant {
         label: "ours (all)".to_owned(),
         signals: Signals::ALL,
         model: false,
+        hashing: false,
+    });
+    rows.push(Variant {
+        label: "ours, hashing embedder".to_owned(),
+        signals: Signals::ALL,
+        model: false,
+        hashing: true,
     });
     for (name, switch) in switches {
         let mut signals = Signals::ALL;
@@ -313,6 +325,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             label: format!("all − {name}"),
             signals,
             model: false,
+            hashing: false,
         });
     }
     if with_model {
@@ -323,11 +336,13 @@ fn variants(with_model: bool) -> Vec<Variant> {
                 ..Signals::NONE
             },
             model: true,
+            hashing: false,
         });
         rows.push(Variant {
             label: "ours + model".to_owned(),
             signals: Signals::ALL,
             model: true,
+            hashing: false,
         });
         rows.push(Variant {
             label: "ours + model − rerank".to_owned(),
@@ -336,6 +351,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
                 ..Signals::ALL
             },
             model: true,
+            hashing: false,
         });
     }
     rows
@@ -387,6 +403,7 @@ fn measure_set(
 ) -> anyhow::Result<SetFigures> {
     let (docs, dev, test) = load_set(dir)?;
     let index = eval::build_index(&docs);
+    let hashing_index = eval::build_hashing_index(&docs);
     let model_index = match minilm {
         Some((model_dir, max_tokens)) => {
             let embedder = load_minilm(model_dir, max_tokens)?;
@@ -436,6 +453,7 @@ fn measure_set(
     let measure = |requests: &[Request], variant: &Variant| {
         let index = match (&model_index, variant.model) {
             (Some(model_index), true) => model_index,
+            _ if variant.hashing => &hashing_index,
             _ => &index,
         };
         Metrics::from_ranks(&eval::ranks_ours_with(index, requests, variant.signals))
@@ -513,10 +531,10 @@ fn train_on_dev_halves(
             }
         }
     }
-    use tool_cli_search::search::{HASHING_WEIGHTS, MODEL_WEIGHTS};
-    train::report("hashing embedder", &names, &hashing, &HASHING_WEIGHTS, l2);
+    use tool_cli_search::search::WEIGHTS;
+    train::report("default embedder", &names, &hashing, &WEIGHTS, l2);
     if !model.is_empty() {
-        train::report("with the model", &names, &model, &MODEL_WEIGHTS, l2);
+        train::report("with the model", &names, &model, &WEIGHTS, l2);
     }
     Ok(())
 }
