@@ -107,6 +107,9 @@ pub struct StaticEmbedder {
     /// Tokens that say nothing about a text: `[CLS]`, `[SEP]`, `[UNK]`, `[PAD]`.
     skipped: [u32; 4],
     share: (f32, f32),
+    /// This table's number among those read by the process (from 1), which keys the
+    /// per-thread memo of word pieces.
+    id: u64,
 }
 
 /// Reads a little-endian `u32` at `at`.
@@ -182,6 +185,10 @@ impl StaticEmbedder {
             scales,
             rows,
             share: (0.1, 0.1),
+            id: {
+                static READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                READ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         })
     }
 
@@ -229,34 +236,66 @@ impl StaticEmbedder {
         let mut sum = vec![0.0f32; self.dimensions];
         let mut tokens = 0;
         let mut word_text = String::new();
-        let mut ids = Vec::new();
-        self.tokenizer.for_each_word(text, |word| {
-            word_text.clear();
-            word_text.extend(word);
-            // Punctuation is no word here either.
-            if crate::text::is_stop_word(&word_text) || !word.iter().any(|c| c.is_alphanumeric()) {
-                return true;
+        WORD_PIECES.with_borrow_mut(|memo| {
+            // A memo of another table (a test's) would give wrong ids.
+            let table = self.id;
+            if memo.table != table || memo.pieces.len() >= WORD_MEMO_CAPACITY {
+                memo.table = table;
+                memo.pieces.clear();
             }
-            ids.clear();
-            self.tokenizer.pieces_of(word, &mut ids);
-            for &id in &ids {
-                if self.skipped.contains(&id) {
-                    continue;
-                }
-                let id = id as usize;
-                let Some(&scale) = self.scales.get(id) else {
-                    continue;
+            self.tokenizer.for_each_word(text, |word| {
+                word_text.clear();
+                word_text.extend(word);
+                let ids = match memo.pieces.get(word_text.as_str()) {
+                    Some(ids) => ids,
+                    None => {
+                        // Punctuation is no word here either.
+                        let ids = if crate::text::is_stop_word(&word_text)
+                            || !word.iter().any(|c| c.is_alphanumeric())
+                        {
+                            Box::default()
+                        } else {
+                            let mut ids = Vec::new();
+                            self.tokenizer.pieces_of(word, &mut ids);
+                            ids.retain(|id| !self.skipped.contains(id));
+                            ids.into_boxed_slice()
+                        };
+                        memo.pieces.entry(word_text.as_str().into()).or_insert(ids)
+                    }
                 };
-                let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
-                for (s, &q) in sum.iter_mut().zip(row) {
-                    *s += f32::from(q) * scale;
+                for &id in ids.iter() {
+                    let id = id as usize;
+                    let Some(&scale) = self.scales.get(id) else {
+                        continue;
+                    };
+                    let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
+                    for (s, &q) in sum.iter_mut().zip(row) {
+                        *s += f32::from(q) * scale;
+                    }
                 }
-            }
-            tokens += ids.len();
-            tokens < MAX_TOKENS
+                tokens += ids.len();
+                tokens < MAX_TOKENS
+            });
         });
         sum
     }
+}
+
+/// The most words a thread's memo of word pieces holds before it starts over (a few MB at
+/// most; tool catalogs repeat a small vocabulary).
+const WORD_MEMO_CAPACITY: usize = 1 << 16;
+
+/// Per thread, each word's pieces (stop words and punctuation: none), so an index build
+/// splits a word into pieces once, not at every occurrence.
+#[derive(Default)]
+struct WordPieces {
+    /// The table the ids belong to (`StaticEmbedder::id`; 0: none yet).
+    table: u64,
+    pieces: rustc_hash::FxHashMap<Box<str>, Box<[u32]>>,
+}
+
+thread_local! {
+    static WORD_PIECES: std::cell::RefCell<WordPieces> = std::cell::RefCell::new(WordPieces::default());
 }
 
 impl Embedder for StaticEmbedder {
