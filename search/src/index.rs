@@ -375,7 +375,7 @@ impl Index {
     }
 
     /// This index with `model` as its sentence-embedding model (no tool has a model vector
-    /// yet: queries rank with the hashing embedder until `with_model_vectors` attaches them).
+    /// yet: queries rank with the index's own embedder until `with_model_vectors` attaches them).
     pub fn with_model(&self, model: Arc<dyn Embedder>) -> Index {
         Index {
             model: Some(model),

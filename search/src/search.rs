@@ -99,7 +99,7 @@ pub struct Signals {
     pub server_field: bool,
     /// Parameter names, descriptions and allowed values as a BM25F field.
     pub parameters: bool,
-    /// The embedding's cosine (the hashing embedder's, or the model's when it ranks).
+    /// The embedding's cosine (the index's embedder's, or the model's when it ranks).
     pub embedding: bool,
     /// Action classes and plural kinds (steps 7 of the ranking).
     pub actions: bool,
@@ -192,7 +192,7 @@ pub struct SearchOutcome {
     pub hits: Vec<Hit>,
     /// How many tools the caller can see (before the servers and tags filters).
     pub catalog_size: usize,
-    /// Which embedding ranked: the model, or the hashing embedder (no model, or some tool
+    /// Which embedding ranked: the model, or the index's embedder (no model, or some tool
     /// still without a model vector).
     pub semantic: SemanticRanking,
 }
@@ -279,7 +279,7 @@ pub enum SearchError {
 }
 
 /// Which embedding ranks a query: the model when there is one, the query was embedded by it
-/// (same dimension) and every tool the query may return has a model vector; else the hashing
+/// (same dimension) and every tool the query may return has a model vector; else the index's
 /// embedder, `Pending` when a model is attached but cannot rank yet.
 fn semantic_ranking(
     model: Option<&dyn embed::Embedder>,

@@ -6,8 +6,11 @@
 //! `DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
 //! `test.tsv` (`scripts/convert-public-search-sets.py` writes the public sets so). Rows: BM25
 //! over name and description; BM25F with no signal; each signal alone on top of it; every
-//! signal ("ours"); every signal but one. `--dev-only` leaves the test halves unread (for
-//! choosing). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
+//! signal ("ours"); ours with the hashing embedder in place of the built-in static embeddings;
+//! every signal but one. `--dev-only` leaves the test halves unread (for choosing). `--train`
+//! learns the rerank stage's weights on the dev halves and prints leave-one-set-out figures
+//! and the weights (`train.rs`; `--l2 X`, 0.001 by default). `--vector-cache FILE` keeps the
+//! model's vectors between runs (`FILE.<fingerprint>`). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
 //! adds the model alone, ours with the model (its built-in share σ), without the rerank stage,
 //! and reciprocal-rank fusion of our lexical ranking with the model's, and prints what the
 //! model cost (the catalog embedded in one `embed_batch`, ms per tool, wall and CPU);
