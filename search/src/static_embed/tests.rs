@@ -130,3 +130,31 @@ fn distillation_reduces_centres_and_weights_rare_tokens_more() {
     // component.
     assert!(reduced[1][0] * reduced[8][0] < 0.0);
 }
+
+#[test]
+fn the_built_in_table_reads_and_puts_paraphrases_closer_than_unrelated_requests() {
+    let table = built_in();
+    assert_eq!((table.tokens(), table.dimensions()), (30_522, 128));
+    let close = |a: &str, b: &str| crate::embed::cosine(&table.embed(a), &table.embed(b));
+    let rain = "will I need an umbrella tomorrow";
+    assert!(close(rain, "weather forecast") > close(rain, "delete a file") + 0.1);
+    let save = "store this note for later";
+    assert!(close(save, "save a memo") > close(save, "convert currency"));
+    // Stop words and punctuation alone embed to nothing.
+    assert!(
+        table
+            .embed("who are you?")
+            .values()
+            .iter()
+            .all(|v| *v == 0.0)
+    );
+    // The default embedder is this table, with its share.
+    assert_eq!(BuiltInEmbedder.dimensions(), 128);
+    assert_eq!(
+        (
+            BuiltInEmbedder.semantic_share(),
+            BuiltInEmbedder.semantic_share_unmatched()
+        ),
+        BUILT_IN_SHARE
+    );
+}
