@@ -113,9 +113,12 @@ struct Usage {
 /// [`Entries::remove`], so that the counts are kept in one place.
 #[derive(Default)]
 struct Entries {
-    map: HashMap<(String, String), (Entry, usize)>,
+    /// Each key's entry, its size, and when it was inserted among the others (answers stored at
+    /// the same instant are still told apart by age: the first inserted is the oldest).
+    map: HashMap<(String, String), (Entry, usize, u64)>,
     per_token: HashMap<String, Usage>,
     total: Usage,
+    inserted: u64,
 }
 
 impl Entries {
@@ -127,11 +130,12 @@ impl Entries {
         usage.bytes += bytes;
         self.total.keys += 1;
         self.total.bytes += bytes;
-        self.map.insert(key, (entry, bytes));
+        self.inserted += 1;
+        self.map.insert(key, (entry, bytes, self.inserted));
     }
 
     fn remove(&mut self, key: &(String, String)) -> Option<Entry> {
-        let (entry, bytes) = self.map.remove(key)?;
+        let (entry, bytes, _) = self.map.remove(key)?;
         if let Some(usage) = self.per_token.get_mut(&key.0) {
             usage.keys -= 1;
             usage.bytes -= bytes;
@@ -153,7 +157,7 @@ impl Entries {
         let expired: Vec<(String, String)> = self
             .map
             .iter()
-            .filter(|(_, (entry, _))| {
+            .filter(|(_, (entry, _, _))| {
                 matches!(entry, Entry::Done { at, .. } if now.duration_since(*at) >= ttl)
             })
             .map(|(key, _)| key.clone())
@@ -168,11 +172,11 @@ impl Entries {
         self.map
             .iter()
             .filter(|(key, _)| key.0 == token_id && *key != keep)
-            .filter_map(|(key, (entry, _))| match entry {
-                Entry::Done { at, .. } => Some((*at, key)),
+            .filter_map(|(key, (entry, _, inserted))| match entry {
+                Entry::Done { at, .. } => Some(((*at, *inserted), key)),
                 Entry::Running { .. } => None,
             })
-            .min_by_key(|(at, _)| *at)
+            .min_by_key(|(age, _)| *age)
             .map(|(_, key)| key.clone())
     }
 
@@ -303,7 +307,7 @@ impl IdempotencyStore {
             }
             .into()
         };
-        match entries.map.get(&map_key).map(|(entry, _)| entry) {
+        match entries.map.get(&map_key).map(|(entry, _, _)| entry) {
             Some(Entry::Done {
                 fingerprint: previous,
                 stored,
@@ -376,7 +380,7 @@ impl IdempotencyStore {
             _ => stored,
         };
         let mut entries = self.entries.lock().unwrap();
-        let fingerprint = match entries.map.get(key).map(|(entry, _)| entry) {
+        let fingerprint = match entries.map.get(key).map(|(entry, _, _)| entry) {
             Some(Entry::Running { fingerprint, .. } | Entry::Done { fingerprint, .. }) => {
                 fingerprint.clone()
             }
