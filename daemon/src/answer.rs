@@ -26,7 +26,7 @@ use tool_cli_protocol::orchestration::StepResult;
 use tool_cli_protocol::{ErrorData, ErrorObject};
 
 use crate::error::Error;
-use crate::orchestrator::{Room, StepSink};
+use crate::services::calls::{Room, StepSink};
 use crate::shape::BatchLen;
 use crate::spill::{self, SpillStore};
 

@@ -9,7 +9,7 @@
 //! to 128 bits). A call without a session gets its token's key, so one token's calls keep
 //! sharing what they opened, as before.
 //!
-//! The key travels as a task-local from [`crate::orchestrator::Orchestrator`] (set around each
+//! The key travels as a task-local from the calls service (set around each
 //! call it hands to the pipeline) to the pool's connection, which writes it into `tools/call`:
 //! nothing between them needs to know it exists.
 

@@ -1,7 +1,7 @@
 //! The JSON-RPC methods: params in, results or errors out.
 //!
 //! This is the only place a daemon [`Error`] becomes a JSON-RPC error object; handlers stay thin
-//! and delegate to the [`Orchestrator`]. Every result leaves through [`crate::answer`], which
+//! and delegate to the services (`crate::services`). Every result leaves through [`crate::answer`], which
 //! holds it to the response size limit (spilling a large `callTool`/`readResource` result to a
 //! file), and every handler that waits is raced against the end of the shutdown grace period,
 //! so a request still running then gets a shutdown error instead of a closed connection.
@@ -34,10 +34,10 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use crate::answer::{Budget, fit, fit_or_spill};
-use crate::auth::{Grant, TokenStore};
+use crate::auth::Grant;
 use crate::error::Error;
-use crate::orchestrator::Orchestrator;
 use crate::pipeline::CallContext;
+use crate::services::Services;
 use crate::shape::BatchLen;
 use crate::spill::SpillStore;
 
@@ -56,8 +56,7 @@ pub(crate) struct Answers {
 
 /// What every handler can reach.
 pub(crate) struct Context {
-    pub(crate) orchestrator: Arc<Orchestrator>,
-    tokens: Arc<TokenStore>,
+    pub(crate) services: Arc<Services>,
     answers: Answers,
 }
 
@@ -136,16 +135,8 @@ fn owner_only(grant: &Grant, method: &str) -> Result<(), ErrorObjectOwned> {
 }
 
 /// Builds the module serving every method of the protocol.
-pub(crate) fn module(
-    orchestrator: Arc<Orchestrator>,
-    tokens: Arc<TokenStore>,
-    answers: Answers,
-) -> RpcModule<Context> {
-    let mut module = RpcModule::new(Context {
-        orchestrator,
-        tokens,
-        answers,
-    });
+pub(crate) fn module(services: Arc<Services>, answers: Answers) -> RpcModule<Context> {
+    let mut module = RpcModule::new(Context { services, answers });
     discovery::register(&mut module);
     calls::register(&mut module);
     events::register(&mut module);

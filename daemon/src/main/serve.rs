@@ -1,4 +1,4 @@
-//! Serving: the pool, the orchestrator and the endpoint built from a checked config, run until
+//! Serving: the pool, the services and the endpoint built from a checked config, run until
 //! a signal, then shut down in order (traces flushed, servers stopped, runtime file removed).
 
 use std::path::PathBuf;
@@ -8,13 +8,11 @@ use std::time::Duration;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
-use tool_cli_daemon::manage::ServerManager;
-use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
-use tool_cli_daemon::pipeline::CallObserver;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::services::{ServerManager, ServiceOptions, Services};
 use tool_cli_daemon::spill::SpillStore;
 use tool_cli_daemon::trace::{Traces, settings as trace_settings};
 use tool_cli_protocol::runtime::RuntimeFile;
@@ -128,45 +126,39 @@ pub(crate) async fn serve(
         tracing::info!(path = %settings.path.display(), verbose = settings.verbose, "tracing calls");
         Traces::start(settings, tool_cli_daemon::redact::config_secrets(&config))
     });
-    let mut orchestrator = Orchestrator::with_options(
+    let mut services = Services::builder(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
-        OrchestratorOptions {
-            agent: config.agent.clone(),
-            search: tool_cli_daemon::config_search::SearchSettings::resolve(
-                &config.search,
-                &|name| std::env::var(name).ok(),
-            ),
-            ..OrchestratorOptions::default()
-        },
-        traces
-            .iter()
-            .map(|traces| Arc::clone(traces) as Arc<dyn CallObserver>)
-            .collect(),
-    );
-    if let Some(traces) = &traces {
-        orchestrator = orchestrator.with_traces(Arc::clone(traces));
-    }
-    orchestrator = orchestrator.with_remote_auth(pool.remote_auth());
-    let orchestrator = Arc::new(orchestrator.with_manager(Arc::new(ServerManager::new(
+        Arc::new(TokenStore::new(token.clone())),
+    )
+    .options(ServiceOptions {
+        agent: config.agent.clone(),
+        search: tool_cli_daemon::config_search::SearchSettings::resolve(&config.search, &|name| {
+            std::env::var(name).ok()
+        }),
+        ..ServiceOptions::default()
+    })
+    .remote_auth(pool.remote_auth())
+    .manager(Arc::new(ServerManager::new(
         Arc::clone(&pool),
         config.clone(),
         config_path,
         self_exe,
         Arc::new(|name: &str| std::env::var(name).ok()),
-    ))));
+    )));
+    if let Some(traces) = &traces {
+        services = services.traces(Arc::clone(traces));
+    }
+    let services = services.build();
     // Installed before anything is announced, so a SIGHUP never finds its default action
     // (which would end the daemon).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
-    let reloader = tokio::spawn(signals::reload_on_hangup(
-        Arc::clone(&orchestrator),
-        hangups,
-    ));
+    let reloader = tokio::spawn(signals::reload_on_hangup(Arc::clone(&services), hangups));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once they have settled as --ready-when asks.
     let starter = tokio::spawn(ready::announce_when_ready(
         Arc::clone(&pool),
-        Arc::clone(&orchestrator),
+        Arc::clone(&services),
         cli.ready_when.for_pool(),
         Announcement {
             port,
@@ -179,8 +171,7 @@ pub(crate) async fn serve(
 
     let served = tool_cli_daemon::server::run(
         listener,
-        Arc::new(TokenStore::new(token)),
-        Arc::clone(&orchestrator),
+        Arc::clone(&services),
         signals::shutdown_signal(),
         ServeOptions {
             grace: Duration::from_millis(cli.shutdown_grace_ms),

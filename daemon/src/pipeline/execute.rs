@@ -334,7 +334,7 @@ async fn attempt(
             Err(_) => Err(timed_out()),
         },
         Some(max_total) => {
-            let beats = crate::call_events::current().map(|log| log.progress_beats());
+            let beats = crate::services::events::log::current().map(|log| log.progress_beats());
             match progress_timeout::bounded(call, timeout, deadline, beats).await {
                 Bounded::Done(result) => result,
                 Bounded::Idle => Err(timed_out()),

@@ -5,7 +5,7 @@
 //! and at most the protocol's maximum), which still bounds every wait, so every accepted request
 //! gets one answer by then.
 //!
-//! The notifications reach the call through its events buffer ([`crate::call_events`]), whose
+//! The notifications reach the call through its events buffer ([`crate::services::events`]), whose
 //! progress counter [`bounded`] watches: the RPC layer gives such a call a buffer even without a
 //! `progressId` (an unlisted one no poller can read). Log messages do not restart the timeout:
 //! they name no request.

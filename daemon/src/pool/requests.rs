@@ -28,9 +28,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
-use crate::call_events::{Answer, CallEventLog};
 use crate::sampling::{Sampler, SamplingBill};
 use crate::server_requests::{Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings};
+use crate::services::events::log::{Answer, CallEventLog};
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -139,7 +139,7 @@ impl ServerRequests {
             return None;
         }
         let caller = Caller {
-            watcher: crate::call_events::current().filter(|log| log.is_listed()),
+            watcher: crate::services::events::log::current().filter(|log| log.is_listed()),
             usage: crate::call_usage::current(),
         };
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
@@ -165,7 +165,7 @@ impl ServerRequests {
     /// the events buffer of the call running in this task, if it asked for progress; `None`
     /// (and nothing done) for a plain call.
     pub(crate) fn watch(&self, token: &ProgressToken) -> Option<Watch<'_>> {
-        let log = crate::call_events::current()?;
+        let log = crate::services::events::log::current()?;
         self.watched.lock().unwrap().insert(
             token.clone(),
             Watched {

@@ -2,19 +2,14 @@
 //! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`), tokens
 //! (`mintToken`, `revokeToken`, `listTokens`) and `tracesReport`.
 
-use std::time::SystemTime;
-
 use jsonrpsee::RpcModule;
 use tool_cli_protocol::manage::{AddServerParams, RemoveServerParams};
-use tool_cli_protocol::methods::{
-    ListTokensResult, MintTokenParams, RevokeTokenParams, RevokeTokenResult, ServerParams, name,
-};
+use tool_cli_protocol::methods::{MintTokenParams, RevokeTokenParams, ServerParams, name};
 use tool_cli_protocol::trace::TracesReportParams;
 
 use super::{
     Answer, Context, SERVER_SHAPE, call_context, fit, grant, owner_only, parse, to_rpc_error,
 };
-use crate::error::Error;
 
 /// Registers the owner-only methods.
 pub(super) fn register(module: &mut RpcModule<Context>) {
@@ -26,7 +21,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 let params: ServerParams = parse(name::RESTART_SERVER, &params, SERVER_SHAPE)?;
                 let call = call_context(&extensions)?;
                 let restarted = context
-                    .until_grace_over(context.orchestrator.restart_server(&params.server, &call))
+                    .until_grace_over(context.services.admin.restart_server(params, &call))
                     .await?;
                 fit(
                     name::RESTART_SERVER,
@@ -47,12 +42,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                     &params,
                     r#"{"name": string, "config": {"command": string, "args"?: [string], "env"?: object} | {"url": string, "headers"?: object}}"#,
                 )?;
+                let call = call_context(&extensions)?;
                 let added = context
-                    .until_grace_over(
-                        context
-                            .orchestrator
-                            .add_server(&params.name, params.config),
-                    )
+                    .until_grace_over(context.services.admin.add_server(params, &call))
                     .await?;
                 fit(name::ADD_SERVER, &added, context.budget(&extensions)).map_err(to_rpc_error)
             },
@@ -65,8 +57,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 owner_only(grant(&extensions)?, name::REMOVE_SERVER)?;
                 let params: RemoveServerParams =
                     parse(name::REMOVE_SERVER, &params, r#"{"name": string}"#)?;
+                let call = call_context(&extensions)?;
                 let removed = context
-                    .until_grace_over(context.orchestrator.remove_server(&params.name))
+                    .until_grace_over(context.services.admin.remove_server(params, &call))
                     .await?;
                 fit(name::REMOVE_SERVER, &removed, context.budget(&extensions))
                     .map_err(to_rpc_error)
@@ -92,8 +85,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                          was started with",
                     )));
                 }
+                let call = call_context(&extensions)?;
                 let reloaded = context
-                    .until_grace_over(context.orchestrator.reload_config())
+                    .until_grace_over(context.services.admin.reload_config(&call))
                     .await?;
                 fit(name::RELOAD_CONFIG, &reloaded, context.budget(&extensions))
                     .map_err(to_rpc_error)
@@ -113,11 +107,10 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 )?
             };
             let minted = context
-                .tokens
-                .mint(params, SystemTime::now())
-                .map_err(|error| {
-                    to_rpc_error(Error::invalid_params(name::MINT_TOKEN, error.to_string()))
-                })?;
+                .services
+                .admin
+                .mint_token(params, &call_context(extensions)?)
+                .map_err(to_rpc_error)?;
             fit(name::MINT_TOKEN, &minted, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
@@ -128,9 +121,10 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
                 let params: RevokeTokenParams =
                     parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
-                let revoked = RevokeTokenResult {
-                    revoked: context.tokens.revoke(&params.token_id),
-                };
+                let revoked = context
+                    .services
+                    .admin
+                    .revoke_token(params, &call_context(extensions)?);
                 fit(name::REVOKE_TOKEN, &revoked, context.budget(extensions)).map_err(to_rpc_error)
             },
         )
@@ -138,9 +132,10 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
     module
         .register_method(name::LIST_TOKENS, |_, context, extensions| -> Answer {
             owner_only(grant(extensions)?, name::LIST_TOKENS)?;
-            let tokens = ListTokensResult {
-                tokens: context.tokens.list(SystemTime::now()),
-            };
+            let tokens = context
+                .services
+                .admin
+                .list_tokens(&call_context(extensions)?);
             fit(name::LIST_TOKENS, &tokens, context.budget(extensions)).map_err(to_rpc_error)
         })
         .expect("method names are unique");
@@ -158,8 +153,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                         r#"{"since"?: "24h" | "2026-05-01", "by"?: "day" | "server" | "tool" | "session", "executedOnly"?: boolean}"#,
                     )?
                 };
+                let call = call_context(&extensions)?;
                 let report = context
-                    .until_grace_over(context.orchestrator.traces_report(params))
+                    .until_grace_over(context.services.admin.traces_report(params, &call))
                     .await?;
                 fit(name::TRACES_REPORT, &report, context.budget(&extensions))
                     .map_err(to_rpc_error)

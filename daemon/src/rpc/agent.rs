@@ -1,7 +1,5 @@
 //! Agent runs: `runAgent`, `agentEvents` (a run's progress, long-polled) and `cancelAgent`.
 
-use std::sync::Arc;
-
 use jsonrpsee::RpcModule;
 use tool_cli_protocol::agent::{AgentEventsParams, CancelAgentParams};
 use tool_cli_protocol::methods::name;
@@ -17,10 +15,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 &params,
                 r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#,
             )?;
-            let orchestrator = Arc::clone(&context.orchestrator);
             let call = call_context(&extensions)?;
             let result = context
-                .until_grace_over(orchestrator.run_agent(params, &call))
+                .until_grace_over(context.services.agents.run_agent(params, &call))
                 .await?;
             fit(name::RUN_AGENT, &result, context.budget(&extensions)).map_err(to_rpc_error)
         })
@@ -36,12 +33,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 )?;
                 let call = call_context(&extensions)?;
                 let events = context
-                    .until_grace_over(context.orchestrator.agent_events(
-                        &params.run_id,
-                        params.after,
-                        params.wait_ms.map(std::time::Duration::from_millis),
-                        &call,
-                    ))
+                    .until_grace_over(context.services.agents.agent_events(params, &call))
                     .await?;
                 fit(name::AGENT_EVENTS, &events, context.budget(&extensions)).map_err(to_rpc_error)
             },
@@ -54,8 +46,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 let params: CancelAgentParams =
                     parse(name::CANCEL_AGENT, &params, r#"{"runId": string}"#)?;
                 let cancelled = context
-                    .orchestrator
-                    .cancel_agent(&params.run_id, &call_context(extensions)?)
+                    .services
+                    .agents
+                    .cancel_agent(params, &call_context(extensions)?)
                     .map_err(to_rpc_error)?;
                 fit(name::CANCEL_AGENT, &cancelled, context.budget(extensions))
                     .map_err(to_rpc_error)

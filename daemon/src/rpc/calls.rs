@@ -5,7 +5,7 @@ use jsonrpsee::RpcModule;
 use tool_cli_protocol::methods::{CallToolParams, name};
 use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams};
 
-use super::{Context, call_context, events, fit_or_spill, parse, to_rpc_error};
+use super::{Context, call_context, fit_or_spill, parse, to_rpc_error};
 use crate::answer::{EntryAnswers, Spillable};
 
 /// Registers the call methods.
@@ -21,18 +21,22 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
             let params = match parsed {
                 Ok(params) => params,
                 Err(error) => {
-                    return Err(non_object_arguments(&params, &call.grant, &context)
+                    return Err(non_object_arguments(&params, &call, &context)
                         .await
                         .unwrap_or(error));
                 }
             };
-            let progress = events::progress_log(&params, &call.grant, &context.orchestrator)?;
-            let work = context.orchestrator.call_tool(params, &call);
+            let progress = context
+                .services
+                .events
+                .progress_log(&params, &call)
+                .map_err(to_rpc_error)?;
+            let work = context.services.calls.call_tool(params, &call);
             let result = match progress {
                 None => context.until_grace_over(work).await?,
                 Some(log) => {
                     context
-                        .until_grace_over(crate::call_events::with_log(log, work))
+                        .until_grace_over(crate::services::events::with_log(log, work))
                         .await?
                 }
             };
@@ -66,7 +70,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 &call.grant.token_id,
             );
             let completed = context
-                .until_grace_over(context.orchestrator.call_chain(params, &call, &mut answer))
+                .until_grace_over(context.services.calls.call_chain(params, &call, &mut answer))
                 .await?;
             answer.finish_chain(completed).map_err(to_rpc_error)
         })
@@ -88,7 +92,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 &call.grant.token_id,
             );
             context
-                .until_grace_over(context.orchestrator.call_many(params, &call, &mut answer))
+                .until_grace_over(context.services.calls.call_many(params, &call, &mut answer))
                 .await?;
             answer.finish_many().map_err(to_rpc_error)
         })
@@ -101,7 +105,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
 /// failed for another reason.
 async fn non_object_arguments(
     params: &jsonrpsee::types::Params<'_>,
-    grant: &crate::auth::Grant,
+    call: &crate::pipeline::CallContext,
     context: &Context,
 ) -> Option<jsonrpsee::types::ErrorObjectOwned> {
     #[derive(serde::Deserialize)]
@@ -118,8 +122,9 @@ async fn non_object_arguments(
     let server = probe.server.filter(|server| server != "*");
     if let Some(server) = &server
         && let Err(error) = context
-            .orchestrator
-            .describe_tool(server, &probe.tool, grant)
+            .services
+            .discovery
+            .describe(server, &probe.tool, call)
             .await
     {
         return Some(to_rpc_error(error));

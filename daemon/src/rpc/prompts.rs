@@ -1,7 +1,7 @@
 //! The prompt methods, `listPrompts` and `getPrompt`: params in, results or errors out.
 //!
 //! Kept beside `rpc.rs` (which registers them) so that file stays about the protocol's core;
-//! the handlers follow its `Answer` style and delegate to the [`crate::orchestrator`].
+//! the handlers follow its `Answer` style and delegate to the discovery service.
 
 use jsonrpsee::RpcModule;
 use tool_cli_protocol::methods::{GetPromptParams, ListPromptsParams, name};
@@ -22,11 +22,7 @@ pub(crate) fn register(module: &mut RpcModule<Context>) {
                 };
                 let call = call_context(&extensions)?;
                 let prompts = context
-                    .until_grace_over(
-                        context
-                            .orchestrator
-                            .list_prompts(params.server.as_deref(), &call),
-                    )
+                    .until_grace_over(context.services.discovery.list_prompts(params, &call))
                     .await?;
                 fit(name::LIST_PROMPTS, &prompts, context.budget(&extensions)).map_err(to_rpc_error)
             },
@@ -41,7 +37,7 @@ pub(crate) fn register(module: &mut RpcModule<Context>) {
             )?;
             let call = call_context(&extensions)?;
             let prompt = context
-                .until_grace_over(context.orchestrator.get_prompt(&params, &call))
+                .until_grace_over(context.services.discovery.get_prompt(params, &call))
                 .await?;
             fit(name::GET_PROMPT, &prompt, context.budget(&extensions)).map_err(to_rpc_error)
         })

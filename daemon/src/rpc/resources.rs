@@ -22,7 +22,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 let params: ServerParams = parse(name::LIST_RESOURCES, &params, SERVER_SHAPE)?;
                 let call = call_context(&extensions)?;
                 let resources = context
-                    .until_grace_over(context.orchestrator.list_resources(&params.server, &call))
+                    .until_grace_over(context.services.discovery.list_resources(params, &call))
                     .await?;
                 fit(
                     name::LIST_RESOURCES,
@@ -43,8 +43,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 let templates = context
                     .until_grace_over(
                         context
-                            .orchestrator
-                            .list_resource_templates(&params.server, &call),
+                            .services
+                            .discovery
+                            .list_resource_templates(params, &call),
                     )
                     .await?;
                 fit(
@@ -67,11 +68,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 )?;
                 let call = call_context(&extensions)?;
                 let contents = context
-                    .until_grace_over(context.orchestrator.read_resource(
-                        &params.server,
-                        &params.uri,
-                        &call,
-                    ))
+                    .until_grace_over(context.services.discovery.read_resource(&params, &call))
                     .await?;
                 fit_or_spill(
                     contents,

@@ -2,7 +2,7 @@
 
 use jsonrpsee::RpcModule;
 use tool_cli_protocol::methods::name;
-use tool_cli_protocol::orchestration::{CloseSessionResult, OpenSessionParams, SessionParams};
+use tool_cli_protocol::orchestration::{OpenSessionParams, SessionParams};
 
 use super::{Answer, Context, call_context, fit, parse, to_rpc_error};
 
@@ -24,7 +24,8 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                     )?
                 };
                 let opened = context
-                    .orchestrator
+                    .services
+                    .sessions
                     .open_session(params, &call_context(extensions)?)
                     .map_err(to_rpc_error)?;
                 fit(name::OPEN_SESSION, &opened, context.budget(extensions)).map_err(to_rpc_error)
@@ -37,8 +38,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
             |params, context, extensions| -> Answer {
                 let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
                 let summary = context
-                    .orchestrator
-                    .session_summary(&params.session_id, &call_context(extensions)?)
+                    .services
+                    .sessions
+                    .session_summary(params, &call_context(extensions)?)
                     .map_err(to_rpc_error)?;
                 fit(name::SESSION_SUMMARY, &summary, context.budget(extensions))
                     .map_err(to_rpc_error)
@@ -48,7 +50,8 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
     module
         .register_method(name::LIST_SESSIONS, |_, context, extensions| -> Answer {
             let sessions = context
-                .orchestrator
+                .services
+                .sessions
                 .list_sessions(&call_context(extensions)?);
             fit(name::LIST_SESSIONS, &sessions, context.budget(extensions)).map_err(to_rpc_error)
         })
@@ -58,11 +61,11 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
             name::CLOSE_SESSION,
             |params, context, extensions| -> Answer {
                 let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
-                context
-                    .orchestrator
-                    .close_session(&params.session_id, &call_context(extensions)?)
+                let closed = context
+                    .services
+                    .sessions
+                    .close_session(params, &call_context(extensions)?)
                     .map_err(to_rpc_error)?;
-                let closed = CloseSessionResult { closed: true };
                 fit(name::CLOSE_SESSION, &closed, context.budget(extensions)).map_err(to_rpc_error)
             },
         )

@@ -6,8 +6,8 @@
 //! queue. A thread of its own (`writer`) redacts verbose payloads (`redact`), appends the line
 //! and rotates the file by size. A call never waits for any of this and never fails because of
 //! it: a full queue or a failed write drops the line, counts it, and `health` shows the count
-//! and the last error. `settings` reads the config's `traces` section; `report` serves
-//! `tracesReport` with the aggregation of the `tool-cli-trace-report` crate. `budget` holds each
+//! and the last error. `settings` reads the config's `traces` section (`tracesReport`, over the
+//! files, is the admin service's). `budget` holds each
 //! token's share of the trace for its refused calls: over it, they are counted into summary
 //! lines rather than written one by one, so one token's flood of refusals cannot rotate
 //! everyone's history away.
@@ -18,7 +18,6 @@
 mod budget;
 mod line;
 mod redact;
-mod report;
 pub mod settings;
 mod writer;
 

@@ -198,7 +198,7 @@ impl Connection {
         let direct = self
             .direct
             .as_ref()
-            .filter(|_| crate::call_events::current().is_none());
+            .filter(|_| crate::services::events::log::current().is_none());
         let result = match direct {
             Some(direct) => {
                 let line = |id| {

@@ -27,10 +27,11 @@ use tool_cli_protocol::methods::{ServerState, name};
 
 use crate::config::{self, Config, ConfigSource, ServerConfig};
 use crate::error::Error;
-use crate::orchestrator::Orchestrator;
+use crate::pipeline::Pipeline;
 use crate::pool::{Pool, Server};
 use crate::provider::Upstream as _;
 use crate::redact::{Secrets, config_secrets};
+use crate::services::metrics::Metrics;
 
 /// Longest wait for a new server's first connection attempt.
 const FIRST_ATTEMPT_WAIT: Duration = Duration::from_secs(60);
@@ -70,6 +71,13 @@ impl ServerManager {
     }
 }
 
+/// What follows the servers when they change: the pipeline's servers (routing) and the
+/// metrics' series of removed servers.
+pub(crate) struct Followers<'a> {
+    pub(crate) pipeline: &'a Pipeline,
+    pub(crate) metrics: &'a Metrics,
+}
+
 /// What one change started and took out, to be waited on.
 #[derive(Default)]
 struct Changes {
@@ -77,28 +85,19 @@ struct Changes {
     retiring: Vec<Arc<Server>>,
 }
 
-impl Orchestrator {
-    fn manager(&self, method: &str) -> Result<&Arc<ServerManager>, Error> {
-        self.manager.as_ref().ok_or_else(|| {
-            Error::invalid_params(
-                method,
-                "this daemon's servers cannot be changed at run time (it was embedded without a \
-                 server manager)",
-            )
-        })
-    }
-
+impl ServerManager {
     /// Starts the changed servers' replacements and takes the removed ones out, makes routing
     /// and search follow, then waits for the new servers' first attempts and the old ones'
     /// drains. Answers the calls abandoned by drains that ran out of time.
     async fn apply(
         &self,
         method: &str,
-        manager: &ServerManager,
+        followers: &Followers<'_>,
         put: &[ServerConfig],
         take_out: &[String],
         secrets: Arc<Secrets>,
     ) -> Result<usize, Error> {
+        let manager = self;
         let mut changes = Changes::default();
         for name in take_out {
             if let Some(server) = manager.pool.take_out(name) {
@@ -115,7 +114,7 @@ impl Orchestrator {
                 changes.started.push((server.name.clone(), first));
             }
         }
-        self.pipeline.follow_servers(manager.pool.as_ref());
+        followers.pipeline.follow_servers(manager.pool.as_ref());
         manager.pool.announce();
         let started = async {
             for (_, first) in changes.started {
@@ -131,19 +130,20 @@ impl Orchestrator {
         // After the drains: a call that finished while its server drained is counted, then
         // dropped with the rest of the removed server's series.
         for name in take_out {
-            self.metrics.forget_server(name);
+            followers.metrics.forget_server(name);
         }
         Ok(retired.iter().map(|retired| retired.abandoned_calls).sum())
     }
 
     /// `addServer`: starts `name` with `entry` (an `mcpServers` entry); refused if the name is
     /// taken, the entry is invalid, or the server does not start.
-    pub async fn add_server(
+    pub(crate) async fn add_server(
         &self,
         name: &str,
         entry: serde_json::Value,
+        followers: &Followers<'_>,
     ) -> Result<AddServerResult, Error> {
-        let manager = self.manager(name::ADD_SERVER)?;
+        let manager = self;
         let mut running = manager.running.lock().await;
         if running.servers.iter().any(|server| server.name == name) {
             return Err(Error::invalid_params(
@@ -178,7 +178,7 @@ impl Orchestrator {
         crate::redact::install(Arc::clone(&secrets));
         self.apply(
             name::ADD_SERVER,
-            manager,
+            followers,
             std::slice::from_ref(&server),
             &[],
             Arc::clone(&secrets),
@@ -214,7 +214,7 @@ impl Orchestrator {
             });
             self.apply(
                 name::ADD_SERVER,
-                manager,
+                followers,
                 &[],
                 &[name.to_owned()],
                 Arc::clone(&secrets),
@@ -241,8 +241,12 @@ impl Orchestrator {
 
     /// `removeServer`: takes `name` out at once (no new calls reach it), lets its calls finish
     /// (at most its call timeout), then stops it.
-    pub async fn remove_server(&self, name: &str) -> Result<RemoveServerResult, Error> {
-        let manager = self.manager(name::REMOVE_SERVER)?;
+    pub(crate) async fn remove_server(
+        &self,
+        name: &str,
+        followers: &Followers<'_>,
+    ) -> Result<RemoveServerResult, Error> {
+        let manager = self;
         let mut running = manager.running.lock().await;
         if !running.servers.iter().any(|server| server.name == name) {
             return Err(ErrorData::UnknownServer {
@@ -255,7 +259,7 @@ impl Orchestrator {
         let abandoned_calls = self
             .apply(
                 name::REMOVE_SERVER,
-                manager,
+                followers,
                 &[],
                 &[name.to_owned()],
                 secrets,
@@ -271,8 +275,11 @@ impl Orchestrator {
 
     /// `reloadConfig` and SIGHUP: reads the config file again and applies the difference. A
     /// file that does not load changes nothing.
-    pub async fn reload_config(&self) -> Result<ReloadConfigResult, Error> {
-        let manager = self.manager(name::RELOAD_CONFIG)?;
+    pub(crate) async fn reload_config(
+        &self,
+        followers: &Followers<'_>,
+    ) -> Result<ReloadConfigResult, Error> {
+        let manager = self;
         let mut running = manager.running.lock().await;
         let current = manager
             .path
@@ -341,7 +348,7 @@ impl Orchestrator {
         let abandoned_calls = self
             .apply(
                 name::RELOAD_CONFIG,
-                manager,
+                followers,
                 &put,
                 &diff.removed,
                 Arc::clone(&secrets),

@@ -12,15 +12,20 @@ use tool_cli_protocol::trace::{TracesReport, TracesReportParams};
 use tool_cli_trace_report::aggregate::ReportOptions;
 use tool_cli_trace_report::{files, since};
 
+use super::Admin;
 use crate::error::Error;
-use crate::orchestrator::Orchestrator;
+use crate::pipeline::CallContext;
 
 /// Longest wait for the writer to write what is queued before the report reads the file.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
-impl Orchestrator {
-    /// `tracesReport` (the RPC layer has checked the owner token).
-    pub async fn traces_report(&self, params: TracesReportParams) -> Result<TracesReport, Error> {
+impl Admin {
+    /// `tracesReport` (the edge has checked the owner token).
+    pub(crate) async fn traces_report(
+        &self,
+        params: TracesReportParams,
+        _context: &CallContext,
+    ) -> Result<TracesReport, Error> {
         let Some(traces) = self.traces.as_ref() else {
             return Err(Error::invalid_params(
                 name::TRACES_REPORT,

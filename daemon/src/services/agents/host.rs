@@ -1,4 +1,4 @@
-//! The agent's `ToolHost` over the orchestrator: every tool call an agent makes is an ordinary
+//! The agent's `ToolHost` over the calls and discovery services: every tool call an agent makes is an ordinary
 //! call through the pipeline, with the caller's token, the run's session, and the run as its
 //! parent — validated, policed, guarded, retried and traced like a `callTool` from a script.
 
@@ -10,47 +10,21 @@ use tool_cli_agent::host::{BoxFuture, ToolCall, ToolCallOutcome, ToolError, Tool
 use tool_cli_protocol::ErrorData;
 
 use crate::error::Error;
-use crate::orchestrator::Orchestrator;
-use crate::pipeline::{CallContext, CallRequest, listed};
+use crate::pipeline::{CallContext, CallRequest};
+use crate::services::calls::Calls;
+use crate::services::discovery::Discovery;
 
 /// The tools and calls of one run.
 pub(crate) struct PipelineHost {
-    pub(crate) orchestrator: Arc<Orchestrator>,
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) discovery: Arc<Discovery>,
     /// The run's context: the caller's grant and session, the run's call id as parent.
     pub(crate) context: CallContext,
 }
 
-impl PipelineHost {
-    /// Every tool the caller may see and that is not hidden, in server order.
-    fn visible_tools(&self) -> Vec<ToolInfo> {
-        let grant = &self.context.grant;
-        let mut tools = Vec::new();
-        for slot in self.orchestrator.pipeline.slots().iter() {
-            let server = &slot.upstream.info().name;
-            if !grant.scope.permits_server(server) {
-                continue;
-            }
-            for tool in slot.upstream.catalog().tools() {
-                if !listed(grant, slot, tool) {
-                    continue;
-                }
-                tools.push(ToolInfo {
-                    server: server.clone(),
-                    name: tool.name().to_owned(),
-                    description: tool.description().to_owned(),
-                    input_schema: tool.input_schema_or_any_object(),
-                    read_only: tool.hints.read_only,
-                    destructive: tool.hints.destructive,
-                });
-            }
-        }
-        tools
-    }
-}
-
 impl ToolHost for PipelineHost {
     fn list_tools(&self) -> BoxFuture<'_, Result<Vec<ToolInfo>, ToolError>> {
-        Box::pin(async move { Ok(self.visible_tools()) })
+        Box::pin(async move { Ok(self.discovery.agent_tools(&self.context)) })
     }
 
     fn search_tools<'a>(
@@ -60,10 +34,10 @@ impl ToolHost for PipelineHost {
     ) -> BoxFuture<'a, Result<Vec<ToolInfo>, ToolError>> {
         Box::pin(async move {
             let ranked = self
-                .orchestrator
+                .discovery
                 .search_for_agent(&self.context, query, limit)
                 .map_err(|error| ToolError::Other(error.wire_message()))?;
-            let all = self.visible_tools();
+            let all = self.discovery.agent_tools(&self.context);
             Ok(ranked
                 .into_iter()
                 .filter_map(|(server, tool)| {
@@ -99,7 +73,7 @@ impl ToolHost for PipelineHost {
                 progress_resets_timeout: None,
             };
             let started = Instant::now();
-            let answer = self.orchestrator.call(&context, request).await;
+            let answer = self.calls.call(&context, request).await;
             let latency = started.elapsed();
             let result = answer.map_err(tool_error)?;
             let (server, rule, is_error) = if call.dry_run {

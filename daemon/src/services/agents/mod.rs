@@ -1,7 +1,7 @@
 //! `runAgent` in the daemon: runs of the agent loop (`tool-cli-agent`) over the caller's tools,
 //! their events, and their cancellation.
 //!
-//! A run is an ordinary caller of the orchestrator: its tool calls go through the pipeline with
+//! A run is an ordinary caller of the calls service: its tool calls go through the pipeline with
 //! the caller's token, in a session (the request's `sessionId`, else one named after the run),
 //! as children of the run's own call id ([`host::PipelineHost`]). Each LLM call is recorded
 //! beside them (a `CallRecord` with server `llm`, its tokens and cost), so traces and
@@ -27,12 +27,16 @@ use tokio_util::sync::CancellationToken;
 use tool_cli_agent::events::{AgentEvent, EventKind, EventSink};
 use tool_cli_agent::request::{AgentRequest, AgentResult};
 use tool_cli_agent::{Agent, AgentError, new_run_id};
-use tool_cli_protocol::agent::{AgentEventsResult, CancelAgentResult};
+use tool_cli_protocol::agent::{
+    AgentEventsParams, AgentEventsResult, CancelAgentParams, CancelAgentResult,
+};
 use tool_cli_protocol::methods::name;
 
+use super::calls::Calls;
+use super::discovery::Discovery;
+use super::sessions::Sessions;
 use crate::error::Error;
-use crate::orchestrator::Orchestrator;
-use crate::pipeline::{CallContext, CallRecord};
+use crate::pipeline::{CallContext, CallRecord, Pipeline};
 use host::PipelineHost;
 
 /// Events kept per run; older ones are dropped (and counted) past this.
@@ -51,10 +55,18 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Longest run id a caller may choose.
 const MAX_RUN_ID: usize = 64;
 
-/// Every run, and the agent they run.
-pub(crate) struct AgentRuns {
+/// Every run, the agent they run, and what a run's tools and records go through.
+pub(crate) struct Agents {
     agent: Agent,
     runs: Mutex<HashMap<(String, String), Arc<Run>>>,
+    /// A run's tool calls.
+    calls: Arc<Calls>,
+    /// A run's tool listings and searches.
+    discovery: Arc<Discovery>,
+    /// A run's session.
+    sessions: Arc<Sessions>,
+    /// Where a run's LLM calls are recorded, beside its tool calls.
+    pipeline: Arc<Pipeline>,
 }
 
 /// One run: its cancellation, its events, whether it has ended.
@@ -73,11 +85,21 @@ struct EventLog {
     last_seq: u64,
 }
 
-impl AgentRuns {
-    pub(crate) fn new(agent: Agent) -> AgentRuns {
-        AgentRuns {
+impl Agents {
+    pub(crate) fn new(
+        agent: Agent,
+        calls: Arc<Calls>,
+        discovery: Arc<Discovery>,
+        sessions: Arc<Sessions>,
+        pipeline: Arc<Pipeline>,
+    ) -> Agents {
+        Agents {
             agent,
             runs: Mutex::new(HashMap::new()),
+            calls,
+            discovery,
+            sessions,
+            pipeline,
         }
     }
 
@@ -183,10 +205,10 @@ impl Drop for FinishGuard {
     }
 }
 
-impl Orchestrator {
+impl Agents {
     /// `runAgent`: runs the loop to its end and answers its result.
-    pub async fn run_agent(
-        self: &Arc<Self>,
+    pub(crate) async fn run_agent(
+        &self,
         mut params: Value,
         context: &CallContext,
     ) -> Result<AgentResult, Error> {
@@ -212,28 +234,29 @@ impl Orchestrator {
                 ),
             )
         })?;
-        let (run_id, run) = self.agents.register(&context.grant.token_id, run_id)?;
+        let (run_id, run) = self.register(&context.grant.token_id, run_id)?;
         let _finish = FinishGuard(Arc::clone(&run));
         let session_id = request
             .session_id
             .clone()
             .unwrap_or_else(|| format!("agent-{run_id}"));
         self.sessions
+            .store()
             .touch(name::RUN_AGENT, &context.grant.token_id, &session_id)?;
         let prepared = self
-            .agents
             .agent
             .prepare(request, run_id.clone(), |name| std::env::var(name).ok())
             .map_err(|error| agent_error(METHOD, error))?;
         let mut run_context = context.clone();
         run_context.session_id = Some(session_id);
         let host = Arc::new(PipelineHost {
-            orchestrator: Arc::clone(self),
+            calls: Arc::clone(&self.calls),
+            discovery: Arc::clone(&self.discovery),
             context: run_context.clone(),
         });
         let sink = Arc::new(RunSink {
             run: Arc::clone(&run),
-            orchestrator: Arc::clone(self),
+            pipeline: Arc::clone(&self.pipeline),
             context: run_context,
             llm: Mutex::new(String::new()),
         });
@@ -242,17 +265,18 @@ impl Orchestrator {
     }
 
     /// `agentEvents`: the run's events after `after`, waiting up to `wait` for one.
-    pub async fn agent_events(
+    pub(crate) async fn agent_events(
         &self,
-        run_id: &str,
-        after: u64,
-        wait: Option<Duration>,
+        params: AgentEventsParams,
         context: &CallContext,
     ) -> Result<AgentEventsResult, Error> {
-        let run = self
-            .agents
-            .get(name::AGENT_EVENTS, &context.grant.token_id, run_id)?;
-        let wait = wait.unwrap_or(DEFAULT_WAIT).min(MAX_WAIT);
+        let after = params.after;
+        let run = self.get(name::AGENT_EVENTS, &context.grant.token_id, &params.run_id)?;
+        let wait = params
+            .wait_ms
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_WAIT)
+            .min(MAX_WAIT);
         let mut progress = run.progress.subscribe();
         let _ = tokio::time::timeout(
             wait,
@@ -276,14 +300,12 @@ impl Orchestrator {
     }
 
     /// `cancelAgent`.
-    pub fn cancel_agent(
+    pub(crate) fn cancel_agent(
         &self,
-        run_id: &str,
+        params: CancelAgentParams,
         context: &CallContext,
     ) -> Result<CancelAgentResult, Error> {
-        let run = self
-            .agents
-            .get(name::CANCEL_AGENT, &context.grant.token_id, run_id)?;
+        let run = self.get(name::CANCEL_AGENT, &context.grant.token_id, &params.run_id)?;
         let running = run.finished_at.lock().unwrap().is_none() && !run.cancel.is_cancelled();
         run.cancel.cancel();
         Ok(CancelAgentResult { cancelled: running })
@@ -298,7 +320,7 @@ fn agent_error(method: &str, error: AgentError) -> Error {
 /// the run's tool calls so traces and the session carry the tokens and the cost.
 struct RunSink {
     run: Arc<Run>,
-    orchestrator: Arc<Orchestrator>,
+    pipeline: Arc<Pipeline>,
     context: CallContext,
     /// `backend:model`, from the `started` event.
     llm: Mutex<String>,
@@ -327,7 +349,7 @@ impl EventSink for RunSink {
                 record.tokens_out = usage.tokens_out;
                 record.cost_usd = usage.cost_usd.unwrap_or(0.0);
                 record.finished_at = SystemTime::now();
-                self.orchestrator.pipeline.record_external(&record);
+                self.pipeline.record_external(&record);
             }
             _ => {}
         }

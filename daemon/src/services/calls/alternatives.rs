@@ -3,7 +3,7 @@
 //!
 //! The call itself goes through the pipeline exactly as without the flag; this step runs after
 //! it, on the outcome. When the failure is the server's (down, or its breaker open) and the tool
-//! is read-only, the orchestrator tries the call once more, through the same pipeline, routed
+//! is read-only, the calls service tries the call once more, through the same pipeline, routed
 //! among the *other* servers offering a read-only tool of that name whose schema accepts the
 //! arguments (rule `alternative`; see `RoutingFacts::instead_of`), within what is left of the
 //! caller's time ([`stand_in_request`]). Otherwise it only reads: it
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Orchestrator;
+use super::Calls;
 use crate::error::Error;
 use crate::pipeline::{CallContext, CallRequest, listed};
 
@@ -170,7 +170,7 @@ fn failed_server(named: Option<&str>, result: Option<&Value>) -> Option<String> 
         })
 }
 
-impl Orchestrator {
+impl Calls {
     /// Adds alternatives to a `callTool` outcome that qualifies (see
     /// [`failure_wants_alternatives`] and [`result_is_tool_error`]); anything else passes
     /// through unchanged.
@@ -255,7 +255,7 @@ impl Orchestrator {
         self.alternatives_to_named(server, tool, (server, tool), context)
     }
 
-    /// [`Orchestrator::alternatives_to`] for a failed `tool`, searched as `searched` (the server
+    /// [`Calls::alternatives_to`] for a failed `tool`, searched as `searched` (the server
     /// and tool a misspelt name was meant to be, whose own name and description find it and its
     /// kin).
     fn alternatives_to_named(
@@ -273,7 +273,7 @@ impl Orchestrator {
             session_id: context.session_id.clone(),
             ..SearchToolsParams::default()
         };
-        let Ok(found) = self.search_tools(params, context) else {
+        let Ok(found) = self.discovery.search_tools(params, context) else {
             return Vec::new();
         };
         found
@@ -513,7 +513,7 @@ mod tests {
             vec![(look.clone(), Behaviour::Crash)],
         ));
         let slow = Arc::new(FakeServer::new("slow", vec![(look, Behaviour::Hang)]));
-        let orchestrator = Orchestrator::new(Arc::new(FakeProvider(vec![
+        let services = crate::services::Services::for_tests(Arc::new(FakeProvider(vec![
             Arc::clone(&down),
             Arc::clone(&slow),
         ])));
@@ -521,7 +521,7 @@ mod tests {
         let params = serde_json::from_value(json!({"server": "down", "tool": "look",
             "alternatives": true, "timeoutMs": 10_000}))
         .unwrap();
-        let outcome = orchestrator.call_tool(params, &context).await;
+        let outcome = services.calls.call_tool(params, &context).await;
         // The server was down (its crashes retried), the stand-in ran on "slow" and hung: the
         // caller hears of the first failure, and no later than its own timeout.
         assert_eq!(outcome.unwrap_err().kind(), "serverExited");

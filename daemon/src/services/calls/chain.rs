@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams, ChainStep, StepResult};
 use tool_cli_protocol::{ErrorData, ErrorObject};
 
-use super::{Orchestrator, call_request};
+use super::{Calls, call_request};
 use crate::error::Error;
 use crate::pipeline::{CallContext, CallRequest, caller_timeout};
 
@@ -64,7 +64,7 @@ impl StepSink for Vec<StepResult> {
     }
 }
 
-impl Orchestrator {
+impl Calls {
     /// `callChain`: each step's entry goes to `sink` as the step ends; answers whether every
     /// step ran and succeeded (`completed`).
     pub(crate) async fn call_chain(
@@ -666,9 +666,10 @@ mod tests {
                 Behaviour::Big(bytes),
             )],
         ));
-        let orchestrator = Orchestrator::new(std::sync::Arc::new(FakeProvider(vec![
-            std::sync::Arc::clone(&server),
-        ])));
+        let services =
+            crate::services::Services::for_tests(std::sync::Arc::new(FakeProvider(vec![
+                std::sync::Arc::clone(&server),
+            ])));
         let dir = tempfile::tempdir().unwrap();
         let store = std::sync::Arc::new(crate::spill::SpillStore::with_limits(
             dir.path().join("spill"),
@@ -692,7 +693,8 @@ mod tests {
             session_id: None,
         };
         let context = CallContext::new(owner());
-        orchestrator
+        services
+            .calls
             .call_many(params, &context, &mut answer)
             .await
             .unwrap();

@@ -6,18 +6,21 @@ use std::time::UNIX_EPOCH;
 
 use tokio::time::Instant;
 use tool_cli_protocol::methods::{
-    BreakerHealth, HealthResult, LatencySummary, ServerHealth, ServerState, ToolHealth,
+    BreakerHealth, HealthParams, HealthResult, LatencySummary, ServerHealth, ServerState,
+    ToolHealth,
 };
 
+use super::Discovery;
 use crate::auth::Grant;
-use crate::orchestrator::Orchestrator;
+use crate::pipeline::CallContext;
 use crate::pipeline::{Slot, visible};
 use crate::resilience::breaker::BreakerState;
 
-impl Orchestrator {
+impl Discovery {
     /// `health`: every server the grant may see; with `tools`, per-tool statistics of the tools
     /// the grant may see.
-    pub fn health(&self, grant: &Grant, tools: bool) -> HealthResult {
+    pub(crate) fn health(&self, params: HealthParams, context: &CallContext) -> HealthResult {
+        let (grant, tools) = (&context.grant, params.tools);
         let now = Instant::now();
         let servers = self
             .pipeline

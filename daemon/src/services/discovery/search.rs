@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
+use tool_cli_agent::host::ToolInfo;
 use tool_cli_protocol::methods::{ListToolsResult, ToolSummary};
 use tool_cli_protocol::search::SemanticRanking as WireRanking;
 use tool_cli_protocol::search::{
@@ -13,16 +14,16 @@ use tool_cli_search::priors::ToolRef;
 use tool_cli_search::search::{DEFAULT_LIMIT, MAX_LIMIT, Query};
 use tool_cli_search::semantic::SemanticRanking;
 
-use super::Orchestrator;
+use super::Discovery;
 use crate::auth::Grant;
 use crate::error::Error;
 use crate::paging::{DEFAULT_PAGE, Page};
 use crate::pipeline::{CallContext, Slot, listed};
 use crate::tool_search::DaemonPriors;
 
-impl Orchestrator {
+impl Discovery {
     /// `searchTools`.
-    pub fn search_tools(
+    pub(crate) fn search_tools(
         &self,
         params: SearchToolsParams,
         context: &CallContext,
@@ -53,7 +54,7 @@ impl Orchestrator {
             .collect();
         let tags = params.tags.unwrap_or_default();
         let (previous, followers) = match &params.session_id {
-            Some(id) => self.sessions.followers(&grant.token_id, id),
+            Some(id) => self.sessions.store().followers(&grant.token_id, id),
             None => (None, Default::default()),
         };
         let priors = DaemonPriors::new(&slots, followers);
@@ -152,6 +153,33 @@ impl Orchestrator {
             .collect())
     }
 
+    /// Every tool the caller may see and that is not hidden, in server order, as an agent's
+    /// run is shown them.
+    pub(crate) fn agent_tools(&self, context: &CallContext) -> Vec<ToolInfo> {
+        let grant = &context.grant;
+        let mut tools = Vec::new();
+        for slot in self.pipeline.slots().iter() {
+            let server = &slot.upstream.info().name;
+            if !grant.scope.permits_server(server) {
+                continue;
+            }
+            for tool in slot.upstream.catalog().tools() {
+                if !listed(grant, slot, tool) {
+                    continue;
+                }
+                tools.push(ToolInfo {
+                    server: server.clone(),
+                    name: tool.name().to_owned(),
+                    description: tool.description().to_owned(),
+                    input_schema: tool.input_schema_or_any_object(),
+                    read_only: tool.hints.read_only,
+                    destructive: tool.hints.destructive,
+                });
+            }
+        }
+        tools
+    }
+
     /// The index, first indexing any server that has tools but no shard yet (right after
     /// start-up, before the background refresh has run).
     fn fresh_index(&self, slots: &[Arc<Slot>]) -> Arc<tool_cli_search::index::Index> {
@@ -163,11 +191,12 @@ impl Orchestrator {
 
     /// `listTools` without a server: every visible tool of every server, in config order, in
     /// pages.
-    pub(crate) fn list_all_tools(
+    pub(super) fn list_all_tools(
         &self,
         params: &ListToolsParams,
-        grant: &Grant,
+        context: &CallContext,
     ) -> Result<ListToolsResult, Error> {
+        let grant = &context.grant;
         let page = Page::requested(params, DEFAULT_PAGE)?.unwrap_or(Page {
             start: 0,
             limit: DEFAULT_PAGE,

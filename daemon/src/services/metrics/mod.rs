@@ -1,4 +1,5 @@
-//! `GET /metrics`: the daemon's counters in the Prometheus text exposition format.
+//! The metrics service: `GET /metrics`, the daemon's counters in the Prometheus text
+//! exposition format.
 //!
 //! Calls are counted by [`CallMetrics`], a [`CallObserver`] of the pipeline: every finished call
 //! lands in one [`ToolCounters`] per (server, tool), a set of atomics found through a read-locked
@@ -20,8 +21,7 @@ use std::sync::{Arc, RwLock};
 
 use tokio::time::Instant;
 
-use crate::orchestrator::Orchestrator;
-use crate::pipeline::{CallObserver, CallRecord};
+use crate::pipeline::{CallContext, CallObserver, CallRecord, Pipeline};
 use crate::resilience::breaker::BreakerState;
 
 pub(crate) use render::{ServerSample, render};
@@ -153,9 +153,26 @@ impl CallObserver for CallMetrics {
     }
 }
 
-impl Orchestrator {
-    /// The `/metrics` page: every server's state and every tool's counters, then the process.
-    pub fn metrics_text(&self) -> String {
+/// The `/metrics` page over the pipeline's servers and the calls' counters.
+pub(crate) struct Metrics {
+    counters: Arc<CallMetrics>,
+    pipeline: Arc<Pipeline>,
+}
+
+impl Metrics {
+    /// The page over `pipeline`'s servers, with `counters` (one of the pipeline's observers).
+    pub(crate) fn new(counters: Arc<CallMetrics>, pipeline: Arc<Pipeline>) -> Metrics {
+        Metrics { counters, pipeline }
+    }
+
+    /// Drops the series of a server taken out of the set.
+    pub(crate) fn forget_server(&self, server: &str) {
+        self.counters.forget_server(server);
+    }
+
+    /// The `/metrics` page (the gate serves it to the owner token only): every server's state
+    /// and every tool's counters, then the process.
+    pub(crate) fn page(&self, _context: &CallContext) -> String {
         let now = Instant::now();
         let servers: Vec<ServerSample> = self
             .pipeline
@@ -181,7 +198,7 @@ impl Orchestrator {
                 }
             })
             .collect();
-        render(&servers, &self.metrics.samples(), &process::sample())
+        render(&servers, &self.counters.samples(), &process::sample())
     }
 }
 
@@ -190,7 +207,6 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::pipeline::CallContext;
 
     fn record(server: Option<&str>, tool: &str) -> CallRecord {
         let context = CallContext::new(crate::auth::Grant {

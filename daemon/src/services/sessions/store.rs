@@ -71,7 +71,7 @@ const MAX_FOLLOWERS: usize = 64;
 const MAX_ID_LEN: usize = 128;
 
 /// Every live session.
-pub struct SessionStore {
+pub(crate) struct SessionStore {
     sessions: Mutex<HashMap<Key, Arc<Mutex<Session>>>>,
     limits: SessionLimits,
 }
@@ -133,7 +133,7 @@ pub(crate) struct Advice {
 
 impl SessionStore {
     /// An empty store.
-    pub fn new(limits: SessionLimits) -> SessionStore {
+    pub(crate) fn new(limits: SessionLimits) -> SessionStore {
         SessionStore {
             sessions: Mutex::new(HashMap::new()),
             limits,
@@ -142,7 +142,7 @@ impl SessionStore {
 
     /// `openSession`: a new session of `token_id` (or the existing one of that id, with its
     /// task and labels updated when given).
-    pub fn open(
+    pub(crate) fn open(
         &self,
         token_id: &str,
         id: Option<&str>,
@@ -269,14 +269,14 @@ impl SessionStore {
     }
 
     /// `sessionSummary`.
-    pub fn summary(&self, token_id: &str, id: &str) -> Result<SessionSummary, Error> {
+    pub(crate) fn summary(&self, token_id: &str, id: &str) -> Result<SessionSummary, Error> {
         let session = self.get(token_id, id)?;
         let session = session.lock().unwrap();
         Ok(session.summary())
     }
 
     /// `listSessions`: the token's sessions, most recently used first.
-    pub fn list(&self, token_id: &str) -> Vec<SessionInfo> {
+    pub(crate) fn list(&self, token_id: &str) -> Vec<SessionInfo> {
         let now = Instant::now();
         let sessions = self.sessions.lock().unwrap();
         let mut listed: Vec<(Instant, SessionInfo)> = sessions
@@ -302,7 +302,7 @@ impl SessionStore {
     }
 
     /// `closeSession`.
-    pub fn close(&self, token_id: &str, id: &str) -> Result<(), Error> {
+    pub(crate) fn close(&self, token_id: &str, id: &str) -> Result<(), Error> {
         self.get(token_id, id)?;
         self.sessions
             .lock()
