@@ -25,7 +25,9 @@ use tool_cli_daemon::catalog::Catalog;
 use tool_cli_daemon::error::Error;
 use tool_cli_daemon::pipeline::CallContext;
 use tool_cli_daemon::policy::Scope;
-use tool_cli_daemon::provider::{BoxFuture, ServerInfo, ServerSettings, ToolProvider, Upstream};
+use tool_cli_daemon::provider::{
+    BoxFuture, CallTicket, ServerInfo, ServerSettings, ToolProvider, Upstream,
+};
 use tool_cli_daemon::services::Services;
 use tool_cli_daemon::trace::Traces;
 use tool_cli_daemon::trace::settings::TraceSettings;
@@ -80,6 +82,7 @@ impl Upstream for Echo {
         _tool: &'a str,
         arguments: &'a Map<String, Value>,
         _deadline: Instant,
+        _ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             Ok(json!({"content": [{"type": "text", "text": arguments["text"].clone()}]}))

@@ -20,7 +20,9 @@ use tokio::time::Instant;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::catalog::Catalog;
 use tool_cli_daemon::error::Error;
-use tool_cli_daemon::provider::{BoxFuture, ServerInfo, ServerSettings, ToolProvider, Upstream};
+use tool_cli_daemon::provider::{
+    BoxFuture, CallTicket, ServerInfo, ServerSettings, ToolProvider, Upstream,
+};
 use tool_cli_daemon::server::{self, Listener, ServeOptions};
 use tool_cli_daemon::services::Services;
 use tool_cli_protocol::methods::TransportKind;
@@ -79,6 +81,7 @@ impl Upstream for Calculator {
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         _deadline: Instant,
+        _ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             // Validated by the pipeline: both are numbers.

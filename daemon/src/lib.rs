@@ -11,8 +11,6 @@
 pub mod answer;
 pub mod auth;
 mod batch;
-mod call_usage;
-pub mod caller;
 pub mod catalog;
 mod client_fields;
 pub mod config;

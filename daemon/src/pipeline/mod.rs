@@ -43,10 +43,10 @@ pub use record::{CallObserver, CallRecord, RecordedError, arguments_hash};
 
 use crate::error::Error;
 use crate::policy::Denial;
-use crate::provider::{ResourceListKind, ToolProvider, Upstream};
+use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
-use execute::{CallOutcome, Operation};
+use execute::{Bounds, CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
@@ -335,18 +335,18 @@ impl Pipeline {
         if let Some(blocked) = plan.blocked {
             return Err(blocked);
         }
-        // The server's sampling requests during the call are billed to it (`call_usage`).
-        let usage = Arc::new(crate::call_usage::CallUsage::default());
+        // The server's sampling requests during the call are billed to it.
+        let usage = Arc::new(UsageMeter::default());
+        let ticket = CallTicket {
+            usage: Some(Arc::clone(&usage)),
+            ..context.ticket()
+        };
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = crate::call_usage::metered(
-            Arc::clone(&usage),
-            execute::execute(&plan, &self.options.retry),
-        )
-        .await;
+        } = execute::execute(&plan, &self.options.retry, &ticket).await;
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -445,10 +445,9 @@ impl Pipeline {
             slot,
             &Operation::ReadResource { uri },
             true,
-            timeout,
-            context.arrived + timeout,
+            Bounds::fixed(timeout, context.arrived + timeout),
             &self.options.retry,
-            None,
+            &context.ticket(),
         )
         .await;
         outcome.result
@@ -476,10 +475,9 @@ impl Pipeline {
             slot,
             &Operation::ListResources { kind },
             true,
-            timeout,
-            deadline,
+            Bounds::fixed(timeout, deadline),
             &self.options.retry,
-            None,
+            &CallTicket::default(),
         )
         .await;
         let items = listed_items(outcome.result?);

@@ -14,7 +14,7 @@ use super::*;
 use crate::auth::Grant;
 use crate::catalog::Catalog;
 use crate::policy::{Scope, ServerPolicy};
-use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
+use crate::provider::{BoxFuture, CallTicket, ServerInfo, ServerSettings, Upstream};
 
 /// What a fake tool does when called.
 #[derive(Clone, Copy)]
@@ -31,6 +31,9 @@ pub(crate) enum Behaviour {
     CrashOnce,
     /// Answers a text block of this many bytes.
     Big(usize),
+    /// Asks for sampling while it runs (100 tokens in, 20 out, $0.01, billed to the call's
+    /// meter), tells its progress to the call's relay, then answers as `Echo`.
+    Samples,
 }
 
 /// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
@@ -40,6 +43,8 @@ pub(crate) struct FakeServer {
     behaviours: Vec<(String, Behaviour)>,
     calls: AtomicU32,
     received: Mutex<Vec<(String, Map<String, Value>)>>,
+    /// The ticket of every call, in order.
+    pub(crate) tickets: Mutex<Vec<CallTicket>>,
     /// The deadline of every call and every wait for a connection, in order.
     pub(crate) deadlines: Mutex<Vec<Instant>>,
     /// Never connects: waits for it last until their deadline, then fail.
@@ -76,6 +81,7 @@ impl FakeServer {
             behaviours,
             calls: AtomicU32::new(0),
             received: Mutex::new(Vec::new()),
+            tickets: Mutex::new(Vec::new()),
             deadlines: Mutex::new(Vec::new()),
             never_connects: false,
             listings_fail: false,
@@ -169,8 +175,10 @@ impl Upstream for FakeServer {
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         let count = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        self.tickets.lock().unwrap().push(ticket.clone());
         self.deadlines.lock().unwrap().push(deadline);
         self.received
             .lock()
@@ -211,6 +219,16 @@ impl Upstream for FakeServer {
                 Behaviour::Big(bytes) => Ok(json!({
                     "content": [{"type": "text", "text": "b".repeat(bytes)}]
                 })),
+                Behaviour::Samples => {
+                    if let Some(usage) = &ticket.usage {
+                        usage.add(100, 20, Some(0.01));
+                    }
+                    if let Some(relay) = &ticket.relay {
+                        let event = json!({"type": "progress", "progress": 1});
+                        relay.push(event.as_object().unwrap().clone());
+                    }
+                    Ok(json!({"content": [{"type": "text", "text": "sampled"}]}))
+                }
             }
         })
     }
@@ -759,11 +777,9 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     for _ in 0..5 {
         let mut slow = request(Some("demo"), "slow", json!({}));
         slow.timeout = Some(Duration::from_millis(100));
-        let context = CallContext::new(owner());
-        let call = pipeline.call(&context, slow);
-        let error = crate::caller::with_caller("c-alice".into(), call)
-            .await
-            .unwrap_err();
+        let mut context = CallContext::new(owner());
+        context.session_id = Some("alice".into());
+        let error = pipeline.call(&context, slow).await.unwrap_err();
         assert_eq!(kind(&error), "timeout");
     }
     let last_error = |error: &Error| match error.data() {
@@ -774,22 +790,21 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     let echo_as = |caller: &'static str| {
         let pipeline = &pipeline;
         async move {
-            let context = CallContext::new(owner());
+            let mut context = CallContext::new(owner());
+            context.session_id = Some(caller.into());
             let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
-            let error = crate::caller::with_caller(caller.into(), call)
-                .await
-                .unwrap_err();
+            let error = call.await.unwrap_err();
             assert_eq!(kind(&error), "circuitOpen", "{error}");
             error
         }
     };
     // The caller whose calls timed out is told why the breaker opened.
-    let error = echo_as("c-alice").await;
+    let error = echo_as("alice").await;
     let why = last_error(&error).expect("the failing caller sees the last error");
     assert!(why.contains("demo/slow did not answer"), "{why}");
     // Another caller is refused too, without another caller's failure (it names a tool that
     // caller may not be allowed to see).
-    let error = echo_as("c-bob").await;
+    let error = echo_as("bob").await;
     assert_eq!(last_error(&error), None, "{error}");
 }
 
@@ -872,4 +887,74 @@ async fn resource_listings_take_the_servers_protection_like_calls() {
     // And they are counted in the server's statistics.
     let slot = &pipeline.slots()[0];
     assert_eq!(slot.guards.stats.lock().unwrap().calls, u64::from(reached));
+}
+
+/// What the pipeline hands the upstream with each call: the caller key of the context's token
+/// and session, the context's event relay, and a meter whose usage lands in the call's record.
+#[tokio::test]
+async fn a_calls_ticket_carries_its_caller_relay_and_meter_to_the_upstream() {
+    #[derive(Default)]
+    struct Events(Mutex<Vec<Map<String, Value>>>);
+    impl crate::provider::EventRelay for Events {
+        fn is_followed(&self) -> bool {
+            true
+        }
+        fn push(&self, event: Map<String, Value>) {
+            self.0.lock().unwrap().push(event);
+        }
+        fn ask(
+            &self,
+            _schema: Value,
+            _event: Map<String, Value>,
+        ) -> (
+            String,
+            tokio::sync::oneshot::Receiver<crate::provider::RelayedAnswer>,
+        ) {
+            unreachable!("no question is asked")
+        }
+        fn close_question(&self, _id: &str, _reason: &str) -> bool {
+            false
+        }
+        fn ended(&self) -> BoxFuture<'_, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn progress_beats(&self) -> tokio::sync::watch::Receiver<u64> {
+            tokio::sync::watch::channel(0).1
+        }
+    }
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(
+            tool("ask", object_schema(), Value::Null),
+            Behaviour::Samples,
+        )],
+    ));
+    let (pipeline, records) = pipeline(vec![Arc::clone(&demo)]);
+    let events = Arc::new(Events::default());
+    let mut context = CallContext::new(owner());
+    context.session_id = Some("s1".into());
+    context.relay = Some(Arc::clone(&events) as Arc<dyn crate::provider::EventRelay>);
+    pipeline
+        .call(&context, request(Some("demo"), "ask", json!({})))
+        .await
+        .unwrap();
+    let first = demo.tickets.lock().unwrap()[0].clone();
+    let expected = crate::provider::caller_key("owner", Some("s1"));
+    assert_eq!(first.caller.as_deref(), Some(expected.as_str()));
+    assert_eq!(
+        events.0.lock().unwrap().len(),
+        1,
+        "the relay got the progress"
+    );
+    let record = records.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!((record.tokens_in, record.tokens_out), (100, 20));
+    assert!((record.cost_usd - 0.01).abs() < 1e-9);
+    // Another session of the same token is another caller.
+    context.session_id = Some("s2".into());
+    pipeline
+        .call(&context, request(Some("demo"), "ask", json!({})))
+        .await
+        .unwrap();
+    let second = demo.tickets.lock().unwrap()[1].clone();
+    assert_ne!(second.caller, first.caller);
 }

@@ -26,20 +26,9 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                         .unwrap_or(error));
                 }
             };
-            let progress = context
-                .services
-                .events
-                .progress_log(&params, &call)
-                .map_err(to_rpc_error)?;
-            let work = context.services.calls.call_tool(params, &call);
-            let result = match progress {
-                None => context.until_grace_over(work).await?,
-                Some(log) => {
-                    context
-                        .until_grace_over(crate::services::events::with_log(log, work))
-                        .await?
-                }
-            };
+            let result = context
+                .until_grace_over(context.services.calls.call_tool(params, &call))
+                .await?;
             // The tool has run: a result too large to send is saved, never dropped.
             fit_or_spill(
                 result,

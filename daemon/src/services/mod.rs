@@ -3,7 +3,8 @@
 //! service of its area; a gateway or any other edge would hold the same [`Services`].
 //!
 //! ```text
-//! agents ──▶ calls ──▶ discovery ──▶ sessions          admin ──▶ metrics      events
+//! agents ──▶ calls ──▶ discovery ──▶ sessions          admin ──▶ metrics
+//!              └─────▶ events
 //!   (the ToolHost of a run is calls + discovery)        (servers, tokens, traces, OAuth)
 //! ```
 //!
@@ -216,10 +217,12 @@ impl ServicesBuilder {
             search,
             traces.clone(),
         ));
+        let events = Arc::new(Events::default());
         let calls = Arc::new(Calls::new(
             Arc::clone(&pipeline),
             Arc::clone(&sessions),
             Arc::clone(&discovery),
+            Arc::clone(&events),
         ));
         // The config was validated when it loaded; a refusal here would be a bug, so say so and
         // keep serving with the defaults rather than fail to start.
@@ -249,7 +252,7 @@ impl ServicesBuilder {
             agents,
             admin,
             metrics,
-            events: Arc::new(Events::default()),
+            events,
         })
     }
 }

@@ -18,11 +18,13 @@ use serde_json::Value;
 use tool_cli_protocol::methods::CallToolParams;
 
 use super::discovery::Discovery;
+use super::events::Events;
 use super::sessions::Sessions;
 use crate::error::Error;
 use crate::pipeline::{
     CallContext, CallExtras, CallRequest, Pipeline, RoutingFacts, arguments_hash, caller_timeout,
 };
+use crate::provider::EventRelay;
 
 /// Tool calls over the pipeline, with the caller's session.
 pub struct Calls {
@@ -30,6 +32,8 @@ pub struct Calls {
     sessions: Arc<Sessions>,
     /// For the alternatives of a failed call (a search under the caller's grant).
     discovery: Arc<Discovery>,
+    /// The event buffers of calls made with `progress: true`.
+    events: Arc<Events>,
 }
 
 impl Calls {
@@ -37,11 +41,13 @@ impl Calls {
         pipeline: Arc<Pipeline>,
         sessions: Arc<Sessions>,
         discovery: Arc<Discovery>,
+        events: Arc<Events>,
     ) -> Calls {
         Calls {
             pipeline,
             sessions,
             discovery,
+            events,
         }
     }
 
@@ -53,6 +59,11 @@ impl Calls {
         context: &CallContext,
     ) -> Result<Value, Error> {
         let mut context = context.clone();
+        // A call that asked for progress (or whose timeout restarts on it) relays its events
+        // to its buffer, which is marked done however the call ends.
+        let events = self.events.progress_log(&params, &context)?;
+        let _finish = events.as_ref().map(|log| log.finish_on_drop());
+        context.relay = events.map(|log| log as Arc<dyn EventRelay>);
         context.session_id = params.session_id.clone();
         // A dry run makes no call, so it has no failure to find alternatives for.
         let alternatives = params.alternatives == Some(true) && params.dry_run != Some(true);
@@ -133,10 +144,7 @@ impl Calls {
             }
         };
         extras.routing.instead_of = instead_of;
-        // The server sees who the call is for (an opaque key of the token and session), so
-        // state it keeps per client stays with the client that made it.
-        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
-        crate::caller::with_caller(caller, self.pipeline.call_with(context, request, extras)).await
+        self.pipeline.call_with(context, request, extras).await
     }
 }
 

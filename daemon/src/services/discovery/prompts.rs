@@ -16,7 +16,7 @@ impl Discovery {
         context: &CallContext,
     ) -> Result<ListPromptsResult, Error> {
         self.pipeline
-            .list_prompts(&context.grant, context.arrived, params.server.as_deref())
+            .list_prompts(context, params.server.as_deref())
             .await
     }
 
@@ -27,14 +27,8 @@ impl Discovery {
         context: &CallContext,
     ) -> Result<Value, Error> {
         let arguments = params.arguments.unwrap_or_default();
-        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
-        let rendering = self.pipeline.get_prompt(
-            &context.grant,
-            context.arrived,
-            &params.server,
-            &params.name,
-            &arguments,
-        );
-        crate::caller::with_caller(caller, rendering).await
+        self.pipeline
+            .get_prompt(context, &params.server, &params.name, &arguments)
+            .await
     }
 }

@@ -44,12 +44,8 @@ impl Discovery {
         params: &ReadResourceParams,
         context: &CallContext,
     ) -> Result<Value, Error> {
-        // Who it is for, as for a call: the pool then knows whose request was in flight (a
-        // server's last words go only to a caller that had it to itself).
-        let caller = crate::caller::key(&context.grant.token_id, context.session_id.as_deref());
-        let reading = self
-            .pipeline
-            .read_resource(context, &params.server, &params.uri);
-        crate::caller::with_caller(caller, reading).await
+        self.pipeline
+            .read_resource(context, &params.server, &params.uri)
+            .await
     }
 }

@@ -6,8 +6,8 @@
 //! [`CAPACITY`] events (older ones are dropped and counted), so a flood of notifications costs a
 //! bounded amount of memory and never slows the call: pushing is a short lock and a watch send.
 //! A finished call's events are kept for [`KEEP_FINISHED`] so a poller can read the last of
-//! them. The buffer reaches the pool through a task-local set around the call ([`with_log`]),
-//! so a plain call carries nothing extra.
+//! them. The buffer reaches the pool as the call's [`EventRelay`] (in its context, then its
+//! ticket), so a plain call carries nothing extra.
 //!
 //! A buffer also keeps the questions its call's server asked and the daemon relayed to the
 //! caller (`"elicitation": "ask"`): each is an `elicitation` event, answered with
@@ -15,7 +15,6 @@
 //! [`crate::elicitation::Book`]'s.
 
 use std::collections::{HashMap, VecDeque};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,9 +26,7 @@ use tool_cli_protocol::methods::{CallEventsResult, name};
 
 use crate::elicitation::{Book, Refusal};
 use crate::error::Error;
-
-/// A relayed question's answer: the action and, with `accept`, the checked fields.
-pub(crate) type Answer = (ElicitationAnswer, Option<Map<String, Value>>);
+use crate::provider::{BoxFuture, EventRelay, RelayedAnswer};
 
 /// Most events kept per call.
 pub(crate) const CAPACITY: usize = 256;
@@ -48,27 +45,14 @@ const MAX_ID_CHARS: usize = 128;
 const DEFAULT_WAIT: Duration = Duration::from_secs(20);
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
-tokio::task_local! {
-    /// The events buffer of the call running in this task, if it asked for progress.
-    static CURRENT: Arc<CallEventLog>;
-}
+/// Marks a call's buffer done when dropped, however the call ends (answered, failed, or
+/// dropped at shutdown).
+pub(crate) struct FinishOnDrop(Arc<CallEventLog>);
 
-/// Runs `work` (a call) with `log` receiving its events, and marks the log done after, however
-/// the call ends (dropped at shutdown included).
-pub(crate) async fn with_log<T>(log: Arc<CallEventLog>, work: impl Future<Output = T>) -> T {
-    struct FinishOnDrop(Arc<CallEventLog>);
-    impl Drop for FinishOnDrop {
-        fn drop(&mut self) {
-            self.0.finish();
-        }
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
     }
-    let _finish = FinishOnDrop(Arc::clone(&log));
-    CURRENT.scope(log, work).await
-}
-
-/// The events buffer of the call running in this task, when it asked for progress.
-pub(crate) fn current() -> Option<Arc<CallEventLog>> {
-    CURRENT.try_with(Arc::clone).ok()
 }
 
 #[derive(Default)]
@@ -91,7 +75,7 @@ pub(crate) struct CallEventLog {
     /// Whether a caller can read it (`progressId`), so questions may be relayed to it.
     listed: bool,
     /// The questions relayed to its caller, each with the channel its answer goes to.
-    questions: Mutex<Book<oneshot::Sender<Answer>>>,
+    questions: Mutex<Book<oneshot::Sender<RelayedAnswer>>>,
 }
 
 impl CallEventLog {
@@ -111,38 +95,9 @@ impl CallEventLog {
         Arc::new(CallEventLog::new(false))
     }
 
-    /// Whether a caller reads it (the call has a `progressId`).
-    pub(crate) fn is_listed(&self) -> bool {
-        self.listed
-    }
-
-    /// Relays a server's question: records it and pushes `event` (an `elicitation` event) with
-    /// its `elicitationId`. The receiver gets the answer; it is dropped unanswered when the
-    /// question is closed.
-    pub(crate) fn ask(
-        &self,
-        schema: Value,
-        mut event: Map<String, Value>,
-    ) -> (String, oneshot::Receiver<Answer>) {
-        let (sender, receiver) = oneshot::channel();
-        let id = self.questions.lock().unwrap().open(schema, sender);
-        event.insert("elicitationId".to_owned(), Value::from(id.clone()));
-        self.push(event);
-        (id, receiver)
-    }
-
-    /// Closes a question still open (the daemon declines it), telling the caller with an
-    /// `elicitationClosed` event; whether it was open (false: it was answered first).
-    pub(crate) fn close_question(&self, id: &str, reason: &str) -> bool {
-        if !self.questions.lock().unwrap().close(id, reason) {
-            return false;
-        }
-        let mut event = Map::new();
-        event.insert("type".to_owned(), Value::from(ELICITATION_CLOSED_EVENT));
-        event.insert("elicitationId".to_owned(), Value::from(id));
-        event.insert("reason".to_owned(), Value::from(reason));
-        self.push(event);
-        true
+    /// A guard that marks this buffer done when the call holding it ends.
+    pub(crate) fn finish_on_drop(self: &Arc<Self>) -> FinishOnDrop {
+        FinishOnDrop(Arc::clone(self))
     }
 
     /// `answerElicitation`: checks the answer against the question and hands it to the
@@ -164,19 +119,8 @@ impl CallEventLog {
         Ok(content)
     }
 
-    /// Resolves once the call has ended.
-    pub(crate) async fn ended(&self) {
-        let mut progress = self.progress.subscribe();
-        let _ = progress.wait_for(|&(_, done)| done).await;
-    }
-
-    /// Changes at each progress notification of the call.
-    pub(crate) fn progress_beats(&self) -> watch::Receiver<u64> {
-        self.beats.subscribe()
-    }
-
     /// Appends an event (its `seq` is added), dropping the oldest when full.
-    pub(crate) fn push(&self, mut event: Map<String, Value>) {
+    fn append(&self, mut event: Map<String, Value>) {
         if event.get("type").and_then(Value::as_str) == Some("progress") {
             self.beats.send_modify(|beats| *beats += 1);
         }
@@ -213,6 +157,54 @@ impl CallEventLog {
             .unwrap()
             .finished_at
             .is_some_and(|at| now.duration_since(at) >= KEEP_FINISHED)
+    }
+}
+
+impl EventRelay for CallEventLog {
+    fn is_followed(&self) -> bool {
+        self.listed
+    }
+
+    fn push(&self, event: Map<String, Value>) {
+        self.append(event);
+    }
+
+    /// Records the question and pushes `event` with its `elicitationId`.
+    fn ask(
+        &self,
+        schema: Value,
+        mut event: Map<String, Value>,
+    ) -> (String, oneshot::Receiver<RelayedAnswer>) {
+        let (sender, receiver) = oneshot::channel();
+        let id = self.questions.lock().unwrap().open(schema, sender);
+        event.insert("elicitationId".to_owned(), Value::from(id.clone()));
+        self.append(event);
+        (id, receiver)
+    }
+
+    /// Tells the caller with an `elicitationClosed` event; false when the question was
+    /// answered first.
+    fn close_question(&self, id: &str, reason: &str) -> bool {
+        if !self.questions.lock().unwrap().close(id, reason) {
+            return false;
+        }
+        let mut event = Map::new();
+        event.insert("type".to_owned(), Value::from(ELICITATION_CLOSED_EVENT));
+        event.insert("elicitationId".to_owned(), Value::from(id));
+        event.insert("reason".to_owned(), Value::from(reason));
+        self.append(event);
+        true
+    }
+
+    fn ended(&self) -> BoxFuture<'_, ()> {
+        let mut progress = self.progress.subscribe();
+        Box::pin(async move {
+            let _ = progress.wait_for(|&(_, done)| done).await;
+        })
+    }
+
+    fn progress_beats(&self) -> watch::Receiver<u64> {
+        self.beats.subscribe()
     }
 }
 
@@ -413,13 +405,12 @@ mod tests {
         let log = hub.attach("t", "p").unwrap();
         assert!(hub.attach("t", "p").is_err(), "in use by a running call");
         assert!(hub.attach("other-token", "p").is_ok(), "ids are per token");
-        with_log(Arc::clone(&log), async {
-            current().unwrap().push(event(1))
-        })
-        .await;
+        {
+            let _finish = log.finish_on_drop();
+            log.push(event(1));
+        }
         let result = poller.await.unwrap().unwrap();
         assert_eq!(result.events.len(), 1);
-        assert!(current().is_none(), "only inside the call");
         let done = hub.events("t", "p", 1, Some(MAX_WAIT)).await.unwrap();
         assert!(done.done && done.events.is_empty());
         assert!(hub.attach("t", "").is_err());

@@ -6,9 +6,9 @@
 //! Only the token that made a call can find its buffer: it is looked up under the caller's own
 //! token, so another token gets `notPermitted` whether or not such a question exists.
 
-pub(crate) mod log;
+mod log;
 
-pub(crate) use log::{CallEventLog, with_log};
+pub(crate) use log::CallEventLog;
 
 use std::sync::Arc;
 use std::time::Duration;

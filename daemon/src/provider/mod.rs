@@ -10,7 +10,14 @@
 //! A provider offers servers ([`Upstream`]); each has settings, a status, a catalog of tools
 //! (kept across restarts: the last one known) and the operations the pipeline calls once it has
 //! decided a call may go ahead. An upstream never validates or authorises: the pipeline has done
-//! that before it calls.
+//! that before it calls. Each call comes with its [`CallTicket`] (`ticket.rs`): who it is for,
+//! where its events go, what LLM usage it causes.
+
+mod ticket;
+
+pub use ticket::{
+    CALLER_META_KEY, CallTicket, EventRelay, RelayedAnswer, UsageMeter, UsageTotals, caller_key,
+};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -72,13 +79,15 @@ pub trait Upstream: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
-    /// Calls `tool`, which the pipeline has resolved, authorised and validated; answers the
-    /// complete MCP `CallToolResult` as JSON, or fails by `deadline`.
+    /// Calls `tool`, which the pipeline has resolved, authorised and validated, for the caller
+    /// `ticket` names; answers the complete MCP `CallToolResult` as JSON, or fails by
+    /// `deadline`.
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>>;
 
     /// Whether it has resources at all.
@@ -96,13 +105,15 @@ pub trait Upstream: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
-    /// Reads one resource; answers the complete MCP `ReadResourceResult` as JSON.
+    /// Reads one resource for the caller `ticket` names; answers the complete MCP
+    /// `ReadResourceResult` as JSON.
     fn read_resource<'a>(
         &'a self,
         uri: &'a str,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
-        let _ = deadline;
+        let _ = (deadline, ticket);
         let server = self.info().name.clone();
         Box::pin(async move {
             Err(ErrorData::Upstream {
@@ -126,14 +137,16 @@ pub trait Upstream: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
-    /// Renders one prompt; answers the complete MCP `GetPromptResult` as JSON.
+    /// Renders one prompt for the caller `ticket` names; answers the complete MCP
+    /// `GetPromptResult` as JSON.
     fn get_prompt<'a>(
         &'a self,
         name: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
-        let _ = (arguments, deadline);
+        let _ = (arguments, deadline, ticket);
         let server = self.info().name.clone();
         Box::pin(async move {
             Err(ErrorData::Upstream {
