@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
 
 use super::Slot;
+use super::answer::Degraded;
 use super::guards::Admissions;
 use super::plan::{CallPlan, circuit_open};
 use super::progress_timeout::{self, Bounded};
@@ -37,8 +38,8 @@ pub(crate) struct CallOutcome {
     pub(crate) attempts: u32,
     /// Why the last retry happened, if one did.
     pub(crate) retry_reason: Option<String>,
-    /// A cached result was served instead: how old it was.
-    pub(crate) degraded: Option<Duration>,
+    /// A cached result was served instead: why, and how old it was.
+    pub(crate) degraded: Option<Degraded>,
 }
 
 /// An operation the execute stage can protect: a tool call, a resource read, a prompt, or a
@@ -158,18 +159,13 @@ pub(crate) async fn execute(
                 .lock()
                 .unwrap()
                 .get_fresh_with_age(&key, Instant::now());
-            if let Some((mut result, age)) = cached {
+            if let Some((result, age)) = cached {
                 tracing::warn!(%error, age_ms = age.as_millis() as u64, "serving a cached result");
-                super::set_meta(
-                    &mut result,
-                    tool_cli_protocol::meta::DEGRADED,
-                    serde_json::json!({
-                        "reason": error.wire_message(),
-                        "ageMs": age.as_millis() as u64,
-                    }),
-                );
+                outcome.degraded = Some(Degraded {
+                    reason: error.wire_message(),
+                    age,
+                });
                 outcome.result = Ok(result);
-                outcome.degraded = Some(age);
             }
         }
         Err(_) => {}
@@ -490,11 +486,6 @@ fn server_is_failing(error: &Error) -> bool {
                 | ErrorData::Busy { .. }
         )
     )
-}
-
-/// Whether the result is a tool's own error (`isError: true`).
-pub(crate) fn is_tool_error(result: &Value) -> bool {
-    result.get("isError").and_then(Value::as_bool) == Some(true)
 }
 
 /// When the outcome is recorded, for statistics.

@@ -300,6 +300,27 @@ fn pipeline(servers: Vec<Arc<FakeServer>>) -> (Pipeline, Arc<Recorder>) {
     (pipeline, recorder)
 }
 
+/// The answer of a call that ran (a dry run's is a test failure).
+fn ran(answer: CallAnswer) -> RanCall {
+    match answer {
+        CallAnswer::Ran(ran) => ran,
+        CallAnswer::DryRun(verdict) => panic!("a dry run's verdict: {verdict:?}"),
+    }
+}
+
+/// A dry run's verdict as it goes on the wire.
+fn verdict(answer: CallAnswer) -> Value {
+    match answer {
+        CallAnswer::DryRun(verdict) => serde_json::to_value(verdict).unwrap(),
+        CallAnswer::Ran(ran) => panic!("a call that ran: {ran:?}"),
+    }
+}
+
+/// The selection of a call that ran, as it goes on the wire.
+fn selection(answer: CallAnswer) -> Value {
+    serde_json::to_value(selection_info(&ran(answer).facts.selection)).unwrap()
+}
+
 fn request(server: Option<&str>, tool: &str, arguments: Value) -> CallRequest {
     CallRequest {
         server: server.map(str::to_owned),
@@ -325,13 +346,12 @@ async fn a_named_call_runs_every_stage_and_is_recorded_once() {
         .call(&context, request(Some("demo"), "echo", json!({"a": 1})))
         .await
         .unwrap();
-    assert_eq!(result["content"][0]["text"], r#"{"a":1}"#);
-    assert_eq!(result["_meta"]["tool-cli/attempts"], 1);
-    assert_eq!(result["_meta"]["tool-cli/selection"]["rule"], "named");
-    assert_eq!(
-        result["_meta"]["tool-cli/callId"],
-        context.call_id.to_string()
-    );
+    let ran = ran(result);
+    assert_eq!(ran.result["content"][0]["text"], r#"{"a":1}"#);
+    assert_eq!(ran.facts.attempts, 1);
+    assert_eq!(ran.facts.selection.rule.as_str(), "named");
+    assert_eq!(ran.facts.call_id, context.call_id);
+    assert!(!ran.facts.is_error && !ran.facts.replayed && ran.facts.degraded.is_none());
     let records = recorder.0.lock().unwrap();
     assert_eq!(records.len(), 1);
     let record = &records[0];
@@ -392,7 +412,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     let context = CallContext::new(owner());
     let mut dry = request(Some("demo"), "count", json!({"n": 3}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(answer["executed"], false);
     assert_eq!(answer["server"], "demo");
     assert_eq!(answer["arguments"], json!({"n": 3}));
@@ -402,7 +422,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     // A destructive tool is explained without confirmation; the answer says what is missing.
     let mut dry = request(Some("demo"), "drop", json!({}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(
         answer["wouldBlockBecause"]["data"]["kind"],
         "confirmationRequired"
@@ -410,7 +430,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     // So are arguments that would fail validation.
     let mut dry = request(Some("demo"), "count", json!({"n": "three"}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(
         answer["wouldBlockBecause"]["data"]["kind"],
         "invalidArguments"
@@ -485,9 +505,9 @@ async fn a_scoped_grant_learns_nothing_about_tools_outside_its_scope() {
         .call(&context, request(None, "echo", json!({})))
         .await
         .unwrap();
-    let selection = &result["_meta"]["tool-cli/selection"];
-    assert_eq!(selection["server"], "demo");
-    assert_eq!(selection["alternatives"], json!([]));
+    let chosen = &selection(result);
+    assert_eq!(chosen["server"], "demo");
+    assert_eq!(chosen["alternatives"], json!([]));
     assert_eq!(other.calls(), 0);
 }
 
@@ -549,11 +569,11 @@ async fn routing_uses_argument_types_then_priority() {
         )
         .await
         .unwrap();
-    let selection = &result["_meta"]["tool-cli/selection"];
-    assert_eq!(selection["server"], "github");
-    assert_eq!(selection["rule"], "argument-type");
+    let chosen = &selection(result);
+    assert_eq!(chosen["server"], "github");
+    assert_eq!(chosen["rule"], "argument-type");
     assert_eq!(
-        selection["alternatives"],
+        chosen["alternatives"],
         json!([{"server": "fs", "rejectedBy": "argument-type"}])
     );
     // Only fs accepts a bare path.
@@ -561,13 +581,13 @@ async fn routing_uses_argument_types_then_priority() {
         .call(&context, request(None, "read_file", json!({"path": "x"})))
         .await
         .unwrap();
-    assert_eq!(result["_meta"]["tool-cli/selection"]["server"], "fs");
+    assert_eq!(selection(result)["server"], "fs");
     // Neither accepts an empty object: priority decides (github has 5).
     let dry = CallRequest {
         dry_run: true,
         ..request(None, "read_file", json!({}))
     };
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(answer["selection"]["rule"], "priority");
     assert_eq!(answer["selection"]["server"], "github");
     // A hint naming a tag decides before anything else.
@@ -602,7 +622,7 @@ async fn a_read_only_call_cut_by_a_crash_is_retried_and_a_write_is_not() {
         .call(&context, request(Some("demo"), "read", json!({})))
         .await
         .unwrap();
-    assert_eq!(result["_meta"]["tool-cli/attempts"], 2);
+    assert_eq!(ran(result).facts.attempts, 2);
     let error = pipeline
         .call(&context, request(Some("demo"), "write", json!({})))
         .await
@@ -713,7 +733,9 @@ async fn a_tool_error_result_is_a_result_and_counts_as_unsuccessful() {
         )
         .await
         .unwrap();
-    assert_eq!(result["isError"], true);
+    let ran = ran(result);
+    assert_eq!(ran.result["isError"], true);
+    assert!(ran.facts.is_error);
     let records = recorder.0.lock().unwrap();
     assert!(records[0].executed && !records[0].success && records[0].error.is_none());
 }

@@ -31,7 +31,7 @@ pub(super) fn register(module: &mut RpcModule<Context>) {
                 .await?;
             // The tool has run: a result too large to send is saved, never dropped.
             fit_or_spill(
-                result,
+                crate::answer::call_result(result),
                 Spillable::Call,
                 context.budget(&extensions),
                 &context.answers.spill,

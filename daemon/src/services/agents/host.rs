@@ -10,7 +10,7 @@ use tool_cli_agent::host::{BoxFuture, ToolCall, ToolCallOutcome, ToolError, Tool
 use tool_cli_protocol::ErrorData;
 
 use crate::error::Error;
-use crate::pipeline::{CallContext, CallRequest};
+use crate::pipeline::{CallAnswer, CallContext, CallRequest};
 use crate::services::calls::Calls;
 use crate::services::discovery::Discovery;
 
@@ -75,28 +75,21 @@ impl ToolHost for PipelineHost {
             let started = Instant::now();
             let answer = self.calls.call(&context, request).await;
             let latency = started.elapsed();
-            let result = answer.map_err(tool_error)?;
-            let (server, rule, is_error) = if call.dry_run {
-                (
-                    result["server"].as_str().map(str::to_owned),
-                    result["selection"]["rule"].as_str().map(str::to_owned),
-                    result.get("wouldBlockBecause").is_some(),
-                )
-            } else {
-                let selection = &result["_meta"]["tool-cli/selection"];
-                (
-                    selection["server"].as_str().map(str::to_owned),
-                    selection["rule"].as_str().map(str::to_owned),
-                    result.get("isError").and_then(Value::as_bool) == Some(true),
-                )
+            let answer = answer.map_err(tool_error)?;
+            let server = answer.server().to_owned();
+            let rule = answer.selection_rule().to_owned();
+            let is_error = !answer.succeeded();
+            let result = match answer {
+                CallAnswer::Ran(ran) => ran.result,
+                CallAnswer::DryRun(verdict) => serde_json::to_value(verdict).unwrap_or_default(),
             };
             Ok(ToolCallOutcome {
-                server: server.or(call.server).unwrap_or_default(),
+                server,
                 tool: call.tool,
                 result,
                 is_error,
                 latency,
-                selection_rule: rule,
+                selection_rule: Some(rule),
             })
         })
     }

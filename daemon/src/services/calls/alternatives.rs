@@ -12,11 +12,8 @@
 //! Which failures qualify and what text is searched are pure decisions, tested here without a
 //! daemon.
 
-use serde_json::Value;
 use tool_cli_protocol::ErrorData;
-use tool_cli_protocol::search::{
-    ALTERNATIVES_META, MAX_ALTERNATIVES, SearchToolsParams, ToolAlternative,
-};
+use tool_cli_protocol::search::{MAX_ALTERNATIVES, SearchToolsParams, ToolAlternative};
 use tool_cli_search::search::MAX_QUERY_BYTES;
 
 use std::time::Duration;
@@ -25,10 +22,7 @@ use tokio::time::Instant;
 
 use super::Calls;
 use crate::error::Error;
-use crate::pipeline::{CallContext, CallRequest, listed};
-
-/// The `_meta` key where a routed call's result names the server that ran it.
-const SELECTION_META: &str = "tool-cli/selection";
+use crate::pipeline::{CallAnswer, CallContext, CallRequest, listed};
 
 /// How much of the failed tool's description goes into the search text: its opening says what
 /// it does; the whole of a long one would drown the name.
@@ -65,11 +59,6 @@ pub(crate) fn server_down(data: Option<&ErrorData>) -> Option<&str> {
         | ErrorData::ServerExited { server, .. } => Some(server),
         _ => None,
     }
-}
-
-/// Whether a tool's result reports an error of the tool itself (`isError: true`).
-pub(crate) fn result_is_tool_error(result: &Value) -> bool {
-    result.get("isError").and_then(Value::as_bool) == Some(true)
 }
 
 /// The text searched for alternatives to `tool`: its name (which the search splits at
@@ -153,50 +142,30 @@ pub(crate) fn meant_tool<'a>(
     names.into_iter().find(|(_, name)| *name == meant)
 }
 
-/// The failed `(server, tool)`, when the server is known: the one named, or the one the router
-/// chose (from the result's selection).
-fn failed_server(named: Option<&str>, result: Option<&Value>) -> Option<String> {
+/// The server of the failed call, when it is known: the one named, or the one that ran it.
+fn failed_server(named: Option<&str>, ran_on: Option<&str>) -> Option<String> {
     named
         .filter(|server| *server != "*")
+        .or(ran_on)
         .map(str::to_owned)
-        .or_else(|| {
-            result?
-                .pointer(&format!(
-                    "/_meta/{}/server",
-                    SELECTION_META.replace('/', "~1")
-                ))?
-                .as_str()
-                .map(str::to_owned)
-        })
 }
 
 impl Calls {
     /// Adds alternatives to a `callTool` outcome that qualifies (see
-    /// [`failure_wants_alternatives`] and [`result_is_tool_error`]); anything else passes
-    /// through unchanged.
+    /// [`failure_wants_alternatives`], and a tool's own error); anything else passes through
+    /// unchanged.
     pub(crate) fn with_alternatives(
         &self,
-        outcome: Result<Value, Error>,
+        outcome: Result<CallAnswer, Error>,
         server: Option<&str>,
         tool: &str,
         context: &CallContext,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         match outcome {
-            Ok(mut result) if result_is_tool_error(&result) => {
-                let server = failed_server(server, Some(&result));
-                let alternatives = self.alternatives_to(server.as_deref(), tool, context);
-                if let Some(members) = result.as_object_mut() {
-                    let meta = members
-                        .entry("_meta")
-                        .or_insert_with(|| Value::Object(Default::default()));
-                    if let Some(meta) = meta.as_object_mut() {
-                        meta.insert(
-                            ALTERNATIVES_META.to_owned(),
-                            serde_json::to_value(&alternatives).unwrap_or_default(),
-                        );
-                    }
-                }
-                Ok(result)
+            Ok(CallAnswer::Ran(mut ran)) if ran.facts.is_error => {
+                let server = failed_server(server, Some(&ran.facts.server));
+                ran.alternatives = Some(self.alternatives_to(server.as_deref(), tool, context));
+                Ok(CallAnswer::Ran(ran))
             }
             Err(error) if failure_wants_alternatives(error.data()) => {
                 let server = failed_server(server, None).or_else(|| match error.data() {
@@ -226,7 +195,7 @@ impl Calls {
     /// `None` otherwise.
     pub(crate) fn stand_in_for(
         &self,
-        outcome: &Result<Value, Error>,
+        outcome: &Result<CallAnswer, Error>,
         tool: &str,
         context: &CallContext,
     ) -> Option<(String, Duration)> {
@@ -412,17 +381,6 @@ mod tests {
     }
 
     #[test]
-    fn tool_errors_are_results_flagged_is_error() {
-        assert!(result_is_tool_error(
-            &json!({"content": [], "isError": true})
-        ));
-        assert!(!result_is_tool_error(
-            &json!({"content": [], "isError": false})
-        ));
-        assert!(!result_is_tool_error(&json!({"content": []})));
-    }
-
-    #[test]
     fn the_search_text_is_the_name_and_the_opening_of_the_description_within_the_cap() {
         assert_eq!(search_text("read_file", None), "read_file");
         assert_eq!(search_text("read_file", Some("  ")), "read_file");
@@ -440,13 +398,9 @@ mod tests {
     #[test]
     fn the_failed_server_is_the_named_one_or_the_routed_one() {
         assert_eq!(failed_server(Some("fs"), None).as_deref(), Some("fs"));
-        let routed = json!({"_meta": {"tool-cli/selection": {"server": "b", "rule": "only"}}});
-        assert_eq!(
-            failed_server(Some("*"), Some(&routed)).as_deref(),
-            Some("b")
-        );
-        assert_eq!(failed_server(None, Some(&routed)).as_deref(), Some("b"));
-        assert_eq!(failed_server(None, Some(&json!({}))), None);
+        assert_eq!(failed_server(Some("*"), Some("b")).as_deref(), Some("b"));
+        assert_eq!(failed_server(None, Some("b")).as_deref(), Some("b"));
+        assert_eq!(failed_server(None, None), None);
     }
     #[test]
     fn a_stand_in_gets_what_is_left_of_the_callers_time() {

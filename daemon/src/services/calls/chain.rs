@@ -11,9 +11,9 @@
 //! may only look back, so a chain can never wait on itself. A step's result is kept for binding
 //! only when a later step binds to it.
 //!
-//! Neither holds its answer: each entry goes to a [`StepSink`] as it finishes (the RPC layer's
-//! is `answer::EntryAnswers`, which encodes it at once and keeps it, spills it, or fails it
-//! within the request's size budget). When the sink has no room left, a fan-out starts no more
+//! Neither holds its answer: each entry (a typed [`Step`]) goes to a [`StepSink`] as it
+//! finishes (the RPC layer's is `answer::EntryAnswers`, which encodes it at once and keeps it,
+//! spills it, or fails it within the request's size budget). When the sink has no room left, a fan-out starts no more
 //! calls (each gets `answerFull`, nothing sent) and a chain stops: memory stays bounded by the
 //! budget, and no answer of a call that ran is refused after the fact.
 
@@ -23,12 +23,12 @@ use std::time::Duration;
 use futures_util::StreamExt as _;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
-use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams, ChainStep, StepResult};
-use tool_cli_protocol::{ErrorData, ErrorObject};
+use tool_cli_protocol::ErrorData;
+use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams, ChainStep};
 
 use super::{Calls, call_request};
 use crate::error::Error;
-use crate::pipeline::{CallContext, CallRequest, caller_timeout};
+use crate::pipeline::{CallAnswer, CallContext, CallRequest, caller_timeout};
 
 /// Most steps in one chain.
 pub(crate) const MAX_CHAIN_STEPS: usize = 64;
@@ -50,15 +50,38 @@ pub(crate) enum Room {
     Full { limit_bytes: usize },
 }
 
+/// One finished step of a chain or call of a fan-out.
+#[derive(Debug)]
+pub(crate) struct Step {
+    /// Its place in the request.
+    pub(crate) index: usize,
+    /// The tool it called.
+    pub(crate) tool: String,
+    /// The server it named, if it named one.
+    pub(crate) requested_server: Option<String>,
+    /// What it answered.
+    pub(crate) outcome: Result<CallAnswer, Error>,
+}
+
+impl Step {
+    /// The server of the entry: the one that ran it, else the one it named.
+    pub(crate) fn server(&self) -> Option<String> {
+        match &self.outcome {
+            Ok(answer) => Some(answer.server().to_owned()),
+            Err(_) => self.requested_server.clone(),
+        }
+    }
+}
+
 /// Where the entries of a chain or a fan-out go as they finish: the answer being built.
 pub(crate) trait StepSink: Send {
     /// Takes one finished entry (in any order for a fan-out; its `index` says where it goes).
-    fn take(&mut self, entry: StepResult) -> impl Future<Output = Room> + Send;
+    fn take(&mut self, entry: Step) -> impl Future<Output = Room> + Send;
 }
 
 /// Every entry, held as it is: for tests, and callers with no size budget.
-impl StepSink for Vec<StepResult> {
-    async fn take(&mut self, entry: StepResult) -> Room {
+impl StepSink for Vec<Step> {
+    async fn take(&mut self, entry: Step) -> Room {
         self.push(entry);
         Room::More
     }
@@ -134,14 +157,20 @@ impl Calls {
                 }
             };
             let failed = match &outcome {
-                Ok(result) => is_failure(result, dry_run),
+                Ok(answer) => !answer.succeeded(),
                 Err(_) => true,
             };
-            let entry = step_result(index, tool, server, outcome);
-            results.push(match &entry.result {
+            // A later step binds to the tool's result (the server's `CallToolResult`).
+            results.push(match outcome.as_ref().ok().and_then(CallAnswer::result) {
                 Some(result) if bound[index] => result.clone(),
                 _ => Value::Null,
             });
+            let entry = Step {
+                index,
+                tool,
+                requested_server: server,
+                outcome,
+            };
             // A step whose answer found no room fails the chain there, like any failed step.
             let room = sink.take(entry).await;
             if failed || room != Room::More {
@@ -209,7 +238,12 @@ impl Calls {
                         Err(error) => Err(error),
                     }
                 };
-                step_result(index, tool, server, outcome)
+                Step {
+                    index,
+                    tool,
+                    requested_server: server,
+                    outcome,
+                }
             })
             // In the order they finish: each is encoded (and its tree freed) at once, not held
             // behind a slower call before it.
@@ -228,52 +262,6 @@ fn remaining(deadline: Instant) -> Duration {
     deadline
         .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(1))
-}
-
-/// Whether a step's answer stops the chain: a tool error, or a dry-run that would be refused.
-fn is_failure(result: &Value, dry_run: bool) -> bool {
-    if dry_run {
-        result.get("wouldBlockBecause").is_some()
-    } else {
-        result.get("isError").and_then(Value::as_bool) == Some(true)
-    }
-}
-
-/// The wire entry of one step's outcome.
-fn step_result(
-    index: usize,
-    tool: String,
-    requested_server: Option<String>,
-    outcome: Result<Value, Error>,
-) -> StepResult {
-    match outcome {
-        Ok(result) => {
-            let server = result
-                .pointer("/_meta/tool-cli~1selection/server")
-                .or_else(|| result.get("server"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .or(requested_server);
-            StepResult {
-                index,
-                tool,
-                server,
-                result: Some(result),
-                error: None,
-            }
-        }
-        Err(error) => StepResult {
-            index,
-            tool,
-            server: requested_server,
-            result: None,
-            error: Some(ErrorObject {
-                code: error.code(),
-                message: error.wire_message(),
-                data: serde_json::to_value(error.to_data()).ok(),
-            }),
-        },
-    }
 }
 
 /// For each step, whether a later step binds to its result (checked bindings: each looks back).

@@ -10,11 +10,10 @@
 mod alternatives;
 mod chain;
 
-pub(crate) use chain::{Room, StepSink};
+pub(crate) use chain::{Room, Step, StepSink};
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tool_cli_protocol::methods::CallToolParams;
 
 use super::discovery::Discovery;
@@ -22,7 +21,8 @@ use super::events::Events;
 use super::sessions::Sessions;
 use crate::error::Error;
 use crate::pipeline::{
-    CallContext, CallExtras, CallRequest, Pipeline, RoutingFacts, arguments_hash, caller_timeout,
+    CallAnswer, CallContext, CallExtras, CallRequest, Pipeline, RoutingFacts, arguments_hash,
+    caller_timeout,
 };
 use crate::provider::EventRelay;
 
@@ -51,13 +51,13 @@ impl Calls {
         }
     }
 
-    /// `callTool`: the server's complete `CallToolResult` with the daemon's `_meta` keys, or a
-    /// dry-run's verdict.
+    /// `callTool`: the server's complete `CallToolResult` with the facts of the call (and the
+    /// alternatives to a tool that failed, when asked), or a dry run's verdict.
     pub async fn call_tool(
         &self,
         params: CallToolParams,
         context: &CallContext,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         let mut context = context.clone();
         // A call that asked for progress (or whose timeout restarts on it) relays its events
         // to its buffer, which is marked done however the call ends.
@@ -105,7 +105,7 @@ impl Calls {
         &self,
         context: &CallContext,
         request: CallRequest,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         self.call_routed(context, request, None).await
     }
 
@@ -115,7 +115,7 @@ impl Calls {
         context: &CallContext,
         request: CallRequest,
         instead_of: Option<String>,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         let mut extras = match &context.session_id {
             None => CallExtras::default(),
             Some(id) => {
