@@ -82,6 +82,11 @@ pub fn client_bin() -> PathBuf {
     binary("tool-cli")
 }
 
+/// The `tool-cli-replay` binary (record/replay of MCP sessions; crate `tool-cli-replay`).
+pub fn replay_bin() -> PathBuf {
+    binary("tool-cli-replay")
+}
+
 /// The root of the checkout (where `node_modules/` and `.peers/` are installed).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

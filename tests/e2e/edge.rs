@@ -774,8 +774,8 @@ fn spilled_answers_expire() {
 
 #[test]
 fn only_results_that_ran_something_are_spilled() {
-    // The demo database lives in the daemon's own temp dir: a temp dir dropped at once was
-    // made again by the demo server and outlived the test.
+    // The demo's database in the daemon's own temp dir: a `scratch()` dropped at once was
+    // created again by the demo server and outlived the test.
     let daemon = Daemon::start_with_dir_and(
         |dir| json!({"mcpServers": {"demo": tool_cli_tests::demo_server(dir)}}),
         with_args(&["--max-response-bytes", "300"]),

@@ -39,6 +39,7 @@ mod peers_more;
 mod progress;
 mod prompts;
 mod remote;
+mod replay;
 mod resilience;
 mod sampling;
 mod search;
