@@ -327,32 +327,44 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
-/// The daemon's secrets, once its config is loaded; read by [`LogWriter`] and `rpc.rs`.
-static INSTALLED: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
+/// The secrets the daemon runs with now, once its config is loaded: one handle, cloned to
+/// whoever cleans text of them (the [`LogWriter`], the edge for every error) and to the server
+/// manager, which replaces them when the servers change (a reload sets the union of the old and
+/// new servers' secrets while the old ones drain: a draining server may still log). No
+/// process-wide state: a daemon embedded twice in one process keeps two sets.
+#[derive(Debug, Clone, Default)]
+pub struct SharedSecrets(Arc<RwLock<Option<Arc<Secrets>>>>);
 
-/// Makes `secrets` the ones every log line and every error is redacted of; a reload of the
-/// config installs the union of the old and new servers' secrets (a draining server may still
-/// log).
-pub fn install(secrets: Arc<Secrets>) {
-    *INSTALLED
-        .write()
-        .unwrap_or_else(|poison| poison.into_inner()) = Some(secrets);
+impl SharedSecrets {
+    /// Makes `secrets` the ones every holder of this handle cleans of.
+    pub fn set(&self, secrets: Arc<Secrets>) {
+        *self.0.write().unwrap_or_else(|poison| poison.into_inner()) = Some(secrets);
+    }
+
+    /// The secrets set last; `None` before any was set (nothing is cleaned then).
+    pub fn current(&self) -> Option<Arc<Secrets>> {
+        self.0
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
 }
 
-/// The installed secrets, if any.
-pub fn installed() -> Option<Arc<Secrets>> {
-    INSTALLED
-        .read()
-        .unwrap_or_else(|poison| poison.into_inner())
-        .clone()
-}
-
-/// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log
+/// A [`tracing_subscriber`] writer to stderr that redacts the daemon's secrets from each log
 /// line, and escapes the control characters in it (`log_text.rs`) so that text a client
 /// or a server chose can neither forge a log line nor drive the terminal. The formatter hands
 /// over one whole event per `write`, so a secret is never split.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogWriter;
+#[derive(Debug, Clone, Default)]
+pub struct LogWriter {
+    secrets: SharedSecrets,
+}
+
+impl LogWriter {
+    /// A writer redacting whatever `secrets` holds when each line is written.
+    pub fn new(secrets: SharedSecrets) -> LogWriter {
+        LogWriter { secrets }
+    }
+}
 
 /// Whether the log goes to a terminal, where the formatter writes colour codes (`main.rs` turns
 /// colour on exactly then); asked once.
@@ -364,7 +376,7 @@ fn log_in_colour() -> bool {
 impl std::io::Write for LogWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(bytes);
-        let text = match installed() {
+        let text = match self.secrets.current() {
             Some(secrets) if !secrets.is_empty() => Cow::Owned(secrets.redact(&text).into_owned()),
             _ => text,
         };
@@ -382,7 +394,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     type Writer = LogWriter;
 
     fn make_writer(&'a self) -> LogWriter {
-        LogWriter
+        self.clone()
     }
 }
 

@@ -10,6 +10,7 @@ use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
+use tool_cli_daemon::redact::SharedSecrets;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_daemon::services::{ServerManager, ServiceOptions, Services};
@@ -35,6 +36,7 @@ pub(crate) async fn serve(
     listener: Listener,
     endpoint: Endpoint,
     self_exe: PathBuf,
+    secrets: SharedSecrets,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
         Endpoint::Tcp(local) => {
@@ -138,12 +140,14 @@ pub(crate) async fn serve(
         ..ServiceOptions::default()
     })
     .remote_auth(pool.remote_auth())
+    .secrets(secrets.clone())
     .manager(Arc::new(ServerManager::new(
         Arc::clone(&pool),
         config.clone(),
         config_path,
         self_exe,
         Arc::new(|name: &str| std::env::var(name).ok()),
+        secrets,
     )));
     if let Some(traces) = &traces {
         services = services.traces(Arc::clone(traces));

@@ -39,6 +39,7 @@ use crate::config_search::SearchSettings;
 use crate::oauth::RemoteAuth;
 use crate::pipeline::{CallContext, CallObserver, Pipeline, PipelineOptions};
 use crate::provider::ToolProvider;
+use crate::redact::SharedSecrets;
 use crate::tool_search::ToolSearch;
 use crate::trace::Traces;
 use admin::Admin;
@@ -74,6 +75,8 @@ pub struct Services {
     pub(crate) admin: Arc<Admin>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) events: Arc<Events>,
+    /// The configured secrets no error may carry out.
+    secrets: SharedSecrets,
 }
 
 impl Services {
@@ -100,6 +103,7 @@ impl Services {
             traces: None,
             remote_auth: None,
             manager: None,
+            secrets: SharedSecrets::default(),
         }
     }
 
@@ -112,6 +116,11 @@ impl Services {
     /// The tokens requests authenticate with (the gate's, and `mintToken`'s).
     pub fn tokens(&self) -> &Arc<TokenStore> {
         self.admin.tokens()
+    }
+
+    /// The configured secrets errors are cleaned of (the handle the log writer reads too).
+    pub fn secrets(&self) -> &SharedSecrets {
+        &self.secrets
     }
 
     /// Waits, at most `timeout`, until tool search ranks with its model: every connected
@@ -131,7 +140,7 @@ impl Services {
 }
 
 /// Builds [`Services`]: the provider and tokens, then what a full daemon adds (observers,
-/// traces, remote sign-in, a server manager).
+/// traces, remote sign-in, a server manager, the configured secrets).
 #[must_use]
 pub struct ServicesBuilder {
     provider: Arc<dyn ToolProvider>,
@@ -141,6 +150,7 @@ pub struct ServicesBuilder {
     traces: Option<Arc<Traces>>,
     remote_auth: Option<Arc<RemoteAuth>>,
     manager: Option<Arc<ServerManager>>,
+    secrets: SharedSecrets,
 }
 
 impl ServicesBuilder {
@@ -179,6 +189,13 @@ impl ServicesBuilder {
         self
     }
 
+    /// Cleans every error of the secrets `secrets` holds (the handle the log writer reads and
+    /// the server manager updates).
+    pub fn secrets(mut self, secrets: SharedSecrets) -> ServicesBuilder {
+        self.secrets = secrets;
+        self
+    }
+
     /// The services.
     pub fn build(self) -> Arc<Services> {
         let ServicesBuilder {
@@ -189,6 +206,7 @@ impl ServicesBuilder {
             traces,
             remote_auth,
             manager,
+            secrets,
         } = self;
         let sessions = Arc::new(Sessions::new(options.sessions));
         observers.push(sessions.observer());
@@ -253,6 +271,7 @@ impl ServicesBuilder {
             admin,
             metrics,
             events,
+            secrets,
         })
     }
 }

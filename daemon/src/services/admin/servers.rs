@@ -30,7 +30,7 @@ use crate::error::Error;
 use crate::pipeline::Pipeline;
 use crate::pool::{Pool, Server};
 use crate::provider::Upstream as _;
-use crate::redact::{Secrets, config_secrets};
+use crate::redact::{Secrets, SharedSecrets, config_secrets};
 use crate::services::metrics::Metrics;
 
 /// Longest wait for a new server's first connection attempt.
@@ -50,16 +50,20 @@ pub struct ServerManager {
     env: EnvLookup,
     /// The config as it runs now; the lock also makes changes happen one at a time.
     running: tokio::sync::Mutex<Config>,
+    /// The secrets the log and the edge clean of, replaced as the servers change.
+    secrets: SharedSecrets,
 }
 
 impl ServerManager {
-    /// A manager of `pool`, which runs `config`, loaded from `path`.
+    /// A manager of `pool`, which runs `config`, loaded from `path`; it keeps `secrets` (the
+    /// handle the log writer and the edge read) to the servers it runs.
     pub fn new(
         pool: Arc<Pool>,
         config: Config,
         path: Option<PathBuf>,
         self_exe: PathBuf,
         env: EnvLookup,
+        secrets: SharedSecrets,
     ) -> ServerManager {
         ServerManager {
             pool,
@@ -67,6 +71,7 @@ impl ServerManager {
             self_exe,
             env,
             running: tokio::sync::Mutex::new(config),
+            secrets,
         }
     }
 }
@@ -175,7 +180,7 @@ impl ServerManager {
         let mut next = running.clone();
         next.servers.push(server.clone());
         let secrets = Arc::new(Secrets::from_config(&next));
-        crate::redact::install(Arc::clone(&secrets));
+        self.secrets.set(Arc::clone(&secrets));
         self.apply(
             name::ADD_SERVER,
             followers,
@@ -343,7 +348,7 @@ impl ServerManager {
                 .into_iter()
                 .chain(config_secrets(&new)),
         ));
-        crate::redact::install(Arc::clone(&secrets));
+        self.secrets.set(Arc::clone(&secrets));
         let put: Vec<ServerConfig> = diff.changed.iter().chain(&diff.added).cloned().collect();
         let abandoned_calls = self
             .apply(
@@ -354,7 +359,7 @@ impl ServerManager {
                 Arc::clone(&secrets),
             )
             .await?;
-        crate::redact::install(Arc::new(Secrets::from_config(&new)));
+        self.secrets.set(Arc::new(Secrets::from_config(&new)));
         let failed = put
             .iter()
             .filter(|server| server.enabled)

@@ -100,6 +100,41 @@ impl Calls {
         self.with_alternatives(outcome, server.as_deref(), &tool, &context)
     }
 
+    /// The error of a `callTool` whose `arguments` are not an object (nor null): the one the
+    /// reference bridge gives, `invalidArguments` with ajv's "must be object", once the tool is
+    /// known to exist (an unknown server or tool is still that).
+    pub(crate) async fn refuse_non_object_arguments(
+        &self,
+        server: Option<String>,
+        tool: &str,
+        arguments: &serde_json::Value,
+        context: &CallContext,
+    ) -> Error {
+        if let Some(server) = &server
+            && let Err(error) = self.discovery.describe(server, tool, context).await
+        {
+            return error;
+        }
+        let violation = crate::error::ArgumentViolation {
+            error: tool_cli_protocol::ArgumentError {
+                path: String::new(),
+                schema_path: "/type".to_owned(),
+                message: format!(
+                    "the arguments are {}, not an object",
+                    tool_cli_protocol::json::kind(arguments)
+                ),
+            },
+            reference: vec![tool_cli_protocol::ValidationError {
+                instance_path: String::new(),
+                schema_path: "#/type".to_owned(),
+                keyword: "type".to_owned(),
+                params: serde_json::json!({"type": "object"}),
+                message: "must be object".to_owned(),
+            }],
+        };
+        Error::invalid_arguments(server.as_deref().unwrap_or("*"), tool, vec![violation])
+    }
+
     /// Makes one call through the pipeline, with what the caller's session says about it.
     pub(crate) async fn call(
         &self,
