@@ -538,7 +538,8 @@ mod tests {
     /// as well, so a new method's params cannot skip the check.
     #[test]
     fn every_shape_text_agrees_with_its_type() {
-        let checks: &[(&str, fn() -> Result<(), String>)] = &[
+        type Check = fn() -> Result<(), String>;
+        let checks: &[(&str, Check)] = &[
             ("ServerParams", check_shape::<ServerParams>),
             ("DescribeToolParams", check_shape::<DescribeToolParams>),
             ("CallToolParams", check_shape::<CallToolParams>),
