@@ -1,5 +1,6 @@
 //! Embeddings: the `Embedder` trait the index and the daemon's routing share, cosine similarity,
-//! and `HashEmbedder`, the default embedder that needs nothing at run time.
+//! and `HashEmbedder`, an embedder that needs nothing at run time (routing's similarity rule
+//! uses it; the index's default is the built-in static embeddings, `static_embed.rs`).
 //!
 //! `HashEmbedder` is a feature-hashing bag of words: each text contributes its stemmed words,
 //! the concept groups of those words (`concepts.rs`), and the character trigrams of each word,
@@ -83,7 +84,7 @@ pub trait Embedder: Send + Sync {
 
     /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
     /// rest is the normalised lexical score), for a request some tool matches word for word. A
-    /// weak embedder (the default hashing one, 0.1) only breaks ties; a real sentence-embedding
+    /// weak embedder (the hashing one, 0.1) only breaks ties; a real sentence-embedding
     /// model earns a larger share.
     fn semantic_share(&self) -> f32 {
         0.1
@@ -172,7 +173,8 @@ pub(crate) fn dot_quantized(a: &[i8], b: &[i8]) -> i32 {
     sums.iter().sum::<i32>() + tail
 }
 
-/// The default embedder: feature hashing of words, concepts and character trigrams.
+/// Feature hashing of words, concepts and character trigrams: the index's default before the
+/// built-in static embeddings, and routing's similarity rule's embedder.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HashEmbedder;
 

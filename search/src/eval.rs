@@ -124,6 +124,15 @@ pub fn tool_docs(catalogs: &[CatalogServer]) -> Vec<ToolDoc> {
 
 /// Builds our index over `docs`, one shard per server, with the default embedder.
 pub fn build_index(docs: &[ToolDoc]) -> Index {
+    build_index_with(
+        docs,
+        std::sync::Arc::new(crate::static_embed::BuiltInEmbedder),
+    )
+}
+
+/// Builds our index over `docs` with the hashing embedder (the default before the built-in
+/// static embeddings), for the evaluation's comparison.
+pub fn build_hashing_index(docs: &[ToolDoc]) -> Index {
     build_index_with(docs, std::sync::Arc::new(crate::embed::HashEmbedder))
 }
 

@@ -18,7 +18,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use crate::doc::ToolDoc;
-use crate::embed::{Embedder, Embedding, HashEmbedder};
+use crate::embed::{Embedder, Embedding};
 use crate::search;
 use crate::semantic::ModelRows;
 
@@ -357,9 +357,10 @@ impl std::fmt::Debug for Index {
 }
 
 impl Index {
-    /// An empty index with the default offline embedder (`HashEmbedder`).
+    /// An empty index with the default offline embedder: the static token embeddings built into
+    /// the crate (`static_embed::BuiltInEmbedder`).
     pub fn new() -> Index {
-        Index::with_embedder(Arc::new(HashEmbedder))
+        Index::with_embedder(Arc::new(crate::static_embed::BuiltInEmbedder))
     }
 
     /// An empty index that embeds tools and queries with `embedder`.
@@ -374,7 +375,7 @@ impl Index {
     }
 
     /// This index with `model` as its sentence-embedding model (no tool has a model vector
-    /// yet: queries rank with the hashing embedder until `with_model_vectors` attaches them).
+    /// yet: queries rank with the index's own embedder until `with_model_vectors` attaches them).
     pub fn with_model(&self, model: Arc<dyn Embedder>) -> Index {
         Index {
             model: Some(model),

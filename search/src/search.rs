@@ -11,6 +11,7 @@
 //! (6) `with_priors`: the priors for the few that can still reach the top, then sort and cut to
 //! `limit`. `catalog_size` counts the visible tools. Which steps run is `Query::signals`.
 
+mod learned;
 mod lexical;
 
 use crate::concepts::{self, Action};
@@ -21,6 +22,8 @@ use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
 use lexical::plural_terms;
+
+pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
 /// The default number of hits.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -67,15 +70,10 @@ const LIST_MATCH: f32 = 1.15;
 /// fails.
 const DEPRECATED: f32 = 0.6;
 
-/// How many of the best tools by textual score the rerank stage looks at again.
+/// How many of the best tools by textual score the rerank stage looks at again: it scores them
+/// with the learned features of `learned.rs` (name coverage, the fields the request's words
+/// were found in, the cosine against the best cosine, ...).
 pub const RERANK_DEPTH: usize = 30;
-/// The rerank stage's weight (chosen on the dev halves of every evaluation set, docs/search.md):
-/// it adds this times the lexical share of the score (1 − σ) times the share of the tool name's
-/// words the request matched, so at most 0.1 with the hashing embedder and 0.02 with the model,
-/// whose cosine already says much of what the name's words say. (The share of the request's
-/// words the tool matched was a second feature; it moved no set, coordination already counts
-/// it.)
-const NAME_COVERAGE_WEIGHT: f32 = 0.11;
 
 /// Coordination: the lexical score is multiplied by (query words matched / query words) to this
 /// power, so a tool matching most of a request beats one matching a single word strongly. 0.3
@@ -101,7 +99,7 @@ pub struct Signals {
     pub server_field: bool,
     /// Parameter names, descriptions and allowed values as a BM25F field.
     pub parameters: bool,
-    /// The embedding's cosine (the hashing embedder's, or the model's when it ranks).
+    /// The embedding's cosine (the index's embedder's, or the model's when it ranks).
     pub embedding: bool,
     /// Action classes and plural kinds (steps 7 of the ranking).
     pub actions: bool,
@@ -194,7 +192,7 @@ pub struct SearchOutcome {
     pub hits: Vec<Hit>,
     /// How many tools the caller can see (before the servers and tags filters).
     pub catalog_size: usize,
-    /// Which embedding ranked: the model, or the hashing embedder (no model, or some tool
+    /// Which embedding ranked: the model, or the index's embedder (no model, or some tool
     /// still without a model vector).
     pub semantic: SemanticRanking,
 }
@@ -233,6 +231,18 @@ pub struct Why {
     pub deprecated: bool,
 }
 
+/// A tool of the first stage's ranking, with its rerank features when it was among the best
+/// `RERANK_DEPTH` (`Index::rerank_candidates`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RerankCandidate {
+    /// The server.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The features the rerank stage scores it by (`FEATURE_NAMES`).
+    pub features: Option<[f32; FEATURES]>,
+}
+
 /// Why a query was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -269,7 +279,7 @@ pub enum SearchError {
 }
 
 /// Which embedding ranks a query: the model when there is one, the query was embedded by it
-/// (same dimension) and every tool the query may return has a model vector; else the hashing
+/// (same dimension) and every tool the query may return has a model vector; else the index's
 /// embedder, `Pending` when a model is attached but cannot rank yet.
 fn semantic_ranking(
     model: Option<&dyn embed::Embedder>,
@@ -366,13 +376,17 @@ fn validate(query: &Query<'_>) -> Result<(), SearchError> {
 }
 
 /// Step 8, the rerank stage: the best `RERANK_DEPTH` of `scored` (textual score, global
-/// position) gain `rerank_bonus_of` their name coverage (`name_matched` per tool) at `weight`;
-/// returns what each gained, by global position.
-fn rerank<'a>(
+/// position) gain the learned correction of their features (`learned.rs`) times `scale` (the
+/// lexical share of the score); returns what each gained, by global position, and, when
+/// `capture` is given, each one's features with every one but the first times `scale` (what
+/// the weights multiply; best first by the first stage's score).
+fn rerank(
     scored: &mut [(f32, u32)],
-    name_matched: &[u16],
-    weight: f32,
-    locate: impl Fn(usize) -> (&'a std::sync::Arc<Shard>, usize),
+    weights: &[f32; FEATURES],
+    scale: f32,
+    evidence_of: impl Fn(f32, u32, f32) -> learned::ToolEvidence,
+    query: &learned::QueryEvidence<'_>,
+    capture: Option<&mut Vec<(u32, [f32; FEATURES])>>,
 ) -> Vec<(u32, f32)> {
     let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     let reranked = RERANK_DEPTH.min(scored.len());
@@ -380,15 +394,29 @@ fn rerank<'a>(
         return Vec::new();
     }
     scored.select_nth_unstable_by(reranked - 1, by_score_desc);
-    scored[..reranked]
-        .iter_mut()
-        .map(|(score, global)| {
-            let (shard, local) = locate(*global as usize);
-            let bonus = rerank_bonus_of(
-                name_matched[*global as usize],
-                shard.tools[local].name_terms,
-                weight,
-            );
+    let top = &mut scored[..reranked];
+    top.sort_unstable_by(by_score_desc);
+    let best_cosine = top
+        .iter()
+        .map(|&(score, global)| evidence_of(score, global, 0.0).cosine)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let features: Vec<[f32; FEATURES]> = top
+        .iter()
+        .map(|&(score, global)| {
+            let mut features = learned::features(&evidence_of(score, global, best_cosine), query);
+            for feature in &mut features[1..] {
+                *feature *= scale;
+            }
+            features
+        })
+        .collect();
+    if let Some(capture) = capture {
+        capture.extend(top.iter().zip(&features).map(|(&(_, g), f)| (g, *f)));
+    }
+    top.iter_mut()
+        .zip(&features)
+        .map(|((score, global), features)| {
+            let bonus = learned::correction(weights, features);
             *score += bonus;
             (*global, bonus)
         })
@@ -467,6 +495,27 @@ impl Index {
     /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
     /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
     pub fn search(&self, query: &Query<'_>) -> Result<SearchOutcome, SearchError> {
+        self.search_or_capture(query, None)
+    }
+
+    /// The first stage's ranking of `query` (at most `MAX_LIMIT` tools, best first, before the
+    /// rerank stage and the priors), each of its best `RERANK_DEPTH` with the features the
+    /// rerank stage scores: what `search-eval --train` learns the rerank weights from.
+    pub fn rerank_candidates(
+        &self,
+        query: &Query<'_>,
+    ) -> Result<Vec<RerankCandidate>, SearchError> {
+        let mut capture = Vec::new();
+        self.search_or_capture(query, Some(&mut capture))?;
+        Ok(capture)
+    }
+
+    /// `search`, or with `capture`, `rerank_candidates`.
+    fn search_or_capture(
+        &self,
+        query: &Query<'_>,
+        capture: Option<&mut Vec<RerankCandidate>>,
+    ) -> Result<SearchOutcome, SearchError> {
         validate(query)?;
 
         let shards: &[std::sync::Arc<Shard>] = &self.shards;
@@ -605,14 +654,22 @@ impl Index {
                 }
                 text_score
             };
-        // The stages after the textual score can lift a tool by at most this much: the rerank
-        // stage's bonus (for the best `RERANK_DEPTH`) and the priors.
-        let max_lift = MAX_PRIOR_BONUS
-            + if signals.rerank {
-                NAME_COVERAGE_WEIGHT * (1.0 - semantic_share)
-            } else {
-                0.0
-            };
+        // The stages after the textual score can lift a tool by at most `max_lift` (the rerank
+        // stage's correction, for the best `RERANK_DEPTH`, and the priors) and lower it by at
+        // most `-min_lift` (a negative correction).
+        // The correction is on the lexical share of the score (1 − σ): the more the embedding
+        // counts, the more of what the features say (the words' places) it says already.
+        let weights = &learned::WEIGHTS;
+        let lexical_share = 1.0 - semantic_share;
+        let (min_lift, max_lift) = if signals.rerank {
+            let (low, high) = learned::correction_bounds(weights);
+            (
+                (lexical_share * low).min(0.0),
+                MAX_PRIOR_BONUS + (lexical_share * high).max(0.0),
+            )
+        } else {
+            (0.0, MAX_PRIOR_BONUS)
+        };
         // Tools that can reach the top `limit` after the later stages are among the best
         // `depth` by textual score or within `max_lift` of them.
         let depth = if signals.rerank {
@@ -651,7 +708,7 @@ impl Index {
         let keep_from = if worst_cases.len() > depth {
             let (_, kth, _) = worst_cases.select_nth_unstable_by(depth - 1, |a, b| b.total_cmp(a));
             // A margin far above rounding error keeps the bound on the safe side.
-            *kth - max_lift - 1e-4
+            *kth + min_lift - max_lift - 1e-4
         } else {
             f32::NEG_INFINITY
         };
@@ -686,7 +743,7 @@ impl Index {
         } else {
             f32::NEG_INFINITY
         };
-        if semantic_share > 0.0 && semantic_only_ceiling >= lexical_floor {
+        if semantic_share > 0.0 && semantic_only_ceiling >= lexical_floor + min_lift {
             for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
                 for local in 0..shard.tools.len() {
                     let global = offset + local;
@@ -717,12 +774,70 @@ impl Index {
             (shard, global - offsets[shard_index])
         };
 
+        let query_evidence = learned::QueryEvidence {
+            groups: matches.groups,
+            best_share: matches.best_share,
+            asked: &asked,
+        };
+        let evidence_of = |text_score: f32, global: u32, best_cosine: f32| {
+            let global = global as usize;
+            let (shard, local) = locate(global);
+            let tool = &shard.tools[local];
+            learned::ToolEvidence {
+                text_score,
+                lexical_norm: normalise(lexical[global]),
+                cosine: if signals.embedding {
+                    semantic[global]
+                } else {
+                    0.0
+                },
+                best_cosine,
+                matched: matches.matched[global],
+                field_matched: matches.field_matched[global],
+                name_terms: tool.name_terms,
+                action: tool.action.filter(|_| signals.actions),
+                plural_named: plural_named[global] && signals.actions,
+                lists: tool.lists,
+                deprecated: tool.deprecated && signals.deprecation,
+            }
+        };
+        if let Some(capture) = capture {
+            // The first stage's order, with the features of its best `RERANK_DEPTH`.
+            let mut features = Vec::new();
+            rerank(
+                &mut scored,
+                &[0.0; FEATURES],
+                lexical_share,
+                evidence_of,
+                &query_evidence,
+                Some(&mut features),
+            );
+            scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            capture.extend(scored.iter().take(MAX_LIMIT).map(|&(_, global)| {
+                let (shard, local) = locate(global as usize);
+                RerankCandidate {
+                    server: shard.server.clone(),
+                    tool: shard.name(local).to_owned(),
+                    features: features
+                        .iter()
+                        .find(|(reranked, _)| *reranked == global)
+                        .map(|(_, features)| *features),
+                }
+            }));
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+                semantic: ranking,
+            });
+        }
         let rerank_bonus = if signals.rerank {
             rerank(
                 &mut scored,
-                &matches.name_matched,
-                NAME_COVERAGE_WEIGHT * (1.0 - semantic_share),
-                locate,
+                weights,
+                lexical_share,
+                evidence_of,
+                &query_evidence,
+                None,
             )
         } else {
             Vec::new()
@@ -845,17 +960,6 @@ impl Index {
             }
         }
     }
-}
-
-/// The rerank stage's bonus of one tool: `weight` times the share of the distinct words of its
-/// name (`name_terms`) that the request matched (`name_matched` of its words hit the name). A
-/// tool called exactly what was asked for rises among tools that merely share the request's
-/// rarest word in their descriptions.
-fn rerank_bonus_of(name_matched: u16, name_terms: u8, weight: f32) -> f32 {
-    if name_terms == 0 {
-        return 0.0;
-    }
-    weight * (f32::from(name_matched) / f32::from(name_terms)).min(1.0)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A shard: the indexed tools of one server, built once from its documents and never changed.
 //!
 //! The build splits each tool's text once (`vocabulary.rs`); the same words feed BM25F's
-//! per-field term counts and, with the default hashing embedder, the tool's embedding. The
+//! per-field term counts and, with the hashing embedder, the tool's embedding. The
 //! postings of all terms lie in one array grouped by a counting sort.
 
 use rustc_hash::FxHashMap;

@@ -90,8 +90,8 @@ fn a_tool_embedded_from_the_shared_split_equals_the_embedder_on_its_text() {
     let description = &tool.description[..embedded_description_end(&tool.description)];
     assert!(description.len() <= EMBEDDED_DESCRIPTION_BYTES && description.len() > 400);
     let text = format!("getFileInfo getFileInfo File details {description} path");
-    let expected = HashEmbedder.embed(&text);
-    let index = Index::new().with_server("fs", vec![tool]);
+    let expected = embed::HashEmbedder.embed(&text);
+    let index = Index::with_embedder(Arc::new(embed::HashEmbedder)).with_server("fs", vec![tool]);
     let shard = &index.shards[0];
     let row: Vec<f32> = shard.embeddings[..embed::HASH_DIMENSIONS]
         .iter()
@@ -237,7 +237,7 @@ fn the_footprint_counts_every_part_and_follows_the_index() {
     // per distinct term of the tool.
     assert_eq!(footprint.postings, footprint.shard_terms);
     assert_eq!(footprint.posting_bytes, 8 * footprint.postings);
-    assert_eq!(footprint.embedding_bytes, embed::HASH_DIMENSIONS + 4);
+    assert_eq!(footprint.embedding_bytes, one.embedder().dimensions() + 4);
     assert!(footprint.tool_bytes >= "read_file".len() + "read a file".len());
     assert!(footprint.term_table_bytes > 0 && footprint.length_bytes > 0);
     assert_eq!(footprint.model_vector_bytes, 0);

@@ -120,8 +120,13 @@ pub(super) struct LexicalMatches {
     pub(super) scores: Vec<f32>,
     /// Whether a plural noun of the request is a word of the tool's name (`LIST_MATCH`).
     pub(super) plural_named: Vec<bool>,
-    /// How many of the request's words (or their synonyms) the tool matched in its name.
-    pub(super) name_matched: Vec<u16>,
+    /// How many of the request's words (or their synonyms) the tool matched at all.
+    pub(super) matched: Vec<u16>,
+    /// How many of the request's words (or their synonyms) the tool matched in each field
+    /// (`index::NAME` … `index::SERVER`).
+    pub(super) field_matched: Vec<[u16; FIELDS]>,
+    /// The number of the request's word groups (the denominator of every share).
+    pub(super) groups: usize,
     /// The largest share of the request's words (or their synonyms) one tool matched, in
     /// [0, 1]: how much the words alone can tell.
     pub(super) best_share: f32,
@@ -143,8 +148,9 @@ impl Index {
         let mut best = vec![0.0f32; total];
         let mut touched: Vec<usize> = Vec::new();
         let mut matched = vec![0u16; total];
-        let mut name_matched = vec![0u16; total];
-        let mut in_name = vec![false; total];
+        let mut field_matched = vec![[0u16; FIELDS]; total];
+        // Per tool, the fields (bits) the current group matched in.
+        let mut fields_hit = vec![0u8; total];
         let mut plural_named = vec![false; total];
         let query_groups = query_groups(query_text, stats.concepts);
         let groups = query_groups.len();
@@ -202,8 +208,12 @@ impl Index {
                     if best[global] == 0.0 {
                         touched.push(global);
                     }
-                    if in_tool_name {
-                        in_name[global] = true;
+                    for (field, (&count, &mask)) in
+                        frequencies.iter().zip(&stats.field_mask).enumerate()
+                    {
+                        if count > 0 && mask > 0.0 {
+                            fields_hit[global] |= 1 << field;
+                        }
                     }
                     if score > best[global] {
                         best[global] = score;
@@ -236,8 +246,11 @@ impl Index {
             for global in touched.drain(..) {
                 scores[global] += best[global];
                 matched[global] += 1;
-                if std::mem::take(&mut in_name[global]) {
-                    name_matched[global] += 1;
+                let hit = std::mem::take(&mut fields_hit[global]);
+                for (field, count) in field_matched[global].iter_mut().enumerate() {
+                    if hit & (1 << field) != 0 {
+                        *count += 1;
+                    }
                 }
                 best[global] = 0.0;
             }
@@ -256,7 +269,9 @@ impl Index {
         LexicalMatches {
             scores,
             plural_named,
-            name_matched,
+            matched,
+            field_matched,
+            groups,
             best_share,
         }
     }

@@ -744,7 +744,9 @@ fn the_rerank_stage_adds_the_share_of_the_name_the_request_covers() {
         ),
         doc("add_issue_comment", "Add a comment to an issue."),
     ];
-    let index = Index::new().with_server("tracker", docs);
+    // The hashing embedder: a fixed share (σ = 0.1), so the stage's weight is known.
+    let index = Index::with_embedder(std::sync::Arc::new(crate::embed::HashEmbedder))
+        .with_server("tracker", docs);
     let outcome = index
         .search(&Query::new("add a comment to the issue"))
         .unwrap();
@@ -757,7 +759,7 @@ fn the_rerank_stage_adds_the_share_of_the_name_the_request_covers() {
             .why
             .rerank
     };
-    // σ = 0.1 for the hashing embedder: the stage's weight is 0.11 × 0.9.
+    // The stage's weight on the lexical share: 0.11 × (1 − 0.1).
     let weight = 0.11 * 0.9;
     // All three words of `add_issue_comment`; one of the two of `get_issue`.
     assert!((bonus("add_issue_comment") - weight).abs() < 1e-6);

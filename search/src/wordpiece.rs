@@ -1,6 +1,8 @@
 //! BERT's uncased WordPiece tokenizer, as all-MiniLM-L6-v2 was trained with: lowercase, strip
 //! Latin accents, split on whitespace and punctuation (each CJK character a word), then greedy
-//! longest-match pieces from `vocab.txt`, with `[CLS]` first and `[SEP]` last.
+//! longest-match pieces from `vocab.txt`, with `[CLS]` first and `[SEP]` last. The model
+//! (`minilm/`, feature `minilm`) and the static token embeddings distilled from it
+//! (`static_embed.rs`, always built) read text through it.
 //!
 //! It stops as soon as the text has `max_tokens` tokens: a tool's description may be 8 KiB, and
 //! only its opening is ever embedded.
@@ -10,20 +12,20 @@ use std::collections::HashMap;
 /// A word longer than this (in characters) is `[UNK]`, as in BERT.
 const MAX_WORD_CHARACTERS: usize = 100;
 
-pub(super) struct Tokenizer {
+pub(crate) struct Tokenizer {
     vocabulary: HashMap<String, u32>,
     /// The longest entry of the vocabulary, in characters (without a `##`): no piece is longer,
     /// so the longest-match search starts there instead of at the end of a long word.
     longest_piece: usize,
-    pub(super) classification: u32,
-    pub(super) separator: u32,
-    unknown: u32,
+    pub(crate) classification: u32,
+    pub(crate) separator: u32,
+    pub(crate) unknown: u32,
 }
 
 impl Tokenizer {
     /// The tokenizer of `vocab.txt` (one token a line, the line number its id); `None` when the
     /// special tokens are missing.
-    pub(super) fn new(vocabulary: &str) -> Option<Tokenizer> {
+    pub(crate) fn new(vocabulary: &str) -> Option<Tokenizer> {
         let vocabulary: HashMap<String, u32> = vocabulary
             .lines()
             .enumerate()
@@ -44,14 +46,31 @@ impl Tokenizer {
         })
     }
 
+    /// The id of `token`, if the vocabulary has it.
+    pub(crate) fn id(&self, token: &str) -> Option<u32> {
+        self.vocabulary.get(token).copied()
+    }
+
     /// The number of entries (rows of the word embedding table).
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.vocabulary.len()
     }
 
+    /// Every entry of the vocabulary, by id (what a distillation embeds one by one).
+    #[cfg(feature = "minilm")]
+    pub(crate) fn tokens_by_id(&self) -> Vec<String> {
+        let mut tokens = vec![String::new(); self.vocabulary.len()];
+        for (token, &id) in &self.vocabulary {
+            if let Some(slot) = tokens.get_mut(id as usize) {
+                slot.clone_from(token);
+            }
+        }
+        tokens
+    }
+
     /// The token of `id`, for tests.
-    #[cfg(test)]
-    pub(super) fn token(&self, id: u32) -> Option<&str> {
+    #[cfg(all(test, feature = "minilm"))]
+    pub(crate) fn token(&self, id: u32) -> Option<&str> {
         self.vocabulary
             .iter()
             .find(|(_, v)| **v == id)
@@ -59,36 +78,49 @@ impl Tokenizer {
     }
 
     /// The ids of `text`: `[CLS]`, at most `max_tokens − 2` pieces, `[SEP]`.
-    pub(super) fn tokenize(&self, text: &str, max_tokens: usize) -> Vec<u32> {
+    #[cfg(feature = "minilm")]
+    pub(crate) fn tokenize(&self, text: &str, max_tokens: usize) -> Vec<u32> {
         let limit = max_tokens.max(2) - 1;
         let mut ids = vec![self.classification];
-        let mut word: Vec<char> = Vec::new();
-        let mut piece = String::new();
-        let mut flush = |word: &mut Vec<char>, ids: &mut Vec<u32>| {
-            if !word.is_empty() {
-                self.word_pieces(word, &mut piece, ids);
-                word.clear();
-            }
-        };
-        for c in text.chars() {
-            if ids.len() >= limit {
-                break;
-            }
-            let folded = crate::text::fold_for_model(c);
-            if folded.is_whitespace() || folded.is_control() {
-                flush(&mut word, &mut ids);
-            } else if folded.is_alphanumeric() && !crate::text::is_cjk(folded) {
-                word.push(folded);
-            } else {
-                flush(&mut word, &mut ids);
-                word.push(folded);
-                flush(&mut word, &mut ids);
-            }
-        }
-        flush(&mut word, &mut ids);
+        self.for_each_word(text, |word| {
+            self.word_pieces(word, &mut String::new(), &mut ids);
+            ids.len() < limit
+        });
         ids.truncate(limit);
         ids.push(self.separator);
         ids
+    }
+
+    /// Calls `visit` with each word of `text` as BERT's basic tokenizer splits it (folded
+    /// characters: a run of letters and digits, or one punctuation or CJK character) until it
+    /// returns false.
+    pub(crate) fn for_each_word(&self, text: &str, mut visit: impl FnMut(&[char]) -> bool) {
+        let mut word: Vec<char> = Vec::new();
+        for c in text.chars() {
+            let folded = crate::text::fold_for_model(c);
+            if folded.is_alphanumeric() && !crate::text::is_cjk(folded) {
+                word.push(folded);
+                continue;
+            }
+            if !word.is_empty() {
+                if !visit(&word) {
+                    return;
+                }
+                word.clear();
+            }
+            let separator = folded.is_whitespace() || folded.is_control();
+            if !separator && !visit(&[folded]) {
+                return;
+            }
+        }
+        if !word.is_empty() {
+            visit(&word);
+        }
+    }
+
+    /// The pieces of one word (`[UNK]` when it cannot be split), appended to `ids`.
+    pub(crate) fn pieces_of(&self, word: &[char], ids: &mut Vec<u32>) {
+        self.word_pieces(word, &mut String::new(), ids);
     }
 
     /// Appends the pieces of one word to `ids` (or `[UNK]` when it cannot be split).

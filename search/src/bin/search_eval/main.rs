@@ -6,8 +6,11 @@
 //! `DIR` (default: this crate's `eval/`) holds `peers.json`, `catalog.json`, `dev.tsv` and
 //! `test.tsv` (`scripts/convert-public-search-sets.py` writes the public sets so). Rows: BM25
 //! over name and description; BM25F with no signal; each signal alone on top of it; every
-//! signal ("ours"); every signal but one. `--dev-only` leaves the test halves unread (for
-//! choosing). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
+//! signal ("ours"); ours with the hashing embedder in place of the built-in static embeddings;
+//! every signal but one. `--dev-only` leaves the test halves unread (for choosing). `--train`
+//! learns the rerank stage's weights on the dev halves and prints leave-one-set-out figures
+//! and the weights (`train.rs`; `--l2 X`, 0.001 by default). `--vector-cache FILE` keeps the
+//! model's vectors between runs (`FILE.<fingerprint>`). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
 //! adds the model alone, ours with the model (its built-in share σ), without the rerank stage,
 //! and reciprocal-rank fusion of our lexical ranking with the model's, and prints what the
 //! model cost (the catalog embedded in one `embed_batch`, ms per tool, wall and CPU);
@@ -15,6 +18,8 @@
 //! (`--dev-misses`) prints every test (dev) request ours does not rank first, `--dev-losses` the
 //! dev requests plain BM25 ranks first and ours does not, `--explain "QUERY"` our top ten for
 //! one query with the parts of their scores.
+
+mod train;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -37,12 +42,69 @@ struct AdjustableShare {
     inner: Box<dyn tool_cli_search::embed::Embedder>,
     share_bits: std::sync::atomic::AtomicU32,
     known: std::sync::Mutex<std::collections::HashMap<String, Embedding>>,
+    /// Where the vectors are saved (`--vector-cache`), if anywhere.
+    cache: Option<PathBuf>,
 }
 
 impl AdjustableShare {
     fn remember(&self, texts: &[String], vectors: Vec<Embedding>) {
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         known.extend(texts.iter().cloned().zip(vectors));
+    }
+
+    fn is_known(&self, text: &str) -> bool {
+        self.known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(text)
+    }
+
+    /// Reads vectors saved by `save` (a missing file is an empty cache): the evaluation's own
+    /// cache, so choosing among variants does not embed the same catalogs again.
+    #[cfg_attr(not(feature = "minilm"), allow(dead_code))]
+    fn load(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let Ok(bytes) = std::fs::read(path) else {
+            return Ok(());
+        };
+        let word = |at: usize| -> anyhow::Result<usize> {
+            let slice = bytes
+                .get(at..at + 4)
+                .context("the vector cache is truncated; delete it")?;
+            Ok(u32::from_le_bytes([slice[0], slice[1], slice[2], slice[3]]) as usize)
+        };
+        let mut at = 0;
+        let mut texts = Vec::new();
+        let mut vectors = Vec::new();
+        while at < bytes.len() {
+            let length = word(at)?;
+            let text = String::from_utf8_lossy(&bytes[at + 4..at + 4 + length]).into_owned();
+            at += 4 + length;
+            let dimensions = word(at)?;
+            at += 4;
+            let values: Vec<f32> = (0..dimensions)
+                .map(|i| word(at + 4 * i).map(|w| f32::from_bits(w as u32)))
+                .collect::<anyhow::Result<_>>()?;
+            at += 4 * dimensions;
+            texts.push(text);
+            vectors.push(Embedding::normalized(values));
+        }
+        self.remember(&texts, vectors);
+        Ok(())
+    }
+
+    fn save(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let mut bytes = Vec::new();
+        for (text, vector) in known.iter() {
+            bytes.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.extend_from_slice(&(vector.dimensions() as u32).to_le_bytes());
+            for value in vector.values() {
+                bytes.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+        std::fs::write(path, bytes)
+            .with_context(|| format!("cannot write the vector cache {}", path.display()))
     }
 }
 
@@ -130,7 +192,8 @@ fn build_model_index(
         texts: std::sync::Mutex::new(Vec::new()),
     });
     drop(eval::build_index_with(docs, recorder.clone()));
-    let texts = std::mem::take(&mut *recorder.texts.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut texts = std::mem::take(&mut *recorder.texts.lock().unwrap_or_else(|e| e.into_inner()));
+    texts.retain(|text| !embedder.is_known(text));
     let embedded = texts.clone();
     let borrowed: Vec<&str> = embedded.iter().map(String::as_str).collect();
     let cpu_before = process_cpu_time();
@@ -145,10 +208,13 @@ fn build_model_index(
     println!(
         "all-MiniLM-L6-v2: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
         texts.len(),
-        wall * 1000.0 / texts.len() as f64,
-        cpu * 1000.0 / texts.len() as f64,
+        wall * 1000.0 / texts.len().max(1) as f64,
+        cpu * 1000.0 / texts.len().max(1) as f64,
     );
     embedder.remember(&texts, vectors);
+    if let Some(cache) = &embedder.cache {
+        embedder.save(cache)?;
+    }
     Ok(eval::build_index_with(docs, embedder.clone()))
 }
 
@@ -174,12 +240,24 @@ fn load_minilm(
         model.fingerprint()
     );
     let share = model.semantic_share();
-    Ok(std::sync::Arc::new(AdjustableShare {
+    let fingerprint = model.fingerprint();
+    let embedder = std::sync::Arc::new(AdjustableShare {
         inner: Box::new(model),
         share_bits: std::sync::atomic::AtomicU32::new(share.to_bits()),
         known: std::sync::Mutex::new(std::collections::HashMap::new()),
-    }))
+        cache: VECTOR_CACHE
+            .get()
+            .map(|path| PathBuf::from(format!("{}.{fingerprint:016x}", path.display()))),
+    });
+    if let Some(cache) = &embedder.cache {
+        embedder.load(cache)?;
+    }
+    Ok(embedder)
 }
+
+/// `--vector-cache FILE`: where the model's vectors are kept between runs (one file per model
+/// fingerprint, `FILE.<fingerprint>`).
+static VECTOR_CACHE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
 
 #[cfg(not(feature = "minilm"))]
 fn load_minilm(
@@ -197,6 +275,9 @@ struct Variant {
     label: String,
     signals: Signals,
     model: bool,
+    /// Ranks with the hashing embedder's index (the default before the built-in static
+    /// embeddings), for the before/after comparison.
+    hashing: bool,
 }
 
 /// The rows every set is measured with: BM25F alone, each signal alone on top of it, every
@@ -216,6 +297,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         label: "BM25F (no signal)".to_owned(),
         signals: Signals::NONE,
         model: false,
+        hashing: false,
     }];
     for (name, switch) in switches {
         let mut signals = Signals::NONE;
@@ -224,12 +306,20 @@ fn variants(with_model: bool) -> Vec<Variant> {
             label: format!("+ {name} alone"),
             signals,
             model: false,
+            hashing: false,
         });
     }
     rows.push(Variant {
         label: "ours (all)".to_owned(),
         signals: Signals::ALL,
         model: false,
+        hashing: false,
+    });
+    rows.push(Variant {
+        label: "ours, hashing embedder".to_owned(),
+        signals: Signals::ALL,
+        model: false,
+        hashing: true,
     });
     for (name, switch) in switches {
         let mut signals = Signals::ALL;
@@ -238,6 +328,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             label: format!("all − {name}"),
             signals,
             model: false,
+            hashing: false,
         });
     }
     if with_model {
@@ -248,11 +339,13 @@ fn variants(with_model: bool) -> Vec<Variant> {
                 ..Signals::NONE
             },
             model: true,
+            hashing: false,
         });
         rows.push(Variant {
             label: "ours + model".to_owned(),
             signals: Signals::ALL,
             model: true,
+            hashing: false,
         });
         rows.push(Variant {
             label: "ours + model − rerank".to_owned(),
@@ -261,6 +354,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
                 ..Signals::ALL
             },
             model: true,
+            hashing: false,
         });
     }
     rows
@@ -312,6 +406,7 @@ fn measure_set(
 ) -> anyhow::Result<SetFigures> {
     let (docs, dev, test) = load_set(dir)?;
     let index = eval::build_index(&docs);
+    let hashing_index = eval::build_hashing_index(&docs);
     let model_index = match minilm {
         Some((model_dir, max_tokens)) => {
             let embedder = load_minilm(model_dir, max_tokens)?;
@@ -361,6 +456,7 @@ fn measure_set(
     let measure = |requests: &[Request], variant: &Variant| {
         let index = match (&model_index, variant.model) {
             (Some(model_index), true) => model_index,
+            _ if variant.hashing => &hashing_index,
             _ => &index,
         };
         Metrics::from_ranks(&eval::ranks_ours_with(index, requests, variant.signals))
@@ -413,6 +509,39 @@ fn macro_average(figures: &[&Metrics]) -> Metrics {
     }
 }
 
+/// `--train`: the rerank weights learned on the dev halves, with and without the model, and
+/// how well they do on a set left out (`train.rs`).
+fn train_on_dev_halves(
+    data_dirs: &[PathBuf],
+    minilm_dir: Option<&std::path::Path>,
+    max_tokens: Option<usize>,
+    l2: f64,
+) -> anyhow::Result<()> {
+    let mut names = Vec::new();
+    let mut hashing = Vec::new();
+    let mut model = Vec::new();
+    for dir in data_dirs {
+        let (docs, dev, _) = load_set(dir)?;
+        names.push(set_name(dir));
+        let index = eval::build_index(&docs);
+        hashing.push(train::examples(&index, &dev, Signals::ALL));
+        if let Some(model_dir) = minilm_dir {
+            let embedder = load_minilm(model_dir, max_tokens)?;
+            let model_index = build_model_index(&docs, &embedder)?;
+            model.push(train::examples(&model_index, &dev, Signals::ALL));
+            if let Some(cache) = &embedder.cache {
+                embedder.save(cache)?;
+            }
+        }
+    }
+    use tool_cli_search::search::WEIGHTS;
+    train::report("default embedder", &names, &hashing, &WEIGHTS, l2);
+    if !model.is_empty() {
+        train::report("with the model", &names, &model, &WEIGHTS, l2);
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let mut data_dirs: Vec<PathBuf> = Vec::new();
     let mut show_misses = None;
@@ -421,6 +550,8 @@ fn main() -> anyhow::Result<()> {
     let mut minilm_dir: Option<PathBuf> = None;
     let mut max_tokens: Option<usize> = None;
     let mut with_test = true;
+    let mut train_weights = false;
+    let mut l2 = 1e-3;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -428,6 +559,17 @@ fn main() -> anyhow::Result<()> {
             "--dev-misses" => show_misses = Some("dev.tsv"),
             "--dev-losses" => show_losses = true,
             "--dev-only" => with_test = false,
+            "--train" => train_weights = true,
+            "--l2" => {
+                let value = arguments.next().unwrap_or_default();
+                l2 = value
+                    .parse()
+                    .with_context(|| format!("--l2 takes a number, not {value:?}"))?;
+            }
+            "--vector-cache" => {
+                let path = arguments.next().map(PathBuf::from).unwrap_or_default();
+                VECTOR_CACHE.get_or_init(|| path);
+            }
             "--explain" => explain = arguments.next(),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
             "--max-tokens" => {
@@ -437,13 +579,17 @@ fn main() -> anyhow::Result<()> {
                 })?);
             }
             other if other.starts_with("--") => anyhow::bail!(
-                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --explain QUERY, --minilm DIR, --max-tokens N"
+                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE"
             ),
             other => data_dirs.push(PathBuf::from(other)),
         }
     }
     if data_dirs.is_empty() {
         data_dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval"));
+    }
+
+    if train_weights {
+        return train_on_dev_halves(&data_dirs, minilm_dir.as_deref(), max_tokens, l2);
     }
 
     if explain.is_some() || show_misses.is_some() || show_losses {
