@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 use tool_cli_daemon::auth::{Grant, Token, TokenStore};
 use tool_cli_daemon::catalog::Catalog;
+use tool_cli_daemon::config::traces::TraceSettings;
 use tool_cli_daemon::error::Error;
 use tool_cli_daemon::pipeline::CallContext;
 use tool_cli_daemon::policy::Scope;
@@ -30,7 +31,6 @@ use tool_cli_daemon::provider::{
 };
 use tool_cli_daemon::services::Services;
 use tool_cli_daemon::trace::Traces;
-use tool_cli_daemon::trace::settings::TraceSettings;
 use tool_cli_protocol::methods::{CallToolParams, TransportKind};
 
 /// A server that answers `echo` with its argument, at once.

@@ -27,7 +27,7 @@ use clap::Parser as _;
 
 use tool_cli_daemon::auth::Token;
 use tool_cli_daemon::config;
-use tool_cli_daemon::trace::settings as trace_settings;
+use tool_cli_daemon::config::traces as trace_settings;
 use tool_cli_protocol::env;
 
 use crate::args::{Cli, Command};
@@ -138,9 +138,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
             tracing::info!("{note}");
         }
     }
-    secrets.set(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
-        &config,
-    )));
+    secrets.set(Arc::new(tool_cli_daemon::config::secrets_of(&config)));
     let traces =
         match trace_settings::resolve(&config.traces, cli.traces.clone(), cli.no_traces, &|name| {
             std::env::var(name).ok()

@@ -26,7 +26,6 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tool_cli_protocol::ErrorData;
 
-use crate::config::{Config, TransportConfig};
 use crate::error::Error;
 
 /// What a secret is replaced with.
@@ -50,11 +49,6 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    /// The secrets of every server of `config`.
-    pub fn from_config(config: &Config) -> Secrets {
-        Secrets::new(config_secrets(config))
-    }
-
     /// These secrets (and their encoded forms).
     pub fn new(values: impl IntoIterator<Item = String>) -> Secrets {
         let mut needles = Vec::new();
@@ -250,42 +244,6 @@ fn is_hidden_control(character: char) -> bool {
         )
 }
 
-/// The values of a URL's query and its userinfo (user and password), as written and decoded.
-fn url_secrets(url: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority_end = after_scheme
-        .find(['/', '?', '#'])
-        .unwrap_or(after_scheme.len());
-    if let Some((userinfo, _)) = after_scheme[..authority_end].rsplit_once('@') {
-        found.extend(userinfo.split(':').map(str::to_owned));
-    }
-    if let Some((_, query)) = url.split_once('?') {
-        let query = query.split('#').next().unwrap_or_default();
-        for pair in query.split('&') {
-            if let Some((_, value)) = pair.split_once('=') {
-                found.push(value.to_owned());
-            }
-        }
-    }
-    let decoded: Vec<String> = found
-        .iter()
-        .filter_map(|value| percent_decode(value))
-        .collect();
-    found.extend(decoded);
-    found
-}
-
-/// Whether a header's name says its value is a credential.
-fn is_credential_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "auth", "cookie", "key", "token", "secret", "password", "session",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
-}
-
 /// Percent-encodes everything but RFC 3986's unreserved characters.
 fn percent_encode(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
@@ -301,7 +259,7 @@ fn percent_encode(text: &str) -> String {
 
 /// Decodes `%XX` escapes (and `+` as a space, as in a query); `None` when nothing changes or
 /// the result is not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
+pub(crate) fn percent_decode(text: &str) -> Option<String> {
     if !text.contains(['%', '+']) {
         return None;
     }
@@ -325,6 +283,31 @@ fn percent_decode(text: &str) -> Option<String> {
         index += 1;
     }
     String::from_utf8(decoded).ok()
+}
+
+/// Words that make a member name a credential, compared against the name lowercased with
+/// everything but letters and digits removed (so `apiKey`, `API-KEY` and `x_api_key` all match
+/// `apikey`).
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "cookie",
+];
+
+/// Whether a member's name says its value is a credential.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    let normalized: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    SECRET_WORDS.iter().any(|word| normalized.contains(word))
 }
 
 /// The secrets the daemon runs with now, once its config is loaded: one handle, cloned to
@@ -398,70 +381,32 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     }
 }
 
-/// The secret values of `config`: whatever a `${VAR}` put into a server's `env`, `headers` or
-/// `url`, the credentials in its URL, and the values of its credential headers.
-pub fn config_secrets(config: &Config) -> Vec<String> {
-    let mut values = Vec::new();
-    for server in &config.servers {
-        values.extend(server.substituted.iter().cloned());
-        match &server.transport {
-            TransportConfig::Http {
-                url,
-                headers,
-                remote,
-            } => {
-                values.extend(url_secrets(url));
-                if let Some(secret) = &remote.oauth.client_secret {
-                    values.push(secret.expose().to_owned());
-                }
-                for (name, value) in headers {
-                    if is_credential_header(name) {
-                        values.push(value.clone());
-                        if let Some((_, credential)) = value.split_once(' ') {
-                            values.push(credential.trim().to_owned());
-                        }
-                    }
-                }
-            }
-            TransportConfig::Stdio { .. } => {}
-        }
-    }
-    values
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConfigSource, parse};
 
     #[test]
-    fn every_kind_of_configured_secret_is_found() {
-        let env = |name: &str| match name {
-            "KEY" => Some("k3y-from-env".to_owned()),
-            "TOKEN" => Some("bearer-t0ken".to_owned()),
-            "SHORT" => Some("on".to_owned()),
-            _ => None,
-        };
-        let text = serde_json::json!({"mcpServers": {
-            "remote": {
-                "url": "http://user:pa55word@127.0.0.1:9/mcp?api_key=${KEY}&plain=v%2Fs1&x=${SHORT}",
-                "headers": {"Authorization": "Bearer ${TOKEN}", "X-Api-Key": "literal-key",
-                            "Accept": "application/json"}
-            },
-            "local": {"command": "x", "env": {"GITHUB_TOKEN": "${TOKEN}"}}
-        }})
-        .to_string();
-        let config = parse(&text, ConfigSource::File("c.json".into()), &env).unwrap();
-        let secrets = Secrets::from_config(&config);
-        let said = "GET http://user:pa55word@127.0.0.1:9/mcp?api_key=k3y-from-env&plain=v%2Fs1 \
-                    (authorization: Bearer bearer-t0ken, x-api-key: literal-key, \
-                    accept: application/json, plain decoded: v/s1, short: on)";
-        assert_eq!(
-            secrets.redact(said),
-            "GET http://[redacted]:[redacted]@127.0.0.1:9/mcp?api_key=[redacted]&plain=[redacted] \
-             (authorization: [redacted], x-api-key: [redacted], \
-             accept: application/json, plain decoded: [redacted], short: on)"
-        );
+    fn credential_names_are_recognised_in_any_spelling() {
+        for name in [
+            "token",
+            "accessToken",
+            "GITHUB_TOKEN",
+            "client_secret",
+            "Password",
+            "Authorization",
+            "api_key",
+            "apiKey",
+            "X-API-Key",
+            "apikey",
+            "aws_access_key_id",
+            "private-key",
+            "Cookie",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["sql", "query", "path", "author", "keys", "api", "pass"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
+use tool_cli_daemon::config::traces as trace_settings;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::redact::SharedSecrets;
@@ -15,7 +16,7 @@ use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_daemon::services::{ServerManager, ServiceOptions, Services};
 use tool_cli_daemon::spill::SpillStore;
-use tool_cli_daemon::trace::{Traces, settings as trace_settings};
+use tool_cli_daemon::trace::Traces;
 use tool_cli_protocol::runtime::RuntimeFile;
 
 use crate::args::Cli;
@@ -118,15 +119,13 @@ pub(crate) async fn serve(
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).
             subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
-            state_dir: tool_cli_daemon::trace::settings::state_dir(&|name| {
-                std::env::var(name).ok()
-            }),
+            state_dir: tool_cli_daemon::config::state_dir(&|name| std::env::var(name).ok()),
             ..PoolOptions::default()
         },
     );
     let traces = traces.map(|settings| {
         tracing::info!(path = %settings.path.display(), verbose = settings.verbose, "tracing calls");
-        Traces::start(settings, tool_cli_daemon::redact::config_secrets(&config))
+        Traces::start(settings, tool_cli_daemon::config::config_secrets(&config))
     });
     let mut services = Services::builder(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
@@ -134,7 +133,7 @@ pub(crate) async fn serve(
     )
     .options(ServiceOptions {
         agent: config.agent.clone(),
-        search: tool_cli_daemon::config_search::SearchSettings::resolve(&config.search, &|name| {
+        search: tool_cli_daemon::config::search::SearchSettings::resolve(&config.search, &|name| {
             std::env::var(name).ok()
         }),
         ..ServiceOptions::default()

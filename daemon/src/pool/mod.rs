@@ -47,10 +47,10 @@ use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{SamplingHealth, ServerState, TransportKind};
 
 use crate::catalog::Catalog;
+use crate::catalog::overrides::ToolOverride;
 use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::oauth::RemoteAuth;
-use crate::overrides::ToolOverride;
 use crate::provider::{
     BoxFuture, CallTicket, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream,
     UpstreamStatus,
@@ -229,7 +229,7 @@ impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
         let changes = Arc::new(watch::Sender::new(0));
-        let secrets = Arc::new(Secrets::from_config(config));
+        let secrets = Arc::new(crate::config::secrets_of(config));
         let servers = config
             .servers
             .iter()

@@ -28,9 +28,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
+use crate::config::server_requests::{
+    Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
+};
 use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
-use crate::server_requests::{Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings};
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -243,8 +245,8 @@ impl ServerRequests {
                     "declined by the tool-cli daemon: server \"{}\" made more than {} {what} \
                      requests in {} s",
                     self.server,
-                    crate::server_requests::BUDGET_PER_WINDOW,
-                    crate::server_requests::BUDGET_WINDOW.as_secs()
+                    crate::config::server_requests::BUDGET_PER_WINDOW,
+                    crate::config::server_requests::BUDGET_WINDOW.as_secs()
                 ))
             }
         }

@@ -35,7 +35,7 @@ use tool_cli_agent::Agent;
 use tool_cli_agent::config::AgentConfig;
 
 use crate::auth::TokenStore;
-use crate::config_search::SearchSettings;
+use crate::config::search::SearchSettings;
 use crate::oauth::RemoteAuth;
 use crate::pipeline::{CallContext, CallObserver, Pipeline, PipelineOptions};
 use crate::provider::ToolProvider;

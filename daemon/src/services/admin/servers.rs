@@ -25,12 +25,13 @@ use tool_cli_protocol::manage::{
 };
 use tool_cli_protocol::methods::{ServerState, name};
 
+use crate::config::config_secrets;
 use crate::config::{self, Config, ConfigSource, ServerConfig};
 use crate::error::Error;
 use crate::pipeline::Pipeline;
 use crate::pool::{Pool, Server};
 use crate::provider::Upstream as _;
-use crate::redact::{Secrets, SharedSecrets, config_secrets};
+use crate::redact::{Secrets, SharedSecrets};
 use crate::services::metrics::Metrics;
 
 /// Longest wait for a new server's first connection attempt.
@@ -179,7 +180,7 @@ impl ServerManager {
             })?;
         let mut next = running.clone();
         next.servers.push(server.clone());
-        let secrets = Arc::new(Secrets::from_config(&next));
+        let secrets = Arc::new(crate::config::secrets_of(&next));
         self.secrets.set(Arc::clone(&secrets));
         self.apply(
             name::ADD_SERVER,
@@ -260,7 +261,7 @@ impl ServerManager {
             }
             .into());
         }
-        let secrets = Arc::new(Secrets::from_config(&running));
+        let secrets = Arc::new(crate::config::secrets_of(&running));
         let abandoned_calls = self
             .apply(
                 name::REMOVE_SERVER,
@@ -359,7 +360,7 @@ impl ServerManager {
                 Arc::clone(&secrets),
             )
             .await?;
-        self.secrets.set(Arc::new(Secrets::from_config(&new)));
+        self.secrets.set(Arc::new(crate::config::secrets_of(&new)));
         let failed = put
             .iter()
             .filter(|server| server.enabled)

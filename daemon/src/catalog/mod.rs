@@ -20,9 +20,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::overrides::ToolOverride;
-use crate::validate::ArgumentValidator;
-use crate::validator_cache::ValidatorCache;
+pub mod overrides;
+pub(crate) mod validate;
+mod validator_cache;
+
+use overrides::ToolOverride;
+use validate::ArgumentValidator;
+use validator_cache::ValidatorCache;
 
 /// How many compiled validators a catalog keeps: the tools called recently, however many it has.
 const CACHED_VALIDATORS: usize = 256;
@@ -221,7 +225,7 @@ impl Catalog {
                 let mut hidden = false;
                 let mut priority = None;
                 if let Some(tool_override) = overrides.get(&name) {
-                    match crate::overrides::apply(&mut raw, tool_override) {
+                    match crate::catalog::overrides::apply(&mut raw, tool_override) {
                         Ok(_) => {
                             hidden = tool_override.hidden;
                             priority = tool_override.priority;

@@ -89,7 +89,7 @@ impl SearchSettings {
     pub fn resolve(config: &SearchConfig, env: &dyn Fn(&str) -> Option<String>) -> SearchSettings {
         SearchSettings {
             model: config.model_location(env),
-            cache_dir: crate::trace::settings::state_dir(env),
+            cache_dir: super::paths::state_dir(env),
         }
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! Parsing is pure (the environment comes in as a lookup), so every rule is unit-tested; the
 //! errors name the member (`traces.maxBytes`) and say what would be right, and `config.rs`
-//! adds the file.
+//! (`parse.rs`) adds the file.
 
 use std::path::{Path, PathBuf};
 
@@ -79,16 +79,6 @@ pub enum SettingsError {
     NoStateDirectory,
 }
 
-/// The daemon's state directory: `$XDG_STATE_HOME/tool-cli`, else `~/.local/state/tool-cli`.
-/// A relative `XDG_STATE_HOME` is ignored, as the XDG spec says.
-pub fn state_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    if let Some(state) = env("XDG_STATE_HOME").filter(|dir| Path::new(dir).is_absolute()) {
-        return Some(Path::new(&state).join("tool-cli"));
-    }
-    let home = env("HOME").filter(|home| !home.is_empty())?;
-    Some(Path::new(&home).join(".local/state/tool-cli"))
-}
-
 /// The settings the writer starts with, or `None` when traces are off: `--no-traces` wins,
 /// then `--traces PATH` (which also turns them on), then the config.
 pub fn resolve(
@@ -102,7 +92,7 @@ pub fn resolve(
     }
     let path = match flag_path.or_else(|| config.path.clone()) {
         Some(path) => path,
-        None => state_dir(env)
+        None => super::paths::state_dir(env)
             .ok_or(SettingsError::NoStateDirectory)?
             .join(tool_cli_protocol::trace::TRACE_FILE_NAME),
     };
@@ -293,24 +283,6 @@ mod tests {
         }
         let (_, message) = parse(&json!({"path": "t.jsonl"}), None, &env).unwrap_err();
         assert!(message.contains("expected an absolute path"), "{message}");
-    }
-
-    #[test]
-    fn the_state_directory_follows_xdg_then_home() {
-        let xdg = |name: &str| match name {
-            "XDG_STATE_HOME" => Some("/xdg/state".to_owned()),
-            other => env(other),
-        };
-        assert_eq!(state_dir(&xdg), Some("/xdg/state/tool-cli".into()));
-        let relative = |name: &str| match name {
-            "XDG_STATE_HOME" => Some("state".to_owned()),
-            other => env(other),
-        };
-        assert_eq!(
-            state_dir(&relative),
-            Some("/home/me/.local/state/tool-cli".into())
-        );
-        assert_eq!(state_dir(&|_| None), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::{ClientKind, Found, FoundServer, variables};
-use crate::client_fields::normalize;
+use crate::config::client_fields::normalize;
 use crate::config::{ConfigSource, parse as parse_config};
 
 /// Fields of our `mcpServers` entries.

@@ -4,11 +4,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::import::{ClientKind, Found, ImportError, parse};
+use crate::config::import::{ClientKind, Found, ImportError, parse};
 
 fn fixture(kind: ClientKind, file: &str, project: &str) -> Found {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/import/fixtures")
+        .join("src/config/import/fixtures")
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     parse(kind, &text, &path, Path::new(project)).unwrap()

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::validate::ArgumentValidator;
+use crate::catalog::validate::ArgumentValidator;
 
 /// What compiling a tool's schema gave: its validator, or why the schema is not valid.
 pub(crate) type Compiled = Result<Arc<ArgumentValidator>, String>;

@@ -128,7 +128,7 @@ fn quotes_a_credential(error: &jsonschema::ValidationError<'_>) -> Option<String
     let under_a_credential = error
         .instance_path()
         .iter()
-        .any(|segment| crate::trace::is_secret_name(&segment.to_string()));
+        .any(|segment| crate::redact::is_secret_name(&segment.to_string()));
     (under_a_credential || holds_a_credential(error.instance()))
         .then(|| shortened(error.to_string()))
 }
@@ -136,9 +136,9 @@ fn quotes_a_credential(error: &jsonschema::ValidationError<'_>) -> Option<String
 /// Whether `value` has a member named like a credential, at any depth.
 fn holds_a_credential(value: &Value) -> bool {
     match value {
-        Value::Object(members) => members
-            .iter()
-            .any(|(name, member)| crate::trace::is_secret_name(name) || holds_a_credential(member)),
+        Value::Object(members) => members.iter().any(|(name, member)| {
+            crate::redact::is_secret_name(name) || holds_a_credential(member)
+        }),
         Value::Array(items) => items.iter().any(holds_a_credential),
         _ => false,
     }
