@@ -26,7 +26,8 @@ use tool_cli_protocol::orchestration::StepResult;
 use tool_cli_protocol::{ErrorData, ErrorObject};
 
 use crate::error::Error;
-use crate::orchestrator::{Room, StepSink};
+use crate::pipeline::{CallAnswer, RanCall, selection_info};
+use crate::services::calls::{Room, Step, StepSink};
 use crate::shape::BatchLen;
 use crate::spill::{self, SpillStore};
 
@@ -383,7 +384,8 @@ impl EntryAnswers {
 }
 
 impl StepSink for EntryAnswers {
-    async fn take(&mut self, entry: StepResult) -> Room {
+    async fn take(&mut self, step: Step) -> Room {
+        let entry = step_result(step);
         let room = self.take_entry(entry).await;
         // Once full, it stays full: the calls still running are answered as they end, and no
         // other is started.
@@ -406,6 +408,82 @@ fn encode_entry(entry: &StepResult, result: Option<&RawValue>) -> Result<Box<Raw
         result,
         error: entry.error.as_ref(),
     })
+}
+
+/// The wire entry of one step or fanned-out call.
+fn step_result(step: Step) -> StepResult {
+    let server = step.server();
+    let Step {
+        index,
+        tool,
+        outcome,
+        ..
+    } = step;
+    match outcome {
+        Ok(answer) => StepResult {
+            index,
+            tool,
+            server,
+            result: Some(call_result(answer)),
+            error: None,
+        },
+        Err(error) => StepResult {
+            index,
+            tool,
+            server,
+            result: None,
+            error: Some(error_object(&error)),
+        },
+    }
+}
+
+/// The wire form of a call's answer: the server's result with the facts of the call in its
+/// `_meta` (attempts, selection, call id; degraded, replayed and alternatives when they apply),
+/// or a dry run's verdict. The one place those facts become JSON.
+pub(crate) fn call_result(answer: CallAnswer) -> Value {
+    use tool_cli_protocol::meta;
+    let ran = match answer {
+        CallAnswer::DryRun(verdict) => return serde_json::to_value(verdict).unwrap_or_default(),
+        CallAnswer::Ran(ran) => ran,
+    };
+    let RanCall {
+        mut result,
+        facts,
+        alternatives,
+    } = ran;
+    let Some(members) = result.as_object_mut() else {
+        return result;
+    };
+    let meta = members
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return result;
+    };
+    if let Some(degraded) = &facts.degraded {
+        meta.insert(
+            meta::DEGRADED.to_owned(),
+            serde_json::json!({
+                "reason": degraded.reason,
+                "ageMs": degraded.age.as_millis() as u64,
+            }),
+        );
+    }
+    meta.insert(meta::ATTEMPTS.to_owned(), facts.attempts.into());
+    if let Ok(selection) = serde_json::to_value(selection_info(&facts.selection)) {
+        meta.insert(meta::SELECTION.to_owned(), selection);
+    }
+    meta.insert(meta::CALL_ID.to_owned(), facts.call_id.to_string().into());
+    if facts.replayed {
+        meta.insert(meta::REPLAYED.to_owned(), true.into());
+    }
+    if let Some(alternatives) = alternatives {
+        meta.insert(
+            tool_cli_protocol::search::ALTERNATIVES_META.to_owned(),
+            serde_json::to_value(alternatives).unwrap_or_default(),
+        );
+    }
+    result
 }
 
 /// An error as an entry carries it.
@@ -527,14 +605,36 @@ mod tests {
         ))
     }
 
-    fn entry(index: usize, text_bytes: usize) -> StepResult {
-        StepResult {
+    /// A tool result of a text block of `text_bytes` bytes.
+    fn text(text_bytes: usize) -> Value {
+        json!({"content": [{"type": "text", "text": "x".repeat(text_bytes)}]})
+    }
+
+    /// The entry of a call of `big` on `s` that answered [`text`].
+    fn entry(index: usize, text_bytes: usize) -> Step {
+        Step {
             index,
             tool: "big".into(),
-            server: Some("s".into()),
-            result: Some(json!({"content": [{"type": "text", "text": "x".repeat(text_bytes)}]})),
-            error: None,
+            requested_server: Some("s".into()),
+            outcome: Ok(CallAnswer::Ran(RanCall {
+                result: text(text_bytes),
+                facts: crate::pipeline::CallFacts {
+                    server: "s".into(),
+                    selection: crate::pipeline::routing::Selection::named("s"),
+                    attempts: 1,
+                    is_error: false,
+                    degraded: None,
+                    call_id: crate::pipeline::CallId::next(),
+                    replayed: false,
+                },
+                alternatives: None,
+            })),
         }
+    }
+
+    /// The content of an entry's result.
+    fn content(result: Option<&Value>) -> &Value {
+        &result.expect("a result")["content"]
     }
 
     #[tokio::test]
@@ -549,13 +649,8 @@ mod tests {
         // Out of order, as a fan-out's calls finish: small, too large for what is left, small.
         assert_eq!(answer.take(entry(2, 100)).await, Room::More);
         assert_eq!(answer.take(entry(0, 20_000)).await, Room::More);
-        let error = StepResult {
-            result: None,
-            error: Some(ErrorObject {
-                code: -32602,
-                message: "bad".into(),
-                data: None,
-            }),
+        let error = Step {
+            outcome: Err(Error::invalid_params("callMany", "bad")),
             ..entry(1, 0)
         };
         assert_eq!(answer.take(error).await, Room::More);
@@ -571,16 +666,24 @@ mod tests {
             serde_json::from_str(encoded.get()).unwrap();
         let indexes: Vec<usize> = many.results.iter().map(|r| r.index).collect();
         assert_eq!(indexes, [0, 1, 2], "in request order");
-        assert_eq!(many.results[2].result, entry(2, 100).result);
-        assert_eq!(many.results[1].error.as_ref().unwrap().message, "bad");
+        assert_eq!(
+            content(many.results[2].result.as_ref()),
+            &text(100)["content"]
+        );
+        assert_eq!(
+            many.results[2].result.as_ref().unwrap()["_meta"]["tool-cli/attempts"],
+            1
+        );
+        let error = many.results[1].error.as_ref().unwrap();
+        assert_eq!(error.message, "invalid params for callMany: bad");
         let reference = many.results[0].result.as_ref().unwrap();
         let path = reference["_meta"]["tool-cli/spilled"]["path"]
             .as_str()
             .unwrap();
         let saved: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         assert_eq!(
-            Some(saved),
-            entry(0, 20_000).result,
+            saved["content"],
+            text(20_000)["content"],
             "the whole result, spilled"
         );
     }
@@ -621,7 +724,10 @@ mod tests {
             "{}",
             refused.message
         );
-        assert_eq!(many.results[3].result, entry(3, 10).result);
+        assert_eq!(
+            content(many.results[3].result.as_ref()),
+            &text(10)["content"]
+        );
     }
 
     #[tokio::test]

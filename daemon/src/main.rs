@@ -27,7 +27,7 @@ use clap::Parser as _;
 
 use tool_cli_daemon::auth::Token;
 use tool_cli_daemon::config;
-use tool_cli_daemon::trace::settings as trace_settings;
+use tool_cli_daemon::config::traces as trace_settings;
 use tool_cli_protocol::env;
 
 use crate::args::{Cli, Command};
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(default: &str) {
+fn init_tracing(default: &str, secrets: tool_cli_daemon::redact::SharedSecrets) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
@@ -79,7 +79,7 @@ fn init_tracing(default: &str) {
         tool_cli_daemon::log_filter::keep(metadata.target(), *metadata.level())
     });
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(tool_cli_daemon::redact::LogWriter)
+        .with_writer(tool_cli_daemon::redact::LogWriter::new(secrets))
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -88,7 +88,7 @@ fn init_tracing(default: &str) {
 }
 
 fn run_demo_server(options: tool_cli_demo_server::DemoOptions) -> ExitCode {
-    init_tracing("warn");
+    init_tracing("warn", Default::default());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -110,7 +110,10 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 fn run_daemon(cli: Cli) -> ExitCode {
     // Before any thread exists: a long-lived daemon must give back what a big discovery freed.
     tool_cli_daemon::memory::return_freed_promptly();
-    init_tracing("warn,tool_cli_daemon=info");
+    // The configured secrets, redacted from every log line and every error; the server manager
+    // replaces them when the servers change.
+    let secrets = tool_cli_daemon::redact::SharedSecrets::default();
+    init_tracing("warn,tool_cli_daemon=info", secrets.clone());
 
     // Everything that can be wrong with the inputs is checked before binding.
     let self_exe = match std::env::current_exe() {
@@ -135,9 +138,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
             tracing::info!("{note}");
         }
     }
-    tool_cli_daemon::redact::install(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
-        &config,
-    )));
+    secrets.set(Arc::new(tool_cli_daemon::config::secrets_of(&config)));
     let traces =
         match trace_settings::resolve(&config.traces, cli.traces.clone(), cli.no_traces, &|name| {
             std::env::var(name).ok()
@@ -208,5 +209,6 @@ fn run_daemon(cli: Cli) -> ExitCode {
         listener,
         endpoint,
         self_exe,
+        secrets,
     ))
 }

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config::{self, ConfigSource};
-use tool_cli_daemon::orchestrator::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::services::Services;
 use tool_cli_tests::{eventually, http_post, live_processes_in_group, parse_response};
 
 struct InProcess {
@@ -50,15 +50,17 @@ impl InProcess {
             .expect("test config is valid");
         let pool = Pool::new(&config, options);
         pool.start().await;
-        let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let token = Token::generate();
+        let services = Services::new(
+            Arc::clone(&pool) as Arc<dyn ToolProvider>,
+            Arc::new(TokenStore::new(token.clone())),
+        );
         let (shutdown, stop) = oneshot::channel::<()>();
         let served = tokio::spawn(tool_cli_daemon::server::run(
             Listener::Tcp(listener),
-            Arc::new(TokenStore::new(token.clone())),
-            orchestrator,
+            services,
             async {
                 let _ = stop.await;
             },

@@ -5,6 +5,8 @@
 //! implementation-defined range `-32000..=-32099`. The `data` member always carries an
 //! [`ErrorData`], tagged by `kind`, so a program can tell the cases apart without parsing messages.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -345,6 +347,282 @@ impl ErrorData {
             ErrorData::AuthFailed { .. } => code::AUTH_FAILED,
         }
     }
+
+    /// The `kind` tag this error carries on the wire (`"unknownTool"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ErrorData::InvalidParams { .. } => "invalidParams",
+            ErrorData::UnknownServer { .. } => "unknownServer",
+            ErrorData::UnknownTool { .. } => "unknownTool",
+            ErrorData::InvalidArguments { .. } => "invalidArguments",
+            ErrorData::InvalidSchema { .. } => "invalidSchema",
+            ErrorData::ServerUnavailable { .. } => "serverUnavailable",
+            ErrorData::ServerExited { .. } => "serverExited",
+            ErrorData::Timeout { .. } => "timeout",
+            ErrorData::Upstream { .. } => "upstream",
+            ErrorData::InvalidResult { .. } => "invalidResult",
+            ErrorData::ResultTooLarge { .. } => "resultTooLarge",
+            ErrorData::AnswerFull { .. } => "answerFull",
+            ErrorData::Busy { .. } => "busy",
+            ErrorData::CircuitOpen { .. } => "circuitOpen",
+            ErrorData::NotPermitted { .. } => "notPermitted",
+            ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
+            ErrorData::Internal { .. } => "internal",
+            ErrorData::ShuttingDown { .. } => "shuttingDown",
+            ErrorData::ResponseTooLarge { .. } => "responseTooLarge",
+            ErrorData::UnknownSession { .. } => "unknownSession",
+            ErrorData::LoopDetected { .. } => "loopDetected",
+            ErrorData::BudgetExceeded { .. } => "budgetExceeded",
+            ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
+            ErrorData::AuthFailed { .. } => "authFailed",
+            ErrorData::AuthRequired { .. } => "authRequired",
+        }
+    }
+}
+
+/// The one wording of each kind of error: what was wrong and what would be right. The daemon
+/// sends it as the error's `message`; a client adds only what is its own (a flag to pass, a
+/// command to run).
+impl fmt::Display for ErrorData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(self))
+    }
+}
+
+fn describe(data: &ErrorData) -> String {
+    match data {
+        ErrorData::InvalidParams { method, message } => {
+            format!("invalid params for {method}: {message}")
+        }
+        ErrorData::AuthRequired { server, message } => {
+            format!("server \"{server}\" needs authorization: {message}")
+        }
+        ErrorData::AuthFailed {
+            server,
+            step,
+            message,
+        } => format!("signing in to server \"{server}\" failed at {step}: {message}"),
+        ErrorData::UnknownServer {
+            server,
+            known_servers,
+        } => {
+            if known_servers.is_empty() {
+                format!("unknown server \"{server}\"; this token can see no servers")
+            } else {
+                format!(
+                    "unknown server \"{server}\"; known servers: {}",
+                    known_servers.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+            ..
+        } if server == "*" => {
+            if known_tools.is_empty() {
+                format!(
+                    "no server offers a tool \"{tool}\"; `tool-cli SERVER` lists a server's tools"
+                )
+            } else {
+                format!(
+                    "no server offers a tool \"{tool}\"; did you mean: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+            tool_count,
+            ..
+        } => {
+            if known_tools.is_empty() {
+                format!("server \"{server}\" has no tool \"{tool}\"; it offers none")
+            } else if *tool_count > known_tools.len() {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; the closest of its {tool_count} \
+                     tools: {}",
+                    known_tools.join(", ")
+                )
+            } else {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
+        ErrorData::InvalidArguments {
+            server,
+            tool,
+            errors,
+            ..
+        } => format!(
+            "arguments for {server}/{tool} do not match its input schema: {}",
+            describe_errors(errors)
+        ),
+        ErrorData::InvalidSchema {
+            server,
+            tool,
+            message,
+        } => format!("the input schema of {server}/{tool} is not a valid JSON Schema: {message}"),
+        ErrorData::ServerUnavailable {
+            server,
+            state,
+            last_error,
+        } => match last_error {
+            Some(error) => {
+                format!("server \"{server}\" is not available (state: {state}): {error}")
+            }
+            None => format!("server \"{server}\" is not available (state: {state})"),
+        },
+        ErrorData::ServerExited { server, exit, .. } => {
+            format!("server \"{server}\" exited while the request was pending ({exit})")
+        }
+        ErrorData::Timeout {
+            server,
+            tool,
+            timeout_ms,
+        } => {
+            format!("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")
+        }
+        ErrorData::Upstream {
+            server,
+            code,
+            message,
+            ..
+        } => format!("server \"{server}\" returned an error: {message} (code {code})"),
+        ErrorData::InvalidResult {
+            server,
+            method,
+            message,
+        } => format!(
+            "server \"{server}\" answered {method} with a result that is not valid MCP: {message}; \
+             the server is at fault (report it to its authors)"
+        ),
+        ErrorData::ResultTooLarge {
+            server,
+            method,
+            bytes,
+            limit_bytes,
+            hint,
+        } => {
+            let size = match bytes {
+                Some(bytes) => format!("{bytes} bytes, over the {limit_bytes}-byte limit"),
+                None => format!("more than the {limit_bytes}-byte limit"),
+            };
+            format!(
+                "the answer of server \"{server}\" to {method} was {size}, so it was dropped (the \
+                 request ran; only this call failed and it is not retried); {hint}"
+            )
+        }
+        ErrorData::AnswerFull {
+            method,
+            limit_bytes,
+        } => format!(
+            "not run: the {method} answer had no room left for this call's result (the results \
+             before it filled the {limit_bytes} bytes it may take and what this token may keep \
+             spilled); nothing was sent for this call: send it again on its own"
+        ),
+        ErrorData::Busy {
+            server,
+            in_flight,
+            queued,
+            retry_after_ms,
+        } => format!(
+            "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; \
+             retry in about {retry_after_ms} ms"
+        ),
+        ErrorData::CircuitOpen {
+            server,
+            retry_after_ms,
+            last_error,
+        } => format!(
+            "server \"{server}\" is failing and its circuit breaker is open; nothing was sent; \
+             retry in {retry_after_ms} ms{}",
+            last_error
+                .as_ref()
+                .map(|e| format!(" (last failure: {e})"))
+                .unwrap_or_default()
+        ),
+        ErrorData::NotPermitted {
+            server,
+            tool,
+            reason,
+        } => describe_refusal(server, tool.as_deref(), reason),
+        ErrorData::ConfirmationRequired { server, tool } => format!(
+            "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": \
+             true in callTool (tool-cli: --yes)"
+        ),
+        ErrorData::Internal { message } => message.clone(),
+        ErrorData::ShuttingDown { grace_ms } => format!(
+            "the daemon is shutting down and this request did not finish within its {grace_ms} ms \
+             grace period; it was cancelled (send it again once a daemon is running)"
+        ),
+        ErrorData::ResponseTooLarge {
+            method,
+            bytes,
+            limit_bytes,
+        } => format!(
+            "the answer to {method} is {bytes} bytes, over the {limit_bytes} bytes it may take \
+             (--max-response-bytes, shared by the requests of a batch); nothing was changed: send \
+             the request alone, or raise the limit"
+        ),
+        ErrorData::UnknownSession { session_id } => format!(
+            "no session \"{session_id}\" belongs to this token; `openSession` starts one, and \
+             `callTool` with a new sessionId creates it"
+        ),
+        ErrorData::LoopDetected {
+            server,
+            tool,
+            failures,
+            limit,
+            ..
+        } => format!(
+            "loop detected: {server}/{tool} with these same arguments failed {failures} times in \
+             this session (limit {limit}); nothing was sent. Change the arguments or the tool \
+             instead of repeating the call"
+        ),
+        ErrorData::BudgetExceeded {
+            session_id,
+            budget,
+            used,
+            limit,
+        } => format!(
+            "session \"{session_id}\" has spent its {budget} budget ({used} of {limit}); nothing \
+             was sent. Open a new session to continue"
+        ),
+        ErrorData::IdempotencyConflict { key, message } => format!(
+            "idempotency key \"{key}\" was already used for a different call ({message}); use a \
+             new key for a new call"
+        ),
+    }
+}
+
+fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
+    let prefix = match (server, tool) {
+        (server, Some(tool)) => format!("tool \"{tool}\" of server \"{server}\" is not permitted"),
+        ("", None) => "not permitted".to_owned(),
+        (server, None) => format!("server \"{server}\" is not permitted"),
+    };
+    // A reason that already says it all (another bridge's, say) is not prefixed twice.
+    if reason.starts_with(&prefix) {
+        return reason.to_owned();
+    }
+    format!("{prefix}: {reason}")
+}
+
+fn describe_errors(errors: &[ArgumentError]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            let path = if e.path.is_empty() { "(root)" } else { &e.path };
+            format!("{path}: {}", e.message)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// One way in which arguments fail a schema.

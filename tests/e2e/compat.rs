@@ -255,10 +255,9 @@ fn the_reference_error_shapes_are_rendered_like_ours() {
     assert_exit(&invalid, 5);
     assert_eq!(
         stderr(&invalid),
-        "tool-cli: error: the arguments do not match the input schema of ref/echo:\n  \
-         (the arguments object): must have required property 'text'\n  \
-         /times: must be >= 1\n  \
-         (the arguments object): must NOT have additional properties\n\
+        "tool-cli: error: arguments for ref/echo do not match its input schema: (root): must \
+         have required property 'text'; /times: must be >= 1; (root): must NOT have additional \
+         properties\n\
          see `tool-cli ref echo` for its parameters and an example\n"
     );
 
@@ -266,8 +265,8 @@ fn the_reference_error_shapes_are_rendered_like_ours() {
     assert_exit(&unknown, 5);
     assert_eq!(
         stderr(&unknown),
-        "tool-cli: error: server \"ref\" has no tool \"ecko\" (its tools: add, echo, fail, \
-         image); did you mean \"echo\"?\n"
+        "tool-cli: error: server \"ref\" has no tool \"ecko\"; its tools: add, echo, fail, \
+         image; did you mean \"echo\"?\n"
     );
 
     let unknown_server = bridge.trusted(&["nope"]);

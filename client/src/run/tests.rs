@@ -257,7 +257,11 @@ async fn busy_and_circuit_open_exit_one_with_a_retry_hint() {
         let (outcome, stdout, _) = run_against(&["demo", "t", "{}"], answers).await;
         let error = outcome.unwrap_err();
         assert_eq!(error.exit_code(), exit::OTHER);
-        assert!(error.to_string().contains("retry in 100 ms"), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.contains("retry in") && message.contains("100 ms"),
+            "{message}"
+        );
         assert_eq!(stdout, "");
     }
 }
@@ -413,7 +417,8 @@ async fn destructive_tool_without_yes_exits_nine() {
     assert_eq!(error.exit_code(), exit::FORBIDDEN);
     assert_eq!(
         error.to_string(),
-        "tool \"drop\" of server \"db\" is destructive; run it again with --yes to confirm"
+        "tool \"drop\" of server \"db\" is destructive; to run it, pass \"confirm\": true in \
+         callTool (tool-cli: --yes)"
     );
     assert_eq!(stdout, "");
 }

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tool_cli_daemon::import::{ClientKind, Os, Places, command};
+use tool_cli_daemon::config::import::{ClientKind, Os, Places, command};
 use tool_cli_protocol::env;
 
 use crate::{EXIT_CONFIG, fail};

@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
 
+use super::answer::{CallAnswer, CallFacts, RanCall};
 use crate::error::Error;
 
 /// How long an answer is kept for repeats.
@@ -70,9 +71,13 @@ const ENTRY_OVERHEAD_BYTES: usize = 128;
 /// A stored answer.
 #[derive(Clone, Debug)]
 pub(crate) enum Stored {
-    /// The result as its JSON text: kept as text so that what it costs is what it is counted
-    /// as (a parsed value takes several times its text), shared with the calls waiting on it.
-    Result(Arc<str>),
+    /// The tool's answer: its result as JSON text, kept as text so that what it costs is what
+    /// it is counted as (a parsed value takes several times its text), and the facts of the
+    /// call that ran; shared with the calls waiting on it.
+    Result {
+        text: Arc<str>,
+        facts: Arc<CallFacts>,
+    },
     Error(Box<ErrorData>),
     /// The call ran, but its answer (`bytes` long) was larger than the `limit` kept for one
     /// token: a repeat is told so, never run again.
@@ -421,12 +426,17 @@ impl IdempotencyStore {
 
 impl Ticket {
     /// Stores the answer when the call reached a server (`executed`), else frees the key.
-    pub(crate) fn finish(mut self, answer: &Result<Value, Error>, executed: bool) {
-        let finished = if executed {
-            let stored = match answer {
-                Ok(result) => Stored::Result(Arc::from(result.to_string())),
-                Err(error) => Stored::Error(Box::new(error.to_data())),
-            };
+    pub(crate) fn finish(mut self, answer: &Result<CallAnswer, Error>, executed: bool) {
+        let stored = match answer {
+            Ok(CallAnswer::Ran(ran)) => Some(Stored::Result {
+                text: Arc::from(ran.result.to_string()),
+                facts: Arc::new(ran.facts.clone()),
+            }),
+            Err(error) => Some(Stored::Error(Box::new(error.to_data()))),
+            // A dry run is never keyed; were it, it would have nothing to store.
+            Ok(CallAnswer::DryRun(_)) => None,
+        };
+        let finished = if let Some(stored) = stored.filter(|_| executed) {
             Finished::Stored(self.store.store(&self.key, stored))
         } else {
             self.store.entries.lock().unwrap().remove(&self.key);
@@ -486,21 +496,27 @@ impl Stored {
     /// What the answer is counted as: its JSON text's length.
     fn bytes(&self) -> usize {
         match self {
-            Stored::Result(text) => text.len(),
+            Stored::Result { text, .. } => text.len(),
             Stored::Error(data) => serde_json::to_string(data).map_or(0, |text| text.len()),
             Stored::NotKept { .. } => 0,
         }
     }
 
     /// The answer to give a repeat under `key`.
-    pub(crate) fn replay(self, key: &str) -> Result<Value, Error> {
+    pub(crate) fn replay(self, key: &str) -> Result<CallAnswer, Error> {
         match self {
-            Stored::Result(text) => {
-                let mut result: Value = serde_json::from_str(&text).map_err(|error| {
+            Stored::Result { text, facts } => {
+                let result: Value = serde_json::from_str(&text).map_err(|error| {
                     Error::internal(format!("a stored answer does not parse: {error}"))
                 })?;
-                super::set_meta(&mut result, tool_cli_protocol::meta::REPLAYED, true.into());
-                Ok(result)
+                Ok(CallAnswer::Ran(RanCall {
+                    result,
+                    facts: CallFacts {
+                        replayed: true,
+                        ..(*facts).clone()
+                    },
+                    alternatives: None,
+                }))
             }
             Stored::Error(data) => Err(Error::Reported(data)),
             Stored::NotKept { bytes, limit } => Err(Error::invalid_params(
@@ -522,6 +538,23 @@ mod tests {
 
     use super::*;
 
+    /// The answer of a call that ran and answered `result`.
+    fn answered(result: Value) -> CallAnswer {
+        CallAnswer::Ran(RanCall {
+            result,
+            facts: CallFacts {
+                server: "s".into(),
+                selection: crate::pipeline::routing::Selection::named("s"),
+                attempts: 1,
+                is_error: false,
+                degraded: None,
+                call_id: crate::pipeline::CallId::next(),
+                replayed: false,
+            },
+            alternatives: None,
+        })
+    }
+
     fn run(begin: Begin) -> Ticket {
         match begin {
             Begin::Run(ticket) => ticket,
@@ -533,11 +566,14 @@ mod tests {
     async fn a_repeat_replays_and_a_different_call_conflicts() {
         let store = IdempotencyStore::new(DEFAULT_TTL);
         let ticket = run(store.begin("t", "k", "a\u{1f}x\u{1f}h1").unwrap());
-        ticket.finish(&Ok(json!({"content": []})), true);
+        ticket.finish(&Ok(answered(json!({"content": []}))), true);
         match store.begin("t", "k", "a\u{1f}x\u{1f}h1").unwrap() {
             Begin::Replay(stored) => {
-                let result = stored.replay("k").unwrap();
-                assert_eq!(result["_meta"]["tool-cli/replayed"], true);
+                let CallAnswer::Ran(ran) = stored.replay("k").unwrap() else {
+                    panic!("a ran call's answer");
+                };
+                assert!(ran.facts.replayed);
+                assert_eq!(ran.result, json!({"content": []}));
             }
             _ => panic!("expected a replay"),
         }
@@ -560,9 +596,9 @@ mod tests {
             panic!("expected to wait");
         };
         let waiter = tokio::spawn(wait(done));
-        ticket.finish(&Ok(json!({"n": 1})), true);
+        ticket.finish(&Ok(answered(json!({"n": 1}))), true);
         match waiter.await.unwrap() {
-            Some(Stored::Result(text)) => assert_eq!(&*text, r#"{"n":1}"#),
+            Some(Stored::Result { text, .. }) => assert_eq!(&*text, r#"{"n":1}"#),
             other => panic!("{other:?}"),
         }
     }
@@ -585,7 +621,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn answers_expire_after_the_ttl() {
         let store = IdempotencyStore::new(Duration::from_secs(60));
-        run(store.begin("t", "k", "f").unwrap()).finish(&Ok(json!({})), true);
+        run(store.begin("t", "k", "f").unwrap()).finish(&Ok(answered(json!({}))), true);
         tokio::time::advance(Duration::from_secs(61)).await;
         assert!(matches!(store.begin("t", "k", "f").unwrap(), Begin::Run(_)));
     }
@@ -604,7 +640,8 @@ mod tests {
 
     /// Stores `answer` under `key` of `token` (the call ran).
     fn store_answer(store: &Arc<IdempotencyStore>, token: &str, key: &str, answer: Value) {
-        run(store.begin(token, key, "s\u{1f}t\u{1f}h").unwrap()).finish(&Ok(answer), true);
+        run(store.begin(token, key, "s\u{1f}t\u{1f}h").unwrap())
+            .finish(&Ok(answered(answer)), true);
     }
 
     /// The issue: a scoped token's 4,200 keyed calls evicted the owner's key (the oldest in the

@@ -13,11 +13,12 @@ use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{ListPromptsResult, ServerPrompt, UnavailableServer, name};
 
-use super::execute::{self, Operation};
-use super::{Pipeline, Slot, resolve_server};
+use super::execute::{self, Bounds, Operation};
+use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::auth::Grant;
 use crate::error::Error;
 use crate::policy::Denial;
+use crate::provider::CallTicket;
 use crate::resilience::retry::RetryPolicy;
 
 /// How many close names an unknown-prompt error suggests.
@@ -29,10 +30,10 @@ impl Pipeline {
     /// servers; asked by name, its error is the answer.
     pub async fn list_prompts(
         &self,
-        grant: &Grant,
-        arrived: tokio::time::Instant,
+        context: &CallContext,
         server: Option<&str>,
     ) -> Result<ListPromptsResult, Error> {
+        let (grant, arrived) = (&context.grant, context.arrived);
         let slots = self.slots();
         let chosen: Vec<&std::sync::Arc<Slot>> = match server {
             Some(server) => vec![resolve_server(&slots, server, grant, None)?],
@@ -80,12 +81,12 @@ impl Pipeline {
     /// Renders prompt `prompt` of `server` with `arguments`: the complete `GetPromptResult`.
     pub async fn get_prompt(
         &self,
-        grant: &Grant,
-        arrived: tokio::time::Instant,
+        context: &CallContext,
         server: &str,
         prompt: &str,
         arguments: &BTreeMap<String, String>,
     ) -> Result<Value, Error> {
+        let (grant, arrived) = (&context.grant, context.arrived);
         let slots = self.slots();
         let slot = resolve_server(&slots, server, grant, None)?;
         check_prompt_scope(grant, server, prompt)?;
@@ -110,10 +111,9 @@ impl Pipeline {
                 arguments: &arguments,
             },
             true,
-            timeout,
-            arrived + timeout,
+            Bounds::fixed(timeout, arrived + timeout),
             &self.options.retry,
-            None,
+            &context.ticket(),
         )
         .await;
         outcome.result
@@ -137,10 +137,9 @@ async fn list_of(
         slot,
         &Operation::ListPrompts,
         true,
-        timeout,
-        deadline,
+        Bounds::fixed(timeout, deadline),
         retry,
-        None,
+        &CallTicket::default(),
     )
     .await;
     Ok(super::listed_items(outcome.result?))

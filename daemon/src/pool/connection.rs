@@ -46,6 +46,7 @@ use super::direct::DirectRequests;
 use super::oversized::OversizedAnswers;
 use super::raw_results::RawResults;
 use crate::error::Error;
+use crate::provider::CallTicket;
 
 /// How long a server gets to start, complete the MCP handshake and list its tools.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -397,7 +398,9 @@ impl Connection {
     /// Whether the server answers a `ping` within `timeout`.
     pub(crate) async fn is_responsive(&self, timeout: Duration) -> bool {
         let ping = ClientRequest::PingRequest(PingRequest::default());
-        self.request(ping, "ping", timeout).await.is_ok()
+        self.request(ping, "ping", timeout, &CallTicket::default())
+            .await
+            .is_ok()
     }
 
     /// Ends the connection without stopping anything else: the supervisor sees it end and

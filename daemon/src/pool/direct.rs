@@ -239,12 +239,12 @@ pub(crate) struct CallToolParams<'a> {
     pub(crate) meta: ProgressMeta<'a>,
 }
 
-/// `_meta`: a progress token and, when known, the caller key (`crate::caller`).
+/// `_meta`: a progress token and, when known, the caller key (`crate::provider::caller_key`).
 #[derive(Serialize)]
 pub(crate) struct ProgressMeta<'a> {
     #[serde(rename = "progressToken")]
     pub(crate) progress_token: i64,
-    /// Who the call is for ([`crate::caller::META_KEY`]).
+    /// Who the call is for ([`crate::provider::CALLER_META_KEY`]).
     #[serde(rename = "tool-cli/sessionId", skip_serializing_if = "Option::is_none")]
     pub(crate) caller: Option<&'a str>,
 }

@@ -39,7 +39,7 @@ use tool_cli_search::index::{Index, embedding_texts};
 use tool_cli_search::priors::{Priors, ToolRef};
 
 use crate::catalog::Catalog;
-use crate::config_search::SearchSettings;
+use crate::config::search::SearchSettings;
 use crate::pipeline::Slot;
 
 /// What a server's shard was built from.

@@ -6,8 +6,8 @@
 //! queue. A thread of its own (`writer`) redacts verbose payloads (`redact`), appends the line
 //! and rotates the file by size. A call never waits for any of this and never fails because of
 //! it: a full queue or a failed write drops the line, counts it, and `health` shows the count
-//! and the last error. `settings` reads the config's `traces` section; `report` serves
-//! `tracesReport` with the aggregation of the `tool-cli-trace-report` crate. `budget` holds each
+//! and the last error. the config's `traces` section is read by `config/traces.rs`, and
+//! `tracesReport`, over the files, is the admin service's. `budget` holds each
 //! token's share of the trace for its refused calls: over it, they are counted into summary
 //! lines rather than written one by one, so one token's flood of refusals cannot rotate
 //! everyone's history away.
@@ -18,8 +18,6 @@
 mod budget;
 mod line;
 mod redact;
-mod report;
-pub mod settings;
 mod writer;
 
 use std::path::Path;
@@ -31,13 +29,12 @@ use tokio::sync::{mpsc, oneshot};
 use tool_cli_protocol::trace::{TraceLine, TracesHealth};
 
 pub use line::trace_line;
-pub(crate) use redact::is_secret_name;
 pub use writer::WriteError;
 
+use crate::config::traces::TraceSettings;
 use crate::pipeline::{CallObserver, CallRecord};
 use budget::{RefusalBudget, Verdict};
 use redact::Redactor;
-use settings::TraceSettings;
 use writer::{Counters, FileSink, Message, Sink};
 
 /// Lines waiting for the writer before new ones are dropped: a burst of four thousand calls

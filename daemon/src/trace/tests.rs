@@ -16,7 +16,7 @@ fn settings(path: &Path, verbose: bool) -> TraceSettings {
     TraceSettings {
         path: path.to_path_buf(),
         verbose,
-        max_bytes: settings::DEFAULT_MAX_BYTES,
+        max_bytes: crate::config::traces::DEFAULT_MAX_BYTES,
         keep: 1,
     }
 }

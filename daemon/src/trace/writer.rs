@@ -26,7 +26,7 @@ use tool_cli_protocol::trace::TraceLine;
 use tool_cli_trace_report::files::rotated_path;
 
 use super::redact::Redactor;
-use super::settings::TraceSettings;
+use crate::config::traces::TraceSettings;
 
 /// What the call side sends the writer.
 #[derive(Debug)]

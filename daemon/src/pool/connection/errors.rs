@@ -11,13 +11,16 @@ use super::super::STDERR_TAIL_LINES;
 use super::super::http::size_limit_in;
 use super::Connection;
 use crate::error::Error;
+use crate::provider::CallTicket;
 
 impl Connection {
+    /// The error of a request for the caller `ticket` names that rmcp failed.
     pub(super) async fn service_error(
         &self,
         err: ServiceError,
         label: &str,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Error {
         match err {
             ServiceError::McpError(error) => ErrorData::Upstream {
@@ -62,7 +65,7 @@ impl Connection {
                 .into()
             }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.closed_error().await
+                self.closed_error(ticket).await
             }
             other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
         }
@@ -70,10 +73,8 @@ impl Connection {
 
     /// The error of a request whose stream ended or whose pipe broke: how the server ended, and
     /// its last stderr lines only to a caller that had it to itself (`callers.rs`).
-    pub(super) async fn closed_error(&self) -> Error {
-        let alone = self
-            .callers
-            .alone_at_end(crate::caller::current().as_deref());
+    pub(super) async fn closed_error(&self, ticket: &CallTicket) -> Error {
+        let alone = self.callers.alone_at_end(ticket.caller.as_deref());
         // The stream ends a moment before the exit status is known; wait for it briefly so the
         // error can say how the server ended.
         let mut ended = self.ended.clone();
