@@ -17,7 +17,7 @@ pub mod error;
 pub mod log_filter;
 mod log_text;
 pub mod memory;
-pub mod oauth;
+pub(crate) mod oauth;
 mod paging;
 pub mod pipeline;
 pub mod policy;
