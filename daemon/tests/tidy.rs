@@ -803,3 +803,28 @@ fn the_reader_sees_imports_through_use_trees() {
     assert!(!blanked.contains("crate::"));
     assert!(blanked.contains("<'a>"));
 }
+
+#[test]
+fn the_figures_count_circles_and_imports_running_up() {
+    let module = |path: &str| -> Module { path.split('/').map(str::to_owned).collect() };
+    let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    // pool/http <-> pool/connection is a circle; pool/lines -> services runs up.
+    graph
+        .entry(module("pool/http"))
+        .or_default()
+        .insert(module("pool/connection"));
+    graph
+        .entry(module("pool/connection"))
+        .or_default()
+        .insert(module("pool/http"));
+    graph
+        .entry(module("pool/lines"))
+        .or_default()
+        .insert(module("services"));
+    graph
+        .entry(module("services"))
+        .or_default()
+        .insert(module("pool"));
+    assert_eq!(circles(&graph), [["pool/connection", "pool/http"]]);
+    assert_eq!(upward_imports(&graph), ["pool/lines -> services"]);
+}
