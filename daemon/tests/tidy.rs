@@ -828,3 +828,36 @@ fn the_figures_count_circles_and_imports_running_up() {
     assert_eq!(circles(&graph), [["pool/connection", "pool/http"]]);
     assert_eq!(upward_imports(&graph), ["pool/lines -> services"]);
 }
+
+/// The `Upstream` methods that send a request a tool or server acts on.
+const UPSTREAM_REQUESTS: &[&str] = &[
+    "call_tool",
+    "read_resource",
+    "get_prompt",
+    "list_resources",
+    "list_prompts",
+];
+
+#[test]
+fn only_the_pipelines_execute_stage_sends_requests_to_an_upstream() {
+    let mut strays = Vec::new();
+    for file in library_sources()
+        .iter()
+        .filter(|file| !is_test_file(&file.relative))
+    {
+        if file.relative == "pipeline/execute.rs" || file.relative.starts_with("pool/") {
+            continue;
+        }
+        let squeezed: String = file.code.split_whitespace().collect();
+        for method in UPSTREAM_REQUESTS {
+            if squeezed.contains(&format!("upstream.{method}(")) {
+                strays.push(format!("{} calls upstream.{method}", file.relative));
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "requests to a server go through pipeline/execute.rs (validation, policy, breakers):\n{}",
+        strays.join("\n")
+    );
+}
