@@ -269,7 +269,8 @@ impl Agent {
         };
         Ok(match kind {
             BackendKind::Anthropic => Arc::new(AnthropicBackend::new(model, settings)?),
-            _ => Arc::new(OpenAiBackend::new(model, settings)?),
+            BackendKind::Openai => Arc::new(OpenAiBackend::new(model, settings)?),
+            BackendKind::Offline => Arc::new(OfflinePlanner::new()),
         })
     }
 }

@@ -7,7 +7,7 @@
 //! `Debug` is redacted so none reaches a log.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -30,6 +30,32 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// Why a token given by the harness cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Too short to be unguessable.
+    #[error("the token is {length} characters; expected at least 32 (e.g. 64 hex characters)")]
+    TooShort { length: usize },
+    /// It would not survive an HTTP header.
+    #[error("the token must be printable ASCII without spaces")]
+    NotPrintable,
+    /// The token file may be written by someone else (the message names the file and why).
+    #[error("{0}")]
+    UnsafeFile(String),
+    /// The token file could not be read.
+    #[error("cannot read token file {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The token file's first line is not a usable token.
+    #[error("token file {}: {source}", path.display())]
+    InFile {
+        path: PathBuf,
+        source: Box<TokenError>,
+    },
+}
+
 impl Token {
     /// 32 bytes from the OS random number generator, as 64 hex characters.
     pub fn generate() -> Token {
@@ -39,28 +65,29 @@ impl Token {
 
     /// A token given by the harness. It must be long enough to be unguessable and printable,
     /// because it travels in an HTTP header.
-    pub fn from_text(text: &str) -> Result<Token, String> {
+    pub fn from_text(text: &str) -> Result<Token, TokenError> {
         let text = text.trim();
         if text.len() < 32 {
-            return Err(format!(
-                "the token is {} characters; expected at least 32 (e.g. 64 hex characters)",
-                text.len()
-            ));
+            return Err(TokenError::TooShort { length: text.len() });
         }
         if !text.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("the token must be printable ASCII without spaces".to_owned());
+            return Err(TokenError::NotPrintable);
         }
         Ok(Token(text.into()))
     }
 
     /// Reads a token from a file (its first line). The file must not be writable by anyone but
     /// its owner: whoever can write it can choose the daemon's token.
-    pub fn from_file(path: &Path) -> Result<Token, String> {
-        crate::config::check_private(path, "token file")?;
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| format!("cannot read token file {}: {err}", path.display()))?;
-        Token::from_text(text.lines().next().unwrap_or(""))
-            .map_err(|err| format!("token file {}: {err}", path.display()))
+    pub fn from_file(path: &Path) -> Result<Token, TokenError> {
+        crate::config::check_private(path, "token file").map_err(TokenError::UnsafeFile)?;
+        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })?;
+        Token::from_text(text.lines().next().unwrap_or("")).map_err(|source| TokenError::InFile {
+            path: path.to_owned(),
+            source: Box::new(source),
+        })
     }
 
     /// The token text.
@@ -280,6 +307,27 @@ mod tests {
         assert_ne!(a.expose(), b.expose());
         assert_eq!(format!("{a:?}"), "Token(<redacted>)");
         assert_eq!(a.id().len(), 16);
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_used_says_why() {
+        let short = Token::from_text("abc").unwrap_err();
+        assert!(
+            matches!(short, TokenError::TooShort { length: 3 }),
+            "{short:?}"
+        );
+        assert_eq!(
+            short.to_string(),
+            "the token is 3 characters; expected at least 32 (e.g. 64 hex characters)"
+        );
+        let spaced =
+            Token::from_text(&format!("{} {}", "a".repeat(20), "b".repeat(20))).unwrap_err();
+        assert!(matches!(spaced, TokenError::NotPrintable), "{spaced:?}");
+        let missing = Token::from_file(Path::new("/nonexistent/tool-cli/token")).unwrap_err();
+        assert!(
+            missing.to_string().contains("/nonexistent/tool-cli/token"),
+            "{missing}"
+        );
     }
 
     #[test]

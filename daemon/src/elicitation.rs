@@ -2,7 +2,7 @@
 //! belongs to, the life of each question (open, then answered once or closed by the daemon),
 //! and the check of an answer against the schema the server asked for.
 //!
-//! Pure: no channel, no clock, no socket. The pool (`pool/requests.rs`) decides with [`route`]
+//! Pure: no channel, no clock, no socket. The pool (`pool/server_requests.rs`) decides with [`route`]
 //! where a question goes and waits for the answer; the events buffer of the call
 //! (`call_events.rs`) keeps a [`Book`] of its questions, which `answerElicitation` consults.
 //!

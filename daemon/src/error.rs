@@ -8,7 +8,7 @@
 //! [`Error::Internal`]: its detail goes to the log, and the caller only learns that something
 //! went wrong inside, never the internal text.
 //!
-//! Handlers and the pipeline return [`Error`]; only the RPC layer (`rpc.rs`) turns it into a
+//! Handlers and the pipeline return [`Error`]; only the RPC layer (`edge/rpc.rs`) turns it into a
 //! JSON-RPC error object, through [`Error::to_data`] and [`Error::code`].
 
 use tool_cli_protocol::error::MAX_LISTED_TOOLS;

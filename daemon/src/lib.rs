@@ -8,18 +8,16 @@
 //! layer. [`trace`] appends a line per call to the trace file, as one of the pipeline's
 //! observers.
 
-pub mod answer;
 pub mod auth;
-mod batch;
 pub mod catalog;
 pub mod config;
+pub mod edge;
 mod elicitation;
 pub mod error;
-mod gate;
 pub mod log_filter;
 mod log_text;
 pub mod memory;
-pub mod oauth;
+pub(crate) mod oauth;
 mod paging;
 pub mod pipeline;
 pub mod policy;
@@ -28,14 +26,13 @@ pub mod provider;
 pub mod reaper;
 pub mod redact;
 pub mod resilience;
-mod rpc;
 pub mod runtime_file;
 pub mod sampling;
-pub mod server;
 pub mod services;
-pub mod shape;
-pub mod spill;
 pub mod subreaper;
 mod suggest;
 mod tool_search;
 pub mod trace;
+
+/// The transport, as embedders and the binary reach it (`server::run`).
+pub use edge::server;

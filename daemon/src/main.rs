@@ -152,7 +152,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
             }
         };
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
-        (Some(path), _) => Token::from_file(path),
+        (Some(path), _) => Token::from_file(path).map_err(|err| err.to_string()),
         (None, Ok(text)) if !text.is_empty() => {
             Token::from_text(&text).map_err(|err| format!("{}: {err}", env::TOKEN))
         }

@@ -7,7 +7,7 @@
 //! its environment. Rather than hope each message is built carefully, [`Secrets`] knows every
 //! configured secret and removes it from any text, and the daemon passes through it what it
 //! logs (a [`tracing`] writer, [`LogWriter`]) and what it tells callers (statuses and errors of
-//! the pool, and every error in `rpc.rs`).
+//! the pool, and every error in `edge/rpc.rs`).
 //!
 //! A secret is: every value a `${VAR}` put into `env`, `headers` or `url`; every value of the
 //! URL's query and its userinfo; and the value of every header whose name says credential

@@ -47,28 +47,72 @@ pub fn own_daemon_id() -> Option<String> {
     tool_cli_protocol::runtime::DaemonId::parse(&id.to_string()).map(|id| id.to_string())
 }
 
+/// Why the runtime file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeFileError {
+    /// A step on the file or its directory failed.
+    #[error("cannot {step} {}: {source}", path.display())]
+    Io {
+        step: RuntimeFileStep,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The runtime directory is a symlink or not a directory.
+    #[error("runtime directory {} is not a plain directory", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+/// The step of [`write`] that failed, worded as what could not be done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeFileStep {
+    /// Creating the runtime directory.
+    CreateDirectory,
+    /// Reading the runtime directory's metadata.
+    InspectDirectory,
+    /// Making the runtime directory 0700.
+    RestrictDirectory,
+    /// Creating the temporary file.
+    CreateFile,
+    /// Writing and syncing the temporary file.
+    WriteFile,
+    /// Renaming it over the runtime file.
+    MoveIntoPlace,
+}
+
+impl std::fmt::Display for RuntimeFileStep {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(match self {
+            RuntimeFileStep::CreateDirectory => "create runtime directory",
+            RuntimeFileStep::InspectDirectory => "inspect runtime directory",
+            RuntimeFileStep::RestrictDirectory => "restrict to 0700 the runtime directory",
+            RuntimeFileStep::CreateFile => "create",
+            RuntimeFileStep::WriteFile => "write",
+            RuntimeFileStep::MoveIntoPlace => "move the runtime file into",
+        })
+    }
+}
+
 /// Writes the runtime file in `dir`. Returns `Ok(None)` when a live daemon owns it already.
-pub fn write(dir: &Path, contents: &RuntimeFile) -> Result<Option<RuntimeFileGuard>, String> {
+pub fn write(
+    dir: &Path,
+    contents: &RuntimeFile,
+) -> Result<Option<RuntimeFileGuard>, RuntimeFileError> {
+    let at = |step: RuntimeFileStep| {
+        let path = dir.to_owned();
+        move |source| RuntimeFileError::Io { step, path, source }
+    };
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|err| format!("cannot create runtime directory {}: {err}", dir.display()))?;
-    let meta = fs::symlink_metadata(dir)
-        .map_err(|err| format!("cannot inspect runtime directory {}: {err}", dir.display()))?;
+        .map_err(at(RuntimeFileStep::CreateDirectory))?;
+    let meta = fs::symlink_metadata(dir).map_err(at(RuntimeFileStep::InspectDirectory))?;
     if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Err(format!(
-            "runtime directory {} is not a plain directory",
-            dir.display()
-        ));
+        return Err(RuntimeFileError::NotADirectory(dir.to_owned()));
     }
     if meta.permissions().mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|err| {
-            format!(
-                "cannot restrict runtime directory {} to 0700: {err}",
-                dir.display()
-            )
-        })?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(at(RuntimeFileStep::RestrictDirectory))?;
     }
 
     let path = dir.join(RUNTIME_FILE_NAME);
@@ -91,16 +135,23 @@ pub fn write(dir: &Path, contents: &RuntimeFile) -> Result<Option<RuntimeFileGua
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&temp)
-        .map_err(|err| format!("cannot create {}: {err}", temp.display()))?;
+        .map_err(|source| RuntimeFileError::Io {
+            step: RuntimeFileStep::CreateFile,
+            path: temp.clone(),
+            source,
+        })?;
     let json = serde_json::to_vec_pretty(contents).expect("runtime file serializes");
     file.write_all(&json)
         .and_then(|()| file.sync_all())
-        .map_err(|err| format!("cannot write {}: {err}", temp.display()))?;
-    fs::rename(&temp, &path).map_err(|err| {
-        format!(
-            "cannot move the runtime file into {}: {err}",
-            path.display()
-        )
+        .map_err(|source| RuntimeFileError::Io {
+            step: RuntimeFileStep::WriteFile,
+            path: temp.clone(),
+            source,
+        })?;
+    fs::rename(&temp, &path).map_err(|source| RuntimeFileError::Io {
+        step: RuntimeFileStep::MoveIntoPlace,
+        path: path.clone(),
+        source,
     })?;
     Ok(Some(RuntimeFileGuard {
         path,
@@ -167,6 +218,47 @@ mod tests {
             socket: None,
             daemon_id: None,
         }
+    }
+
+    #[test]
+    fn a_runtime_directory_that_cannot_be_used_says_which_and_why() {
+        let scratch = tempfile::tempdir().unwrap();
+        let target = scratch.path().join("real");
+        fs::create_dir(&target).unwrap();
+        let link = scratch.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let error = write(&link, &contents(std::process::id())).unwrap_err();
+        assert!(
+            matches!(&error, RuntimeFileError::NotADirectory(path) if *path == link),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "runtime directory {} is not a plain directory",
+                link.display()
+            )
+        );
+        // A file where the directory should be.
+        let file = scratch.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        let error = write(&file.join("runtime"), &contents(std::process::id())).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                RuntimeFileError::Io {
+                    step: RuntimeFileStep::CreateDirectory,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot create runtime directory "),
+            "{error}"
+        );
     }
 
     #[test]

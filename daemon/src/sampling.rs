@@ -9,7 +9,7 @@
 //! (requests, tokens, USD at the agent's prices) that `health` shows per server.
 //!
 //! Who may sample (`allowSampling`) and how often (the per-server budget) is decided before this
-//! module is reached, in `pool/requests.rs`. The backend's errors never carry its key
+//! module is reached, in `pool/server_requests.rs`. The backend's errors never carry its key
 //! (`tool_cli_agent::backend::LlmError`), so they may be handed to the server as the reason.
 
 // Sampling is deprecated by rmcp for the 2026 protocol (SEP-2577); the protocol version we speak

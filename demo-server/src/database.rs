@@ -23,7 +23,6 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use anyhow::Context as _;
 use rusqlite::{Connection, OpenFlags, params};
 use tokio::sync::Semaphore;
 
@@ -51,10 +50,40 @@ pub(crate) fn database_path_from(
     data_home.join("tool-cli").join(DATABASE_FILE_NAME)
 }
 
+/// Why the sample database could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// The folder that holds it could not be created.
+    #[error("cannot create the directory {}: {source}", directory.display())]
+    CreateDirectory {
+        directory: PathBuf,
+        source: std::io::Error,
+    },
+    /// The new file could not be created.
+    #[error("cannot create the database {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// The schema or the sample rows could not be written.
+    #[error("cannot write the sample data: {0}")]
+    Write(#[from] rusqlite::Error),
+    /// The last write, on closing, failed.
+    #[error("cannot finish writing the database: {0}")]
+    Finish(rusqlite::Error),
+    /// The finished file could not be moved into place.
+    #[error("cannot move the new database {} to {}: {source}", from.display(), to.display())]
+    Move {
+        from: PathBuf,
+        to: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// Makes sure the sample database exists at `path`, building it if needed. With
 /// `replace_outdated` (the default path, which only we write), a file whose `user_version` is older
 /// than [`sample_data::SCHEMA_VERSION`] is rebuilt too, so an upgrade brings the documented data.
-pub(crate) fn ensure_database(path: &Path, replace_outdated: bool) -> anyhow::Result<()> {
+pub(crate) fn ensure_database(path: &Path, replace_outdated: bool) -> Result<(), DatabaseError> {
     if path.exists() && !(replace_outdated && is_outdated_sample(path)) {
         return Ok(());
     }
@@ -62,16 +91,16 @@ pub(crate) fn ensure_database(path: &Path, replace_outdated: bool) -> anyhow::Re
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(directory)
-        .with_context(|| format!("cannot create the directory {}", directory.display()))?;
+    std::fs::create_dir_all(directory).map_err(|source| DatabaseError::CreateDirectory {
+        directory: directory.to_owned(),
+        source,
+    })?;
     let temporary = directory.join(unique_temporary_name(path));
     let built = build_database(&temporary).and_then(|()| {
-        std::fs::rename(&temporary, path).with_context(|| {
-            format!(
-                "cannot move the new database {} to {}",
-                temporary.display(),
-                path.display()
-            )
+        std::fs::rename(&temporary, path).map_err(|source| DatabaseError::Move {
+            from: temporary.clone(),
+            to: path.to_owned(),
+            source,
         })
     });
     if built.is_err() {
@@ -106,9 +135,11 @@ fn unique_temporary_name(path: &Path) -> String {
 }
 
 /// Writes the schema and the sample rows to a new database at `path`.
-fn build_database(path: &Path) -> anyhow::Result<()> {
-    let mut connection = Connection::open(path)
-        .with_context(|| format!("cannot create the database {}", path.display()))?;
+fn build_database(path: &Path) -> Result<(), DatabaseError> {
+    let mut connection = Connection::open(path).map_err(|source| DatabaseError::Create {
+        path: path.to_owned(),
+        source,
+    })?;
     let data = sample_data::generate();
     let transaction = connection.transaction()?;
     transaction.execute_batch(sample_data::SCHEMA_SQL)?;
@@ -157,8 +188,7 @@ fn build_database(path: &Path) -> anyhow::Result<()> {
     // Closing explicitly surfaces a failed final write instead of losing it in Drop.
     connection
         .close()
-        .map_err(|(_, error)| error)
-        .context("cannot finish writing the database")?;
+        .map_err(|(_, source)| DatabaseError::Finish(source))?;
     Ok(())
 }
 
@@ -312,6 +342,27 @@ impl Database {
 pub(crate) mod tests {
     use super::*;
     use crate::query::{Pagination, check_sql, fetch_page};
+
+    #[test]
+    fn a_database_that_cannot_be_built_says_which_path_and_why() {
+        let directory = TemporaryDirectory::new("unbuildable");
+        std::fs::create_dir_all(&directory.0).unwrap();
+        // A file where the database's folder should be.
+        let blocker = directory.0.join("not-a-folder");
+        std::fs::write(&blocker, b"x").unwrap();
+        let error = ensure_database(&blocker.join("demo.sqlite"), true).unwrap_err();
+        assert!(
+            matches!(&error, DatabaseError::CreateDirectory { directory, .. } if *directory == blocker),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().starts_with(&format!(
+                "cannot create the directory {}: ",
+                blocker.display()
+            )),
+            "{error}"
+        );
+    }
 
     /// A fresh directory under the system temp dir, removed on drop.
     pub(crate) struct TemporaryDirectory(pub(crate) PathBuf);

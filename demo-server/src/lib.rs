@@ -28,9 +28,37 @@ mod toolkit;
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 use tokio::io::{AsyncRead, AsyncWrite};
+
+pub use database::DatabaseError;
+pub use rates::RatesError;
+
+/// Why the demo server could not start, or why its session ended abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The sample database could not be built.
+    #[error("cannot prepare the demo database {}: {source}", path.display())]
+    Database {
+        path: PathBuf,
+        source: DatabaseError,
+    },
+    /// The task building the database panicked.
+    #[error("the database builder panicked")]
+    DatabaseBuilderPanicked(#[source] tokio::task::JoinError),
+    /// The built-in exchange-rate service could not bind its loopback port.
+    #[error("cannot start the local rates service on 127.0.0.1: {0}")]
+    LocalRates(#[source] std::io::Error),
+    /// The configured rates URL is not usable.
+    #[error(transparent)]
+    RatesUrl(#[from] RatesError),
+    /// The peer did not complete the MCP handshake.
+    #[error("the MCP session did not start: {0}")]
+    SessionStart(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The session's task failed.
+    #[error("the MCP session ended abnormally: {0}")]
+    SessionEnded(#[source] tokio::task::JoinError),
+}
 
 /// How the demo server is set up; [`Default`] is what the bundled config runs.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +97,7 @@ pub fn default_db_path() -> PathBuf {
 /// Fails if the database cannot be created, the rates URL is not usable or the local rates
 /// service cannot bind, or the MCP session cannot start (for example when the peer does not
 /// complete the `initialize` handshake).
-pub async fn run_stdio(options: DemoOptions) -> anyhow::Result<()> {
+pub async fn run_stdio(options: DemoOptions) -> Result<(), DemoError> {
     // The blocking stdio handles work under any Tokio runtime the caller built; the pipe-driver
     // variant would need the runtime's IO driver, and a demo server does not need its speed.
     let (stdin, stdout) = rmcp::transport::stdio();
@@ -85,7 +113,7 @@ pub async fn run_stdio(options: DemoOptions) -> anyhow::Result<()> {
 /// # Errors
 ///
 /// As for [`run_stdio`].
-pub async fn serve<R, W>(options: DemoOptions, reader: R, writer: W) -> anyhow::Result<()>
+pub async fn serve<R, W>(options: DemoOptions, reader: R, writer: W) -> Result<(), DemoError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
@@ -99,8 +127,11 @@ where
             database::ensure_database(&build_path, replace_outdated)
         })
         .await
-        .context("the database builder panicked")?
-        .with_context(|| format!("cannot prepare the demo database {}", db_path.display()))
+        .map_err(DemoError::DatabaseBuilderPanicked)?
+        .map_err(|source| DemoError::Database {
+            path: db_path.clone(),
+            source,
+        })
     };
     let work_root = options.work_root.unwrap_or_else(std::env::temp_dir);
     let (database_ready, sandbox) = tokio::join!(
@@ -114,7 +145,7 @@ where
         None => {
             let service = rates::service::LocalRatesService::start()
                 .await
-                .context("cannot start the local rates service on 127.0.0.1")?;
+                .map_err(DemoError::LocalRates)?;
             (service.url(), Some(service))
         }
     };
@@ -136,10 +167,7 @@ where
     let running = server
         .serve((reader, writer))
         .await
-        .context("the MCP session did not start")?;
-    running
-        .waiting()
-        .await
-        .context("the MCP session ended abnormally")?;
+        .map_err(|error| DemoError::SessionStart(Box::new(error)))?;
+    running.waiting().await.map_err(DemoError::SessionEnded)?;
     Ok(())
 }

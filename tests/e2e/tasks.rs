@@ -1,7 +1,7 @@
 //! MCP tasks: a tool that runs only as a task (server-everything's `simulate-research-query`,
 //! `execution.taskSupport: "required"`) is refused with a clear reason before anything is sent,
 //! never a silent or puzzling failure. (A result that is a task is reported the same way; see
-//! `pool/answer.rs`.)
+//! `pool/result_check.rs`.)
 
 use serde_json::json;
 use tool_cli_protocol::code;

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub mod overrides;
+pub(crate) mod overrides;
 pub(crate) mod validate;
 mod validator_cache;
 

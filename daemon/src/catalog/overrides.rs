@@ -48,7 +48,7 @@ pub struct ArgumentOverride {
 }
 
 /// Parses a server's `tools` member; errors are `(path, message)` with the path from `tools`.
-pub fn parse(value: &Value) -> Result<BTreeMap<String, ToolOverride>, (String, String)> {
+pub(crate) fn parse(value: &Value) -> Result<BTreeMap<String, ToolOverride>, (String, String)> {
     let Some(tools) = value.as_object() else {
         return Err((
             "tools".to_owned(),
@@ -175,7 +175,7 @@ fn boolean(value: &Value, at: &str) -> Result<bool, (String, String)> {
 
 /// Applies `tool_override` to a tool's JSON as the server listed it. Returns what was changed,
 /// or why the override was refused (and nothing was changed).
-pub fn apply(tool: &mut Value, tool_override: &ToolOverride) -> Result<Vec<String>, String> {
+pub(crate) fn apply(tool: &mut Value, tool_override: &ToolOverride) -> Result<Vec<String>, String> {
     let name = tool
         .get("name")
         .and_then(Value::as_str)

@@ -20,10 +20,10 @@ pub mod import;
 mod load;
 mod parse;
 mod paths;
-pub mod remote;
+pub(crate) mod remote;
 pub mod search;
 mod secrets;
-pub mod server_requests;
+pub(crate) mod server_requests;
 pub mod traces;
 mod variables;
 

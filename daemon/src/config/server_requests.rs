@@ -4,7 +4,7 @@
 //!
 //! Pure: `ServerRequestSettings::take_from` reads (and removes) the fields from a server's
 //! config entry, and `RequestBudget` decides from the time it is given. The pool's MCP
-//! client handler (`pool/requests.rs`) applies them.
+//! client handler (`pool/server_requests.rs`) applies them.
 
 use std::time::Duration;
 

@@ -86,11 +86,11 @@ pub(crate) struct Cli {
 
     /// How long a result saved to a file (see --max-response-bytes) is kept, in milliseconds.
     /// Saved results are also removed when the daemon stops.
-    #[arg(long, default_value_t = tool_cli_daemon::spill::DEFAULT_TTL.as_millis() as u64, value_name = "MS")]
+    #[arg(long, default_value_t = tool_cli_daemon::edge::DEFAULT_SPILL_TTL.as_millis() as u64, value_name = "MS")]
     pub(crate) spill_ttl_ms: u64,
 
     /// Largest request body accepted from a client, in bytes.
-    #[arg(long, default_value_t = tool_cli_daemon::shape::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = tool_cli_daemon::edge::DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
     pub(crate) max_body_bytes: usize,
 
     /// Listen on this Unix socket (created 0600 in a 0700 directory) instead of TCP.

@@ -9,13 +9,13 @@ use std::time::Duration;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
 use tool_cli_daemon::config::traces as trace_settings;
+use tool_cli_daemon::edge::SpillStore;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::redact::SharedSecrets;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
 use tool_cli_daemon::services::{ServerManager, ServiceOptions, Services};
-use tool_cli_daemon::spill::SpillStore;
 use tool_cli_daemon::trace::Traces;
 use tool_cli_protocol::runtime::RuntimeFile;
 

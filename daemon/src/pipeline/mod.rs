@@ -29,7 +29,7 @@ pub(crate) mod progress_timeout;
 mod prompts;
 mod record;
 mod resolve;
-pub mod routing;
+pub(crate) mod routing;
 mod stats;
 
 use std::sync::{Arc, RwLock};

@@ -19,7 +19,7 @@
 use std::fmt;
 
 /// How far the best similarity must lead the second for rule 4 to decide.
-pub const SIMILARITY_MARGIN: f32 = 0.05;
+pub(crate) const SIMILARITY_MARGIN: f32 = 0.05;
 
 /// The rule that chose a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,7 +95,7 @@ impl Selection {
 
 /// One server offering the tool, with what the rules need to know of it.
 #[derive(Debug, Clone)]
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// Its name.
     pub server: &'a str,
     /// Its tags.
@@ -111,7 +111,7 @@ pub struct Candidate<'a> {
 
 /// What the session and the call say, beyond the candidates.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct RoutingInput<'a> {
+pub(crate) struct RoutingInput<'a> {
     /// The session's task and the call's hint, for explicit mentions.
     pub mention_text: Option<&'a str>,
     /// The server the session used most recently for this tool name.
@@ -124,7 +124,7 @@ pub struct RoutingInput<'a> {
 /// # Panics
 ///
 /// When `candidates` is empty: the caller reports an unknown tool instead of routing.
-pub fn route(candidates: &[Candidate<'_>], input: RoutingInput<'_>) -> (usize, Selection) {
+pub(crate) fn route(candidates: &[Candidate<'_>], input: RoutingInput<'_>) -> (usize, Selection) {
     assert!(
         !candidates.is_empty(),
         "routing needs at least one candidate"
@@ -261,7 +261,8 @@ fn mention_spans(text: &str, candidates: &[Candidate<'_>]) -> Vec<bool> {
 
 /// Whether `text` names `word` as a whole word, ignoring case: the characters around it are not
 /// letters or digits (so `fs` is not found in `offset`, but is in `fs:`, `the fs server`).
-pub fn mentions(text: &str, word: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn mentions(text: &str, word: &str) -> bool {
     !word_spans(&text.to_lowercase(), &word.trim().to_lowercase()).is_empty()
 }
 

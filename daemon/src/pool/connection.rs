@@ -96,7 +96,7 @@ pub(crate) type ServiceDone = tokio::task::JoinHandle<()>;
 struct PoolClient {
     config: ClientConfig,
     tools_changed: Arc<Notify>,
-    requests: Arc<super::requests::ServerRequests>,
+    requests: Arc<super::server_requests::ServerRequests>,
 }
 
 #[allow(deprecated)] // Roots, sampling and logging: see the import above.

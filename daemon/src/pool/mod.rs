@@ -17,7 +17,6 @@
 //! out — validation, policy, breakers, bulkheads, retries — is the call pipeline's job
 //! (`pipeline/`).
 
-mod answer;
 mod child;
 mod connection;
 mod direct;
@@ -27,7 +26,8 @@ mod lines;
 mod log_budget;
 mod oversized;
 mod raw_results;
-mod requests;
+mod result_check;
+mod server_requests;
 mod stderr;
 mod stdio;
 mod supervisor;
@@ -166,7 +166,7 @@ pub(crate) struct Published {
     /// Overrides refused (or unused) when the catalog was last built.
     problems: Mutex<Vec<String>>,
     /// What it gets when it asks the daemon something; kept across restarts.
-    pub(crate) server_requests: Arc<requests::ServerRequests>,
+    pub(crate) server_requests: Arc<server_requests::ServerRequests>,
 }
 
 impl Published {
@@ -364,7 +364,7 @@ impl Server {
                 changes,
                 overrides: Arc::clone(&config.tool_overrides),
                 problems: Mutex::new(Vec::new()),
-                server_requests: Arc::new(requests::ServerRequests::new(
+                server_requests: Arc::new(server_requests::ServerRequests::new(
                     &config.name,
                     config.server_requests.clone(),
                     sampler,
@@ -495,6 +495,29 @@ impl Server {
             .map(|since| since.elapsed())
     }
 
+    /// Sends one request over its live connection; every request the pool sends a server goes
+    /// through here, so none forgets a step: it counts as in flight (a drain before `removeServer`
+    /// or a reload waits for it), waits for the connection until `deadline`, checks a failed HTTP
+    /// request for a lost session, and cleans the error of secrets.
+    async fn request<T, SendRequest, Answer>(
+        &self,
+        deadline: Instant,
+        send: SendRequest,
+    ) -> Result<T, Error>
+    where
+        SendRequest: FnOnce(Arc<Connection>) -> Answer,
+        Answer: Future<Output = Result<T, Error>>,
+    {
+        let _in_flight = self.in_flight.enter();
+        let connection = self
+            .connection(deadline)
+            .await
+            .map_err(|error| self.secrets.clean_error(error))?;
+        let result = send(Arc::clone(&connection)).await;
+        self.check_after_failure(&connection, &result);
+        result.map_err(|error| self.secrets.clean_error(error))
+    }
+
     /// After a failed request over HTTP: a server that restarted has forgotten our session, and
     /// rmcp may keep waiting on it, so if a ping goes unanswered too, reconnect.
     fn check_after_failure<T>(&self, connection: &Arc<Connection>, result: &Result<T, Error>) {
@@ -585,18 +608,11 @@ impl Upstream for Server {
         deadline: Instant,
         ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
-        Box::pin(async move {
-            let _in_flight = self.in_flight.enter();
-            let connection = self
-                .connection(deadline)
-                .await
-                .map_err(|e| self.secrets.clean_error(e))?;
-            let result = connection
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
                 .call_tool(tool, arguments, remaining(deadline), ticket)
-                .await;
-            self.check_after_failure(&connection, &result);
-            result.map_err(|error| self.secrets.clean_error(error))
-        })
+                .await
+        }))
     }
 
     fn supports_resources(&self) -> bool {
@@ -611,12 +627,7 @@ impl Upstream for Server {
         kind: ResourceListKind,
         deadline: Instant,
     ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
-        Box::pin(async move {
-            let _in_flight = self.in_flight.enter();
-            let connection = self
-                .connection(deadline)
-                .await
-                .map_err(|e| self.secrets.clean_error(e))?;
+        Box::pin(self.request(deadline, move |connection| async move {
             if !connection.supports_resources {
                 return Ok(Vec::new());
             }
@@ -624,10 +635,8 @@ impl Upstream for Server {
                 ResourceListKind::Resources => ListKind::Resources,
                 ResourceListKind::Templates => ListKind::ResourceTemplates,
             };
-            let result = connection.list_all(kind, remaining(deadline)).await;
-            self.check_after_failure(&connection, &result);
-            result.map_err(|error| self.secrets.clean_error(error))
-        })
+            connection.list_all(kind, remaining(deadline)).await
+        }))
     }
 
     fn read_resource<'a>(
@@ -636,18 +645,11 @@ impl Upstream for Server {
         deadline: Instant,
         ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
-        Box::pin(async move {
-            let _in_flight = self.in_flight.enter();
-            let connection = self
-                .connection(deadline)
-                .await
-                .map_err(|e| self.secrets.clean_error(e))?;
-            let result = connection
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
                 .read_resource(uri, remaining(deadline), ticket)
-                .await;
-            self.check_after_failure(&connection, &result);
-            result.map_err(|error| self.secrets.clean_error(error))
-        })
+                .await
+        }))
     }
 
     fn supports_prompts(&self) -> bool {
@@ -658,21 +660,14 @@ impl Upstream for Server {
     }
 
     fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
-        Box::pin(async move {
-            let _in_flight = self.in_flight.enter();
-            let connection = self
-                .connection(deadline)
-                .await
-                .map_err(|e| self.secrets.clean_error(e))?;
+        Box::pin(self.request(deadline, move |connection| async move {
             if !connection.supports_prompts {
                 return Ok(Vec::new());
             }
-            let result = connection
+            connection
                 .list_all(ListKind::Prompts, remaining(deadline))
-                .await;
-            self.check_after_failure(&connection, &result);
-            result.map_err(|error| self.secrets.clean_error(error))
-        })
+                .await
+        }))
     }
 
     fn get_prompt<'a>(
@@ -682,18 +677,11 @@ impl Upstream for Server {
         deadline: Instant,
         ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
-        Box::pin(async move {
-            let _in_flight = self.in_flight.enter();
-            let connection = self
-                .connection(deadline)
-                .await
-                .map_err(|e| self.secrets.clean_error(e))?;
-            let result = connection
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
                 .get_prompt(name, arguments.clone(), remaining(deadline), ticket)
-                .await;
-            self.check_after_failure(&connection, &result);
-            result.map_err(|error| self.secrets.clean_error(error))
-        })
+                .await
+        }))
     }
 }
 

@@ -84,7 +84,7 @@ impl Default for BreakerConfig {
 
 /// How a call went, as far as the server's health is concerned (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The server answered (including `isError` results and JSON-RPC errors).
     Success,
     /// The server did not answer properly: timeout, exit, broken transport.
@@ -98,21 +98,22 @@ pub enum Outcome {
 /// breaker changed state (opened, closed again) cannot skew the new period.
 #[derive(Debug, PartialEq, Eq)]
 #[must_use = "record the outcome of the call, or abandon it"]
-pub struct Admission {
+pub(crate) struct Admission {
     probe: bool,
     epoch: u64,
 }
 
 impl Admission {
     /// Whether this call is the half-open probe whose outcome closes or re-opens the breaker.
-    pub fn is_probe(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_probe(&self) -> bool {
         self.probe
     }
 }
 
 /// Why a call was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The breaker is open.
     #[error("circuit open after repeated failures; retry in {} ms", retry_after.as_millis())]
     Open {
@@ -128,7 +129,7 @@ pub enum Refusal {
 
 /// The breaker's state for the health report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BreakerState {
+pub(crate) enum BreakerState {
     /// Calls flow.
     Closed,
     /// Calls are refused until `until`.
@@ -145,7 +146,7 @@ pub enum BreakerState {
 
 /// Successes and failures in the current window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct WindowCounts {
+pub(crate) struct WindowCounts {
     /// Calls recorded as [`Outcome::Success`].
     pub successes: u32,
     /// Calls recorded as [`Outcome::Failure`].
@@ -154,7 +155,7 @@ pub struct WindowCounts {
 
 impl WindowCounts {
     /// All recorded calls.
-    pub fn calls(&self) -> u32 {
+    pub(crate) fn calls(&self) -> u32 {
         self.successes.saturating_add(self.failures)
     }
 }
@@ -175,7 +176,7 @@ enum State {
 
 /// A circuit breaker for one server (see the module docs). Wrap it in a `std::sync::Mutex`.
 #[derive(Debug, Clone)]
-pub struct CircuitBreaker {
+pub(crate) struct CircuitBreaker {
     config: BreakerConfig,
     state: State,
     /// Bumped at every state change and every new probe; admissions from an older epoch are stale.
@@ -192,7 +193,7 @@ pub struct CircuitBreaker {
 impl CircuitBreaker {
     /// A closed breaker. `now` anchors its time buckets. A `buckets` of 0 is treated as 1, and a
     /// zero `window` as one nanosecond (a window that forgets almost at once).
-    pub fn new(config: BreakerConfig, now: Instant) -> CircuitBreaker {
+    pub(crate) fn new(config: BreakerConfig, now: Instant) -> CircuitBreaker {
         let buckets = config.buckets.max(1);
         let bucket_width = (config.window / buckets).max(Duration::from_nanos(1));
         CircuitBreaker {
@@ -206,17 +207,12 @@ impl CircuitBreaker {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &BreakerConfig {
-        &self.config
-    }
-
     /// Asks to make a call at `now`.
     ///
     /// Closed: admitted. Open: refused until the cooldown ends, after which the first caller is
     /// admitted as the probe and the breaker is half-open. Half-open: refused while the probe runs
     /// (unless it has been silent for longer than `probe_timeout`, then the caller replaces it).
-    pub fn try_acquire(&mut self, now: Instant) -> Result<Admission, Refusal> {
+    pub(crate) fn try_acquire(&mut self, now: Instant) -> Result<Admission, Refusal> {
         match self.state {
             State::Closed => Ok(Admission {
                 probe: false,
@@ -250,7 +246,7 @@ impl CircuitBreaker {
     /// success closes the breaker (window cleared, cooldown back to base) and failure re-opens it
     /// with a longer cooldown. Outcomes of stale admissions (issued before the last state change)
     /// are ignored.
-    pub fn record(&mut self, admission: Admission, outcome: Outcome, now: Instant) {
+    pub(crate) fn record(&mut self, admission: Admission, outcome: Outcome, now: Instant) {
         if admission.epoch != self.epoch {
             return;
         }
@@ -272,7 +268,7 @@ impl CircuitBreaker {
     /// Gives back an admission whose call ended without saying anything about the server's
     /// health: it was cancelled, or refused by a later stage before reaching the server. An
     /// abandoned probe lets the next caller probe at once; other admissions change nothing.
-    pub fn abandon(&mut self, admission: Admission) {
+    pub(crate) fn abandon(&mut self, admission: Admission) {
         if admission.probe
             && admission.epoch == self.epoch
             && matches!(self.state, State::HalfOpen { .. })
@@ -286,7 +282,7 @@ impl CircuitBreaker {
     /// The state at `now`, for the health report. An open breaker whose cooldown has ended reports
     /// half-open (the next call would be the probe), and a probe silent for longer than
     /// `probe_timeout` is reported as not in flight.
-    pub fn state(&self, now: Instant) -> BreakerState {
+    pub(crate) fn state(&self, now: Instant) -> BreakerState {
         match self.state {
             State::Closed => BreakerState::Closed,
             State::Open { until } if now < until => BreakerState::Open { until },
@@ -302,7 +298,7 @@ impl CircuitBreaker {
     }
 
     /// The outcomes counted in the window ending at `now` (empty unless closed: opening clears it).
-    pub fn window_counts(&self, now: Instant) -> WindowCounts {
+    pub(crate) fn window_counts(&self, now: Instant) -> WindowCounts {
         let current = self.bucket_index(now);
         let span = self.buckets.len() as u64;
         self.buckets

@@ -23,14 +23,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
 /// The hold time assumed before any call has finished: the retry hint's starting point.
-pub const DEFAULT_HOLD_ESTIMATE: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_HOLD_ESTIMATE: Duration = Duration::from_secs(1);
 
 /// Marks "no hold time measured yet" in the moving average.
 const NO_SAMPLE: u64 = u64::MAX;
 
 /// A per-server concurrency limit with a bounded FIFO wait queue.
 #[derive(Debug)]
-pub struct Bulkhead {
+pub(crate) struct Bulkhead {
     /// Fair (FIFO) permits for calls in flight. Behind an `Arc` so permits are owned and can move
     /// into spawned tasks.
     semaphore: Arc<Semaphore>,
@@ -51,7 +51,7 @@ pub struct Bulkhead {
 
 /// Permission to make one call; the slot is given back when it is dropped.
 #[derive(Debug)]
-pub struct BulkheadPermit {
+pub(crate) struct BulkheadPermit {
     _permit: OwnedSemaphorePermit,
     acquired_at: Instant,
     mean_hold_nanos: Arc<AtomicU64>,
@@ -80,7 +80,7 @@ impl Drop for BulkheadPermit {
     "server busy: {in_flight} calls in flight and {queued} waiting (the limit); retry in about {} ms",
     retry_after_hint.as_millis()
 )]
-pub struct Busy {
+pub(crate) struct Busy {
     /// Calls holding a permit.
     pub in_flight: usize,
     /// Callers waiting for one.
@@ -92,7 +92,7 @@ pub struct Busy {
 impl Bulkhead {
     /// A bulkhead allowing `max_concurrent` calls at once (at least 1, at most tokio's
     /// `Semaphore::MAX_PERMITS`) and `max_queued` waiting callers (0: never wait).
-    pub fn new(max_concurrent: usize, max_queued: usize) -> Bulkhead {
+    pub(crate) fn new(max_concurrent: usize, max_queued: usize) -> Bulkhead {
         let max_concurrent = max_concurrent.clamp(1, Semaphore::MAX_PERMITS);
         Bulkhead {
             semaphore: Arc::new(Semaphore::new(max_concurrent)),
@@ -106,12 +106,12 @@ impl Bulkhead {
     }
 
     /// The concurrency limit.
-    pub fn max_concurrent(&self) -> usize {
+    pub(crate) fn max_concurrent(&self) -> usize {
         self.max_concurrent
     }
 
     /// The queue bound.
-    pub fn max_queued(&self) -> usize {
+    pub(crate) fn max_queued(&self) -> usize {
         self.max_queued
     }
 
@@ -119,7 +119,7 @@ impl Bulkhead {
     /// or fails at once with [`Busy`] if it does not.
     ///
     /// Cancel-safe: dropping the future while it waits removes the caller from the queue.
-    pub async fn acquire(&self) -> Result<BulkheadPermit, Busy> {
+    pub(crate) async fn acquire(&self) -> Result<BulkheadPermit, Busy> {
         let permit = match Arc::clone(&self.semaphore).try_acquire_owned() {
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => {
@@ -146,14 +146,14 @@ impl Bulkhead {
 
     /// `(in_flight, queued)` for the health report. A caller that was just handed a permit but has
     /// not run yet may briefly count in both.
-    pub fn snapshot(&self) -> (usize, usize) {
+    pub(crate) fn snapshot(&self) -> (usize, usize) {
         let in_flight = self.max_concurrent - self.semaphore.available_permits();
         (in_flight, self.queued.load(Ordering::Relaxed))
     }
 
     /// The current moving average of how long calls hold a permit, or [`DEFAULT_HOLD_ESTIMATE`]
     /// before any has been measured.
-    pub fn mean_hold(&self) -> Duration {
+    pub(crate) fn mean_hold(&self) -> Duration {
         match self.mean_hold_nanos.load(Ordering::Relaxed) {
             NO_SAMPLE => DEFAULT_HOLD_ESTIMATE,
             nanos => Duration::from_nanos(nanos),
@@ -162,7 +162,7 @@ impl Bulkhead {
 
     /// How long a call is expected to hold its permit: the moving average of finished holds, or
     /// the mean age of the calls in flight when they have already held longer than that.
-    pub fn hold_estimate(&self) -> Duration {
+    pub(crate) fn hold_estimate(&self) -> Duration {
         let in_flight = self.snapshot().0 as u64;
         let mean_age = self
             .in_flight_since_nanos

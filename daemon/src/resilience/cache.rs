@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 /// What a cached result is filed under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CacheKey {
+pub(crate) struct CacheKey {
     /// Whose call it was ([`crate::caller`]'s opaque key, empty when none is known): a server may
     /// answer each caller differently (per-session state, resource handles), so one caller's
     /// result is never served to another.
@@ -38,7 +38,7 @@ pub struct CacheKey {
 
 impl CacheKey {
     /// The key of a call of `tool` on `server` with `arguments`.
-    pub fn new(caller: &str, server: &str, tool: &str, arguments: &Value) -> CacheKey {
+    pub(crate) fn new(caller: &str, server: &str, tool: &str, arguments: &Value) -> CacheKey {
         CacheKey {
             caller: caller.to_owned(),
             server: server.to_owned(),
@@ -52,7 +52,7 @@ impl CacheKey {
 ///
 /// Two values that differ only in key order give the same text. Numbers are written as
 /// `serde_json` writes them, so `1` and `1.0` stay distinct (a cache miss, never a wrong hit).
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out
@@ -101,7 +101,7 @@ struct Entry {
 
 /// A bounded, time-limited cache of tool results (see the module docs).
 #[derive(Debug, Clone)]
-pub struct ResultCache {
+pub(crate) struct ResultCache {
     ttl: Duration,
     max_entries: usize,
     entries: HashMap<CacheKey, Entry>,
@@ -113,7 +113,7 @@ pub struct ResultCache {
 impl ResultCache {
     /// A cache whose entries are fresh for `ttl` and which holds at most `max_entries`
     /// (0 disables it: nothing is stored).
-    pub fn new(ttl: Duration, max_entries: usize) -> ResultCache {
+    pub(crate) fn new(ttl: Duration, max_entries: usize) -> ResultCache {
         ResultCache {
             ttl,
             max_entries,
@@ -125,7 +125,7 @@ impl ResultCache {
 
     /// Stores `value` under `key` as of `now`, replacing an older value (which then counts as the
     /// newest entry). Drops expired entries, then the oldest ones beyond `max_entries`.
-    pub fn put(&mut self, key: CacheKey, value: Value, now: Instant) {
+    pub(crate) fn put(&mut self, key: CacheKey, value: Value, now: Instant) {
         if self.max_entries == 0 {
             return;
         }
@@ -147,25 +147,32 @@ impl ResultCache {
     }
 
     /// The value under `key` if it was stored less than `ttl` before `now`.
-    pub fn get_fresh(&self, key: &CacheKey, now: Instant) -> Option<Value> {
+    #[cfg(test)]
+    pub(crate) fn get_fresh(&self, key: &CacheKey, now: Instant) -> Option<Value> {
         self.get_fresh_with_age(key, now).map(|(value, _)| value)
     }
 
     /// Like [`ResultCache::get_fresh`], with the value's age, so a caller serving it can say how
     /// old it is.
-    pub fn get_fresh_with_age(&self, key: &CacheKey, now: Instant) -> Option<(Value, Duration)> {
+    pub(crate) fn get_fresh_with_age(
+        &self,
+        key: &CacheKey,
+        now: Instant,
+    ) -> Option<(Value, Duration)> {
         let entry = self.entries.get(key)?;
         let age = now.saturating_duration_since(entry.stored_at);
         (age < self.ttl).then(|| (entry.value.clone(), age))
     }
 
     /// How many entries are held (expired ones included until the next `put` drops them).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether no entry is held.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 

@@ -30,8 +30,8 @@
 //! Callers name the types by path (`resilience::breaker::CircuitBreaker`); nothing is re-exported.
 
 pub mod backoff;
-pub mod breaker;
-pub mod bulkhead;
-pub mod cache;
+pub(crate) mod breaker;
+pub(crate) mod bulkhead;
+pub(crate) mod cache;
 pub mod restart;
-pub mod retry;
+pub(crate) mod retry;

@@ -97,7 +97,7 @@ impl RetryPolicy {
 ///
 /// Cancel-safe in the sense that dropping the returned future stops between attempts or inside the
 /// current one; there is no state to clean up here.
-pub async fn run_with_retries<T, E, F, Fut>(
+pub(crate) async fn run_with_retries<T, E, F, Fut>(
     policy: &RetryPolicy,
     safe_to_resend: bool,
     classify: impl Fn(&E) -> FailureClass,

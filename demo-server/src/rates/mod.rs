@@ -27,7 +27,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Why a rate could not be given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum RatesError {
+pub enum RatesError {
     #[error(
         "the rates URL {url:?} is not usable: {reason}; give an http:// or https:// base URL such as https://api.frankfurter.dev/v1"
     )]

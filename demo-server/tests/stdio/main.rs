@@ -87,7 +87,7 @@ fn options(directory: &TemporaryDirectory) -> DemoOptions {
 }
 
 type Client = RunningService<RoleClient, TestClient>;
-type Server = tokio::task::JoinHandle<anyhow::Result<()>>;
+type Server = tokio::task::JoinHandle<Result<(), tool_cli_demo_server::DemoError>>;
 
 /// Starts the server on one end of a pipe and an initialized client on the other.
 async fn connect(directory: &TemporaryDirectory) -> (Client, Server) {

@@ -232,7 +232,7 @@ impl Connection {
                 self.request(request, tool, timeout, ticket).await?
             }
         };
-        if let Err(message) = super::super::answer::check_call_tool_result(&result) {
+        if let Err(message) = super::super::result_check::check_call_tool_result(&result) {
             tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
             return Err(ErrorData::InvalidResult {
                 server: self.server.clone(),

@@ -659,19 +659,20 @@ mod tests {
                 std::sync::Arc::clone(&server),
             ])));
         let dir = tempfile::tempdir().unwrap();
-        let store = std::sync::Arc::new(crate::spill::SpillStore::with_limits(
+        let store = std::sync::Arc::new(crate::edge::spill::SpillStore::with_limits(
             dir.path().join("spill"),
             Duration::from_secs(60),
-            crate::spill::SpillLimits {
+            crate::edge::spill::SpillLimits {
                 answers_per_token: spillable,
-                ..crate::spill::SpillLimits::default()
+                ..crate::edge::spill::SpillLimits::default()
             },
         ));
-        let budget = crate::answer::Budget {
+        let budget = crate::edge::answer::Budget {
             bytes: budget,
             in_batch: false,
         };
-        let mut answer = crate::answer::EntryAnswers::new("callMany", budget, count, &store, "t");
+        let mut answer =
+            crate::edge::answer::EntryAnswers::new("callMany", budget, count, &store, "t");
         let calls = (0..count)
             .map(|_| serde_json::from_value(json!({"server": "s", "tool": "big"})).unwrap())
             .collect();

@@ -9,7 +9,7 @@ use tool_cli_protocol::methods::{CallToolParams, name};
 use tool_cli_protocol::orchestration::{CallChainParams, CallManyParams};
 
 use super::{Access, Encoded, FromParams, Methods};
-use crate::answer::EntryAnswers;
+use crate::edge::answer::EntryAnswers;
 use crate::error::Error;
 
 /// Registers the call methods.

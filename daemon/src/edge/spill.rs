@@ -31,7 +31,7 @@ use tool_cli_protocol::methods::{ReadSpilledResult, SpilledAnswer};
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 
 /// Largest page `readSpilled` returns.
-pub const MAX_PAGE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_PAGE_BYTES: u64 = 1024 * 1024;
 
 /// The smallest page: one UTF-8 character is at most 4 bytes, so a page always makes progress.
 const MIN_PAGE_BYTES: u64 = 4;
@@ -387,7 +387,7 @@ impl Drop for SpillStore {
 
 /// Removes the spill directories in `runtime_dir` of daemons that are no longer running (killed
 /// before they could clean up). Returns how many.
-pub fn remove_stale(runtime_dir: &Path) -> usize {
+pub(crate) fn remove_stale(runtime_dir: &Path) -> usize {
     let Ok(listing) = std::fs::read_dir(runtime_dir) else {
         return 0;
     };
@@ -417,7 +417,7 @@ pub fn remove_stale(runtime_dir: &Path) -> usize {
 
 /// What is sent instead of a `callTool` result too large to send: a valid `CallToolResult`
 /// whose text says where the whole result is, keeping the original's `isError`.
-pub fn call_reference(original: &Value, spilled: &SpilledAnswer) -> Value {
+pub(crate) fn call_reference(original: &Value, spilled: &SpilledAnswer) -> Value {
     let mut reference = json!({
         "content": [{"type": "text", "text": describe("result", spilled)}],
         "_meta": {tool_cli_protocol::meta::SPILLED: spilled},
@@ -430,7 +430,7 @@ pub fn call_reference(original: &Value, spilled: &SpilledAnswer) -> Value {
 
 /// What is sent instead of a `readResource` result too large to send: a valid
 /// `ReadResourceResult` with one text content saying where the whole result is.
-pub fn resource_reference(uri: &str, spilled: &SpilledAnswer) -> Value {
+pub(crate) fn resource_reference(uri: &str, spilled: &SpilledAnswer) -> Value {
     json!({
         "contents": [{"uri": uri, "mimeType": "text/plain", "text": describe("resource", spilled)}],
         "_meta": {tool_cli_protocol::meta::SPILLED: spilled},

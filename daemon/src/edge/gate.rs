@@ -354,7 +354,7 @@ where
                 })
             }
             Err(StatusCode::PAYLOAD_TOO_LARGE) => {
-                let response = crate::shape::too_large(self.gate.max_body_bytes);
+                let response = crate::edge::shape::too_large(self.gate.max_body_bytes);
                 Box::pin(async { Ok(response) })
             }
             Err(code) => {

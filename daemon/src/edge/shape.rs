@@ -1,154 +1,36 @@
-//! The request-shape layer: a body that is valid JSON but not a JSON-RPC request gets `-32600`.
+//! Request shapes: what a body that is valid JSON but not a JSON-RPC request is (it gets `-32600`),
+//! and the plain HTTP answers the edge gives before jsonrpsee sees a request.
 //!
 //! jsonrpsee answers such a body (say `{"hello":"world"}` or `42`) with `-32700 Parse error`,
 //! which tells the caller their JSON is broken when it is not; JSON-RPC 2.0 says `-32600 Invalid
-//! Request`. This layer sits after the auth layer (so it never reads an unauthenticated body),
-//! buffers the body within the size limit, and looks at its shape with one borrowed parse: no
-//! allocation for the members it skips. Requests and notifications pass through untouched;
-//! jsonrpsee itself answers malformed JSON and requests with an `id` but a bad shape. A batch
-//! within the limit is split here and its entries run at once (`batch.rs`), each marked with the
-//! batch's length (`BatchLen`), so each request's answer can be held to its share of the
-//! response size limit.
+//! Request`. The request-shape layer (`shape_layer.rs`) classifies each body with [`shape`], one
+//! borrowed parse with no allocation for the members it skips. Requests and notifications pass
+//! through untouched; jsonrpsee itself answers malformed JSON and requests with an `id` but a bad
+//! shape. A batch within [`MAX_BATCH_LEN`] has its entries run at once (`batch.rs`), each marked
+//! with the batch's length ([`BatchLen`]), so each request's answer can be held to its share of
+//! the response size limit.
 //!
 //! Notifications (no `id`) are not run: jsonrpsee ignores them over HTTP, where nothing could
 //! report their outcome. They are answered `204 No Content`.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::LazyLock;
 
-use std::panic::AssertUnwindSafe;
-
-use futures_util::FutureExt as _;
-use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use hyper::body::Bytes;
-use hyper::{Request, Response, StatusCode, header};
-use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
+use hyper::{Response, StatusCode, header};
+use jsonrpsee::server::{HttpBody, HttpResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::sync::LazyLock;
 use tool_cli_protocol::{ErrorData, ErrorObject, RequestId, code};
 
 /// Default largest request body accepted.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// How long a request's body may take to arrive once its head has. hyper's header-read timeout
-/// stops a client trickling its head; without this one, a client trickling its body (one byte
-/// a second under a `Content-Length` within the limit) held its connection, and one of the
-/// daemon's 1024 connection slots, forever. A 4 MiB body crosses loopback in milliseconds.
-pub(crate) const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most requests in one JSON-RPC batch.
+pub(crate) const MAX_BATCH_LEN: u32 = 100;
 
 /// Attached to a batch request: how many entries it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchLen(pub(crate) usize);
-
-/// Tower layer answering `-32600` for JSON that is not a request, and `-32603` for a handler
-/// that panicked.
-#[derive(Clone, Copy)]
-pub(crate) struct RequestShapeLayer {
-    max_body_bytes: usize,
-}
-
-impl RequestShapeLayer {
-    pub(crate) fn new(max_body_bytes: usize) -> RequestShapeLayer {
-        RequestShapeLayer { max_body_bytes }
-    }
-}
-
-impl<S> tower::Layer<S> for RequestShapeLayer {
-    type Service = RequestShapeService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestShapeService {
-            inner,
-            max_body_bytes: self.max_body_bytes,
-        }
-    }
-}
-
-/// The service of [`RequestShapeLayer`].
-#[derive(Clone)]
-pub(crate) struct RequestShapeService<S> {
-    inner: S,
-    max_body_bytes: usize,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S, B> tower::Service<HttpRequest<B>> for RequestShapeService<S>
-where
-    S: tower::Service<HttpRequest<HttpBody>, Response = HttpResponse> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    type Response = HttpResponse;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<HttpResponse, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        // The clone is ready-polled by the caller's contract only for `self.inner`; swap so the
-        // ready one serves this request.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let max_body_bytes = self.max_body_bytes;
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let collect = Limited::new(body, max_body_bytes).collect();
-            let Ok(collected) = tokio::time::timeout(BODY_READ_TIMEOUT, collect).await else {
-                return Ok(closing_status(StatusCode::REQUEST_TIMEOUT));
-            };
-            let bytes = match collected {
-                Ok(collected) => collected.to_bytes(),
-                Err(error) if error.is::<LengthLimitError>() => {
-                    return Ok(too_large(max_body_bytes));
-                }
-                // The body ended early or broke (a Content-Length that lied, say).
-                Err(_) => return Ok(plain_status(StatusCode::BAD_REQUEST)),
-            };
-            let shape = shape(&bytes);
-            let mut parts = parts;
-            match shape {
-                Shape::NotARequest => return Ok(invalid_request()),
-                Shape::NotUtf8 => return Ok(parse_error()),
-                // Within the limit, the entries run at once; over it, the whole batch is
-                // refused with one error.
-                Shape::Batch(len) if len <= crate::server::MAX_BATCH_LEN as usize => {
-                    if let Some(entries) = crate::batch::plan(&bytes) {
-                        return crate::batch::answer_concurrently(inner, &parts, entries, len)
-                            .await;
-                    }
-                    parts.extensions.insert(BatchLen(len));
-                }
-                // Over the limit: refused whole, by us, with the standard code (jsonrpsee's own
-                // answer uses -32010, which our protocol gives to `authFailed`).
-                Shape::Batch(len) => return Ok(batch_too_large(len)),
-                Shape::PassThrough | Shape::Notifications => {}
-            }
-            let request = Request::from_parts(
-                parts,
-                HttpBody::new(http_body_util::Full::new(bytes.clone())),
-            );
-            // A panicking handler answers its request with -32603; the daemon keeps serving.
-            match AssertUnwindSafe(inner.call(request)).catch_unwind().await {
-                // Notifications get nothing back: JSON-RPC answers no notification.
-                Ok(Ok(_)) if shape == Shape::Notifications => {
-                    Ok(plain_status(StatusCode::NO_CONTENT))
-                }
-                Ok(response) => response,
-                Err(_) => {
-                    tracing::error!("a request handler panicked; answered -32603");
-                    Ok(internal_error(&bytes))
-                }
-            }
-        })
-    }
-}
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
@@ -247,7 +129,7 @@ pub(crate) fn shape(body: &[u8]) -> Shape {
 
 /// The `-32603` answer to a request whose handler panicked, with the request's id when it has
 /// one (a batch gets a single error with a null id).
-fn internal_error(body: &[u8]) -> HttpResponse {
+pub(super) fn internal_error(body: &[u8]) -> HttpResponse {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
@@ -288,7 +170,7 @@ pub(crate) fn internal_error_body(body: &[u8]) -> String {
     )
 }
 
-fn parse_error() -> HttpResponse {
+pub(super) fn parse_error() -> HttpResponse {
     json_response(error_body(
         None,
         code::PARSE_ERROR,
@@ -322,8 +204,8 @@ pub(crate) fn invalid_request_body() -> Bytes {
 
 /// The `-32600` answer to a batch of more requests than the daemon runs at once: nothing of it
 /// ran, and the message says the limit and what to do.
-fn batch_too_large(len: usize) -> HttpResponse {
-    let limit = crate::server::MAX_BATCH_LEN;
+pub(super) fn batch_too_large(len: usize) -> HttpResponse {
+    let limit = MAX_BATCH_LEN;
     json_response(error_body(
         None,
         code::INVALID_REQUEST,
@@ -335,7 +217,7 @@ fn batch_too_large(len: usize) -> HttpResponse {
     ))
 }
 
-fn invalid_request() -> HttpResponse {
+pub(super) fn invalid_request() -> HttpResponse {
     json_response(HttpBody::new(http_body_util::Full::new(
         invalid_request_body(),
     )))
@@ -344,7 +226,7 @@ fn invalid_request() -> HttpResponse {
 /// The 413 answer to a body over `limit` bytes: a JSON-RPC error (id null: the request was never
 /// read) saying the limit and what to do, so that a client shows more than "HTTP 413". The
 /// connection ends with it, since the rest of the body is not read.
-pub(crate) fn too_large(limit: usize) -> HttpResponse {
+pub(super) fn too_large(limit: usize) -> HttpResponse {
     let message = format!(
         "Invalid request: the request body is over the daemon's limit of {limit} bytes \
          ({:.1} MiB, the daemon's --max-body-bytes); pass large content another way (a file or \
@@ -361,7 +243,7 @@ pub(crate) fn too_large(limit: usize) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
-fn plain_status(status: StatusCode) -> HttpResponse {
+pub(super) fn plain_status(status: StatusCode) -> HttpResponse {
     Response::builder()
         .status(status)
         .body(HttpBody::empty())
@@ -370,7 +252,7 @@ fn plain_status(status: StatusCode) -> HttpResponse {
 
 /// [`plain_status`] that also ends the connection: the rest of the body is never read, so the
 /// connection cannot carry another request.
-fn closing_status(status: StatusCode) -> HttpResponse {
+pub(super) fn closing_status(status: StatusCode) -> HttpResponse {
     Response::builder()
         .status(status)
         .header(header::CONNECTION, "close")
@@ -381,52 +263,6 @@ fn closing_status(status: StatusCode) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower::{Layer as _, Service as _};
-
-    #[tokio::test]
-    async fn a_panicking_handler_answers_internal_error_with_the_request_id() {
-        let panicking = tower::service_fn(|_: HttpRequest<HttpBody>| async {
-            if true {
-                panic!("a handler bug");
-            }
-            Ok::<HttpResponse, std::convert::Infallible>(plain_status(StatusCode::OK))
-        });
-        let mut service = RequestShapeLayer::new(1024).layer(panicking);
-        let body = r#"{"jsonrpc":"2.0","id":"req-7","method":"listServers"}"#;
-        let request = Request::post("/").body(http_body_util::Full::new(Bytes::from(body)));
-        let response = service.call(request.unwrap()).await.unwrap();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-        assert_eq!(answer["id"], "req-7");
-        assert_eq!(answer["error"]["code"], -32603);
-
-        // And a body over the cap never reaches the handler.
-        let request =
-            Request::post("/").body(http_body_util::Full::new(Bytes::from(vec![b' '; 2048])));
-        let response = service.call(request.unwrap()).await.unwrap();
-        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_body_that_never_finishes_arriving_is_408_and_closes_the_connection() {
-        let handler = tower::service_fn(|_: HttpRequest<HttpBody>| async {
-            panic!("the handler must not see a body that never arrived");
-            #[allow(unreachable_code)]
-            Ok::<HttpResponse, std::convert::Infallible>(plain_status(StatusCode::OK))
-        });
-        let mut service = RequestShapeLayer::new(1024).layer(handler);
-        // One byte, then nothing ever again (paused time runs the clock forward).
-        let first = futures_util::stream::once(async {
-            Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(Bytes::from_static(b"{")))
-        });
-        let trickle = futures_util::StreamExt::chain(first, futures_util::stream::pending());
-        let request = Request::post("/").body(http_body_util::StreamBody::new(trickle));
-        let response = service.call(request.unwrap()).await.unwrap();
-        assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
-        assert_eq!(response.headers()[header::CONNECTION], "close");
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        assert!(bytes.is_empty(), "a refusal has an empty body");
-    }
 
     #[test]
     fn only_valid_json_that_is_not_a_request_is_caught() {

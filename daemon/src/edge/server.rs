@@ -18,14 +18,12 @@ use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
-use crate::gate::{Gate, GateLayer, MetricsPage};
+use crate::edge::gate::{Gate, GateLayer, MetricsPage};
+use crate::edge::shape::MAX_BATCH_LEN;
+use crate::edge::shape_layer::RequestShapeLayer;
+use crate::edge::spill::SpillStore;
 use crate::pipeline::CallContext;
 use crate::services::Services;
-use crate::shape::RequestShapeLayer;
-use crate::spill::SpillStore;
-
-/// Most requests in one JSON-RPC batch.
-pub(crate) const MAX_BATCH_LEN: u32 = 100;
 
 /// Most connections at once. Every agent process on the machine may hold one, and a slow tool
 /// call holds one for its whole duration; beyond this, new connections are closed at once.
@@ -81,12 +79,12 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             grace: Duration::from_secs(10),
-            max_body_bytes: crate::shape::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: crate::edge::shape::DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
-            max_response_bytes: crate::answer::DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: crate::edge::answer::DEFAULT_MAX_RESPONSE_BYTES,
             spill_dir: SpillStore::default_dir(&crate::runtime_file::default_dir()),
-            spill_ttl: crate::spill::DEFAULT_TTL,
+            spill_ttl: crate::edge::spill::DEFAULT_TTL,
             hold_port_until_exit: false,
         }
     }
@@ -143,7 +141,7 @@ pub async fn run(
         // connection.
         .max_connections(MAX_CONNECTIONS as u32 * MAX_BATCH_LEN);
     if let Some(runtime_dir) = options.spill_dir.parent() {
-        let removed = crate::spill::remove_stale(runtime_dir);
+        let removed = crate::edge::spill::remove_stale(runtime_dir);
         if removed > 0 {
             tracing::info!(removed, "removed spilled answers left by stopped daemons");
         }
@@ -168,13 +166,13 @@ pub async fn run(
         })
     };
     let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
-    let answers = crate::rpc::Answers {
+    let answers = crate::edge::rpc::Answers {
         max_response_bytes: options.max_response_bytes,
         spill: Arc::clone(&spill),
         grace_over: grace_over_receiver,
         grace_ms: options.grace.as_millis() as u64,
     };
-    let methods: jsonrpsee::Methods = crate::rpc::module(services, answers).into();
+    let methods: jsonrpsee::Methods = crate::edge::rpc::module(services, answers).into();
     let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
 
     enum Accepting {

@@ -8,7 +8,7 @@
 //! `notifications/message` written to the daemon's log under the server's name.
 //!
 //! The connection's rmcp `ClientHandler` (`connection.rs`) delegates here; the decisions are
-//! in [`crate::server_requests`]. Nothing here is on the path of a plain tool call.
+//! in [`crate::config::server_requests`]. Nothing here is on the path of a plain tool call.
 
 // Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
 // protocol version we speak (2025-11-25) has them, and servers use them.

@@ -2,7 +2,7 @@
 //! response size limit (`--max-response-bytes`), or to its share of it in a batch.
 //!
 //! What does not fit is never lost after the fact: a `callTool` or `readResource` result (the
-//! tool has run; its answer cannot be had again for free) is spilled to a file ([`crate::spill`])
+//! tool has run; its answer cannot be had again for free) is spilled to a file ([`crate::edge::spill`])
 //! and answered with a small reference; any other result (discovery, health, a page of a spilled
 //! answer: nothing was changed by computing it) is refused with `-32008 responseTooLarge`, so the
 //! client can ask again alone. jsonrpsee's own limit, which would swap an answer for an error
@@ -25,17 +25,17 @@ use serde_json::value::RawValue;
 use tool_cli_protocol::orchestration::StepResult;
 use tool_cli_protocol::{ErrorData, ErrorObject};
 
+use crate::edge::shape::BatchLen;
+use crate::edge::spill::{self, SpillStore};
 use crate::error::Error;
 use crate::pipeline::{CallAnswer, RanCall, selection_info};
 use crate::services::calls::{Room, Step, StepSink};
-use crate::shape::BatchLen;
-use crate::spill::{self, SpillStore};
 
 /// Default `--max-response-bytes`: the default cap on a stdio server's message, so that by
 /// default whatever result a server may send is sent whole (as the reference bridge does), and
 /// spilling is for batches, Streamable HTTP servers and clients that asked for a lower limit.
 /// The daemon uses `--max-message-bytes` when that is given and this is not.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How many bytes one request's result may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -598,9 +598,9 @@ mod tests {
         Arc::new(SpillStore::with_limits(
             dir.join("spill"),
             Duration::from_secs(60),
-            crate::spill::SpillLimits {
+            crate::edge::spill::SpillLimits {
                 answers_per_token,
-                ..crate::spill::SpillLimits::default()
+                ..crate::edge::spill::SpillLimits::default()
             },
         ))
     }

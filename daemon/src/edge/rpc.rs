@@ -36,13 +36,13 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tool_cli_protocol::params::MethodParams;
 
-use crate::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::auth::Grant;
+use crate::edge::answer::{Budget, Spillable, fit, fit_or_spill};
+use crate::edge::shape::BatchLen;
+use crate::edge::spill::SpillStore;
 use crate::error::Error;
 use crate::pipeline::{CallAnswer, CallContext};
 use crate::services::Services;
-use crate::shape::BatchLen;
-use crate::spill::SpillStore;
 
 /// How answers leave: their size limit, where large ones are saved, and when the daemon stops
 /// waiting for them.
@@ -206,7 +206,7 @@ impl Answer for CallAnswer {
         token_id: String,
     ) -> Result<Box<RawValue>, Error> {
         fit_or_spill(
-            crate::answer::call_result(self),
+            crate::edge::answer::call_result(self),
             Spillable::Call,
             answering.budget,
             &answering.spill,

@@ -8,9 +8,9 @@ use std::time::SystemTime;
 use tool_cli_protocol::methods::{ReadResourceParams, ReadSpilledParams, name};
 
 use super::{Access, Answering, Encoded, Methods, ResourceContents};
-use crate::answer::fit;
+use crate::edge::answer::fit;
+use crate::edge::spill::{MAX_PAGE_BYTES, SpillError};
 use crate::error::Error;
-use crate::spill::{MAX_PAGE_BYTES, SpillError};
 
 /// Registers the resource methods and `readSpilled`.
 pub(super) fn register(methods: &mut Methods) {

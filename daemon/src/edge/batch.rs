@@ -19,7 +19,7 @@ use hyper::{Request, Response, StatusCode, header};
 use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
 use serde_json::value::RawValue;
 
-use crate::shape::{self, BatchLen, Shape};
+use crate::edge::shape::{self, BatchLen, Shape};
 
 /// What to do with one entry of a batch.
 #[derive(Debug, PartialEq, Eq)]

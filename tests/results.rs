@@ -1,0 +1,35 @@
+//! Reading results: the text of a `CallToolResult`, an error's structured data, and redacting
+//! values for snapshots.
+
+use serde_json::Value;
+use tool_cli_protocol::ErrorObject;
+
+/// The text of every `text` content item of a `CallToolResult`, joined by newlines.
+pub fn text_content(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("CallToolResult without content: {result:#}"))
+        .iter()
+        .filter(|item| item["type"] == "text")
+        .filter_map(|item| item["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The structured `data` of an error, as our wire type.
+pub fn error_data(error: &ErrorObject) -> tool_cli_protocol::ErrorData {
+    error
+        .error_data()
+        .unwrap_or_else(|| panic!("error without a known structured data member: {error:?}"))
+}
+
+/// Replaces the values at the given JSON pointers with `"<name>"` placeholders, for snapshots.
+pub fn redact(mut value: Value, pointers: &[&str]) -> Value {
+    for pointer in pointers {
+        if let Some(slot) = value.pointer_mut(pointer) {
+            let name = pointer.rsplit('/').next().unwrap_or(pointer);
+            *slot = Value::String(format!("<{name}>"));
+        }
+    }
+    value
+}
