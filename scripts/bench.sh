@@ -29,6 +29,8 @@ cargo build-cli
 export TOOL_CLI_BENCH_CLIENT="${TOOL_CLI_BENCH_CLIENT:-${CARGO_TARGET_DIR:-$root/target}/release-cli/tool-cli}"
 # (j), the floor of any process per call: a release binary that does nothing.
 cargo build --release -p tool-cli-daemon --example noop
+# (r), the floor of one HTTP exchange: a std-only loopback echo server (issue 26, P2).
+cargo build --release -p tool-cli-daemon --example http_echo
 # The `bench` profile inherits `release`. The first time, it still recompiles the dependencies
 # whose features the dev-dependencies change (tokio); later runs are incremental.
 cargo bench -p tool-cli-daemon --bench call_latency

@@ -25,6 +25,10 @@
 //!   `demo`'s `sql_query` on the first daemon: a lookup that stays flat whatever the catalog's
 //!   size has (l) ≈ (m).
 //!
+//! - (r) one HTTP/1.1 POST round trip to a std-only loopback echo server, body the size of (b)'s
+//!   request, and (t) `tools/call` written straight to a demo server's stdin by a blocking std
+//!   client: (r) + (t) is the floor of (b), and (b) − floor the daemon's own work (issue 26, P2).
+//!
 //! (h) − (b) and (i) − (b) are what sessions and routing add to a call.
 //!
 //! A second table, from `call_latency/issue13_rows.rs`, holds (n) mcporter's warm daemon against
@@ -53,6 +57,9 @@ use serde_json::{Map, Value, json};
 // Rows (n)–(q) live in their own file (a crate root finds modules beside it, hence the path).
 #[path = "call_latency/issue13_rows.rs"]
 mod issue13_rows;
+// Rows (r) and (t), the floor of (b) (issue 26, P2).
+#[path = "call_latency/floor_rows.rs"]
+mod floor_rows;
 
 /// The server and tool every call measurement uses.
 const SERVER: &str = "demo";
@@ -167,10 +174,12 @@ enum Kind {
     BigListServers,
     BigDescribeTool,
     DescribeTool,
+    FloorHttpEcho,
+    FloorDirectStdio,
 }
 
 impl Kind {
-    const ALL: [Kind; 13] = [
+    const ALL: [Kind; 15] = [
         Kind::ProcessCall,
         Kind::KeptAliveCall,
         Kind::DirectRmcp,
@@ -184,6 +193,8 @@ impl Kind {
         Kind::BigListServers,
         Kind::BigDescribeTool,
         Kind::DescribeTool,
+        Kind::FloorHttpEcho,
+        Kind::FloorDirectStdio,
     ];
 
     fn label(self) -> &'static str {
@@ -203,6 +214,12 @@ impl Kind {
             Kind::BigListServers => "(k) `listServers`, daemon serving 10,000 tools",
             Kind::BigDescribeTool => "(l) `describeTool` of one of 10,000 tools",
             Kind::DescribeTool => "(m) `describeTool` of `demo`'s `sql_query` (6 tools)",
+            Kind::FloorHttpEcho => {
+                "(r) floor: one HTTP/1.1 POST round trip to a std loopback echo server"
+            }
+            Kind::FloorDirectStdio => {
+                "(t) floor: `tools/call` as a line on the demo server's stdio, std client"
+            }
         }
     }
 
@@ -224,6 +241,8 @@ struct Fixture {
     quiet_http: HttpClient,
     big_http: HttpClient,
     direct: DirectClient,
+    echo_floor: floor_rows::EchoFloor,
+    stdio_floor: floor_rows::StdioFloor,
     process_call: Command,
     process_version: Command,
     process_list_servers: Command,
@@ -305,6 +324,8 @@ impl Fixture {
                 }
                 Ok(elapsed)
             }
+            Kind::FloorHttpEcho => self.echo_floor.time_one(),
+            Kind::FloorDirectStdio => self.stdio_floor.time_one(),
             Kind::DirectRmcp => {
                 let params =
                     CallToolRequestParams::new(TOOL).with_arguments(self.call_arguments.clone());
@@ -405,7 +426,19 @@ async fn run(settings: &Settings, counts: issue13_rows::Counts) -> Result<String
         command
     };
     let call_json = serde_json::to_string(&call_arguments).expect("JSON encodes");
+    // The body of (b)'s request, for the echo floor to send as many bytes.
+    let call_body_len = serde_json::to_vec(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "callTool",
+        "params": { "server": SERVER, "tool": TOOL, "arguments": &call_arguments },
+    }))
+    .expect("JSON encodes")
+    .len();
+    let echo_floor = floor_rows::EchoFloor::start(&daemon_exe, call_body_len)?;
+    let stdio_floor =
+        floor_rows::StdioFloor::start(&daemon_exe, dir.path(), TOOL, &call_arguments)?;
     let mut fixture = Fixture {
+        echo_floor,
+        stdio_floor,
         process_call: client_command(&[SERVER, TOOL, &call_json]),
         process_version: client_command(&["--version"]),
         process_list_servers: client_command(&[]),
@@ -752,6 +785,22 @@ impl HttpClient {
             .ok_or_else(|| format!("{method}: a response without a result: {response}"))
     }
 
+    /// POSTs `body` as it is and returns the answer's body (the echo floor, (r)).
+    fn post_raw(&mut self, body: &[u8]) -> Result<Vec<u8>, String> {
+        let mut request = Vec::with_capacity(self.head.len() + body.len() + 32);
+        request.extend_from_slice(self.head.as_bytes());
+        write!(request, "Content-Length: {}\r\n\r\n", body.len()).expect("writes to a Vec");
+        request.extend_from_slice(body);
+        self.stream
+            .write_all(&request)
+            .map_err(|err| format!("echo: cannot send: {err}"))?;
+        let (status, body) = self.read_response("echo")?;
+        if status != 200 {
+            return Err(format!("echo: HTTP {status}"));
+        }
+        Ok(body)
+    }
+
     fn read_response(&mut self, method: &str) -> Result<(u16, Vec<u8>), String> {
         let mut chunk = [0u8; 16 * 1024];
         let head_end = loop {
@@ -918,6 +967,36 @@ fn per_round_ratios(numerator: &[Vec<Duration>], denominator: &[Vec<Duration>]) 
     )
 }
 
+/// (b) − ((r) + (t)) within each round, from each round's medians, summarised as median and range.
+fn per_round_over_floor(
+    ours: &[Vec<Duration>],
+    echo: &[Vec<Duration>],
+    stdio: &[Vec<Duration>],
+) -> String {
+    let median = |samples: &Vec<Duration>| Stats::from_samples(samples.clone()).median;
+    let mut over: Vec<f64> = ours
+        .iter()
+        .zip(echo)
+        .zip(stdio)
+        .filter(|((ours, echo), stdio)| !ours.is_empty() && !echo.is_empty() && !stdio.is_empty())
+        .map(|((ours, echo), stdio)| {
+            (median(ours).as_secs_f64() - median(echo).as_secs_f64() - median(stdio).as_secs_f64())
+                * 1e6
+        })
+        .collect();
+    over.sort_by(f64::total_cmp);
+    if over.is_empty() {
+        return "no round measured all three".to_owned();
+    }
+    format!(
+        "per-round (b) − floor {:+.1} µs, range {:+.1} to {:+.1} µs over {} rounds",
+        over[over.len().div_ceil(2) - 1],
+        over[0],
+        over[over.len() - 1],
+        over.len()
+    )
+}
+
 fn render_report(
     settings: &Settings,
     samples: &[Vec<Vec<Duration>>],
@@ -1018,6 +1097,27 @@ fn render_report(
         big_describe.median.as_secs_f64() / describe.median.as_secs_f64(),
         per_round_ratios(rounds(Kind::BigDescribeTool), rounds(Kind::DescribeTool)),
     ));
+    let echo = &stats[index(Kind::FloorHttpEcho)];
+    let stdio = &stats[index(Kind::FloorDirectStdio)];
+    let floor = echo.median + stdio.median;
+    let micros = |duration: Duration| duration.as_secs_f64() * 1e6;
+    line(format!(
+        "- **P2**: floor = (r) {} + (t) {} = {}; ours (b) {}, (g) {}; **ours − floor: (b) {:+.1} µs, \
+         (g) {:+.1} µs** ({}; target ≤ 30 µs). (c) rmcp − (t): {:+.1} µs is rmcp's own cost.",
+        human(echo.median),
+        human(stdio.median),
+        human(floor),
+        human(kept_alive.median),
+        human(quiet.median),
+        micros(kept_alive.median) - micros(floor),
+        micros(quiet.median) - micros(floor),
+        per_round_over_floor(
+            rounds(Kind::KeptAliveCall),
+            rounds(Kind::FloorHttpEcho),
+            rounds(Kind::FloorDirectStdio)
+        ),
+        micros(baseline.median) - micros(stdio.median),
+    ));
     let noop = &stats[index(Kind::ProcessNoop)];
     line(format!(
         "- P1: (a) ÷ (j), medians: **{:.2}×** ({}) a whole `tool-cli` call against spawning a \
@@ -1027,7 +1127,7 @@ fn render_report(
     ));
     line(String::new());
     line(format!(
-        "Timed: {} calls each of (b), (c), (f), (g), (h), (i), (k), (l), (m) and {} runs each of (a), (d), (e), and (j), interleaved \
+        "Timed: {} calls each of (b), (c), (f), (g), (h), (i), (k), (l), (m), (r), (t) and {} runs each of (a), (d), (e), and (j), interleaved \
          in {} rounds after {} / {} warm-up iterations; {:.1} s of timing.",
         settings.calls,
         settings.processes,

@@ -48,6 +48,10 @@ pub mod code {
     /// Signing in to a remote server over OAuth 2.1 failed at one step (discovery, registration,
     /// authorization, token exchange or refresh).
     pub const AUTH_FAILED: i32 = -32010;
+    /// The caller went away (closed its connection: Ctrl-C, a killed client) before the answer,
+    /// and the call was cancelled. Never sent, since no one is left to read it: it is the code
+    /// of such a call's `error` in its trace line.
+    pub const CANCELLED: i32 = -32011;
 }
 
 /// Most tool names listed in an `unknownTool` error.

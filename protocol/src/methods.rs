@@ -644,6 +644,10 @@ pub struct ServerHealth {
     pub calls: u64,
     /// Of those, how many failed (timeouts, exits, transport failures; not tool `isError`).
     pub errors: u64,
+    /// Tool calls to it whose caller went away before the answer (Ctrl-C, a closed
+    /// connection); each was cancelled at the server if it had been sent.
+    #[serde(default)]
+    pub cancelled: u64,
     /// Calls executing now.
     pub in_flight: usize,
     /// Calls waiting for a concurrency slot.

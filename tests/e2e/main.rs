@@ -11,6 +11,7 @@ mod alternatives;
 mod attacks;
 mod attacks_more;
 mod bad_inputs;
+mod cancelled_calls;
 mod catalog_scale;
 mod cli;
 mod cli_chain;

@@ -1282,6 +1282,7 @@ fn health_reports_every_server_with_counters_latency_and_breaker() {
         "uptimeMs",
         "calls",
         "errors",
+        "cancelled",
         "inFlight",
         "queued",
         "latencyMs",

@@ -275,6 +275,7 @@ mod tests {
             uptime_ms: None,
             calls: 0,
             errors: 0,
+            cancelled: 0,
             in_flight: 0,
             queued: 0,
             latency_ms: None,

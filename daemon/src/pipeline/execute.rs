@@ -108,11 +108,14 @@ impl Bounds {
     }
 }
 
-/// Carries out an unblocked plan for the caller `ticket` names.
+/// Carries out an unblocked plan for the caller `ticket` names; `sent` counts the attempts the
+/// breakers let through as they go, so that a caller whose future is dropped mid-call (the
+/// client went away) still knows whether anything reached the server.
 pub(crate) async fn execute(
     plan: &CallPlan,
     retry: &RetryPolicy,
     ticket: &CallTicket,
+    sent: &AtomicU32,
 ) -> CallOutcome {
     let slot = &plan.resolved.slot;
     let tool = &plan.resolved.tool;
@@ -133,13 +136,14 @@ pub(crate) async fn execute(
         deadline: plan.deadline,
         progress_resets_timeout: plan.progress_resets_timeout,
     };
-    let mut outcome = protected(
+    let mut outcome = protected_counting(
         slot,
         &operation,
         tool.hints.safe_to_resend(),
         bounds,
         retry,
         ticket,
+        sent,
     )
     .await;
 
@@ -183,6 +187,29 @@ pub(crate) async fn protected(
     retry: &RetryPolicy,
     ticket: &CallTicket,
 ) -> CallOutcome {
+    let sent = AtomicU32::new(0);
+    protected_counting(
+        slot,
+        operation,
+        safe_to_resend,
+        bounds,
+        retry,
+        ticket,
+        &sent,
+    )
+    .await
+}
+
+/// [`protected`], counting the attempts sent in the caller's `sent`.
+async fn protected_counting(
+    slot: &Slot,
+    operation: &Operation<'_>,
+    safe_to_resend: bool,
+    bounds: Bounds,
+    retry: &RetryPolicy,
+    ticket: &CallTicket,
+    sent: &AtomicU32,
+) -> CallOutcome {
     let Bounds {
         timeout,
         deadline,
@@ -216,8 +243,8 @@ pub(crate) async fn protected(
     // call's future must stay `Send`).
     let last_transient = std::sync::Mutex::new(None::<&'static str>);
     // Attempts the breakers let through (a refused one sends nothing), counted outside the
-    // retry loop so that they are known even when the outer bound below drops it.
-    let sent = AtomicU32::new(0);
+    // retry loop (in the caller's `sent`) so that they are known even when the outer bound
+    // below drops it, or the caller drops this whole future.
     let retries = run_with_retries(
         retry,
         safe_to_resend,
@@ -228,7 +255,7 @@ pub(crate) async fn protected(
             }
             class
         },
-        |_attempt| attempt(slot, operation, bounds, ticket, &sent),
+        |_attempt| attempt(slot, operation, bounds, ticket, sent),
         random_jitter,
     );
     // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,

@@ -18,6 +18,7 @@
 //! Invariant: nothing reaches an upstream except through `execute`, and `execute` only runs a
 //! plan that passed validation and policy (`plan.blocked` is `None`).
 
+mod abandoned;
 mod answer;
 mod context;
 mod execute;
@@ -32,6 +33,7 @@ mod resolve;
 pub(crate) mod routing;
 mod stats;
 
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -49,6 +51,7 @@ use crate::policy::Denial;
 use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
+use abandoned::PendingRecord;
 use execute::{Bounds, CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
@@ -199,7 +202,12 @@ impl Pipeline {
             if self.wants_payloads {
                 record.arguments = Some(Value::Object(request.arguments.clone()));
             }
-            let answer = self.run_once(context, request, extras, &mut record).await;
+            // Dropped before the answer (the client went away), it records the call as
+            // abandoned: every call still produces exactly one record.
+            let mut pending = PendingRecord::new(self, context.arrived, record);
+            let (record, sent) = pending.parts();
+            let answer = self.run_once(context, request, extras, record, sent).await;
+            let mut record = pending.answered();
             record.finished_at = SystemTime::now();
             record.latency = context.arrived.elapsed();
             match &answer {
@@ -237,9 +245,10 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
+        sent: &AtomicU32,
     ) -> Result<CallAnswer, Error> {
         let Some(key) = request.idempotency_key.clone().filter(|_| !request.dry_run) else {
-            return self.run(context, request, extras, record).await;
+            return self.run(context, request, extras, record, sent).await;
         };
         let fingerprint = idempotency::fingerprint(
             record.requested_server.as_deref(),
@@ -259,7 +268,7 @@ impl Pipeline {
                     // The first call stored nothing: this one runs (or waits for whoever does).
                 }
                 Begin::Run(ticket) => {
-                    let answer = self.run(context, request, extras, record).await;
+                    let answer = self.run(context, request, extras, record, sent).await;
                     ticket.finish(&answer, record.executed);
                     return answer;
                 }
@@ -273,6 +282,7 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
+        sent: &AtomicU32,
     ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
@@ -352,7 +362,7 @@ impl Pipeline {
             attempts,
             retry_reason,
             degraded,
-        } = execute::execute(&plan, &self.options.retry, &ticket).await;
+        } = execute::execute(&plan, &self.options.retry, &ticket, sent).await;
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -415,19 +425,24 @@ impl Pipeline {
                 "call failed"
             ),
         }
-        if record.executed
+        if (record.executed || record.was_abandoned())
             && let Some(server) = &record.server
             && let Some(slot) = self
                 .slots()
                 .iter()
                 .find(|slot| &slot.upstream.info().name == server)
         {
-            slot.guards.record_tool_call(
-                &record.tool,
-                record.latency,
-                record.success,
-                execute::now(),
-            );
+            if record.was_abandoned() {
+                slot.guards.stats.lock().unwrap().abandoned += 1;
+            }
+            if record.executed {
+                slot.guards.record_tool_call(
+                    &record.tool,
+                    record.latency,
+                    record.success,
+                    execute::now(),
+                );
+            }
         }
         for observer in &self.observers {
             observer.observe(record);

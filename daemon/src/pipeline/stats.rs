@@ -27,6 +27,8 @@ pub(crate) const MAX_TOOLS_TRACKED: usize = 4096;
 pub(crate) struct CallStats {
     pub(crate) calls: u64,
     pub(crate) errors: u64,
+    /// Calls whose caller went away before the answer (counted by the pipeline's record).
+    pub(crate) abandoned: u64,
     pub(crate) last_error: Option<String>,
     /// The caller key ([`crate::caller`]) of the call that failed with `last_error`.
     last_error_caller: Option<Arc<str>>,

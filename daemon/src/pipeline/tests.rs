@@ -980,3 +980,71 @@ async fn a_calls_ticket_carries_its_caller_relay_and_meter_to_the_upstream() {
     let second = demo.tickets.lock().unwrap()[1].clone();
     assert_ne!(second.caller, first.caller);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_call_dropped_by_its_caller_is_recorded_once_as_cancelled_and_counted() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(tool("hang", object_schema(), Value::Null), Behaviour::Hang)],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    {
+        let call = pipeline.call(&context, request(Some("demo"), "hang", json!({})));
+        tokio::pin!(call);
+        // Drive the call until the server has it (the paused clock moves to this timer only
+        // once everything else waits), then drop it: the client went away.
+        let cut = tokio::time::timeout(Duration::from_millis(1), call.as_mut()).await;
+        assert!(cut.is_err(), "the hanging call cannot answer");
+        assert_eq!(demo.calls(), 1);
+    }
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(
+        records.len(),
+        1,
+        "exactly one record for the abandoned call"
+    );
+    let record = &records[0];
+    assert!(record.was_abandoned());
+    assert!(record.executed && !record.success);
+    assert_eq!(record.attempts, 1);
+    assert_eq!(record.server.as_deref(), Some("demo"));
+    let error = record.error.as_ref().unwrap();
+    assert_eq!(
+        (error.code, error.kind),
+        (tool_cli_protocol::code::CANCELLED, "cancelled")
+    );
+    assert!(
+        error.message.contains("cancelled at its server"),
+        "{error:?}"
+    );
+    let slot = &pipeline.slots()[0];
+    assert_eq!(slot.guards.stats.lock().unwrap().abandoned, 1);
+    assert_eq!(
+        slot.guards.tools.lock().unwrap().get("hang").unwrap().calls,
+        1
+    );
+    // An abandoned call is no failure of the server's: the breaker learns nothing from it.
+    assert_eq!(slot.guards.stats.lock().unwrap().errors, 0);
+}
+
+#[tokio::test]
+async fn a_call_that_answers_is_not_recorded_as_abandoned() {
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(tool("echo", object_schema(), Value::Null), Behaviour::Echo)],
+    ));
+    let (pipeline, recorder) = pipeline(vec![Arc::clone(&demo)]);
+    let context = CallContext::new(owner());
+    pipeline
+        .call(&context, request(Some("demo"), "echo", json!({})))
+        .await
+        .unwrap();
+    let records = recorder.0.lock().unwrap();
+    assert_eq!(records.len(), 1);
+    assert!(!records[0].was_abandoned() && records[0].error.is_none());
+    assert_eq!(
+        pipeline.slots()[0].guards.stats.lock().unwrap().abandoned,
+        0
+    );
+}

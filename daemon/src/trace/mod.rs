@@ -192,9 +192,9 @@ impl Traces {
 }
 
 /// Whether `record` is a call refused before anything was sent (not a dry-run, which asks a
-/// question, nor an agent's LLM step).
+/// question, nor an agent's LLM step, nor a call its caller abandoned while it waited).
 fn is_refusal(record: &CallRecord) -> bool {
-    !record.executed && !record.dry_run
+    !record.executed && !record.dry_run && !record.was_abandoned()
 }
 
 #[cfg(test)]

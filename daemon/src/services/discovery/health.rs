@@ -86,6 +86,7 @@ impl Discovery {
                     uptime_ms: status.uptime.map(|d| d.as_millis() as u64),
                     calls: stats.calls,
                     errors: stats.errors,
+                    cancelled: stats.abandoned,
                     in_flight,
                     queued,
                     latency_ms: stats
