@@ -20,6 +20,7 @@ pub mod log_filter;
 mod log_text;
 pub mod memory;
 pub mod oauth;
+pub mod otel;
 mod paging;
 pub mod pipeline;
 pub mod policy;

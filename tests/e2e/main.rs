@@ -49,5 +49,6 @@ mod server_requests;
 mod servers;
 mod snapshots;
 mod tasks;
+mod telemetry;
 mod toolkit;
 mod traces;

@@ -319,6 +319,7 @@ mod tests {
             servers: vec![demo, github, off],
             traces: None,
             search: None,
+            telemetry: None,
         };
         assert_eq!(
             health(&result),
@@ -356,6 +357,7 @@ mod tests {
             servers: vec![],
             traces: None,
             search: None,
+            telemetry: None,
         });
         assert!(text.contains("no servers are configured"), "{text}");
     }

@@ -174,12 +174,20 @@ pub fn parse(
                 .map_err(|(field, message)| error(None, Some(&field), message))?
         }
     };
+    let telemetry = match root.get("telemetry") {
+        None | Some(Value::Null) => None,
+        Some(section) => Some(
+            crate::config::telemetry::parse(section, env)
+                .map_err(|(field, message)| error(None, Some(&field), message))?,
+        ),
+    };
     Ok(Config {
         source,
         servers: parsed,
         agent,
         traces,
         search,
+        telemetry,
         notes,
     })
 }

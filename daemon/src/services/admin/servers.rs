@@ -402,6 +402,7 @@ impl ServerManager {
         *running = Config {
             agent: running.agent.clone(),
             traces: running.traces.clone(),
+            telemetry: running.telemetry.clone(),
             ..new
         };
         if adopted {
