@@ -20,6 +20,7 @@ pub mod import;
 mod load;
 mod parse;
 mod paths;
+pub mod recording;
 pub mod remote;
 pub mod search;
 mod secrets;
