@@ -519,3 +519,42 @@ fn an_agent_run_with_three_tool_calls_is_one_trace_tree() {
             && names.iter().any(|name| name == "gen_ai.client.token.usage")
     });
 }
+
+#[test]
+fn a_streamable_http_server_gets_the_context_as_headers_too() {
+    let receiver = OtlpReceiver::start();
+    let peer = tool_cli_tests::HttpFaultServer::start(&[]);
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"remote": {"url": peer.url("/mcp")}}}),
+        DaemonOptions {
+            env: otel_env(&receiver),
+            ..DaemonOptions::default()
+        },
+    );
+    // `echo_request` fails with a JSON-RPC error reflecting the HTTP request it got.
+    let traceparent = caller_traceparent();
+    let answer = post_with(
+        &daemon,
+        &[("traceparent", traceparent.as_str())],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "callTool",
+                "params": {"server": "remote", "tool": "echo_request", "arguments": {}}}),
+    );
+    let reflected = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error reflecting the request: {answer}"))
+        .to_ascii_lowercase();
+    let spans = receiver.wait_for_spans(2, WAIT);
+    let client = spans
+        .iter()
+        .find(|span| span.kind == KIND_CLIENT)
+        .expect("a CLIENT span");
+    assert_eq!(
+        string_attribute(&client.attributes, "network.transport"),
+        Some("tcp")
+    );
+    let expected = format!(
+        "traceparent: 00-{CALLER_TRACE_ID}-{}-01",
+        hex(&client.span_id)
+    );
+    assert!(reflected.contains(&expected), "{expected} in {reflected}");
+}
