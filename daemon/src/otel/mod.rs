@@ -239,3 +239,67 @@ impl CallObserver for SpanObserver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::pipeline::{CallContext, RecordedError};
+
+    fn record(trace: CallTrace) -> CallRecord {
+        let mut context = CallContext::new(crate::auth::Grant {
+            token_id: "t".into(),
+            is_owner: true,
+            scope: Arc::new(crate::policy::Scope::unrestricted()),
+        });
+        context.trace = trace;
+        CallRecord::new(&context, "echo", "0123456789abcdef".into())
+    }
+
+    #[test]
+    fn a_record_ends_as_ok_a_tool_error_or_the_rpc_error_it_carried() {
+        let mut ok = record(CallTrace::default());
+        ok.success = true;
+        assert_eq!(outcome(&ok), Outcome::Ok);
+        let tool_error = record(CallTrace::default());
+        assert_eq!(outcome(&tool_error), Outcome::ToolError);
+        let mut failed = record(CallTrace::default());
+        failed.error = Some(RecordedError {
+            code: -32001,
+            kind: "timeout",
+            message: "timed out".into(),
+        });
+        assert_eq!(
+            outcome(&failed),
+            Outcome::RpcError {
+                code: -32001,
+                message: "timed out",
+                kind: Some("timeout"),
+            }
+        );
+    }
+
+    #[test]
+    fn a_calls_span_is_a_child_of_its_contexts_and_keeps_the_agent_mark() {
+        let telemetry_parent = SpanIds::new(None, &tool_cli_telemetry::sampler::Sampler::AlwaysOn);
+        let trace = CallTrace {
+            span: telemetry_parent.clone(),
+            tool_call: Some(AgentToolCall::default()),
+        };
+        let span = record(trace)
+            .span
+            .expect("every record has a span identity");
+        assert_eq!(span.ids.context.trace_id, telemetry_parent.context.trace_id);
+        assert_eq!(
+            span.ids.parent_span_id,
+            Some(telemetry_parent.context.span_id)
+        );
+        assert!(span.tool_call.is_some());
+
+        // Export off and no caller context: nothing to send upstream.
+        let passed = record(CallTrace::default()).span.unwrap();
+        assert!(passed.ids.upstream_context().is_none());
+        assert!(!passed.ids.recorded);
+    }
+}
