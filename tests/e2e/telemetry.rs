@@ -558,3 +558,61 @@ fn a_streamable_http_server_gets_the_context_as_headers_too() {
     );
     assert!(reflected.contains(&expected), "{expected} in {reflected}");
 }
+
+#[test]
+fn captured_content_is_redacted_as_the_trace_file_is() {
+    let receiver = OtlpReceiver::start();
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let secret = "sk-configured-secret-b71e";
+    let mut env = otel_env(&receiver);
+    env.push((
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT".into(),
+        "true".into(),
+    ));
+    env.push(("ALPHA_KEY".into(), secret.into()));
+    let mut server = fault_server_recording(&record, &[]);
+    server["env"] = json!({"ALPHA_KEY": "${ALPHA_KEY}"});
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"alpha": server}}),
+        DaemonOptions {
+            env,
+            ..DaemonOptions::default()
+        },
+    );
+    let result = daemon.call_tool(
+        "alpha",
+        "echo",
+        json!({"nonce": format!("key {secret}"), "password": "hunter2"}),
+    );
+    assert_eq!(
+        result["structuredContent"]["nonce"],
+        format!("key {secret}"),
+        "the caller gets the live answer"
+    );
+    let spans = receiver.wait_for_spans(2, WAIT);
+    let client = spans.iter().find(|span| span.kind == KIND_CLIENT).unwrap();
+    let arguments = string_attribute(&client.attributes, "gen_ai.tool.call.arguments")
+        .expect("arguments captured when opted in");
+    let result = string_attribute(&client.attributes, "gen_ai.tool.call.result")
+        .expect("the result captured when opted in");
+    // The JSONL trace's marker and rules: a configured secret inside a string, and the whole
+    // value of a credential-named member.
+    let redacted = tool_cli_protocol::trace::REDACTED;
+    assert!(
+        arguments.contains(&format!("key {redacted}")),
+        "{arguments}"
+    );
+    assert!(
+        arguments.contains(&format!("\"password\":\"{redacted}\"")),
+        "{arguments}"
+    );
+    assert!(result.contains(&format!("key {redacted}")), "{result}");
+    for span in &spans {
+        let text = format!("{:?}", span.attributes);
+        assert!(
+            !text.contains(secret) && !text.contains("hunter2"),
+            "{text}"
+        );
+    }
+}
