@@ -616,3 +616,24 @@ fn captured_content_is_redacted_as_the_trace_file_is() {
         );
     }
 }
+
+#[test]
+fn a_reload_notes_that_the_telemetry_section_needs_a_restart() {
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon =
+        Daemon::start(json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}));
+    let changed = json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])},
+                         "telemetry": {"endpoint": "http://127.0.0.1:9"}});
+    std::fs::write(&daemon.config_path, changed.to_string()).expect("rewrite the config");
+    let reloaded = daemon.call("reloadConfig", json!({}));
+    let notes = reloaded["notes"].to_string();
+    assert!(
+        notes.contains(
+            "the \\\"telemetry\\\" section changed; it takes effect when the daemon restarts"
+        ),
+        "{reloaded}"
+    );
+    let health = daemon.call("health", json!({}));
+    assert!(health.get("telemetry").is_none(), "still off: {health}");
+}
