@@ -402,10 +402,9 @@ pub fn client_command() -> Command {
 
 fn clear_tool_cli_env(command: &mut Command) {
     for (key, _) in std::env::vars_os() {
-        if key
-            .to_string_lossy()
-            .starts_with(tool_cli_protocol::env::PREFIX)
-        {
+        let name = key.to_string_lossy();
+        // `OTEL_*` too: a developer's collector settings must not turn export on in a test.
+        if name.starts_with(tool_cli_protocol::env::PREFIX) || name.starts_with("OTEL_") {
             command.env_remove(key);
         }
     }

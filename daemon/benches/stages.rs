@@ -10,7 +10,10 @@
 //! - (s0) `callTool` naming the server, no session, traces off: the pipeline's floor;
 //! - (s1) as (s0), in a session: the session store's guards, routing facts and record;
 //! - (s2) as (s1), routed (no server): the five routing rules;
-//! - (s3) as (s2), with the trace writer on (a JSONL line per call to a temp dir).
+//! - (s3) as (s2), with the trace writer on (a JSONL line per call to a temp dir);
+//! - (s4) as (s3), with OpenTelemetry export on (to an OTLP receiver on loopback): the
+//!   request's SERVER span begun and ended as the edge does, the CLIENT span and both duration
+//!   histograms from the record stage. (s4) − (s3) is what export costs a call.
 //!
 //! Run with `cargo bench -p tool-cli-daemon --bench stages` (`scripts/bench.sh` runs it too).
 //! `TOOL_CLI_BENCH_CALLS` sets the timed calls per measurement (default 200000).
@@ -24,6 +27,7 @@ use tool_cli_daemon::auth::{Grant, Token, TokenStore};
 use tool_cli_daemon::catalog::Catalog;
 use tool_cli_daemon::config::traces::TraceSettings;
 use tool_cli_daemon::error::Error;
+use tool_cli_daemon::otel::Telemetry;
 use tool_cli_daemon::pipeline::CallContext;
 use tool_cli_daemon::policy::Scope;
 use tool_cli_daemon::provider::{
@@ -32,6 +36,8 @@ use tool_cli_daemon::provider::{
 use tool_cli_daemon::services::Services;
 use tool_cli_daemon::trace::Traces;
 use tool_cli_protocol::methods::{CallToolParams, TransportKind};
+use tool_cli_telemetry::span::Timing;
+use tool_cli_telemetry::spans::{CallExtras, Content, DaemonRequest, Listener, Outcome, Target};
 
 /// A server that answers `echo` with its argument, at once.
 struct Echo {
@@ -104,9 +110,16 @@ enum Kind {
     Session,
     Routed,
     Traced,
+    Exported,
 }
 
-const KINDS: [Kind; 4] = [Kind::Named, Kind::Session, Kind::Routed, Kind::Traced];
+const KINDS: [Kind; 5] = [
+    Kind::Named,
+    Kind::Session,
+    Kind::Routed,
+    Kind::Traced,
+    Kind::Exported,
+];
 
 impl Kind {
     fn label(self) -> &'static str {
@@ -115,21 +128,61 @@ impl Kind {
             Kind::Session => "(s1) as (s0), in a session",
             Kind::Routed => "(s2) as (s1), routed: no server named",
             Kind::Traced => "(s3) as (s2), traces on",
+            Kind::Exported => "(s4) as (s3), OpenTelemetry export on",
         }
     }
 }
 
-fn services(traces: Option<Arc<Traces>>) -> Arc<Services> {
+fn services(traces: Option<Arc<Traces>>, telemetry: Option<Telemetry>) -> Arc<Services> {
     let provider = Arc::new(Servers(vec![
         Arc::new(Echo::new("alpha", "Echo the text back, from alpha")),
         Arc::new(Echo::new("beta", "Echo the text back, from beta")),
     ]));
-    let builder = Services::builder(provider, Arc::new(TokenStore::new(Token::generate())));
+    let mut builder = Services::builder(provider, Arc::new(TokenStore::new(Token::generate())));
+    if let Some(telemetry) = telemetry {
+        builder = builder.telemetry(telemetry, false);
+    }
     match traces {
         // As the daemon does: the writer is one of the pipeline's observers.
         Some(traces) => builder.traces(traces).build(),
         None => builder.build(),
     }
+}
+
+/// One `callTool` of `kind`; with export on, inside the request's SERVER span as the edge
+/// makes it (`otel/edge.rs`), so both spans are built and sent.
+async fn one_call(
+    services: &Services,
+    kind: Kind,
+    grant: &Grant,
+) -> Result<tool_cli_daemon::pipeline::CallAnswer, Error> {
+    let mut context = CallContext::new(grant.clone());
+    if !matches!(kind, Kind::Exported) {
+        return services.calls().call_tool(params(kind), &context).await;
+    }
+    let telemetry = services.telemetry();
+    let ids = telemetry.begin(None);
+    context.trace.span = ids.clone();
+    let started = std::time::SystemTime::now();
+    let arrived = std::time::Instant::now();
+    let result = services.calls().call_tool(params(kind), &context).await;
+    telemetry.daemon_request(
+        &ids,
+        &DaemonRequest {
+            method: "callTool",
+            request_id: None,
+            target: Target::Tool("echo"),
+            listener: Listener::Tcp,
+            outcome: Outcome::Ok,
+            timing: Timing {
+                start: started,
+                duration: arrived.elapsed(),
+            },
+            extras: CallExtras::default(),
+            content: Content::default(),
+        },
+    );
+    result
 }
 
 fn params(kind: Kind) -> CallToolParams {
@@ -176,8 +229,24 @@ fn main() {
             vec![],
         )
     });
-    let plain = services(None);
-    let traced = services(Some(Arc::clone(&traces)));
+    // Export as the daemon does it, to a receiver that accepts everything; the queue is large
+    // enough that no span is dropped (a drop would make the row cheaper than the real work).
+    let receiver = tool_cli_telemetry::testing::OtlpReceiver::start();
+    let endpoint = receiver.endpoint();
+    let variables = move |name: &str| match name {
+        "OTEL_EXPORTER_OTLP_ENDPOINT" => Some(endpoint.clone()),
+        "OTEL_BSP_SCHEDULE_DELAY" => Some("200".to_owned()),
+        "OTEL_BSP_MAX_QUEUE_SIZE" => Some("1000000".to_owned()),
+        "OTEL_METRIC_EXPORT_INTERVAL" => Some("1000".to_owned()),
+        _ => None,
+    };
+    let settings = tool_cli_daemon::config::telemetry::resolve(None, &variables)
+        .expect("valid settings")
+        .expect("export on");
+    let telemetry = tool_cli_daemon::otel::start(settings, Vec::new()).expect("export starts");
+    let plain = services(None, None);
+    let traced = services(Some(Arc::clone(&traces)), None);
+    let exported = services(Some(Arc::clone(&traces)), Some(telemetry.clone()));
     let grant = Grant {
         token_id: "bench".to_owned(),
         is_owner: true,
@@ -187,14 +256,13 @@ fn main() {
     runtime.block_on(async {
         // Warm-up: every path, a tenth of the count.
         for kind in KINDS {
-            let services = if matches!(kind, Kind::Traced) {
-                &traced
-            } else {
-                &plain
+            let services = match kind {
+                Kind::Traced => &traced,
+                Kind::Exported => &exported,
+                _ => &plain,
             };
             for _ in 0..(calls / 10).max(100) {
-                let context = CallContext::new(grant.clone());
-                let result = services.calls().call_tool(params(kind), &context).await;
+                let result = one_call(services, kind, &grant).await;
                 assert!(result.is_ok(), "{}: {result:?}", kind.label());
             }
         }
@@ -202,22 +270,21 @@ fn main() {
             for offset in 0..KINDS.len() {
                 let index = (round + offset) % KINDS.len();
                 let kind = KINDS[index];
-                let services = if matches!(kind, Kind::Traced) {
-                    &traced
-                } else {
-                    &plain
+                let services = match kind {
+                    Kind::Traced => &traced,
+                    Kind::Exported => &exported,
+                    _ => &plain,
                 };
                 for _ in 0..per_round {
-                    let request = params(kind);
-                    let context = CallContext::new(grant.clone());
                     let start = std::time::Instant::now();
-                    let result = services.calls().call_tool(request, &context).await;
+                    let result = one_call(services, kind, &grant).await;
                     samples[index].push(start.elapsed());
                     assert!(result.is_ok());
                 }
             }
         }
         traces.flush(Duration::from_secs(10)).await;
+        telemetry.flush(Duration::from_secs(10)).await;
     });
     let _ = std::fs::remove_dir_all(&dir);
     let medians: Vec<Duration> = samples
@@ -247,6 +314,18 @@ fn main() {
         "\nTrace lines written {}, dropped {} (a drop would mean (s3) measured less than the \
          writer's real work).",
         health.written, health.dropped
+    );
+    let exported_health = telemetry.health();
+    println!(
+        "Spans enqueued {}, exported {}, dropped {} (a drop would mean (s4) measured less than \
+         the exporter's real work).",
+        exported_health.spans_enqueued,
+        exported_health.spans_exported,
+        exported_health.spans_dropped()
+    );
+    println!(
+        "OpenTelemetry export adds {:+.2} µs per call at the median ((s4) − (s3)).",
+        (medians[4].as_secs_f64() - medians[3].as_secs_f64()) * 1e6
     );
     let added = medians[3].as_secs_f64() - medians[0].as_secs_f64();
     println!(

@@ -18,6 +18,7 @@ pub mod log_filter;
 mod log_text;
 pub mod memory;
 pub(crate) mod oauth;
+pub mod otel;
 mod paging;
 pub mod pipeline;
 pub mod policy;

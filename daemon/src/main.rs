@@ -151,6 +151,25 @@ fn run_daemon(cli: Cli) -> ExitCode {
                 None
             }
         };
+    // OpenTelemetry export: off unless the config's `telemetry` section or an `OTEL_*` variable
+    // asks for it; a bad value stops the daemon here, naming the variable.
+    let telemetry =
+        match tool_cli_daemon::config::telemetry::resolve(config.telemetry.as_ref(), &|name| {
+            std::env::var(name).ok()
+        }) {
+            Ok(None) => None,
+            Ok(Some(settings)) => {
+                let capture_content = settings.capture_content;
+                match tool_cli_daemon::otel::start(
+                    settings,
+                    tool_cli_daemon::config::config_secrets(&config),
+                ) {
+                    Ok(telemetry) => Some((telemetry, capture_content)),
+                    Err(err) => return fail(EXIT_CONFIG, format!("OpenTelemetry export: {err}")),
+                }
+            }
+            Err(err) => return fail(EXIT_CONFIG, err.to_string()),
+        };
     let token = match (&cli.token_file, std::env::var(env::TOKEN)) {
         (Some(path), _) => Token::from_file(path).map_err(|err| err.to_string()),
         (None, Ok(text)) if !text.is_empty() => {
@@ -205,6 +224,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
         config,
         config_path,
         traces,
+        telemetry,
         token,
         listener,
         endpoint,

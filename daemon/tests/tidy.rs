@@ -48,7 +48,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("the call path", &["pipeline"]),
     (
         "the pipeline's observers and helpers of the services",
-        &["trace", "tool_search"],
+        &["trace", "tool_search", "otel"],
     ),
     ("services", &["services"]),
     ("the edge", &["edge"]),

@@ -23,6 +23,7 @@ pub mod params;
 pub mod remote_auth;
 pub mod runtime;
 pub mod search;
+pub mod telemetry;
 pub mod trace;
 
 pub use envelope::{ErrorObject, Request, RequestId, Response};

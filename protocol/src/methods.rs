@@ -619,6 +619,9 @@ pub struct HealthResult {
     /// The tool-search model: only for the owner token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::search::SearchHealth>,
+    /// OpenTelemetry export: only for the owner token, and only when export is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::TelemetryHealth>,
 }
 
 /// One server in `health`.

@@ -50,5 +50,6 @@ mod server_requests;
 mod servers;
 mod snapshots;
 mod tasks;
+mod telemetry;
 mod toolkit;
 mod traces;

@@ -141,6 +141,90 @@ fn a_session_recorded_through_the_daemon_replays_through_the_daemon() {
     stop(replaying);
 }
 
+/// The daemon's own `record` and `replay` members (no proxy on the command line): five secrets
+/// seeded in the server's environment are in no line of the file, and the replayed daemon
+/// answers byte for byte what the recording daemon answered.
+#[test]
+fn the_config_records_a_server_and_replays_the_recording() {
+    let dir = scratch();
+    let file = dir.path().join("recorded-by-config.ndjson");
+    let secrets: Vec<String> = (1..=5)
+        .map(|index| format!("sk-seeded-{index}-4e7a9c{index}"))
+        .collect();
+    let mut entry = everything_stdio();
+    let mut env = serde_json::Map::new();
+    for (index, _) in secrets.iter().enumerate() {
+        env.insert(
+            format!("SEEDED_SECRET_{index}"),
+            json!(format!("${{SEEDED_SECRET_{index}}}")),
+        );
+    }
+    entry["env"] = Value::Object(env);
+    entry["record"] = json!(file);
+    let recording = Daemon::start_with(
+        json!({"mcpServers": {"everything": entry}}),
+        tool_cli_tests::DaemonOptions {
+            env: secrets
+                .iter()
+                .enumerate()
+                .map(|(index, secret)| (format!("SEEDED_SECRET_{index}"), secret.clone()))
+                .collect(),
+            ..Default::default()
+        },
+    );
+    let recorded_tools = tool_names(&recording);
+    let recorded = calls(&recording);
+    for secret in &secrets {
+        assert!(
+            recorded[3].to_string().contains(secret.as_str()),
+            "get-env shows the live secrets to the caller: {:#}",
+            recorded[3]
+        );
+    }
+    stop(recording);
+
+    let text = std::fs::read_to_string(&file).expect("the daemon wrote the recording");
+    let leaked: Vec<&String> = secrets
+        .iter()
+        .filter(|secret| text.contains(secret.as_str()))
+        .collect();
+    assert!(leaked.is_empty(), "0 of 5 secrets in the file: {leaked:?}");
+    assert!(text.lines().last().unwrap().contains("\"end\":true"));
+
+    let replaying = Daemon::start(json!({"mcpServers": {"everything": {"replay": file}}}));
+    assert_eq!(tool_names(&replaying), recorded_tools);
+    let replayed = calls(&replaying);
+    assert_eq!(
+        serde_json::to_string(&replayed[..3]).unwrap(),
+        serde_json::to_string(&recorded[..3]).unwrap(),
+        "byte-identical answers"
+    );
+    assert!(replayed[3].to_string().contains("[REDACTED]"));
+    stop(replaying);
+
+    // `record` on an http server, or `replay` beside a command, is refused with the reason.
+    let refused = Daemon::try_start_with(
+        json!({"mcpServers": {"everything": {"replay": file, "command": "npx"}}}),
+        tool_cli_tests::DaemonOptions::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        refused.contains("\"replay\" without \"command\""),
+        "{refused}"
+    );
+    let refused = Daemon::try_start_with(
+        json!({"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp", "record": "x.ndjson"}}}),
+        tool_cli_tests::DaemonOptions::default(),
+    )
+    .err()
+    .expect("refused");
+    assert!(
+        refused.contains("recording works for stdio servers only"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn a_recording_of_another_server_is_refused_when_the_daemon_starts_it() {
     let dir = scratch();

@@ -320,6 +320,7 @@ mod tests {
             servers: vec![demo, github, off],
             traces: None,
             search: None,
+            telemetry: None,
         };
         assert_eq!(
             health(&result),
@@ -357,6 +358,7 @@ mod tests {
             servers: vec![],
             traces: None,
             search: None,
+            telemetry: None,
         });
         assert!(text.contains("no servers are configured"), "{text}");
     }

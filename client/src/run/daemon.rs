@@ -511,6 +511,7 @@ mod tests {
             ],
             traces: None,
             search: None,
+            telemetry: None,
         };
         assert_eq!(
             servers_line(&health),
@@ -520,6 +521,7 @@ mod tests {
             servers: Vec::new(),
             traces: None,
             search: None,
+            telemetry: None,
         };
         assert!(servers_line(&none).starts_with("servers: none"));
     }

@@ -20,10 +20,12 @@ pub mod import;
 mod load;
 mod parse;
 mod paths;
+pub mod recording;
 pub(crate) mod remote;
 pub mod search;
 mod secrets;
 pub(crate) mod server_requests;
+pub mod telemetry;
 pub mod traces;
 mod variables;
 
@@ -66,6 +68,8 @@ pub struct Config {
     pub traces: TracesConfig,
     /// The `search` section: the sentence-embedding model (`config_search.rs`).
     pub search: crate::config::search::SearchConfig,
+    /// The `telemetry` section (OpenTelemetry export); `None` when the file has none.
+    pub telemetry: Option<tool_cli_telemetry::settings::TelemetryConfig>,
     /// Fields written for other MCP clients that were translated or ignored; the daemon logs
     /// them at start-up.
     pub notes: Vec<ConfigNote>,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use tool_cli_agent::config::AgentConfig;
 
 use super::client_fields::{self, FieldNote};
+use super::recording;
 use super::traces::TracesConfig;
 use super::variables::substitute;
 use super::{
@@ -49,6 +50,10 @@ struct RawServer {
     max_queued: Option<usize>,
     cache_ttl_ms: Option<u64>,
     priority: Option<i64>,
+    /// Record the server's MCP exchange to this NDJSON file (`recording.rs`).
+    record: Option<String>,
+    /// Serve this recording as the server, instead of a command or a URL.
+    replay: Option<String>,
     // Read by `overrides::parse`.
     #[serde(rename = "tools")]
     _tools: Option<Value>,
@@ -116,7 +121,11 @@ pub fn parse(
     let mut parsed = Vec::with_capacity(servers.len());
     let mut notes = Vec::new();
     for (name, raw) in servers {
-        let (mut server, field_notes) = parse_server(name, raw, env)
+        let config_dir = match &source {
+            ConfigSource::File(path) => path.parent(),
+            ConfigSource::BundledDefault => None,
+        };
+        let (mut server, field_notes) = parse_server(name, raw, env, config_dir)
             .map_err(|(field, message)| error(Some(name), field.as_deref(), message))?;
         if let TransportConfig::Http { remote, .. } = &mut server.transport {
             let config_dir = match &source {
@@ -174,12 +183,20 @@ pub fn parse(
                 .map_err(|(field, message)| error(None, Some(&field), message))?
         }
     };
+    let telemetry = match root.get("telemetry") {
+        None | Some(Value::Null) => None,
+        Some(section) => Some(
+            crate::config::telemetry::parse(section, env)
+                .map_err(|(field, message)| error(None, Some(&field), message))?,
+        ),
+    };
     Ok(Config {
         source,
         servers: parsed,
         agent,
         traces,
         search,
+        telemetry,
         notes,
     })
 }
@@ -212,6 +229,7 @@ fn parse_server(
     name: &str,
     raw: &Value,
     env: &dyn Fn(&str) -> Option<String>,
+    config_dir: Option<&std::path::Path>,
 ) -> Result<(ServerConfig, Vec<FieldNote>), FieldError> {
     if let Err(message) = check_server_name(name) {
         return Err((None, message));
@@ -249,7 +267,7 @@ fn parse_server(
              description, tags, \
              enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
              allowTools, denyTools, destructiveTools, confirmDestructive, roots, elicitation, \
-             elicitationTimeoutMs, allowSampling"
+             elicitationTimeoutMs, allowSampling, record, replay"
         } else {
             ""
         };
@@ -267,45 +285,25 @@ fn parse_server(
         }
         value
     };
-    let transport = match kind.as_deref() {
-        Some("stdio") => stdio_transport(&raw, env)?,
-        Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
-            http_transport(&raw, env)?
-        }
-        Some("sse") => {
+    let transport = match (&raw.replay, &raw.command, &raw.url, &raw.record) {
+        (Some(file), None, None, None) => Some(recording::replay_transport(name, file, config_dir)),
+        (Some(_), _, _, _) => {
             return Err((
-                Some("type".to_owned()),
-                "the legacy SSE transport is not supported; expected \"stdio\" or \"http\" \
-                 (Streamable HTTP)"
+                Some("replay".to_owned()),
+                "a replayed server is served from its recording alone; expected \"replay\" without \"command\", \"url\" or \"record\""
                     .to_owned(),
             ));
         }
-        Some(other) => {
-            return Err((
-                Some("type".to_owned()),
-                format!("unknown transport \"{other}\"; expected \"stdio\" or \"http\""),
-            ));
-        }
-        None => match (&raw.command, &raw.url) {
-            (Some(_), None) => stdio_transport(&raw, env)?,
-            (None, Some(_)) => http_transport(&raw, env)?,
-            (Some(_), Some(_)) => {
-                return Err((
-                    None,
-                    "has both \"command\" and \"url\"; expected one: \"command\" for a stdio \
-                     server or \"url\" for a Streamable HTTP server"
-                        .to_owned(),
-                ));
-            }
-            (None, None) => {
-                return Err((
-                    None,
-                    "has neither \"command\" nor \"url\"; expected \"command\" (stdio) or \
-                     \"url\" (Streamable HTTP)"
-                        .to_owned(),
-                ));
-            }
-        },
+        _ => None,
+    };
+    let transport = match (transport, kind.as_deref()) {
+        (Some(transport), _) => transport,
+        (None, kind) => parse_transport(&raw, kind, env)?,
+    };
+    let transport = match &raw.record {
+        Some(file) => recording::recorded_transport(name, file, config_dir, transport)
+            .map_err(|message| (Some("record".to_owned()), message))?,
+        None => transport,
     };
 
     let call_timeout = match raw.timeout_ms {
@@ -367,6 +365,54 @@ fn check_server_name(name: &str) -> Result<(), String> {
              '-', '_' or '.', not starting with '-'"
         ))
     }
+}
+
+/// The transport an entry's `type`, `command` and `url` describe.
+fn parse_transport(
+    raw: &RawServer,
+    kind: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<TransportConfig, FieldError> {
+    Ok(match kind {
+        Some("stdio") => stdio_transport(raw, env)?,
+        Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
+            http_transport(raw, env)?
+        }
+        Some("sse") => {
+            return Err((
+                Some("type".to_owned()),
+                "the legacy SSE transport is not supported; expected \"stdio\" or \"http\" \
+             (Streamable HTTP)"
+                    .to_owned(),
+            ));
+        }
+        Some(other) => {
+            return Err((
+                Some("type".to_owned()),
+                format!("unknown transport \"{other}\"; expected \"stdio\" or \"http\""),
+            ));
+        }
+        None => match (&raw.command, &raw.url) {
+            (Some(_), None) => stdio_transport(raw, env)?,
+            (None, Some(_)) => http_transport(raw, env)?,
+            (Some(_), Some(_)) => {
+                return Err((
+                    None,
+                    "has both \"command\" and \"url\"; expected one: \"command\" for a stdio \
+                 server or \"url\" for a Streamable HTTP server"
+                        .to_owned(),
+                ));
+            }
+            (None, None) => {
+                return Err((
+                    None,
+                    "has neither \"command\" nor \"url\"; expected \"command\" (stdio) or \
+                 \"url\" (Streamable HTTP)"
+                        .to_owned(),
+                ));
+            }
+        },
+    })
 }
 
 fn stdio_transport(

@@ -336,6 +336,10 @@ where
         {
             Ok(Pass::Rpc(grant)) => {
                 request.extensions_mut().insert(grant);
+                // The caller's trace context, read by the request's span (`otel/edge.rs`).
+                if let Some(trace) = crate::otel::CallerTraceHeaders::of(request.headers()) {
+                    request.extensions_mut().insert(trace);
+                }
                 prepare_for_jsonrpsee(request.headers_mut());
                 Box::pin(self.inner.call(request))
             }

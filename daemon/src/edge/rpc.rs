@@ -35,12 +35,14 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tool_cli_protocol::params::MethodParams;
+use tool_cli_telemetry::spans::{Listener, Outcome};
 
 use crate::auth::Grant;
 use crate::edge::answer::{Budget, Spillable, fit, fit_or_spill};
 use crate::edge::shape::BatchLen;
 use crate::edge::spill::SpillStore;
 use crate::error::Error;
+use crate::otel::{CallerTraceHeaders, RequestSpan};
 use crate::pipeline::{CallAnswer, CallContext};
 use crate::services::Services;
 
@@ -55,6 +57,8 @@ pub(crate) struct Answers {
     pub(crate) grace_over: watch::Receiver<bool>,
     /// The grace period, for the error message.
     pub(crate) grace_ms: u64,
+    /// How requests reach the daemon (`network.transport` of its SERVER spans).
+    pub(crate) listener: Listener,
 }
 
 /// What every handler can reach.
@@ -174,6 +178,11 @@ impl<P: MethodParams> FromParams for P {
 
 /// What a method answers, encoded once within the request's budget.
 pub(crate) trait Answer: Send + 'static {
+    /// Whether it is a tool's own failure (`isError: true`), for the request's span.
+    fn is_tool_error(&self) -> bool {
+        false
+    }
+
     /// The encoded answer, or why there is none (`responseTooLarge`).
     fn encode(
         self,
@@ -199,6 +208,10 @@ impl<T: Serialize + Send + 'static> Answer for T {
 /// A call's answer: the result with the call's facts in its `_meta`; a result too large to send
 /// is saved, never dropped (the tool has run).
 impl Answer for CallAnswer {
+    fn is_tool_error(&self) -> bool {
+        matches!(self, CallAnswer::Ran(ran) if ran.facts.is_error)
+    }
+
     async fn encode(
         self,
         _method: &'static str,
@@ -305,13 +318,23 @@ impl Methods {
             .register_async_method(name, move |params, context, extensions| {
                 let handler = handler.clone();
                 async move {
+                    // The request's SERVER span (OpenTelemetry), under the caller's context;
+                    // every call the request makes is its child.
+                    let telemetry = context.services.telemetry();
+                    let request_span = RequestSpan::begin(
+                        telemetry,
+                        name,
+                        extensions.get::<CallerTraceHeaders>(),
+                        params.as_str(),
+                    );
                     let answer = async {
                         let grant = grant(&extensions)?;
                         if access == Access::Owner {
                             owner_only(grant, name)?;
                         }
                         let params = P::from_params(name, &params)?;
-                        let call = CallContext::new(grant.clone());
+                        let mut call = CallContext::new(grant.clone());
+                        call.trace.span = request_span.ids().clone();
                         let token_id = grant.token_id.clone();
                         let answering = Answering {
                             budget: context.budget(&extensions),
@@ -319,9 +342,27 @@ impl Methods {
                         };
                         let work = handler(Arc::clone(&context.services), params, call, &answering);
                         let answer = context.until_grace_over(work).await?;
-                        answer.encode(name, answering, token_id).await
+                        let tool_error = answer.is_tool_error();
+                        Ok((answer.encode(name, answering, token_id).await?, tool_error))
                     };
-                    answer.await.map_err(|error| context.to_rpc_error(error))
+                    let answer: Result<_, Error> = answer.await;
+                    let wire_message;
+                    let outcome = match &answer {
+                        Ok((_, false)) => Outcome::Ok,
+                        Ok((_, true)) => Outcome::ToolError,
+                        Err(error) => {
+                            wire_message = error.wire_message();
+                            Outcome::RpcError {
+                                code: i64::from(error.code()),
+                                message: &wire_message,
+                                kind: Some(error.kind()),
+                            }
+                        }
+                    };
+                    request_span.end(telemetry, context.answers.listener, outcome);
+                    answer
+                        .map(|(answer, _)| answer)
+                        .map_err(|error| context.to_rpc_error(error))
                 }
             })
             .expect("method names are unique");

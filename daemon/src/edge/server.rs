@@ -171,6 +171,10 @@ pub async fn run(
         spill: Arc::clone(&spill),
         grace_over: grace_over_receiver,
         grace_ms: options.grace.as_millis() as u64,
+        listener: match &listener {
+            Listener::Tcp(_) => tool_cli_telemetry::spans::Listener::Tcp,
+            Listener::Unix(_) => tool_cli_telemetry::spans::Listener::Unix,
+        },
     };
     let methods: jsonrpsee::Methods = crate::edge::rpc::module(services, answers).into();
     let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();

@@ -33,6 +33,7 @@ pub(crate) async fn serve(
     config: config::Config,
     config_path: Option<PathBuf>,
     traces: Option<trace_settings::TraceSettings>,
+    telemetry: Option<(tool_cli_daemon::otel::Telemetry, bool)>,
     token: Token,
     listener: Listener,
     endpoint: Endpoint,
@@ -151,6 +152,15 @@ pub(crate) async fn serve(
     if let Some(traces) = &traces {
         services = services.traces(Arc::clone(traces));
     }
+    if let Some((telemetry, capture_content)) = &telemetry {
+        let health = telemetry.health();
+        tracing::info!(
+            traces = health.traces_endpoint.as_deref().unwrap_or("off"),
+            metrics = health.metrics_endpoint.as_deref().unwrap_or("off"),
+            "exporting OpenTelemetry"
+        );
+        services = services.telemetry(telemetry.clone(), *capture_content);
+    }
     let services = services.build();
     // Installed before anything is announced, so a SIGHUP never finds its default action
     // (which would end the daemon).
@@ -197,6 +207,10 @@ pub(crate) async fn serve(
         traces.flush(Duration::from_secs(2)).await;
     }
     pool.shutdown().await;
+    // The last spans (the servers' shutdown included) go out within a bound.
+    if let Some((telemetry, _)) = &telemetry {
+        telemetry.shutdown(Duration::from_secs(2)).await;
+    }
     drop(runtime_guard);
     if let Endpoint::Socket(path) = &endpoint {
         let _ = std::fs::remove_file(path);

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
+use super::span::CallTrace;
 use crate::auth::Grant;
 use crate::provider::{CallTicket, EventRelay, caller_key};
 
@@ -51,6 +52,8 @@ pub struct CallContext {
     /// Where the call's progress, log messages and a server's questions go, when the caller
     /// follows them (`progress: true`) or its timeout restarts on progress; its steps share it.
     pub relay: Option<Arc<dyn EventRelay>>,
+    /// Where the call sits in a trace (OpenTelemetry): the span it belongs under.
+    pub trace: CallTrace,
 }
 
 impl fmt::Debug for CallContext {
@@ -64,6 +67,7 @@ impl fmt::Debug for CallContext {
             .field("session_id", &self.session_id)
             .field("arrived", &self.arrived)
             .field("relay", &self.relay.is_some())
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -80,6 +84,7 @@ impl CallContext {
             session_id: None,
             arrived: Instant::now(),
             relay: None,
+            trace: CallTrace::default(),
         }
     }
 
@@ -90,6 +95,9 @@ impl CallContext {
             caller: Some(caller_key(&self.grant.token_id, self.session_id.as_deref()).into()),
             relay: self.relay.clone(),
             usage: None,
+            // Requests without a span of their own (a resource read, a prompt) continue the
+            // request's span; a tool call's is set by the pipeline.
+            trace: self.trace.span.upstream_context().cloned(),
         }
     }
 
@@ -106,6 +114,11 @@ impl CallContext {
             session_id: self.session_id.clone(),
             arrived: Instant::now(),
             relay: self.relay.clone(),
+            // A step is a call of the same request: under the same span, not an agent's.
+            trace: CallTrace {
+                span: self.trace.span.clone(),
+                tool_call: None,
+            },
         }
     }
 }

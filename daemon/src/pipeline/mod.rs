@@ -31,6 +31,7 @@ mod prompts;
 mod record;
 mod resolve;
 pub(crate) mod routing;
+pub mod span;
 mod stats;
 
 use std::sync::atomic::AtomicU32;
@@ -331,6 +332,9 @@ impl Pipeline {
         )?;
         record.server = Some(resolved.slot.upstream.info().name.clone());
         record.selection = Some(resolved.selection.clone());
+        if let Some(span) = &mut record.span {
+            span.transport = Some(resolved.slot.upstream.info().transport);
+        }
 
         let plan = plan::plan(
             resolved,
@@ -353,8 +357,13 @@ impl Pipeline {
         }
         // The server's sampling requests during the call are billed to it.
         let usage = Arc::new(UsageMeter::default());
+        // The upstream span's context goes with the request, so the server joins the trace.
         let ticket = CallTicket {
             usage: Some(Arc::clone(&usage)),
+            trace: record
+                .span
+                .as_ref()
+                .and_then(|span| span.ids.upstream_context().cloned()),
             ..context.ticket()
         };
         let CallOutcome {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::context::{CallContext, CallId};
 use super::routing::Selection;
+use super::span::CallSpan;
 use crate::resilience::cache::canonical_json;
 
 /// Everything known about one finished call.
@@ -66,6 +67,8 @@ pub struct CallRecord {
     pub arguments: Option<Value>,
     /// The result, when an observer asked for payloads.
     pub result: Option<Value>,
+    /// The identity of the call's upstream span (OpenTelemetry), chosen before it was sent.
+    pub span: Option<CallSpan>,
 }
 
 /// An error in a record.
@@ -108,6 +111,7 @@ impl CallRecord {
             cost_usd: 0.0,
             arguments: None,
             result: None,
+            span: Some(CallSpan::under(&context.trace)),
         }
     }
 

@@ -63,6 +63,17 @@ pub(crate) struct Launch<'a> {
     pub(crate) subreaper: Option<&'a Path>,
 }
 
+/// The program a config's `record` or `replay` runs (`config/recording.rs`), taken from beside
+/// the daemon's executable `exe` when it is there (an install keeps them together), so it runs
+/// the version built with this daemon; `None` for any other command (looked up as written).
+pub(crate) fn bundled_program(command: &str, exe: &Path) -> Option<PathBuf> {
+    if command != crate::config::recording::REPLAY_COMMAND {
+        return None;
+    }
+    let sibling = exe.with_file_name(command);
+    sibling.is_file().then_some(sibling)
+}
+
 impl ChildProcess {
     /// Spawns the server for `server`, returning the child and its stdout/stdin. Under a
     /// subreaper, the child is the subreaper, in the same process group as the server it runs.
@@ -70,17 +81,23 @@ impl ChildProcess {
         server: &str,
         launch: &Launch<'_>,
     ) -> std::io::Result<(ChildProcess, ChildStdout, ChildStdin)> {
+        let bundled = std::env::current_exe()
+            .ok()
+            .and_then(|exe| bundled_program(launch.command, &exe));
+        let command = bundled
+            .as_deref()
+            .map_or(std::ffi::OsStr::new(launch.command), Path::as_os_str);
         let mut cmd = match launch.subreaper {
             Some(exe) => {
                 let mut cmd = Command::new(exe);
                 cmd.arg("subreaper")
                     .arg("--")
-                    .arg(launch.command)
+                    .arg(command)
                     .args(launch.args);
                 cmd
             }
             None => {
-                let mut cmd = Command::new(launch.command);
+                let mut cmd = Command::new(command);
                 cmd.args(launch.args);
                 cmd
             }
@@ -255,5 +272,25 @@ fn signal_name(signal: i32) -> &'static str {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGTERM => "SIGTERM",
         _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_replay_program_is_taken_from_beside_the_daemon() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("tool-cli-daemon");
+        let replay = crate::config::recording::REPLAY_COMMAND;
+        assert_eq!(bundled_program(replay, &exe), None, "not installed: PATH");
+        std::fs::write(dir.path().join(replay), b"").unwrap();
+        assert_eq!(bundled_program(replay, &exe), Some(dir.path().join(replay)));
+        assert_eq!(
+            bundled_program("npx", &exe),
+            None,
+            "other commands as written"
+        );
     }
 }

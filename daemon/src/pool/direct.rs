@@ -247,6 +247,12 @@ pub(crate) struct ProgressMeta<'a> {
     /// Who the call is for ([`crate::provider::CALLER_META_KEY`]).
     #[serde(rename = "tool-cli/sessionId", skip_serializing_if = "Option::is_none")]
     pub(crate) caller: Option<&'a str>,
+    /// The W3C trace context of the call's upstream span (`provider::CallTicket::trace`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) traceparent: Option<&'a str>,
+    /// Its vendor state, when the caller sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tracestate: Option<&'a str>,
 }
 
 fn message_line<T: Serialize>(message: &T) -> Vec<u8> {
@@ -278,6 +284,8 @@ mod tests {
                 meta: ProgressMeta {
                     progress_token: FIRST_DIRECT_ID,
                     caller: Some("c-1"),
+                    traceparent: None,
+                    tracestate: None,
                 },
             },
         );

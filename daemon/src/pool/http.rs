@@ -136,6 +136,8 @@ impl StreamableHttpClient for SizeWatchingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let auth_header = self.auth_header(auth_header).await?;
+        let mut custom_headers = custom_headers;
+        add_trace_headers(&message, &mut custom_headers);
         let result = self
             .inner
             .post_message(uri, message, session_id, auth_header, custom_headers)
@@ -158,6 +160,8 @@ impl StreamableHttpClient for SizeWatchingClient {
             JsonRpcMessage::Request(request) => Some(id_key(&request.id)),
             _ => None,
         };
+        let mut custom_headers = custom_headers;
+        add_trace_headers(&message, &mut custom_headers);
         async move {
             let auth_header = self.auth_header(auth_header).await?;
             let result = self
@@ -331,6 +335,31 @@ pub(crate) async fn connect(
     .await
     // rmcp words these as a closed transport; the reason noted on the way is the one to give.
     .map_err(|message| failure.lock().unwrap().take().unwrap_or(message))
+}
+
+/// Copies a tool call's trace context from its `params._meta` into the `traceparent` and
+/// `tracestate` headers, so an HTTP server (or a proxy in front of it) that reads W3C Trace
+/// Context from headers joins the same trace as one that reads `_meta`.
+fn add_trace_headers(
+    message: &ClientJsonRpcMessage,
+    headers: &mut HashMap<HeaderName, HeaderValue>,
+) {
+    let JsonRpcMessage::Request(request) = message else {
+        return;
+    };
+    let rmcp::model::ClientRequest::CallToolRequest(call) = &request.request else {
+        return;
+    };
+    let Some(meta) = &call.params.meta else {
+        return;
+    };
+    for name in ["traceparent", "tracestate"] {
+        if let Some(serde_json::Value::String(value)) = meta.get(name)
+            && let Ok(value) = HeaderValue::from_str(value)
+        {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
 }
 
 #[cfg(test)]

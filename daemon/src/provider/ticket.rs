@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 use tokio::sync::{oneshot, watch};
 use tool_cli_protocol::elicitation::ElicitationAnswer;
+use tool_cli_telemetry::context::SpanContext;
 
 use super::BoxFuture;
 
@@ -40,6 +41,10 @@ pub struct CallTicket {
     pub relay: Option<Arc<dyn EventRelay>>,
     /// The call's LLM usage: a server's sampling requests while the call runs.
     pub usage: Option<Arc<UsageMeter>>,
+    /// The trace context to send upstream (`traceparent`/`tracestate` in `params._meta`, and
+    /// as headers over Streamable HTTP): the call's upstream span, or the caller's own context
+    /// passed through when export is off. `None`: nothing to continue.
+    pub trace: Option<SpanContext>,
 }
 
 impl std::fmt::Debug for CallTicket {
@@ -48,6 +53,7 @@ impl std::fmt::Debug for CallTicket {
             .field("caller", &self.caller)
             .field("relay", &self.relay.is_some())
             .field("usage", &self.usage)
+            .field("trace", &self.trace)
             .finish()
     }
 }

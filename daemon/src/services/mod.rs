@@ -37,6 +37,7 @@ use tool_cli_agent::config::AgentConfig;
 use crate::auth::TokenStore;
 use crate::config::search::SearchSettings;
 use crate::oauth::RemoteAuth;
+use crate::otel::Telemetry;
 use crate::pipeline::{CallContext, CallObserver, Pipeline, PipelineOptions};
 use crate::provider::ToolProvider;
 use crate::redact::SharedSecrets;
@@ -77,6 +78,8 @@ pub struct Services {
     pub(crate) events: Arc<Events>,
     /// The configured secrets no error may carry out.
     secrets: SharedSecrets,
+    /// OpenTelemetry export (off unless configured).
+    telemetry: Telemetry,
 }
 
 impl Services {
@@ -104,6 +107,7 @@ impl Services {
             remote_auth: None,
             manager: None,
             secrets: SharedSecrets::default(),
+            telemetry: Telemetry::disabled(),
         }
     }
 
@@ -121,6 +125,11 @@ impl Services {
     /// The configured secrets errors are cleaned of (the handle the log writer reads too).
     pub fn secrets(&self) -> &SharedSecrets {
         &self.secrets
+    }
+
+    /// OpenTelemetry export: the handle every span and metric is recorded through.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
     }
 
     /// Waits, at most `timeout`, until tool search ranks with its model: every connected
@@ -151,6 +160,7 @@ pub struct ServicesBuilder {
     remote_auth: Option<Arc<RemoteAuth>>,
     manager: Option<Arc<ServerManager>>,
     secrets: SharedSecrets,
+    telemetry: Telemetry,
 }
 
 impl ServicesBuilder {
@@ -196,6 +206,20 @@ impl ServicesBuilder {
         self
     }
 
+    /// Exports spans and metrics through `telemetry` (started by the caller from the config's
+    /// `telemetry` section and the `OTEL_*` variables): the requests' spans at the edge, the
+    /// calls' upstream spans from their records. `capture_content`: `captureContent`.
+    pub fn telemetry(mut self, telemetry: Telemetry, capture_content: bool) -> ServicesBuilder {
+        if telemetry.is_enabled() {
+            self.observers.push(Arc::new(crate::otel::SpanObserver::new(
+                telemetry.clone(),
+                capture_content,
+            )));
+        }
+        self.telemetry = telemetry;
+        self
+    }
+
     /// The services.
     pub fn build(self) -> Arc<Services> {
         let ServicesBuilder {
@@ -207,6 +231,7 @@ impl ServicesBuilder {
             remote_auth,
             manager,
             secrets,
+            telemetry,
         } = self;
         let sessions = Arc::new(Sessions::new(options.sessions));
         observers.push(sessions.observer());
@@ -217,7 +242,11 @@ impl ServicesBuilder {
             options.pipeline,
             observers,
         ));
-        let metrics = Arc::new(Metrics::new(counters, Arc::clone(&pipeline)));
+        let metrics = Arc::new(Metrics::new(
+            counters,
+            Arc::clone(&pipeline),
+            telemetry.clone(),
+        ));
         let search = ToolSearch::start(&options.search);
         // Keep the search index current in the background when there is a runtime to do it in;
         // without one (a synchronous test), queries index what they need on the spot.
@@ -234,6 +263,7 @@ impl ServicesBuilder {
             Arc::clone(&sessions),
             search,
             traces.clone(),
+            telemetry.clone(),
         ));
         let events = Arc::new(Events::default());
         let calls = Arc::new(Calls::new(
@@ -254,6 +284,7 @@ impl ServicesBuilder {
             Arc::clone(&discovery),
             Arc::clone(&sessions),
             Arc::clone(&pipeline),
+            telemetry.clone(),
         ));
         let admin = Arc::new(Admin::new(admin::AdminParts {
             pipeline,
@@ -272,6 +303,7 @@ impl ServicesBuilder {
             metrics,
             events,
             secrets,
+            telemetry,
         })
     }
 }

@@ -17,7 +17,7 @@
 
 mod budget;
 mod line;
-mod redact;
+pub(crate) mod redact;
 mod writer;
 
 use std::path::Path;

@@ -125,6 +125,7 @@ fn registered() -> Vec<Registered> {
         )),
         grace_over: watch::channel(false).1,
         grace_ms: 0,
+        listener: tool_cli_telemetry::spans::Listener::Tcp,
     };
     registrations(Services::for_tests(Arc::new(Nothing)), answers).registered
 }

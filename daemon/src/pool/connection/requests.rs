@@ -204,6 +204,14 @@ impl Connection {
         // rmcp's path: there the answer comes after the notifications sent before it, which the
         // events buffer must have taken before the call ends.
         let direct = self.direct.as_ref().filter(|_| ticket.relay.is_none());
+        // The trace context, unprefixed in `_meta` as the MCP conventions say (over Streamable
+        // HTTP, `pool/http.rs` also copies it into the headers).
+        let traceparent = ticket.trace.as_ref().map(|context| context.traceparent());
+        let tracestate = ticket
+            .trace
+            .as_ref()
+            .and_then(|context| context.trace_state.as_ref())
+            .map(|state| state.as_str());
         let result = match direct {
             Some(direct) => {
                 let line = |id| {
@@ -213,6 +221,8 @@ impl Connection {
                         meta: ProgressMeta {
                             progress_token: id,
                             caller,
+                            traceparent: traceparent.as_deref(),
+                            tracestate,
                         },
                     };
                     request_line(id, "tools/call", &params)
@@ -223,9 +233,17 @@ impl Connection {
             None => {
                 let mut params =
                     CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
+                let mut meta = rmcp::model::RequestMetaObject::new();
                 if let Some(caller) = caller {
-                    let mut meta = rmcp::model::RequestMetaObject::new();
                     meta.insert(CALLER_META_KEY.to_owned(), Value::from(caller));
+                }
+                if let Some(traceparent) = &traceparent {
+                    meta.insert("traceparent".to_owned(), Value::from(traceparent.as_str()));
+                }
+                if let Some(tracestate) = tracestate {
+                    meta.insert("tracestate".to_owned(), Value::from(tracestate));
+                }
+                if !meta.is_empty() {
                     params.meta = Some(meta);
                 }
                 let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));

@@ -343,6 +343,12 @@ impl ServerManager {
                     .to_owned(),
             );
         }
+        if new.telemetry != running.telemetry {
+            notes.push(
+                "the \"telemetry\" section changed; it takes effect when the daemon restarts"
+                    .to_owned(),
+            );
+        }
         // A draining server may still log: keep the old secrets redacted too.
         let secrets = Arc::new(Secrets::new(
             config_secrets(&running)
@@ -402,6 +408,7 @@ impl ServerManager {
         *running = Config {
             agent: running.agent.clone(),
             traces: running.traces.clone(),
+            telemetry: running.telemetry.clone(),
             ..new
         };
         if adopted {

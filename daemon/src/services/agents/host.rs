@@ -51,7 +51,9 @@ impl ToolHost for PipelineHost {
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolCallOutcome, ToolError>> {
         Box::pin(async move {
-            let context = self.context.child(call.step);
+            let mut context = self.context.child(call.step);
+            // An agent's tool call: its record becomes an `execute_tool` span (otel/).
+            context.trace.tool_call = Some(crate::otel::AgentToolCall::default());
             let arguments = match call.arguments {
                 Value::Object(map) => map,
                 Value::Null => serde_json::Map::new(),

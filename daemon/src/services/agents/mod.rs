@@ -36,6 +36,7 @@ use super::calls::Calls;
 use super::discovery::Discovery;
 use super::sessions::Sessions;
 use crate::error::Error;
+use crate::otel::{AgentSpans, ChatFacts, Telemetry};
 use crate::pipeline::{CallContext, CallRecord, Pipeline};
 use host::PipelineHost;
 
@@ -67,6 +68,8 @@ pub(crate) struct Agents {
     sessions: Arc<Sessions>,
     /// Where a run's LLM calls are recorded, beside its tool calls.
     pipeline: Arc<Pipeline>,
+    /// OpenTelemetry export: a run's `invoke_agent` and `chat` spans.
+    telemetry: Telemetry,
 }
 
 /// One run: its cancellation, its events, whether it has ended.
@@ -92,6 +95,7 @@ impl Agents {
         discovery: Arc<Discovery>,
         sessions: Arc<Sessions>,
         pipeline: Arc<Pipeline>,
+        telemetry: Telemetry,
     ) -> Agents {
         Agents {
             agent,
@@ -100,6 +104,7 @@ impl Agents {
             discovery,
             sessions,
             pipeline,
+            telemetry,
         }
     }
 
@@ -247,8 +252,16 @@ impl Agents {
             .agent
             .prepare(request, run_id.clone(), |name| std::env::var(name).ok())
             .map_err(|error| agent_error(METHOD, error))?;
+        // The run's `invoke_agent` span, under the request's; its calls are its children.
+        let spans = Arc::new(AgentSpans::begin(
+            &self.telemetry,
+            &context.trace.span,
+            &run_id,
+            &session_id,
+        ));
         let mut run_context = context.clone();
         run_context.session_id = Some(session_id);
+        run_context.trace.span = spans.ids().clone();
         let host = Arc::new(PipelineHost {
             calls: Arc::clone(&self.calls),
             discovery: Arc::clone(&self.discovery),
@@ -259,8 +272,10 @@ impl Agents {
             pipeline: Arc::clone(&self.pipeline),
             context: run_context,
             llm: Mutex::new(String::new()),
+            spans: Arc::clone(&spans),
         });
         let result = prepared.run(host, sink, run.cancel.clone()).await;
+        spans.end(&result);
         Ok(result)
     }
 
@@ -324,6 +339,8 @@ struct RunSink {
     context: CallContext,
     /// `backend:model`, from the `started` event.
     llm: Mutex<String>,
+    /// The run's spans (OpenTelemetry): a `chat` span per LLM call.
+    spans: Arc<AgentSpans>,
 }
 
 impl EventSink for RunSink {
@@ -331,13 +348,20 @@ impl EventSink for RunSink {
         match &event.kind {
             EventKind::Started { backend, model, .. } => {
                 *self.llm.lock().unwrap() = format!("{backend}:{model}");
+                self.spans.started(backend, model);
             }
             EventKind::LlmCall {
                 step,
                 usage,
                 latency_ms,
+                stop_reason,
                 ..
             } => {
+                self.spans.chat(ChatFacts {
+                    usage,
+                    stop_reason,
+                    latency: Duration::from_millis(*latency_ms),
+                });
                 let llm = self.llm.lock().unwrap().clone();
                 let mut record = CallRecord::new(&self.context.child(*step), &llm, String::new());
                 record.server = Some("llm".to_owned());
@@ -349,6 +373,8 @@ impl EventSink for RunSink {
                 record.tokens_out = usage.tokens_out;
                 record.cost_usd = usage.cost_usd.unwrap_or(0.0);
                 record.finished_at = SystemTime::now();
+                // Its span is the `chat` above, not an MCP call's.
+                record.span = None;
                 self.pipeline.record_external(&record);
             }
             _ => {}

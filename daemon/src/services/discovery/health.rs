@@ -106,10 +106,13 @@ impl Discovery {
             .filter(|_| grant.is_owner)
             .map(|traces| traces.health());
         let search = self.search.health().filter(|_| grant.is_owner);
+        // Where the collector is and how export fares: the operator's business, like traces.
+        let telemetry = crate::otel::health(&self.telemetry).filter(|_| grant.is_owner);
         HealthResult {
             servers,
             traces,
             search,
+            telemetry,
         }
     }
 }

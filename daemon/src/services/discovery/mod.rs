@@ -44,6 +44,8 @@ pub(crate) struct Discovery {
     search: Arc<ToolSearch>,
     /// The trace writer, when traces are on: its counts are in the owner's `health`.
     traces: Option<Arc<Traces>>,
+    /// OpenTelemetry export: its counts are in the owner's `health` when it is on.
+    telemetry: crate::otel::Telemetry,
 }
 
 impl Discovery {
@@ -52,12 +54,14 @@ impl Discovery {
         sessions: Arc<Sessions>,
         search: Arc<ToolSearch>,
         traces: Option<Arc<Traces>>,
+        telemetry: crate::otel::Telemetry,
     ) -> Discovery {
         Discovery {
             pipeline,
             sessions,
             search,
             traces,
+            telemetry,
         }
     }
 

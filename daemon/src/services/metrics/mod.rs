@@ -157,12 +157,22 @@ impl CallObserver for CallMetrics {
 pub(crate) struct Metrics {
     counters: Arc<CallMetrics>,
     pipeline: Arc<Pipeline>,
+    /// OpenTelemetry export, whose counters (dropped spans) end the page when it is on.
+    telemetry: crate::otel::Telemetry,
 }
 
 impl Metrics {
     /// The page over `pipeline`'s servers, with `counters` (one of the pipeline's observers).
-    pub(crate) fn new(counters: Arc<CallMetrics>, pipeline: Arc<Pipeline>) -> Metrics {
-        Metrics { counters, pipeline }
+    pub(crate) fn new(
+        counters: Arc<CallMetrics>,
+        pipeline: Arc<Pipeline>,
+        telemetry: crate::otel::Telemetry,
+    ) -> Metrics {
+        Metrics {
+            counters,
+            pipeline,
+            telemetry,
+        }
     }
 
     /// Drops the series of a server taken out of the set.
@@ -198,7 +208,13 @@ impl Metrics {
                 }
             })
             .collect();
-        render(&servers, &self.counters.samples(), &process::sample())
+        let mut page = render(&servers, &self.counters.samples(), &process::sample());
+        if self.telemetry.is_enabled() {
+            page.push_str(&tool_cli_telemetry::prometheus::render(
+                &self.telemetry.health(),
+            ));
+        }
+        page
     }
 }
 
