@@ -52,6 +52,8 @@ pub(crate) struct Gate {
     pub(crate) max_body_bytes: usize,
     /// Writes the `/metrics` page.
     pub(crate) metrics: MetricsPage,
+    /// The MCP gateway at `/mcp` (`gateway/`), when served.
+    pub(crate) mcp: Option<Arc<crate::gateway::Endpoint>>,
 }
 
 /// What answers `GET /metrics`: the page's text, made when it is asked for.
@@ -73,6 +75,8 @@ enum Pass {
     Identity,
     /// The metrics page, asked for with the owner token.
     Metrics(Grant),
+    /// The MCP gateway, with the caller's grant.
+    Mcp(Grant),
 }
 
 impl Gate {
@@ -107,8 +111,12 @@ impl Gate {
     ) -> Result<Pass, StatusCode> {
         // `/metrics` is read with GET (what Prometheus sends); everything else is a POST.
         let metrics = uri.path() == METRICS_PATH;
+        // The MCP gateway also takes `DELETE` (a host ending its session).
+        let mcp = self.mcp.is_some() && uri.path() == crate::gateway::PATH;
         let method_ok = if metrics {
             method == Method::GET
+        } else if mcp {
+            method == Method::POST || method == Method::DELETE
         } else {
             method == Method::POST
         };
@@ -141,11 +149,14 @@ impl Gate {
         if !only_chunked(headers) {
             return Err(StatusCode::NOT_IMPLEMENTED);
         }
-        if uri.query().is_some() {
+        // The gateway's mode may be chosen in the URL (a host's config often holds only a URL);
+        // the gateway refuses any other query.
+        if uri.query().is_some() && !mcp {
             return Err(StatusCode::BAD_REQUEST);
         }
         match uri.path() {
             "/" | METRICS_PATH => {}
+            _ if mcp => {}
             identity::PATH => return Ok(Pass::Identity),
             _ => return Err(StatusCode::NOT_FOUND),
         }
@@ -166,6 +177,12 @@ impl Gate {
             } else {
                 Err(StatusCode::FORBIDDEN)
             };
+        }
+        if mcp {
+            // The gateway reads a body over the limit to its end before it refuses it (with the
+            // JSON-RPC error MCP clients read), since a client still writing when the
+            // connection closes sees a broken connection instead of the answer.
+            return Ok(Pass::Mcp(grant));
         }
         let declared = headers
             .get(header::CONTENT_LENGTH)
@@ -283,6 +300,83 @@ fn status(code: StatusCode) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
+/// Reads an admitted gateway request's body (within `limit`, within the body timeout) and
+/// answers it.
+async fn mcp_answer<B>(
+    endpoint: Arc<crate::gateway::Endpoint>,
+    grant: Grant,
+    request: Request<B>,
+    limit: usize,
+) -> HttpResponse
+where
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = request.into_parts();
+    let read = read_within(body, limit);
+    let body = match tokio::time::timeout(crate::shape::BODY_READ_TIMEOUT, read).await {
+        Ok(BodyRead::Whole(body)) => body,
+        Ok(BodyRead::TooLarge) => return crate::shape::too_large(limit),
+        Ok(BodyRead::Broken) => return status(StatusCode::BAD_REQUEST),
+        Err(_) => return status(StatusCode::REQUEST_TIMEOUT),
+    };
+    endpoint
+        .handle(crate::gateway::GatewayRequest {
+            grant,
+            method: parts.method,
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers,
+            body,
+        })
+        .await
+}
+
+/// Most bytes of a gateway body read and dropped past the limit so that its refusal reaches the
+/// client; past this the connection is closed instead.
+const DRAIN_CEILING: usize = 256 * 1024 * 1024;
+
+/// What reading a gateway body came to.
+enum BodyRead {
+    Whole(hyper::body::Bytes),
+    /// Over the limit (and read to its end, within [`DRAIN_CEILING`]).
+    TooLarge,
+    Broken,
+}
+
+/// Reads `body` whole if it is within `limit`; past it, reads on without keeping anything.
+async fn read_within<B>(body: B, limit: usize) -> BodyRead
+where
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    let mut body = std::pin::pin!(body);
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return BodyRead::Broken;
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen <= limit {
+            kept.extend_from_slice(&data);
+        } else {
+            kept = Vec::new();
+            if seen > DRAIN_CEILING {
+                return BodyRead::TooLarge;
+            }
+        }
+    }
+    if seen > limit {
+        BodyRead::TooLarge
+    } else {
+        BodyRead::Whole(hyper::body::Bytes::from(kept))
+    }
+}
+
 /// Tower layer applying a [`Gate`].
 #[derive(Clone)]
 pub(crate) struct GateLayer {
@@ -320,6 +414,8 @@ where
     S: tower::Service<HttpRequest<B>, Response = HttpResponse> + Send,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = HttpResponse;
     type Error = S::Error;
@@ -353,6 +449,11 @@ where
                     Ok(metrics_answer(text))
                 })
             }
+            Ok(Pass::Mcp(grant)) => {
+                let endpoint = self.gate.mcp.clone().expect("admitted only when served");
+                let limit = self.gate.max_body_bytes;
+                Box::pin(async move { Ok(mcp_answer(endpoint, grant, request, limit).await) })
+            }
             Err(StatusCode::PAYLOAD_TOO_LARGE) => {
                 let response = crate::shape::too_large(self.gate.max_body_bytes);
                 Box::pin(async { Ok(response) })
@@ -377,6 +478,7 @@ mod tests {
             origins: vec!["http://allowed.example".to_owned()],
             max_body_bytes: 1024,
             metrics: MetricsPage(Arc::new(|_: &Grant| String::new())),
+            mcp: None,
         }
     }
 
@@ -397,6 +499,7 @@ mod tests {
             Ok(Pass::Rpc(_)) => 200,
             Ok(Pass::Identity) => 0,
             Ok(Pass::Metrics(_)) => 1,
+            Ok(Pass::Mcp(_)) => 2,
             Err(code) => refusal(code).status().as_u16(),
         }
     }

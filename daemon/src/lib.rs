@@ -16,6 +16,7 @@ pub mod config;
 mod elicitation;
 pub mod error;
 mod gate;
+mod gateway;
 pub mod log_filter;
 mod log_text;
 pub mod memory;

@@ -120,6 +120,9 @@ pub async fn run(
                 metrics.page(&CallContext::new(grant.clone()))
             }))
         },
+        mcp: Some(Arc::new(crate::gateway::Endpoint::new(Arc::clone(
+            &services,
+        )))),
     });
     let config = ServerConfig::builder()
         .http_only()

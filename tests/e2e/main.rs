@@ -28,6 +28,7 @@ mod embedded;
 mod failures;
 mod fast_path;
 mod first_hour;
+mod gateway;
 mod handle_scope;
 mod hardening;
 mod lifecycle;

@@ -187,6 +187,14 @@ pub(super) enum TopSubcommand {
     Chain(chain::ChainArgs),
     /// Run calls at once and answer each (callMany; wins over a server named `many`)
     Many(chain::ManyArgs),
+    /// Serve the daemon's pool to an MCP host over stdio (`{"command": "tool-cli", "args":
+    /// ["mcp"]}`), relayed to the running daemon's gateway (wins over a server named `mcp`)
+    Mcp {
+        /// Show six meta-tools (list_servers, search_tools, describe_tool, call_*_tool) instead
+        /// of every tool as server__tool
+        #[arg(long)]
+        progressive: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

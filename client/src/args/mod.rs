@@ -68,6 +68,8 @@ pub(crate) enum Command {
         tool: String,
         arguments: kv::ArgumentWords,
     },
+    /// `tool-cli mcp [--progressive]`: relay stdio to the daemon's MCP gateway.
+    Mcp { progressive: bool },
     /// `tool-cli completions SHELL`: print the completion script.
     Completions(complete::Shell),
     /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
@@ -262,6 +264,7 @@ fn interpret(
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
+        Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
         Some(TopSubcommand::Prompt { action }) => {

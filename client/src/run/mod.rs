@@ -202,6 +202,7 @@ pub(crate) async fn run(
             chain::run(client, &mut output, command, flags).await
         }
         Command::Daemon(_)
+        | Command::Mcp { .. }
         | Command::Completions(_)
         | Command::Complete(_)
         | Command::ConfigImport(_) => Err(Error::Other(

@@ -1,0 +1,521 @@
+//! The MCP gateway (`daemon/src/gateway/`, `tool-cli mcp`) driven by the official MCP Python
+//! SDK client (`tests/fixtures/mcp_gateway_client.py`, PyPI `mcp`) and by raw HTTP, against the
+//! demo server and `@modelcontextprotocol/server-everything`.
+//!
+//! Input → test:
+//! - the SDK over Streamable HTTP, pass-through: every tool as `server__tool`, a demo and an
+//!   everything call, resources and prompts, and bad names and a 10 MB argument answered as
+//!   MCP errors: `the_python_sdk_lists_and_calls_in_pass_through_mode`
+//! - the SDK, progressive: six meta-tools, search, a call before `describe_tool` refused with
+//!   the schema, then made: `the_python_sdk_finds_describes_and_calls_in_progressive_mode`
+//! - a scoped token's SDK session sees and calls only its scope: `a_scoped_token_sees_only_its_scope`
+//! - `tools/list` byte-identical across calls, each tool's JSON the server's but for its name,
+//!   a dead server never failing it; no session, a foreign session, a bad `Origin`, no token,
+//!   `GET`, a batch, an unknown query: `the_endpoint_holds_its_sessions_and_the_gate`
+//! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
+//!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
+//! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_cli_tests::{
+    Daemon, client_bin, demo_server, everything_stdio, free_port, http_request_bytes,
+    raw_http_exchange, repo_root, run_with_timeout,
+};
+
+/// How long one SDK scenario may take (it starts the SDK and makes about a dozen requests).
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn python() -> String {
+    let path = repo_root().join(".peers/venv/bin/python");
+    assert!(
+        path.exists(),
+        "the Python peer venv is missing: run scripts/install-peers.sh"
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// Runs the SDK driver with `args` and returns its JSON report.
+fn sdk(args: &[String], env: &[(&str, String)]) -> Value {
+    let mut command = Command::new(python());
+    command
+        .arg(repo_root().join("tests/fixtures/mcp_gateway_client.py"))
+        .args(args)
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())));
+    let output = run_with_timeout(command, SCENARIO_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the SDK driver failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+}
+
+fn over_http(daemon: &Daemon, token: &str, headers: &[&str], calls: &Value) -> Value {
+    let mut args = vec![
+        "--url".to_owned(),
+        format!("http://127.0.0.1:{}/mcp", daemon.port),
+        "--token".to_owned(),
+        token.to_owned(),
+        "--calls".to_owned(),
+        calls.to_string(),
+    ];
+    for header in headers {
+        args.push("--header".to_owned());
+        args.push((*header).to_owned());
+    }
+    sdk(&args, &[])
+}
+
+fn demo_and_everything(dir: &Path) -> Value {
+    json!({"mcpServers": {"demo": demo_server(dir), "everything": everything_stdio()}})
+}
+
+fn names(tools: &Value) -> Vec<String> {
+    tools
+        .as_array()
+        .unwrap_or_else(|| panic!("not a tool list: {tools}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|block| block["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn is_gateway_name(name: &str) -> bool {
+    (1..=48).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The calls every pass-through scenario makes, in order.
+fn pass_through_calls() -> Value {
+    json!([
+        {"name": "demo__sql_query", "arguments": {"sql": "SELECT 41 + 1 AS answer"}},
+        {"name": "everything__echo", "arguments": {"message": "through the gateway"}},
+        {"name": "not ours at all", "arguments": {}},
+        {"name": "nobody__nothing", "arguments": {}},
+        {"name": "everything__echo", "big_argument_bytes": 10_000_000},
+        {"name": "everything__echo", "arguments": {"message": "still serving"}},
+    ])
+}
+
+/// Checks a pass-through report made with [`pass_through_calls`].
+fn check_pass_through(report: &Value) {
+    assert_eq!(
+        report["initialize"]["protocolVersion"], "2025-11-25",
+        "{report}"
+    );
+    let tools = names(&report["tools"]);
+    assert!(tools.contains(&"demo__sql_query".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"everything__echo".to_owned()), "{tools:?}");
+    assert!(tools.iter().all(|name| is_gateway_name(name)), "{tools:?}");
+    assert_eq!(report["tools"], report["tools_again"]);
+    let calls = &report["calls"];
+    assert!(text_of(&calls[0]).contains("42"), "{}", calls[0]);
+    assert_ne!(calls[0]["isError"], json!(true), "{}", calls[0]);
+    assert!(
+        text_of(&calls[1]).contains("through the gateway"),
+        "{}",
+        calls[1]
+    );
+    assert_eq!(calls[2]["error"]["code"], -32602, "{}", calls[2]);
+    assert!(
+        calls[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a tool name of this gateway"),
+        "{}",
+        calls[2]
+    );
+    assert_eq!(calls[3]["error"]["code"], -32602, "{}", calls[3]);
+    assert!(
+        calls[3]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no tool is named \"nobody__nothing\""),
+        "{}",
+        calls[3]
+    );
+    assert_eq!(calls[4]["error"]["code"], -32600, "{}", calls[4]);
+    assert!(
+        calls[4]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the daemon's limit"),
+        "{}",
+        calls[4]
+    );
+    assert!(text_of(&calls[5]).contains("still serving"), "{}", calls[5]);
+}
+
+#[test]
+fn the_python_sdk_lists_and_calls_in_pass_through_mode() {
+    let daemon = Daemon::start_with_dir(demo_and_everything);
+    let report = over_http(&daemon, &daemon.token, &[], &pass_through_calls());
+    check_pass_through(&report);
+    // The instructions are the progressive mode's; pass-through has none.
+    assert_eq!(report["initialize"]["instructions"], Value::Null);
+    // Aggregated resources keep their URIs; prompts are named like tools.
+    let resources = report["resources"].as_array().expect("resources listed");
+    assert!(
+        resources
+            .iter()
+            .any(|uri| uri.as_str().unwrap().starts_with("demo://")),
+        "{resources:?}"
+    );
+    let prompts = names(&json!(
+        report["prompts"]
+            .as_array()
+            .expect("prompts listed")
+            .iter()
+            .map(|name| json!({"name": name}))
+            .collect::<Vec<_>>()
+    ));
+    assert!(
+        prompts.iter().any(|name| name.starts_with("everything__")),
+        "{prompts:?}"
+    );
+    assert_eq!(report["ping"]["ok"], true);
+    // The calls took the one pipeline: the daemon's own statistics counted them.
+    let health = daemon.call("health", json!({"tools": true}));
+    assert!(health.to_string().contains("sql_query"), "{health}");
+}
+
+#[test]
+fn the_python_sdk_finds_describes_and_calls_in_progressive_mode() {
+    let daemon = Daemon::start_with_dir(demo_and_everything);
+    let calls = json!([
+        {"name": "list_servers", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "run a SQL query on the shop database", "server": ""}},
+        {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "{\"sql\": \"SELECT 6 * 7 AS answer\"}"}},
+        {"name": "describe_tool", "arguments": {"tool": "demo__sql_query"}},
+        {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "{\"sql\": \"SELECT 6 * 7 AS answer\"}"}},
+        {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "{\"nope\": 1}"}},
+        {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "[1]"}},
+        {"name": "delete_everything", "arguments": {}},
+    ]);
+    let report = over_http(
+        &daemon,
+        &daemon.token,
+        &["Tool-Cli-Gateway-Mode: progressive"],
+        &calls,
+    );
+    let tools = names(&report["tools"]);
+    assert_eq!(
+        tools,
+        [
+            "list_servers",
+            "search_tools",
+            "describe_tool",
+            "call_read_only_tool",
+            "call_write_tool",
+            "call_destructive_tool"
+        ]
+    );
+    let instructions = report["initialize"]["instructions"]
+        .as_str()
+        .expect("instructions");
+    assert!(instructions.contains("search_tools"), "{instructions}");
+    let calls = &report["calls"];
+    let servers = text_of(&calls[0]);
+    assert!(
+        servers.contains("demo") && servers.contains("everything"),
+        "{servers}"
+    );
+    let found = text_of(&calls[1]);
+    assert!(found.contains("demo__sql_query [read]"), "{found}");
+    // Not described yet: refused with the schema, nothing called.
+    assert_eq!(calls[2]["isError"], true, "{}", calls[2]);
+    let refusal = text_of(&calls[2]);
+    assert!(refusal.contains("describe_tool"), "{refusal}");
+    assert!(refusal.contains("\"sql\""), "{refusal}");
+    let described = text_of(&calls[3]);
+    assert!(
+        described.contains("demo__sql_query") && described.contains("\"sql\""),
+        "{described}"
+    );
+    assert_ne!(calls[4]["isError"], json!(true), "{}", calls[4]);
+    assert!(text_of(&calls[4]).contains("42"), "{}", calls[4]);
+    // Arguments the schema refuses: the refusal carries the schema again.
+    assert_eq!(calls[5]["isError"], true, "{}", calls[5]);
+    assert!(text_of(&calls[5]).contains("\"sql\""), "{}", calls[5]);
+    assert_eq!(calls[6]["isError"], true, "{}", calls[6]);
+    assert!(text_of(&calls[6]).contains("JSON object"), "{}", calls[6]);
+    assert_eq!(calls[7]["error"]["code"], -32602, "{}", calls[7]);
+}
+
+#[test]
+fn a_scoped_token_sees_only_its_scope() {
+    let daemon = Daemon::start_with_dir(demo_and_everything);
+    let minted = daemon.call(
+        "mintToken",
+        json!({"servers": ["demo"], "label": "gateway"}),
+    );
+    let token = minted["token"].as_str().expect("a token");
+    let calls = json!([
+        {"name": "demo__sql_query", "arguments": {"sql": "SELECT 1 AS one"}},
+        {"name": "everything__echo", "arguments": {"message": "out of scope"}},
+    ]);
+    let report = over_http(&daemon, token, &[], &calls);
+    let tools = names(&report["tools"]);
+    assert!(!tools.is_empty());
+    assert!(
+        tools.iter().all(|name| name.starts_with("demo__")),
+        "{tools:?}"
+    );
+    assert_ne!(report["calls"][0]["isError"], json!(true), "{report}");
+    assert_eq!(report["calls"][1]["error"]["code"], -32602, "{report}");
+    // Progressive: the server list and search stay within the scope too.
+    let calls = json!([
+        {"name": "list_servers", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "echo a message back", "server": ""}},
+    ]);
+    let report = over_http(
+        &daemon,
+        token,
+        &["Tool-Cli-Gateway-Mode: progressive"],
+        &calls,
+    );
+    let servers = text_of(&report["calls"][0]);
+    assert!(
+        servers.contains("demo") && !servers.contains("everything"),
+        "{servers}"
+    );
+    assert!(
+        !text_of(&report["calls"][1]).contains("everything__"),
+        "{report}"
+    );
+}
+
+/// One raw exchange with the gateway.
+fn exchange(
+    daemon: &Daemon,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> tool_cli_tests::HttpResponse {
+    let host = format!("127.0.0.1:{}", daemon.port);
+    let mut all = vec![
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    all.extend_from_slice(headers);
+    let body = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    raw_http_exchange(
+        daemon.port,
+        &http_request_bytes(method, target, &all, &body),
+    )
+    .expect("an answer")
+}
+
+fn initialize_body() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+}
+
+#[test]
+fn the_endpoint_holds_its_sessions_and_the_gate() {
+    let daemon = Daemon::start_with_dir(|dir| {
+        json!({"mcpServers": {
+            "demo": demo_server(dir),
+            "everything": everything_stdio(),
+            "dead": {"command": "/nonexistent/tool-cli-gateway-test-server"},
+        }})
+    });
+    let auth = format!("Bearer {}", daemon.token);
+    let bearer = ("Authorization", auth.as_str());
+    let opened = exchange(&daemon, "POST", "/mcp", &[bearer], &initialize_body());
+    assert_eq!(opened.status, 200);
+    let session = opened
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let with_session = [bearer, ("Mcp-Session-Id", session.as_str())];
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let first = exchange(&daemon, "POST", "/mcp", &with_session, &list);
+    let second = exchange(&daemon, "POST", "/mcp", &with_session, &list);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body, second.body, "tools/list must be byte-identical");
+    let listed: Value = serde_json::from_slice(&first.body).unwrap();
+    let echo = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "everything__echo")
+        .expect("everything__echo listed")
+        .clone();
+    // The server's own JSON, but for the name.
+    let mut original = daemon.call(
+        "describeTool",
+        json!({"server": "everything", "tool": "echo"}),
+    );
+    original["name"] = json!("everything__echo");
+    assert_eq!(echo, original);
+    // A notification is taken without an answer.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &with_session, &note).status,
+        202
+    );
+    // No session, a made-up session, another token's session.
+    let no_session = exchange(&daemon, "POST", "/mcp", &[bearer], &list);
+    assert_eq!(no_session.status, 400);
+    assert!(String::from_utf8_lossy(&no_session.body).contains("initialize first"));
+    let made_up = [
+        bearer,
+        ("Mcp-Session-Id", "0123456789abcdef0123456789abcdef"),
+    ];
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &made_up, &list).status,
+        404
+    );
+    let minted = daemon.call("mintToken", json!({"servers": ["demo"]}));
+    let other = format!("Bearer {}", minted["token"].as_str().unwrap());
+    let stolen = [
+        ("Authorization", other.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+    ];
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &stolen, &list).status,
+        404
+    );
+    // The gate: a foreign Origin, no token, GET, a query other than the mode.
+    let foreign = [bearer, ("Origin", "http://evil.example")];
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &foreign, &initialize_body()).status,
+        403
+    );
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &[], &initialize_body()).status,
+        401
+    );
+    assert_eq!(
+        exchange(&daemon, "GET", "/mcp", &[bearer], &Value::Null).status,
+        405
+    );
+    let token_in_url = format!("/mcp?token={}", daemon.token);
+    assert_eq!(
+        exchange(
+            &daemon,
+            "POST",
+            &token_in_url,
+            &[bearer],
+            &initialize_body()
+        )
+        .status,
+        400
+    );
+    // The mode in the query.
+    let progressive = exchange(
+        &daemon,
+        "POST",
+        "/mcp?mode=progressive",
+        &[bearer],
+        &initialize_body(),
+    );
+    let answer: Value = serde_json::from_slice(&progressive.body).unwrap();
+    assert!(answer["result"]["instructions"].is_string(), "{answer}");
+    // A batch is not MCP since 2025-06-18.
+    let batch = exchange(&daemon, "POST", "/mcp", &with_session, &json!([list]));
+    let answer: Value = serde_json::from_slice(&batch.body).unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // An unknown method.
+    let unknown = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list"});
+    let answer: Value =
+        serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &with_session, &unknown).body)
+            .unwrap();
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // DELETE ends the session.
+    assert_eq!(
+        exchange(&daemon, "DELETE", "/mcp", &with_session, &Value::Null).status,
+        200
+    );
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &with_session, &list).status,
+        404
+    );
+    // JSON-RPC on `/` is as before.
+    assert!(daemon.call("listServers", json!({}))["servers"].is_array());
+}
+
+#[test]
+fn tool_cli_mcp_relays_stdio_for_the_python_sdk() {
+    let daemon = Daemon::start_with_dir(demo_and_everything);
+    let env = [
+        ("TOOL_CLI_PORT", daemon.port.to_string()),
+        ("TOOL_CLI_TOKEN", daemon.token.clone()),
+        (
+            "TOOL_CLI_RUNTIME_DIR",
+            daemon.runtime_dir.to_string_lossy().into_owned(),
+        ),
+    ];
+    let client = client_bin().to_string_lossy().into_owned();
+    let args = |extra: &[&str], calls: &Value| {
+        let mut args = vec![
+            "--command".to_owned(),
+            client.clone(),
+            "--arg".to_owned(),
+            "mcp".to_owned(),
+        ];
+        for arg in extra {
+            // `--arg=--progressive`: argparse would take a bare `--progressive` for a flag.
+            args.push(format!("--arg={arg}"));
+        }
+        args.push("--calls".to_owned());
+        args.push(calls.to_string());
+        args
+    };
+    let report = sdk(&args(&[], &pass_through_calls()), &env);
+    check_pass_through(&report);
+    let calls =
+        json!([{"name": "search_tools", "arguments": {"query": "echo a message", "server": ""}}]);
+    let report = sdk(&args(&["--progressive"], &calls), &env);
+    assert_eq!(names(&report["tools"]).len(), 6, "{report}");
+    assert!(
+        text_of(&report["calls"][0]).contains("everything__echo"),
+        "{report}"
+    );
+}
+
+#[test]
+fn tool_cli_mcp_without_a_daemon_says_how_to_start_one() {
+    let runtime_dir = tool_cli_tests::scratch();
+    let mut command = Command::new(client_bin());
+    command
+        .arg("mcp")
+        .env("TOOL_CLI_PORT", free_port().to_string())
+        .env("TOOL_CLI_TOKEN", "ab".repeat(32))
+        .env("TOOL_CLI_RUNTIME_DIR", runtime_dir.path())
+        .stdin(std::process::Stdio::null());
+    let output = run_with_timeout(command, Duration::from_secs(30));
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "nothing for the host on stdout");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("tool-cli daemon start"), "{stderr}");
+    assert!(stderr.contains("does not start it yet"), "{stderr}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+}
