@@ -8,9 +8,10 @@
 //!   MCP errors: `the_python_sdk_lists_and_calls_in_pass_through_mode`
 //! - the SDK, progressive: six meta-tools, search, a call before `describe_tool` refused with
 //!   the schema, then made: `the_python_sdk_finds_describes_and_calls_in_progressive_mode`
-//! - a scoped token's SDK session sees and calls only its scope: `a_scoped_token_sees_only_its_scope`
+//! - a scoped token's SDK session sees and calls only its scope; a token minted with
+//!   `gatewayMode` gets that mode unless the host names one: `a_scoped_token_sees_only_its_scope`
 //! - `tools/list` byte-identical across calls, each tool's JSON the server's but for its name,
-//!   a dead server never failing it; no session, a foreign session, a bad `Origin`, no token,
+//!   a dead and a hanging server never failing or holding it up; no session, a foreign session, a bad `Origin`, no token,
 //!   `GET`, a batch, an unknown query: `the_endpoint_holds_its_sessions_and_the_gate`
 //! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
@@ -22,8 +23,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, client_bin, demo_server, everything_stdio, free_port, http_request_bytes,
-    raw_http_exchange, repo_root, run_with_timeout,
+    Daemon, DaemonOptions, client_bin, demo_server, eventually, everything_stdio, fault_server,
+    free_port, http_request_bytes, raw_http_exchange, repo_root, run_with_timeout,
 };
 
 /// How long one SDK scenario may take (it starts the SDK and makes about a dozen requests).
@@ -303,6 +304,27 @@ fn a_scoped_token_sees_only_its_scope() {
         !text_of(&report["calls"][1]).contains("everything__"),
         "{report}"
     );
+    // A token minted with a gateway mode gets it when the host names none.
+    let minted = daemon.call(
+        "mintToken",
+        json!({"servers": ["demo"], "gatewayMode": "progressive"}),
+    );
+    let progressive_token = minted["token"].as_str().expect("a token");
+    let report = over_http(&daemon, progressive_token, &[], &json!([]));
+    assert_eq!(names(&report["tools"]).len(), 6, "{report}");
+    let report = over_http(
+        &daemon,
+        progressive_token,
+        &["Tool-Cli-Gateway-Mode: pass-through"],
+        &json!([]),
+    );
+    assert!(
+        names(&report["tools"]).contains(&"demo__sql_query".to_owned()),
+        "{report}"
+    );
+    let refused = daemon.call_err("mintToken", json!({"gatewayMode": "fast"}));
+    assert_eq!(refused.code, -32602, "{refused:?}");
+    assert!(refused.message.contains("progressive"), "{refused:?}");
 }
 
 /// One raw exchange with the gateway.
@@ -339,13 +361,32 @@ fn initialize_body() -> Value {
 
 #[test]
 fn the_endpoint_holds_its_sessions_and_the_gate() {
-    let daemon = Daemon::start_with_dir(|dir| {
-        json!({"mcpServers": {
-            "demo": demo_server(dir),
-            "everything": everything_stdio(),
-            "dead": {"command": "/nonexistent/tool-cli-gateway-test-server"},
-        }})
-    });
+    // One server never starts, one hangs in its handshake for ten minutes: neither holds up or
+    // fails the list.
+    let daemon = Daemon::start_with_dir_and(
+        |dir| {
+            json!({"mcpServers": {
+                "demo": demo_server(dir),
+                "everything": everything_stdio(),
+                "dead": {"command": "/nonexistent/tool-cli-gateway-test-server"},
+                "hanging": fault_server(&["--slow-start", "600000"]),
+            }})
+        },
+        DaemonOptions {
+            args: vec!["--ready-when".to_owned(), "first".to_owned()],
+            ..DaemonOptions::default()
+        },
+    );
+    let ready = |name: &str| {
+        daemon.call("listServers", json!({}))["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|server| server["name"] == name && server["state"] == "ready")
+    };
+    assert!(eventually(Duration::from_secs(60), || ready("demo")
+        && ready("everything")));
+    assert!(!ready("hanging"));
     let auth = format!("Bearer {}", daemon.token);
     let bearer = ("Authorization", auth.as_str());
     let opened = exchange(&daemon, "POST", "/mcp", &[bearer], &initialize_body());
@@ -375,6 +416,20 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
     );
     original["name"] = json!("everything__echo");
     assert_eq!(echo, original);
+    let listed_names = names(&listed["result"]["tools"]);
+    assert!(listed_names.iter().any(|name| name.starts_with("demo__")));
+    assert!(
+        !listed_names
+            .iter()
+            .any(|name| name.starts_with("hanging__") || name.starts_with("dead__"))
+    );
+    // Its tools are not listed, so a call by a made-up name is refused at once.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "hanging__echo", "arguments": {}}});
+    let answer: Value =
+        serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &with_session, &call).body)
+            .unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     // A notification is taken without an answer.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(

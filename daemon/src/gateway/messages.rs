@@ -12,6 +12,15 @@ pub(crate) enum Mode {
     Progressive,
 }
 
+impl From<tool_cli_protocol::methods::GatewayMode> for Mode {
+    fn from(mode: tool_cli_protocol::methods::GatewayMode) -> Mode {
+        match mode {
+            tool_cli_protocol::methods::GatewayMode::PassThrough => Mode::PassThrough,
+            tool_cli_protocol::methods::GatewayMode::Progressive => Mode::Progressive,
+        }
+    }
+}
+
 impl Mode {
     /// `progressive` or `pass-through` (also `passthrough`, `pass_through`).
     pub(crate) fn parse(text: &str) -> Result<Mode, String> {

@@ -137,12 +137,16 @@ impl Endpoint {
             Incoming::Request { id, method, params } => (id, method, params),
         };
         if method == "initialize" {
-            return self.initialize(
-                &request.grant,
-                mode.unwrap_or(Mode::PassThrough),
-                id,
-                &params,
-            );
+            // The URL or header, else the mode the token was minted with, else pass-through.
+            let mode = mode
+                .or_else(|| {
+                    self.services
+                        .tokens()
+                        .gateway_mode(&request.grant.token_id)
+                        .map(Mode::from)
+                })
+                .unwrap_or(Mode::PassThrough);
+            return self.initialize(&request.grant, mode, id, &params);
         }
         let Some(session_id) = session_id else {
             return error_answer(
