@@ -244,6 +244,17 @@ pub enum Error {
         /// How many servers are enabled.
         enabled: usize,
     },
+    /// `tool-cli export` left tools out (the document holds the rest; the notes said why).
+    #[error(
+        "{refused} tool{} or server{} left out of the export (see the warnings above); the \
+         document holds the rest",
+        if *refused == 1 { "" } else { "s" },
+        if *refused == 1 { "" } else { "s" }
+    )]
+    ExportRefused {
+        /// How many tools were left out.
+        refused: usize,
+    },
     /// Reading or writing a local file, or starting a process, failed.
     #[error("cannot {action}: {source}")]
     Io {
@@ -442,6 +453,7 @@ impl Error {
                 .first()
                 .map_or(exit::OTHER, |failure| failure.error.exit_code()),
             Error::Unhealthy { .. }
+            | Error::ExportRefused { .. }
             | Error::Http { .. }
             | Error::Transport(_)
             | Error::Protocol(_)
@@ -476,6 +488,7 @@ impl Error {
             Error::Rpc { error, .. } => rpc_kind(error),
             Error::ToolReported { .. } => "toolError",
             Error::Unhealthy { .. } => "unhealthy",
+            Error::ExportRefused { .. } => "exportRefused",
             Error::Io { .. } => "io",
             Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
             Error::AgentStopped { .. } => "agentFailed",

@@ -16,6 +16,7 @@
 //! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
+//! - `tool-cli export openai|anthropic|openapi [--server S]`: `tool_cli_export_writes_each_format`
 
 use std::path::Path;
 use std::process::Command;
@@ -573,4 +574,66 @@ fn tool_cli_mcp_without_a_daemon_says_how_to_start_one() {
     assert!(stderr.contains("tool-cli daemon start"), "{stderr}");
     assert!(stderr.contains("does not start it yet"), "{stderr}");
     assert_eq!(output.status.code(), Some(3), "{stderr}");
+}
+
+#[test]
+fn tool_cli_export_writes_each_format() {
+    let daemon = Daemon::start_with_dir(|dir| {
+        json!({"mcpServers": {
+            "demo": demo_server(dir),
+            "schemas": {"command": python(), "args": [repo_root().join("tests/fixtures/schema_server.py")]},
+        }})
+    });
+    let export = |args: &[&str]| {
+        let output = daemon.run_client(args, &[]);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str::<Value>(&stdout).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+    };
+    let openai = export(&["export", "openai"]);
+    let functions = openai.as_array().expect("an array of tools");
+    let openai_names: Vec<&str> = functions
+        .iter()
+        .map(|tool| {
+            assert_eq!(tool["type"], "function", "{tool}");
+            assert_eq!(tool["function"]["parameters"]["type"], "object", "{tool}");
+            tool["function"]["name"].as_str().unwrap()
+        })
+        .collect();
+    assert!(
+        openai_names.contains(&"demo__sql_query"),
+        "{openai_names:?}"
+    );
+    assert!(openai_names.contains(&"schemas__order"), "{openai_names:?}");
+    // The unicode tool gets a hashed name, valid for both providers.
+    assert!(
+        openai_names
+            .iter()
+            .all(|name| is_gateway_name(name) && name.contains("__")),
+        "{openai_names:?}"
+    );
+    // The same names as the gateway's pass-through list.
+    let anthropic = export(&["export", "anthropic", "--server", "demo"]);
+    let anthropic_tools = anthropic.as_array().unwrap();
+    assert!(!anthropic_tools.is_empty());
+    assert!(
+        anthropic_tools
+            .iter()
+            .all(|tool| tool["name"].as_str().unwrap().starts_with("demo__")
+                && tool["input_schema"]["type"] == "object"),
+        "{anthropic}"
+    );
+    let openapi = export(&["export", "openapi", "--base-url", "http://127.0.0.1:9/"]);
+    assert_eq!(openapi["openapi"], "3.1.0", "{openapi}");
+    assert!(openapi["paths"]["/tools/demo__sql_query"]["post"].is_object());
+    assert_eq!(openapi["servers"][0]["url"], "http://127.0.0.1:9/");
+    // An unknown server is the daemon's error, with its exit code.
+    let output = daemon.run_client(&["export", "openai", "--server", "nope"], &[]);
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
 }

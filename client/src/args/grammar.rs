@@ -189,6 +189,23 @@ pub(super) enum TopSubcommand {
     Many(chain::ManyArgs),
     /// Serve the daemon's pool to an MCP host over stdio (`{"command": "tool-cli", "args":
     /// ["mcp"]}`), relayed to the running daemon's gateway (wins over a server named `mcp`)
+    /// Write the tools as an OpenAI or Anthropic tools array or an OpenAPI document on stdout,
+    /// notes on stderr; exit 1 when a tool could not be exported (wins over a server named
+    /// `export`)
+    Export {
+        /// openai (Chat Completions tools), openai-responses, anthropic, or openapi (3.1)
+        #[arg(value_name = "FORMAT", value_parser = ["openai", "openai-responses", "anthropic", "openapi"])]
+        format: String,
+        /// Only this server's tools [default: every server the token can see]
+        #[arg(long, value_name = "SERVER")]
+        server: Option<String>,
+        /// Mark `strict: true` on tools whose schemas already meet the provider's strict rules
+        #[arg(long)]
+        strict: bool,
+        /// OpenAPI only: the base URL written in `servers`
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
     Mcp {
         /// Show six meta-tools (list_servers, search_tools, describe_tool, call_*_tool) instead
         /// of every tool as server__tool

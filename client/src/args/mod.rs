@@ -46,6 +46,16 @@ use grammar::{Cli, DaemonAction, ResourceAction, TopSubcommand};
 pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 
+/// `tool-cli export`: the format (`openai`, `openai-responses`, `anthropic`, `openapi`) and
+/// its options.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExportRequest {
+    pub(crate) format: String,
+    pub(crate) server: Option<String>,
+    pub(crate) strict: bool,
+    pub(crate) base_url: Option<String>,
+}
+
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
@@ -68,6 +78,8 @@ pub(crate) enum Command {
         tool: String,
         arguments: kv::ArgumentWords,
     },
+    /// `tool-cli export FORMAT [--server S] [--strict] [--base-url URL]`.
+    Export(ExportRequest),
     /// `tool-cli mcp [--progressive]`: relay stdio to the daemon's MCP gateway.
     Mcp { progressive: bool },
     /// `tool-cli completions SHELL`: print the completion script.
@@ -265,6 +277,17 @@ fn interpret(
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
         Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
+        Some(TopSubcommand::Export {
+            format,
+            server,
+            strict,
+            base_url,
+        }) => Command::Export(ExportRequest {
+            format,
+            server,
+            strict,
+            base_url,
+        }),
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
         Some(TopSubcommand::Prompt { action }) => {

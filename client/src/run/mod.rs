@@ -19,6 +19,7 @@ pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod elicitation;
+mod export;
 mod listing;
 mod output;
 pub(crate) mod plain;
@@ -191,6 +192,7 @@ pub(crate) async fn run(
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
         Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
+        Command::Export(request) => export::run(client, &mut output, request).await,
         Command::Batch(command) => {
             let flags = crate::args::chain_document::BatchFlags {
                 session: invocation.call.session.clone(),
