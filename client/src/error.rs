@@ -244,6 +244,12 @@ pub enum Error {
         /// How many servers are enabled.
         enabled: usize,
     },
+    /// `tool-cli pin verify` found the servers differ from the pins (the report is printed).
+    #[error("{problems} problem{} with the pins (see above); review with `tool-cli pin diff`", if *problems == 1 { "" } else { "s" })]
+    PinsDiffer {
+        /// How many problems the verdict lists.
+        problems: usize,
+    },
     /// `tool-cli export` left tools out (the document holds the rest; the notes said why).
     #[error(
         "{refused} tool{} or server{} left out of the export (see the warnings above); the \
@@ -454,6 +460,7 @@ impl Error {
                 .map_or(exit::OTHER, |failure| failure.error.exit_code()),
             Error::Unhealthy { .. }
             | Error::ExportRefused { .. }
+            | Error::PinsDiffer { .. }
             | Error::Http { .. }
             | Error::Transport(_)
             | Error::Protocol(_)
@@ -489,6 +496,7 @@ impl Error {
             Error::ToolReported { .. } => "toolError",
             Error::Unhealthy { .. } => "unhealthy",
             Error::ExportRefused { .. } => "exportRefused",
+            Error::PinsDiffer { .. } => "pinsDiffer",
             Error::Io { .. } => "io",
             Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
             Error::AgentStopped { .. } => "agentFailed",

@@ -16,6 +16,8 @@
 //! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
+//! - `tool-cli pin`, `pin diff`, `pin verify [--lock]`, a changed server and an edited store:
+//!   `tool_cli_pin_records_diffs_and_verifies`
 //! - `tool-cli export openai|anthropic|openapi [--server S]`: `tool_cli_export_writes_each_format`
 
 use std::path::Path;
@@ -636,4 +638,98 @@ fn tool_cli_export_writes_each_format() {
     let output = daemon.run_client(&["export", "openai", "--server", "nope"], &[]);
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn tool_cli_pin_records_diffs_and_verifies() {
+    let daemon = Daemon::start_with_dir(
+        |dir| json!({"mcpServers": {"demo": demo_server(dir), "flaky": fault_server(&[])}}),
+    );
+    let store_dir = tool_cli_tests::scratch();
+    let store = store_dir.path().join("pins.json");
+    let store_text = store.to_string_lossy().into_owned();
+    let pin = |args: &[&str]| {
+        let mut all = vec!["pin"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--pins", &store_text]);
+        daemon.run_client(&all, &[])
+    };
+    let text = |output: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    };
+    // Nothing pinned yet: verify says so (bad input, exit 2).
+    let output = pin(&["verify"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("nothing is pinned"),
+        "{}",
+        text(&output)
+    );
+
+    let output = pin(&[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("pinned 2 servers"),
+        "{}",
+        text(&output)
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    assert!(
+        saved["servers"]["demo"]["tools"]["sql_query"]["digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256/v1:")
+    );
+
+    let output = pin(&["verify", "--lock"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let output = pin(&["diff"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("server \"demo\": every pinned item is unchanged"),
+        "{}",
+        text(&output)
+    );
+
+    // The server adds a tool and drops one: a rug pull's shape.
+    daemon.call_tool(
+        "flaky",
+        "change_tools",
+        json!({"add": "exfiltrate", "remove": "fail"}),
+    );
+    assert!(eventually(Duration::from_secs(10), || {
+        daemon
+            .call("listTools", json!({"server": "flaky"}))
+            .to_string()
+            .contains("exfiltrate")
+    }));
+    let output = pin(&["verify"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("exfiltrate"), "{}", text(&output));
+    let output = pin(&["diff", "flaky"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let diff = text(&output);
+    assert!(diff.contains("tool \"exfiltrate\": new"), "{diff}");
+    assert!(diff.contains("tool \"fail\": vanished"), "{diff}");
+
+    // A store edited in place fails closed.
+    let mut edited: Value =
+        serde_json::from_str(&std::fs::read_to_string(&store).unwrap()).unwrap();
+    edited["servers"]["demo"]["tools"]["sql_query"]["fields"]["description"]["value"] =
+        json!("Run any SQL you like.");
+    std::fs::write(&store, edited.to_string()).unwrap();
+    let output = pin(&["verify"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("nothing pinned is trusted"),
+        "{}",
+        text(&output)
+    );
 }

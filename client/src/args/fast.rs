@@ -17,7 +17,7 @@ use super::grammar::Cli;
 
 /// The names that make a first word a subcommand rather than a server (`grammar.rs`); a unit
 /// test checks that this list is clap's.
-pub(super) const SUBCOMMANDS: [&str; 19] = [
+pub(super) const SUBCOMMANDS: [&str; 20] = [
     "resource",
     "prompt",
     "health",
@@ -36,6 +36,7 @@ pub(super) const SUBCOMMANDS: [&str; 19] = [
     "many",
     "mcp",
     "export",
+    "pin",
     "help",
 ];
 

@@ -189,6 +189,19 @@ pub(super) enum TopSubcommand {
     Many(chain::ManyArgs),
     /// Serve the daemon's pool to an MCP host over stdio (`{"command": "tool-cli", "args":
     /// ["mcp"]}`), relayed to the running daemon's gateway (wins over a server named `mcp`)
+    /// Pin the servers' tool, prompt and template definitions against rug pulls, show what
+    /// changed, or verify them in CI (wins over a server named `pin`)
+    #[command(args_conflicts_with_subcommands = true)]
+    Pin {
+        #[command(subcommand)]
+        action: Option<PinSubcommand>,
+        /// Pin only this server [default: every server]
+        #[arg(value_name = "SERVER")]
+        server: Option<String>,
+        /// The pin store [default: $TOOL_CLI_PINS, else ~/.config/tool-cli/pins.json]
+        #[arg(long, global = true, value_name = "PATH")]
+        pins: Option<PathBuf>,
+    },
     /// Write the tools as an OpenAI or Anthropic tools array or an OpenAPI document on stdout,
     /// notes on stderr; exit 1 when a tool could not be exported (wins over a server named
     /// `export`)
@@ -211,6 +224,23 @@ pub(super) enum TopSubcommand {
         /// of every tool as server__tool
         #[arg(long)]
         progressive: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum PinSubcommand {
+    /// Show each field that differs from the pins, for every pinned server or one
+    Diff {
+        /// Only this server
+        #[arg(value_name = "SERVER")]
+        server: Option<String>,
+    },
+    /// Check the pinned servers against the pins (with --lock: every server must be pinned and
+    /// unchanged, and nothing flagged); exit 1 when they differ
+    Verify {
+        /// Treat the store as a lockfile: every server the daemon has must be pinned
+        #[arg(long)]
+        lock: bool,
     },
 }
 

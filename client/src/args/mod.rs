@@ -56,6 +56,24 @@ pub(crate) struct ExportRequest {
     pub(crate) base_url: Option<String>,
 }
 
+/// `tool-cli pin …`: where the store is and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PinCommand {
+    pub(crate) pins: Option<PathBuf>,
+    pub(crate) action: PinAction,
+}
+
+/// What `tool-cli pin` does.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PinAction {
+    /// `tool-cli pin [SERVER]`: pin every server or one.
+    Pin { server: Option<String> },
+    /// `tool-cli pin diff [SERVER]`.
+    Diff { server: Option<String> },
+    /// `tool-cli pin verify [--lock]`.
+    Verify { lock: bool },
+}
+
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
@@ -78,6 +96,8 @@ pub(crate) enum Command {
         tool: String,
         arguments: kv::ArgumentWords,
     },
+    /// `tool-cli pin [SERVER]`, `pin diff [SERVER]`, `pin verify [--lock]`.
+    Pin(PinCommand),
     /// `tool-cli export FORMAT [--server S] [--strict] [--base-url URL]`.
     Export(ExportRequest),
     /// `tool-cli mcp [--progressive]`: relay stdio to the daemon's MCP gateway.
@@ -277,6 +297,18 @@ fn interpret(
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
         Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
+        Some(TopSubcommand::Pin {
+            action,
+            server,
+            pins,
+        }) => Command::Pin(PinCommand {
+            pins,
+            action: match action {
+                None => PinAction::Pin { server },
+                Some(grammar::PinSubcommand::Diff { server }) => PinAction::Diff { server },
+                Some(grammar::PinSubcommand::Verify { lock }) => PinAction::Verify { lock },
+            },
+        }),
         Some(TopSubcommand::Export {
             format,
             server,

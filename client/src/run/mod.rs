@@ -22,6 +22,7 @@ mod elicitation;
 mod export;
 mod listing;
 mod output;
+mod pin;
 pub(crate) mod plain;
 mod progress;
 mod prompts;
@@ -193,6 +194,7 @@ pub(crate) async fn run(
         Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
         Command::Export(request) => export::run(client, &mut output, request).await,
+        Command::Pin(command) => pin::run(client, &mut output, command).await,
         Command::Batch(command) => {
             let flags = crate::args::chain_document::BatchFlags {
                 session: invocation.call.session.clone(),
