@@ -109,6 +109,7 @@ pub async fn run(
         }
         Listener::Unix(_) => Vec::new(),
     };
+    let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
     let gate = Arc::new(Gate {
         tokens: Arc::clone(services.tokens()),
         hosts,
@@ -120,9 +121,11 @@ pub async fn run(
                 metrics.page(&CallContext::new(grant.clone()))
             }))
         },
-        mcp: Some(Arc::new(crate::gateway::Endpoint::new(Arc::clone(
-            &services,
-        )))),
+        mcp: Some(Arc::new(crate::gateway::Endpoint::new(
+            Arc::clone(&services),
+            grace_over_receiver.clone(),
+            options.grace.as_millis() as u64,
+        ))),
     });
     let config = ServerConfig::builder()
         .http_only()
@@ -170,7 +173,6 @@ pub async fn run(
             }
         })
     };
-    let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
     let answers = crate::rpc::Answers {
         max_response_bytes: options.max_response_bytes,
         spill: Arc::clone(&spill),

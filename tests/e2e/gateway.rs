@@ -16,6 +16,8 @@
 //! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
+//! - a call still running when the shutdown grace ends gets `-32007`:
+//!   `a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error`
 //! - `tool-cli pin`, `pin diff`, `pin verify [--lock]`, a changed server and an edited store:
 //!   `tool_cli_pin_records_diffs_and_verifies`
 //! - `tool-cli export openai|anthropic|openapi [--server S]`: `tool_cli_export_writes_each_format`
@@ -26,8 +28,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, client_bin, demo_server, eventually, everything_stdio, fault_server,
-    free_port, http_request_bytes, raw_http_exchange, repo_root, run_with_timeout,
+    Daemon, DaemonOptions, client_bin, count_recorded, demo_server, eventually, everything_stdio,
+    fault_server, fault_server_recording, free_port, http_request_bytes, raw_http_exchange,
+    repo_root, run_with_timeout,
 };
 
 /// How long one SDK scenario may take (it starts the SDK and makes about a dozen requests).
@@ -732,4 +735,57 @@ fn tool_cli_pin_records_diffs_and_verifies() {
         "{}",
         text(&output)
     );
+}
+
+#[test]
+fn a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error() {
+    let record_dir = tool_cli_tests::scratch();
+    let record = record_dir.path().join("record.jsonl");
+    let mut daemon = Daemon::start_with(
+        json!({"mcpServers": {"flaky": fault_server_recording(&record, &[])}}),
+        DaemonOptions {
+            args: vec!["--shutdown-grace-ms".to_owned(), "200".to_owned()],
+            ..DaemonOptions::default()
+        },
+    );
+    let auth = format!("Bearer {}", daemon.token);
+    let opened = exchange(
+        &daemon,
+        "POST",
+        "/mcp",
+        &[("Authorization", auth.as_str())],
+        &initialize_body(),
+    );
+    let session = opened
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_owned();
+    let port = daemon.port;
+    let call = std::thread::spawn(move || {
+        let host = format!("127.0.0.1:{port}");
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "flaky__hang", "arguments": {}}})
+        .to_string();
+        let headers = [
+            ("Host", host.as_str()),
+            ("Authorization", auth.as_str()),
+            ("Mcp-Session-Id", session.as_str()),
+        ];
+        raw_http_exchange(
+            port,
+            &http_request_bytes("POST", "/mcp", &headers, body.as_bytes()),
+        )
+    });
+    assert!(eventually(Duration::from_secs(30), || {
+        count_recorded(&record, "tools/call", Some("hang")) == 1
+    }));
+    daemon.signal(libc::SIGTERM);
+    let answer = call
+        .join()
+        .unwrap()
+        .expect("an answer before the connection closed");
+    let answer: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(answer["id"], 9, "{answer}");
+    assert_eq!(answer["error"]["code"], -32007, "{answer}");
+    assert!(daemon.wait_for_exit(Duration::from_secs(30)).is_some());
 }

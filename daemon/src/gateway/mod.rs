@@ -68,6 +68,11 @@ pub(crate) struct GatewayRequest {
 pub(crate) struct Endpoint {
     services: Arc<Services>,
     sessions: SessionTable,
+    /// Turns `true` when the shutdown grace period is over: a request still running then is
+    /// answered with a shutdown error (its call cancelled), as on the JSON-RPC endpoint.
+    grace_over: tokio::sync::watch::Receiver<bool>,
+    /// The grace period, for that error.
+    grace_ms: u64,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -77,10 +82,16 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    pub(crate) fn new(services: Arc<Services>) -> Endpoint {
+    pub(crate) fn new(
+        services: Arc<Services>,
+        grace_over: tokio::sync::watch::Receiver<bool>,
+        grace_ms: u64,
+    ) -> Endpoint {
         Endpoint {
             services,
             sessions: SessionTable::default(),
+            grace_over,
+            grace_ms,
         }
     }
 
@@ -170,7 +181,22 @@ impl Endpoint {
             );
         };
         let context = crate::pipeline::CallContext::new(request.grant.clone());
-        let answer = self.dispatch(&session, &method, &params, &context).await;
+        // Boxed: a call's future holds the whole pipeline's state.
+        let work = Box::pin(self.dispatch(&session, &method, &params, &context));
+        let mut grace_over = self.grace_over.clone();
+        let answer = tokio::select! {
+            answer = work => answer,
+            // A dropped sender (no shutdown will come) disables this branch.
+            Ok(_) = grace_over.wait_for(|over| *over) => Err(RpcError {
+                code: i64::from(tool_cli_protocol::code::SHUTTING_DOWN),
+                message: format!(
+                    "the daemon is shutting down and this request did not finish within the {} ms \
+                     grace period; it was cancelled",
+                    self.grace_ms
+                ),
+                data: None,
+            }),
+        };
         match answer {
             Ok(result) => json_answer(
                 StatusCode::OK,
