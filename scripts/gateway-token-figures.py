@@ -11,8 +11,9 @@ catalog server, starts tool-cli-daemon on a port it picks, opens a gateway sessi
 (`POST /mcp`), and saves what the host receives: the `tools` array of `tools/list` and the
 `instructions` of `initialize`. The counts are made by the gateway's own counters
 (`cargo run -p tool-cli-gateway-core --features tiktoken --example count_tokens`): o200k_base,
-cl100k_base and the built-in estimate. Everything stays on loopback; the daemon is stopped at
-the end. A measurement, not a test.
+cl100k_base and the built-in estimate. It also times 200 pass-through `tools/list` round trips
+(p50, p99) while one more server hangs in its handshake and one cannot start. Everything stays on
+loopback; the daemon is stopped at the end. A measurement, not a test.
 """
 import argparse
 import json
@@ -77,6 +78,12 @@ def main():
         name: {"command": sys.executable,
                "args": [os.path.abspath(__file__), "--tools", str(arguments.tools), "--serve", name]}
         for name in names}}
+    # One server that hangs in its handshake for ten minutes and one that cannot start: the
+    # gateway's list must not wait for either.
+    config["mcpServers"]["zz-hanging"] = {
+        "command": os.path.join(os.path.dirname(arguments.daemon), "tool-cli-fault-server"),
+        "args": ["--slow-start", "600000"]}
+    config["mcpServers"]["zz-dead"] = {"command": "/nonexistent/gateway-figures-server"}
     config_path = os.path.join(work, "servers.json")
     with open(config_path, "w") as f:
         json.dump(config, f)
@@ -120,6 +127,16 @@ def main():
                 if mode == "progressive" or len(tools) >= expected or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
+            if mode == "pass-through":
+                trips = []
+                for _ in range(200):
+                    started = time.perf_counter()
+                    post({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, mode, session)
+                    trips.append((time.perf_counter() - started) * 1000)
+                trips.sort()
+                print(f"pass-through tools/list of {len(tools)} tools, 200 round trips with one "
+                      f"server hanging and one dead: p50 {trips[100]:.1f} ms, p99 {trips[197]:.1f} ms "
+                      f"({os.path.basename(os.path.dirname(arguments.daemon))} build)")
             path = os.path.join(work, f"{mode}-tools.json")
             with open(path, "w") as f:
                 json.dump(tools, f, separators=(",", ":"), ensure_ascii=False)

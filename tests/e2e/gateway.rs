@@ -701,6 +701,32 @@ fn tool_cli_pin_records_diffs_and_verifies() {
         text(&output)
     );
 
+    // The gateway's cached tools/list follows the catalog: listed before the change, then after.
+    let auth = format!("Bearer {}", daemon.token);
+    let opened = exchange(
+        &daemon,
+        "POST",
+        "/mcp",
+        &[("Authorization", auth.as_str())],
+        &initialize_body(),
+    );
+    let session = opened
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_owned();
+    let gateway_names = || {
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Mcp-Session-Id", session.as_str()),
+        ];
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        let answer: Value =
+            serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &headers, &list).body)
+                .unwrap();
+        names(&answer["result"]["tools"])
+    };
+    assert!(gateway_names().contains(&"flaky__fail".to_owned()));
+
     // The server adds a tool and drops one: a rug pull's shape.
     daemon.call_tool(
         "flaky",
@@ -713,6 +739,12 @@ fn tool_cli_pin_records_diffs_and_verifies() {
             .to_string()
             .contains("exfiltrate")
     }));
+    let listed = gateway_names();
+    assert!(
+        listed.contains(&"flaky__exfiltrate".to_owned()),
+        "{listed:?}"
+    );
+    assert!(!listed.contains(&"flaky__fail".to_owned()), "{listed:?}");
     let output = pin(&["verify"]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(text(&output).contains("exfiltrate"), "{}", text(&output));

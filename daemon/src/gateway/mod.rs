@@ -68,6 +68,8 @@ pub(crate) struct GatewayRequest {
 pub(crate) struct Endpoint {
     services: Arc<Services>,
     sessions: SessionTable,
+    /// Recent pass-through `tools/list` answers, encoded.
+    lists: pass_through::ListCache,
     /// Turns `true` when the shutdown grace period is over: a request still running then is
     /// answered with a shutdown error (its call cancelled), as on the JSON-RPC endpoint.
     grace_over: tokio::sync::watch::Receiver<bool>,
@@ -90,6 +92,7 @@ impl Endpoint {
         Endpoint {
             services,
             sessions: SessionTable::default(),
+            lists: pass_through::ListCache::default(),
             grace_over,
             grace_ms,
         }
@@ -198,10 +201,18 @@ impl Endpoint {
             }),
         };
         match answer {
-            Ok(result) => json_answer(
+            Ok(Reply::Json(result)) => json_answer(
                 StatusCode::OK,
                 &json!({"jsonrpc": "2.0", "id": id, "result": result}),
             ),
+            Ok(Reply::Encoded(result)) => {
+                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(HttpBody::from(body))
+                    .expect("static response parts are valid")
+            }
             Err(error) => error_answer(StatusCode::OK, Some(id), error),
         }
     }
@@ -250,15 +261,29 @@ impl Endpoint {
         method: &str,
         params: &Value,
         context: &crate::pipeline::CallContext,
+    ) -> Result<Reply, RpcError> {
+        if method == "tools/list" && session.mode == Mode::PassThrough {
+            messages::no_cursor(params)?;
+            let encoded = pass_through::list_encoded(&self.services, &self.lists, context);
+            return Ok(Reply::Encoded(encoded));
+        }
+        self.dispatch_json(session, method, params, context)
+            .await
+            .map(Reply::Json)
+    }
+
+    /// Answers every request but a pass-through `tools/list`.
+    async fn dispatch_json(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        context: &crate::pipeline::CallContext,
     ) -> Result<Value, RpcError> {
         let services = &self.services;
         match (method, session.mode) {
             ("ping", _) => Ok(json!({})),
             ("logging/setLevel", _) => Ok(json!({})),
-            ("tools/list", Mode::PassThrough) => {
-                messages::no_cursor(params)?;
-                Ok(pass_through::list(services, context))
-            }
             ("tools/list", Mode::Progressive) => {
                 messages::no_cursor(params)?;
                 Ok(json!({"tools": tool_cli_gateway_core::meta_tools::definitions()}))
@@ -286,6 +311,12 @@ impl Endpoint {
             (other, _) => Err(RpcError::method_not_found(other)),
         }
     }
+}
+
+/// A result: a JSON value, or one encoded already (a cached `tools/list`).
+enum Reply {
+    Json(Value),
+    Encoded(Arc<str>),
 }
 
 /// The mode asked for by the query (`mode=progressive|pass-through`) or the mode header; `None`

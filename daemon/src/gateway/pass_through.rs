@@ -13,7 +13,47 @@ use super::messages::{RpcError, excerpt};
 use crate::error::Error;
 use crate::pipeline::{CallAnswer, CallContext};
 use crate::services::Services;
-use crate::services::discovery::VisibleTool;
+use crate::services::discovery::{CatalogVersion, VisibleTool};
+use std::sync::Arc;
+
+/// Most tokens whose last `tools/list` is kept encoded.
+const CACHED_LISTS: usize = 32;
+
+/// The last encoded `tools/list` answer of each recent token, with the catalogs it was made
+/// from: while they are the same, the same bytes are sent again without rebuilding them (2,000
+/// tools are half a megabyte of JSON).
+#[derive(Default)]
+pub(super) struct ListCache {
+    entries: std::sync::Mutex<Vec<(String, CatalogVersion, Arc<str>)>>,
+}
+
+/// `tools/list`, encoded: from the cache while the catalogs are unchanged.
+pub(super) fn list_encoded(
+    services: &Services,
+    cache: &ListCache,
+    context: &CallContext,
+) -> Arc<str> {
+    // The version is read before the tools: a listing is never labelled newer than it is.
+    let version = services.discovery.catalog_version();
+    let token = &context.grant.token_id;
+    {
+        let entries = cache.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, encoded)) = entries
+            .iter()
+            .find(|(owner, seen, _)| owner == token && *seen == version)
+        {
+            return Arc::clone(encoded);
+        }
+    }
+    let encoded: Arc<str> = Arc::from(list(services, context).to_string());
+    let mut entries = cache.entries.lock().unwrap_or_else(|e| e.into_inner());
+    entries.retain(|(owner, _, _)| owner != token);
+    if entries.len() >= CACHED_LISTS {
+        entries.remove(0);
+    }
+    entries.push((token.clone(), version, Arc::clone(&encoded)));
+    encoded
+}
 
 /// `tools/list`.
 pub(super) fn list(services: &Services, context: &CallContext) -> Value {

@@ -18,6 +18,26 @@ pub(crate) struct VisibleTool {
     pub(crate) tool: Arc<CatalogTool>,
 }
 
+/// Which catalogs a listing was made from: the server table and each server's catalog, held
+/// (so neither can be freed and its address reused) and compared by identity. Equal versions
+/// list the same tools for the same token.
+pub(crate) struct CatalogVersion {
+    slots: Arc<Vec<Arc<crate::pipeline::Slot>>>,
+    catalogs: Vec<Arc<crate::catalog::Catalog>>,
+}
+
+impl PartialEq for CatalogVersion {
+    fn eq(&self, other: &CatalogVersion) -> bool {
+        Arc::ptr_eq(&self.slots, &other.slots)
+            && self.catalogs.len() == other.catalogs.len()
+            && self
+                .catalogs
+                .iter()
+                .zip(&other.catalogs)
+                .all(|(one, other)| Arc::ptr_eq(one, other))
+    }
+}
+
 /// One server the caller may see, for the progressive mode's `list_servers`.
 pub(crate) struct VisibleServer {
     /// Its name.
@@ -31,6 +51,13 @@ pub(crate) struct VisibleServer {
 }
 
 impl Discovery {
+    /// The catalogs every listing is made from now.
+    pub(crate) fn catalog_version(&self) -> CatalogVersion {
+        let slots = self.pipeline.slots();
+        let catalogs = slots.iter().map(|slot| slot.upstream.catalog()).collect();
+        CatalogVersion { slots, catalogs }
+    }
+
     /// Every tool `context`'s grant lists, server by server, from the held catalogs.
     pub(crate) fn visible_tools(&self, context: &CallContext) -> Vec<VisibleTool> {
         let grant = &context.grant;
