@@ -15,6 +15,8 @@
 //!   `GET`, a batch, an unknown query: `the_endpoint_holds_its_sessions_and_the_gate`
 //! - `tool-cli mcp` launched by the SDK over stdio, both modes, with the 10 MB argument:
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
+//! - the TypeScript SDK client (`tests/fixtures/mcp_gateway_client.mjs`) over HTTP and over
+//!   `tool-cli mcp`: `the_typescript_sdk_lists_and_calls_over_http_and_stdio`
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
 //! - a call still running when the shutdown grace ends gets `-32007`:
 //!   `a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error`
@@ -820,4 +822,80 @@ fn a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error() {
     assert_eq!(answer["id"], 9, "{answer}");
     assert_eq!(answer["error"]["code"], -32007, "{answer}");
     assert!(daemon.wait_for_exit(Duration::from_secs(30)).is_some());
+}
+
+/// Runs the TypeScript SDK driver with `args` and returns its JSON report.
+fn typescript_sdk(args: &[String], env: &[(&str, String)]) -> Value {
+    let mut command = Command::new(tool_cli_tests::which("node"));
+    command
+        .arg(repo_root().join("tests/fixtures/mcp_gateway_client.mjs"))
+        .args(args)
+        .current_dir(repo_root())
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())));
+    let output = run_with_timeout(command, SCENARIO_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the TypeScript SDK driver failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+}
+
+#[test]
+fn the_typescript_sdk_lists_and_calls_over_http_and_stdio() {
+    let daemon = Daemon::start_with_dir(demo_and_everything);
+    let calls = json!([
+        {"name": "everything__echo", "arguments": {"message": "from typescript"}},
+        {"name": "demo__sql_query", "arguments": {"sql": "SELECT 2 * 21 AS answer"}},
+        {"name": "not ours", "arguments": {}},
+    ])
+    .to_string();
+    let check = |report: &Value| {
+        let tools = report["tools"].as_array().expect("tools");
+        assert!(tools.contains(&json!("everything__echo")), "{report}");
+        assert!(
+            text_of(&report["calls"][0]).contains("from typescript"),
+            "{report}"
+        );
+        assert!(text_of(&report["calls"][1]).contains("42"), "{report}");
+        assert_eq!(report["calls"][2]["error"]["code"], -32602, "{report}");
+    };
+    let over_http = typescript_sdk(
+        &[
+            "--url".to_owned(),
+            format!("http://127.0.0.1:{}/mcp", daemon.port),
+            "--token".to_owned(),
+            daemon.token.clone(),
+            "--calls".to_owned(),
+            calls.clone(),
+        ],
+        &[],
+    );
+    assert_eq!(
+        over_http["serverVersion"]["name"], "tool-cli",
+        "{over_http}"
+    );
+    check(&over_http);
+    let env = [
+        ("TOOL_CLI_PORT", daemon.port.to_string()),
+        ("TOOL_CLI_TOKEN", daemon.token.clone()),
+        (
+            "TOOL_CLI_RUNTIME_DIR",
+            daemon.runtime_dir.to_string_lossy().into_owned(),
+        ),
+    ];
+    let over_stdio = typescript_sdk(
+        &[
+            "--command".to_owned(),
+            client_bin().to_string_lossy().into_owned(),
+            "--arg".to_owned(),
+            "mcp".to_owned(),
+            "--calls".to_owned(),
+            calls,
+        ],
+        &env,
+    );
+    check(&over_stdio);
 }
