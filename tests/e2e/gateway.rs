@@ -20,7 +20,8 @@
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
 //! - a call still running when the shutdown grace ends gets `-32007`:
 //!   `a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error`
-//! - `tool-cli pin`, `pin diff`, `pin verify [--lock]`, a changed server and an edited store:
+//! - `tool-cli pin`, `pin diff`, `pin verify [--lock]`, `pin approve`, `pin remove`, a changed
+//!   server and an edited store:
 //!   `tool_cli_pin_records_diffs_and_verifies`
 //! - `tool-cli export openai|anthropic|openapi [--server S]`: `tool_cli_export_writes_each_format`
 
@@ -755,6 +756,30 @@ fn tool_cli_pin_records_diffs_and_verifies() {
     let diff = text(&output);
     assert!(diff.contains("tool \"exfiltrate\": new"), "{diff}");
     assert!(diff.contains("tool \"fail\": vanished"), "{diff}");
+
+    // Approving the new tool and the vanished one makes the pins hold again.
+    for item in ["exfiltrate", "fail"] {
+        let output = pin(&["approve", "flaky", "--tool", item]);
+        assert!(output.status.success(), "{}", text(&output));
+        assert!(text(&output).contains("approved tool"), "{}", text(&output));
+    }
+    let output = pin(&["verify"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let output = pin(&["approve", "flaky", "--tool", "never_was"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let output = pin(&["approve", "flaky"]);
+    assert_eq!(output.status.code(), Some(2), "one item must be named");
+    // A server no longer pinned fails the lock, not the plain verify.
+    let output = pin(&["remove", "flaky"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let output = pin(&["verify", "--lock"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("\"flaky\" is not pinned"),
+        "{}",
+        text(&output)
+    );
+    assert!(pin(&["verify"]).status.success());
 
     // A store edited in place fails closed.
     let mut edited: Value =

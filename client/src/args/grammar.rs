@@ -235,6 +235,31 @@ pub(super) enum PinSubcommand {
         #[arg(value_name = "SERVER")]
         server: Option<String>,
     },
+    /// Approve one item of a pinned server as it is now (re-pin it, or drop a vanished one)
+    #[command(group(clap::ArgGroup::new("item").required(true).args(["tool", "prompt", "resource_template", "instructions"])))]
+    Approve {
+        /// The server
+        #[arg(value_name = "SERVER")]
+        server: String,
+        /// A tool, by its name on the server
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// A prompt, by its name
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// A resource template, by its URI template
+        #[arg(long, value_name = "URI_TEMPLATE")]
+        resource_template: Option<String>,
+        /// The server's instructions
+        #[arg(long)]
+        instructions: bool,
+    },
+    /// Stop pinning a server
+    Remove {
+        /// The server
+        #[arg(value_name = "SERVER")]
+        server: String,
+    },
     /// Check the pinned servers against the pins (with --lock: every server must be pinned and
     /// unchanged, and nothing flagged); exit 1 when they differ
     Verify {

@@ -72,6 +72,19 @@ pub(crate) enum PinAction {
     Diff { server: Option<String> },
     /// `tool-cli pin verify [--lock]`.
     Verify { lock: bool },
+    /// `tool-cli pin approve SERVER --tool|--prompt|--resource-template NAME|--instructions`.
+    Approve { server: String, item: PinItem },
+    /// `tool-cli pin remove SERVER`.
+    Remove { server: String },
+}
+
+/// One pinned item named on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PinItem {
+    Tool(String),
+    Prompt(String),
+    ResourceTemplate(String),
+    Instructions,
 }
 
 /// What the user asked for, validated.
@@ -307,6 +320,26 @@ fn interpret(
                 None => PinAction::Pin { server },
                 Some(grammar::PinSubcommand::Diff { server }) => PinAction::Diff { server },
                 Some(grammar::PinSubcommand::Verify { lock }) => PinAction::Verify { lock },
+                Some(grammar::PinSubcommand::Approve {
+                    server,
+                    tool,
+                    prompt,
+                    resource_template,
+                    instructions,
+                }) => PinAction::Approve {
+                    server,
+                    item: match (tool, prompt, resource_template) {
+                        (Some(tool), _, _) => PinItem::Tool(tool),
+                        (_, Some(prompt), _) => PinItem::Prompt(prompt),
+                        (_, _, Some(template)) => PinItem::ResourceTemplate(template),
+                        // clap requires exactly one of the four.
+                        _ => {
+                            debug_assert!(instructions);
+                            PinItem::Instructions
+                        }
+                    },
+                },
+                Some(grammar::PinSubcommand::Remove { server }) => PinAction::Remove { server },
             },
         }),
         Some(TopSubcommand::Export {

@@ -5,20 +5,23 @@
 //! (`--pins PATH`, else `$TOOL_CLI_PINS`, else `$XDG_CONFIG_HOME/tool-cli/pins.json`, else
 //! `~/.config/tool-cli/pins.json`), written 0600 and read failing closed.
 //!
+//! `pin approve SERVER --tool NAME` (or `--prompt`, `--resource-template`, `--instructions`)
+//! re-pins one item as it is now, and `pin remove SERVER` stops pinning a server.
+//!
 //! Not yet: the servers' `instructions` (the daemon's protocol does not carry them, so they are
-//! not pinned here), `pin approve` and `pin remove`, and the daemon hiding changed items.
+//! not pinned here) and the daemon hiding changed items.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tool_cli_gateway_core::pin::lock::{LockOptions, verify_lock};
 use tool_cli_gateway_core::pin::store::PinStore;
-use tool_cli_gateway_core::pin::{ServerListing, ServerPins, detect, diff};
+use tool_cli_gateway_core::pin::{ItemKey, ServerListing, ServerPins, detect, diff};
 use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, name};
 
 use super::output::note;
 use super::{Output, warn};
-use crate::args::PinCommand;
+use crate::args::{PinCommand, PinItem};
 use crate::client::{Client, parse_result};
 use crate::error::Error;
 
@@ -116,6 +119,40 @@ pub(super) async fn run(
                 text = format!("no differences from the pins in {}", path.display());
             }
             output.emit_text(text.trim_end())
+        }
+        crate::args::PinAction::Approve { server, item } => {
+            let mut store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            let key = match item {
+                PinItem::Tool(name) => ItemKey::tool(name),
+                PinItem::Prompt(name) => ItemKey::prompt(name),
+                PinItem::ResourceTemplate(template) => ItemKey::resource_template(template),
+                PinItem::Instructions => ItemKey::instructions(),
+            };
+            let listing = listing(client, &server).await?;
+            let changed = store
+                .approve_item(&listing, &key)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            store
+                .save(&path)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            output.emit_text(&if changed {
+                format!("approved {key} of server {server} as it is now")
+            } else {
+                format!("{key} of server {server} was already pinned as it is")
+            })
+        }
+        crate::args::PinAction::Remove { server } => {
+            let mut store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            if !store.unpin_server(&server) {
+                return Err(Error::Usage(format!(
+                    "server {server} is not pinned in {}",
+                    path.display()
+                )));
+            }
+            store
+                .save(&path)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            output.emit_text(&format!("server {server} is no longer pinned"))
         }
         crate::args::PinAction::Verify { lock } => {
             let store = stored.ok_or_else(|| nothing_pinned(&path))?;
