@@ -439,6 +439,34 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
         serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &with_session, &call).body)
             .unwrap();
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // Prompts by their gateway names, resources by their URIs, each read from its server.
+    let ask = |method: &str, params: Value| -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+        serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &with_session, &body).body)
+            .unwrap()
+    };
+    let prompts = ask("prompts/list", json!({}));
+    let simple = names(&prompts["result"]["prompts"])
+        .into_iter()
+        .find(|name| name.starts_with("everything__") && name.contains("simple"))
+        .unwrap_or_else(|| panic!("no simple prompt: {prompts}"));
+    let rendered = ask("prompts/get", json!({"name": simple}));
+    assert!(rendered["result"]["messages"].is_array(), "{rendered}");
+    let unknown = ask("prompts/get", json!({"name": "nobody__nothing"}));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let resources = ask("resources/list", json!({}));
+    let uri = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|resource| resource["uri"].as_str())
+        .find(|uri| uri.starts_with("demo://"))
+        .unwrap_or_else(|| panic!("no demo resource: {resources}"))
+        .to_owned();
+    let read = ask("resources/read", json!({"uri": uri}));
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    let missing = ask("resources/read", json!({"uri": "demo://no/such/thing"}));
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
     // A notification is taken without an answer.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(

@@ -130,21 +130,34 @@ pub(super) async fn read(
         .map_err(|error| daemon_error(services, error))
 }
 
+/// Every prompt the token may see on the servers usable now, each server asked within
+/// [`PER_SERVER`]; one that fails or hangs is left out.
+async fn all_prompts(
+    services: &Services,
+    context: &CallContext,
+) -> Result<tool_cli_protocol::methods::ListPromptsResult, RpcError> {
+    let servers = usable_servers(services, context);
+    let listings = servers.iter().map(|server| async move {
+        let params = ListPromptsParams {
+            server: Some(server.clone()),
+        };
+        tokio::time::timeout(PER_SERVER, services.discovery.list_prompts(params, context)).await
+    });
+    let mut prompts = Vec::new();
+    for listed in futures_util::future::join_all(listings).await {
+        if let Ok(Ok(listed)) = listed {
+            prompts.extend(listed.prompts);
+        }
+    }
+    Ok(tool_cli_protocol::methods::ListPromptsResult {
+        prompts,
+        unavailable: Vec::new(),
+    })
+}
+
 /// `prompts/list`: every prompt as `server__prompt`.
 pub(super) async fn prompts(services: &Services, context: &CallContext) -> Result<Value, RpcError> {
-    let listed = tokio::time::timeout(
-        PER_SERVER,
-        services
-            .discovery
-            .list_prompts(ListPromptsParams { server: None }, context),
-    )
-    .await
-    .map_err(|_| RpcError {
-        code: -32603,
-        message: format!("listing prompts took over {} s", PER_SERVER.as_secs()),
-        data: None,
-    })?
-    .map_err(|error| daemon_error(services, error))?;
+    let listed = all_prompts(services, context).await?;
     let names = prompt_names(&listed.prompts);
     let mut prompts: Vec<(String, Value)> = Vec::new();
     for entry in &listed.prompts {
@@ -183,11 +196,7 @@ pub(super) async fn get_prompt(
             ))
         })?),
     };
-    let listed = services
-        .discovery
-        .list_prompts(ListPromptsParams { server: None }, context)
-        .await
-        .map_err(|error| daemon_error(services, error))?;
+    let listed = all_prompts(services, context).await?;
     let names = prompt_names(&listed.prompts);
     let address = names.resolve(name).map_err(|_| {
         RpcError::invalid_params(format!(
