@@ -8,12 +8,16 @@
 //! What it does decide is pure and tested here: which id an answer belongs to when the daemon
 //! answered with an HTTP error whose body could not name it (a 413 for a body over the daemon's
 //! limit is read before its id is), and what to say when the daemon answered something that is
-//! not a JSON-RPC message. It does not start a daemon (auto-start is a later item): with none
+//! not a JSON-RPC message. When the daemon no longer knows the session (it was restarted), the
+//! relay opens a new one with the host's own `initialize` and sends the message again, once. It
+//! does not start a daemon (auto-start is a later item): with none
 //! running it exits at once with an error saying how to start one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Bytes;
+use hyper::header::HeaderMap;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -41,6 +45,8 @@ struct Relay {
     session: Mutex<Option<String>>,
     /// The protocol version `initialize` agreed.
     version: Mutex<Option<String>>,
+    /// The host's `initialize`, to open a new session with when the daemon lost ours.
+    initialize: Mutex<Option<Vec<u8>>>,
     stdout: Mutex<tokio::io::Stdout>,
 }
 
@@ -61,6 +67,7 @@ pub(crate) async fn run(
         idle: Mutex::new(Vec::new()),
         session: Mutex::new(None),
         version: Mutex::new(None),
+        initialize: Mutex::new(None),
         stdout: Mutex::new(tokio::io::stdout()),
     });
     // Reach the daemon before the host sends anything: no daemon is an error at once.
@@ -120,59 +127,34 @@ impl Relay {
         .await
     }
 
-    /// An idle connection, or a new one.
-    async fn link(&self) -> Result<DaemonLink, Error> {
+    /// An idle connection (`true`: reused), or a new one.
+    async fn link(&self) -> Result<(DaemonLink, bool), Error> {
         while let Some(link) = self.idle.lock().await.pop() {
             if !link.is_closed() {
-                return Ok(link);
+                return Ok((link, true));
             }
         }
-        self.connect().await
+        Ok((self.connect().await?, false))
     }
 
     /// Sends one host message to the gateway and writes its answer, if it has one.
     async fn forward(&self, message: Vec<u8>, id: Option<Value>) {
-        let mut headers = Vec::new();
-        if self.progressive {
-            headers.push(("tool-cli-gateway-mode", "progressive".to_owned()));
+        let initialize = peek(&message).1.as_deref() == Some("initialize");
+        if initialize {
+            *self.initialize.lock().await = Some(message.clone());
         }
-        if let Some(session) = self.session.lock().await.clone() {
-            headers.push(("mcp-session-id", session));
+        let mut answered = self.send(message.clone()).await;
+        // The daemon no longer knows the session (it was restarted): open a new one with the
+        // host's own initialize, then send the message again, once. A host launched us once
+        // and would otherwise get errors until it restarts us.
+        if !initialize
+            && matches!(&answered, Ok((status, _, _)) if *status == StatusCode::NOT_FOUND)
+            && self.reinitialize().await
+        {
+            answered = self.send(message).await;
         }
-        if let Some(version) = self.version.lock().await.clone() {
-            headers.push(("mcp-protocol-version", version));
-        }
-        let answered = match self.link().await {
-            Ok(mut link) => {
-                let outcome = link
-                    .exchange_raw(Method::POST, GATEWAY_PATH, &headers, message)
-                    .await;
-                if outcome.is_ok() {
-                    self.idle.lock().await.push(link);
-                }
-                outcome
-            }
-            Err(error) => Err(error),
-        };
         let line = match answered {
-            Ok((status, headers, body)) => {
-                if let Some(session) = headers
-                    .get("mcp-session-id")
-                    .and_then(|value| value.to_str().ok())
-                {
-                    *self.session.lock().await = Some(session.to_owned());
-                    let agreed = serde_json::from_slice::<Value>(&body)
-                        .ok()
-                        .and_then(|answer| {
-                            answer
-                                .pointer("/result/protocolVersion")
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        });
-                    *self.version.lock().await = agreed;
-                }
-                answer_line(id.as_ref(), status, &body)
-            }
+            Ok((status, _, body)) => answer_line(id.as_ref(), status, &body),
             Err(error) => id.as_ref().map(|id| {
                 error_line(
                     id,
@@ -189,12 +171,74 @@ impl Relay {
         }
     }
 
+    /// Posts one message with the session's headers; an `initialize` answer's session id and
+    /// protocol version are kept for the messages after it.
+    async fn send(&self, message: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), Error> {
+        let mut headers = Vec::new();
+        if self.progressive {
+            headers.push(("tool-cli-gateway-mode", "progressive".to_owned()));
+        }
+        if let Some(session) = self.session.lock().await.clone() {
+            headers.push(("mcp-session-id", session));
+        }
+        if let Some(version) = self.version.lock().await.clone() {
+            headers.push(("mcp-protocol-version", version));
+        }
+        let (mut link, reused) = self.link().await?;
+        let mut answered = link
+            .exchange_raw(Method::POST, GATEWAY_PATH, &headers, message.clone())
+            .await;
+        if answered.is_err() && reused {
+            // A kept connection the daemon closed meanwhile (a restart): once on a new one.
+            link = self.connect().await?;
+            answered = link
+                .exchange_raw(Method::POST, GATEWAY_PATH, &headers, message)
+                .await;
+        }
+        let answered = answered?;
+        self.idle.lock().await.push(link);
+        let (_, headers, body) = &answered;
+        if let Some(session) = headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+        {
+            *self.session.lock().await = Some(session.to_owned());
+            let agreed = serde_json::from_slice::<Value>(body)
+                .ok()
+                .and_then(|answer| {
+                    answer
+                        .pointer("/result/protocolVersion")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+            *self.version.lock().await = agreed;
+        }
+        Ok(answered)
+    }
+
+    /// Opens a new gateway session with the host's `initialize`; whether it worked.
+    async fn reinitialize(&self) -> bool {
+        let Some(initialize) = self.initialize.lock().await.clone() else {
+            return false;
+        };
+        *self.session.lock().await = None;
+        *self.version.lock().await = None;
+        let opened = self.send(initialize).await;
+        if !matches!(&opened, Ok((status, _, _)) if status.is_success())
+            || self.session.lock().await.is_none()
+        {
+            return false;
+        }
+        let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        self.send(initialized.to_vec()).await.is_ok()
+    }
+
     /// Ends the gateway session (the host closed stdin).
     async fn end_session(&self) {
         let Some(session) = self.session.lock().await.take() else {
             return;
         };
-        if let Ok(mut link) = self.link().await {
+        if let Ok((mut link, _)) = self.link().await {
             let headers = [("mcp-session-id", session)];
             let _ = link
                 .exchange_raw(Method::DELETE, GATEWAY_PATH, &headers, Vec::new())

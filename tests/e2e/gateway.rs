@@ -17,6 +17,8 @@
 //!   `tool_cli_mcp_relays_stdio_for_the_python_sdk`
 //! - the TypeScript SDK client (`tests/fixtures/mcp_gateway_client.mjs`) over HTTP and over
 //!   `tool-cli mcp`: `the_typescript_sdk_lists_and_calls_over_http_and_stdio`
+//! - `tool-cli mcp` across a daemon restart opens a new session with the host's initialize:
+//!   `tool_cli_mcp_opens_a_new_session_when_the_daemon_restarts`
 //! - `tool-cli mcp` with no daemon: `tool_cli_mcp_without_a_daemon_says_how_to_start_one`
 //! - a call still running when the shutdown grace ends gets `-32007`:
 //!   `a_gateway_call_running_past_the_shutdown_grace_gets_a_shutdown_error`
@@ -951,4 +953,77 @@ fn the_typescript_sdk_lists_and_calls_over_http_and_stdio() {
         &env,
     );
     check(&over_stdio);
+}
+
+#[test]
+fn tool_cli_mcp_opens_a_new_session_when_the_daemon_restarts() {
+    use std::io::{BufRead as _, Write as _};
+    let token = "ef".repeat(32);
+    let start = |args: Vec<String>| {
+        Daemon::try_start_with(
+            json!({"mcpServers": {"flaky": fault_server(&[])}}),
+            DaemonOptions {
+                token: Some(token.clone()),
+                args,
+                ..DaemonOptions::default()
+            },
+        )
+        .unwrap_or_else(|failure| panic!("{failure}"))
+    };
+    let first = start(Vec::new());
+    let port = first.port;
+    let runtime_dir = tool_cli_tests::scratch();
+    let mut relay = Command::new(client_bin())
+        .arg("mcp")
+        .env("TOOL_CLI_PORT", port.to_string())
+        .env("TOOL_CLI_TOKEN", &token)
+        .env("TOOL_CLI_RUNTIME_DIR", runtime_dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn tool-cli mcp");
+    let mut stdin = relay.stdin.take().unwrap();
+    let stdout = relay.stdout.take().unwrap();
+    let (lines, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut ask = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        if message.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = answers
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an answer from tool-cli mcp");
+        serde_json::from_str::<Value>(&line).unwrap()
+    };
+    let opened = ask(initialize_body());
+    assert_eq!(
+        opened["result"]["serverInfo"]["name"], "tool-cli",
+        "{opened}"
+    );
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+    let before = ask(list(2));
+    assert!(names(&before["result"]["tools"]).contains(&"flaky__echo".to_owned()));
+    // The daemon restarts on the same port with the same token; its sessions are gone.
+    drop(first);
+    let _second = start(vec!["--port".to_owned(), port.to_string()]);
+    let after = ask(list(3));
+    assert_eq!(after["id"], 3, "{after}");
+    assert!(
+        names(&after["result"]["tools"]).contains(&"flaky__echo".to_owned()),
+        "{after}"
+    );
+    drop(stdin);
+    let status = relay.wait().expect("tool-cli mcp exits when stdin closes");
+    assert!(status.success(), "{status}");
 }
