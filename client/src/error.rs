@@ -244,6 +244,23 @@ pub enum Error {
         /// How many servers are enabled.
         enabled: usize,
     },
+    /// `tool-cli pin verify` found the servers differ from the pins (the report is printed).
+    #[error("{problems} problem{} with the pins (see above); review with `tool-cli pin diff`", if *problems == 1 { "" } else { "s" })]
+    PinsDiffer {
+        /// How many problems the verdict lists.
+        problems: usize,
+    },
+    /// `tool-cli export` left tools out (the document holds the rest; the notes said why).
+    #[error(
+        "{refused} tool{} or server{} left out of the export (see the warnings above); the \
+         document holds the rest",
+        if *refused == 1 { "" } else { "s" },
+        if *refused == 1 { "" } else { "s" }
+    )]
+    ExportRefused {
+        /// How many tools were left out.
+        refused: usize,
+    },
     /// Reading or writing a local file, or starting a process, failed.
     #[error("cannot {action}: {source}")]
     Io {
@@ -442,6 +459,8 @@ impl Error {
                 .first()
                 .map_or(exit::OTHER, |failure| failure.error.exit_code()),
             Error::Unhealthy { .. }
+            | Error::ExportRefused { .. }
+            | Error::PinsDiffer { .. }
             | Error::Http { .. }
             | Error::Transport(_)
             | Error::Protocol(_)
@@ -476,6 +495,8 @@ impl Error {
             Error::Rpc { error, .. } => rpc_kind(error),
             Error::ToolReported { .. } => "toolError",
             Error::Unhealthy { .. } => "unhealthy",
+            Error::ExportRefused { .. } => "exportRefused",
+            Error::PinsDiffer { .. } => "pinsDiffer",
             Error::Io { .. } => "io",
             Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
             Error::AgentStopped { .. } => "agentFailed",

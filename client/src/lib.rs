@@ -44,6 +44,7 @@ mod endpoint;
 mod error;
 mod identity;
 mod link;
+mod mcp_relay;
 mod render;
 mod run;
 mod sanitize;
@@ -132,6 +133,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 }
 
 fn execute(invocation: Invocation) -> Result<(), Error> {
+    if let Command::Mcp { progressive } = invocation.command {
+        let environment = EndpointEnv::from_process();
+        // The host talks MCP on stdout: nothing else may be written there, and the relay
+        // writes it from the runtime (so stdout is not locked here).
+        let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))
+            .inspect_err(|_| mcp_relay::say_not_running())?;
+        return runtime()?.block_on(mcp_relay::run(
+            endpoint,
+            progressive,
+            invocation.require_identity,
+        ));
+    }
     let terminal = std::io::stdout().is_terminal();
     let mut stdout = std::io::stdout().lock();
     let environment = EndpointEnv::from_process();

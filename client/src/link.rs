@@ -341,6 +341,51 @@ impl DaemonLink {
     }
 }
 
+impl DaemonLink {
+    /// Sends one `POST` (or another method) to `path` with the token and `headers`, and reads
+    /// the whole answer: for the MCP relay (`mcp_relay.rs`), which passes the gateway's
+    /// messages through rather than speaking JSON-RPC to the daemon itself.
+    pub(crate) async fn exchange_raw(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<(StatusCode, header::HeaderMap, Bytes), Error> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, &self.host_header)
+            .header(header::AUTHORIZATION, &self.authorization)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream");
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|error| Error::Other(format!("cannot build the HTTP request: {error}")))?;
+        self.sender
+            .ready()
+            .await
+            .map_err(|error| Error::Transport(error.to_string()))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|error| Error::Transport(error.to_string()))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|error| Error::Transport(error.to_string()))?
+            .to_bytes();
+        Ok((status, headers, bytes))
+    }
+}
+
 /// How a connection ended under `error`, for "the connection was … before it answered".
 fn lost_reason(error: &hyper::Error) -> String {
     let reset = std::error::Error::source(error)

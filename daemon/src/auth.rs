@@ -140,6 +140,8 @@ struct Minted {
     id: String,
     scope: Arc<Scope>,
     label: Option<String>,
+    /// The MCP gateway's mode for its sessions when the host names none.
+    gateway_mode: Option<tool_cli_protocol::methods::GatewayMode>,
 }
 
 /// The owner token and every minted token.
@@ -261,9 +263,19 @@ impl TokenStore {
                 token,
                 scope: Arc::new(scope),
                 label: params.label,
+                gateway_mode: params.gateway_mode,
             },
         );
         Ok(result)
+    }
+
+    /// The MCP gateway mode minted with the live token `token_id`, if one was.
+    pub fn gateway_mode(&self, token_id: &str) -> Option<tool_cli_protocol::methods::GatewayMode> {
+        let minted = self.minted.read().unwrap();
+        minted
+            .values()
+            .find(|entry| entry.id == token_id)
+            .and_then(|entry| entry.gateway_mode)
     }
 
     /// Revokes a minted token; false when no live token has that id.
@@ -373,11 +385,17 @@ mod tests {
                     read_only: true,
                     ttl_seconds: Some(60),
                     label: Some("sub-agent".into()),
+                    gateway_mode: Some(tool_cli_protocol::methods::GatewayMode::Progressive),
                     ..MintTokenParams::default()
                 },
                 now,
             )
             .unwrap();
+        assert_eq!(
+            store.gateway_mode(&minted.token_id),
+            Some(tool_cli_protocol::methods::GatewayMode::Progressive)
+        );
+        assert_eq!(store.gateway_mode("0000000000000000"), None);
         let header = format!("Bearer {}", minted.token);
         let grant = store.authenticate(header.as_bytes(), now).unwrap();
         assert!(!grant.is_owner);

@@ -14,6 +14,7 @@ pub mod config;
 pub mod edge;
 mod elicitation;
 pub mod error;
+
 pub mod log_filter;
 mod log_text;
 pub mod memory;

@@ -265,6 +265,20 @@ pub struct MintTokenParams {
     /// A label for `listTokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The MCP gateway's mode for this token's sessions when the host names none (`?mode=` or
+    /// the `Tool-Cli-Gateway-Mode` header); omitted means pass-through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_mode: Option<GatewayMode>,
+}
+
+/// How the MCP gateway (`/mcp`, `tool-cli mcp`) shows the pool to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GatewayMode {
+    /// Every visible tool as `server__tool`.
+    PassThrough,
+    /// Six meta-tools to list servers, search, describe and call tools.
+    Progressive,
 }
 
 /// Result of `mintToken`.

@@ -108,7 +108,7 @@ shapes! {
     DescribeToolParams: r#"{"server": string, "tool": string}"#;
     CallToolParams: r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string, "resetTimeoutOnProgress"?: boolean, "maxTotalTimeoutMs"?: integer}"#;
     CallEventsParams: r#"{"progressId": string, "after"?: integer, "waitMs"?: integer}"#;
-    MintTokenParams: r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#, absent = default;
+    MintTokenParams: r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string, "gatewayMode"?: "pass-through" | "progressive"}"#, absent = default;
     ReadSpilledParams: r#"{"id": string, "offset"?: integer, "length"?: integer}"#;
     RevokeTokenParams: r#"{"tokenId": string}"#;
     ReadResourceParams: r#"{"server": string, "uri": string}"#;

@@ -29,6 +29,7 @@ mod embedded;
 mod failures;
 mod fast_path;
 mod first_hour;
+mod gateway;
 mod handle_scope;
 mod hardening;
 mod lifecycle;

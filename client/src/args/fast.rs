@@ -17,7 +17,7 @@ use super::grammar::Cli;
 
 /// The names that make a first word a subcommand rather than a server (`grammar.rs`); a unit
 /// test checks that this list is clap's.
-pub(super) const SUBCOMMANDS: [&str; 17] = [
+pub(super) const SUBCOMMANDS: [&str; 20] = [
     "resource",
     "prompt",
     "health",
@@ -34,6 +34,9 @@ pub(super) const SUBCOMMANDS: [&str; 17] = [
     "auth",
     "chain",
     "many",
+    "mcp",
+    "export",
+    "pin",
     "help",
 ];
 

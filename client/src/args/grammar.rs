@@ -187,6 +187,86 @@ pub(super) enum TopSubcommand {
     Chain(chain::ChainArgs),
     /// Run calls at once and answer each (callMany; wins over a server named `many`)
     Many(chain::ManyArgs),
+    /// Serve the daemon's pool to an MCP host over stdio (`{"command": "tool-cli", "args":
+    /// ["mcp"]}`), relayed to the running daemon's gateway (wins over a server named `mcp`)
+    /// Pin the servers' tool, prompt and template definitions against rug pulls, show what
+    /// changed, or verify them in CI (wins over a server named `pin`)
+    #[command(args_conflicts_with_subcommands = true)]
+    Pin {
+        #[command(subcommand)]
+        action: Option<PinSubcommand>,
+        /// Pin only this server [default: every server]
+        #[arg(value_name = "SERVER")]
+        server: Option<String>,
+        /// The pin store [default: $TOOL_CLI_PINS, else ~/.config/tool-cli/pins.json]
+        #[arg(long, global = true, value_name = "PATH")]
+        pins: Option<PathBuf>,
+    },
+    /// Write the tools as an OpenAI or Anthropic tools array or an OpenAPI document on stdout,
+    /// notes on stderr; exit 1 when a tool could not be exported (wins over a server named
+    /// `export`)
+    Export {
+        /// openai (Chat Completions tools), openai-responses, anthropic, or openapi (3.1)
+        #[arg(value_name = "FORMAT", value_parser = ["openai", "openai-responses", "anthropic", "openapi"])]
+        format: String,
+        /// Only this server's tools [default: every server the token can see]
+        #[arg(long, value_name = "SERVER")]
+        server: Option<String>,
+        /// Mark `strict: true` on tools whose schemas already meet the provider's strict rules
+        #[arg(long)]
+        strict: bool,
+        /// OpenAPI only: the base URL written in `servers`
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
+    Mcp {
+        /// Show six meta-tools (list_servers, search_tools, describe_tool, call_*_tool) instead
+        /// of every tool as server__tool
+        #[arg(long)]
+        progressive: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum PinSubcommand {
+    /// Show each field that differs from the pins, for every pinned server or one
+    Diff {
+        /// Only this server
+        #[arg(value_name = "SERVER")]
+        server: Option<String>,
+    },
+    /// Approve one item of a pinned server as it is now (re-pin it, or drop a vanished one)
+    #[command(group(clap::ArgGroup::new("item").required(true).args(["tool", "prompt", "resource_template", "instructions"])))]
+    Approve {
+        /// The server
+        #[arg(value_name = "SERVER")]
+        server: String,
+        /// A tool, by its name on the server
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// A prompt, by its name
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// A resource template, by its URI template
+        #[arg(long, value_name = "URI_TEMPLATE")]
+        resource_template: Option<String>,
+        /// The server's instructions
+        #[arg(long)]
+        instructions: bool,
+    },
+    /// Stop pinning a server
+    Remove {
+        /// The server
+        #[arg(value_name = "SERVER")]
+        server: String,
+    },
+    /// Check the pinned servers against the pins (with --lock: every server must be pinned and
+    /// unchanged, and nothing flagged); exit 1 when they differ
+    Verify {
+        /// Treat the store as a lockfile: every server the daemon has must be pinned
+        #[arg(long)]
+        lock: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

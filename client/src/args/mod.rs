@@ -46,6 +46,47 @@ use grammar::{Cli, DaemonAction, ResourceAction, TopSubcommand};
 pub(crate) use progress::ProgressChoice;
 pub(crate) use prompts::PromptCommand;
 
+/// `tool-cli export`: the format (`openai`, `openai-responses`, `anthropic`, `openapi`) and
+/// its options.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExportRequest {
+    pub(crate) format: String,
+    pub(crate) server: Option<String>,
+    pub(crate) strict: bool,
+    pub(crate) base_url: Option<String>,
+}
+
+/// `tool-cli pin …`: where the store is and what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PinCommand {
+    pub(crate) pins: Option<PathBuf>,
+    pub(crate) action: PinAction,
+}
+
+/// What `tool-cli pin` does.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PinAction {
+    /// `tool-cli pin [SERVER]`: pin every server or one.
+    Pin { server: Option<String> },
+    /// `tool-cli pin diff [SERVER]`.
+    Diff { server: Option<String> },
+    /// `tool-cli pin verify [--lock]`.
+    Verify { lock: bool },
+    /// `tool-cli pin approve SERVER --tool|--prompt|--resource-template NAME|--instructions`.
+    Approve { server: String, item: PinItem },
+    /// `tool-cli pin remove SERVER`.
+    Remove { server: String },
+}
+
+/// One pinned item named on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PinItem {
+    Tool(String),
+    Prompt(String),
+    ResourceTemplate(String),
+    Instructions,
+}
+
 /// What the user asked for, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
@@ -68,6 +109,12 @@ pub(crate) enum Command {
         tool: String,
         arguments: kv::ArgumentWords,
     },
+    /// `tool-cli pin [SERVER]`, `pin diff [SERVER]`, `pin verify [--lock]`.
+    Pin(PinCommand),
+    /// `tool-cli export FORMAT [--server S] [--strict] [--base-url URL]`.
+    Export(ExportRequest),
+    /// `tool-cli mcp [--progressive]`: relay stdio to the daemon's MCP gateway.
+    Mcp { progressive: bool },
     /// `tool-cli completions SHELL`: print the completion script.
     Completions(complete::Shell),
     /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
@@ -262,6 +309,50 @@ fn interpret(
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
+        Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
+        Some(TopSubcommand::Pin {
+            action,
+            server,
+            pins,
+        }) => Command::Pin(PinCommand {
+            pins,
+            action: match action {
+                None => PinAction::Pin { server },
+                Some(grammar::PinSubcommand::Diff { server }) => PinAction::Diff { server },
+                Some(grammar::PinSubcommand::Verify { lock }) => PinAction::Verify { lock },
+                Some(grammar::PinSubcommand::Approve {
+                    server,
+                    tool,
+                    prompt,
+                    resource_template,
+                    instructions,
+                }) => PinAction::Approve {
+                    server,
+                    item: match (tool, prompt, resource_template) {
+                        (Some(tool), _, _) => PinItem::Tool(tool),
+                        (_, Some(prompt), _) => PinItem::Prompt(prompt),
+                        (_, _, Some(template)) => PinItem::ResourceTemplate(template),
+                        // clap requires exactly one of the four.
+                        _ => {
+                            debug_assert!(instructions);
+                            PinItem::Instructions
+                        }
+                    },
+                },
+                Some(grammar::PinSubcommand::Remove { server }) => PinAction::Remove { server },
+            },
+        }),
+        Some(TopSubcommand::Export {
+            format,
+            server,
+            strict,
+            base_url,
+        }) => Command::Export(ExportRequest {
+            format,
+            server,
+            strict,
+            base_url,
+        }),
         Some(TopSubcommand::Complete { words }) => Command::Complete(complete::request(&words)),
         Some(TopSubcommand::Search(args)) => Command::Search(search::request(args).map_err(usage)?),
         Some(TopSubcommand::Prompt { action }) => {

@@ -596,6 +596,7 @@ fn token_mint_collects_repeated_globs_and_options() {
             read_only: true,
             ttl_seconds: Some(3600),
             label: Some("sub-agent 1".into()),
+            gateway_mode: None,
         })
     );
 }

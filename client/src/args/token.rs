@@ -1,7 +1,7 @@
 //! `tool-cli token mint|list|revoke`: the grammar and the checks that need no daemon.
 
 use clap::Subcommand;
-use tool_cli_protocol::methods::MintTokenParams;
+use tool_cli_protocol::methods::{GatewayMode, MintTokenParams};
 
 use super::Command;
 use crate::error::Error;
@@ -39,6 +39,11 @@ pub(super) enum TokenAction {
         /// A label shown by `tool-cli token list`
         #[arg(long, value_name = "TEXT")]
         label: Option<String>,
+
+        /// The MCP gateway's mode for this token's sessions when the host names none:
+        /// pass-through or progressive [default: pass-through]
+        #[arg(long, value_name = "MODE", value_parser = ["pass-through", "progressive"])]
+        gateway_mode: Option<String>,
     },
     /// List live minted tokens (never their secrets)
     List,
@@ -61,6 +66,7 @@ pub(super) fn token_command(action: TokenAction) -> Result<Command, Error> {
             read_only,
             ttl,
             label,
+            gateway_mode,
         } => {
             let well_formed = |glob: &String| {
                 glob.split_once('/')
@@ -99,6 +105,10 @@ pub(super) fn token_command(action: TokenAction) -> Result<Command, Error> {
                 read_only,
                 ttl_seconds: ttl,
                 label,
+                gateway_mode: gateway_mode.map(|mode| match mode.as_str() {
+                    "progressive" => GatewayMode::Progressive,
+                    _ => GatewayMode::PassThrough,
+                }),
             }))
         }
         TokenAction::List => Ok(Command::ListTokens),

@@ -19,8 +19,10 @@ pub(crate) mod complete;
 pub(crate) mod config;
 pub(crate) mod daemon;
 mod elicitation;
+mod export;
 mod listing;
 mod output;
+mod pin;
 pub(crate) mod plain;
 mod progress;
 mod prompts;
@@ -191,6 +193,8 @@ pub(crate) async fn run(
         Command::TracesReport(request) => admin::traces_report(client, &mut output, request).await,
         Command::Auth(command) => auth::run(client, &mut output, command).await,
         Command::Search(request) => search::search(client, &mut output, request).await,
+        Command::Export(request) => export::run(client, &mut output, request).await,
+        Command::Pin(command) => pin::run(client, &mut output, command).await,
         Command::Batch(command) => {
             let flags = crate::args::chain_document::BatchFlags {
                 session: invocation.call.session.clone(),
@@ -202,6 +206,7 @@ pub(crate) async fn run(
             chain::run(client, &mut output, command, flags).await
         }
         Command::Daemon(_)
+        | Command::Mcp { .. }
         | Command::Completions(_)
         | Command::Complete(_)
         | Command::ConfigImport(_) => Err(Error::Other(

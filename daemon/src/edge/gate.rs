@@ -52,6 +52,8 @@ pub(crate) struct Gate {
     pub(crate) max_body_bytes: usize,
     /// Writes the `/metrics` page.
     pub(crate) metrics: MetricsPage,
+    /// The MCP gateway at `/mcp` (`gateway/`), when served.
+    pub(crate) mcp: Option<Arc<crate::edge::gateway::Endpoint>>,
 }
 
 /// What answers `GET /metrics`: the page's text, made when it is asked for.
@@ -73,6 +75,8 @@ enum Pass {
     Identity,
     /// The metrics page, asked for with the owner token.
     Metrics(Grant),
+    /// The MCP gateway, with the caller's grant.
+    Mcp(Grant),
 }
 
 impl Gate {
@@ -107,8 +111,12 @@ impl Gate {
     ) -> Result<Pass, StatusCode> {
         // `/metrics` is read with GET (what Prometheus sends); everything else is a POST.
         let metrics = uri.path() == METRICS_PATH;
+        // The MCP gateway also takes `DELETE` (a host ending its session).
+        let mcp = self.mcp.is_some() && uri.path() == crate::edge::gateway::PATH;
         let method_ok = if metrics {
             method == Method::GET
+        } else if mcp {
+            method == Method::POST || method == Method::DELETE
         } else {
             method == Method::POST
         };
@@ -141,11 +149,14 @@ impl Gate {
         if !only_chunked(headers) {
             return Err(StatusCode::NOT_IMPLEMENTED);
         }
-        if uri.query().is_some() {
+        // The gateway's mode may be chosen in the URL (a host's config often holds only a URL);
+        // the gateway refuses any other query.
+        if uri.query().is_some() && !mcp {
             return Err(StatusCode::BAD_REQUEST);
         }
         match uri.path() {
             "/" | METRICS_PATH => {}
+            _ if mcp => {}
             identity::PATH => return Ok(Pass::Identity),
             _ => return Err(StatusCode::NOT_FOUND),
         }
@@ -166,6 +177,12 @@ impl Gate {
             } else {
                 Err(StatusCode::FORBIDDEN)
             };
+        }
+        if mcp {
+            // The gateway reads a body over the limit to its end before it refuses it (with the
+            // JSON-RPC error MCP clients read), since a client still writing when the
+            // connection closes sees a broken connection instead of the answer.
+            return Ok(Pass::Mcp(grant));
         }
         let declared = headers
             .get(header::CONTENT_LENGTH)
@@ -283,6 +300,83 @@ fn status(code: StatusCode) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
+/// Reads an admitted gateway request's body (within `limit`, within the body timeout) and
+/// answers it.
+async fn mcp_answer<B>(
+    endpoint: Arc<crate::edge::gateway::Endpoint>,
+    grant: Grant,
+    request: Request<B>,
+    limit: usize,
+) -> HttpResponse
+where
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = request.into_parts();
+    let read = read_within(body, limit);
+    let body = match tokio::time::timeout(crate::edge::shape_layer::BODY_READ_TIMEOUT, read).await {
+        Ok(BodyRead::Whole(body)) => body,
+        Ok(BodyRead::TooLarge) => return crate::edge::shape::too_large(limit),
+        Ok(BodyRead::Broken) => return status(StatusCode::BAD_REQUEST),
+        Err(_) => return status(StatusCode::REQUEST_TIMEOUT),
+    };
+    endpoint
+        .handle(crate::edge::gateway::GatewayRequest {
+            grant,
+            method: parts.method,
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers,
+            body,
+        })
+        .await
+}
+
+/// Most bytes of a gateway body read and dropped past the limit so that its refusal reaches the
+/// client; past this the connection is closed instead.
+const DRAIN_CEILING: usize = 256 * 1024 * 1024;
+
+/// What reading a gateway body came to.
+enum BodyRead {
+    Whole(hyper::body::Bytes),
+    /// Over the limit (and read to its end, within [`DRAIN_CEILING`]).
+    TooLarge,
+    Broken,
+}
+
+/// Reads `body` whole if it is within `limit`; past it, reads on without keeping anything.
+async fn read_within<B>(body: B, limit: usize) -> BodyRead
+where
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use http_body_util::BodyExt as _;
+    let mut body = std::pin::pin!(body);
+    let mut kept = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return BodyRead::Broken;
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen <= limit {
+            kept.extend_from_slice(&data);
+        } else {
+            kept = Vec::new();
+            if seen > DRAIN_CEILING {
+                return BodyRead::TooLarge;
+            }
+        }
+    }
+    if seen > limit {
+        BodyRead::TooLarge
+    } else {
+        BodyRead::Whole(hyper::body::Bytes::from(kept))
+    }
+}
+
 /// Tower layer applying a [`Gate`].
 #[derive(Clone)]
 pub(crate) struct GateLayer {
@@ -320,6 +414,8 @@ where
     S: tower::Service<HttpRequest<B>, Response = HttpResponse> + Send,
     S::Future: Send + 'static,
     S::Error: Send + 'static,
+    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = HttpResponse;
     type Error = S::Error;
@@ -357,6 +453,11 @@ where
                     Ok(metrics_answer(text))
                 })
             }
+            Ok(Pass::Mcp(grant)) => {
+                let endpoint = self.gate.mcp.clone().expect("admitted only when served");
+                let limit = self.gate.max_body_bytes;
+                Box::pin(async move { Ok(mcp_answer(endpoint, grant, request, limit).await) })
+            }
             Err(StatusCode::PAYLOAD_TOO_LARGE) => {
                 let response = crate::edge::shape::too_large(self.gate.max_body_bytes);
                 Box::pin(async { Ok(response) })
@@ -370,192 +471,4 @@ where
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::auth::Token;
-
-    fn gate() -> Gate {
-        Gate {
-            tokens: Arc::new(TokenStore::new(Token::from_text(&"ab".repeat(32)).unwrap())),
-            hosts: Gate::hosts(4000, &["host.docker.internal".to_owned()]),
-            origins: vec!["http://allowed.example".to_owned()],
-            max_body_bytes: 1024,
-            metrics: MetricsPage(Arc::new(|_: &Grant| String::new())),
-        }
-    }
-
-    fn head(method: &str, uri: &str, headers: &[(&str, &str)]) -> (Method, hyper::Uri, HeaderMap) {
-        let mut map = HeaderMap::new();
-        for (name, value) in headers {
-            map.append(
-                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                HeaderValue::from_str(value).unwrap(),
-            );
-        }
-        (method.parse().unwrap(), uri.parse().unwrap(), map)
-    }
-
-    fn verdict(method: &str, uri: &str, headers: &[(&str, &str)]) -> u16 {
-        let (method, uri, headers) = head(method, uri, headers);
-        match gate().check(&method, &uri, &headers) {
-            Ok(Pass::Rpc(_)) => 200,
-            Ok(Pass::Identity) => 0,
-            Ok(Pass::Metrics(_)) => 1,
-            Err(code) => refusal(code).status().as_u16(),
-        }
-    }
-
-    const BEARER: &str = "Bearer abababababababababababababababababababababababababababababababab";
-
-    #[test]
-    fn each_rule_has_its_status() {
-        let ok = [
-            ("host", "127.0.0.1:4000"),
-            ("content-type", "application/json"),
-            ("authorization", BEARER),
-        ];
-        assert_eq!(verdict("POST", "/", &ok), 200);
-        assert_eq!(verdict("GET", "/", &ok), 405);
-        // The metrics page: GET only, same host, origin, query and token rules, owner only.
-        assert_eq!(verdict("GET", "/metrics", &ok), 1);
-        assert_eq!(verdict("POST", "/metrics", &ok), 405);
-        assert_eq!(verdict("GET", "/metrics", &ok[..2]), 401);
-        assert_eq!(verdict("GET", "/metrics?x=1", &ok), 400);
-        assert_eq!(
-            verdict(
-                "GET",
-                "/metrics",
-                &[ok[1], ok[2], ("host", "evil.example:4000")]
-            ),
-            403
-        );
-        assert_eq!(verdict("OPTIONS", "/", &ok), 405);
-        for host in [
-            "evil.example",
-            "localhost.evil.example",
-            "127.0.0.1:4001",
-            "127.0.0.1",
-            "host.docker.internal",
-            "host.docker.internal:4001",
-        ] {
-            let headers = [ok[1], ok[2], ("host", host)];
-            assert_eq!(verdict("POST", "/", &headers), 403, "{host}");
-        }
-        assert_eq!(verdict("POST", "/", &ok[1..]), 403, "missing host");
-        assert_eq!(
-            verdict("POST", "/", &[ok[0], ok[0], ok[1], ok[2]]),
-            403,
-            "two hosts"
-        );
-        for host in ["LOCALHOST:4000", "[::1]:4000", "Host.Docker.Internal:4000"] {
-            assert_eq!(verdict("POST", "/", &[("host", host), ok[1], ok[2]]), 200);
-        }
-        // An absolute-form target names the host it is for: it must be us, like `Host`.
-        for target in [
-            "http://evil.example/",
-            "http://127.0.0.1:4001/",
-            "http://user@127.0.0.1:4000/",
-        ] {
-            assert_eq!(verdict("POST", target, &ok), 403, "{target}");
-        }
-        assert_eq!(verdict("POST", "http://127.0.0.1:4000/", &ok), 200);
-        for origin in ["http://evil.example", "null", "http://localhost:4001"] {
-            let headers = [ok[0], ok[1], ok[2], ("origin", origin)];
-            assert_eq!(verdict("POST", "/", &headers), 403, "{origin}");
-        }
-        let allowed = [ok[0], ok[1], ok[2], ("origin", "http://allowed.example")];
-        assert_eq!(verdict("POST", "/", &allowed), 200);
-        for coding in ["gzip, chunked", "gzip", "chunked, chunked", "identity"] {
-            let headers = [ok[0], ok[1], ok[2], ("transfer-encoding", coding)];
-            assert_eq!(verdict("POST", "/", &headers), 501, "{coding}");
-        }
-        let chunked = [ok[0], ok[1], ok[2], ("transfer-encoding", "Chunked")];
-        assert_eq!(verdict("POST", "/", &chunked), 200);
-        assert_eq!(verdict("POST", "/?token=x", &ok), 400);
-        assert_eq!(verdict("POST", "/other", &ok), 404);
-        // Any content type, or none: the body decides.
-        for content_type in [
-            "text/plain",
-            "application/x-www-form-urlencoded",
-            "application/json; charset=utf-16",
-        ] {
-            let headers = [ok[0], ("content-type", content_type), ok[2]];
-            assert_eq!(verdict("POST", "/", &headers), 200, "{content_type}");
-        }
-        assert_eq!(verdict("POST", "/", &[ok[0], ok[2]]), 200);
-        assert_eq!(verdict("POST", "/", &ok[..2]), 401);
-        assert_eq!(verdict("POST", "/", &[ok[0], ok[1], ok[2], ok[2]]), 401);
-        assert_eq!(
-            verdict(
-                "POST",
-                "/",
-                &[ok[0], ok[1], ok[2], ("content-length", "2048")]
-            ),
-            413
-        );
-        assert_eq!(verdict("POST", "/identity", &[ok[0], ok[1]]), 0);
-        assert_eq!(verdict("POST", "/identity", &[ok[0]]), 0);
-    }
-
-    #[test]
-    fn jsonrpsee_sees_json_and_no_upgrade() {
-        let (_, _, mut headers) = head(
-            "POST",
-            "/",
-            &[
-                ("content-type", "text/plain; charset=utf-16"),
-                ("connection", "upgrade"),
-                ("upgrade", "websocket"),
-            ],
-        );
-        prepare_for_jsonrpsee(&mut headers);
-        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-        assert!(headers.get(header::UPGRADE).is_none());
-        let (_, _, mut headers) = head("POST", "/", &[]);
-        prepare_for_jsonrpsee(&mut headers);
-        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-    }
-
-    #[test]
-    fn identity_proves_the_token_for_the_host_dialed() {
-        let gate = gate();
-        let token = gate.tokens.owner().clone();
-        let nonce = "1".repeat(64);
-        let (_, _, headers) = head(
-            "POST",
-            "/identity",
-            &[
-                ("host", "127.0.0.1:4000"),
-                (identity::NONCE_HEADER, &nonce),
-                (identity::TOKEN_ID_HEADER, &token.id()),
-            ],
-        );
-        let response = gate.identity(&headers);
-        assert_eq!(response.status(), StatusCode::OK);
-
-        let (_, _, headers) = head(
-            "POST",
-            "/identity",
-            &[
-                ("host", "127.0.0.1:4000"),
-                (identity::NONCE_HEADER, &nonce),
-                (identity::TOKEN_ID_HEADER, "0000000000000000"),
-            ],
-        );
-        let unknown = gate.identity(&headers);
-        assert_eq!(unknown.status(), StatusCode::FORBIDDEN);
-        assert_eq!(
-            unknown.headers().get(header::CONTENT_TYPE).unwrap(),
-            "application/json"
-        );
-        let (_, _, headers) = head(
-            "POST",
-            "/identity",
-            &[
-                (identity::NONCE_HEADER, "short"),
-                (identity::TOKEN_ID_HEADER, &token.id()),
-            ],
-        );
-        assert_eq!(gate.identity(&headers).status(), StatusCode::BAD_REQUEST);
-    }
-}
+mod tests;

@@ -11,6 +11,7 @@
 pub(crate) mod answer;
 mod batch;
 mod gate;
+mod gateway;
 pub(crate) mod rpc;
 pub mod server;
 mod shape;

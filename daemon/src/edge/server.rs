@@ -107,6 +107,7 @@ pub async fn run(
         }
         Listener::Unix(_) => Vec::new(),
     };
+    let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
     let gate = Arc::new(Gate {
         tokens: Arc::clone(services.tokens()),
         hosts,
@@ -118,6 +119,11 @@ pub async fn run(
                 metrics.page(&CallContext::new(grant.clone()))
             }))
         },
+        mcp: Some(Arc::new(crate::edge::gateway::Endpoint::new(
+            Arc::clone(&services),
+            grace_over_receiver.clone(),
+            options.grace.as_millis() as u64,
+        ))),
     });
     let config = ServerConfig::builder()
         .http_only()
@@ -165,7 +171,6 @@ pub async fn run(
             }
         })
     };
-    let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
     let answers = crate::edge::rpc::Answers {
         max_response_bytes: options.max_response_bytes,
         spill: Arc::clone(&spill),

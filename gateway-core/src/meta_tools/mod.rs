@@ -58,9 +58,8 @@ list_servers shows which servers there are; pass one as `server` to search only 
 3. Call it with the call tool its access label names: [read] call_read_only_tool, [write] \
 call_write_tool, [destructive] call_destructive_tool. `arguments` is the JSON object of \
 arguments written as a string, matching the schema, e.g. \"{\\\"path\\\": \\\"notes.txt\\\"}\".
-A call whose arguments do not match the schema is refused with the schema; a tool whose \
-definition changed since it was approved is withheld until a person approves it again. \
-Results are the tool's own, unchanged.";
+A call whose arguments do not match the schema is refused with the schema. Results are the \
+tool's own, unchanged.";
 
 /// What a tool may do, from its annotations: which call tool reaches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

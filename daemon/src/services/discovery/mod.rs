@@ -8,6 +8,7 @@
 //! Resource reads and prompts are the exception: they go to the server through the pipeline's
 //! protection, like a call.
 
+mod gateway;
 mod health;
 mod prompts;
 mod resources;
@@ -31,6 +32,7 @@ use crate::paging::{MAX_PAGE, Page};
 use crate::pipeline::{CallContext, Pipeline, listed, resolve_server};
 use crate::tool_search::ToolSearch;
 use crate::trace::Traces;
+pub(crate) use gateway::{CatalogVersion, VisibleTool};
 
 /// How many tool names `listServers` gives as examples.
 const EXAMPLE_TOOLS: usize = 3;

@@ -1,0 +1,308 @@
+//! `tool-cli pin [SERVER]`, `pin diff [SERVER]` and `pin verify [--lock]`: pinning against rug
+//! pulls (`docs/pinning.md`) from the client, over `tool_cli_gateway_core::pin`. The listings
+//! come from the daemon (`listTools` + `describeTool`, `listPrompts`, `listResourceTemplates`),
+//! so they are what the token sees; pin with the owner token. The store is a JSON file
+//! (`--pins PATH`, else `$TOOL_CLI_PINS`, else `$XDG_CONFIG_HOME/tool-cli/pins.json`, else
+//! `~/.config/tool-cli/pins.json`), written 0600 and read failing closed.
+//!
+//! `pin approve SERVER --tool NAME` (or `--prompt`, `--resource-template`, `--instructions`)
+//! re-pins one item as it is now, and `pin remove SERVER` stops pinning a server.
+//!
+//! Not yet: the servers' `instructions` (the daemon's protocol does not carry them, so they are
+//! not pinned here) and the daemon hiding changed items.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tool_cli_gateway_core::pin::lock::{LockOptions, verify_lock};
+use tool_cli_gateway_core::pin::store::PinStore;
+use tool_cli_gateway_core::pin::{ItemKey, ServerListing, ServerPins, detect, diff};
+use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, name};
+
+use super::output::note;
+use super::{Output, warn};
+use crate::args::{PinCommand, PinItem};
+use crate::client::{Client, parse_result};
+use crate::error::Error;
+
+/// Where the pin store is: `--pins`, else `TOOL_CLI_PINS`, else the XDG config directory's
+/// `tool-cli/pins.json`, else `~/.config/tool-cli/pins.json`.
+pub(crate) fn store_path(
+    given: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<PathBuf, Error> {
+    if let Some(path) = given {
+        return Ok(path.to_owned());
+    }
+    let non_empty = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    if let Some(path) = non_empty("TOOL_CLI_PINS") {
+        return Ok(PathBuf::from(path));
+    }
+    if let Some(config) = non_empty("XDG_CONFIG_HOME").filter(|dir| Path::new(dir).is_absolute()) {
+        return Ok(Path::new(&config).join("tool-cli").join("pins.json"));
+    }
+    match non_empty("HOME") {
+        Some(home) => Ok(Path::new(&home).join(".config/tool-cli/pins.json")),
+        None => Err(Error::Usage(
+            "no place for the pin store: give --pins PATH (or set TOOL_CLI_PINS)".to_owned(),
+        )),
+    }
+}
+
+/// Runs a `tool-cli pin` command.
+pub(super) async fn run(
+    client: &mut Client,
+    output: &mut Output<'_>,
+    command: PinCommand,
+) -> Result<(), Error> {
+    let path = store_path(command.pins.as_deref(), |name| std::env::var(name).ok())?;
+    let stored = PinStore::load(&path).map_err(|error| Error::Usage(error.to_string()))?;
+    match command.action {
+        crate::args::PinAction::Pin { server } => {
+            let mut store = stored.unwrap_or_default();
+            let servers = servers_to_read(client, server.as_deref()).await?;
+            let mut pinned = Vec::new();
+            for server in &servers {
+                let listing = listing(client, server).await?;
+                for listing_note in store.pin_server(&listing) {
+                    warn(&format!(
+                        "server {server}, {}: {}",
+                        listing_note.position, listing_note.message
+                    ));
+                }
+                pinned.push(server.clone());
+            }
+            store
+                .save(&path)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            // What the detectors flag in what was just pinned: for a person to review.
+            let pins: Vec<(String, ServerPins)> = pinned
+                .iter()
+                .filter_map(|server| Some((server.clone(), store.server(server)?.clone())))
+                .collect();
+            let scanned: Vec<(&str, &ServerPins)> = pins
+                .iter()
+                .map(|(server, pins)| (server.as_str(), pins))
+                .collect();
+            for finding in detect::scan(&scanned) {
+                warn(&finding.to_string());
+            }
+            if output.json {
+                return output.emit_json(&json!({"pinned": pinned, "store": path}));
+            }
+            output.emit_text(&format!(
+                "pinned {} server{} ({}) in {}",
+                pinned.len(),
+                if pinned.len() == 1 { "" } else { "s" },
+                pinned.join(", "),
+                path.display()
+            ))
+        }
+        crate::args::PinAction::Diff { server } => {
+            let store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            let servers: Vec<String> = match server {
+                Some(server) => vec![server],
+                None => store.servers().map(str::to_owned).collect(),
+            };
+            let mut text = String::new();
+            for server in &servers {
+                let Some(pinned) = store.server(server) else {
+                    return Err(Error::Usage(format!(
+                        "server {server} is not pinned in {}; pin it with `tool-cli pin {server}`",
+                        path.display()
+                    )));
+                };
+                let (current, _) = ServerPins::from_listing(&listing(client, server).await?);
+                text.push_str(&diff::render(server, &diff::diff_server(pinned, &current)));
+            }
+            if text.trim().is_empty() {
+                text = format!("no differences from the pins in {}", path.display());
+            }
+            output.emit_text(text.trim_end())
+        }
+        crate::args::PinAction::Approve { server, item } => {
+            let mut store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            let key = match item {
+                PinItem::Tool(name) => ItemKey::tool(name),
+                PinItem::Prompt(name) => ItemKey::prompt(name),
+                PinItem::ResourceTemplate(template) => ItemKey::resource_template(template),
+                PinItem::Instructions => ItemKey::instructions(),
+            };
+            let listing = listing(client, &server).await?;
+            let changed = store
+                .approve_item(&listing, &key)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            store
+                .save(&path)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            output.emit_text(&if changed {
+                format!("approved {key} of server {server} as it is now")
+            } else {
+                format!("{key} of server {server} was already pinned as it is")
+            })
+        }
+        crate::args::PinAction::Remove { server } => {
+            let mut store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            if !store.unpin_server(&server) {
+                return Err(Error::Usage(format!(
+                    "server {server} is not pinned in {}",
+                    path.display()
+                )));
+            }
+            store
+                .save(&path)
+                .map_err(|error| Error::Usage(error.to_string()))?;
+            output.emit_text(&format!("server {server} is no longer pinned"))
+        }
+        crate::args::PinAction::Verify { lock } => {
+            let store = stored.ok_or_else(|| nothing_pinned(&path))?;
+            // Without --lock only the pinned servers are checked; with it every server the
+            // daemon has must be pinned too.
+            let servers: Vec<String> = if lock {
+                servers_to_read(client, None).await?
+            } else {
+                store.servers().map(str::to_owned).collect()
+            };
+            let mut current = Vec::new();
+            let mut unreachable = Vec::new();
+            for server in &servers {
+                match listing(client, server).await {
+                    Ok(listing) => {
+                        current.push((server.clone(), ServerPins::from_listing(&listing).0))
+                    }
+                    Err(error) => unreachable.push((server.clone(), error.to_string())),
+                }
+            }
+            let current: Vec<(&str, &ServerPins)> = current
+                .iter()
+                .map(|(server, pins)| (server.as_str(), pins))
+                .collect();
+            let unreachable: Vec<(&str, &str)> = unreachable
+                .iter()
+                .map(|(server, reason)| (server.as_str(), reason.as_str()))
+                .collect();
+            let verdict = verify_lock(&store, &current, &unreachable, LockOptions::default());
+            output.emit_text(verdict.render().trim_end())?;
+            if verdict.passed() {
+                Ok(())
+            } else {
+                Err(Error::PinsDiffer {
+                    problems: verdict.problems.len(),
+                })
+            }
+        }
+    }
+}
+
+fn nothing_pinned(path: &Path) -> Error {
+    Error::Usage(format!(
+        "nothing is pinned: {} does not exist; pin the servers first with `tool-cli pin`",
+        path.display()
+    ))
+}
+
+/// `server`, or every server the daemon lists.
+async fn servers_to_read(client: &mut Client, server: Option<&str>) -> Result<Vec<String>, Error> {
+    if let Some(server) = server {
+        return Ok(vec![server.to_owned()]);
+    }
+    let listed: ListServersResult = parse_result(
+        name::LIST_SERVERS,
+        client.call(name::LIST_SERVERS, None).await?,
+    )?;
+    Ok(listed
+        .servers
+        .into_iter()
+        .map(|server| server.name)
+        .collect())
+}
+
+/// What `server` shows now: its tools as listed, its prompts and its resource templates.
+async fn listing(client: &mut Client, server: &str) -> Result<ServerListing, Error> {
+    let listed: ListToolsResult = parse_result(
+        name::LIST_TOOLS,
+        client
+            .call(name::LIST_TOOLS, Some(json!({"server": server})))
+            .await?,
+    )?;
+    let mut tools = Vec::new();
+    for tool in listed.tools {
+        let params = json!({"server": server, "tool": tool.name});
+        tools.push(client.call(name::DESCRIBE_TOOL, Some(params)).await?);
+    }
+    let prompts = client
+        .call(name::LIST_PROMPTS, Some(json!({"server": server})))
+        .await
+        .map(|answer| {
+            answer["prompts"]
+                .as_array()
+                .map(|prompts| {
+                    prompts
+                        .iter()
+                        .map(|entry| entry["prompt"].clone())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .unwrap_or_else(|error| {
+            note(&format!("server {server}: prompts not pinned ({error})"));
+            Vec::new()
+        });
+    let resource_templates = client
+        .call(
+            name::LIST_RESOURCE_TEMPLATES,
+            Some(json!({"server": server})),
+        )
+        .await
+        .map(|answer| answer["templates"].as_array().cloned().unwrap_or_default())
+        .unwrap_or_else(|error| {
+            note(&format!(
+                "server {server}: resource templates not pinned ({error})"
+            ));
+            Vec::<Value>::new()
+        });
+    Ok(ServerListing {
+        server: server.to_owned(),
+        instructions: None,
+        tools,
+        prompts,
+        resource_templates,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_found_from_the_flag_the_environment_or_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let given = Path::new("/tmp/p.json");
+        assert_eq!(store_path(Some(given), env(&[])).unwrap(), given);
+        assert_eq!(
+            store_path(
+                None,
+                env(&[("TOOL_CLI_PINS", "/a/pins.json"), ("HOME", "/h")])
+            )
+            .unwrap(),
+            Path::new("/a/pins.json")
+        );
+        assert_eq!(
+            store_path(None, env(&[("XDG_CONFIG_HOME", "/c"), ("HOME", "/h")])).unwrap(),
+            Path::new("/c/tool-cli/pins.json")
+        );
+        // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
+        assert_eq!(
+            store_path(None, env(&[("XDG_CONFIG_HOME", "c"), ("HOME", "/h")])).unwrap(),
+            Path::new("/h/.config/tool-cli/pins.json")
+        );
+        assert!(store_path(None, env(&[])).is_err());
+    }
+}

@@ -1,0 +1,394 @@
+//! The MCP gateway: the daemon's pool served as one MCP server (protocol 2025-11-25, also
+//! answering 2025-06-18 and 2025-03-26 hosts) over Streamable HTTP at [`PATH`], behind the same
+//! gate and bearer token as the JSON-RPC endpoint (`gate.rs` admits the request and attaches
+//! its `Grant`; a scoped token sees only its scope; a foreign `Origin` never gets here).
+//!
+//! Each `initialize` opens a session (`Mcp-Session-Id`) bound to the token that opened it, in
+//! one of two modes fixed for its life: pass-through (`pass_through.rs`: every visible tool as
+//! `server__tool`) or progressive (`progressive.rs`: six meta-tools). The mode comes from the
+//! query (`?mode=progressive`), else the `Tool-Cli-Gateway-Mode` header, else pass-through.
+//! Every tool call goes through the calls service (the one pipeline); listings read the
+//! catalogs the daemon already holds and never wait for a server.
+//!
+//! Answers are single JSON bodies (Streamable HTTP lets a server answer a POST with
+//! `application/json`); there is no server-to-client stream (`GET` is refused with 405, which
+//! the transport allows), so `list_changed`, progress and server requests are not relayed yet.
+
+mod messages;
+mod pass_through;
+mod progressive;
+mod resources;
+mod sessions;
+
+use std::sync::Arc;
+
+use hyper::body::Bytes;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Response, StatusCode};
+use jsonrpsee::server::{HttpBody, HttpResponse};
+use serde_json::{Value, json};
+
+use crate::auth::Grant;
+use crate::services::Services;
+pub(crate) use messages::Mode;
+use messages::{Incoming, RpcError};
+use sessions::{Session, SessionTable};
+
+/// Where the gateway is served.
+pub(crate) const PATH: &str = "/mcp";
+
+/// The header naming a session's mode when the query does not.
+pub(crate) const MODE_HEADER: &str = "tool-cli-gateway-mode";
+
+/// MCP's session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// MCP's protocol version header, sent by hosts after `initialize`.
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The protocol revisions answered, newest first; the first is offered to a host asking for
+/// any other.
+pub(crate) const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// One request the gate admitted to the gateway.
+pub(crate) struct GatewayRequest {
+    /// Its caller.
+    pub(crate) grant: Grant,
+    /// `POST` or `DELETE`.
+    pub(crate) method: Method,
+    /// The query, if any (`mode=…`).
+    pub(crate) query: Option<String>,
+    /// Its headers.
+    pub(crate) headers: HeaderMap,
+    /// Its body.
+    pub(crate) body: Bytes,
+}
+
+/// The gateway endpoint: the services it answers from and its sessions.
+pub(crate) struct Endpoint {
+    services: Arc<Services>,
+    sessions: SessionTable,
+    /// Recent pass-through `tools/list` answers, encoded.
+    lists: pass_through::ListCache,
+    /// Turns `true` when the shutdown grace period is over: a request still running then is
+    /// answered with a shutdown error (its call cancelled), as on the JSON-RPC endpoint.
+    grace_over: tokio::sync::watch::Receiver<bool>,
+    /// The grace period, for that error.
+    grace_ms: u64,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("gateway::Endpoint")
+    }
+}
+
+impl Endpoint {
+    pub(crate) fn new(
+        services: Arc<Services>,
+        grace_over: tokio::sync::watch::Receiver<bool>,
+        grace_ms: u64,
+    ) -> Endpoint {
+        Endpoint {
+            services,
+            sessions: SessionTable::default(),
+            lists: pass_through::ListCache::default(),
+            grace_over,
+            grace_ms,
+        }
+    }
+
+    /// Answers one HTTP request.
+    pub(crate) async fn handle(&self, request: GatewayRequest) -> HttpResponse {
+        let mode = match requested_mode(request.query.as_deref(), &request.headers) {
+            Ok(mode) => mode,
+            Err(message) => {
+                return error_answer(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    RpcError::invalid_request(message),
+                );
+            }
+        };
+        let session_id = request
+            .headers
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if request.method == Method::DELETE {
+            return match session_id {
+                Some(id) if self.sessions.remove(&id, &request.grant.token_id) => {
+                    status_answer(StatusCode::OK)
+                }
+                _ => status_answer(StatusCode::NOT_FOUND),
+            };
+        }
+        if let Some(version) = request
+            .headers
+            .get(PROTOCOL_VERSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            && !PROTOCOL_VERSIONS.contains(&version)
+        {
+            return error_answer(
+                StatusCode::BAD_REQUEST,
+                None,
+                RpcError::invalid_request(format!(
+                    "unsupported MCP-Protocol-Version {:?}; this gateway speaks {}",
+                    messages::excerpt(version),
+                    PROTOCOL_VERSIONS.join(", ")
+                )),
+            );
+        }
+        let incoming = match messages::parse(&request.body) {
+            Ok(incoming) => incoming,
+            Err(error) => return error_answer(StatusCode::BAD_REQUEST, None, error),
+        };
+        let (id, method, params) = match incoming {
+            // A notification or a host's answer: taken, nothing to say back.
+            Incoming::Notification | Incoming::Response => {
+                return status_answer(StatusCode::ACCEPTED);
+            }
+            Incoming::Request { id, method, params } => (id, method, params),
+        };
+        if method == "initialize" {
+            // The URL or header, else the mode the token was minted with, else pass-through.
+            let mode = mode
+                .or_else(|| {
+                    self.services
+                        .tokens()
+                        .gateway_mode(&request.grant.token_id)
+                        .map(Mode::from)
+                })
+                .unwrap_or(Mode::PassThrough);
+            return self.initialize(&request.grant, mode, id, &params);
+        }
+        let Some(session_id) = session_id else {
+            return error_answer(
+                StatusCode::BAD_REQUEST,
+                Some(id),
+                RpcError::invalid_request(format!(
+                    "no Mcp-Session-Id header: send initialize first and then the session id it \
+                     answered with every request ({method})"
+                )),
+            );
+        };
+        let Some(session) = self.sessions.get(&session_id, &request.grant.token_id) else {
+            // MCP: a session the server does not know is answered 404, and the host starts a
+            // new one. A session of another token is not this caller's to use.
+            return error_answer(
+                StatusCode::NOT_FOUND,
+                Some(id),
+                RpcError::invalid_request(
+                    "unknown or expired Mcp-Session-Id; initialize a new session".to_owned(),
+                ),
+            );
+        };
+        let context = crate::pipeline::CallContext::new(request.grant.clone());
+        // Boxed: a call's future holds the whole pipeline's state.
+        let work = Box::pin(self.dispatch(&session, &method, &params, &context));
+        let mut grace_over = self.grace_over.clone();
+        let answer = tokio::select! {
+            answer = work => answer,
+            // A dropped sender (no shutdown will come) disables this branch.
+            Ok(_) = grace_over.wait_for(|over| *over) => Err(RpcError {
+                code: i64::from(tool_cli_protocol::code::SHUTTING_DOWN),
+                message: format!(
+                    "the daemon is shutting down and this request did not finish within the {} ms \
+                     grace period; it was cancelled",
+                    self.grace_ms
+                ),
+                data: None,
+            }),
+        };
+        match answer {
+            Ok(Reply::Json(result)) => json_answer(
+                StatusCode::OK,
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            ),
+            Ok(Reply::Encoded(result)) => {
+                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(HttpBody::from(body))
+                    .expect("static response parts are valid")
+            }
+            Err(error) => error_answer(StatusCode::OK, Some(id), error),
+        }
+    }
+
+    /// `initialize`: a new session for this token, in `mode`.
+    fn initialize(&self, grant: &Grant, mode: Mode, id: Value, params: &Value) -> HttpResponse {
+        let asked = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = PROTOCOL_VERSIONS
+            .iter()
+            .find(|version| **version == asked)
+            .unwrap_or(&PROTOCOL_VERSIONS[0]);
+        let session_id = self.sessions.open(&grant.token_id, mode);
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "resources": {"listChanged": false},
+                "prompts": {"listChanged": false},
+            },
+            "serverInfo": {
+                "name": "tool-cli",
+                "title": "tool-cli gateway",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+        });
+        if mode == Mode::Progressive {
+            result["instructions"] = json!(tool_cli_gateway_core::meta_tools::INSTRUCTIONS);
+        }
+        let mut response = json_answer(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        );
+        if let Ok(value) = HeaderValue::from_str(&session_id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+        response
+    }
+
+    /// Answers one request of an open session.
+    async fn dispatch(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        context: &crate::pipeline::CallContext,
+    ) -> Result<Reply, RpcError> {
+        if method == "tools/list" && session.mode == Mode::PassThrough {
+            messages::no_cursor(params)?;
+            let encoded = pass_through::list_encoded(&self.services, &self.lists, context);
+            return Ok(Reply::Encoded(encoded));
+        }
+        self.dispatch_json(session, method, params, context)
+            .await
+            .map(Reply::Json)
+    }
+
+    /// Answers every request but a pass-through `tools/list`.
+    async fn dispatch_json(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        context: &crate::pipeline::CallContext,
+    ) -> Result<Value, RpcError> {
+        let services = &self.services;
+        match (method, session.mode) {
+            ("ping", _) => Ok(json!({})),
+            ("logging/setLevel", _) => Ok(json!({})),
+            ("tools/list", Mode::Progressive) => {
+                messages::no_cursor(params)?;
+                Ok(json!({"tools": tool_cli_gateway_core::meta_tools::definitions()}))
+            }
+            ("tools/call", Mode::PassThrough) => {
+                pass_through::call(services, params, context).await
+            }
+            ("tools/call", Mode::Progressive) => {
+                progressive::call(services, session, params, context).await
+            }
+            ("resources/list", _) => {
+                messages::no_cursor(params)?;
+                resources::list(services, session, context).await
+            }
+            ("resources/templates/list", _) => {
+                messages::no_cursor(params)?;
+                resources::templates(services, context).await
+            }
+            ("resources/read", _) => resources::read(services, session, params, context).await,
+            ("prompts/list", _) => {
+                messages::no_cursor(params)?;
+                resources::prompts(services, context).await
+            }
+            ("prompts/get", _) => resources::get_prompt(services, params, context).await,
+            (other, _) => Err(RpcError::method_not_found(other)),
+        }
+    }
+}
+
+/// A result: a JSON value, or one encoded already (a cached `tools/list`).
+enum Reply {
+    Json(Value),
+    Encoded(Arc<str>),
+}
+
+/// The mode asked for by the query (`mode=progressive|pass-through`) or the mode header; `None`
+/// when neither names one.
+fn requested_mode(query: Option<&str>, headers: &HeaderMap) -> Result<Option<Mode>, String> {
+    if let Some(query) = query {
+        let mut mode = None;
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            match pair.split_once('=') {
+                Some(("mode", value)) => mode = Some(Mode::parse(value)?),
+                _ => {
+                    return Err(format!(
+                        "unexpected query {:?}; the gateway takes only mode=progressive or \
+                         mode=pass-through",
+                        messages::excerpt(pair)
+                    ));
+                }
+            }
+        }
+        if mode.is_some() {
+            return Ok(mode);
+        }
+    }
+    match headers.get(MODE_HEADER) {
+        None => Ok(None),
+        Some(value) => Mode::parse(value.to_str().unwrap_or("?")).map(Some),
+    }
+}
+
+fn json_answer(code: StatusCode, body: &Value) -> HttpResponse {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body.to_string()))
+        .expect("static response parts are valid")
+}
+
+fn error_answer(code: StatusCode, id: Option<Value>, error: RpcError) -> HttpResponse {
+    json_answer(
+        code,
+        &json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": error.to_json()}),
+    )
+}
+
+fn status_answer(code: StatusCode) -> HttpResponse {
+    Response::builder()
+        .status(code)
+        .body(HttpBody::empty())
+        .expect("static response parts are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_comes_from_the_query_then_the_header() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(requested_mode(None, &headers), Ok(None));
+        assert_eq!(
+            requested_mode(Some("mode=progressive"), &headers),
+            Ok(Some(Mode::Progressive))
+        );
+        headers.insert(MODE_HEADER, HeaderValue::from_static("progressive"));
+        assert_eq!(requested_mode(None, &headers), Ok(Some(Mode::Progressive)));
+        assert_eq!(
+            requested_mode(Some("mode=pass-through"), &headers),
+            Ok(Some(Mode::PassThrough))
+        );
+        let refused = requested_mode(Some("token=abc"), &headers).unwrap_err();
+        assert!(refused.contains("mode=progressive"), "{refused}");
+        let refused = requested_mode(Some("mode=fast"), &headers).unwrap_err();
+        assert!(refused.contains("\"fast\""), "{refused}");
+    }
+}

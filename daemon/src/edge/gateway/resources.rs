@@ -1,0 +1,241 @@
+//! Resources, resource templates and prompts of every server the token may see, aggregated.
+//! Resources keep their URIs (a host reads them back by URI; the session remembers which
+//! server listed each, the first in name order when two list the same URI); prompts are named
+//! `server__prompt` like tools. Each server is asked through the pipeline's protection, at
+//! most [`PER_SERVER`] each, concurrently: a server that fails or hangs is left out of the
+//! list, never fails it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tool_cli_gateway_core::names::GatewayNames;
+use tool_cli_protocol::methods::{
+    GetPromptParams, ListPromptsParams, ReadResourceParams, ServerParams,
+};
+
+use super::messages::{RpcError, excerpt};
+use super::sessions::Session;
+use crate::pipeline::CallContext;
+use crate::services::Services;
+
+/// How long one server may take to list its resources or prompts for an aggregated list.
+const PER_SERVER: Duration = Duration::from_secs(5);
+
+/// The servers the token may see that are usable now, in name order.
+fn usable_servers(services: &Services, context: &CallContext) -> Vec<String> {
+    let mut servers: Vec<String> = services
+        .discovery
+        .visible_servers(context)
+        .into_iter()
+        .filter(|server| server.unavailable.is_none())
+        .map(|server| server.name)
+        .collect();
+    servers.sort();
+    servers
+}
+
+/// `resources/list`.
+pub(super) async fn list(
+    services: &Services,
+    session: &Session,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let servers = usable_servers(services, context);
+    let listings = servers.iter().map(|server| async move {
+        let params = ServerParams {
+            server: server.clone(),
+        };
+        let listed = tokio::time::timeout(
+            PER_SERVER,
+            services.discovery.list_resources(params, context),
+        )
+        .await;
+        (server, listed)
+    });
+    let mut resources = Vec::new();
+    let mut uris: HashMap<String, String> = HashMap::new();
+    for (server, listed) in futures_util::future::join_all(listings).await {
+        let Ok(Ok(listed)) = listed else {
+            continue;
+        };
+        for resource in listed.resources {
+            let Some(uri) = resource.get("uri").and_then(Value::as_str) else {
+                continue;
+            };
+            if uris.contains_key(uri) {
+                continue;
+            }
+            uris.insert(uri.to_owned(), server.clone());
+            resources.push(resource);
+        }
+    }
+    session.note_resources(uris);
+    Ok(json!({"resources": resources}))
+}
+
+/// `resources/templates/list`.
+pub(super) async fn templates(
+    services: &Services,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let servers = usable_servers(services, context);
+    let listings = servers.iter().map(|server| async move {
+        let params = ServerParams {
+            server: server.clone(),
+        };
+        tokio::time::timeout(
+            PER_SERVER,
+            services.discovery.list_resource_templates(params, context),
+        )
+        .await
+    });
+    let mut templates = Vec::new();
+    for listed in futures_util::future::join_all(listings).await {
+        if let Ok(Ok(listed)) = listed {
+            templates.extend(listed.templates);
+        }
+    }
+    Ok(json!({"resourceTemplates": templates}))
+}
+
+/// `resources/read`: the server that listed the URI in this session reads it.
+pub(super) async fn read(
+    services: &Services,
+    session: &Session,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let uri = params.get("uri").and_then(Value::as_str).ok_or_else(|| {
+        RpcError::invalid_params("resources/read needs \"uri\", a string".to_owned())
+    })?;
+    let server = match session.resource_server(uri) {
+        Some(server) => server,
+        None => {
+            // Not listed in this session yet (a host may read a URI it knows): list, then look.
+            list(services, session, context).await?;
+            session
+                .resource_server(uri)
+                .ok_or_else(|| RpcError::resource_not_found(uri))?
+        }
+    };
+    let params = ReadResourceParams {
+        server,
+        uri: uri.to_owned(),
+    };
+    services
+        .discovery
+        .read_resource(&params, context)
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
+/// Every prompt the token may see on the servers usable now, each server asked within
+/// [`PER_SERVER`]; one that fails or hangs is left out.
+async fn all_prompts(
+    services: &Services,
+    context: &CallContext,
+) -> Result<tool_cli_protocol::methods::ListPromptsResult, RpcError> {
+    let servers = usable_servers(services, context);
+    let listings = servers.iter().map(|server| async move {
+        let params = ListPromptsParams {
+            server: Some(server.clone()),
+        };
+        tokio::time::timeout(PER_SERVER, services.discovery.list_prompts(params, context)).await
+    });
+    let mut prompts = Vec::new();
+    for listed in futures_util::future::join_all(listings).await {
+        if let Ok(Ok(listed)) = listed {
+            prompts.extend(listed.prompts);
+        }
+    }
+    Ok(tool_cli_protocol::methods::ListPromptsResult {
+        prompts,
+        unavailable: Vec::new(),
+    })
+}
+
+/// `prompts/list`: every prompt as `server__prompt`.
+pub(super) async fn prompts(services: &Services, context: &CallContext) -> Result<Value, RpcError> {
+    let listed = all_prompts(services, context).await?;
+    let names = prompt_names(&listed.prompts);
+    let mut prompts: Vec<(String, Value)> = Vec::new();
+    for entry in &listed.prompts {
+        let Some(name) = entry.prompt.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(gateway_name) = names.name_of(&entry.server, name) else {
+            continue;
+        };
+        let mut prompt: Map<String, Value> = match &entry.prompt {
+            Value::Object(members) => members.clone(),
+            _ => continue,
+        };
+        prompt.insert("name".to_owned(), Value::String(gateway_name.clone()));
+        prompts.push((gateway_name, Value::Object(prompt)));
+    }
+    prompts.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(json!({"prompts": prompts.into_iter().map(|(_, prompt)| prompt).collect::<Vec<_>>()}))
+}
+
+/// `prompts/get`: `server__prompt` rendered by its server.
+pub(super) async fn get_prompt(
+    services: &Services,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let name = params.get("name").and_then(Value::as_str).ok_or_else(|| {
+        RpcError::invalid_params("prompts/get needs \"name\", a string".to_owned())
+    })?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|_| {
+            RpcError::invalid_params(format!(
+                "the arguments of prompt {:?} must be an object of strings",
+                excerpt(name)
+            ))
+        })?),
+    };
+    let listed = all_prompts(services, context).await?;
+    let names = prompt_names(&listed.prompts);
+    let address = names.resolve(name).map_err(|_| {
+        RpcError::invalid_params(format!(
+            "no prompt is named {:?} in this gateway; prompts/list gives the current names \
+             (server__prompt)",
+            excerpt(name)
+        ))
+    })?;
+    let params = GetPromptParams {
+        server: address.server.clone(),
+        name: address.tool.clone(),
+        arguments,
+    };
+    services
+        .discovery
+        .get_prompt(params, context)
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
+fn prompt_names(prompts: &[tool_cli_protocol::methods::ServerPrompt]) -> GatewayNames {
+    GatewayNames::build(prompts.iter().filter_map(|entry| {
+        let name = entry.prompt.get("name").and_then(Value::as_str)?;
+        Some((entry.server.clone(), name.to_owned()))
+    }))
+}
+
+/// A daemon error as a JSON-RPC error, cleaned of the configured secrets.
+fn daemon_error(services: &Services, error: crate::error::Error) -> RpcError {
+    if let crate::error::Error::Internal(detail) = &error {
+        tracing::error!(%detail, "internal error in the gateway");
+    }
+    let error = match services.secrets().current() {
+        Some(secrets) => secrets.clean_error(error),
+        None => error,
+    };
+    RpcError {
+        code: i64::from(error.code()),
+        message: error.wire_message(),
+        data: serde_json::to_value(error.to_data()).ok(),
+    }
+}
