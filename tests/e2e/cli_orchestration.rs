@@ -448,10 +448,16 @@ fn the_agent_command_prints_progress_and_the_answer() {
     let result = json_of(&output);
     assert_eq!(result["toolCalls"][0]["result"]["executed"], json!(false));
 
-    // A task the toolkit cannot do: the planner says so (exit 0), naming what is missing.
+    // A task the toolkit cannot do: the planner says so (exit 0), naming what is missing and
+    // the nearest tools (the README promises them; issue 26 found an answer without).
     let output = run(&daemon, &["agent", "Write me a poem"], &[], 0);
     assert!(
         stdout(&output).starts_with("I can't do that with the available tools"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).contains("; the nearest are "),
         "{}",
         stdout(&output)
     );

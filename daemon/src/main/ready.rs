@@ -27,7 +27,8 @@ pub(crate) struct Announcement {
 }
 
 /// Connects the servers until `ready_when` is met (with `all`, also waits a bounded time for
-/// tool search's model to embed the catalog), then announces readiness. Runs while the
+/// tool search's model to embed the catalog when the model was asked for), then announces
+/// readiness. Runs while the
 /// endpoint already serves (requests for a server still connecting wait for it).
 pub(crate) async fn announce_when_ready(
     pool: Arc<Pool>,
@@ -37,7 +38,8 @@ pub(crate) async fn announce_when_ready(
 ) {
     pool.start_until(ready_when).await;
     // `all` also waits for tool search's model to embed the catalog (bounded), so a harness
-    // that searches at once gets the model's ranking.
+    // that searches at once gets the model's ranking; only for a model the config or the
+    // environment named (`until_embedded`), never one found in the user's data directory.
     if ready_when == ReadyWhen::All && !services.search_ready(SEARCH_READY_TIMEOUT).await {
         tracing::warn!(
             seconds = SEARCH_READY_TIMEOUT.as_secs(),
