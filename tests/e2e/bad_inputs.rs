@@ -135,6 +135,32 @@ fn ill_typed_params_name_the_member() {
     assert_invalid_params(&error, "callTool", "timeoutMs");
 }
 
+/// A misspelt member of `callTool` was ignored: `argumnets` called the tool with no arguments,
+/// `dry_run` ran it for real. A near miss of a known member is refused naming the one meant;
+/// members far from all of them are still ignored (newer clients within version 1).
+#[test]
+fn a_misspelt_call_tool_member_is_refused_naming_the_member_meant() {
+    let daemon = Daemon::start_demo();
+    for (typo, meant) in [("argumnets", "arguments"), ("dry_run", "dryRun")] {
+        let mut params = json!({"server": "demo", "tool": "sql_query"});
+        params[typo] = json!({"sql": "SELECT 1"});
+        if typo == "dry_run" {
+            params["arguments"] = json!({"sql": "SELECT 1"});
+            params[typo] = json!(true);
+        }
+        let error = daemon.call_err("callTool", params);
+        assert_invalid_params(&error, "callTool", &format!("did you mean `{meant}`?"));
+        assert!(error.message.contains(typo), "{error:?}");
+    }
+    // A member far from every known one is ignored, as before.
+    let result = daemon.call(
+        "callTool",
+        json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": "SELECT 1 AS n"},
+               "priority": "high"}),
+    );
+    assert_ne!(result["isError"], json!(true), "{result}");
+}
+
 #[test]
 fn unknown_server_lists_the_known_ones() {
     let daemon = Daemon::start_demo();

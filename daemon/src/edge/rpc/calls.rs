@@ -74,7 +74,20 @@ enum CallToolInput {
 impl FromParams for CallToolInput {
     fn from_params(method: &str, params: &Params<'_>) -> Result<CallToolInput, Error> {
         let error = match CallToolParams::from_params(method, params) {
-            Ok(params) => return Ok(CallToolInput::Call(params)),
+            Ok(parsed) => {
+                return match params.as_str().and_then(misspelt_member) {
+                    Some((typed, meant)) => Err(Error::invalid_params(
+                        method,
+                        format!(
+                            "unknown member `{typed}`; did you mean `{meant}`? (a member this \
+                             close to one callTool knows is taken for a typo, not ignored); \
+                             expected {}",
+                            <CallToolParams as tool_cli_protocol::params::MethodParams>::SHAPE
+                        ),
+                    )),
+                    None => Ok(CallToolInput::Call(parsed)),
+                };
+            }
             Err(error) => error,
         };
         #[derive(serde::Deserialize)]
@@ -101,5 +114,131 @@ impl FromParams for CallToolInput {
 
     fn check_shape() -> Result<(), String> {
         tool_cli_protocol::params::check_shape::<CallToolParams>()
+    }
+}
+
+/// The members `callTool` knows, as they are spelt on the wire.
+const CALL_TOOL_MEMBERS: &[&str] = &[
+    "server",
+    "tool",
+    "arguments",
+    "timeoutMs",
+    "sessionId",
+    "confirm",
+    "dryRun",
+    "hint",
+    "idempotencyKey",
+    "alternatives",
+    "progress",
+    "progressId",
+    "resetTimeoutOnProgress",
+    "maxTotalTimeoutMs",
+];
+
+/// The first member of a `callTool`'s params that is not one it knows but is so close to one
+/// that it must be a typo (`argumnets`, `timeout_ms`, `SessionId`), with the member meant.
+///
+/// Params ignore members they do not know, so newer clients keep working within version 1; but
+/// a misspelt `arguments` would otherwise call the tool with none, and a misspelt `dryRun` or
+/// `timeoutMs` would run it for real or with the server's timeout: the worst kind of silent.
+/// Close means equal once case, `_` and `-` are set aside, or one edit away (two for members of
+/// eight or more letters). Only the top level is read, without building its values.
+fn misspelt_member(text: &str) -> Option<(String, &'static str)> {
+    let members: std::collections::BTreeMap<String, serde::de::IgnoredAny> =
+        serde_json::from_str(text).ok()?;
+    members
+        .keys()
+        .filter(|member| !CALL_TOOL_MEMBERS.contains(&member.as_str()))
+        .find_map(|member| meant_member(member).map(|meant| (member.clone(), meant)))
+}
+
+/// The known member `typed` is a near miss of, if any.
+fn meant_member(typed: &str) -> Option<&'static str> {
+    let plain = |name: &str| -> String {
+        name.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let typed_plain = plain(typed);
+    if typed_plain.is_empty() {
+        return None;
+    }
+    CALL_TOOL_MEMBERS.iter().copied().find(|known| {
+        let known_plain = plain(known);
+        let allowed = match known_plain.chars().count() {
+            0..=3 => 0,
+            4..=7 => 1,
+            _ => 2,
+        };
+        typed_plain == known_plain || edit_distance(&typed_plain, &known_plain) <= allowed
+    })
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(previous + 1).min(row[j] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod misspelt_tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_of_known_members_are_named_with_the_member_meant() {
+        for (text, typed, meant) in [
+            (
+                r#"{"tool": "t", "argumnets": {}}"#,
+                "argumnets",
+                "arguments",
+            ),
+            (
+                r#"{"tool": "t", "timeout_ms": 5}"#,
+                "timeout_ms",
+                "timeoutMs",
+            ),
+            (
+                r#"{"tool": "t", "SessionId": "s"}"#,
+                "SessionId",
+                "sessionId",
+            ),
+            (r#"{"tool": "t", "dry_run": true}"#, "dry_run", "dryRun"),
+            (r#"{"tool": "t", "servr": "demo"}"#, "servr", "server"),
+            (
+                r#"{"tool": "t", "idempotency_key": "k"}"#,
+                "idempotency_key",
+                "idempotencyKey",
+            ),
+        ] {
+            assert_eq!(
+                misspelt_member(text),
+                Some((typed.to_owned(), meant)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn members_far_from_every_known_one_are_still_ignored() {
+        for text in [
+            r#"{"tool": "t", "arguments": {}, "_meta": {"x": 1}}"#,
+            r#"{"tool": "t", "priority": 3}"#,
+            r#"{"tool": "t", "traceparent": "00-…"}"#,
+            r#"{"server": "s", "tool": "t", "timeoutMs": 5, "dryRun": true}"#,
+            "[1, 2]",
+        ] {
+            assert_eq!(misspelt_member(text), None, "{text}");
+        }
     }
 }
