@@ -140,6 +140,15 @@ impl Agent {
             None => self.config.backend,
         };
         let configured = backend_kind == self.config.backend;
+        // The offline planner has no models: a model asked of it would be silently ignored.
+        if backend_kind == BackendKind::Offline
+            && let Some(model) = &request.model
+        {
+            return Err(AgentError::InvalidRequest(format!(
+                "model is {model:?}, but the run's backend is the offline planner, which has no \
+                 models; leave model out, or choose backend \"anthropic\" or \"openai\" with it"
+            )));
+        }
         let model = request
             .model
             .clone()
@@ -197,6 +206,18 @@ impl Agent {
                 .clone()
                 .unwrap_or_else(default_answer_schema),
         )?;
+        // The offline planner answers `{answer, keyFacts}` and nothing else: a schema that
+        // refuses that would fail every run after doing all its work.
+        if backend_kind == BackendKind::Offline && request.answer_schema.is_some() {
+            let planner_answer = serde_json::json!({"answer": "…", "keyFacts": {}});
+            if let Err(error) = answer_schema.check(&planner_answer.to_string()) {
+                return Err(AgentError::InvalidRequest(format!(
+                    "answerSchema does not accept the offline planner's answers ({{\"answer\": \
+                     string, \"keyFacts\": object}}: {error}); leave answerSchema out, or use \
+                     an LLM backend (\"anthropic\", \"openai\") that can follow it"
+                )));
+            }
+        }
         let backend = self.backend(backend_kind, &model, configured, lookup_env)?;
         Ok(PreparedRun {
             settings: RunSettings {
@@ -208,6 +229,7 @@ impl Agent {
                 max_output_tokens: self.config.max_output_tokens,
                 tool_limit,
                 timeouts,
+                run_limit_from_request: request.timeout_ms.is_some(),
                 dry_run: request.dry_run,
                 confirm_destructive: request.confirm_destructive,
                 answer_schema,

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::{query::country_code, words};
+use super::{countries::country_code, words};
 
 /// One listed resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,14 +102,32 @@ pub(crate) fn asks_for_the_list(task: &str) -> bool {
 
 /// Whether the task speaks of documents at all (a policy, notes, a readme, what a word means).
 pub(crate) fn about_documents(task: &str) -> bool {
+    // Whole words (or a typo of a long one), not crude stems: "not" is no "notes".
     let task_words = words::words(task);
-    words::mentions(
-        &task_words,
-        &[
-            "policy", "policies", "document", "docs", "doc", "readme", "notes", "note", "resource",
-            "guide", "manual", "faq", "terms", "rules", "handbook",
-        ],
-    ) || {
+    task_words.iter().any(|word| {
+        [
+            "policy",
+            "policies",
+            "document",
+            "documents",
+            "docs",
+            "doc",
+            "readme",
+            "notes",
+            "note",
+            "resource",
+            "resources",
+            "guide",
+            "guides",
+            "manual",
+            "faq",
+            "terms",
+            "rules",
+            "handbook",
+        ]
+        .iter()
+        .any(|target| word == target || (word.len() >= 6 && words::close(word, target)))
+    }) || {
         // "What does `returned` mean?" asks for a definition; "the mean price" does not.
         let lower = task.to_lowercase();
         lower.contains(" mean?") || (lower.contains(" does ") && lower.contains(" mean"))

@@ -55,7 +55,7 @@ pub(crate) fn intent(task: &str) -> Result<Option<Intent>, String> {
         let customer = if lower.contains("customer") {
             customer_name(task)
         } else {
-            quoted(task).or_else(|| super::query::proper_names(task).into_iter().next())
+            quoted(task).or_else(|| proper_names(task).into_iter().next())
         };
         match customer {
             Some(customer) if threshold.is_some() || money_words || spending => {
@@ -208,6 +208,45 @@ pub(crate) fn path(task: &str) -> Option<String> {
         w.rsplit_once('.')
             .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()))
     })
+}
+
+/// Runs of capitalised words that are not at the start of the sentence ("Ada Moreau",
+/// "Dana Lindqvist's"), possessives removed.
+pub(crate) fn proper_names(task: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut sentence_start = true;
+    for raw in task.split_whitespace() {
+        let ends = raw.ends_with(['.', '?', '!', ',', ';', ':']);
+        let (word, possessive) = {
+            let trimmed = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’');
+            let stem = trimmed
+                .strip_suffix("'s")
+                .or_else(|| trimmed.strip_suffix("’s"))
+                .unwrap_or(trimmed);
+            (
+                stem.trim_matches(['\'', '’']).to_owned(),
+                stem.len() != trimmed.len(),
+            )
+        };
+        let capital = word.chars().next().is_some_and(char::is_uppercase)
+            && word.chars().skip(1).any(char::is_lowercase);
+        if capital && !(sentence_start && run.is_empty() && !possessive) {
+            run.push(word);
+        } else if !run.is_empty() {
+            names.push(run.join(" "));
+            run.clear();
+        }
+        if (possessive || ends) && !run.is_empty() {
+            names.push(run.join(" "));
+            run.clear();
+        }
+        sentence_start = ends && !raw.ends_with(',');
+    }
+    if !run.is_empty() {
+        names.push(run.join(" "));
+    }
+    names
 }
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ pub(crate) struct Scored {
     pub(crate) why: String,
     pub(crate) status: String,
     pub(crate) answer: String,
+    pub(crate) tools: Vec<String>,
 }
 
 /// What the truth says the answer must hold.
@@ -267,8 +268,25 @@ fn number_matches(found: f64, truth: f64) -> bool {
 fn contains_cell(text: &str, cell: &Cell) -> bool {
     match cell {
         Cell::Number(n) => numbers_in(text).iter().any(|f| number_matches(*f, *n)),
-        Cell::Text(t) => text.to_lowercase().contains(&t.to_lowercase()),
+        Cell::Text(t) => contains_words(text, t),
     }
+}
+
+/// Whether `text` holds `wanted` as whole words ("DE" is not in "orders"), case aside.
+fn contains_words(text: &str, wanted: &str) -> bool {
+    let lower = text.to_lowercase();
+    let wanted = wanted.to_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(&wanted).map(|at| at + from) {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + wanted.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+        if boundary(before) && boundary(after) {
+            return true;
+        }
+        from = at + wanted.len();
+    }
+    false
 }
 
 /// Whether the answer holds the label and, shortly after it, the value.
@@ -280,6 +298,13 @@ fn contains_pair(answer: &str, label: &Cell, value: &Cell) -> bool {
     let needle = label.to_lowercase();
     let mut from = 0;
     while let Some(at) = lower[from..].find(&needle).map(|at| at + from) {
+        let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+        if !boundary(lower[..at].chars().next_back())
+            || !boundary(lower[at + needle.len()..].chars().next())
+        {
+            from = at + needle.len();
+            continue;
+        }
         let after = &answer[at + needle.len()..];
         // The label's own entry: up to the next separator of a list.
         let window: String = after
@@ -399,6 +424,7 @@ pub(crate) async fn evaluate(half: Option<&str>, only: Option<&str>) -> Vec<Scor
                 Some(error) if result.answer.is_empty() => format!("error: {error}"),
                 _ => result.answer.clone(),
             },
+            tools: result.tool_calls.iter().map(|c| c.tool.clone()).collect(),
             task,
             score,
             why,
@@ -478,13 +504,14 @@ pub(crate) fn details(scored: &[Scored], all: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "[{:?}] {} ({}, {}) {:?}\n    ended {}: {}\n    {}",
+            "[{:?}] {} ({}, {}) {:?}\n    ended {} after {:?}: {}\n    {}",
             s.score,
             s.task.id,
             s.task.category,
             s.task.half,
             s.task.task,
             s.status,
+            s.tools,
             s.answer.chars().take(600).collect::<String>(),
             s.why
         );
@@ -533,4 +560,6 @@ fn numbers_are_read_as_written() {
         &Cell::Text("DE".into()),
         &Cell::Number(11.0)
     ));
+    assert!(!contains_cell("3 orders", &Cell::Text("DE".into())));
+    assert!(contains_cell("US (America)", &Cell::Text("us".into())));
 }
