@@ -366,23 +366,30 @@ pub(crate) fn computation(task: &str) -> Option<Computation> {
             money: false,
         });
     }
-    // An amount with a tip, tax or discount.
+    // An amount with a tip, tax or discount: both the part and the amount with it, since "a 20%
+    // tip on $65" may ask for either.
     if has(&parts, &["tip", "tax", "discount", "off"])
         && let ([amount], Some(rate)) = (parts.amounts.as_slice(), rate)
         && parts.years.is_none()
     {
         let down = has(&parts, &["discount", "off"]);
+        let part = if has(&parts, &["tip"]) {
+            "tip"
+        } else if has(&parts, &["tax"]) {
+            "tax"
+        } else {
+            "discount"
+        };
+        let (sign, with) = if down {
+            ("-", "price after the discount")
+        } else {
+            ("+", "total with it")
+        };
         return Some(Computation {
-            what: format!(
-                "${} {} {}%",
-                number(*amount),
-                if down { "less" } else { "plus" },
-                number(rate * 100.0)
-            ),
+            what: format!("a {}% {part} on ${}", number(rate * 100.0), number(*amount)),
             code: format!(
-                "print(round({} * (1 {} {}), 2))",
+                "amount = {}\npart = amount * {}\nprint(f\"{part} {{part:.2f}}, {with} {{amount {sign} part:.2f}}\")",
                 number(*amount),
-                if down { "-" } else { "+" },
                 number(rate)
             ),
             money: true,
@@ -428,8 +435,8 @@ mod tests {
             "print(round((150 - 120) / 120 * 100, 2))"
         );
         assert_eq!(
-            code("$80 with a 15% tip"),
-            "print(round(80 * (1 + 0.15), 2))"
+            code("What's a 20% tip on a $65 bill?"),
+            "amount = 65\npart = amount * 0.2\nprint(f\"tip {part:.2f}, total with it {amount + part:.2f}\")"
         );
         assert_eq!(
             code("$1000 at 3% simple interest for 4 years"),

@@ -598,7 +598,7 @@ fn document<'a>(
         );
         return finish(answer, key_facts);
     }
-    let Some(chosen) = documents::choose(task, &listed) else {
+    let Some(chosen) = documents::choose(task, &listed, if named { 1 } else { 2 }) else {
         return if named {
             Err(format!(
                 "no document fits the task; the documents are {}",

@@ -599,6 +599,57 @@ impl Writer<'_> {
     }
 }
 
+/// The program that totals a basket ("2 Desk Lamps and 3 Yoga Mats") from the prices the query
+/// found, and its terms in words.
+pub(crate) fn basket_code(
+    schema: &Schema,
+    plan: &Plan,
+    query: &Query,
+    rows: &[Map<String, Value>],
+) -> Result<(String, String), String> {
+    let entity = &schema.entities[plan.subject];
+    let label = entity.label.ok_or("the rows have no names")?;
+    let price = entity
+        .column(Concept::Price)
+        .ok_or("the rows have no price")?;
+    let alias = |column: usize| {
+        query
+            .selected
+            .iter()
+            .find(|s| s.source == Some((plan.subject, column)))
+            .map(|s| s.alias.clone())
+    };
+    let (label_alias, price_alias) = (
+        alias(label).ok_or("the query lost the names")?,
+        alias(price).ok_or("the query lost the prices")?,
+    );
+    let mut terms = Vec::new();
+    let mut said = Vec::new();
+    for (quantity, name) in &plan.basket {
+        let row = rows
+            .iter()
+            .find(|r| r.get(&label_alias).and_then(Value::as_str) == Some(name.as_str()))
+            .ok_or_else(|| format!("no price was found for {name}"))?;
+        let each = row
+            .get(&price_alias)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| format!("{name} has no price"))?;
+        terms.push(format!(
+            "{} * {}",
+            plain_number(*quantity),
+            plain_number(each)
+        ));
+        said.push(format!(
+            "{} × {name} at ${each:.2}",
+            plain_number(*quantity)
+        ));
+    }
+    Ok((
+        format!("print(round({}, 2))", terms.join(" + ")),
+        said.join(" + "),
+    ))
+}
+
 /// The money figure of an answer, for a conversion or an adjustment: the figure, the first
 /// ranked row's value, or a looked-up price.
 pub(crate) fn money_figure(

@@ -53,7 +53,10 @@ pub(super) fn step<'a>(
     // A question that names nothing of the data is another rule's.
     let first_reading = reading::read(task, &schema, &values::Values::default());
     let names = names_in(&first_reading);
-    if !about_the_data(&first_reading) && names.is_empty() {
+    // "the return rate": a percentage whose value only the data can place.
+    let rate = first_reading.tokens.iter().any(|t| t.is("rate"))
+        || first_reading.has(|c| *c == Claim::Percent);
+    if !about_the_data(&first_reading) && names.is_empty() && !rate {
         return Ok(Step::Pass(1));
     }
     let run = |sql: String, offset: Option<u64>| {
@@ -118,6 +121,32 @@ pub(super) fn step<'a>(
     let result_rows = rows(value).ok_or("the query returned no rows I can read")?;
     let (mut answer_text, mut key_facts) = answer::facts(&schema, &plan, &query, &result_rows);
     let figure = answer::money_figure(&schema, &plan, &query, &result_rows);
+    // "2 Desk Lamps and 3 Yoga Mats": the total computed by the Python tool.
+    if !plan.basket.is_empty() {
+        let (code, terms) = answer::basket_code(&schema, &plan, &query, &result_rows)
+            .map_err(|error| format!("the basket could not be priced: {error}"))?;
+        let Some(code_tool) = tools::code_tool(tools) else {
+            return finish_cannot(
+                "the question needs a computation and no tool here runs code",
+                &[],
+            );
+        };
+        let Some(ran) = past.get(used) else {
+            return call(code_tool, json!({"code": code}));
+        };
+        used += 1;
+        let output = code_output(ran)?;
+        answer_text = format!(
+            "{} Altogether: {terms} = {} (computed by {}: {code}).",
+            answer_text.trim_end(),
+            output
+                .parse::<f64>()
+                .map_or(output.clone(), |n| format!("${n:.2}")),
+            code_tool.tool
+        );
+        key_facts.insert("code".into(), json!(code));
+        key_facts.insert("computed".into(), json!(output));
+    }
     // "if its price went up by 15%": the change computed by the Python tool.
     if let Some((percent, up)) = plan.adjust {
         let Some(figure) = figure else {
@@ -146,16 +175,7 @@ pub(super) fn step<'a>(
             return call(code_tool, json!({"code": code}));
         };
         used += 1;
-        let value = ran
-            .value()
-            .map_err(|error| format!("running the code failed: {error}"))?;
-        let output = value
-            .pointer("/structuredContent/stdout")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| crate::summary::result_text(value, 200))
-            .trim()
-            .to_owned();
+        let output = code_output(ran)?;
         answer_text = format!(
             "{} With {} {}% {}: {} (computed by {}: {code}).",
             answer_text.trim_end(),
@@ -214,6 +234,32 @@ pub(super) fn step<'a>(
     }))
 }
 
+/// What a code run printed.
+fn code_output(ran: &Past<'_>) -> Result<String, String> {
+    let value = ran
+        .value()
+        .map_err(|error| format!("running the code failed: {error}"))?;
+    if let Some(code) = value.pointer("/structuredContent/exitCode")
+        && code != &json!(0)
+        && !code.is_null()
+    {
+        return Err(format!(
+            "the code exited with {code}: {}",
+            value
+                .pointer("/structuredContent/stderr")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        ));
+    }
+    Ok(value
+        .pointer("/structuredContent/stdout")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| crate::summary::result_text(value, 200))
+        .trim()
+        .to_owned())
+}
+
 fn call<'a>(tool: &'a ExposedTool, arguments: Value) -> Result<Step<'a>, String> {
     Ok(Step::Act(Action::Call { tool, arguments }))
 }
@@ -239,6 +285,8 @@ fn about_the_data(reading: &reading::Reading) -> bool {
             c,
             Claim::Table { .. }
                 | Claim::Column { .. }
+                | Claim::Id { table: Some(_), .. }
+                | Claim::Worth
                 | Claim::Revenue
                 | Claim::Sold
                 | Claim::OutOfStock

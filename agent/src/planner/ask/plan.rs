@@ -113,6 +113,8 @@ pub(crate) struct Plan {
     pub(crate) absent: Vec<String>,
     /// The question asks for one row ("the customer who …"); several in a tie are said so.
     pub(crate) single: bool,
+    /// Quantities of named rows whose prices are added up by the code tool.
+    pub(crate) basket: Vec<(f64, String)>,
 }
 
 /// Why a question gets "cannot": the sentence for the answer.
@@ -511,7 +513,31 @@ impl<'a> Builder<'a> {
         let roles: Vec<&'static str> = (0..claims.len()).map(|i| self.role(i)).collect();
         let role_of_table = |i: usize| roles[i];
 
-        let mut subject: Option<usize> = None;
+        // "The average number of orders per customer", "the average revenue per customer":
+        // each row of the table after "per" gets its figure from the facts, and the figure is
+        // averaged (or its median, least, most taken) over those rows.
+        let mut per_entity: Option<usize> = None;
+        if aggregates.iter().any(|a| {
+            matches!(
+                claims[*a].claim,
+                Claim::Aggregate(Agg::Avg | Agg::Median | Agg::Min | Agg::Max)
+            )
+        }) {
+            for g in self.find(|c| *c == Claim::Group) {
+                if let Some(n) = self.next(g)
+                    && let Claim::Table { table, .. } = claims[n].claim
+                    && Some(table) != facts
+                    && facts.is_some_and(|f| schema.path(f, table).is_some())
+                {
+                    per_entity = Some(table);
+                    self.used[g] = true;
+                    self.used[n] = true;
+                    break;
+                }
+            }
+        }
+
+        let mut subject: Option<usize> = per_entity;
         let mut subject_claim: Option<usize> = None;
         // "Who placed the most recent order?", "Who placed order 77?": the order row, showing
         // its person.
@@ -522,7 +548,9 @@ impl<'a> Builder<'a> {
         let show_person = !who.is_empty()
             && (ids.iter().any(|i| matches!(claims[*i].claim, Claim::Id { table, .. } if table == facts || table.is_none()))
                 || (row_of_facts.is_some() && !ranks.is_empty()));
-        if show_person {
+        if per_entity.is_some() {
+            // Decided above.
+        } else if show_person {
             subject = facts;
             subject_claim = row_of_facts;
         } else if !who.is_empty() {
@@ -662,7 +690,20 @@ impl<'a> Builder<'a> {
                 let found = match &claims[index].claim {
                     Claim::Column { candidates } => {
                         // Only when something is measured per group (a rank or a count).
-                        if ranks.is_empty() && counts.is_empty() && money_words.is_empty() {
+                        // A ranking by a row's own date or price ranks rows, not groups ("the
+                        // status of the most recent order").
+                        let row_rank = ranks.iter().all(|r| {
+                            matches!(
+                                claims[*r].claim,
+                                Claim::Rank {
+                                    by: Ranked::Date | Ranked::Price,
+                                    ..
+                                }
+                            )
+                        }) && !ranks.is_empty();
+                        if (ranks.is_empty() && counts.is_empty() && money_words.is_empty())
+                            || row_rank
+                        {
                             None
                         } else {
                             self.dimension(candidates, subject)
@@ -689,7 +730,10 @@ impl<'a> Builder<'a> {
 
         // Still no subject: the table of what is measured or named.
         if subject.is_none() {
-            subject = if !money_words.is_empty() || !sold.is_empty() {
+            subject = if !money_words.is_empty()
+                || !sold.is_empty()
+                || self.reading.has(|c| *c == Claim::Worth)
+            {
                 facts
             } else if let Some((Grouping::Column(t, _), _)) = &grouping {
                 Some(*t)
@@ -753,6 +797,7 @@ impl<'a> Builder<'a> {
             adjust: None,
             absent: Vec::new(),
             single: false,
+            basket: Vec::new(),
         };
         if let Some((found, indices)) = &grouping {
             plan.group = Some(*found);
@@ -894,9 +939,22 @@ impl<'a> Builder<'a> {
             .filter(|i| table_of(*i).0 != subject)
             .collect();
         let times = self.find(|c| *c == Claim::Times);
+        if measure.is_none() && per_entity.is_some() {
+            measure = Some(Measure::Rows);
+            measure_on_facts = true;
+        }
         if measure.is_none() && (!counted_tables.is_empty() || !times.is_empty()) {
             measure = Some(Measure::Rows);
             measure_on_facts = true;
+            // "ordered the most times": how many times is how many rows.
+            for t in &times {
+                if self
+                    .previous(*t)
+                    .is_some_and(|p| matches!(claims[p].claim, Claim::Rank { .. }))
+                {
+                    self.used[*t] = true;
+                }
+            }
         }
 
         // Conditions from values, ids, periods, comparisons.
@@ -979,6 +1037,44 @@ impl<'a> Builder<'a> {
             });
             self.used[*i] = true;
         }
+        // "2 Desk Lamps", "3 Yoga Mats and 2 Water Bottles": quantities of priced rows, for a
+        // total the code tool computes.
+        for v in &values {
+            let Claim::Value {
+                table,
+                column,
+                values: named,
+                ..
+            } = &claims[*v].claim
+            else {
+                continue;
+            };
+            let Some(n) = self.previous(*v) else {
+                continue;
+            };
+            let Claim::Number {
+                value,
+                money: false,
+                percent: false,
+            } = claims[n].claim
+            else {
+                continue;
+            };
+            if schema.entities[*table].columns[*column].concept == Concept::Label
+                && schema.entities[*table].column(Concept::Price).is_some()
+                && value.fract() == 0.0
+                && (1.0..=10_000.0).contains(&value)
+                && named.len() == 1
+            {
+                plan.basket.push((value, named[0].clone()));
+                self.used[n] = true;
+                if let Some(price) = schema.entities[*table].column(Concept::Price)
+                    && !plan.show.contains(&(*table, price))
+                {
+                    plan.show.push((*table, price));
+                }
+            }
+        }
         // "out of stock".
         for i in self.find(|c| *c == Claim::OutOfStock) {
             let Some((t, c)) = self.concept_column(subject, Concept::Stock) else {
@@ -1016,7 +1112,11 @@ impl<'a> Builder<'a> {
                     Claim::Column { candidates } => candidates
                         .iter()
                         .copied()
-                        .filter(|(t, c)| schema.entities[*t].columns[*c].concept.is_number())
+                        .filter(|(t, c)| {
+                            let concept = schema.entities[*t].columns[*c].concept;
+                            // "$25" compares money, never a stock level or a quantity.
+                            concept.is_number() && (!money || concept.is_money())
+                        })
                         .min_by_key(|(t, _)| usize::from(*t != subject))
                         .map(|found| (b, found)),
                     _ => None,
@@ -1127,13 +1227,23 @@ impl<'a> Builder<'a> {
         let negated_relation = negations.iter().copied().find(|n| {
             !self.used[*n]
                 && self.next(*n).is_some_and(|x| {
-                    matches!(claims[x].claim, Claim::Relation | Claim::Table { .. })
+                    matches!(
+                        claims[x].claim,
+                        Claim::Relation | Claim::Table { .. } | Claim::Sold
+                    )
                 })
         });
         if let Some(n) = negated_relation
-            && (measure.is_none() || measure == Some(Measure::Rows))
+            && self.next(n).is_some_and(|x| claims[x].claim == Claim::Sold)
         {
-            measure = Some(Measure::Rows);
+            completed_basis = true;
+        }
+        if let Some(n) = negated_relation
+            && (measure.is_none() || measure == Some(Measure::Rows) || measure_on_facts)
+        {
+            if measure.is_none() {
+                measure = Some(Measure::Rows);
+            }
             measure_on_facts = true;
             related_having.push((Op::Eq, 0.0));
             self.used[n] = true;
@@ -1412,6 +1522,68 @@ impl<'a> Builder<'a> {
         };
         self.use_all(&numeric_used);
 
+        // "every customer", "across all products", "per order" with an average: the subject's
+        // own rows, each of them.
+        for g in self.find(|c| *c == Claim::Group) {
+            if self.used[g] {
+                continue;
+            }
+            if let Some(next) = self.next(g)
+                && let Claim::Table { table, .. } = claims[next].claim
+                && (table == subject || Some(table) == facts && !aggregates.is_empty())
+            {
+                self.used[g] = true;
+                self.used[next] = true;
+            }
+        }
+        // A table named beside a value of it ("US customers", "customers from Japan"): the
+        // condition's context.
+        for i in &tables {
+            let (table, _) = table_of(*i);
+            if !self.used[*i]
+                && role_of_table(*i) == "subject"
+                && plan
+                    .conditions
+                    .iter()
+                    .chain(plan.related.iter().flat_map(|r| &r.conditions))
+                    .any(|c| c.table == table)
+            {
+                self.used[*i] = true;
+            }
+        }
+        // "products in stock", "How many products are in stock?": stock above zero, unless the
+        // stock of named rows is asked ("How many Yoga Mats are in stock?").
+        let named_rows = plan.conditions.iter().any(|c| {
+            c.table == subject
+                && matches!(
+                    schema.entities[c.table].columns[c.column].concept,
+                    Concept::Label | Concept::Key
+                )
+        });
+        if let Some(s) = stock_column
+            && !self.used[s]
+            && !named_rows
+            && self.compare_beside(s).is_none_or(|c| {
+                matches!(self.claims()[c].claim, Claim::Compare { money: true, .. })
+            })
+            && self.said(s).to_lowercase().contains("in stock")
+            && let Some((t, c)) = self.concept_column(subject, Concept::Stock)
+        {
+            let condition = Condition {
+                table: t,
+                column: c,
+                test: Test::Compare(Op::Gt, 0.0),
+            };
+            if percent.is_empty() {
+                plan.conditions.push(condition);
+            } else {
+                plan.share.push(condition);
+            }
+            self.used[s] = true;
+            if plan.measure == Measure::Column(t, c) {
+                plan.measure = Measure::Rows;
+            }
+        }
         // Columns to show: those named and not used otherwise (email, country, category).
         let mut show: Vec<(usize, usize)> = Vec::new();
         for c in &columns {
@@ -1486,6 +1658,24 @@ impl<'a> Builder<'a> {
         } else {
             self.use_all(&who);
         }
+        // "What product was in order 210?", "Which customer placed order 150?": the name of a
+        // row the subject refers to.
+        for t in &tables {
+            let (table, plural) = table_of(*t);
+            if !self.used[*t]
+                && !plural
+                && table != subject
+                && role_of_table(*t) == "subject"
+                && schema.path(subject, table).is_some()
+                && let Some(label) = schema.entities[table].label
+            {
+                if !show.contains(&(table, label)) {
+                    show.push((table, label));
+                }
+                self.used[*t] = true;
+                self.use_all(&relations);
+            }
+        }
         plan.show = show;
 
         // The shape of the answer.
@@ -1543,6 +1733,20 @@ impl<'a> Builder<'a> {
                 && related.measure == Measure::Rows
             {
                 // fine: "customers who never ordered" among all customers
+            }
+            // "the return rate": the one condition named is the part.
+            let parts: Vec<usize> = plan
+                .conditions
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    !matches!(c.test, Test::Range(..)) && plan.basis_condition.as_ref() != Some(*c)
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if plan.share.is_empty() && plan.share_having.is_empty() && parts.len() == 1 {
+                let part = plan.conditions.remove(parts[0]);
+                plan.share.push(part);
             }
             if plan.share.is_empty() && plan.share_having.is_empty() {
                 // "What share of revenue comes from Electronics": conditions named after the
@@ -1621,6 +1825,36 @@ impl<'a> Builder<'a> {
                 descending,
                 limit: n.unwrap_or(1),
             };
+        } else if per_entity.is_some() {
+            self.use_all(&aggregates);
+            self.use_all(&counts);
+            let agg = aggregates
+                .iter()
+                .find_map(|i| match claims[*i].claim {
+                    Claim::Aggregate(a) if a != Agg::Sum => Some(a),
+                    _ => None,
+                })
+                .unwrap_or(Agg::Avg);
+            plan.shape = Shape::Figure(agg);
+        } else if let Some((counted, (t, c))) = counts.first().and_then(|k| {
+            // "How many categories are there?", "How many countries do our customers come
+            // from?": the different values of a column.
+            let next = self.next(*k)?;
+            let found = self.dimension(&self.column_candidates(next), Some(subject))?;
+            let said = self.said(next).to_lowercase();
+            let concept = schema.entities[found.0].columns[found.1].concept;
+            (said.ends_with('s') && concept != Concept::Label && plan.conditions.is_empty())
+                .then_some((next, found))
+        }) {
+            self.used[counted] = true;
+            self.use_all(&counts);
+            for i in &tables {
+                if table_of(*i).0 == t {
+                    self.used[*i] = true;
+                }
+            }
+            plan.show.retain(|s| *s != (t, c));
+            plan.shape = Shape::Values(t, c);
         } else if !counts.is_empty()
             && (measure_on_facts
                 || !matches!(plan.measure, Measure::Column(t, c) if schema.entities[t].columns[c].concept == Concept::Stock))
@@ -1696,31 +1930,45 @@ impl<'a> Builder<'a> {
                 Shape::Rows
             };
         }
+        // A basket's rows are listed with their prices; the total is computed after.
+        if !plan.basket.is_empty() {
+            self.use_all(&aggregates);
+            self.use_all(&how_much);
+            plan.shape = Shape::Rows;
+        }
+        // "What did order 33 contain?": "contain", "include" with nothing to add are "with".
+        self.use_all(&self.find(|c| *c == Claim::Include));
+        // One row named and nothing asked of it: all of it, with the names it refers to.
+        if plan.shape == Shape::Rows
+            && plan.show.is_empty()
+            && plan.related.is_none()
+            && plan.conditions.iter().any(|c| {
+                let concept = schema.entities[c.table].columns[c.column].concept;
+                c.table == subject
+                    && matches!(concept, Concept::Key | Concept::Label)
+                    && matches!(&c.test, Test::In(v) if v.len() == 1)
+            })
+        {
+            for (index, column) in schema.entities[subject].columns.iter().enumerate() {
+                match column.concept {
+                    Concept::Key | Concept::Label => {}
+                    Concept::Reference => {
+                        if let Some(referenced) = column.references
+                            && let Some(label) = schema.entities[referenced].label
+                        {
+                            plan.show.push((referenced, label));
+                        }
+                    }
+                    _ => plan.show.push((subject, index)),
+                }
+            }
+        }
         // Single-row parts of speech that only shape the answer.
         self.use_all(&self.find(|c| matches!(c, Claim::Single)));
         // "the distinct/different …" with another shape.
         let distinct = self.find(|c| *c == Claim::Distinct);
         if matches!(plan.shape, Shape::Count | Shape::Rows) {
             self.use_all(&distinct);
-        }
-        // "products in stock" as a filter: stock above zero.
-        if let Some(s) = stock_column
-            && !self.used[s]
-            && matches!(plan.shape, Shape::Rows | Shape::Count | Shape::Share)
-            && self.said(s).to_lowercase().contains("in stock")
-            && let Some((t, c)) = self.concept_column(subject, Concept::Stock)
-        {
-            let condition = Condition {
-                table: t,
-                column: c,
-                test: Test::Compare(Op::Gt, 0.0),
-            };
-            if plan.shape == Shape::Share {
-                plan.share.push(condition);
-            } else {
-                plan.conditions.push(condition);
-            }
-            self.used[s] = true;
         }
         // Basis of counts of facts: every status, unless one is named.
         if Some(plan.subject) == facts

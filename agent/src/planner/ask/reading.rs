@@ -626,6 +626,9 @@ fn vocabulary() -> Vec<(&'static str, Claim)> {
         ("generating", Revenue),
         ("paid", Revenue),
         ("pay", Revenue),
+        ("order total", Revenue),
+        ("order totals", Revenue),
+        ("order value", Worth),
         ("value", Worth),
         ("values", Worth),
         ("valued", Worth),
@@ -655,6 +658,27 @@ fn vocabulary() -> Vec<(&'static str, Claim)> {
         ("from us", Filler),
         ("e mail", Filler),
         ("current", Filler),
+        ("catalog", Filler),
+        ("catalogue", Filler),
+        ("listed", Filler),
+        ("offer", Filler),
+        ("offered", Filler),
+        ("range", Filler),
+        ("but", Filler),
+        ("use", Filler),
+        ("uses", Filler),
+        ("using", Filler),
+        ("fall under", Filler),
+        ("falls under", Filler),
+        ("fall into", Filler),
+        ("falls into", Filler),
+        ("belong to", Filler),
+        ("belongs to", Filler),
+        ("part of", Filler),
+        ("filed under", Filler),
+        ("listed under", Filler),
+        ("at the moment", Filler),
+        ("right now", Filler),
         ("at current prices", Filler),
         ("current prices", Filler),
         ("including", Include),
@@ -804,6 +828,7 @@ pub(crate) fn read(task: &str, schema: &Schema, values: &Values) -> Reading {
     currencies(&mut state);
     adjustments(&mut state);
     data_values(&mut state, schema, values);
+    rates_of_values(&mut state, schema, values);
     quoted(&mut state, schema, values);
     words(&mut state, schema);
     numbers(&mut state);
@@ -1256,6 +1281,48 @@ fn data_values(state: &mut Claims<'_>, schema: &Schema, values: &Values) {
     }
 }
 
+/// "the return rate", "the cancellation rate": the share of rows with that status.
+fn rates_of_values(state: &mut Claims<'_>, schema: &Schema, values: &Values) {
+    let tokens = state.tokens;
+    for at in 1..tokens.len() {
+        if !(tokens[at].is("rate") && state.free(at) && state.free(at - 1)) {
+            continue;
+        }
+        let word = &tokens[at - 1].lower;
+        if word.len() < 6 {
+            continue;
+        }
+        let found: Vec<(usize, usize, String)> = values
+            .columns
+            .iter()
+            .filter(|c| {
+                c.complete
+                    && schema.entities[c.table].columns[c.column]
+                        .concept
+                        .is_dimension()
+            })
+            .flat_map(|c| {
+                c.values
+                    .iter()
+                    .filter(|v| {
+                        let v = v.to_lowercase();
+                        let shared = v
+                            .chars()
+                            .zip(word.chars())
+                            .take_while(|(a, b)| a == b)
+                            .count();
+                        shared >= 6
+                    })
+                    .map(|v| (c.table, c.column, v.clone()))
+            })
+            .collect();
+        if let [(table, column, value)] = found.as_slice() {
+            push_value(state, at - 1, at - 1, *table, *column, value, true);
+            state.claim(at, at, Claim::Percent);
+        }
+    }
+}
+
 /// Adds a value claim, or widens an adjacent claim of the same column ("France or Germany").
 fn push_value(
     state: &mut Claims<'_>,
@@ -1432,7 +1499,11 @@ fn schema_phrases(schema: &Schema) -> Vec<(Vec<String>, Claim)> {
             }
             for word in words {
                 match columns.iter_mut().find(|(w, _)| *w == word) {
-                    Some((_, candidates)) => candidates.push((t, c)),
+                    Some((_, candidates)) => {
+                        if !candidates.contains(&(t, c)) {
+                            candidates.push((t, c));
+                        }
+                    }
                     None => columns.push((word, vec![(t, c)])),
                 }
             }

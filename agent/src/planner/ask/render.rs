@@ -208,7 +208,6 @@ fn related_join(schema: &Schema, subject: usize, related: &Related) -> Result<St
             tables.push(*table);
         }
     }
-    tables.retain(|t| *t != subject || last_table == subject);
     let from = from_clause(schema, related.facts, &tables)?;
     let value = match related.measure {
         Measure::Rows => "count(*)".to_owned(),
