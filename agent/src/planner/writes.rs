@@ -208,12 +208,18 @@ pub(crate) fn write_request(task: &str) -> Option<WriteRequest> {
     None
 }
 
-/// "Add 17 and 25", "add 5 to 10": a sum, not a new row.
+/// "Add 17 and 25", "add 5 to 10": a sum, not a new row ("add 20 units to the stock" is one).
 fn arithmetic_after(rest: &[String]) -> bool {
+    let number = |i: usize| {
+        rest.get(i)
+            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    };
     rest.first().is_some_and(|verb| verb == "add")
+        && number(1)
         && rest
-            .get(1)
-            .is_some_and(|next| next.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            .get(2)
+            .is_some_and(|w| matches!(w.as_str(), "and" | "to" | "plus" | "with"))
+        && number(3)
 }
 
 #[cfg(test)]
@@ -253,6 +259,7 @@ mod tests {
             ("Increase all Electronics prices by 10%", "increase"),
             ("Find the cancelled orders and then delete them", "delete"),
             ("Restock the Wireless Mouse with 50 units", "restock"),
+            ("Add 20 units to the stock of the Desk Lamp", "add"),
             ("drop table orders", "drop"),
         ] {
             assert_eq!(verb(task).as_deref(), Some(expected), "{task}");

@@ -382,7 +382,10 @@ impl Writer<'_> {
                     json!(rows.iter().take(20).collect::<Vec<_>>()),
                 );
                 if rows.is_empty() {
-                    return format!("No {} match{conditions}.", self.entity(subject, true));
+                    return format!(
+                        "There are 0 {}{conditions}: none match.",
+                        self.entity(subject, true)
+                    );
                 }
                 let listed: Vec<String> = rows.iter().map(|r| self.row(query, r)).collect();
                 if rows.len() == 1 && !plan.show.is_empty() {
@@ -403,7 +406,11 @@ impl Writer<'_> {
                     listed.join("; ")
                 )
             }
-            Shape::Top { descending, limit } => {
+            Shape::Top {
+                descending,
+                limit,
+                only,
+            } => {
                 key_facts.insert(
                     "rows".into(),
                     json!(rows.iter().take(20).collect::<Vec<_>>()),
@@ -421,6 +428,22 @@ impl Writer<'_> {
                     })
                     .collect();
                 let tied = rows.len() > *limit;
+                if *only {
+                    let place = match limit {
+                        2 => "2nd".to_owned(),
+                        3 => "3rd".to_owned(),
+                        n => format!("{n}th"),
+                    };
+                    return format!(
+                        "The {} with the {place} {direction} {what}{conditions}{}: {}.",
+                        self.entity(subject, false),
+                        if rows.len() > 1 { " (a tie)" } else { "" },
+                        rows.iter()
+                            .map(|r| self.row(query, r))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    );
+                }
                 if *limit == 1 && rows.len() == 1 {
                     format!(
                         "The {} with the {direction} {what}{conditions} is {}.",

@@ -70,8 +70,13 @@ pub(crate) enum Shape {
     Figure(Agg),
     /// The rows (at most a page).
     Rows,
-    /// The first `limit` rows by the measure, ties included.
-    Top { descending: bool, limit: usize },
+    /// The first `limit` rows by the measure, ties included; with `only`, the rows at place
+    /// `limit` alone ("the second highest price").
+    Top {
+        descending: bool,
+        limit: usize,
+        only: bool,
+    },
     /// A figure per group; ranked when `top` is set.
     Groups {
         agg: Agg,
@@ -607,6 +612,44 @@ impl<'a> Builder<'a> {
             && (figure_question || (!percent.is_empty() && !money_words.is_empty()))
         {
             subject = facts;
+        }
+        // "How many units of Office products have been sold?", "How many Yoga Mats have we
+        // sold?": units added up over the facts.
+        let units_question = !sold.is_empty()
+            && (!counts.is_empty() || !aggregates.is_empty() || !how_much.is_empty())
+            && ranks.is_empty()
+            && groupers.is_empty()
+            && percent.is_empty()
+            && who.is_empty()
+            && !list_intent
+            && !claims.iter().any(|c| c.claim == Claim::Negation)
+            && claims.iter().any(|c| match &c.claim {
+                Claim::Column { candidates } => candidates
+                    .iter()
+                    .any(|(t, col)| schema.entities[*t].columns[*col].concept == Concept::Quantity),
+                Claim::Value { table, column, .. } => {
+                    schema.entities[*table].columns[*column].concept == Concept::Label
+                }
+                _ => false,
+            });
+        if subject.is_none() && units_question {
+            subject = facts;
+        }
+        // "Which book sold the most copies?": a category's value names the rows asked for.
+        if subject.is_none()
+            && let Some(value) = which
+                .iter()
+                .chain(&who)
+                .find_map(|w| self.next(*w))
+                .filter(|n| match &claims[*n].claim {
+                    Claim::Value { table, column, .. } => {
+                        schema.entities[*table].columns[*column].concept == Concept::Category
+                    }
+                    _ => false,
+                })
+            && let Claim::Value { table, .. } = claims[value].claim
+        {
+            subject = Some(table);
         }
         if subject.is_none() && !percent.is_empty() {
             // "percentage of orders": the table after the percent word.
@@ -1252,78 +1295,9 @@ impl<'a> Builder<'a> {
             }
         }
 
-        // Who has related rows matching conditions on another table ("who bought the Ergonomic
-        // Chair", "customers who ordered Rust in Action"): conditions on tables the subject
-        // does not reach become conditions on the related facts.
-        let mut fact_conditions: Vec<Condition> = Vec::new();
-        let mut subject_conditions: Vec<Condition> = Vec::new();
-        for condition in plan.conditions.drain(..) {
-            if schema.path(subject, condition.table).is_some() {
-                subject_conditions.push(condition);
-            } else {
-                fact_conditions.push(condition);
-            }
-        }
-        if !fact_conditions.is_empty() && !measure_on_facts {
-            // The subject must have related rows passing them.
-            if measure.is_none() || measure == Some(Measure::Rows) {
-                measure = Some(Measure::Rows);
-                measure_on_facts = true;
-                if related_having.is_empty() {
-                    related_having.push((Op::Gt, 0.0));
-                }
-            } else {
-                let table = fact_conditions[0].table;
-                return Err(cannot(
-                    format!(
-                        "the question limits {} by the {} it relates to in a way I cannot put \
-                         in one query",
-                        self.entity_word(subject, true),
-                        self.entity_word(table, true)
-                    ),
-                    Vec::new(),
-                ));
-            }
-        }
-
-        // The facts a measure on them comes from, when the subject is not the facts table.
-        let related_facts = if measure_on_facts && Some(subject) != facts {
-            match facts {
-                Some(f) if schema.path(f, subject).is_some() => Some(f),
-                _ => None,
-            }
-        } else {
-            None
-        };
-        if measure_on_facts
-            && Some(subject) != facts
-            && related_facts.is_none()
-            && plan.group.is_none()
-        {
-            return Err(cannot(
-                format!(
-                    "I cannot relate {} to what the question measures",
-                    self.entity_word(subject, true)
-                ),
-                Vec::new(),
-            ));
-        }
-        // Relation words are used whenever facts are involved.
-        if measure_on_facts || Some(subject) == facts || !fact_conditions.is_empty() {
-            self.use_all(&relations);
-            self.use_all(&sold);
-            for t in &counted_tables {
-                self.used[*t] = true;
-            }
-            for t in &tables {
-                if Some(table_of(*t).0) == facts {
-                    self.used[*t] = true;
-                }
-            }
-        }
-
         // The period: on the date the question speaks of, else the facts', else the subject's.
         let periods = self.find(|c| matches!(c, Claim::Period(_)));
+        let mut period_on_facts: Vec<Condition> = Vec::new();
         let date_column_named = columns.iter().copied().find(|c| {
             self.column_concept(*c).is_some_and(|concept| {
                 matches!(concept, Concept::Created | Concept::Ordered | Concept::Date)
@@ -1333,24 +1307,25 @@ impl<'a> Builder<'a> {
             let Claim::Period(period) = &claims[*p].claim else {
                 continue;
             };
-            let date = match date_column_named
-                .and_then(|c| self.column_candidates(c).first().copied())
-            {
-                Some(found) => {
-                    self.used[date_column_named.unwrap_or(0)] = true;
-                    Some(found)
-                }
-                None => {
-                    let owner =
-                        if measure_on_facts || !fact_conditions.is_empty() || !relations.is_empty()
-                        {
+            let date =
+                match date_column_named.and_then(|c| self.column_candidates(c).first().copied()) {
+                    Some(found) => {
+                        self.used[date_column_named.unwrap_or(0)] = true;
+                        Some(found)
+                    }
+                    None => {
+                        let other_tables = plan
+                            .conditions
+                            .iter()
+                            .any(|c| schema.path(subject, c.table).is_none());
+                        let owner = if measure_on_facts || other_tables || !relations.is_empty() {
                             facts.or(Some(subject))
                         } else {
                             Some(subject)
                         };
-                    owner.and_then(|o| self.date_of(o))
-                }
-            };
+                        owner.and_then(|o| self.date_of(o))
+                    }
+                };
             let Some((t, c)) = date else {
                 return Err(cannot(
                     format!(
@@ -1414,14 +1389,84 @@ impl<'a> Builder<'a> {
                 column: c,
                 test: Test::Range(from, until),
             };
-            if schema.path(subject, t).is_some()
-                && !(measure_on_facts && Some(t) == facts && Some(subject) != facts)
-            {
+            // On the facts a per-row figure adds up, else where it reaches (the split below).
+            if measure_on_facts && Some(t) == facts && Some(subject) != facts {
+                period_on_facts.push(condition);
+            } else {
+                plan.conditions.push(condition);
+            }
+            self.used[*p] = true;
+        }
+
+        // Who has related rows matching conditions on another table ("who bought the Ergonomic
+        // Chair", "customers who ordered Rust in Action"): conditions on tables the subject
+        // does not reach become conditions on the related facts.
+        let mut fact_conditions: Vec<Condition> = Vec::new();
+        let mut subject_conditions: Vec<Condition> = Vec::new();
+        for condition in plan.conditions.drain(..) {
+            if schema.path(subject, condition.table).is_some() {
                 subject_conditions.push(condition);
             } else {
                 fact_conditions.push(condition);
             }
-            self.used[*p] = true;
+        }
+        fact_conditions.append(&mut period_on_facts);
+        if !fact_conditions.is_empty() && !measure_on_facts {
+            // The subject must have related rows passing them.
+            if measure.is_none() || measure == Some(Measure::Rows) {
+                measure = Some(Measure::Rows);
+                measure_on_facts = true;
+                if related_having.is_empty() {
+                    related_having.push((Op::Gt, 0.0));
+                }
+            } else {
+                let table = fact_conditions[0].table;
+                return Err(cannot(
+                    format!(
+                        "the question limits {} by the {} it relates to in a way I cannot put \
+                         in one query",
+                        self.entity_word(subject, true),
+                        self.entity_word(table, true)
+                    ),
+                    Vec::new(),
+                ));
+            }
+        }
+
+        // The facts a measure on them comes from, when the subject is not the facts table.
+        let related_facts = if measure_on_facts && Some(subject) != facts {
+            match facts {
+                Some(f) if schema.path(f, subject).is_some() => Some(f),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if measure_on_facts
+            && Some(subject) != facts
+            && related_facts.is_none()
+            && plan.group.is_none()
+        {
+            return Err(cannot(
+                format!(
+                    "I cannot relate {} to what the question measures",
+                    self.entity_word(subject, true)
+                ),
+                Vec::new(),
+            ));
+        }
+        // Relation words are used whenever facts are involved.
+        if measure_on_facts || Some(subject) == facts || !fact_conditions.is_empty() {
+            self.use_all(&relations);
+            self.use_all(&sold);
+            for t in &counted_tables {
+                self.used[*t] = true;
+            }
+            for t in &tables {
+                if Some(table_of(*t).0) == facts {
+                    self.used[*t] = true;
+                }
+            }
         }
 
         // The completed-orders basis of money and units sold, unless a status is named.
@@ -1540,8 +1585,11 @@ impl<'a> Builder<'a> {
         // condition's context.
         for i in &tables {
             let (table, _) = table_of(*i);
+            let after_by = self
+                .previous(*i)
+                .is_some_and(|p| claims[p].claim == Claim::By);
             if !self.used[*i]
-                && role_of_table(*i) == "subject"
+                && (role_of_table(*i) == "subject" || after_by)
                 && plan
                     .conditions
                     .iter()
@@ -1549,10 +1597,14 @@ impl<'a> Builder<'a> {
                     .any(|c| c.table == table)
             {
                 self.used[*i] = true;
+                // "placed by customers from Canada".
+                if let Some(p) = self.previous(*i)
+                    && claims[p].claim == Claim::By
+                {
+                    self.used[p] = true;
+                }
             }
         }
-        // "products in stock", "How many products are in stock?": stock above zero, unless the
-        // stock of named rows is asked ("How many Yoga Mats are in stock?").
         let named_rows = plan.conditions.iter().any(|c| {
             c.table == subject
                 && matches!(
@@ -1560,6 +1612,8 @@ impl<'a> Builder<'a> {
                     Concept::Label | Concept::Key
                 )
         });
+        // "products in stock", "How many products are in stock?": stock above zero, unless the
+        // stock of named rows is asked ("How many Yoga Mats are in stock?").
         if let Some(s) = stock_column
             && !self.used[s]
             && !named_rows
@@ -1820,10 +1874,18 @@ impl<'a> Builder<'a> {
                 self.used[i] = true;
                 n
             });
+            // "the second highest price": one place of the ranking.
+            let ordinal = self.find(|c| matches!(c, Claim::Ordinal(_)));
+            let place = ordinal.first().map(|o| match claims[*o].claim {
+                Claim::Ordinal(place) => place,
+                _ => 1,
+            });
+            self.use_all(&ordinal);
             plan.single = n.is_none() && single_asked;
             plan.shape = Shape::Top {
                 descending,
-                limit: n.unwrap_or(1),
+                limit: place.or(n).unwrap_or(1),
+                only: place.is_some(),
             };
         } else if per_entity.is_some() {
             self.use_all(&aggregates);
@@ -1857,6 +1919,7 @@ impl<'a> Builder<'a> {
             plan.shape = Shape::Values(t, c);
         } else if !counts.is_empty()
             && (measure_on_facts
+                || !named_rows
                 || !matches!(plan.measure, Measure::Column(t, c) if schema.entities[t].columns[c].concept == Concept::Stock))
         {
             self.use_all(&counts);
@@ -1921,11 +1984,20 @@ impl<'a> Builder<'a> {
             {
                 // "How much has each customer spent": shown per row.
             }
+            // "Do we have any customers in Italy?", "Are there any pending orders?": how many.
+            let yes_no = self.reading.tokens.first().is_some_and(|t| {
+                matches!(
+                    t.lower.as_str(),
+                    "is" | "are" | "do" | "does" | "did" | "has" | "have" | "was" | "were" | "any"
+                )
+            });
             plan.shape = if figure_question
                 && plan.related.is_none()
                 && matches!(plan.measure, Measure::Money | Measure::StockValue)
             {
                 Shape::Figure(Agg::Sum)
+            } else if yes_no && plan.show.is_empty() && !named_rows {
+                Shape::Count
             } else {
                 Shape::Rows
             };
@@ -1963,12 +2035,53 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        // Rows of the facts listed with what they refer to ("What did Julia Garcia order?": her
+        // orders with their products), except what a condition fixes.
+        if plan.shape == Shape::Rows
+            && plan.show.is_empty()
+            && plan.related.is_none()
+            && Some(subject) == facts
+        {
+            for column in &schema.entities[subject].columns {
+                if let Some(referenced) = column.references
+                    && let Some(label) = schema.entities[referenced].label
+                    && !plan
+                        .conditions
+                        .iter()
+                        .any(|c| c.table == referenced && c.column == label)
+                {
+                    plan.show.push((referenced, label));
+                }
+            }
+            if let Some(quantity) = schema.entities[subject].column(Concept::Quantity) {
+                plan.show.push((subject, quantity));
+            }
+        }
         // Single-row parts of speech that only shape the answer.
         self.use_all(&self.find(|c| matches!(c, Claim::Single)));
         // "the distinct/different …" with another shape.
         let distinct = self.find(|c| *c == Claim::Distinct);
         if matches!(plan.shape, Shape::Count | Shape::Rows) {
             self.use_all(&distinct);
+        }
+        // Dates and text are not added up or averaged.
+        let summed = match plan.shape {
+            Shape::Figure(agg) | Shape::Groups { agg, .. } => {
+                matches!(agg, Agg::Sum | Agg::Avg | Agg::Median)
+            }
+            _ => false,
+        };
+        if summed
+            && let Measure::Column(t, c) = plan.measure
+            && !schema.entities[t].columns[c].concept.is_number()
+        {
+            return Err(cannot(
+                format!(
+                    "the question would add up or average {}, which is no number",
+                    self.column_name(t, c)
+                ),
+                Vec::new(),
+            ));
         }
         // Basis of counts of facts: every status, unless one is named.
         if Some(plan.subject) == facts

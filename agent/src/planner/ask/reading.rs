@@ -174,6 +174,8 @@ pub(crate) enum Claim {
     Exclude,
     /// "if", "suppose": a hypothetical change to a figure.
     Hypothetical,
+    /// "second", "third": a place in a ranking.
+    Ordinal(usize),
 }
 
 /// A claim and the tokens it took.
@@ -540,6 +542,28 @@ fn vocabulary() -> Vec<(&'static str, Claim)> {
         ("grouped by", Group),
         ("group by", Group),
         ("across", Group),
+        ("highest first", Filler),
+        ("largest first", Filler),
+        ("biggest first", Filler),
+        ("most first", Filler),
+        ("lowest first", Filler),
+        ("smallest first", Filler),
+        ("in descending order", Filler),
+        ("in ascending order", Filler),
+        ("descending", Filler),
+        ("ascending", Filler),
+        ("sorted", Filler),
+        ("from highest to lowest", Filler),
+        ("from lowest to highest", Filler),
+        ("from most to least", Filler),
+        ("second", Ordinal(2)),
+        ("2nd", Ordinal(2)),
+        ("third", Ordinal(3)),
+        ("3rd", Ordinal(3)),
+        ("fourth", Ordinal(4)),
+        ("4th", Ordinal(4)),
+        ("fifth", Ordinal(5)),
+        ("5th", Ordinal(5)),
         ("by each", Group),
         ("by", By),
         ("sorted by", By),
@@ -884,6 +908,17 @@ fn number_token(token: &Token) -> Option<(f64, bool, bool)> {
     }
 }
 
+/// A small number written as a word ("more than one unit").
+fn number_word(word: &str) -> Option<f64> {
+    [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ]
+    .iter()
+    .position(|w| *w == word)
+    .map(|n| n as f64)
+}
+
 fn comparisons(state: &mut Claims<'_>) {
     let tokens = state.tokens;
     for at in 0..tokens.len() {
@@ -951,7 +986,9 @@ fn comparisons(state: &mut Claims<'_>) {
                 continue;
             };
             let number_at = at + length;
-            let Some((value, money, percent)) = tokens.get(number_at).and_then(number_token) else {
+            let Some((value, money, percent)) = tokens.get(number_at).and_then(|t| {
+                number_token(t).or_else(|| number_word(&t.lower).map(|n| (n, false, false)))
+            }) else {
                 continue;
             };
             if !state.free(number_at) {

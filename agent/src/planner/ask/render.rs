@@ -377,7 +377,11 @@ pub(crate) fn render(schema: &Schema, plan: &Plan) -> Result<Query, String> {
                 select.join(", ")
             )
         }
-        Shape::Top { descending, limit } => {
+        Shape::Top {
+            descending,
+            limit,
+            only,
+        } => {
             let direction = if *descending { "DESC" } else { "ASC" };
             let mut extra_not_null = extra.clone();
             if plan.related.is_none() {
@@ -389,9 +393,15 @@ pub(crate) fn render(schema: &Schema, plan: &Plan) -> Result<Query, String> {
                 alias: "value".into(),
                 source: None,
             });
+            // One place ("the second highest") counts distinct values; the first N keep ties.
+            let (rank, kept) = if *only {
+                ("DENSE_RANK()", format!("position = {limit}"))
+            } else {
+                ("RANK()", format!("position <= {limit}"))
+            };
             format!(
-                "SELECT * FROM (SELECT {}, RANK() OVER (ORDER BY {value_expr} {direction}) AS position, \
-                 count(*) OVER () AS total_rows {from}{related}{filter}) WHERE position <= {limit} ORDER BY position LIMIT 100",
+                "SELECT * FROM (SELECT {}, {rank} OVER (ORDER BY {value_expr} {direction}) AS position, \
+                 count(*) OVER () AS total_rows {from}{related}{filter}) WHERE {kept} ORDER BY position LIMIT 100",
                 select.join(", ")
             )
         }

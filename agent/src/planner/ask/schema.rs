@@ -139,6 +139,7 @@ const TABLE_WORDS: [(&str, &[&str]); 10] = [
             "merchandise",
             "sku",
             "offering",
+            "thing",
         ],
     ),
     ("item", &["item", "product", "article"]),

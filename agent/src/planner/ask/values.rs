@@ -188,7 +188,14 @@ pub(crate) fn same_word(task_word: &str, value_word: &str) -> bool {
             .map(|s| format!("{s}ies"))
             .unwrap_or_default(),
     ];
+    // "knife" → "knives", "shelf" → "shelves".
+    let ves = value_word
+        .strip_suffix("fe")
+        .or_else(|| value_word.strip_suffix('f'))
+        .map(|stem| format!("{stem}ves"))
+        .unwrap_or_default();
     plurals.iter().any(|p| !p.is_empty() && p == task_word)
+        || (!ves.is_empty() && ves == task_word)
         || (value_word.ends_with('s') && value_word.strip_suffix('s') == Some(task_word))
 }
 
@@ -260,6 +267,7 @@ mod tests {
         assert!(same_word("presses", "press"));
         assert!(same_word("hds", "hd"));
         assert!(same_word("categories", "category"));
+        assert!(same_word("knives", "knife"));
         assert!(near_word("okafro", "okafor"));
         assert!(near_word("garsia", "garcia"));
         assert!(near_word("cancled", "cancelled"));
