@@ -410,6 +410,78 @@ mod tests {
     }
 
     #[test]
+    fn bad_input_is_refused_before_anything_runs() {
+        let agent = Agent::new(AgentConfig::default()).expect("default config");
+        let err = |r: AgentRequest| {
+            agent
+                .prepare(r, "r".into(), |_| None)
+                .expect_err("refused")
+                .to_string()
+        };
+        assert!(err(request("")).contains("task is empty"));
+        let huge = "How many orders are there? ".repeat(4000);
+        assert!(huge.len() > 100_000);
+        let message = err(request(&huge));
+        assert!(message.contains("it must be at most 65536"), "{message}");
+        for steps in [0, 51] {
+            let message = err(AgentRequest {
+                max_steps: Some(steps),
+                ..request("t")
+            });
+            assert!(
+                message.contains(&format!("maxSteps is {steps}")),
+                "{message}"
+            );
+            assert!(message.contains("between 1 and 50"), "{message}");
+        }
+        let message = err(AgentRequest {
+            cost_ceiling_usd: Some(-0.5),
+            ..request("t")
+        });
+        assert!(message.contains("costCeilingUsd is -0.5"), "{message}");
+        assert!(message.contains("positive number of USD"), "{message}");
+    }
+
+    #[test]
+    fn the_offline_planner_refuses_a_model_and_a_schema_its_answers_fail() {
+        let agent = Agent::new(AgentConfig::default()).expect("default config");
+        let err = |r: AgentRequest| {
+            agent
+                .prepare(r, "r".into(), |_| None)
+                .expect_err("refused")
+                .to_string()
+        };
+        let message = err(AgentRequest {
+            model: Some("gpt-4o".into()),
+            ..request("t")
+        });
+        assert!(
+            message.contains("offline planner") && message.contains("no models"),
+            "{message}"
+        );
+        let message = err(AgentRequest {
+            answer_schema: Some(serde_json::json!({
+                "type": "object", "required": ["total"],
+                "properties": {"total": {"type": "number"}}
+            })),
+            ..request("t")
+        });
+        assert!(
+            message.contains("answerSchema does not accept the offline planner's answers"),
+            "{message}"
+        );
+        // A schema the planner's answers pass is taken.
+        let accepting = AgentRequest {
+            answer_schema: Some(serde_json::json!({
+                "type": "object", "required": ["answer"],
+                "properties": {"answer": {"type": "string"}}
+            })),
+            ..request("t")
+        };
+        assert!(agent.prepare(accepting, "r".into(), |_| None).is_ok());
+    }
+
+    #[test]
     fn unpriced_models_need_the_ceiling_off() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
         let unpriced = AgentRequest {

@@ -462,12 +462,24 @@ fn structure<'a>(
     tools: &'a [ExposedTool],
     past: &[Past<'_>],
 ) -> Result<Step<'a>, String> {
-    let task_words = words::words(task);
-    let asks = words::mentions(
-        &task_words,
-        &["tables", "schema", "columns", "structure", "fields"],
-    ) || (words::mentions(&task_words, &["describe"])
-        && words::mentions(&task_words, &["table"]));
+    // The words outside quotes, as written: a quoted name is no question about tables, and
+    // "the orders table" in a question about orders is no question about the structure.
+    let unquoted: String = ask::text::tokens(task)
+        .iter()
+        .filter(|t| !matches!(t.kind, ask::text::Kind::Quoted(_)))
+        .map(|t| t.lower.clone())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let task_words = words::words(&unquoted);
+    let has = |list: &[&str]| task_words.iter().any(|w| list.contains(&w.as_str()));
+    let asks = has(&[
+        "tables",
+        "schema",
+        "schemas",
+        "columns",
+        "structure",
+        "fields",
+    ]) || (has(&["describe"]) && has(&["table"]));
     let (true, Some(tool)) = (asks, tools::schema_tool(tools)) else {
         return Ok(Step::Pass(0));
     };

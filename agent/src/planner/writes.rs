@@ -127,8 +127,55 @@ const CHANGES_MID_SENTENCE: [&str; 15] = [
     "cancel", "refund", "restock", "rename", "truncate",
 ];
 
+/// The task with quoted names blanked out: text in quotes right after "customer", "named",
+/// "called" and the like is a name to look up (`customer "x'; DROP TABLE orders; --"`), not a
+/// statement; quoted text elsewhere ("run 'DELETE FROM orders'") stays.
+fn without_quoted_names(task: &str) -> String {
+    let mut out = String::with_capacity(task.len());
+    let mut rest = task;
+    while let Some(open) = rest.find(['"', '\u{201c}']) {
+        let before = &rest[..open];
+        let last_word = before
+            .split(|c: char| !c.is_alphanumeric())
+            .rfind(|w| !w.is_empty())
+            .unwrap_or("")
+            .to_lowercase();
+        let quote = rest[open..].chars().next().unwrap_or('"');
+        let closing = if quote == '"' { '"' } else { '\u{201d}' };
+        let after_open = open + quote.len_utf8();
+        let Some(close) = rest[after_open..].find(closing).map(|c| c + after_open) else {
+            break;
+        };
+        out.push_str(before);
+        let naming = [
+            "customer",
+            "customers",
+            "client",
+            "product",
+            "products",
+            "item",
+            "named",
+            "called",
+            "name",
+            "user",
+            "category",
+            "status",
+            "order",
+        ];
+        if naming.contains(&last_word.as_str()) {
+            out.push_str("\"\"");
+        } else {
+            out.push_str(&rest[open..close + closing.len_utf8()]);
+        }
+        rest = &rest[close + closing.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The SQL statement in a task that writes, when there is one.
 fn write_statement(task: &str) -> Option<(String, String)> {
+    let task = &without_quoted_names(task);
     let lower = task.to_lowercase();
     let task_words = words::words(&lower);
     let at = |i: usize| task_words.get(i).map(String::as_str).unwrap_or("");
@@ -284,6 +331,7 @@ mod tests {
             "Show the orders placed in March 2025",
             "Select the cheapest product",
             "What's the revenue and order count for 2024?",
+            "How many orders has customer \"x'; DROP TABLE orders; --\" placed?",
         ] {
             assert_eq!(verb(task), None, "{task}");
         }

@@ -682,6 +682,7 @@ fn vocabulary() -> Vec<(&'static str, Claim)> {
         ("from us", Filler),
         ("e mail", Filler),
         ("current", Filler),
+        ("table", Filler),
         ("catalog", Filler),
         ("catalogue", Filler),
         ("listed", Filler),
