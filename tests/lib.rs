@@ -82,6 +82,11 @@ pub fn client_bin() -> PathBuf {
     binary("tool-cli")
 }
 
+/// The `tool-cli-replay` binary (record/replay of MCP sessions; crate `tool-cli-replay`).
+pub fn replay_bin() -> PathBuf {
+    binary("tool-cli-replay")
+}
+
 /// The root of the checkout (where `node_modules/` and `.peers/` are installed).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -464,6 +469,12 @@ pub struct DaemonOptions {
     /// Variables removed from the daemon's environment (`RUST_LOG`, to see its default
     /// logging).
     pub remove_env: Vec<String>,
+    /// Start without `--config`, as the README's quick start does: the daemon runs the bundled
+    /// default unless `HOME` (set it in `env`) holds `.config/tool-cli/servers.json`. The config
+    /// given is then not written.
+    pub no_config_flag: bool,
+    /// The daemon's working directory (by default the test's).
+    pub current_dir: Option<PathBuf>,
 }
 
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
@@ -541,9 +552,10 @@ impl Daemon {
             .expect("chmod 600 the config");
         let runtime_dir = dir.path().join("runtime");
         let mut command = daemon_command(&runtime_dir);
+        if !options.no_config_flag {
+            command.arg("--config").arg(&config_path);
+        }
         command
-            .arg("--config")
-            .arg(&config_path)
             .arg("--print-env")
             .args(&options.args)
             .envs(options.env.iter().map(|(k, v)| (k, v)));
@@ -552,6 +564,9 @@ impl Daemon {
         }
         for name in &options.remove_env {
             command.env_remove(name);
+        }
+        if let Some(dir) = &options.current_dir {
+            command.current_dir(dir);
         }
         command
             .stdin(Stdio::null())

@@ -317,11 +317,14 @@ impl Client {
             reset_timeout_on_progress: None,
             max_total_timeout_ms: None,
         })?;
+        self.handshake().await?;
+        // The margin lets our daemon's own deadline error (naming the server and tool) arrive
+        // first; another bridge enforces no `timeoutMs`, so its call gets the timeout itself.
         let wait = match timeout {
-            Some(timeout) => timeout + CALL_TIMEOUT_MARGIN,
+            Some(timeout) if self.is_tool_cli_daemon() => timeout + CALL_TIMEOUT_MARGIN,
+            Some(timeout) => timeout,
             None => UNTIMED_CALL_CEILING,
         };
-        self.handshake().await?;
         let result = self.send(name::CALL_TOOL, Some(params), wait).await?;
         self.unspill(result).await
     }
@@ -392,7 +395,8 @@ impl Client {
     pub async fn call(&mut self, method: &str, params: Option<Value>) -> Result<Value, Error> {
         self.handshake().await?;
         let timeout = self.request_timeout();
-        self.send(method, params, timeout).await
+        let outcome = self.send(method, params, timeout).await;
+        outcome.map_err(|error| self.lacking_method(method, error))
     }
 
     /// [`Client::call`] with its own bound, for a method known to take longer than a request
@@ -405,7 +409,50 @@ impl Client {
     ) -> Result<Value, Error> {
         self.handshake().await?;
         let timeout = timeout.max(self.request_timeout());
-        self.send(method, params, timeout).await
+        let outcome = self.send(method, params, timeout).await;
+        outcome.map_err(|error| self.lacking_method(method, error))
+    }
+
+    /// The handshake's `serverImplementation` as `name version`, once it was made (a vouched
+    /// daemon makes none: it is ours).
+    fn implementation(&self) -> Option<String> {
+        let implementation = self.bridge_info.as_ref()?.get("serverImplementation")?;
+        let name = implementation.get("name")?.as_str()?;
+        let version = implementation
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        Some(format!("{name} {version}").trim_end().to_owned())
+    }
+
+    /// Whether the bridge is known to be tool-cli-daemon: its id vouched for it, or its
+    /// handshake names it. Only ours enforces `timeoutMs` and serves our own methods.
+    fn is_tool_cli_daemon(&self) -> bool {
+        self.vouched == Some(true)
+            || self
+                .bridge_info
+                .as_ref()
+                .and_then(|info| info.pointer("/serverImplementation/name"))
+                .and_then(Value::as_str)
+                == Some(tool_cli_protocol::IMPLEMENTATION_NAME)
+    }
+
+    /// A "method not found" from a bridge that is not tool-cli-daemon, said as such: it is
+    /// another program, not an older daemon. Anything else passes through.
+    fn lacking_method(&self, method: &str, error: Error) -> Error {
+        match (&error, self.implementation()) {
+            (Error::Rpc { error: rpc, .. }, Some(implementation))
+                if rpc.code == tool_cli_protocol::code::METHOD_NOT_FOUND
+                    && !self.is_tool_cli_daemon() =>
+            {
+                Error::BridgeLacksMethod {
+                    address: self.address(),
+                    implementation,
+                    method: method.to_owned(),
+                }
+            }
+            _ => error,
+        }
     }
 
     fn request_timeout(&self) -> Duration {
@@ -495,7 +542,10 @@ impl Client {
         let outcome = link.call(method, params, timeout).await;
         // After a timeout or a broken connection the link still carries the abandoned request:
         // it is dropped (which cancels that request) and the next request opens a new one.
-        if !matches!(outcome, Err(Error::Timeout { .. } | Error::Transport(_))) {
+        if !matches!(
+            outcome,
+            Err(Error::Timeout { .. } | Error::Transport(_) | Error::ClosedUnanswered { .. })
+        ) {
             self.link = Some(link);
         }
         outcome

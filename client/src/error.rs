@@ -111,6 +111,20 @@ pub enum Error {
         /// What happened: `closed`, `reset`, ...
         reason: String,
     },
+    /// The connection was closed or reset before the daemon answered the first request on it,
+    /// on a link whose daemon its id vouched for (so without an identity check first): what a
+    /// daemon at its connection limit does to a new connection.
+    #[error(
+        "cannot reach the tool-cli daemon at {address}: the connection was {reason} before it \
+         answered; the daemon may be at its connection limit: retry in a moment (`tool-cli \
+         daemon status` says whether it still runs)"
+    )]
+    ClosedUnanswered {
+        /// `host:port` or the socket's path.
+        address: String,
+        /// What happened: `closed`, `reset`, ...
+        reason: String,
+    },
     /// The listener did not prove it holds the token, which was therefore not sent.
     #[error("{}", unproven_message(address, *unix_socket, reason))]
     IdentityUnproven {
@@ -153,6 +167,22 @@ pub enum Error {
     AuthRefused {
         /// The HTTP status.
         status: u16,
+    },
+    /// A bridge that is not tool-cli-daemon (the reference 1.x bridge, say, by its handshake)
+    /// does not serve one of tool-cli-daemon's methods: it is another program, not an older
+    /// version of ours.
+    #[error(
+        "the bridge at {address} is {implementation}, a tool-cli 1.x bridge that is not \
+         tool-cli-daemon, and it does not serve `{method}`, a tool-cli-daemon method; start \
+         tool-cli-daemon to use it"
+    )]
+    BridgeLacksMethod {
+        /// `host:port` or the socket's path.
+        address: String,
+        /// Its `serverImplementation`: name and version.
+        implementation: String,
+        /// The method asked for.
+        method: String,
     },
     /// Any other unexpected HTTP status.
     #[error("the daemon answered HTTP {status}{}", body_excerpt(body))]
@@ -407,7 +437,8 @@ impl Error {
             Error::NoDaemon(_)
             | Error::Connect { .. }
             | Error::ConnectTimeout { .. }
-            | Error::ConnectionLost { .. } => exit::UNREACHABLE,
+            | Error::ConnectionLost { .. }
+            | Error::ClosedUnanswered { .. } => exit::UNREACHABLE,
             Error::AuthRefused { .. } | Error::UnknownToken { .. } => exit::AUTH,
             Error::IdentityUnproven { .. } | Error::NoIdentityProof { .. } => exit::IDENTITY,
             Error::Timeout { .. } => exit::TIMEOUT,
@@ -439,6 +470,7 @@ impl Error {
             | Error::Transport(_)
             | Error::Protocol(_)
             | Error::IncompatibleBridge { .. }
+            | Error::BridgeLacksMethod { .. }
             | Error::Io { .. }
             | Error::Other(_) => exit::OTHER,
         }
@@ -454,7 +486,7 @@ impl Error {
             Error::NoDaemon(_) => "noDaemon",
             Error::Connect { .. } => "unreachable",
             Error::ConnectTimeout { .. } => "connectTimeout",
-            Error::ConnectionLost { .. } => "connectionLost",
+            Error::ConnectionLost { .. } | Error::ClosedUnanswered { .. } => "connectionLost",
             Error::IdentityUnproven { .. } => "identityUnproven",
             Error::NoIdentityProof { .. } => "noIdentityProof",
             Error::UnknownToken { .. } => "unknownToken",
@@ -463,6 +495,7 @@ impl Error {
             Error::Transport(_) => "transport",
             Error::Protocol(_) => "protocol",
             Error::IncompatibleBridge { .. } => "incompatibleBridge",
+            Error::BridgeLacksMethod { .. } => "bridgeLacksMethod",
             Error::Timeout { .. } => "timeout",
             Error::Rpc { error, .. } => rpc_kind(error),
             Error::ToolReported { .. } => "toolError",
@@ -537,9 +570,15 @@ impl Error {
             Error::NoIdentityProof { address, status } => {
                 json!({"address": address, "status": status})
             }
+            Error::BridgeLacksMethod {
+                address,
+                implementation,
+                method,
+            } => json!({"address": address, "implementation": implementation, "method": method}),
             Error::Connect { address, .. }
             | Error::ConnectTimeout { address, .. }
             | Error::ConnectionLost { address, .. }
+            | Error::ClosedUnanswered { address, .. }
             | Error::IdentityUnproven { address, .. }
             | Error::UnknownToken { address } => json!({"address": address}),
             _ => Value::Null,

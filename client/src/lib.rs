@@ -140,13 +140,13 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
     if let Command::TracesReport(request) = &invocation.command
         && let Some(path) = &request.file
     {
-        return traces::report_from_file(
-            request,
-            path,
-            invocation.json,
-            invocation.out.as_deref(),
-            &mut stdout,
-        );
+        let mut output = run::Output {
+            json: invocation.json,
+            out: invocation.out.as_deref(),
+            stdout: &mut stdout,
+            terminal,
+        };
+        return traces::report_from_file(request, path, &mut output);
     }
     // An import reads files; the daemon binary does it, running or not.
     if let Command::ConfigImport(import) = &invocation.command {

@@ -220,7 +220,10 @@ impl DaemonLink {
         let body = serde_json::to_vec(&request).map_err(|error| {
             Error::Other(format!("cannot encode the {method} request: {error}"))
         })?;
-        match tokio::time::timeout(timeout, self.exchange(method, body)).await {
+        // On a vouched link nothing has been asked of the daemon before this first request: a
+        // connection it ends before answering was most likely never served (its cap).
+        let first_unchecked = id == 1 && matches!(self.identity, Identity::Vouched);
+        match tokio::time::timeout(timeout, self.exchange(method, body, first_unchecked)).await {
             Ok(result) => result,
             Err(_elapsed) => Err(Error::Timeout {
                 method: method.to_owned(),
@@ -289,20 +292,31 @@ impl DaemonLink {
     }
 
     fn lost(&self, error: &hyper::Error) -> Error {
-        let reset = std::error::Error::source(error)
-            .and_then(|source| source.downcast_ref::<std::io::Error>())
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionReset);
         Error::ConnectionLost {
             address: self.target.describe(),
-            reason: if reset {
-                "reset".to_owned()
-            } else {
-                format!("closed ({error})")
-            },
+            reason: lost_reason(error),
         }
     }
 
-    async fn exchange(&mut self, method: &str, body: Vec<u8>) -> Result<Value, Error> {
+    /// Sends one request and reads its answer. With `first_unchecked`, a connection that ends
+    /// before the answer's head is [`Error::ClosedUnanswered`] rather than a transport failure.
+    async fn exchange(
+        &mut self,
+        method: &str,
+        body: Vec<u8>,
+        first_unchecked: bool,
+    ) -> Result<Value, Error> {
+        let address = self.target.describe();
+        let unanswered = |error: hyper::Error| {
+            if first_unchecked {
+                Error::ClosedUnanswered {
+                    address: address.clone(),
+                    reason: lost_reason(&error),
+                }
+            } else {
+                Error::Transport(error.to_string())
+            }
+        };
         let request = Request::builder()
             .method(Method::POST)
             .uri("/")
@@ -312,15 +326,10 @@ impl DaemonLink {
             .header(header::ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
             .map_err(|error| Error::Other(format!("cannot build the HTTP request: {error}")))?;
-        self.sender
-            .ready()
-            .await
-            .map_err(|error| Error::Transport(error.to_string()))?;
-        let response = self
-            .sender
-            .send_request(request)
-            .await
-            .map_err(|error| Error::Transport(error.to_string()))?;
+        let ready = self.sender.ready().await;
+        ready.map_err(unanswered)?;
+        let sent = self.sender.send_request(request).await;
+        let response = sent.map_err(unanswered)?;
         let status = response.status();
         let bytes = response
             .into_body()
@@ -329,6 +338,18 @@ impl DaemonLink {
             .map_err(|error| Error::Transport(error.to_string()))?
             .to_bytes();
         decode_response(method, status, &bytes)
+    }
+}
+
+/// How a connection ended under `error`, for "the connection was … before it answered".
+fn lost_reason(error: &hyper::Error) -> String {
+    let reset = std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionReset);
+    if reset {
+        "reset".to_owned()
+    } else {
+        format!("closed ({error})")
     }
 }
 

@@ -47,13 +47,25 @@ pub(crate) fn rpc_error(code: i32, message: &str, data: Value) -> (u16, String) 
     )
 }
 
-/// The `getBridgeInfo` answer of a compatible bridge.
+/// The `getBridgeInfo` answer of our daemon (`tool-cli-daemon-rs`).
 pub(crate) fn bridge_info() -> (u16, String) {
     result(json!({
         "bridgeProtocol": {"name": "tool-cli-bridge", "major": 1, "version": "1.0"},
-        "serverImplementation": {"name": "fake", "version": "0"},
+        "serverImplementation": {"name": tool_cli_protocol::IMPLEMENTATION_NAME, "version": "0"},
         "operations": [],
         "capabilities": {}
+    }))
+}
+
+/// The handshake of the reference 1.x bridge (`@sammorrowdrums/tool-cli`), which serves only the
+/// eight reference methods and enforces no `timeoutMs`.
+pub(crate) fn reference_bridge_info() -> (u16, String) {
+    result(json!({
+        "bridgeProtocol": {"name": "tool-cli-bridge", "major": 1, "version": "1.0"},
+        "serverImplementation": {"name": "@sammorrowdrums/tool-cli", "version": "0.6.0"},
+        "operations": ["getBridgeInfo", "listServers", "listTools", "describeTool", "callTool",
+                       "listResources", "listResourceTemplates", "readResource"],
+        "capabilities": {"cancellation": {"providerAbortSignal": true}}
     }))
 }
 

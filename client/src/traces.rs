@@ -6,7 +6,6 @@
 //! call) stay one line or so each. The figures come from the `tool-cli-trace-report` crate, the
 //! very code the daemon runs for `tracesReport`, so both ways give the same report.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Subcommand, ValueEnum};
@@ -15,6 +14,7 @@ use tool_cli_trace_report::aggregate::ReportOptions;
 use tool_cli_trace_report::{files, since};
 
 use crate::error::Error;
+use crate::run::Output;
 
 /// `tool-cli traces ...`.
 #[derive(Debug, Subcommand)]
@@ -105,13 +105,12 @@ pub(crate) fn request(action: TracesAction) -> Result<ReportRequest, Error> {
     })
 }
 
-/// The report from `path` and its rotated files, written to `out` or `stdout`.
+/// The report from `path` and its rotated files, through `output` (so the `--out` file, and
+/// what is sanitised for a terminal, are decided where every other command's are).
 pub(crate) fn report_from_file(
     request: &ReportRequest,
     path: &Path,
-    json: bool,
-    out: Option<&Path>,
-    stdout: &mut dyn Write,
+    output: &mut Output<'_>,
 ) -> Result<(), Error> {
     let since_ms = request
         .params
@@ -146,32 +145,12 @@ pub(crate) fn report_from_file(
             )),
         });
     }
-    let text = if json {
+    if output.json {
         let value = serde_json::to_value(&report)
             .map_err(|error| Error::Other(format!("cannot encode the report: {error}")))?;
-        crate::render::pretty(&value)
-    } else {
-        render(&report, request.markdown)
-    };
-    let written = match out {
-        Some(out) => std::fs::write(out, text.as_bytes())
-            .map_err(|source| Error::Io {
-                action: format!("write {}", out.display()),
-                source,
-            })
-            .map(|()| format!("wrote {} bytes to {}\n", text.len(), out.display())),
-        None => Ok(text),
-    }?;
-    match stdout
-        .write_all(written.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
-            action: "write to stdout".to_owned(),
-            source: error,
-        }),
-        _ => Ok(()),
+        return output.emit_json(&value);
     }
+    output.emit_text(&render(&report, request.markdown))
 }
 
 /// The report as an aligned table (or a Markdown one), a total row, and a line saying what was
@@ -221,7 +200,8 @@ pub(crate) fn render(report: &TracesReport, markdown: bool) -> String {
     text
 }
 
-/// The cells of one group.
+/// The cells of one group. A key or a tool name came from a trace file or a daemon, so it is
+/// made safe for a terminal here, before the columns are measured.
 fn row(group: &ReportGroup, sessions: bool) -> Vec<String> {
     let latency = |pick: fn(&tool_cli_protocol::methods::LatencySummary) -> f64| {
         group
@@ -230,7 +210,7 @@ fn row(group: &ReportGroup, sessions: bool) -> Vec<String> {
             .map_or_else(|| "-".to_owned(), |latency| format!("{:.1}", pick(latency)))
     };
     let mut cells = vec![
-        group.key.clone(),
+        crate::sanitize::line(&group.key).into_owned(),
         group.calls.to_string(),
         group.errors.to_string(),
         group
@@ -247,7 +227,7 @@ fn row(group: &ReportGroup, sessions: bool) -> Vec<String> {
             counts
                 .iter()
                 .flatten()
-                .map(|(name, count)| format!("{name} ×{count}"))
+                .map(|(name, count)| format!("{} ×{count}", crate::sanitize::line(name)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -515,5 +495,41 @@ total                  12       3    75.0%     1.2   120.0       1847          6
         );
         empty.executed_only = true;
         assert!(render(&empty, true).starts_with("no calls in the trace files match\n"));
+    }
+
+    /// The issue: `tool-cli traces report --file` printed trace text (server and tool names,
+    /// which come from servers and clients) raw to the terminal.
+    #[test]
+    fn a_report_from_a_file_never_prints_raw_controls() {
+        let dir = std::env::temp_dir().join(format!("tool-cli-traces-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("traces.jsonl");
+        let line = serde_json::json!({
+            "schemaVersion": 1, "ts": "2026-05-14T09:00:00.000Z", "callId": "c1",
+            "server": "evil\u{1b}]0;pwned\u{7}", "tool": "t\u{202e}gnp.exe\u{1b}[2J",
+            "latencyMs": 1.0, "success": true, "executed": true
+        });
+        std::fs::write(&path, format!("{line}\n")).unwrap();
+        let (request, _) = parsed(&["traces", "report", "--by", "tool"]).unwrap();
+        let mut stdout = Vec::new();
+        let mut output = Output {
+            json: false,
+            out: None,
+            stdout: &mut stdout,
+            terminal: true,
+        };
+        report_from_file(&request, &path, &mut output).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let text = String::from_utf8(stdout).unwrap();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("evil^[]0;pwned^G/t<U+202E>gnp.exe^[[2J"),
+            "{text}"
+        );
     }
 }

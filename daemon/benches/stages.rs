@@ -3,7 +3,7 @@
 //! median; over HTTP (rows (h) and (i) of `call_latency`) that difference drowns in the noise of
 //! an 800 µs round trip on a shared machine, so this bench measures the stages themselves.
 //!
-//! It builds an [`Orchestrator`] over two in-memory servers that both offer `echo` (so routing
+//! It builds the [`Services`] over two in-memory servers that both offer `echo` (so routing
 //! has a real choice to make, and the routing rules all run) and answers each call at once. The
 //! measurements, interleaved in rounds so machine noise hits all alike:
 //!
@@ -20,15 +20,17 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
-use tool_cli_daemon::auth::Grant;
+use tool_cli_daemon::auth::{Grant, Token, TokenStore};
 use tool_cli_daemon::catalog::Catalog;
+use tool_cli_daemon::config::traces::TraceSettings;
 use tool_cli_daemon::error::Error;
-use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
-use tool_cli_daemon::pipeline::{CallContext, CallObserver};
+use tool_cli_daemon::pipeline::CallContext;
 use tool_cli_daemon::policy::Scope;
-use tool_cli_daemon::provider::{BoxFuture, ServerInfo, ServerSettings, ToolProvider, Upstream};
+use tool_cli_daemon::provider::{
+    BoxFuture, CallTicket, ServerInfo, ServerSettings, ToolProvider, Upstream,
+};
+use tool_cli_daemon::services::Services;
 use tool_cli_daemon::trace::Traces;
-use tool_cli_daemon::trace::settings::TraceSettings;
 use tool_cli_protocol::methods::{CallToolParams, TransportKind};
 
 /// A server that answers `echo` with its argument, at once.
@@ -80,6 +82,7 @@ impl Upstream for Echo {
         _tool: &'a str,
         arguments: &'a Map<String, Value>,
         _deadline: Instant,
+        _ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             Ok(json!({"content": [{"type": "text", "text": arguments["text"].clone()}]}))
@@ -116,20 +119,16 @@ impl Kind {
     }
 }
 
-fn orchestrator(traces: Option<Arc<Traces>>) -> Orchestrator {
+fn services(traces: Option<Arc<Traces>>) -> Arc<Services> {
     let provider = Arc::new(Servers(vec![
         Arc::new(Echo::new("alpha", "Echo the text back, from alpha")),
         Arc::new(Echo::new("beta", "Echo the text back, from beta")),
     ]));
+    let builder = Services::builder(provider, Arc::new(TokenStore::new(Token::generate())));
     match traces {
         // As the daemon does: the writer is one of the pipeline's observers.
-        Some(traces) => Orchestrator::with_options(
-            provider,
-            OrchestratorOptions::default(),
-            vec![Arc::clone(&traces) as Arc<dyn CallObserver>],
-        )
-        .with_traces(traces),
-        None => Orchestrator::new(provider),
+        Some(traces) => builder.traces(traces).build(),
+        None => builder.build(),
     }
 }
 
@@ -177,8 +176,8 @@ fn main() {
             vec![],
         )
     });
-    let plain = orchestrator(None);
-    let traced = orchestrator(Some(Arc::clone(&traces)));
+    let plain = services(None);
+    let traced = services(Some(Arc::clone(&traces)));
     let grant = Grant {
         token_id: "bench".to_owned(),
         is_owner: true,
@@ -188,14 +187,14 @@ fn main() {
     runtime.block_on(async {
         // Warm-up: every path, a tenth of the count.
         for kind in KINDS {
-            let orchestrator = if matches!(kind, Kind::Traced) {
+            let services = if matches!(kind, Kind::Traced) {
                 &traced
             } else {
                 &plain
             };
             for _ in 0..(calls / 10).max(100) {
                 let context = CallContext::new(grant.clone());
-                let result = orchestrator.call_tool(params(kind), &context).await;
+                let result = services.calls().call_tool(params(kind), &context).await;
                 assert!(result.is_ok(), "{}: {result:?}", kind.label());
             }
         }
@@ -203,7 +202,7 @@ fn main() {
             for offset in 0..KINDS.len() {
                 let index = (round + offset) % KINDS.len();
                 let kind = KINDS[index];
-                let orchestrator = if matches!(kind, Kind::Traced) {
+                let services = if matches!(kind, Kind::Traced) {
                     &traced
                 } else {
                     &plain
@@ -212,7 +211,7 @@ fn main() {
                     let request = params(kind);
                     let context = CallContext::new(grant.clone());
                     let start = std::time::Instant::now();
-                    let result = orchestrator.call_tool(request, &context).await;
+                    let result = services.calls().call_tool(request, &context).await;
                     samples[index].push(start.elapsed());
                     assert!(result.is_ok());
                 }

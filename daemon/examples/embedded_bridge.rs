@@ -9,7 +9,7 @@
 //! ```
 //!
 //! A harness implements [`ToolProvider`] (its servers) and [`Upstream`] (one server: its info,
-//! its catalog of MCP tool definitions, and `call_tool`), builds an [`Orchestrator`] over it and
+//! its catalog of MCP tool definitions, and `call_tool`), builds the [`Services`] over it and
 //! runs [`server::run`]. The pipeline validates arguments against each tool's `inputSchema`
 //! before `call_tool` is reached, so `call_tool` may trust their shape.
 
@@ -20,9 +20,11 @@ use tokio::time::Instant;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::catalog::Catalog;
 use tool_cli_daemon::error::Error;
-use tool_cli_daemon::orchestrator::Orchestrator;
-use tool_cli_daemon::provider::{BoxFuture, ServerInfo, ServerSettings, ToolProvider, Upstream};
+use tool_cli_daemon::provider::{
+    BoxFuture, CallTicket, ServerInfo, ServerSettings, ToolProvider, Upstream,
+};
 use tool_cli_daemon::server::{self, Listener, ServeOptions};
+use tool_cli_daemon::services::Services;
 use tool_cli_protocol::methods::TransportKind;
 
 /// One server, `calc`, with two tools computed in process.
@@ -79,6 +81,7 @@ impl Upstream for Calculator {
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         _deadline: Instant,
+        _ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             // Validated by the pipeline: both are numbers.
@@ -110,8 +113,8 @@ impl ToolProvider for Tools {
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let provider = Arc::new(Tools(vec![Arc::new(Calculator::new())]));
-    let orchestrator = Arc::new(Orchestrator::new(provider));
     let token = Token::generate();
+    let services = Services::new(provider, Arc::new(TokenStore::new(token.clone())));
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     // What a harness hands its children; `tool-cli` reads the same two variables.
@@ -124,8 +127,7 @@ async fn main() -> std::io::Result<()> {
     };
     server::run(
         Listener::Tcp(listener),
-        Arc::new(TokenStore::new(token)),
-        orchestrator,
+        services,
         shutdown,
         ServeOptions::default(),
     )

@@ -154,6 +154,15 @@ impl TokenStore {
         &self.owner
     }
 
+    /// The owner's grant, for work the daemon does on the owner's behalf (a reload on SIGHUP).
+    pub fn owner_grant(&self) -> Grant {
+        Grant {
+            token_id: self.owner_id.clone(),
+            is_owner: true,
+            scope: Arc::clone(&self.owner_scope),
+        }
+    }
+
     /// The grant of an `Authorization` header value, if it carries a live token.
     pub fn authenticate(&self, header_value: &[u8], now: SystemTime) -> Option<Grant> {
         let presented = header_value.strip_prefix(b"Bearer ")?;

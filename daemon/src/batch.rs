@@ -86,7 +86,7 @@ where
         async move {
             let text = match entry {
                 Entry::Skip => return Ok(None),
-                Entry::Invalid => return Ok(Some(Bytes::from_static(shape::INVALID_REQUEST))),
+                Entry::Invalid => return Ok(Some(shape::invalid_request_body())),
                 Entry::Run(text) => text,
             };
             let request = entry_request(parts, text, batch_len);

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use tool_cli_protocol::elicitation::ElicitationAnswer;
 
-use crate::validate::ArgumentValidator;
+use crate::catalog::validate::ArgumentValidator;
 
 /// Why a question is not relayed.
 #[derive(Debug, Clone, PartialEq, Eq)]

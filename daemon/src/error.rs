@@ -3,7 +3,8 @@
 //! A failure the caller is told about *is* its wire description: [`Error::Reported`] wraps the
 //! protocol's [`ErrorData`] (tagged by `kind`, with the JSON-RPC code that goes with it), so the
 //! daemon never keeps a second copy of the error catalogue field by field. The human message is
-//! built from that data here, in one place ([`message`]). A fault inside the daemon is
+//! the protocol's wording of that data (`ErrorData`'s `Display`), the same a client builds on. A
+//! fault inside the daemon is
 //! [`Error::Internal`]: its detail goes to the log, and the caller only learns that something
 //! went wrong inside, never the internal text.
 //!
@@ -19,7 +20,7 @@ use tool_cli_protocol::{ArgumentError, ErrorData, ValidationError};
 #[non_exhaustive]
 pub enum Error {
     /// A failure the caller can act on, exactly as it goes on the wire.
-    #[error("{}", message(.0))]
+    #[error("{0}")]
     Reported(Box<ErrorData>),
     /// A fault inside the daemon; the text is for the log only.
     #[error("internal error: {0}")]
@@ -156,7 +157,7 @@ impl Error {
     /// an internal fault.
     pub fn wire_message(&self) -> String {
         match self {
-            Error::Reported(data) => message(data),
+            Error::Reported(data) => data.to_string(),
             Error::Internal(_) => INTERNAL_MESSAGE.to_owned(),
             Error::WithAlternatives { error, .. } => error.wire_message(),
         }
@@ -183,257 +184,9 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self.data() {
             None => "internal",
-            Some(data) => kind_of(data),
+            Some(data) => data.kind(),
         }
     }
-}
-
-/// The `kind` tag of an [`ErrorData`], as it is serialized.
-pub fn kind_of(data: &ErrorData) -> &'static str {
-    match data {
-        ErrorData::InvalidParams { .. } => "invalidParams",
-        ErrorData::UnknownServer { .. } => "unknownServer",
-        ErrorData::UnknownTool { .. } => "unknownTool",
-        ErrorData::InvalidArguments { .. } => "invalidArguments",
-        ErrorData::InvalidSchema { .. } => "invalidSchema",
-        ErrorData::ServerUnavailable { .. } => "serverUnavailable",
-        ErrorData::ServerExited { .. } => "serverExited",
-        ErrorData::Timeout { .. } => "timeout",
-        ErrorData::Upstream { .. } => "upstream",
-        ErrorData::InvalidResult { .. } => "invalidResult",
-        ErrorData::MessageTooLarge { .. } => "messageTooLarge",
-        ErrorData::Busy { .. } => "busy",
-        ErrorData::CircuitOpen { .. } => "circuitOpen",
-        ErrorData::NotPermitted { .. } => "notPermitted",
-        ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
-        ErrorData::Internal { .. } => "internal",
-        ErrorData::ShuttingDown { .. } => "shuttingDown",
-        ErrorData::ResponseTooLarge { .. } => "responseTooLarge",
-        ErrorData::UnknownSession { .. } => "unknownSession",
-        ErrorData::LoopDetected { .. } => "loopDetected",
-        ErrorData::BudgetExceeded { .. } => "budgetExceeded",
-        ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
-        ErrorData::AuthFailed { .. } => "authFailed",
-        ErrorData::AuthRequired { .. } => "authRequired",
-        _ => "other",
-    }
-}
-
-/// The human message of a reported failure: what was wrong and what would be right.
-pub fn message(data: &ErrorData) -> String {
-    match data {
-        ErrorData::InvalidParams { method, message } => {
-            format!("invalid params for {method}: {message}")
-        }
-        ErrorData::AuthRequired { server, message } => {
-            format!("server \"{server}\" needs authorization: {message}")
-        }
-        ErrorData::AuthFailed {
-            server,
-            step,
-            message,
-        } => format!("signing in to server \"{server}\" failed at {step}: {message}"),
-        ErrorData::UnknownServer {
-            server,
-            known_servers,
-        } => {
-            if known_servers.is_empty() {
-                format!("unknown server \"{server}\"; this token can see no servers")
-            } else {
-                format!(
-                    "unknown server \"{server}\"; known servers: {}",
-                    known_servers.join(", ")
-                )
-            }
-        }
-        ErrorData::UnknownTool {
-            server,
-            tool,
-            known_tools,
-            ..
-        } if server == "*" => {
-            if known_tools.is_empty() {
-                format!(
-                    "no server offers a tool \"{tool}\"; `tool-cli SERVER` lists a server's tools"
-                )
-            } else {
-                format!(
-                    "no server offers a tool \"{tool}\"; did you mean: {}",
-                    known_tools.join(", ")
-                )
-            }
-        }
-        ErrorData::UnknownTool {
-            server,
-            tool,
-            known_tools,
-            tool_count,
-            ..
-        } => {
-            if known_tools.is_empty() {
-                format!("server \"{server}\" has no tool \"{tool}\"; it offers none")
-            } else if *tool_count > known_tools.len() {
-                format!(
-                    "server \"{server}\" has no tool \"{tool}\"; the closest of its {tool_count} \
-                     tools: {}",
-                    known_tools.join(", ")
-                )
-            } else {
-                format!(
-                    "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
-                    known_tools.join(", ")
-                )
-            }
-        }
-        ErrorData::InvalidArguments {
-            server,
-            tool,
-            errors,
-            ..
-        } => format!(
-            "arguments for {server}/{tool} do not match its input schema: {}",
-            describe_errors(errors)
-        ),
-        ErrorData::InvalidSchema {
-            server,
-            tool,
-            message,
-        } => format!("the input schema of {server}/{tool} is not a valid JSON Schema: {message}"),
-        ErrorData::ServerUnavailable {
-            server,
-            state,
-            last_error,
-        } => match last_error {
-            Some(error) => format!("server \"{server}\" is {state}: {error}"),
-            None => format!("server \"{server}\" is {state}"),
-        },
-        ErrorData::ServerExited { server, exit, .. } => {
-            format!("server \"{server}\" exited while the request was pending ({exit})")
-        }
-        ErrorData::Timeout {
-            server,
-            tool,
-            timeout_ms,
-        } => {
-            format!("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")
-        }
-        ErrorData::Upstream {
-            server,
-            code,
-            message,
-            ..
-        } => format!("server \"{server}\" returned an error: {message} (code {code})"),
-        ErrorData::InvalidResult {
-            server,
-            method,
-            message,
-        } => format!(
-            "server \"{server}\" answered {method} with a result that is not valid MCP: {message}; \
-             the server is at fault (report it to its authors)"
-        ),
-        ErrorData::MessageTooLarge {
-            server,
-            method,
-            limit_bytes,
-        } => format!(
-            "server \"{server}\" answered {method} with a message larger than the {limit_bytes}-byte \
-             limit, so the answer was dropped (the tool may have run); ask for less, or raise the \
-             daemon's --max-message-bytes"
-        ),
-        ErrorData::Busy {
-            server,
-            in_flight,
-            queued,
-            retry_after_ms,
-        } => format!(
-            "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; \
-             retry in about {retry_after_ms} ms"
-        ),
-        ErrorData::CircuitOpen {
-            server,
-            retry_after_ms,
-            last_error,
-        } => format!(
-            "server \"{server}\" is failing and its circuit breaker is open; nothing was sent; \
-             retry in {retry_after_ms} ms{}",
-            last_error
-                .as_ref()
-                .map(|e| format!(" (last failure: {e})"))
-                .unwrap_or_default()
-        ),
-        ErrorData::NotPermitted {
-            server,
-            tool,
-            reason,
-        } => describe_refusal(server, tool.as_deref(), reason),
-        ErrorData::ConfirmationRequired { server, tool } => {
-            crate::policy::confirmation_message(server, tool)
-        }
-        ErrorData::Internal { message } => message.clone(),
-        ErrorData::ShuttingDown { grace_ms } => format!(
-            "the daemon is shutting down and this request did not finish within its {grace_ms} ms \
-             grace period; it was cancelled (send it again once a daemon is running)"
-        ),
-        ErrorData::ResponseTooLarge {
-            method,
-            bytes,
-            limit_bytes,
-        } => format!(
-            "the answer to {method} is {bytes} bytes, over the {limit_bytes} bytes it may take \
-             (--max-response-bytes, shared by the requests of a batch); nothing was changed: send \
-             the request alone, or raise the limit"
-        ),
-        ErrorData::UnknownSession { session_id } => format!(
-            "no session \"{session_id}\" belongs to this token; `openSession` starts one, and \
-             `callTool` with a new sessionId creates it"
-        ),
-        ErrorData::LoopDetected {
-            server,
-            tool,
-            failures,
-            limit,
-            ..
-        } => format!(
-            "loop detected: {server}/{tool} with these same arguments failed {failures} times in \
-             this session (limit {limit}); nothing was sent. Change the arguments or the tool \
-             instead of repeating the call"
-        ),
-        ErrorData::BudgetExceeded {
-            session_id,
-            budget,
-            used,
-            limit,
-        } => format!(
-            "session \"{session_id}\" has spent its {budget} budget ({used} of {limit}); nothing \
-             was sent. Open a new session to continue"
-        ),
-        ErrorData::IdempotencyConflict { key, message } => format!(
-            "idempotency key \"{key}\" was already used for a different call ({message}); use a \
-             new key for a new call"
-        ),
-        other => format!("request failed ({})", kind_of(other)),
-    }
-}
-
-fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
-    match (server, tool) {
-        (server, Some(tool)) => {
-            format!("tool \"{tool}\" of server \"{server}\" is not permitted: {reason}")
-        }
-        ("", None) => format!("not permitted: {reason}"),
-        (server, None) => format!("server \"{server}\" is not permitted: {reason}"),
-    }
-}
-
-fn describe_errors(errors: &[ArgumentError]) -> String {
-    errors
-        .iter()
-        .map(|e| {
-            let path = if e.path.is_empty() { "(root)" } else { &e.path };
-            format!("{path}: {}", e.message)
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 /// One way arguments fail a schema, in both formats the wire carries: ours and the reference
@@ -444,42 +197,6 @@ pub struct ArgumentViolation {
     pub error: ArgumentError,
     /// The reference's entries for the same failure (none for our "… and N more" summary).
     pub reference: Vec<ValidationError>,
-}
-
-impl From<crate::policy::Denial> for Error {
-    fn from(denial: crate::policy::Denial) -> Error {
-        use crate::policy::Denial;
-        let reason = denial.to_string();
-        let data = match denial {
-            Denial::ConfirmationRequired { server, tool } => {
-                ErrorData::ConfirmationRequired { server, tool }
-            }
-            Denial::ServerNotPermitted { server, scope } => ErrorData::NotPermitted {
-                server,
-                tool: None,
-                reason: format!(
-                    "this token's scope ({scope}) does not include it; use a token whose scope \
-                     does"
-                ),
-            },
-            Denial::ToolNotPermitted {
-                server,
-                tool,
-                reason,
-            } => ErrorData::NotPermitted {
-                server,
-                tool: Some(tool),
-                reason,
-            },
-            // Expired, resource refusals and any later kind: the denial's own words.
-            _ => ErrorData::NotPermitted {
-                server: String::new(),
-                tool: None,
-                reason,
-            },
-        };
-        data.into()
-    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub(crate) struct Gate {
 
 /// What answers `GET /metrics`: the page's text, made when it is asked for.
 #[derive(Clone)]
-pub(crate) struct MetricsPage(pub(crate) Arc<dyn Fn() -> String + Send + Sync>);
+pub(crate) struct MetricsPage(pub(crate) Arc<dyn Fn(&Grant) -> String + Send + Sync>);
 
 impl std::fmt::Debug for MetricsPage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,7 +72,7 @@ enum Pass {
     /// The identity challenge.
     Identity,
     /// The metrics page, asked for with the owner token.
-    Metrics,
+    Metrics(Grant),
 }
 
 impl Gate {
@@ -162,7 +162,7 @@ impl Gate {
         if metrics {
             // The page names every server and tool; a scoped token may see only some.
             return if grant.is_owner {
-                Ok(Pass::Metrics)
+                Ok(Pass::Metrics(grant))
             } else {
                 Err(StatusCode::FORBIDDEN)
             };
@@ -230,9 +230,14 @@ fn prepare_for_jsonrpsee(headers: &mut HeaderMap) {
     headers.remove(header::UPGRADE);
 }
 
-/// The empty answer to a refused request, with the header its status calls for.
+/// The answer to a refused request, with the header its status calls for: empty, except a 401,
+/// which says `{"error":"Unauthorized"}` as the reference bridge does (scripts written for it
+/// read that body).
 fn refusal(code: StatusCode) -> HttpResponse {
-    let mut response = status(code);
+    let mut response = match code {
+        StatusCode::UNAUTHORIZED => json_answer(code, UNAUTHORIZED_BODY.to_owned()),
+        _ => status(code),
+    };
     let extra = match code {
         StatusCode::METHOD_NOT_ALLOWED => Some((header::ALLOW, "POST")),
         StatusCode::UNAUTHORIZED => Some((header::WWW_AUTHENTICATE, "Bearer")),
@@ -245,6 +250,9 @@ fn refusal(code: StatusCode) -> HttpResponse {
     }
     response
 }
+
+/// The body of a 401, the reference bridge's.
+const UNAUTHORIZED_BODY: &str = r#"{"error":"Unauthorized"}"#;
 
 /// The metrics page.
 fn metrics_answer(text: String) -> HttpResponse {
@@ -335,11 +343,11 @@ where
                 let response = self.gate.identity(request.headers());
                 Box::pin(async { Ok(response) })
             }
-            Ok(Pass::Metrics) => {
+            Ok(Pass::Metrics(grant)) => {
                 let page = self.gate.metrics.clone();
                 Box::pin(async move {
                     // Reading /proc and locking each breaker briefly: off the async workers.
-                    let text = tokio::task::spawn_blocking(move || (page.0)())
+                    let text = tokio::task::spawn_blocking(move || (page.0)(&grant))
                         .await
                         .unwrap_or_default();
                     Ok(metrics_answer(text))
@@ -368,7 +376,7 @@ mod tests {
             hosts: Gate::hosts(4000, &["host.docker.internal".to_owned()]),
             origins: vec!["http://allowed.example".to_owned()],
             max_body_bytes: 1024,
-            metrics: MetricsPage(Arc::new(String::new)),
+            metrics: MetricsPage(Arc::new(|_: &Grant| String::new())),
         }
     }
 
@@ -388,7 +396,7 @@ mod tests {
         match gate().check(&method, &uri, &headers) {
             Ok(Pass::Rpc(_)) => 200,
             Ok(Pass::Identity) => 0,
-            Ok(Pass::Metrics) => 1,
+            Ok(Pass::Metrics(_)) => 1,
             Err(code) => refusal(code).status().as_u16(),
         }
     }

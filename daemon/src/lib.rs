@@ -3,36 +3,23 @@
 //! See `ARCHITECTURE.md` for the map. In short: [`config`] reads the servers file, [`pool`] holds
 //! one MCP client connection per server and is the [`provider::ToolProvider`] the daemon serves,
 //! [`pipeline`] is the one path every call takes (resolve, plan, execute, record),
-//! [`orchestrator`] answers the methods over it, `rpc` maps methods onto that and is the only
+//! [`services`] answer the methods over it, `rpc` maps methods onto them and is the only
 //! place errors become JSON-RPC errors, and [`server`] serves it over HTTP behind the [`auth`]
 //! layer. [`trace`] appends a line per call to the trace file, as one of the pipeline's
 //! observers.
 
-mod agent_runs;
 pub mod answer;
 pub mod auth;
 mod batch;
-mod call_events;
-mod call_usage;
-pub mod caller;
 pub mod catalog;
-mod client_fields;
 pub mod config;
-pub mod config_search;
-mod discovery;
 mod elicitation;
 pub mod error;
 mod gate;
-mod health;
-pub mod import;
 pub mod log_filter;
 mod log_text;
-pub mod manage;
 pub mod memory;
-mod metrics;
 pub mod oauth;
-pub mod orchestrator;
-pub mod overrides;
 mod paging;
 pub mod pipeline;
 pub mod policy;
@@ -40,19 +27,15 @@ pub mod pool;
 pub mod provider;
 pub mod reaper;
 pub mod redact;
-pub mod remote_config;
 pub mod resilience;
 mod rpc;
 pub mod runtime_file;
 pub mod sampling;
 pub mod server;
-pub mod server_requests;
-pub mod sessions;
+pub mod services;
 pub mod shape;
 pub mod spill;
 pub mod subreaper;
 mod suggest;
 mod tool_search;
 pub mod trace;
-mod validate;
-mod validator_cache;

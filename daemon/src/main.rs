@@ -27,13 +27,15 @@ use clap::Parser as _;
 
 use tool_cli_daemon::auth::Token;
 use tool_cli_daemon::config;
-use tool_cli_daemon::trace::settings as trace_settings;
+use tool_cli_daemon::config::traces as trace_settings;
 use tool_cli_protocol::env;
 
 use crate::args::{Cli, Command};
 
 /// Exit code for a bad config or bad arguments: nothing was started.
 const EXIT_CONFIG: u8 = 2;
+/// Another daemon already owns the runtime file (the client's "daemon" exit code).
+const EXIT_ALREADY_RUNNING: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -63,7 +65,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(default: &str) {
+fn init_tracing(default: &str, secrets: tool_cli_daemon::redact::SharedSecrets) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::{EnvFilter, Layer as _, filter::FilterExt as _};
@@ -77,7 +79,7 @@ fn init_tracing(default: &str) {
         tool_cli_daemon::log_filter::keep(metadata.target(), *metadata.level())
     });
     let layer = tracing_subscriber::fmt::layer()
-        .with_writer(tool_cli_daemon::redact::LogWriter)
+        .with_writer(tool_cli_daemon::redact::LogWriter::new(secrets))
         // Colour only for a person at a terminal; logs captured to files stay plain.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
@@ -86,7 +88,7 @@ fn init_tracing(default: &str) {
 }
 
 fn run_demo_server(options: tool_cli_demo_server::DemoOptions) -> ExitCode {
-    init_tracing("warn");
+    init_tracing("warn", Default::default());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,7 +110,10 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 fn run_daemon(cli: Cli) -> ExitCode {
     // Before any thread exists: a long-lived daemon must give back what a big discovery freed.
     tool_cli_daemon::memory::return_freed_promptly();
-    init_tracing("warn,tool_cli_daemon=info");
+    // The configured secrets, redacted from every log line and every error; the server manager
+    // replaces them when the servers change.
+    let secrets = tool_cli_daemon::redact::SharedSecrets::default();
+    init_tracing("warn,tool_cli_daemon=info", secrets.clone());
 
     // Everything that can be wrong with the inputs is checked before binding.
     let self_exe = match std::env::current_exe() {
@@ -133,9 +138,7 @@ fn run_daemon(cli: Cli) -> ExitCode {
             tracing::info!("{note}");
         }
     }
-    tool_cli_daemon::redact::install(Arc::new(tool_cli_daemon::redact::Secrets::from_config(
-        &config,
-    )));
+    secrets.set(Arc::new(tool_cli_daemon::config::secrets_of(&config)));
     let traces =
         match trace_settings::resolve(&config.traces, cli.traces.clone(), cli.no_traces, &|name| {
             std::env::var(name).ok()
@@ -160,6 +163,31 @@ fn run_daemon(cli: Cli) -> ExitCode {
         Err(err) => return fail(EXIT_CONFIG, err),
     };
 
+    // A daemon no client can find is refused: the runtime file is how clients find the daemon,
+    // and another live daemon keeps it. A harness that learns the address itself (the exports
+    // of --print-env, or a token it gave with a fixed port or socket) may run a second one.
+    let token_given = cli.token_file.is_some()
+        || std::env::var_os(env::TOKEN).is_some_and(|text| !text.is_empty());
+    let address_given = cli.port != 0 || cli.socket.is_some();
+    if !(cli.print_env || token_given && address_given) {
+        let dir = tool_cli_daemon::runtime_file::default_dir();
+        if let Some(owner) = tool_cli_daemon::runtime_file::live_owner(&dir) {
+            return fail(
+                EXIT_ALREADY_RUNNING,
+                format!(
+                    "another tool-cli-daemon (pid {}) already runs and owns the runtime file \
+                     {}, so no client would find this one; use it (`tool-cli daemon status`), \
+                     stop it first (`tool-cli daemon stop`), or give this one its own \
+                     {} (or --print-env, to hand its address to your harness)",
+                    owner.pid,
+                    dir.join(tool_cli_protocol::runtime::RUNTIME_FILE_NAME)
+                        .display(),
+                    env::RUNTIME_DIR,
+                ),
+            );
+        }
+    }
+
     let (listener, endpoint) = match listen::bind(&cli) {
         Ok(bound) => bound,
         Err(err) => return fail(1, err),
@@ -181,5 +209,6 @@ fn run_daemon(cli: Cli) -> ExitCode {
         listener,
         endpoint,
         self_exe,
+        secrets,
     ))
 }

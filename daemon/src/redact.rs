@@ -26,7 +26,6 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tool_cli_protocol::ErrorData;
 
-use crate::config::{Config, TransportConfig};
 use crate::error::Error;
 
 /// What a secret is replaced with.
@@ -50,11 +49,6 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    /// The secrets of every server of `config`.
-    pub fn from_config(config: &Config) -> Secrets {
-        Secrets::new(config_secrets(config))
-    }
-
     /// These secrets (and their encoded forms).
     pub fn new(values: impl IntoIterator<Item = String>) -> Secrets {
         let mut needles = Vec::new();
@@ -214,8 +208,10 @@ impl Secrets {
     }
 }
 
-/// Text from elsewhere made safe to show: control characters (escape sequences, NUL, newlines)
-/// become spaces, and anything past `max_chars` is cut with a note of how much was cut.
+/// Text from elsewhere made safe to show: control characters (escape sequences, NUL, newlines),
+/// the bidirectional formatting characters (which reorder what a reader sees: U+202E makes
+/// `fdp.exe` read `exe.pdf`) and the Unicode line and paragraph separators become spaces, and
+/// anything past `max_chars` is cut with a note of how much was cut.
 pub fn clean_text(text: &str, max_chars: usize) -> String {
     let mut cleaned = String::with_capacity(text.len().min(max_chars * 4));
     for (kept, (index, character)) in text.char_indices().enumerate() {
@@ -224,7 +220,7 @@ pub fn clean_text(text: &str, max_chars: usize) -> String {
             cleaned.push_str(&format!("… ({cut} more bytes)"));
             return cleaned;
         }
-        cleaned.push(if character.is_control() {
+        cleaned.push(if is_hidden_control(character) {
             ' '
         } else {
             character
@@ -233,40 +229,19 @@ pub fn clean_text(text: &str, max_chars: usize) -> String {
     cleaned
 }
 
-/// The values of a URL's query and its userinfo (user and password), as written and decoded.
-fn url_secrets(url: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority_end = after_scheme
-        .find(['/', '?', '#'])
-        .unwrap_or(after_scheme.len());
-    if let Some((userinfo, _)) = after_scheme[..authority_end].rsplit_once('@') {
-        found.extend(userinfo.split(':').map(str::to_owned));
-    }
-    if let Some((_, query)) = url.split_once('?') {
-        let query = query.split('#').next().unwrap_or_default();
-        for pair in query.split('&') {
-            if let Some((_, value)) = pair.split_once('=') {
-                found.push(value.to_owned());
-            }
-        }
-    }
-    let decoded: Vec<String> = found
-        .iter()
-        .filter_map(|value| percent_decode(value))
-        .collect();
-    found.extend(decoded);
-    found
-}
-
-/// Whether a header's name says its value is a credential.
-fn is_credential_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "auth", "cookie", "key", "token", "secret", "password", "session",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
+/// Whether `character` changes how text around it is shown rather than showing itself.
+fn is_hidden_control(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{061c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
@@ -284,7 +259,7 @@ fn percent_encode(text: &str) -> String {
 
 /// Decodes `%XX` escapes (and `+` as a space, as in a query); `None` when nothing changes or
 /// the result is not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
+pub(crate) fn percent_decode(text: &str) -> Option<String> {
     if !text.contains(['%', '+']) {
         return None;
     }
@@ -310,32 +285,69 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
-/// The daemon's secrets, once its config is loaded; read by [`LogWriter`] and `rpc.rs`.
-static INSTALLED: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
+/// Words that make a member name a credential, compared against the name lowercased with
+/// everything but letters and digits removed (so `apiKey`, `API-KEY` and `x_api_key` all match
+/// `apikey`).
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "authorization",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "cookie",
+];
 
-/// Makes `secrets` the ones every log line and every error is redacted of; a reload of the
-/// config installs the union of the old and new servers' secrets (a draining server may still
-/// log).
-pub fn install(secrets: Arc<Secrets>) {
-    *INSTALLED
-        .write()
-        .unwrap_or_else(|poison| poison.into_inner()) = Some(secrets);
+/// Whether a member's name says its value is a credential.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    let normalized: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    SECRET_WORDS.iter().any(|word| normalized.contains(word))
 }
 
-/// The installed secrets, if any.
-pub fn installed() -> Option<Arc<Secrets>> {
-    INSTALLED
-        .read()
-        .unwrap_or_else(|poison| poison.into_inner())
-        .clone()
+/// The secrets the daemon runs with now, once its config is loaded: one handle, cloned to
+/// whoever cleans text of them (the [`LogWriter`], the edge for every error) and to the server
+/// manager, which replaces them when the servers change (a reload sets the union of the old and
+/// new servers' secrets while the old ones drain: a draining server may still log). No
+/// process-wide state: a daemon embedded twice in one process keeps two sets.
+#[derive(Debug, Clone, Default)]
+pub struct SharedSecrets(Arc<RwLock<Option<Arc<Secrets>>>>);
+
+impl SharedSecrets {
+    /// Makes `secrets` the ones every holder of this handle cleans of.
+    pub fn set(&self, secrets: Arc<Secrets>) {
+        *self.0.write().unwrap_or_else(|poison| poison.into_inner()) = Some(secrets);
+    }
+
+    /// The secrets set last; `None` before any was set (nothing is cleaned then).
+    pub fn current(&self) -> Option<Arc<Secrets>> {
+        self.0
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
 }
 
-/// A [`tracing_subscriber`] writer to stderr that redacts the installed secrets from each log
+/// A [`tracing_subscriber`] writer to stderr that redacts the daemon's secrets from each log
 /// line, and escapes the control characters in it (`log_text.rs`) so that text a client
 /// or a server chose can neither forge a log line nor drive the terminal. The formatter hands
 /// over one whole event per `write`, so a secret is never split.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct LogWriter;
+#[derive(Debug, Clone, Default)]
+pub struct LogWriter {
+    secrets: SharedSecrets,
+}
+
+impl LogWriter {
+    /// A writer redacting whatever `secrets` holds when each line is written.
+    pub fn new(secrets: SharedSecrets) -> LogWriter {
+        LogWriter { secrets }
+    }
+}
 
 /// Whether the log goes to a terminal, where the formatter writes colour codes (`main.rs` turns
 /// colour on exactly then); asked once.
@@ -347,7 +359,7 @@ fn log_in_colour() -> bool {
 impl std::io::Write for LogWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(bytes);
-        let text = match installed() {
+        let text = match self.secrets.current() {
             Some(secrets) if !secrets.is_empty() => Cow::Owned(secrets.redact(&text).into_owned()),
             _ => text,
         };
@@ -365,74 +377,36 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
     type Writer = LogWriter;
 
     fn make_writer(&'a self) -> LogWriter {
-        LogWriter
+        self.clone()
     }
-}
-
-/// The secret values of `config`: whatever a `${VAR}` put into a server's `env`, `headers` or
-/// `url`, the credentials in its URL, and the values of its credential headers.
-pub fn config_secrets(config: &Config) -> Vec<String> {
-    let mut values = Vec::new();
-    for server in &config.servers {
-        values.extend(server.substituted.iter().cloned());
-        match &server.transport {
-            TransportConfig::Http {
-                url,
-                headers,
-                remote,
-            } => {
-                values.extend(url_secrets(url));
-                if let Some(secret) = &remote.oauth.client_secret {
-                    values.push(secret.expose().to_owned());
-                }
-                for (name, value) in headers {
-                    if is_credential_header(name) {
-                        values.push(value.clone());
-                        if let Some((_, credential)) = value.split_once(' ') {
-                            values.push(credential.trim().to_owned());
-                        }
-                    }
-                }
-            }
-            TransportConfig::Stdio { .. } => {}
-        }
-    }
-    values
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConfigSource, parse};
 
     #[test]
-    fn every_kind_of_configured_secret_is_found() {
-        let env = |name: &str| match name {
-            "KEY" => Some("k3y-from-env".to_owned()),
-            "TOKEN" => Some("bearer-t0ken".to_owned()),
-            "SHORT" => Some("on".to_owned()),
-            _ => None,
-        };
-        let text = serde_json::json!({"mcpServers": {
-            "remote": {
-                "url": "http://user:pa55word@127.0.0.1:9/mcp?api_key=${KEY}&plain=v%2Fs1&x=${SHORT}",
-                "headers": {"Authorization": "Bearer ${TOKEN}", "X-Api-Key": "literal-key",
-                            "Accept": "application/json"}
-            },
-            "local": {"command": "x", "env": {"GITHUB_TOKEN": "${TOKEN}"}}
-        }})
-        .to_string();
-        let config = parse(&text, ConfigSource::File("c.json".into()), &env).unwrap();
-        let secrets = Secrets::from_config(&config);
-        let said = "GET http://user:pa55word@127.0.0.1:9/mcp?api_key=k3y-from-env&plain=v%2Fs1 \
-                    (authorization: Bearer bearer-t0ken, x-api-key: literal-key, \
-                    accept: application/json, plain decoded: v/s1, short: on)";
-        assert_eq!(
-            secrets.redact(said),
-            "GET http://[redacted]:[redacted]@127.0.0.1:9/mcp?api_key=[redacted]&plain=[redacted] \
-             (authorization: [redacted], x-api-key: [redacted], \
-             accept: application/json, plain decoded: [redacted], short: on)"
-        );
+    fn credential_names_are_recognised_in_any_spelling() {
+        for name in [
+            "token",
+            "accessToken",
+            "GITHUB_TOKEN",
+            "client_secret",
+            "Password",
+            "Authorization",
+            "api_key",
+            "apiKey",
+            "X-API-Key",
+            "apikey",
+            "aws_access_key_id",
+            "private-key",
+            "Cookie",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["sql", "query", "path", "author", "keys", "api", "pass"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
     }
 
     #[test]
@@ -451,6 +425,31 @@ mod tests {
         assert_eq!(
             secrets.redact("nothing here"),
             Cow::Borrowed("nothing here")
+        );
+    }
+
+    /// The issue: upstream error text kept U+202E and the other bidi controls, which make a
+    /// message read differently from what it says wherever it is shown.
+    #[test]
+    fn upstream_text_loses_its_bidi_controls() {
+        let hostile = "invoice\u{202e}fdp.exe \u{2066}x\u{2069} \u{200f}y\u{061c}z\u{2028}w";
+        let cleaned = clean_text(hostile, 100);
+        assert_eq!(cleaned, "invoice fdp.exe  x   y z w");
+        let error = Secrets::default().clean_error(
+            ErrorData::Upstream {
+                server: "s".into(),
+                code: -1,
+                message: hostile.into(),
+                data: None,
+            }
+            .into(),
+        );
+        let message = error.wire_message();
+        assert!(
+            !message
+                .chars()
+                .any(|c| ('\u{2000}'..='\u{206f}').contains(&c) && c != ' '),
+            "{message:?}"
         );
     }
 

@@ -108,6 +108,12 @@ pub fn write(dir: &Path, contents: &RuntimeFile) -> Result<Option<RuntimeFileGua
     }))
 }
 
+/// The runtime file in `dir` when a live daemon other than this process owns it.
+pub fn live_owner(dir: &Path) -> Option<RuntimeFile> {
+    read(&dir.join(RUNTIME_FILE_NAME))
+        .filter(|owner| owner.pid != std::process::id() && pid_alive(owner.pid))
+}
+
 fn read(path: &Path) -> Option<RuntimeFile> {
     serde_json::from_slice(&fs::read(path).ok()?).ok()
 }

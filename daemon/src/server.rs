@@ -18,9 +18,9 @@ use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
-use crate::auth::TokenStore;
 use crate::gate::{Gate, GateLayer, MetricsPage};
-use crate::orchestrator::Orchestrator;
+use crate::pipeline::CallContext;
+use crate::services::Services;
 use crate::shape::RequestShapeLayer;
 use crate::spill::SpillStore;
 
@@ -99,8 +99,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Stream for T {}
 /// `options.grace`.
 pub async fn run(
     listener: Listener,
-    tokens: Arc<TokenStore>,
-    orchestrator: Arc<Orchestrator>,
+    services: Arc<Services>,
     shutdown: impl Future<Output = ()>,
     options: ServeOptions,
 ) -> std::io::Result<()> {
@@ -111,13 +110,15 @@ pub async fn run(
         Listener::Unix(_) => Vec::new(),
     };
     let gate = Arc::new(Gate {
-        tokens: Arc::clone(&tokens),
+        tokens: Arc::clone(services.tokens()),
         hosts,
         origins: options.allowed_origins.clone(),
         max_body_bytes: options.max_body_bytes,
         metrics: {
-            let orchestrator = Arc::clone(&orchestrator);
-            MetricsPage(Arc::new(move || orchestrator.metrics_text()))
+            let metrics = Arc::clone(&services.metrics);
+            MetricsPage(Arc::new(move |grant| {
+                metrics.page(&CallContext::new(grant.clone()))
+            }))
         },
     });
     let config = ServerConfig::builder()
@@ -173,8 +174,7 @@ pub async fn run(
         grace_over: grace_over_receiver,
         grace_ms: options.grace.as_millis() as u64,
     };
-    let methods: jsonrpsee::Methods =
-        crate::rpc::module(orchestrator, Arc::clone(&tokens), answers).into();
+    let methods: jsonrpsee::Methods = crate::rpc::module(services, answers).into();
     let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
 
     enum Accepting {

@@ -26,6 +26,8 @@ use hyper::{Request, Response, StatusCode, header};
 use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::sync::LazyLock;
+use tool_cli_protocol::{ErrorData, ErrorObject, RequestId, code};
 
 /// Default largest request body accepted.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -114,8 +116,8 @@ where
             match shape {
                 Shape::NotARequest => return Ok(invalid_request()),
                 Shape::NotUtf8 => return Ok(parse_error()),
-                // Within the limit, the entries run at once; over it, jsonrpsee refuses the
-                // whole batch with one error.
+                // Within the limit, the entries run at once; over it, the whole batch is
+                // refused with one error.
                 Shape::Batch(len) if len <= crate::server::MAX_BATCH_LEN as usize => {
                     if let Some(entries) = crate::batch::plan(&bytes) {
                         return crate::batch::answer_concurrently(inner, &parts, entries, len)
@@ -123,9 +125,9 @@ where
                     }
                     parts.extensions.insert(BatchLen(len));
                 }
-                Shape::Batch(len) => {
-                    parts.extensions.insert(BatchLen(len));
-                }
+                // Over the limit: refused whole, by us, with the standard code (jsonrpsee's own
+                // answer uses -32010, which our protocol gives to `authFailed`).
+                Shape::Batch(len) => return Ok(batch_too_large(len)),
                 Shape::PassThrough | Shape::Notifications => {}
             }
             let request = Request::from_parts(
@@ -253,42 +255,90 @@ fn internal_error(body: &[u8]) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
+/// A JSON-RPC error answer, as the protocol's envelope writes it: the edge answers these
+/// itself, for requests jsonrpsee never sees.
+fn error_body(
+    id: Option<RequestId>,
+    code: i32,
+    message: String,
+    data: Option<ErrorData>,
+) -> String {
+    let error = ErrorObject {
+        code,
+        message,
+        data: data.and_then(|data| serde_json::to_value(data).ok()),
+    };
+    serde_json::to_string(&tool_cli_protocol::Response::error(id, error))
+        .expect("an envelope of plain values encodes")
+}
+
 /// The body of [`internal_error`].
 pub(crate) fn internal_error_body(body: &[u8]) -> String {
     let id = serde_json::from_slice::<Probe<'_>>(body)
         .ok()
-        .and_then(|probe| probe.id.map(|id| id.get().to_owned()))
-        .unwrap_or_else(|| "null".to_owned());
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"Internal error: the daemon failed while handling this request; see its log","data":{{"kind":"internal","message":"handler panicked"}}}}}}"#
+        .and_then(|probe| probe.id)
+        .and_then(|id| serde_json::from_str::<RequestId>(id.get()).ok());
+    error_body(
+        id,
+        code::INTERNAL_ERROR,
+        "Internal error: the daemon failed while handling this request; see its log".to_owned(),
+        Some(ErrorData::Internal {
+            message: "handler panicked".to_owned(),
+        }),
     )
 }
 
 fn parse_error() -> HttpResponse {
-    json_response(
-        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is not UTF-8, so it is not JSON"}}"#,
-    )
+    json_response(error_body(
+        None,
+        code::PARSE_ERROR,
+        "Parse error: the body is not UTF-8, so it is not JSON".to_owned(),
+        None,
+    ))
 }
 
-fn json_response(body: &'static str) -> HttpResponse {
+fn json_response(body: impl Into<HttpBody>) -> HttpResponse {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(HttpBody::from(body))
+        .body(body.into())
         .expect("static response parts are valid")
 }
 
 /// The `-32600` answer to valid JSON that is not a request (alone, or as a batch entry).
-pub(crate) const INVALID_REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: expected a JSON-RPC 2.0 request object {\"jsonrpc\": \"2.0\", \"id\": ..., \"method\": ...} or a batch of them"}}"#;
+pub(crate) fn invalid_request_body() -> Bytes {
+    static BODY: LazyLock<Bytes> = LazyLock::new(|| {
+        Bytes::from(error_body(
+            None,
+            code::INVALID_REQUEST,
+            "Invalid request: expected a JSON-RPC 2.0 request object {\"jsonrpc\": \"2.0\", \
+             \"id\": ..., \"method\": ...} or a batch of them"
+                .to_owned(),
+            None,
+        ))
+    });
+    BODY.clone()
+}
+
+/// The `-32600` answer to a batch of more requests than the daemon runs at once: nothing of it
+/// ran, and the message says the limit and what to do.
+fn batch_too_large(len: usize) -> HttpResponse {
+    let limit = crate::server::MAX_BATCH_LEN;
+    json_response(error_body(
+        None,
+        code::INVALID_REQUEST,
+        format!(
+            "Invalid request: this batch holds {len} requests, and a batch holds at most \
+             {limit}; none of it ran: send it as several batches of at most {limit}"
+        ),
+        None,
+    ))
+}
 
 fn invalid_request() -> HttpResponse {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(HttpBody::new(http_body_util::Full::new(
-            Bytes::from_static(INVALID_REQUEST),
-        )))
-        .expect("static response parts are valid")
+    json_response(HttpBody::new(http_body_util::Full::new(
+        invalid_request_body(),
+    )))
 }
 
 /// The 413 answer to a body over `limit` bytes: a JSON-RPC error (id null: the request was never
@@ -302,19 +352,12 @@ pub(crate) fn too_large(limit: usize) -> HttpResponse {
          higher --max-body-bytes",
         limit as f64 / (1024.0 * 1024.0)
     );
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {
-            "code": tool_cli_protocol::code::INVALID_REQUEST,
-            "message": message,
-        },
-    });
+    let body = error_body(None, code::INVALID_REQUEST, message, None);
     Response::builder()
         .status(StatusCode::PAYLOAD_TOO_LARGE)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::CONNECTION, "close")
-        .body(HttpBody::from(body.to_string()))
+        .body(HttpBody::from(body))
         .expect("static response parts are valid")
 }
 

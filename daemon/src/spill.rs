@@ -164,6 +164,11 @@ impl SpillStore {
         ))
     }
 
+    /// How much it keeps.
+    pub fn limits(&self) -> SpillLimits {
+        self.limits
+    }
+
     fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         // A panic while holding this lock leaves the map consistent (single inserts/removes).
         self.entries.lock().unwrap_or_else(|e| e.into_inner())

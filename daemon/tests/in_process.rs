@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config::{self, ConfigSource};
-use tool_cli_daemon::orchestrator::Orchestrator;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::services::Services;
 use tool_cli_tests::{eventually, http_post, live_processes_in_group, parse_response};
 
 struct InProcess {
@@ -50,15 +50,17 @@ impl InProcess {
             .expect("test config is valid");
         let pool = Pool::new(&config, options);
         pool.start().await;
-        let orchestrator = Arc::new(Orchestrator::new(Arc::clone(&pool) as Arc<dyn ToolProvider>));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let token = Token::generate();
+        let services = Services::new(
+            Arc::clone(&pool) as Arc<dyn ToolProvider>,
+            Arc::new(TokenStore::new(token.clone())),
+        );
         let (shutdown, stop) = oneshot::channel::<()>();
         let served = tokio::spawn(tool_cli_daemon::server::run(
             Listener::Tcp(listener),
-            Arc::new(TokenStore::new(token.clone())),
-            orchestrator,
+            services,
             async {
                 let _ = stop.await;
             },
@@ -154,7 +156,10 @@ async fn requests_need_the_token_and_get_one_answer_each() {
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#.to_vec();
 
     let (status, reply) = daemon.post(body.clone(), None).await;
-    assert_eq!((status, reply.len()), (401, 0));
+    assert_eq!(
+        (status, reply.as_slice()),
+        (401, &br#"{"error":"Unauthorized"}"#[..])
+    );
     let (status, _) = daemon.post(body.clone(), Some("f".repeat(64))).await;
     assert_eq!(status, 401);
     let (status, reply) = daemon.post(body, Some(daemon.token.clone())).await;
@@ -605,6 +610,58 @@ async fn a_crash_mid_call_fails_pending_calls_with_the_exit_and_stderr() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dying_servers_stderr_reaches_only_a_caller_that_had_it_alone() {
+    let record = tempfile::NamedTempFile::new().unwrap();
+    let record_path = record.path().to_str().unwrap().to_owned();
+    let daemon = InProcess::start(json!({"fault": fault(&["--record", &record_path])})).await;
+    // Another caller (a token of its own) has a call in flight when the owner's call kills the
+    // server: the server's last words may be about either call, so neither gets them.
+    let minted = daemon.rpc("mintToken", json!({"servers": ["fault"]})).await;
+    let other = minted["result"]["token"].as_str().unwrap().to_owned();
+    let pending = {
+        let daemon = Arc::clone(&daemon);
+        tokio::spawn(async move {
+            daemon
+                .rpc_as(
+                    &other,
+                    "callTool",
+                    json!({"server": "fault", "tool": "hang", "arguments": {}}),
+                )
+                .await
+        })
+    };
+    let record_file = record.path().to_owned();
+    let received = tokio::task::spawn_blocking(move || {
+        eventually(Duration::from_secs(30), || {
+            tool_cli_tests::count_recorded(&record_file, "tools/call", Some("hang")) == 1
+        })
+    })
+    .await
+    .unwrap();
+    assert!(received, "the other caller's call never reached the server");
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "fault", "tool": "crash", "arguments": {"code": 7}}),
+        )
+        .await;
+    for reply in [reply, pending.await.unwrap()] {
+        let data = &reply["error"]["data"];
+        assert_eq!(data["kind"], "serverExited", "{reply}");
+        assert!(
+            data["exit"].as_str().unwrap().contains("exit code 7"),
+            "how it ended is everyone's: {reply}"
+        );
+        assert_eq!(
+            data["stderrTail"],
+            json!([]),
+            "what it said is not: {reply}"
+        );
+    }
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_calls_in_flight_finish_then_stops_every_child_group() {
     let record = tempfile::NamedTempFile::new().unwrap();
     let record_path = record.path().to_str().unwrap().to_owned();
@@ -902,6 +959,129 @@ async fn another_token_runs_within_its_share_and_the_owner_always_has_room() {
         assert!(
             wait_for_event(&daemon, &sub, &format!("sub-{i}"), "final").await,
             "run sub-{i} never ended"
+        );
+    }
+    daemon.stop().await;
+}
+
+/// The issue: `listTools {"server": "*"}` was refused although docs/protocol.md says it lists
+/// every visible tool, as without `server`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tools_of_server_star_lists_every_server_s_tools() {
+    let daemon = InProcess::start(json!({ "demo": demo(), "fault": fault(&[]) })).await;
+    let star = daemon.rpc("listTools", json!({"server": "*"})).await;
+    let all = daemon.rpc("listTools", json!({})).await;
+    assert_eq!(star["result"], all["result"], "{star}");
+    assert_eq!(star["result"]["server"], "*");
+    let servers: std::collections::BTreeSet<&str> = star["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers, ["demo", "fault"].into());
+    daemon.stop().await;
+}
+
+/// The issue: a batch over 100 requests was answered -32010, the code docs/protocol.md gives
+/// `authFailed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_limit_is_an_invalid_request_saying_the_limit() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let huge: Vec<Value> = (0..101)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "getBridgeInfo"}))
+        .collect();
+    let (status, reply) = daemon
+        .post(
+            Value::from(huge).to_string().into_bytes(),
+            Some(daemon.token.clone()),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(reply["id"], Value::Null, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("101 requests") && message.contains("at most 100"),
+        "{message}"
+    );
+    daemon.stop().await;
+}
+
+/// The issue (compatibility with the reference bridge): a non-object `arguments` got -32602
+/// without `validationErrors`, which the reference gives (ajv's "must be object").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_object_arguments_are_invalid_arguments_in_both_formats() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    for arguments in [json!([1, 2]), json!("select 1"), json!(7)] {
+        let reply = daemon
+            .rpc(
+                "callTool",
+                json!({"server": "demo", "tool": "sql_query", "arguments": arguments}),
+            )
+            .await;
+        let error = &reply["error"];
+        assert_eq!(error["code"], -32602, "{reply}");
+        assert_eq!(error["data"]["kind"], "invalidArguments", "{reply}");
+        assert_eq!(error["data"]["server"], "demo");
+        assert_eq!(error["data"]["tool"], "sql_query");
+        assert_eq!(
+            error["data"]["validationErrors"],
+            json!([{"instancePath": "", "schemaPath": "#/type", "keyword": "type",
+                    "params": {"type": "object"}, "message": "must be object"}]),
+            "{reply}"
+        );
+        assert_eq!(error["data"]["errors"][0]["path"], "");
+    }
+    // An unknown tool is still that, whatever the arguments.
+    let reply = daemon
+        .rpc(
+            "callTool",
+            json!({"server": "demo", "tool": "nope", "arguments": [1]}),
+        )
+        .await;
+    assert_eq!(reply["error"]["data"]["kind"], "unknownTool", "{reply}");
+    daemon.stop().await;
+}
+
+/// The issue (compatibility): our 401 had an empty body; the reference answers
+/// `{"error":"Unauthorized"}`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_token_gets_the_reference_s_401_body() {
+    let daemon = InProcess::start(json!({ "demo": demo() })).await;
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"getBridgeInfo"}"#.to_vec();
+    for token in [None, Some("f".repeat(64))] {
+        let (status, reply) = daemon.post(body.clone(), token).await;
+        assert_eq!(status, 401);
+        let reply: Value = serde_json::from_slice(&reply).expect("a JSON body");
+        assert_eq!(reply, json!({"error": "Unauthorized"}));
+    }
+    daemon.stop().await;
+}
+
+/// The issue: `alternatives: true` on a misspelt tool (`echoo`) listed no alternative while the
+/// error itself suggested `echo`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misspelt_tool_s_alternatives_start_with_the_tool_it_was_meant_to_be() {
+    let daemon = InProcess::start(json!({ "fault": fault(&[]) })).await;
+    for server in [Some("fault"), None] {
+        let mut params = json!({"tool": "echoo", "arguments": {}, "alternatives": true});
+        if let Some(server) = server {
+            params["server"] = json!(server);
+        }
+        let reply = daemon.rpc("callTool", params).await;
+        let error = &reply["error"];
+        assert_eq!(error["data"]["kind"], "unknownTool", "{reply}");
+        assert!(
+            error["message"].as_str().unwrap().contains("echo"),
+            "{reply}"
+        );
+        let first = &error["data"]["alternatives"][0];
+        assert_eq!(
+            (first["server"].as_str(), first["tool"].as_str()),
+            (Some("fault"), Some("echo")),
+            "{reply}"
         );
     }
     daemon.stop().await;

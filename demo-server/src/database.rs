@@ -171,6 +171,13 @@ pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     connection.pragma_update(None, "query_only", true)?;
+    // One value (and one stored row) at most this long, so `SELECT zeroblob(5000000)` or a
+    // `randomblob` is refused by SQLite itself with SQLITE_TOOBIG instead of growing an answer
+    // past what a client accepts; `query.rs` turns that into a clear error.
+    connection.set_limit(
+        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+        crate::query::MAX_VALUE_BYTES as i32,
+    )?;
     Ok(connection)
 }
 

@@ -6,6 +6,13 @@
 //! is opened read-only with `PRAGMA query_only` (see `database.rs`). Any one layer would stop a
 //! write; the first gives the useful error, the last is the one that cannot be talked around.
 //!
+//! The size of an answer is bounded at three levels, because one answer must fit a client's
+//! line (the daemon reads at most 16 MiB, and a tool result carries the page twice, as
+//! structured content and as its text): SQLite refuses any value over [`MAX_VALUE_BYTES`]
+//! (`SQLITE_LIMIT_LENGTH`), a row whose JSON is over [`MAX_ROW_JSON_BYTES`] is an error that
+//! says how to select less, and a page ends early, with `next_offset` to continue, once its
+//! rows reach [`MAX_PAGE_JSON_BYTES`] of JSON.
+//!
 //! Paging steps through the statement's own rows rather than wrapping it in
 //! `SELECT count(*) FROM (...)`: one pass over one snapshot counts and fetches together, runs
 //! exactly the statement that was checked, and keeps the column names the agent wrote.
@@ -23,6 +30,13 @@ pub(crate) const MAX_PAGE_SIZE: u64 = 200;
 /// Rows a single query may step through (to count and to reach the page); stops a cartesian
 /// join from being walked to the end. Offsets must stay below it.
 pub(crate) const MAX_ROWS_SCANNED: u64 = 100_000;
+
+/// The longest value (text or blob, in bytes) SQLite may produce or read: 1 MiB.
+pub(crate) const MAX_VALUE_BYTES: usize = 1024 * 1024;
+/// The largest row, as JSON (a blob doubles as hex): 3 MiB.
+pub(crate) const MAX_ROW_JSON_BYTES: usize = 3 * 1024 * 1024;
+/// A page stops taking rows once their JSON reaches this: 4 MiB.
+pub(crate) const MAX_PAGE_JSON_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a query was refused or failed; each message says what was wrong and what would be right.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +63,16 @@ pub(crate) enum QueryError {
         "the query was stopped after {seconds} s (the time budget); add a WHERE clause or a LIMIT, or avoid joins without an ON condition"
     )]
     TimedOut { seconds: f64 },
+    #[error(
+        "a value of the query is larger than {} bytes, the limit for one text or blob value; select a part of it (substr(column, 1, 1000)) or its size (length(column)) instead",
+        MAX_VALUE_BYTES
+    )]
+    ValueTooLarge,
+    #[error(
+        "row {row} of the result is {bytes} bytes as JSON, over the {} byte limit for one row; select fewer or shorter columns (substr(column, 1, 1000), length(column))",
+        MAX_ROW_JSON_BYTES
+    )]
+    RowTooLarge { row: u64, bytes: usize },
     #[error("unknown table {name:?}; valid tables: {}", valid.join(", "))]
     UnknownTable { name: String, valid: Vec<String> },
     #[error("sqlite rejected the query: {0} (call describe_schema to see the tables and columns)")]
@@ -62,6 +86,11 @@ impl From<rusqlite::Error> for QueryError {
         match error {
             // Our lexer and SQLite disagree only on exotic input; either way there were several.
             rusqlite::Error::MultipleStatement => QueryError::MultipleStatements { count: 2 },
+            rusqlite::Error::SqliteFailure(failure, _)
+                if failure.code == rusqlite::ErrorCode::TooBig =>
+            {
+                QueryError::ValueTooLarge
+            }
             other => QueryError::Sqlite(other),
         }
     }
@@ -233,6 +262,8 @@ pub(crate) struct QueryPage {
     pub(crate) has_more: bool,
     /// The offset to pass to get the next page, or null when this is the last page.
     pub(crate) next_offset: Option<u64>,
+    /// True when the page ended before effective_page_size rows because its rows reached 4 MiB of JSON; continue from next_offset.
+    pub(crate) cut_at_size_limit: bool,
 }
 
 /// Runs one already checked statement and returns the requested page. `sql` must come from
@@ -255,15 +286,35 @@ pub(crate) fn fetch_page(
     let columns = unique_column_names(statement.column_names());
     let mut rows = statement.query([])?;
     let mut page_rows = Vec::new();
+    let mut page_bytes = 0;
+    let mut cut_at_size_limit = false;
     let mut scanned: u64 = 0;
     while scanned < MAX_ROWS_SCANNED {
         let Some(row) = rows.next()? else { break };
-        if scanned >= pagination.offset && (page_rows.len() as u64) < pagination.page_size {
+        if scanned >= pagination.offset
+            && (page_rows.len() as u64) < pagination.page_size
+            && !cut_at_size_limit
+        {
             let mut object = Map::with_capacity(columns.len());
+            let mut row_bytes = 0;
             for (index, column) in columns.iter().enumerate() {
-                object.insert(column.clone(), value_to_json(row.get_ref(index)?));
+                let value = value_to_json(row.get_ref(index)?);
+                row_bytes += json_length(&value) + column.len() + 4;
+                if row_bytes > MAX_ROW_JSON_BYTES {
+                    return Err(QueryError::RowTooLarge {
+                        row: scanned,
+                        bytes: row_bytes,
+                    });
+                }
+                object.insert(column.clone(), value);
             }
-            page_rows.push(object);
+            if !page_rows.is_empty() && page_bytes + row_bytes > MAX_PAGE_JSON_BYTES {
+                // The page is full by size; this row is the next page's first.
+                cut_at_size_limit = true;
+            } else {
+                page_bytes += row_bytes;
+                page_rows.push(object);
+            }
         }
         scanned += 1;
     }
@@ -281,7 +332,26 @@ pub(crate) fn fetch_page(
         total_rows_exact,
         has_more: next_offset.is_some(),
         next_offset,
+        cut_at_size_limit,
     })
+}
+
+/// The length of `value` written as JSON, without keeping the text.
+fn json_length(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing a Value to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// Makes column names distinct so they can be object keys: the second `id` becomes `id:1`,
@@ -544,6 +614,104 @@ mod tests {
         assert_eq!(page.total_rows_matched, MAX_ROWS_SCANNED);
         assert!(!page.total_rows_exact);
         assert!(page.has_more);
+    }
+
+    /// A connection with the same value limit as the server's.
+    fn limited_connection() -> Connection {
+        let connection = memory_connection();
+        connection
+            .set_limit(
+                rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+                MAX_VALUE_BYTES as i32,
+            )
+            .unwrap();
+        connection
+    }
+
+    #[test]
+    fn oversized_values_are_a_clear_error() {
+        // Issue 22: these made a single answer over 16 MiB.
+        let connection = limited_connection();
+        let pagination = Pagination::negotiate(None, None).unwrap();
+        for sql in [
+            "SELECT zeroblob(5000000)",
+            "SELECT randomblob(5000000)",
+            "SELECT hex(randomblob(600000))",
+            "SELECT printf('%.*c', 2000000, 'x')",
+        ] {
+            let error = fetch_page(&connection, sql, pagination).unwrap_err();
+            assert!(
+                matches!(error, QueryError::ValueTooLarge),
+                "{sql}: {error:?}"
+            );
+            assert!(
+                error.to_string().contains("substr(column, 1, 1000)"),
+                "{error}"
+            );
+        }
+        // Just under the limit is fine.
+        let page = fetch_page(
+            &connection,
+            "SELECT length(zeroblob(1000000)) AS n",
+            pagination,
+        )
+        .unwrap();
+        assert_eq!(page.rows[0]["n"], json!(1_000_000));
+    }
+
+    #[test]
+    fn oversized_rows_are_a_clear_error() {
+        let connection = limited_connection();
+        let pagination = Pagination::negotiate(None, None).unwrap();
+        // Four values of 900 KB each: every one is allowed, the row is not.
+        let sql = "SELECT zeroblob(900000) a, zeroblob(900000) b, zeroblob(900000) c";
+        let error = fetch_page(&connection, sql, pagination).unwrap_err();
+        assert!(
+            matches!(error, QueryError::RowTooLarge { row: 0, bytes } if bytes > MAX_ROW_JSON_BYTES),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().starts_with("row 0 of the result is"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn pages_end_early_at_the_size_limit_and_continue() {
+        let connection = limited_connection();
+        // 25 rows of about 1 MB of JSON each: a page holds three, then says where to go on.
+        let sql = "SELECT id, zeroblob(500000) AS payload FROM t ORDER BY id";
+        let first = fetch_page(
+            &connection,
+            sql,
+            Pagination::negotiate(Some(50), None).unwrap(),
+        )
+        .unwrap();
+        assert!(first.cut_at_size_limit);
+        assert!(
+            (1..50).contains(&first.returned_rows),
+            "{}",
+            first.returned_rows
+        );
+        assert_eq!(first.next_offset, Some(first.returned_rows));
+        assert_eq!(first.total_rows_matched, 25);
+        let json = serde_json::to_vec(&first.rows).unwrap();
+        assert!(json.len() <= MAX_PAGE_JSON_BYTES, "{}", json.len());
+        let second = fetch_page(
+            &connection,
+            sql,
+            Pagination::negotiate(Some(50), first.next_offset.map(|offset| offset as i64)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(second.rows[0]["id"], json!(first.returned_rows + 1));
+        // Small rows are never cut.
+        let small = fetch_page(
+            &connection,
+            "SELECT id FROM t",
+            Pagination::negotiate(Some(50), None).unwrap(),
+        )
+        .unwrap();
+        assert!(!small.cut_at_size_limit);
     }
 
     #[test]

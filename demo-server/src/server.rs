@@ -30,7 +30,7 @@ use crate::{
     query::{self, Pagination, QueryPage},
     rates::RatesClient,
     resources::{self, ResourceError},
-    sandbox::Sandbox,
+    sandbox::{Sandbox, SandboxHealth},
     schema::{self, SchemaDescription},
 };
 
@@ -155,6 +155,19 @@ impl DemoServer {
     }
 }
 
+impl DemoServer {
+    /// The server's instructions; when `run_python` runs with fewer layers than it should, or
+    /// not at all, they say so too (a client that shows only the server's health sees it).
+    fn instructions(&self) -> String {
+        match self.sandbox.health() {
+            SandboxHealth::Complete => INSTRUCTIONS.to_owned(),
+            SandboxHealth::Degraded | SandboxHealth::Unavailable => {
+                format!("{INSTRUCTIONS} run_python: {}", self.sandbox.describe())
+            }
+        }
+    }
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> ServerConfig {
@@ -168,7 +181,7 @@ impl ServerHandler for DemoServer {
             Implementation::new("tool-cli-demo", env!("CARGO_PKG_VERSION"))
                 .with_title("tool-cli demo server"),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(self.instructions())
     }
 
     async fn list_resources(

@@ -23,7 +23,7 @@ use crate::{
     handles::{self, HandleError},
     rates::{ExchangeRate, RateRequest},
     resources,
-    sandbox::{self, CodeRequest, CodeRun, Sandbox},
+    sandbox::{self, CodeRequest, CodeRun, Sandbox, SandboxHealth},
     schema,
     server::DemoServer,
 };
@@ -223,7 +223,7 @@ impl DemoServer {
         }
     }
 
-    /// Run a short Python 3 snippet in a sandbox and get what it printed: {stdout, stderr, exitCode, timedOut, durationMs}. Use it to compute (sums, statistics, dates, parsing JSON or text); the snippet cannot read files, use the network or start processes, and is stopped after timeoutMs.
+    /// Run a short Python 3 snippet in a sandbox and get what it printed: {stdout, stderr, exitCode, timedOut, durationMs, queuedMs}. Use it to compute (sums, statistics, dates, parsing JSON or text); the snippet cannot read the host's files, use the network or see other processes, and is stopped after timeoutMs.
     #[tool(annotations(
         title = "Run Python (sandboxed)",
         read_only_hint = false,
@@ -408,12 +408,13 @@ pub(crate) fn describe_platform(router: &mut ToolRouter<DemoServer>, sandbox: &S
     };
     let tool = &mut route.attr;
     let state = sandbox.describe();
-    let available = sandbox.platform().interpreter.is_ok();
+    let health = sandbox.health();
+    let available = health != SandboxHealth::Unavailable;
     let description = tool.description.as_deref().unwrap_or_default();
-    tool.description = Some(if available {
+    tool.description = Some(if health == SandboxHealth::Complete {
         format!("{description} {state}").into()
     } else {
-        // Lead with the state, so an agent reading only the first words does not try it.
+        // Lead with the state, so an agent reading only the first words knows.
         format!("{state} {description}").into()
     });
     let mut meta = MetaObject::default();
@@ -423,6 +424,17 @@ pub(crate) fn describe_platform(router: &mut ToolRouter<DemoServer>, sandbox: &S
     );
     meta.0
         .insert("tool-cli/available".to_owned(), json!(available));
+    meta.0.insert(
+        "tool-cli/sandbox".to_owned(),
+        json!({
+            "health": match health {
+                SandboxHealth::Complete => "complete",
+                SandboxHealth::Degraded => "degraded",
+                SandboxHealth::Unavailable => "unavailable",
+            },
+            "layers": sandbox.layers(),
+        }),
+    );
     meta.0.insert(
         "tool-cli/allowedImports".to_owned(),
         json!(sandbox::ALLOWED_MODULES),

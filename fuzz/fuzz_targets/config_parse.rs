@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
                     "two servers named {:?} in {text:?}",
                     server.name
                 );
-                if let TransportConfig::Stdio { env, .. } = &server.transport {
+                if let TransportConfig::Stdio { env, args, .. } = &server.transport {
                     for key in env.keys() {
                         assert!(
                             !key.starts_with(tool_cli_protocol::env::PREFIX),
@@ -52,10 +52,11 @@ fuzz_target!(|data: &[u8]| {
                     // `${TOOL_CLI_TOKEN}` must never be substituted; the text may of course
                     // contain the same characters literally.
                     if !text.contains("daemon-token") {
-                        for value in env.values() {
+                        for value in env.values().chain(args) {
                             assert!(
                                 !value.contains("daemon-token"),
-                                "a child would get the daemon's token from {text:?}"
+                                "a child would get the daemon's token (environment or command \
+                                 line) from {text:?}"
                             );
                         }
                     }

@@ -25,8 +25,8 @@ fn environment(name: &str) -> Option<String> {
 /// The documented rules, char by char: `$$` → `$`; `${NAME}` with NAME of ASCII letters, digits
 /// and `_`, not starting with a digit, → its value, or an error when unset; `${NAME:-default}` →
 /// the default when unset or empty, `${NAME-default}` → the default when unset (the default as
-/// written, up to the first `}`); an unterminated or invalid `${…}` → an error; any other `$`
-/// stays.
+/// written, up to the first `}`); an unterminated or invalid `${…}`, or a `TOOL_CLI_*` name (the
+/// daemon's own), → an error; any other `$` stays.
 fn model(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::new();
@@ -58,7 +58,8 @@ fn model(text: &str) -> Option<String> {
                 let valid = !name.is_empty()
                     && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                     && !name.starts_with(|c: char| c.is_ascii_digit());
-                if !valid {
+                // The daemon's own TOOL_CLI_* variables are never substituted, default or not.
+                if !valid || name.starts_with("TOOL_CLI_") {
                     return None;
                 }
                 match (environment(name), default) {

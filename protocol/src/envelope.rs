@@ -61,6 +61,16 @@ pub struct Response {
 }
 
 impl Response {
+    /// The error answer to the request `id` (`None`: a request that could not be read).
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Response {
+        Response {
+            jsonrpc: JSONRPC_VERSION.to_owned(),
+            id,
+            result: None,
+            error: Some(error),
+        }
+    }
+
     /// The result, or the error object when the call failed.
     pub fn into_result(self) -> Result<Value, ErrorObject> {
         match (self.result, self.error) {

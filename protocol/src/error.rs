@@ -5,6 +5,8 @@
 //! implementation-defined range `-32000..=-32099`. The `data` member always carries an
 //! [`ErrorData`], tagged by `kind`, so a program can tell the cases apart without parsing messages.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,7 +27,7 @@ pub mod code {
     /// The call did not finish within its timeout; the MCP server was sent a cancellation.
     pub const TIMEOUT: i32 = -32002;
     /// The MCP server answered with a JSON-RPC error of its own, or with an answer the daemon
-    /// could not accept (malformed, or over the message size limit).
+    /// could not accept (malformed, or too large to pass on).
     pub const UPSTREAM_ERROR: i32 = -32003;
     /// The server's concurrency limit and wait queue are full; retry later.
     pub const BUSY: i32 = -32004;
@@ -40,7 +42,8 @@ pub mod code {
     /// was cancelled. Another daemon may serve it.
     pub const SHUTTING_DOWN: i32 = -32007;
     /// The answer is larger than the daemon sends in one response (or, in a batch, than each
-    /// request's share of it); nothing that changes anything had run. Ask again alone.
+    /// request's share of it), or, for one call of a `callMany`, no room was left for its answer
+    /// so it was not sent; either way nothing that changes anything had run. Ask again alone.
     pub const RESPONSE_TOO_LARGE: i32 = -32008;
     /// Signing in to a remote server over OAuth 2.1 failed at one step (discovery, registration,
     /// authorization, token exchange or refresh).
@@ -162,15 +165,26 @@ pub enum ErrorData {
         /// What was wrong with the answer.
         message: String,
     },
-    /// The MCP server's answer was larger than the daemon accepts for one message; the request
-    /// may have run, but its answer was dropped.
-    MessageTooLarge {
+    /// The answer to one request was larger than the daemon accepts or can pass on: over the
+    /// message limit when it arrived from the server, or, in a `callMany`/`callChain`, over the
+    /// room left in the answer when it could not be spilled either. The request ran (the tool
+    /// may have changed something); its answer was dropped, the server's connection kept, and
+    /// nothing is retried. Only this request failed.
+    ResultTooLarge {
         /// The server that answered.
         server: String,
         /// The MCP method or tool the answer was for.
         method: String,
-        /// The limit that was exceeded, in bytes (`--max-message-bytes`).
+        /// The answer's size in bytes, when it was read to its end (a stdio server's line, an
+        /// entry of a fan-out); absent when reading stopped at the limit (a Streamable HTTP
+        /// body or event).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+        /// The limit it exceeded, in bytes.
         limit_bytes: u64,
+        /// How to ask for less: a narrower query, a `LIMIT`, or the paging arguments the tool
+        /// declares.
+        hint: String,
     },
     /// The server has as many calls in flight and queued as it may; nothing was sent.
     Busy {
@@ -267,6 +281,15 @@ pub enum ErrorData {
         /// requests in a batch.
         limit_bytes: usize,
     },
+    /// A call of a `callMany` that was not run: the fan-out's answer had no room left for more
+    /// results (its other entries filled `--max-response-bytes` and what the token may keep
+    /// spilled). Nothing was sent for this call; send it again on its own.
+    AnswerFull {
+        /// The method whose answer was full (`callMany`).
+        method: String,
+        /// The most the answer could take, in bytes.
+        limit_bytes: usize,
+    },
     /// A remote server needs authorization the daemon does not have: it refused the
     /// credentials (HTTP 401, or 403 for scope), or it waits for a sign-in (`tool-cli auth login
     /// SERVER`). Nothing was run.
@@ -305,7 +328,7 @@ impl ErrorData {
             ErrorData::Timeout { .. } => code::TIMEOUT,
             ErrorData::Upstream { .. }
             | ErrorData::InvalidResult { .. }
-            | ErrorData::MessageTooLarge { .. } => code::UPSTREAM_ERROR,
+            | ErrorData::ResultTooLarge { .. } => code::UPSTREAM_ERROR,
             ErrorData::Busy { .. } => code::BUSY,
             ErrorData::CircuitOpen { .. } => code::CIRCUIT_OPEN,
             ErrorData::NotPermitted { .. } | ErrorData::ConfirmationRequired { .. } => {
@@ -318,10 +341,288 @@ impl ErrorData {
                 code::GUARD_REFUSED
             }
             ErrorData::ShuttingDown { .. } => code::SHUTTING_DOWN,
-            ErrorData::ResponseTooLarge { .. } => code::RESPONSE_TOO_LARGE,
+            ErrorData::ResponseTooLarge { .. } | ErrorData::AnswerFull { .. } => {
+                code::RESPONSE_TOO_LARGE
+            }
             ErrorData::AuthFailed { .. } => code::AUTH_FAILED,
         }
     }
+
+    /// The `kind` tag this error carries on the wire (`"unknownTool"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ErrorData::InvalidParams { .. } => "invalidParams",
+            ErrorData::UnknownServer { .. } => "unknownServer",
+            ErrorData::UnknownTool { .. } => "unknownTool",
+            ErrorData::InvalidArguments { .. } => "invalidArguments",
+            ErrorData::InvalidSchema { .. } => "invalidSchema",
+            ErrorData::ServerUnavailable { .. } => "serverUnavailable",
+            ErrorData::ServerExited { .. } => "serverExited",
+            ErrorData::Timeout { .. } => "timeout",
+            ErrorData::Upstream { .. } => "upstream",
+            ErrorData::InvalidResult { .. } => "invalidResult",
+            ErrorData::ResultTooLarge { .. } => "resultTooLarge",
+            ErrorData::AnswerFull { .. } => "answerFull",
+            ErrorData::Busy { .. } => "busy",
+            ErrorData::CircuitOpen { .. } => "circuitOpen",
+            ErrorData::NotPermitted { .. } => "notPermitted",
+            ErrorData::ConfirmationRequired { .. } => "confirmationRequired",
+            ErrorData::Internal { .. } => "internal",
+            ErrorData::ShuttingDown { .. } => "shuttingDown",
+            ErrorData::ResponseTooLarge { .. } => "responseTooLarge",
+            ErrorData::UnknownSession { .. } => "unknownSession",
+            ErrorData::LoopDetected { .. } => "loopDetected",
+            ErrorData::BudgetExceeded { .. } => "budgetExceeded",
+            ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
+            ErrorData::AuthFailed { .. } => "authFailed",
+            ErrorData::AuthRequired { .. } => "authRequired",
+        }
+    }
+}
+
+/// The one wording of each kind of error: what was wrong and what would be right. The daemon
+/// sends it as the error's `message`; a client adds only what is its own (a flag to pass, a
+/// command to run).
+impl fmt::Display for ErrorData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&describe(self))
+    }
+}
+
+fn describe(data: &ErrorData) -> String {
+    match data {
+        ErrorData::InvalidParams { method, message } => {
+            format!("invalid params for {method}: {message}")
+        }
+        ErrorData::AuthRequired { server, message } => {
+            format!("server \"{server}\" needs authorization: {message}")
+        }
+        ErrorData::AuthFailed {
+            server,
+            step,
+            message,
+        } => format!("signing in to server \"{server}\" failed at {step}: {message}"),
+        ErrorData::UnknownServer {
+            server,
+            known_servers,
+        } => {
+            if known_servers.is_empty() {
+                format!("unknown server \"{server}\"; this token can see no servers")
+            } else {
+                format!(
+                    "unknown server \"{server}\"; known servers: {}",
+                    known_servers.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+            ..
+        } if server == "*" => {
+            if known_tools.is_empty() {
+                format!(
+                    "no server offers a tool \"{tool}\"; `tool-cli SERVER` lists a server's tools"
+                )
+            } else {
+                format!(
+                    "no server offers a tool \"{tool}\"; did you mean: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
+        ErrorData::UnknownTool {
+            server,
+            tool,
+            known_tools,
+            tool_count,
+            ..
+        } => {
+            if known_tools.is_empty() {
+                format!("server \"{server}\" has no tool \"{tool}\"; it offers none")
+            } else if *tool_count > known_tools.len() {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; the closest of its {tool_count} \
+                     tools: {}",
+                    known_tools.join(", ")
+                )
+            } else {
+                format!(
+                    "server \"{server}\" has no tool \"{tool}\"; its tools: {}",
+                    known_tools.join(", ")
+                )
+            }
+        }
+        ErrorData::InvalidArguments {
+            server,
+            tool,
+            errors,
+            ..
+        } => format!(
+            "arguments for {server}/{tool} do not match its input schema: {}",
+            describe_errors(errors)
+        ),
+        ErrorData::InvalidSchema {
+            server,
+            tool,
+            message,
+        } => format!("the input schema of {server}/{tool} is not a valid JSON Schema: {message}"),
+        ErrorData::ServerUnavailable {
+            server,
+            state,
+            last_error,
+        } => match last_error {
+            Some(error) => {
+                format!("server \"{server}\" is not available (state: {state}): {error}")
+            }
+            None => format!("server \"{server}\" is not available (state: {state})"),
+        },
+        ErrorData::ServerExited { server, exit, .. } => {
+            format!("server \"{server}\" exited while the request was pending ({exit})")
+        }
+        ErrorData::Timeout {
+            server,
+            tool,
+            timeout_ms,
+        } => {
+            format!("{server}/{tool} did not answer within {timeout_ms} ms; the call was cancelled")
+        }
+        ErrorData::Upstream {
+            server,
+            code,
+            message,
+            ..
+        } => format!("server \"{server}\" returned an error: {message} (code {code})"),
+        ErrorData::InvalidResult {
+            server,
+            method,
+            message,
+        } => format!(
+            "server \"{server}\" answered {method} with a result that is not valid MCP: {message}; \
+             the server is at fault (report it to its authors)"
+        ),
+        ErrorData::ResultTooLarge {
+            server,
+            method,
+            bytes,
+            limit_bytes,
+            hint,
+        } => {
+            let size = match bytes {
+                Some(bytes) => format!("{bytes} bytes, over the {limit_bytes}-byte limit"),
+                None => format!("more than the {limit_bytes}-byte limit"),
+            };
+            format!(
+                "the answer of server \"{server}\" to {method} was {size}, so it was dropped (the \
+                 request ran; only this call failed and it is not retried); {hint}"
+            )
+        }
+        ErrorData::AnswerFull {
+            method,
+            limit_bytes,
+        } => format!(
+            "not run: the {method} answer had no room left for this call's result (the results \
+             before it filled the {limit_bytes} bytes it may take and what this token may keep \
+             spilled); nothing was sent for this call: send it again on its own"
+        ),
+        ErrorData::Busy {
+            server,
+            in_flight,
+            queued,
+            retry_after_ms,
+        } => format!(
+            "server \"{server}\" is busy: {in_flight} calls in flight and {queued} waiting; \
+             retry in about {retry_after_ms} ms"
+        ),
+        ErrorData::CircuitOpen {
+            server,
+            retry_after_ms,
+            last_error,
+        } => format!(
+            "server \"{server}\" is failing and its circuit breaker is open; nothing was sent; \
+             retry in {retry_after_ms} ms{}",
+            last_error
+                .as_ref()
+                .map(|e| format!(" (last failure: {e})"))
+                .unwrap_or_default()
+        ),
+        ErrorData::NotPermitted {
+            server,
+            tool,
+            reason,
+        } => describe_refusal(server, tool.as_deref(), reason),
+        ErrorData::ConfirmationRequired { server, tool } => format!(
+            "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": \
+             true in callTool (tool-cli: --yes)"
+        ),
+        ErrorData::Internal { message } => message.clone(),
+        ErrorData::ShuttingDown { grace_ms } => format!(
+            "the daemon is shutting down and this request did not finish within its {grace_ms} ms \
+             grace period; it was cancelled (send it again once a daemon is running)"
+        ),
+        ErrorData::ResponseTooLarge {
+            method,
+            bytes,
+            limit_bytes,
+        } => format!(
+            "the answer to {method} is {bytes} bytes, over the {limit_bytes} bytes it may take \
+             (--max-response-bytes, shared by the requests of a batch); nothing was changed: send \
+             the request alone, or raise the limit"
+        ),
+        ErrorData::UnknownSession { session_id } => format!(
+            "no session \"{session_id}\" belongs to this token; `openSession` starts one, and \
+             `callTool` with a new sessionId creates it"
+        ),
+        ErrorData::LoopDetected {
+            server,
+            tool,
+            failures,
+            limit,
+            ..
+        } => format!(
+            "loop detected: {server}/{tool} with these same arguments failed {failures} times in \
+             this session (limit {limit}); nothing was sent. Change the arguments or the tool \
+             instead of repeating the call"
+        ),
+        ErrorData::BudgetExceeded {
+            session_id,
+            budget,
+            used,
+            limit,
+        } => format!(
+            "session \"{session_id}\" has spent its {budget} budget ({used} of {limit}); nothing \
+             was sent. Open a new session to continue"
+        ),
+        ErrorData::IdempotencyConflict { key, message } => format!(
+            "idempotency key \"{key}\" was already used for a different call ({message}); use a \
+             new key for a new call"
+        ),
+    }
+}
+
+fn describe_refusal(server: &str, tool: Option<&str>, reason: &str) -> String {
+    let prefix = match (server, tool) {
+        (server, Some(tool)) => format!("tool \"{tool}\" of server \"{server}\" is not permitted"),
+        ("", None) => "not permitted".to_owned(),
+        (server, None) => format!("server \"{server}\" is not permitted"),
+    };
+    // A reason that already says it all (another bridge's, say) is not prefixed twice.
+    if reason.starts_with(&prefix) {
+        return reason.to_owned();
+    }
+    format!("{prefix}: {reason}")
+}
+
+fn describe_errors(errors: &[ArgumentError]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            let path = if e.path.is_empty() { "(root)" } else { &e.path };
+            format!("{path}: {}", e.message)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// One way in which arguments fail a schema.
@@ -386,5 +687,39 @@ mod tests {
             "kind": "unknownTool", "server": "demo", "tool": "nope", "knownTools": [],
         });
         assert!(serde_json::from_value::<ErrorData>(older).is_ok());
+    }
+
+    #[test]
+    fn size_errors_say_what_ran() {
+        let too_large = ErrorData::ResultTooLarge {
+            server: "demo".into(),
+            method: "sql_query".into(),
+            bytes: Some(20_000_000),
+            limit_bytes: 16_777_216,
+            hint: "ask for less".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&too_large).unwrap(),
+            serde_json::json!({"kind": "resultTooLarge", "server": "demo", "method": "sql_query",
+                "bytes": 20_000_000, "limitBytes": 16_777_216, "hint": "ask for less"})
+        );
+        // The request ran: an upstream-side failure, not "nothing was changed".
+        assert_eq!(too_large.code(), code::UPSTREAM_ERROR);
+        let unknown_size = serde_json::json!({"kind": "resultTooLarge", "server": "r",
+            "method": "m", "limitBytes": 10, "hint": "h"});
+        assert!(matches!(
+            serde_json::from_value::<ErrorData>(unknown_size).unwrap(),
+            ErrorData::ResultTooLarge { bytes: None, .. }
+        ));
+        let full = ErrorData::AnswerFull {
+            method: "callMany".into(),
+            limit_bytes: 1024,
+        };
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            serde_json::json!({"kind": "answerFull", "method": "callMany", "limitBytes": 1024})
+        );
+        // Not run: nothing was changed by it.
+        assert_eq!(full.code(), code::RESPONSE_TOO_LARGE);
     }
 }

@@ -19,6 +19,7 @@ pub mod json;
 pub mod manage;
 pub mod methods;
 pub mod orchestration;
+pub mod params;
 pub mod remote_auth;
 pub mod runtime;
 pub mod search;

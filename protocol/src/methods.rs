@@ -236,9 +236,11 @@ pub struct CallEventsResult {
     pub dropped: u64,
 }
 
-/// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis.
+/// Params of `mintToken`. Every member is optional; omitted means unrestricted on that axis, so
+/// an unknown member (a misspelt `readonly`) is refused rather than ignored: ignoring it would
+/// mint a token with more power than asked for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MintTokenParams {
     /// Globs on server names the token may use (`*`, `?`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -330,9 +332,9 @@ pub struct ReadSpilledResult {
     pub next_offset: Option<u64>,
 }
 
-/// Params of `revokeToken`.
+/// Params of `revokeToken`; unknown members are refused, as for `mintToken`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RevokeTokenParams {
     /// The `tokenId` returned by `mintToken`.
     pub token_id: String,

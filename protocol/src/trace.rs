@@ -4,7 +4,8 @@
 //! A trace file is read by other programs (`jq`, a spreadsheet import, a cost dashboard), so
 //! its line is a promise like any method's result: members are added, never renamed or
 //! removed, within [`TRACE_SCHEMA_VERSION`]. Every member of a line is always written (`null`
-//! when it does not apply), except `arguments` and `result`, which appear only in verbose mode.
+//! when it does not apply), except `arguments` and `result`, which appear only in verbose mode,
+//! and `summarizes`, which appears only on a summary line of refused calls.
 //! Reading is lenient the other way: a line lacking an optional member still parses, and unknown
 //! members are ignored, so a newer daemon's lines stay readable by an older report.
 
@@ -98,12 +99,21 @@ pub struct TraceLine {
     /// Cost attributed to the call, in US dollars.
     #[serde(default)]
     pub cost_usd: f64,
+    /// Only on a summary line: the refused calls of one token that were over its share of
+    /// the trace and are counted here instead of written one by one (their error kinds are
+    /// in `error.message`). Absent (0) on every other line.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub summarizes: u64,
     /// Verbose mode only: the arguments, with secrets replaced by [`REDACTED`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
     /// Verbose mode only: the result, with secrets replaced by [`REDACTED`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// A server that offered the tool and was not chosen.
@@ -139,6 +149,10 @@ pub struct TracesHealth {
     pub written: u64,
     /// Lines lost since the daemon started: the writer's queue was full, or writing failed.
     pub dropped: u64,
+    /// Refused calls not written one by one since the daemon started: over their token's share
+    /// of the trace, they are counted in summary lines (`summarizes`) instead.
+    #[serde(default)]
+    pub summarized: u64,
     /// The most recent write failure, kept after writing recovers (then `written` grows again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,

@@ -136,16 +136,42 @@ fn cap_in_place(text: &mut String, max_bytes: usize) {
     text.truncate(kept);
 }
 
+/// The most allowed values of one parameter that are indexed.
+const MAX_ENUM_VALUES: usize = 32;
+
 fn push_parameter(parameters: &mut Vec<ParamDoc>, name: &str, property: &Value) {
     if parameters.len() >= MAX_PARAMETERS {
         return;
     }
+    let mut description = string_at(property, "description")
+        .unwrap_or_default()
+        .to_owned();
+    // The values a parameter allows say what the tool can do ("unit": celsius / fahrenheit,
+    // "state": open / closed / merged); a request often names one of them.
+    let values: Vec<String> = property
+        .get("enum")
+        .or_else(|| property.get("items").and_then(|items| items.get("enum")))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|value| match value {
+            Value::String(text) => Some(text.clone()),
+            Value::Number(number) => Some(number.to_string()),
+            _ => None,
+        })
+        .take(MAX_ENUM_VALUES)
+        .collect();
+    if !values.is_empty() {
+        if !description.is_empty() {
+            description.push(' ');
+        }
+        description.push_str("One of: ");
+        description.push_str(&values.join(", "));
+        description.push('.');
+    }
     parameters.push(ParamDoc {
         name: capped(name, MAX_SHORT_TEXT_BYTES),
-        description: capped(
-            string_at(property, "description").unwrap_or_default(),
-            MAX_SHORT_TEXT_BYTES,
-        ),
+        description: capped(&description, MAX_SHORT_TEXT_BYTES),
     });
 }
 
@@ -174,6 +200,25 @@ mod tests {
         assert_eq!(doc.parameters[2].description, "open or closed");
         assert_eq!(doc.server_description.as_deref(), Some("GitHub"));
         assert_eq!(doc.tags, ["code"]);
+    }
+
+    #[test]
+    fn allowed_values_are_part_of_a_parameters_text() {
+        let tool = json!({
+            "name": "get_weather",
+            "inputSchema": {"type": "object", "properties": {
+                "unit": {"type": "string", "description": "Temperature unit", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "array", "items": {"enum": [1, 3, 7]}},
+                "plain": {"type": "string"}
+            }}
+        });
+        let doc = ToolDoc::from_mcp_tool("w", &tool, None, &[]);
+        assert_eq!(
+            doc.parameters[0].description,
+            "Temperature unit One of: celsius, fahrenheit."
+        );
+        assert_eq!(doc.parameters[1].description, "One of: 1, 3, 7.");
+        assert_eq!(doc.parameters[2].description, "");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Embeddings: the `Embedder` trait the index and the daemon's routing share, cosine similarity,
-//! and `HashEmbedder`, the default embedder that needs nothing at run time.
+//! and `HashEmbedder`, an embedder that needs nothing at run time (routing's similarity rule
+//! uses it; the index's default is the built-in static embeddings, `static_embed.rs`).
 //!
 //! `HashEmbedder` is a feature-hashing bag of words: each text contributes its stemmed words,
 //! the concept groups of those words (`concepts.rs`), and the character trigrams of each word,
@@ -66,6 +67,14 @@ pub trait Embedder: Send + Sync {
     /// The embedding of `text`.
     fn embed(&self, text: &str) -> Embedding;
 
+    /// The embedding of a request to search with: `embed`, unless the model was trained to
+    /// read requests with an instruction before them (bge: "Represent this sentence for
+    /// searching relevant passages: "), which this adds. Tools are embedded with `embed` and
+    /// `embed_batch`, never with this.
+    fn embed_query(&self, text: &str) -> Embedding {
+        self.embed(text)
+    }
+
     /// The embeddings of `texts`, in order: the same vectors `embed` gives one by one. The
     /// default embeds them one at a time; a model overrides it to run a whole batch through each
     /// layer at once (and over threads).
@@ -74,10 +83,19 @@ pub trait Embedder: Send + Sync {
     }
 
     /// How much this embedder's cosine counts in the ranking's textual score, in [0, 1] (the
-    /// rest is the normalised lexical score). A weak embedder (the default hashing one, 0.1)
-    /// only breaks ties; a real sentence-embedding model earns a larger share.
+    /// rest is the normalised lexical score), for a request some tool matches word for word. A
+    /// weak embedder (the hashing one, 0.1) only breaks ties; a real sentence-embedding
+    /// model earns a larger share.
     fn semantic_share(&self) -> f32 {
         0.1
+    }
+
+    /// The share for a request no tool matches a word of; between the two, the share moves in
+    /// proportion to the words of the request the best-matching tool lacks. When the words say
+    /// little (a chatty request, a paraphrase), the meaning should say more. By default the
+    /// same as `semantic_share`.
+    fn semantic_share_unmatched(&self) -> f32 {
+        self.semantic_share()
     }
 
     /// `Some` when this embedder is the default `HashEmbedder`, whose vector of a text is the
@@ -155,7 +173,8 @@ pub(crate) fn dot_quantized(a: &[i8], b: &[i8]) -> i32 {
     sums.iter().sum::<i32>() + tail
 }
 
-/// The default embedder: feature hashing of words, concepts and character trigrams.
+/// Feature hashing of words, concepts and character trigrams: the index's default before the
+/// built-in static embeddings, and routing's similarity rule's embedder.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HashEmbedder;
 

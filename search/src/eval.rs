@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::bm25::PlainBm25;
 use crate::doc::ToolDoc;
 use crate::index::Index;
-use crate::search::{MAX_LIMIT, Query};
+use crate::search::{MAX_LIMIT, Query, Signals};
 
 /// A catalog file: a list of servers.
 #[derive(Debug, Deserialize)]
@@ -124,6 +124,15 @@ pub fn tool_docs(catalogs: &[CatalogServer]) -> Vec<ToolDoc> {
 
 /// Builds our index over `docs`, one shard per server, with the default embedder.
 pub fn build_index(docs: &[ToolDoc]) -> Index {
+    build_index_with(
+        docs,
+        std::sync::Arc::new(crate::static_embed::BuiltInEmbedder),
+    )
+}
+
+/// Builds our index over `docs` with the hashing embedder (the default before the built-in
+/// static embeddings), for the evaluation's comparison.
+pub fn build_hashing_index(docs: &[ToolDoc]) -> Index {
     build_index_with(docs, std::sync::Arc::new(crate::embed::HashEmbedder))
 }
 
@@ -237,11 +246,22 @@ pub fn names_its_server(request: &Request) -> bool {
 
 /// The rank our ranking gives each request's first expected tool.
 pub fn ranks_ours(index: &Index, requests: &[Request]) -> Vec<Option<usize>> {
+    ranks_ours_with(index, requests, Signals::ALL)
+}
+
+/// The rank our ranking with only `signals` gives each request's first expected tool (the
+/// ablation).
+pub fn ranks_ours_with(
+    index: &Index,
+    requests: &[Request],
+    signals: Signals,
+) -> Vec<Option<usize>> {
     requests
         .iter()
         .map(|request| {
             let query = Query {
                 limit: MAX_LIMIT,
+                signals,
                 ..Query::new(&request.query)
             };
             let hits = index.search(&query).map(|o| o.hits).unwrap_or_default();
@@ -251,6 +271,22 @@ pub fn ranks_ours(index: &Index, requests: &[Request]) -> Vec<Option<usize>> {
                 .collect();
             rank_of(&ranking, &request.expected)
         })
+        .collect()
+}
+
+/// Our ranking of `query` with `signals`, best first (at most `MAX_LIMIT` tools).
+pub fn ranking(index: &Index, query: &str, signals: Signals) -> Vec<(String, String)> {
+    let query = Query {
+        limit: MAX_LIMIT,
+        signals,
+        ..Query::new(query)
+    };
+    index
+        .search(&query)
+        .map(|outcome| outcome.hits)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|hit| (hit.server, hit.tool))
         .collect()
 }
 

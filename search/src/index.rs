@@ -18,7 +18,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use crate::doc::ToolDoc;
-use crate::embed::{Embedder, Embedding, HashEmbedder};
+use crate::embed::{Embedder, Embedding};
 use crate::search;
 use crate::semantic::ModelRows;
 
@@ -77,6 +77,19 @@ pub fn embedding_texts(docs: &[ToolDoc]) -> Vec<String> {
             text
         })
         .collect()
+}
+
+/// Where one term's list lies in one shard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TermList {
+    /// The shard's position in `Index::shards`.
+    pub(crate) shard: u32,
+    /// The range of its postings in the shard's `postings`.
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    /// How often it occurs in the server's text the shard posts once (every tool of the shard
+    /// has it that often in its server field); 0 when it does not.
+    pub(crate) server: u8,
 }
 
 /// What the index knows about one term across shards.
@@ -176,10 +189,10 @@ pub(crate) struct Stats {
     term_at: Vec<(u32, u32)>,
     /// The terms' ids, found by their text's hash (compared through `term_at`).
     lookup: HashTable<u32>,
-    /// Per term, grouped by term: the shards (positions in `Index::shards`) whose tools have
-    /// it, with the range of its list in that shard's `postings`, so a query reads them without
-    /// looking the term up in every shard.
-    term_shards: Vec<(u32, u32, u32)>,
+    /// Per term, grouped by term: the shards whose tools have it, with the range of its list in
+    /// that shard's `postings` and its count in the shard's server text, so a query reads them
+    /// without looking the term up in every shard.
+    term_shards: Vec<TermList>,
     /// The global position of each shard's first tool.
     pub(crate) offsets: Vec<usize>,
     /// Per tool (global position), each field's weight divided by its length normalisation,
@@ -196,7 +209,7 @@ impl Stats {
         // sizes: servers share most of their words, so their sum overstates the distinct terms
         // tenfold and the table would keep the slack.
         let mut lists_of: Vec<u32> = Vec::new();
-        let mut lists: Vec<(u32, (u32, u32, u32))> = Vec::new();
+        let mut lists: Vec<(u32, TermList)> = Vec::new();
         let term_of = |at: (u32, u32)| term_text(shards, at);
         for (position, shard) in shards.iter().enumerate() {
             let position = u32::try_from(position).expect("fewer than 2^32 servers");
@@ -209,7 +222,13 @@ impl Stats {
             for (local, &(start, end)) in shard.posting_ranges.iter().enumerate() {
                 let term = shard.term(local);
                 let hash = hash_term(term);
-                let count = end - start;
+                let server = shard.server_frequency(local as u32);
+                // A term of the server's text posted once is in every tool of the shard.
+                let count = if server > 0 {
+                    u32::try_from(shard.tools.len()).expect("fewer than 2^32 tools")
+                } else {
+                    end - start
+                };
                 let Stats {
                     terms,
                     term_at,
@@ -241,7 +260,15 @@ impl Stats {
                     }
                 };
                 lists_of[id as usize] += 1;
-                lists.push((id, (position, start, end)));
+                lists.push((
+                    id,
+                    TermList {
+                        shard: position,
+                        start,
+                        end,
+                        server,
+                    },
+                ));
             }
         }
         // Each id's range in `term_shards`; entries were pushed in shard order, so each term's
@@ -259,7 +286,7 @@ impl Stats {
             term_stats.lists = (ranges[id], ranges[id] + lists_of[id]);
         }
         let mut filled = ranges;
-        stats.term_shards = vec![(0, 0, 0); lists.len()];
+        stats.term_shards = vec![TermList::default(); lists.len()];
         for (id, list) in lists {
             let at = &mut filled[id as usize];
             stats.term_shards[*at as usize] = list;
@@ -291,11 +318,11 @@ impl Stats {
         self.terms.capacity() * size_of::<TermStats>()
             + self.term_at.capacity() * size_of::<(u32, u32)>()
             + self.lookup.capacity() * (size_of::<u32>() + 1)
-            + self.term_shards.capacity() * size_of::<(u32, u32, u32)>()
+            + self.term_shards.capacity() * size_of::<TermList>()
     }
 
     /// The shards that have `term`, each with the range of its postings there.
-    pub(crate) fn shards_of(&self, term: &TermStats) -> &[(u32, u32, u32)] {
+    pub(crate) fn shards_of(&self, term: &TermStats) -> &[TermList] {
         &self.term_shards[term.lists.0 as usize..term.lists.1 as usize]
     }
 }
@@ -330,9 +357,10 @@ impl std::fmt::Debug for Index {
 }
 
 impl Index {
-    /// An empty index with the default offline embedder (`HashEmbedder`).
+    /// An empty index with the default offline embedder: the static token embeddings built into
+    /// the crate (`static_embed::BuiltInEmbedder`).
     pub fn new() -> Index {
-        Index::with_embedder(Arc::new(HashEmbedder))
+        Index::with_embedder(Arc::new(crate::static_embed::BuiltInEmbedder))
     }
 
     /// An empty index that embeds tools and queries with `embedder`.
@@ -347,7 +375,7 @@ impl Index {
     }
 
     /// This index with `model` as its sentence-embedding model (no tool has a model vector
-    /// yet: queries rank with the hashing embedder until `with_model_vectors` attaches them).
+    /// yet: queries rank with the index's own embedder until `with_model_vectors` attaches them).
     pub fn with_model(&self, model: Arc<dyn Embedder>) -> Index {
         Index {
             model: Some(model),

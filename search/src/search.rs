@@ -1,12 +1,17 @@
 //! Querying the index: input validation, BM25F with concept expansion, the semantic score, their
-//! fusion, and the priors. `docs/search.md` gives the formulas and the measured effect of each.
+//! fusion, the deprecation demotion, the rerank stage and the priors. `docs/search.md` gives the
+//! formulas and the measured effect of each.
 //!
 //! The order of a search is fixed so that a hidden tool can never influence anything a caller
-//! sees: (1) validate the input; (2) decide, per tool, visibility (the caller's predicate) and the
-//! filters (servers, tags); (3) compute BM25 statistics over the visible tools only; (4) score the
-//! visible, filtered tools; (5) apply the priors to the few that can still reach the top; (6) sort
-//! and cut to `limit`. `catalog_size` counts the visible tools.
+//! sees, each step a function passing plain values: (1) `validate` the input; (2)
+//! `Index::candidates`: per tool, visibility (the caller's predicate) and the filters (servers,
+//! tags); (3) `Index::query_stats`: BM25 statistics over the visible tools only; (4) score the
+//! visible, filtered tools (lexical, cosine, actions, deprecation; in `Index::search`, which
+//! skips the tools that provably cannot reach the top); (5) `rerank` the best `RERANK_DEPTH`;
+//! (6) `with_priors`: the priors for the few that can still reach the top, then sort and cut to
+//! `limit`. `catalog_size` counts the visible tools. Which steps run is `Query::signals`.
 
+mod learned;
 mod lexical;
 
 use crate::concepts::{self, Action};
@@ -17,6 +22,8 @@ use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use crate::text;
 use lexical::plural_terms;
+
+pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
 /// The default number of hits.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -58,6 +65,16 @@ const UNASKED_READ: f32 = 0.9;
 /// enough: "the details of the secret" is about one secret.)
 const LIST_MATCH: f32 = 1.15;
 
+/// How much of its textual score a deprecated tool keeps (`deprecation.rs`): enough to rank
+/// below the tool that replaced it when both match, not so little that asking for it by name
+/// fails.
+const DEPRECATED: f32 = 0.6;
+
+/// How many of the best tools by textual score the rerank stage looks at again: it scores them
+/// with the learned features of `learned.rs` (name coverage, the fields the request's words
+/// were found in, the cosine against the best cosine, ...).
+pub const RERANK_DEPTH: usize = 30;
+
 /// Coordination: the lexical score is multiplied by (query words matched / query words) to this
 /// power, so a tool matching most of a request beats one matching a single word strongly. 0.3
 /// rather than 0.5: long requests carry words no tool has, and a strong match of the words that
@@ -71,6 +88,56 @@ const LATENCY_WEIGHT: f32 = 0.02;
 /// The most the priors together can add: a tool whose textual score leads by more than this is
 /// never overtaken because of priors.
 pub const MAX_PRIOR_BONUS: f32 = INERTIA_WEIGHT + RELIABILITY_WEIGHT + LATENCY_WEIGHT;
+
+/// Which parts of the ranking a query uses: all of them by default. The evaluation turns them
+/// off and on one at a time for the ablation table of docs/search.md; nothing else should.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signals {
+    /// Concept-table synonyms, abbreviations and two-word expressions (`concepts.rs`).
+    pub concepts: bool,
+    /// The server's name, description and tags as a BM25F field.
+    pub server_field: bool,
+    /// Parameter names, descriptions and allowed values as a BM25F field.
+    pub parameters: bool,
+    /// The embedding's cosine (the index's embedder's, or the model's when it ranks).
+    pub embedding: bool,
+    /// Action classes and plural kinds (steps 7 of the ranking).
+    pub actions: bool,
+    /// Deprecated tools demoted (`DEPRECATED`).
+    pub deprecation: bool,
+    /// The rerank stage over the best `RERANK_DEPTH` (name coverage).
+    pub rerank: bool,
+}
+
+impl Signals {
+    /// Every signal: what a search uses.
+    pub const ALL: Signals = Signals {
+        concepts: true,
+        server_field: true,
+        parameters: true,
+        embedding: true,
+        actions: true,
+        deprecation: true,
+        rerank: true,
+    };
+
+    /// No signal beyond BM25F over name, title and description.
+    pub const NONE: Signals = Signals {
+        concepts: false,
+        server_field: false,
+        parameters: false,
+        embedding: false,
+        actions: false,
+        deprecation: false,
+        rerank: false,
+    };
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals::ALL
+    }
+}
 
 /// Whether the caller may see a tool, by (server, tool).
 pub type Visibility<'a> = dyn Fn(&str, &str) -> bool + 'a;
@@ -97,6 +164,8 @@ pub struct Query<'a> {
     /// has one: the model ranks only with this vector (the caller embeds the query where it may
     /// spend the time, the index never does).
     pub model_query: Option<&'a embed::Embedding>,
+    /// Which parts of the ranking to use (`Signals::ALL`; the evaluation's ablation changes it).
+    pub signals: Signals,
 }
 
 impl<'a> Query<'a> {
@@ -111,6 +180,7 @@ impl<'a> Query<'a> {
             previous_tool: None,
             priors: &NoPriors,
             model_query: None,
+            signals: Signals::ALL,
         }
     }
 }
@@ -122,7 +192,7 @@ pub struct SearchOutcome {
     pub hits: Vec<Hit>,
     /// How many tools the caller can see (before the servers and tags filters).
     pub catalog_size: usize,
-    /// Which embedding ranked: the model, or the hashing embedder (no model, or some tool
+    /// Which embedding ranked: the model, or the index's embedder (no model, or some tool
     /// still without a model vector).
     pub semantic: SemanticRanking,
 }
@@ -155,6 +225,22 @@ pub struct Why {
     pub reliability: f32,
     /// The latency prior's contribution to `score`.
     pub latency: f32,
+    /// What the rerank stage added (name coverage; 0 below `RERANK_DEPTH`).
+    pub rerank: f32,
+    /// Whether the tool's description says it is deprecated (its score was lowered).
+    pub deprecated: bool,
+}
+
+/// A tool of the first stage's ranking, with its rerank features when it was among the best
+/// `RERANK_DEPTH` (`Index::rerank_candidates`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RerankCandidate {
+    /// The server.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The features the rerank stage scores it by (`FEATURE_NAMES`).
+    pub features: Option<[f32; FEATURES]>,
 }
 
 /// Why a query was refused.
@@ -193,7 +279,7 @@ pub enum SearchError {
 }
 
 /// Which embedding ranks a query: the model when there is one, the query was embedded by it
-/// (same dimension) and every tool the query may return has a model vector; else the hashing
+/// (same dimension) and every tool the query may return has a model vector; else the index's
 /// embedder, `Pending` when a model is attached but cannot rank yet.
 fn semantic_ranking(
     model: Option<&dyn embed::Embedder>,
@@ -245,6 +331,10 @@ struct QueryStats<'a> {
     field_factors: std::borrow::Cow<'a, [[f32; FIELDS]]>,
     /// `Some` when some tools are hidden: per tool (global position), whether it is visible.
     visible: Option<Vec<bool>>,
+    /// Per field, 1 or 0 (a field switched off by `Signals`).
+    field_mask: [f32; FIELDS],
+    /// Whether query words expand to their concept groups (`Signals::concepts`).
+    concepts: bool,
 }
 
 impl QueryStats<'_> {
@@ -253,31 +343,527 @@ impl QueryStats<'_> {
     }
 }
 
+/// Step 2's answer: per tool (global position) whether the caller may see it and whether this
+/// query may return it, how many the caller sees, and the visible tools' field length sums.
+struct Candidates {
+    /// `Some` when the caller's predicate hides some tools.
+    visible: Option<Vec<bool>>,
+    candidate: Vec<bool>,
+    catalog_size: usize,
+    visible_length_sums: [u64; FIELDS],
+}
+
+/// Step 1, cheapest first: a query over `MAX_QUERY_BYTES` is refused before its text is even
+/// scanned, then a blank one, then a limit out of range.
+fn validate(query: &Query<'_>) -> Result<(), SearchError> {
+    // Length first: a 1 MB query is refused before it is even scanned.
+    if query.text.len() > MAX_QUERY_BYTES {
+        return Err(SearchError::QueryTooLong {
+            bytes: query.text.len(),
+            max: MAX_QUERY_BYTES,
+        });
+    }
+    if query.text.trim().is_empty() {
+        return Err(SearchError::EmptyQuery);
+    }
+    if query.limit == 0 || query.limit > MAX_LIMIT {
+        return Err(SearchError::LimitOutOfRange {
+            limit: query.limit,
+            max: MAX_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+/// Step 8, the rerank stage: the best `RERANK_DEPTH` of `scored` (textual score, global
+/// position) gain the learned correction of their features (`learned.rs`) times `scale` (the
+/// lexical share of the score); returns what each gained, by global position, and, when
+/// `capture` is given, each one's features with every one but the first times `scale` (what
+/// the weights multiply; best first by the first stage's score).
+fn rerank(
+    scored: &mut [(f32, u32)],
+    weights: &[f32; FEATURES],
+    scale: f32,
+    evidence_of: impl Fn(f32, u32, f32) -> learned::ToolEvidence,
+    query: &learned::QueryEvidence<'_>,
+    capture: Option<&mut Vec<(u32, [f32; FEATURES])>>,
+) -> Vec<(u32, f32)> {
+    let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let reranked = RERANK_DEPTH.min(scored.len());
+    if reranked == 0 {
+        return Vec::new();
+    }
+    scored.select_nth_unstable_by(reranked - 1, by_score_desc);
+    let top = &mut scored[..reranked];
+    top.sort_unstable_by(by_score_desc);
+    let best_cosine = top
+        .iter()
+        .map(|&(score, global)| evidence_of(score, global, 0.0).cosine)
+        .fold(f32::NEG_INFINITY, f32::max);
+    let features: Vec<[f32; FEATURES]> = top
+        .iter()
+        .map(|&(score, global)| {
+            let mut features = learned::features(&evidence_of(score, global, best_cosine), query);
+            for feature in &mut features[1..] {
+                *feature *= scale;
+            }
+            features
+        })
+        .collect();
+    if let Some(capture) = capture {
+        capture.extend(top.iter().zip(&features).map(|(&(_, g), f)| (g, *f)));
+    }
+    top.iter_mut()
+        .zip(&features)
+        .map(|((score, global), features)| {
+            let bonus = learned::correction(weights, features);
+            *score += bonus;
+            (*global, bonus)
+        })
+        .collect()
+}
+
+/// What a hit's `Why` reports besides the priors, per tool (global position).
+struct ScoreParts<'a> {
+    lexical: &'a [f32],
+    semantic: &'a [f32],
+    rerank: &'a [(u32, f32)],
+}
+
+/// Steps 9 and 10: the priors for the tools that can still reach the top `limit` of `scored`
+/// (within `MAX_PRIOR_BONUS` of the limit-th), then the hits best first, cut to `limit`.
+fn with_priors<'a>(
+    query: &Query<'_>,
+    scored: &mut [(f32, u32)],
+    parts: &ScoreParts<'_>,
+    locate: impl Fn(usize) -> (&'a std::sync::Arc<Shard>, usize),
+) -> Vec<Hit> {
+    // Only tools within MAX_PRIOR_BONUS of the limit-th score can reach the top, so the
+    // priors are asked about those alone.
+    let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let limit = query.limit.min(scored.len());
+    scored.select_nth_unstable_by(limit - 1, by_score_desc);
+    let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
+    let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
+    for &(text_score, global) in scored.iter() {
+        if text_score < threshold {
+            continue;
+        }
+        let (shard, local) = locate(global as usize);
+        let candidate_ref = ToolRef {
+            server: &shard.server,
+            tool: shard.name(local),
+        };
+        let inertia = query.previous_tool.map_or(0.0, |previous| {
+            query.priors.inertia(previous, candidate_ref)
+        });
+        let why = Why {
+            lexical: parts.lexical[global as usize],
+            semantic: parts.semantic[global as usize],
+            inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
+            reliability: RELIABILITY_WEIGHT
+                * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
+            latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
+            rerank: parts
+                .rerank
+                .iter()
+                .find(|(reranked, _)| *reranked == global)
+                .map_or(0.0, |(_, bonus)| *bonus),
+            deprecated: shard.tools[local].deprecated,
+        };
+        let score = text_score + why.inertia + why.reliability + why.latency;
+        contenders.push((score, global, why));
+    }
+    contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    contenders.truncate(query.limit);
+    contenders
+        .into_iter()
+        .map(|(score, global, why)| {
+            let (shard, local) = locate(global as usize);
+            Hit {
+                server: shard.server.clone(),
+                tool: shard.name(local).to_owned(),
+                description: shard.description(local).to_owned(),
+                score,
+                why,
+            }
+        })
+        .collect()
+}
+
 impl Index {
     /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
     /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
     pub fn search(&self, query: &Query<'_>) -> Result<SearchOutcome, SearchError> {
-        // Length first: a 1 MB query is refused before it is even scanned.
-        if query.text.len() > MAX_QUERY_BYTES {
-            return Err(SearchError::QueryTooLong {
-                bytes: query.text.len(),
-                max: MAX_QUERY_BYTES,
-            });
-        }
-        if query.text.trim().is_empty() {
-            return Err(SearchError::EmptyQuery);
-        }
-        if query.limit == 0 || query.limit > MAX_LIMIT {
-            return Err(SearchError::LimitOutOfRange {
-                limit: query.limit,
-                max: MAX_LIMIT,
-            });
-        }
+        self.search_or_capture(query, None)
+    }
+
+    /// The first stage's ranking of `query` (at most `MAX_LIMIT` tools, best first, before the
+    /// rerank stage and the priors), each of its best `RERANK_DEPTH` with the features the
+    /// rerank stage scores: what `search-eval --train` learns the rerank weights from.
+    pub fn rerank_candidates(
+        &self,
+        query: &Query<'_>,
+    ) -> Result<Vec<RerankCandidate>, SearchError> {
+        let mut capture = Vec::new();
+        self.search_or_capture(query, Some(&mut capture))?;
+        Ok(capture)
+    }
+
+    /// `search`, or with `capture`, `rerank_candidates`.
+    fn search_or_capture(
+        &self,
+        query: &Query<'_>,
+        capture: Option<&mut Vec<RerankCandidate>>,
+    ) -> Result<SearchOutcome, SearchError> {
+        validate(query)?;
 
         let shards: &[std::sync::Arc<Shard>] = &self.shards;
         let offsets = &self.stats.offsets;
         let total = self.stats.tools;
 
+        let Candidates {
+            visible,
+            candidate,
+            catalog_size,
+            visible_length_sums,
+        } = self.candidates(query)?;
+        // The model ranks only when every tool this query may return has its vector.
+        let model_rows: Vec<Option<&ModelRows>> = shards
+            .iter()
+            .map(|shard| {
+                self.model_rows
+                    .get(&shard.server)
+                    .filter(|rows| std::sync::Arc::ptr_eq(&rows.shard, shard))
+                    .map(|rows| &**rows)
+            })
+            .collect();
+        let ranking = semantic_ranking(self.model.as_deref(), query.model_query, || {
+            shards
+                .iter()
+                .zip(offsets)
+                .zip(&model_rows)
+                .all(|((shard, &offset), rows)| {
+                    (0..shard.tools.len()).all(|local| {
+                        !candidate[offset + local] || rows.is_some_and(|r| r.has(local))
+                    })
+                })
+        });
+        if catalog_size == 0 {
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+                semantic: ranking,
+            });
+        }
+        let signals = query.signals;
+        let stats = self.query_stats(visible, catalog_size, visible_length_sums, signals);
+
+        let plural_terms = plural_terms(query.text);
+        let matches = self.lexical_scores(query.text, &candidate, &stats, &plural_terms);
+        let lexical = &matches.scores;
+        let plural_named = &matches.plural_named;
+        let mut asked: Vec<Action> = Vec::new();
+        if signals.actions {
+            text::analyze(query.text, |term, _| {
+                for action in concepts::actions_of(term) {
+                    if !asked.contains(action) {
+                        asked.push(*action);
+                    }
+                }
+            });
+        }
+        let asks_mutation = asked.iter().any(|a| a.mutates());
+        let hashing_query;
+        let (query_embedding, dimensions, embedder) =
+            match (ranking, self.model.as_ref(), query.model_query) {
+                (SemanticRanking::Model, Some(model), Some(vector)) => {
+                    (vector, model.dimensions(), model.as_ref())
+                }
+                _ => {
+                    hashing_query = self.embedder.embed_query(query.text);
+                    (
+                        &hashing_query,
+                        self.embedder.dimensions(),
+                        self.embedder.as_ref(),
+                    )
+                }
+            };
+        // The embedder's share, moved toward its share for requests no tool matches by as much
+        // of the request as the best-matching tool lacks.
+        let semantic_share = embedder.semantic_share()
+            + (embedder.semantic_share_unmatched() - embedder.semantic_share())
+                * (1.0 - matches.best_share);
+        let by_model = ranking == SemanticRanking::Model;
+        let mut query_row = Vec::with_capacity(dimensions);
+        let query_scale = if query_embedding.dimensions() == dimensions && signals.embedding {
+            embed::quantize_into(query_embedding.values(), &mut query_row)
+        } else {
+            0.0
+        };
+
+        // The textual score of every candidate that matched at all: the lexical score normalised
+        // by the best one, mixed with the cosine in the embedder's proportion.
+        let semantic_share = if signals.embedding {
+            semantic_share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
+        let mut semantic = vec![0.0f32; total];
+        let cosine_of = |position: usize, shard: &Shard, local: usize| {
+            if by_model && query_scale > 0.0 {
+                model_rows[position].map_or(0.0, |rows| rows.cosine(local, &query_row, query_scale))
+            } else if query_scale > 0.0 {
+                let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
+                embed::dot_quantized(&query_row, row) as f32
+                    * query_scale
+                    * shard.embedding_scales[local]
+            } else {
+                0.0
+            }
+        };
+        let text_score_of =
+            |shard: &Shard, local: usize, global: usize, lexical_score: f32, cosine: f32| {
+                let normalised = if max_lexical > 0.0 {
+                    lexical_score / max_lexical
+                } else {
+                    0.0
+                };
+                let mut text_score =
+                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
+                let tool = &shard.tools[local];
+                if let Some(action) = tool.action
+                    && !asked.is_empty()
+                {
+                    text_score *= if asked.contains(&action) {
+                        ACTION_MATCH
+                    } else if !action.mutates() && asks_mutation {
+                        UNASKED_READ
+                    } else {
+                        1.0
+                    };
+                }
+                // A request for several things of a kind ("show me the tables") prefers the tool
+                // that lists that kind (`table_list`) over the one that gets one (`table_get`).
+                if signals.actions && tool.lists && plural_named[global] {
+                    text_score *= LIST_MATCH;
+                }
+                if signals.deprecation && tool.deprecated {
+                    text_score *= DEPRECATED;
+                }
+                text_score
+            };
+        // The stages after the textual score can lift a tool by at most `max_lift` (the rerank
+        // stage's correction, for the best `RERANK_DEPTH`, and the priors) and lower it by at
+        // most `-min_lift` (a negative correction).
+        // The correction is on the lexical share of the score (1 − σ): the more the embedding
+        // counts, the more of what the features say (the words' places) it says already.
+        let weights = &learned::WEIGHTS;
+        let lexical_share = 1.0 - semantic_share;
+        let (min_lift, max_lift) = if signals.rerank {
+            let (low, high) = learned::correction_bounds(weights);
+            (
+                (lexical_share * low).min(0.0),
+                MAX_PRIOR_BONUS + (lexical_share * high).max(0.0),
+            )
+        } else {
+            (0.0, MAX_PRIOR_BONUS)
+        };
+        // Tools that can reach the top `limit` after the later stages are among the best
+        // `depth` by textual score or within `max_lift` of them.
+        let depth = if signals.rerank {
+            query.limit.max(RERANK_DEPTH)
+        } else {
+            query.limit
+        };
+        // First the tools that matched lexically. Most of them matched only a common word or a
+        // synonym weakly; before paying for a tool's cosine and its action, bound its textual
+        // score from its lexical score alone (the cosine adds between 0 and σ, the action
+        // multiplies by UNASKED_READ to ACTION_MATCH, deprecation by DEPRECATED). A tool whose
+        // best case, every later lift included, stays below the `depth`-th best worst case can
+        // never be returned nor move the threshold below, so it is skipped: the result is
+        // exactly that of scoring every tool.
+        let normalise = |lexical_score: f32| {
+            if max_lexical > 0.0 {
+                lexical_score / max_lexical
+            } else {
+                0.0
+            }
+        };
+        let worst_case = |lexical_score: f32| {
+            (1.0 - semantic_share) * normalise(lexical_score) * UNASKED_READ.min(1.0) * DEPRECATED
+        };
+        let best_case = |lexical_score: f32| {
+            ((1.0 - semantic_share) * normalise(lexical_score) + semantic_share)
+                * ACTION_MATCH.max(1.0)
+                * LIST_MATCH.max(1.0)
+        };
+        let mut worst_cases: Vec<f32> = candidate
+            .iter()
+            .zip(lexical)
+            .filter(|&(&wanted, &score)| wanted && score > 0.0)
+            .map(|(_, &score)| worst_case(score))
+            .collect();
+        let keep_from = if worst_cases.len() > depth {
+            let (_, kth, _) = worst_cases.select_nth_unstable_by(depth - 1, |a, b| b.total_cmp(a));
+            // A margin far above rounding error keeps the bound on the safe side.
+            *kth + min_lift - max_lift - 1e-4
+        } else {
+            f32::NEG_INFINITY
+        };
+        drop(worst_cases);
+        let mut scored: Vec<(f32, u32)> = Vec::new();
+        for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
+            for local in 0..shard.tools.len() {
+                let global = offset + local;
+                if !candidate[global]
+                    || lexical[global] <= 0.0
+                    || best_case(lexical[global]) < keep_from
+                {
+                    continue;
+                }
+                let cosine = cosine_of(position, shard, local);
+                semantic[global] = cosine;
+                scored.push((
+                    text_score_of(shard, local, global, lexical[global], cosine),
+                    global as u32,
+                ));
+            }
+        }
+        // Then, only if one could still make the top `depth`, the tools that match by meaning
+        // alone: their textual score is at most the semantic share (times the action bonus), so
+        // when the `depth`-th lexical match already scores more than that plus every later
+        // lift, the scan over all their embeddings is skipped without changing the result.
+        let semantic_only_ceiling = semantic_share * ACTION_MATCH * LIST_MATCH + max_lift;
+        let lexical_floor = if scored.len() >= depth {
+            let mut scores: Vec<f32> = scored.iter().map(|(score, _)| *score).collect();
+            let (_, kth, _) = scores.select_nth_unstable_by(depth - 1, |a, b| b.total_cmp(a));
+            *kth
+        } else {
+            f32::NEG_INFINITY
+        };
+        if semantic_share > 0.0 && semantic_only_ceiling >= lexical_floor + min_lift {
+            for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
+                for local in 0..shard.tools.len() {
+                    let global = offset + local;
+                    if !candidate[global] || lexical[global] > 0.0 {
+                        continue;
+                    }
+                    let cosine = cosine_of(position, shard, local);
+                    semantic[global] = cosine;
+                    if cosine >= MIN_SEMANTIC {
+                        scored.push((
+                            text_score_of(shard, local, global, 0.0, cosine),
+                            global as u32,
+                        ));
+                    }
+                }
+            }
+        }
+        if scored.is_empty() {
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+                semantic: ranking,
+            });
+        }
+        let locate = |global: usize| {
+            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
+            let shard = &shards[shard_index];
+            (shard, global - offsets[shard_index])
+        };
+
+        let query_evidence = learned::QueryEvidence {
+            groups: matches.groups,
+            best_share: matches.best_share,
+            asked: &asked,
+        };
+        let evidence_of = |text_score: f32, global: u32, best_cosine: f32| {
+            let global = global as usize;
+            let (shard, local) = locate(global);
+            let tool = &shard.tools[local];
+            learned::ToolEvidence {
+                text_score,
+                lexical_norm: normalise(lexical[global]),
+                cosine: if signals.embedding {
+                    semantic[global]
+                } else {
+                    0.0
+                },
+                best_cosine,
+                matched: matches.matched[global],
+                field_matched: matches.field_matched[global],
+                name_terms: tool.name_terms,
+                action: tool.action.filter(|_| signals.actions),
+                plural_named: plural_named[global] && signals.actions,
+                lists: tool.lists,
+                deprecated: tool.deprecated && signals.deprecation,
+            }
+        };
+        if let Some(capture) = capture {
+            // The first stage's order, with the features of its best `RERANK_DEPTH`.
+            let mut features = Vec::new();
+            rerank(
+                &mut scored,
+                &[0.0; FEATURES],
+                lexical_share,
+                evidence_of,
+                &query_evidence,
+                Some(&mut features),
+            );
+            scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            capture.extend(scored.iter().take(MAX_LIMIT).map(|&(_, global)| {
+                let (shard, local) = locate(global as usize);
+                RerankCandidate {
+                    server: shard.server.clone(),
+                    tool: shard.name(local).to_owned(),
+                    features: features
+                        .iter()
+                        .find(|(reranked, _)| *reranked == global)
+                        .map(|(_, features)| *features),
+                }
+            }));
+            return Ok(SearchOutcome {
+                hits: Vec::new(),
+                catalog_size,
+                semantic: ranking,
+            });
+        }
+        let rerank_bonus = if signals.rerank {
+            rerank(
+                &mut scored,
+                weights,
+                lexical_share,
+                evidence_of,
+                &query_evidence,
+                None,
+            )
+        } else {
+            Vec::new()
+        };
+
+        let parts = ScoreParts {
+            lexical,
+            semantic: &semantic,
+            rerank: &rerank_bonus,
+        };
+        let hits = with_priors(query, &mut scored, &parts, locate);
+        Ok(SearchOutcome {
+            hits,
+            catalog_size,
+            semantic: ranking,
+        })
+    }
+
+    /// Step 2: which tools exist for this query (the caller's predicate) and which it may return
+    /// (the servers and tags filters), how many the caller can see, and their field lengths
+    /// when some are hidden (for statistics over the visible tools alone). A servers filter
+    /// naming a server with no visible tool is `UnknownServer`.
+    fn candidates(&self, query: &Query<'_>) -> Result<Candidates, SearchError> {
+        let shards: &[std::sync::Arc<Shard>] = &self.shards;
+        let offsets = &self.stats.offsets;
+        let total = self.stats.tools;
         // Visibility, then the filters. `visible` decides statistics and catalog_size;
         // `candidate` decides what may be returned.
         let visible: Option<Vec<bool>> = query.visible.map(|is_visible| {
@@ -322,39 +908,39 @@ impl Index {
                         || shard.tags(local).iter().any(|t| query.tags.contains(t)));
             }
         }
-        // The model ranks only when every tool this query may return has its vector.
-        let model_rows: Vec<Option<&ModelRows>> = shards
-            .iter()
-            .map(|shard| {
-                self.model_rows
-                    .get(&shard.server)
-                    .filter(|rows| std::sync::Arc::ptr_eq(&rows.shard, shard))
-                    .map(|rows| &**rows)
-            })
-            .collect();
-        let ranking = semantic_ranking(self.model.as_deref(), query.model_query, || {
-            shards
-                .iter()
-                .zip(offsets)
-                .zip(&model_rows)
-                .all(|((shard, &offset), rows)| {
-                    (0..shard.tools.len()).all(|local| {
-                        !candidate[offset + local] || rows.is_some_and(|r| r.has(local))
-                    })
-                })
-        });
-        if catalog_size == 0 {
-            return Ok(SearchOutcome {
-                hits: Vec::new(),
-                catalog_size,
-                semantic: ranking,
-            });
+        Ok(Candidates {
+            visible,
+            candidate,
+            catalog_size,
+            visible_length_sums,
+        })
+    }
+
+    /// Step 3: the statistics this query scores with, over the visible tools only, and which
+    /// fields and expansions `signals` keeps.
+    fn query_stats(
+        &self,
+        visible: Option<Vec<bool>>,
+        catalog_size: usize,
+        visible_length_sums: [u64; FIELDS],
+        signals: Signals,
+    ) -> QueryStats<'_> {
+        let shards: &[std::sync::Arc<Shard>] = &self.shards;
+        let total = self.stats.tools;
+        let mut field_mask = [1.0f32; FIELDS];
+        if !signals.server_field {
+            field_mask[crate::index::SERVER] = 0.0;
         }
-        let stats = match visible {
+        if !signals.parameters {
+            field_mask[crate::index::PARAMETERS] = 0.0;
+        }
+        match visible {
             None => QueryStats {
                 tools: total as f32,
                 field_factors: std::borrow::Cow::Borrowed(&self.stats.field_factors),
                 visible: None,
+                field_mask,
+                concepts: signals.concepts,
             },
             Some(visible) => {
                 let averages = average_lengths(catalog_size, visible_length_sums);
@@ -368,237 +954,11 @@ impl Index {
                             .collect(),
                     ),
                     visible: Some(visible),
-                }
-            }
-        };
-
-        let plural_terms = plural_terms(query.text);
-        let (lexical, plural_named) =
-            self.lexical_scores(query.text, &candidate, &stats, &plural_terms);
-        let mut asked: Vec<Action> = Vec::new();
-        text::analyze(query.text, |term, _| {
-            for action in concepts::actions_of(term) {
-                if !asked.contains(action) {
-                    asked.push(*action);
-                }
-            }
-        });
-        let asks_mutation = asked.iter().any(|a| a.mutates());
-        let hashing_query;
-        let (query_embedding, dimensions, semantic_share) =
-            match (ranking, self.model.as_ref(), query.model_query) {
-                (SemanticRanking::Model, Some(model), Some(vector)) => {
-                    (vector, model.dimensions(), model.semantic_share())
-                }
-                _ => {
-                    hashing_query = self.embedder.embed(query.text);
-                    (
-                        &hashing_query,
-                        self.embedder.dimensions(),
-                        self.embedder.semantic_share(),
-                    )
-                }
-            };
-        let by_model = ranking == SemanticRanking::Model;
-        let mut query_row = Vec::with_capacity(dimensions);
-        let query_scale = if query_embedding.dimensions() == dimensions {
-            embed::quantize_into(query_embedding.values(), &mut query_row)
-        } else {
-            0.0
-        };
-
-        // The textual score of every candidate that matched at all: the lexical score normalised
-        // by the best one, mixed with the cosine in the embedder's proportion.
-        let semantic_share = semantic_share.clamp(0.0, 1.0);
-        let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
-        let mut semantic = vec![0.0f32; total];
-        let cosine_of = |position: usize, shard: &Shard, local: usize| {
-            if by_model && query_scale > 0.0 {
-                model_rows[position].map_or(0.0, |rows| rows.cosine(local, &query_row, query_scale))
-            } else if query_scale > 0.0 {
-                let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
-                embed::dot_quantized(&query_row, row) as f32
-                    * query_scale
-                    * shard.embedding_scales[local]
-            } else {
-                0.0
-            }
-        };
-        let text_score_of =
-            |shard: &Shard, local: usize, global: usize, lexical_score: f32, cosine: f32| {
-                let normalised = if max_lexical > 0.0 {
-                    lexical_score / max_lexical
-                } else {
-                    0.0
-                };
-                let mut text_score =
-                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
-                if let Some(action) = shard.tools[local].action
-                    && !asked.is_empty()
-                {
-                    text_score *= if asked.contains(&action) {
-                        ACTION_MATCH
-                    } else if !action.mutates() && asks_mutation {
-                        UNASKED_READ
-                    } else {
-                        1.0
-                    };
-                }
-                // A request for several things of a kind ("show me the tables") prefers the tool
-                // that lists that kind (`table_list`) over the one that gets one (`table_get`).
-                if shard.tools[local].lists && plural_named[global] {
-                    text_score *= LIST_MATCH;
-                }
-                text_score
-            };
-        // First the tools that matched lexically. Most of them matched only a common word or a
-        // synonym weakly; before paying for a tool's cosine and its action, bound its textual
-        // score from its lexical score alone (the cosine adds between 0 and σ, the action
-        // multiplies by UNASKED_READ to ACTION_MATCH). A tool whose best case, priors included,
-        // stays below the limit-th best worst case can never be returned nor move the
-        // threshold below, so it is skipped: the result is exactly that of scoring every tool.
-        let normalise = |lexical_score: f32| {
-            if max_lexical > 0.0 {
-                lexical_score / max_lexical
-            } else {
-                0.0
-            }
-        };
-        let worst_case = |lexical_score: f32| {
-            (1.0 - semantic_share) * normalise(lexical_score) * UNASKED_READ.min(1.0)
-        };
-        let best_case = |lexical_score: f32| {
-            ((1.0 - semantic_share) * normalise(lexical_score) + semantic_share)
-                * ACTION_MATCH.max(1.0)
-                * LIST_MATCH.max(1.0)
-        };
-        let mut worst_cases: Vec<f32> = candidate
-            .iter()
-            .zip(&lexical)
-            .filter(|&(&wanted, &score)| wanted && score > 0.0)
-            .map(|(_, &score)| worst_case(score))
-            .collect();
-        let keep_from = if worst_cases.len() > query.limit {
-            let (_, kth, _) =
-                worst_cases.select_nth_unstable_by(query.limit - 1, |a, b| b.total_cmp(a));
-            // A margin far above rounding error keeps the bound on the safe side.
-            *kth - MAX_PRIOR_BONUS - 1e-4
-        } else {
-            f32::NEG_INFINITY
-        };
-        drop(worst_cases);
-        let mut scored: Vec<(f32, u32)> = Vec::new();
-        for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
-            for local in 0..shard.tools.len() {
-                let global = offset + local;
-                if !candidate[global]
-                    || lexical[global] <= 0.0
-                    || best_case(lexical[global]) < keep_from
-                {
-                    continue;
-                }
-                let cosine = cosine_of(position, shard, local);
-                semantic[global] = cosine;
-                scored.push((
-                    text_score_of(shard, local, global, lexical[global], cosine),
-                    global as u32,
-                ));
-            }
-        }
-        // Then, only if one could still make the top `limit`, the tools that match by meaning
-        // alone: their textual score is at most the semantic share (times the action bonus), so
-        // when the limit-th lexical match already scores more than that plus every prior, the
-        // scan over all their embeddings is skipped without changing the result.
-        let semantic_only_ceiling = semantic_share * ACTION_MATCH * LIST_MATCH + MAX_PRIOR_BONUS;
-        let lexical_floor = if scored.len() >= query.limit {
-            let mut scores: Vec<f32> = scored.iter().map(|(score, _)| *score).collect();
-            let (_, kth, _) = scores.select_nth_unstable_by(query.limit - 1, |a, b| b.total_cmp(a));
-            *kth
-        } else {
-            f32::NEG_INFINITY
-        };
-        if semantic_only_ceiling >= lexical_floor {
-            for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
-                for local in 0..shard.tools.len() {
-                    let global = offset + local;
-                    if !candidate[global] || lexical[global] > 0.0 {
-                        continue;
-                    }
-                    let cosine = cosine_of(position, shard, local);
-                    semantic[global] = cosine;
-                    if cosine >= MIN_SEMANTIC {
-                        scored.push((
-                            text_score_of(shard, local, global, 0.0, cosine),
-                            global as u32,
-                        ));
-                    }
+                    field_mask,
+                    concepts: signals.concepts,
                 }
             }
         }
-
-        // Only tools within MAX_PRIOR_BONUS of the limit-th textual score can reach the top, so
-        // the priors are asked about those alone.
-        let limit = query.limit.min(scored.len());
-        if limit == 0 {
-            return Ok(SearchOutcome {
-                hits: Vec::new(),
-                catalog_size,
-                semantic: ranking,
-            });
-        }
-        let by_score_desc =
-            |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        scored.select_nth_unstable_by(limit - 1, by_score_desc);
-        let threshold = scored[limit - 1].0 - MAX_PRIOR_BONUS;
-        let locate = |global: usize| {
-            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
-            let shard = &shards[shard_index];
-            (shard, global - offsets[shard_index])
-        };
-        let mut contenders: Vec<(f32, u32, Why)> = Vec::new();
-        for &(text_score, global) in &scored {
-            if text_score < threshold {
-                continue;
-            }
-            let (shard, local) = locate(global as usize);
-            let candidate_ref = ToolRef {
-                server: &shard.server,
-                tool: shard.name(local),
-            };
-            let inertia = query.previous_tool.map_or(0.0, |previous| {
-                query.priors.inertia(previous, candidate_ref)
-            });
-            let why = Why {
-                lexical: lexical[global as usize],
-                semantic: semantic[global as usize],
-                inertia: INERTIA_WEIGHT * inertia.clamp(0.0, 1.0),
-                reliability: RELIABILITY_WEIGHT
-                    * query.priors.reliability(candidate_ref).clamp(0.0, 1.0),
-                latency: LATENCY_WEIGHT * query.priors.latency(candidate_ref).clamp(0.0, 1.0),
-            };
-            let score = text_score + why.inertia + why.reliability + why.latency;
-            contenders.push((score, global, why));
-        }
-        contenders.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        contenders.truncate(query.limit);
-        let hits = contenders
-            .into_iter()
-            .map(|(score, global, why)| {
-                let (shard, local) = locate(global as usize);
-                Hit {
-                    server: shard.server.clone(),
-                    tool: shard.name(local).to_owned(),
-                    description: shard.description(local).to_owned(),
-                    score,
-                    why,
-                }
-            })
-            .collect();
-        Ok(SearchOutcome {
-            hits,
-            catalog_size,
-            semantic: ranking,
-        })
     }
 }
 

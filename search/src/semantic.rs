@@ -1,16 +1,16 @@
 //! A sentence-embedding model's vectors attached to an index after it is built.
 //!
 //! A real model costs tens of milliseconds per text, so it cannot embed tools while a shard is
-//! built (the lexical index of ten thousand tools takes 50 ms): the index is built with the
-//! hashing embedder as always, and the model's vectors of a shard's tools arrive later, computed
+//! built (the lexical index of ten thousand tools takes 50 ms): the index is built with its own
+//! embedder as always (the built-in static embeddings), and the model's vectors of a shard's tools arrive later, computed
 //! elsewhere (the daemon embeds them on a background thread, through a disk cache) and attached
 //! with `Index::with_model_vectors`. A shard's vectors are tied to that very shard: when the
 //! server's tools change, the new shard has none until they are embedded again.
 //!
 //! A query ranks with the model only when every tool it may return has a model vector; until
-//! then it ranks with the hashing embedder for all of them (`SemanticRanking::Pending`). The two
-//! cosines live on different scales and get different shares of the score (0.1 against 0.65 for
-//! all-MiniLM-L6-v2), so mixing them in one ranking would favour whichever tools happen to lack
+//! then it ranks with the index's embedder for all of them (`SemanticRanking::Pending`). The two
+//! cosines live on different scales and get different shares of the score (0.3–0.6 against
+//! 0.5–0.95 for all-MiniLM-L6-v2), so mixing them in one ranking would favour whichever tools happen to lack
 //! a model vector; a ranking that is consistent for a few seconds is worth more.
 
 use std::sync::Arc;
@@ -25,9 +25,10 @@ pub enum SemanticRanking {
     /// The sentence-embedding model: every tool the query could return had its vector.
     Model,
     /// A model is attached but some tools the query could return have no vector yet (or the
-    /// query came without the model's embedding): the hashing embedder ranked.
+    /// query came without the model's embedding): the index's embedder ranked.
     Pending,
-    /// No model is attached: the hashing embedder ranked.
+    /// No model is attached: the index's embedder ranked (the built-in static embeddings by
+    /// default; the wire name is from when that was the hashing embedder).
     Hashing,
 }
 
@@ -312,6 +313,74 @@ mod tests {
         let wrong = Embedding::normalized(vec![1.0; 5]);
         let index = index.with_model_vectors("sky", &[Some(&wrong)]).unwrap();
         assert_eq!(index.model_coverage(), (0, 3));
+    }
+
+    /// `Meanings` whose share grows to 0.9 when no tool matches a word of the request.
+    struct MeaningsMoreWhenUnmatched;
+
+    impl Embedder for MeaningsMoreWhenUnmatched {
+        fn dimensions(&self) -> usize {
+            3
+        }
+
+        fn embed(&self, text: &str) -> Embedding {
+            Meanings.embed(text)
+        }
+
+        fn semantic_share(&self) -> f32 {
+            0.5
+        }
+
+        fn semantic_share_unmatched(&self) -> f32 {
+            0.9
+        }
+    }
+
+    #[test]
+    fn the_models_share_grows_with_the_words_of_the_request_no_tool_matches() {
+        let model: Arc<dyn Embedder> = Arc::new(MeaningsMoreWhenUnmatched);
+        let mut index = Index::new().with_servers(catalog()).with_model(model);
+        for (server, docs) in catalog() {
+            let vectors: Vec<Embedding> = embedding_texts(&docs)
+                .iter()
+                .map(|text| MeaningsMoreWhenUnmatched.embed(text))
+                .collect();
+            let refs: Vec<Option<&Embedding>> = vectors.iter().map(Some).collect();
+            index = index.with_model_vectors(&server, &refs).unwrap();
+        }
+        let hit = |text: &str| {
+            let vector = MeaningsMoreWhenUnmatched.embed_query(text);
+            let outcome = index
+                .search(&Query {
+                    model_query: Some(&vector),
+                    // The first stage's score alone: the rerank stage's correction is another
+                    // test's subject.
+                    signals: crate::search::Signals {
+                        rerank: false,
+                        ..crate::search::Signals::ALL
+                    },
+                    ..Query::new(text)
+                })
+                .unwrap();
+            assert_eq!(outcome.semantic, SemanticRanking::Model);
+            outcome
+                .hits
+                .into_iter()
+                .find(|hit| hit.tool == "get_forecast")
+                .expect("found")
+        };
+        // No word of "rainy?" is a word of any tool (nor a synonym of one): the cosine counts 0.9.
+        let unmatched = hit("rainy?");
+        assert_eq!(unmatched.why.lexical, 0.0);
+        assert!((unmatched.score - 0.9 * unmatched.why.semantic).abs() < 1e-3);
+        // "weather" is a word of the best tool, the whole request: the cosine counts 0.5 (the
+        // lexical half is the best score, 1).
+        let matched = hit("weather");
+        assert!(matched.why.lexical > 0.0);
+        assert!(
+            (matched.score - (0.5 + 0.5 * matched.why.semantic)).abs() < 1e-3,
+            "{matched:?}"
+        );
     }
 
     #[test]

@@ -74,7 +74,6 @@ fn fold_char(c: char) -> char {
 }
 
 /// Folds one character the way BERT's uncased tokenizer does (lowercase, Latin accents off).
-#[cfg(feature = "minilm")]
 pub(crate) fn fold_for_model(c: char) -> char {
     fold_char(c)
 }

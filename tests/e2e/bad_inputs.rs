@@ -114,11 +114,19 @@ fn ill_typed_params_name_the_member() {
     let daemon = Daemon::start_demo();
     let error = daemon.call_err("listTools", json!({"server": 5}));
     assert_invalid_params(&error, "listTools", "server");
+    // Arguments that are not an object are the tool's invalid arguments, in both formats, as
+    // the reference bridge answers them.
     let error = daemon.call_err(
         "callTool",
         json!({"server": "demo", "tool": "sql_query", "arguments": "SELECT 1"}),
     );
-    assert_invalid_params(&error, "callTool", "arguments");
+    assert_eq!(error.code, code::INVALID_PARAMS, "{error:?}");
+    match error_data(&error) {
+        ErrorData::InvalidArguments {
+            validation_errors, ..
+        } => assert_eq!(validation_errors[0].message, "must be object"),
+        other => panic!("expected invalidArguments, got {other:?}"),
+    }
     let error = daemon.call_err(
         "callTool",
         json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": "SELECT 1"},

@@ -8,7 +8,6 @@
 //! - `tool-cli SERVER` → the first 200 tools and a note on stderr with how many more and how to
 //!   see them; `--all` → every tool.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -23,42 +22,48 @@ const BUILT_IN: usize = 16;
 /// and this is a bound on a wait for an event, not a timing.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// One daemon per test process (the tests of this module share it when run in one): discovering
-/// 10,000 tools is the slow part. It prints its address at once (`--ready-when none`), and the
-/// daemon is handed out once it lists every tool, so the start-up timeout of the harness does
-/// not bound the discovery.
-fn big_daemon() -> &'static Daemon {
-    static DAEMON: OnceLock<Daemon> = OnceLock::new();
-    DAEMON.get_or_init(|| {
-        let daemon = Daemon::start_with(
-            json!({"mcpServers": {
-                "big": fault_server(&["--extra-tools", &GENERATED.to_string()])
-            }}),
-            DaemonOptions {
-                args: vec!["--ready-when".into(), "none".into()],
-                ..DaemonOptions::default()
-            },
-        );
-        let discovered = eventually(DISCOVERY_TIMEOUT, || {
-            let servers = daemon.call("listServers", Value::Null);
-            servers["servers"][0]["toolCount"] == GENERATED + BUILT_IN
-        });
-        assert!(
-            discovered,
-            "the daemon never listed every tool:\n{}",
-            daemon.stderr()
-        );
-        daemon
-    })
+/// The daemon of a 10,000-tool server. It prints its address at once (`--ready-when none`), and
+/// it is handed out once it lists every tool, so the start-up timeout of the harness does not
+/// bound the discovery.
+fn big_daemon() -> Daemon {
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {
+            "big": fault_server(&["--extra-tools", &GENERATED.to_string()])
+        }}),
+        DaemonOptions {
+            args: vec!["--ready-when".into(), "none".into()],
+            ..DaemonOptions::default()
+        },
+    );
+    let discovered = eventually(DISCOVERY_TIMEOUT, || {
+        let servers = daemon.call("listServers", Value::Null);
+        servers["servers"][0]["toolCount"] == GENERATED + BUILT_IN
+    });
+    assert!(
+        discovered,
+        "the daemon never listed every tool:\n{}",
+        daemon.stderr()
+    );
+    daemon
+}
+
+/// Discovering 10,000 tools is the slow part, so one test starts one daemon and runs every check
+/// on it; the daemon (and its server) stop when it is dropped, whether the checks pass or panic.
+/// (A daemon shared through a `static` was never dropped: each test process left one running.)
+#[test]
+fn a_server_of_ten_thousand_tools_keeps_every_answer_small() {
+    let daemon = big_daemon();
+    an_unknown_tool_in_describe_tool_names_the_closest_and_the_count(&daemon);
+    an_unknown_tool_in_a_routed_call_names_the_closest_and_the_count(&daemon);
+    list_tools_pages_visit_every_tool_once(&daemon);
+    the_cli_prints_a_page_of_a_huge_server_and_says_how_to_see_more(&daemon);
 }
 
 fn encoded_size(value: &impl serde::Serialize) -> usize {
     serde_json::to_vec(value).expect("encodes").len()
 }
 
-#[test]
-fn an_unknown_tool_in_describe_tool_names_the_closest_and_the_count() {
-    let daemon = big_daemon();
+fn an_unknown_tool_in_describe_tool_names_the_closest_and_the_count(daemon: &Daemon) {
     let error = daemon.call_err(
         "describeTool",
         json!({"server": "big", "tool": "extra_77777"}),
@@ -75,9 +80,7 @@ fn an_unknown_tool_in_describe_tool_names_the_closest_and_the_count() {
     assert!(error.message.contains("extra_7777"), "{}", error.message);
 }
 
-#[test]
-fn an_unknown_tool_in_a_routed_call_names_the_closest_and_the_count() {
-    let daemon = big_daemon();
+fn an_unknown_tool_in_a_routed_call_names_the_closest_and_the_count(daemon: &Daemon) {
     let error = daemon.call_err(
         "callTool",
         json!({"tool": "extar_4242", "arguments": {"nonce": "n"}}),
@@ -92,9 +95,7 @@ fn an_unknown_tool_in_a_routed_call_names_the_closest_and_the_count() {
     assert_eq!(known[0], "big/extra_4242", "the nearest first: {known:?}");
 }
 
-#[test]
-fn list_tools_pages_visit_every_tool_once() {
-    let daemon = big_daemon();
+fn list_tools_pages_visit_every_tool_once(daemon: &Daemon) {
     let mut names = Vec::new();
     let mut cursor: Option<String> = None;
     let mut pages = 0;
@@ -156,9 +157,7 @@ fn list_tools_pages_visit_every_tool_once() {
     }
 }
 
-#[test]
-fn the_cli_prints_a_page_of_a_huge_server_and_says_how_to_see_more() {
-    let daemon = big_daemon();
+fn the_cli_prints_a_page_of_a_huge_server_and_says_how_to_see_more(daemon: &Daemon) {
     let output = daemon.run_client(&["big"], &[]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();

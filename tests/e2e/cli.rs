@@ -282,7 +282,7 @@ fn a_servers_configured_timeout_applies_when_none_is_given() {
     assert_exit(&output, 7);
     let message = stderr(&output);
     assert!(
-        message.contains("did not finish within 700 ms"),
+        message.contains("did not answer within 700 ms") && message.contains("raise --timeout"),
         "{message}"
     );
     // Within its timeout, the same tool answers.

@@ -205,7 +205,7 @@ fn many_answers_every_call_and_names_each_failure() {
     );
     assert!(
         error.contains(
-            "  call 2 (nosuch/echo): unknown server \"nosuch\" (known servers: demo, everything)"
+            "  call 2 (nosuch/echo): unknown server \"nosuch\"; known servers: demo, everything"
         ),
         "{error}"
     );
@@ -389,7 +389,7 @@ fn bad_documents_and_references_get_clear_errors() {
     assert!(
         stderr(&output).contains(
             "step 0 of 2 (nosuch/echo) failed, so the chain stopped (1 later step did not run): \
-             unknown server \"nosuch\" (known servers: demo, everything)"
+             unknown server \"nosuch\"; known servers: demo, everything"
         ),
         "{}",
         stderr(&output)

@@ -196,9 +196,10 @@ fn a_1x_bridge_is_refused_without_the_opt_in_and_never_gets_the_token() {
 fn discovery_and_calls_work_with_the_opt_in() {
     let mut bridge = ReferenceBridge::start();
     let servers = trusted_ok(&bridge, &[]);
-    assert!(servers.starts_with("ref "), "{servers}");
+    // The reference lists servers (and each one's tools) sorted by name.
+    assert!(servers.starts_with("hostile "), "{servers}");
     assert!(
-        servers.contains("4 tools  (e.g. echo, add, fail)"),
+        servers.contains("\nref ") && servers.contains("4 tools  (e.g. add, echo, fail)"),
         "{servers}"
     );
 
@@ -254,10 +255,9 @@ fn the_reference_error_shapes_are_rendered_like_ours() {
     assert_exit(&invalid, 5);
     assert_eq!(
         stderr(&invalid),
-        "tool-cli: error: the arguments do not match the input schema of ref/echo:\n  \
-         (the arguments object): must have required property 'text'\n  \
-         /times: must be >= 1\n  \
-         (the arguments object): must NOT have additional properties\n\
+        "tool-cli: error: arguments for ref/echo do not match its input schema: (root): must \
+         have required property 'text'; /times: must be >= 1; (root): must NOT have additional \
+         properties\n\
          see `tool-cli ref echo` for its parameters and an example\n"
     );
 
@@ -265,8 +265,8 @@ fn the_reference_error_shapes_are_rendered_like_ours() {
     assert_exit(&unknown, 5);
     assert_eq!(
         stderr(&unknown),
-        "tool-cli: error: server \"ref\" has no tool \"ecko\" (its tools: echo, add, fail, \
-         image); did you mean \"echo\"?\n"
+        "tool-cli: error: server \"ref\" has no tool \"ecko\"; its tools: add, echo, fail, \
+         image; did you mean \"echo\"?\n"
     );
 
     let unknown_server = bridge.trusted(&["nope"]);
@@ -290,9 +290,41 @@ fn the_reference_error_shapes_are_rendered_like_ours() {
     assert_eq!(envelope["error"]["kind"], "unknownTool");
     assert_eq!(
         envelope["error"]["data"]["discoveredTools"],
-        json!(["echo", "add", "fail", "image"])
+        json!(["add", "echo", "fail", "image"])
     );
     assert!(stdout(&output).is_empty());
+}
+
+/// The reference sorts servers, tools, resources and `discoveredTools` by name (ours keeps the
+/// config's and the servers' order: docs/protocol.md, "What stays different"); the client shows
+/// a bridge's listing in the order it was given.
+#[test]
+fn the_reference_sorts_its_listings_and_the_client_keeps_its_order() {
+    let bridge = ReferenceBridge::start();
+    let names = |items: &Value| -> Vec<String> {
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let servers = bridge.rpc("listServers", json!({}));
+    assert_eq!(names(&servers["servers"]), ["hostile", "ref"]);
+    let tools = bridge.rpc("listTools", json!({"server": "ref"}));
+    assert_eq!(names(&tools["tools"]), ["add", "echo", "fail", "image"]);
+    let resources = bridge.rpc("listResources", json!({"server": "ref"}));
+    assert_eq!(
+        names(&resources["resources"]),
+        ["changelog", "readme", "skill"]
+    );
+    let listing = trusted_ok(&bridge, &["ref"]);
+    let shown: Vec<&str> = listing
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| ["add", "echo", "fail", "image"].contains(name))
+        .collect();
+    assert_eq!(shown, ["add", "echo", "fail", "image"], "{listing}");
 }
 
 #[test]
@@ -326,7 +358,8 @@ fn resources_work_with_the_opt_in() {
     let listed = trusted_ok(&bridge, &["resource", "list", "--server", "ref"]);
     assert_eq!(
         listed,
-        "ref:\n  ref://readme  readme  (text/plain)  What this bridge is.\n"
+        "ref:\n  ref://changelog  changelog  (text/plain)\n  \
+         ref://readme     readme  (text/plain)  What this bridge is.\n"
     );
     let templates = trusted_ok(&bridge, &["resource", "templates", "--server", "ref"]);
     assert!(templates.contains("ref://items/{id}  item"), "{templates}");

@@ -90,19 +90,19 @@ fn an_unset_variable_is_refused() {
     refused_json(
         json!({"mcpServers": {"keyed": {
             "command": "/bin/true",
-            "env": {"API_KEY": "${TOOL_CLI_E2E_SURELY_UNSET_VARIABLE}"}
+            "env": {"API_KEY": "${UNSET_E2E_VARIABLE_OF_TOOL_CLI_TESTS}"}
         }}}),
-        &["keyed", "API_KEY", "TOOL_CLI_E2E_SURELY_UNSET_VARIABLE"],
+        &["keyed", "API_KEY", "UNSET_E2E_VARIABLE_OF_TOOL_CLI_TESTS"],
     );
     refused_json(
         json!({"mcpServers": {"remote": {
             "url": "http://127.0.0.1:9/mcp",
-            "headers": {"Authorization": "Bearer ${TOOL_CLI_E2E_SURELY_UNSET_VARIABLE}"}
+            "headers": {"Authorization": "Bearer ${UNSET_E2E_VARIABLE_OF_TOOL_CLI_TESTS}"}
         }}}),
         &[
             "remote",
             "Authorization",
-            "TOOL_CLI_E2E_SURELY_UNSET_VARIABLE",
+            "UNSET_E2E_VARIABLE_OF_TOOL_CLI_TESTS",
         ],
     );
 }

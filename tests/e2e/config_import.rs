@@ -13,6 +13,9 @@
 //! - `imports: ["cursor", …]` in our config: read live at start, the file's own servers win, a
 //!   missing client file is a warning, an unknown client refuses the config:
 //!   `live_imports_serve_another_clients_servers`
+//! - a world-writable `.mcp.json` in the daemon's working directory is never read; a project is
+//!   read only when the config names it, only when its file is private, and each imported
+//!   server is logged: `live_imports_read_only_named_projects_and_private_files`
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -337,6 +340,67 @@ fn live_imports_serve_another_clients_servers() {
     );
 }
 
+/// The issue: live `imports` ran the servers of a world-writable `./.mcp.json` in the daemon's
+/// working directory, silently (as root in the test).
+#[test]
+fn live_imports_read_only_named_projects_and_private_files() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let places = Places::new();
+    let project_file = places.project.join(".mcp.json");
+    places.write(
+        &project_file,
+        &json!({"mcpServers": {"planted": {"command": "/nonexistent/planted-server"}}}).to_string(),
+    );
+    std::fs::set_permissions(&project_file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let home = places.home.display().to_string();
+    let options = |current_dir: &Path| DaemonOptions {
+        env: vec![("HOME".to_owned(), home.clone())],
+        current_dir: Some(current_dir.to_path_buf()),
+        ..DaemonOptions::default()
+    };
+    let server_names = |daemon: &Daemon| -> Vec<String> {
+        daemon.call("listServers", Value::Null)["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|server| server["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // Started in the project directory, with the client named: its project file is not read.
+    let daemon = Daemon::start_with_dir_and(
+        |dir| json!({"imports": ["claude-code"], "mcpServers": {"demo": demo_server(dir)}}),
+        options(&places.project),
+    );
+    assert_eq!(server_names(&daemon), ["demo"]);
+    drop(daemon);
+
+    // Named as the project, a file others may write is refused, and the log says why.
+    let project = places.project.display().to_string();
+    let named = json!({"imports": [{"client": "claude-code", "project": project}],
+                       "mcpServers": {}});
+    let daemon = Daemon::start_with(named.clone(), options(&places.home));
+    assert!(server_names(&daemon).is_empty());
+    let log = daemon.stderr();
+    assert!(
+        log.contains("writable by other users") && log.contains(".mcp.json"),
+        "{log}"
+    );
+    drop(daemon);
+
+    // Private, it is imported, and the log names it, where it came from and what it runs.
+    std::fs::set_permissions(&project_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let daemon = Daemon::start_with(named, options(&places.home));
+    assert_eq!(server_names(&daemon), ["planted"]);
+    let log = daemon.stderr();
+    assert!(
+        log.contains("server \"planted\"")
+            && log.contains("imported from claude-code's")
+            && log.contains("runs /nonexistent/planted-server"),
+        "{log}"
+    );
+}
+
 /// Claude Code's `${VAR:-default}` (and `${VAR-default}`) were refused by our parser; they now
 /// mean what they mean in the shell, so such an entry imports and runs.
 #[test]
@@ -348,9 +412,11 @@ fn a_claude_code_default_imports_and_runs() {
     let mut entry = filesystem_server(&files);
     // The root directory, the server's last argument, as a default.
     let args = entry["args"].as_array_mut().expect("args");
-    *args.last_mut().expect("the root") =
-        json!(format!("${{TOOL_CLI_E2E_UNSET_ROOT:-{}}}", files.display()));
-    entry["env"] = json!({"SOME_MODE": "${TOOL_CLI_E2E_UNSET_MODE-plain}"});
+    *args.last_mut().expect("the root") = json!(format!(
+        "${{UNSET_E2E_ROOT_OF_TOOL_CLI_TESTS:-{}}}",
+        files.display()
+    ));
+    entry["env"] = json!({"SOME_MODE": "${UNSET_E2E_MODE_OF_TOOL_CLI_TESTS-plain}"});
     places.write(
         &places.project.join(".mcp.json"),
         &json!({"mcpServers": {"files": entry}}).to_string(),

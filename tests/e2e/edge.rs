@@ -39,6 +39,9 @@
 //! - a batch whose answers together exceed the limit → every request its own answer (spilled
 //!   results, per-entry `-32008` for the rest), never one error for all:
 //!   `every_request_of_a_batch_over_the_limit_gets_its_own_answer`
+//! - a `callChain` with a destructive step and a 2 MB result, and a `callMany` of 4 × 400 kB,
+//!   over a 1 MB limit → every call answered (large results spilled), never `-32008` after a
+//!   call ran: `a_chain_or_fan_out_over_the_limit_answers_every_call_that_ran`
 //! - a call still running when the SIGTERM grace ends → `-32007 shuttingDown` before its
 //!   connection closes: `a_call_outliving_the_grace_period_gets_a_shutdown_error`
 //! - a notification (`callTool` without `id`) → 204, and the tool is not run:
@@ -427,9 +430,16 @@ fn every_refusal_but_413_has_an_empty_body() {
     ];
     for (what, response, status) in &refusals {
         assert_eq!(response.status, *status, "{what}: {response:?}");
-        assert!(
-            response.body.is_empty(),
-            "{what}: a refusal with a body: {:?}",
+        // A 401 says what the reference bridge says; every other refusal is empty.
+        let expected: &[u8] = if *status == 401 {
+            br#"{"error":"Unauthorized"}"#
+        } else {
+            b""
+        };
+        assert_eq!(
+            response.body,
+            expected,
+            "{what}: a refusal with another body: {:?}",
             String::from_utf8_lossy(&response.body)
         );
     }
@@ -764,8 +774,10 @@ fn spilled_answers_expire() {
 
 #[test]
 fn only_results_that_ran_something_are_spilled() {
-    let daemon = Daemon::start_with(
-        json!({"mcpServers": {"demo": tool_cli_tests::demo_server(scratch().path())}}),
+    // The demo's database in the daemon's own temp dir: a `scratch()` dropped at once was
+    // created again by the demo server and outlived the test.
+    let daemon = Daemon::start_with_dir_and(
+        |dir| json!({"mcpServers": {"demo": tool_cli_tests::demo_server(dir)}}),
         with_args(&["--max-response-bytes", "300"]),
     );
     let contents = daemon.call(
@@ -800,6 +812,61 @@ fn only_results_that_ran_something_are_spilled() {
             other => panic!("{method}: expected responseTooLarge, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn a_chain_or_fan_out_over_the_limit_answers_every_call_that_ran() {
+    let scratch = scratch();
+    let record = scratch.path().join("alpha.jsonl");
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
+        with_args(&["--max-response-bytes", "1000000"]),
+    );
+    // A destructive step, then a result of 2 MB: the chain's answer is over the limit after
+    // something was changed. It used to be -32008 "nothing was changed".
+    let chain = daemon.call(
+        "callChain",
+        json!({"confirm": true, "steps": [
+            {"server": "alpha", "tool": "destructive"},
+            {"server": "alpha", "tool": "huge", "arguments": {"bytes": 2_000_000}},
+        ]}),
+    );
+    assert_eq!(chain["completed"], true, "{chain:#}");
+    let steps = chain["steps"].as_array().expect("steps");
+    assert_eq!(text_content(&steps[0]["result"]), "done");
+    let spilled = spilled_of(&steps[1]["result"]);
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(&spilled.path).expect("read")).expect("JSON");
+    assert_eq!(text_content(&saved).len(), 2_000_000, "the whole result");
+    assert!(serde_json::to_vec(&chain).unwrap().len() < 1_000_000);
+
+    // Four results of 400 kB: each answered, the ones that do not fit spilled.
+    let many = daemon.call(
+        "callMany",
+        json!({"calls": (0..4).map(|_| json!({"server": "alpha", "tool": "huge",
+                                              "arguments": {"bytes": 400_000}}))
+                               .collect::<Vec<_>>()}),
+    );
+    let results = many["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4);
+    let mut spilled_count = 0;
+    for (index, entry) in results.iter().enumerate() {
+        assert_eq!(entry["index"], index);
+        let result = &entry["result"];
+        if result["_meta"].get("tool-cli/spilled").is_some() {
+            spilled_count += 1;
+        } else {
+            assert_eq!(text_content(result).len(), 400_000, "{index}");
+        }
+    }
+    assert!(spilled_count >= 2, "{spilled_count} of 4 spilled");
+    assert!(serde_json::to_vec(&many).unwrap().len() < 1_000_000);
+    // Each call ran exactly once.
+    assert_eq!(count_recorded(&record, "tools/call", Some("huge")), 5);
+    assert_eq!(
+        count_recorded(&record, "tools/call", Some("destructive")),
+        1
+    );
 }
 
 #[test]

@@ -141,13 +141,22 @@ fn a_server_that_exits_during_the_handshake_is_restarting_or_down_with_its_stder
                         "args": ["-c", "echo 'quitter: missing API key' >&2; exit 4"]},
         }})
     });
-    let listed = servers(&daemon);
-    let quitter = listed
-        .servers
-        .iter()
-        .find(|s| s.name == "quitter")
-        .expect("quitter listed");
-    assert!(is_restarting_or_down(quitter.state), "{quitter:?}");
+    // The restart loop passes through `connecting` on each attempt, so a single look may land
+    // on one (it did on a loaded machine): wait for the state between attempts.
+    let mut last = None;
+    let settled = eventually(Duration::from_secs(60), || {
+        let listed = servers(&daemon);
+        let quitter = listed
+            .servers
+            .into_iter()
+            .find(|s| s.name == "quitter")
+            .expect("quitter listed");
+        let done = is_restarting_or_down(quitter.state);
+        last = Some(quitter);
+        done
+    });
+    let quitter = last.expect("listed at least once");
+    assert!(settled, "never restarting or down: {quitter:?}");
     let why = quitter.error.as_deref().unwrap_or_default();
     assert!(
         why.contains("missing API key") || why.contains('4'),

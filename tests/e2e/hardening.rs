@@ -341,17 +341,40 @@ fn hardening_an_oversized_sse_event_is_a_size_error_and_does_not_trip_the_breake
             "attempt {attempt}: {error:?}"
         );
         match error_data(&error) {
-            ErrorData::MessageTooLarge {
+            ErrorData::ResultTooLarge {
                 server,
                 method,
+                bytes,
                 limit_bytes,
+                hint,
             } => {
                 assert_eq!(server, "remote");
                 assert_eq!(method, "huge_event");
+                // rmcp stops reading at the limit: the whole size is not known.
+                assert_eq!(bytes, None);
                 assert_eq!(limit_bytes, LIMIT);
+                assert!(hint.contains("ask for less"), "{hint}");
             }
-            other => panic!("attempt {attempt}: expected messageTooLarge, got {other:?}"),
+            other => panic!("attempt {attempt}: expected resultTooLarge, got {other:?}"),
         }
+    }
+    // A plain JSON body over rmcp's fixed 16 MiB cap is that call's size error too.
+    const JSON_LIMIT: u64 = 16 * 1024 * 1024;
+    let error = daemon.call_err(
+        "callTool",
+        json!({"server": "remote", "tool": "huge_json", "arguments": {"bytes": JSON_LIMIT + 1024}}),
+    );
+    match error_data(&error) {
+        ErrorData::ResultTooLarge {
+            method,
+            bytes,
+            limit_bytes,
+            ..
+        } => {
+            assert_eq!((method.as_str(), bytes), ("huge_json", None));
+            assert_eq!(limit_bytes, JSON_LIMIT);
+        }
+        other => panic!("expected resultTooLarge for a JSON body, got {other:?}"),
     }
     let health = daemon.call("health", Value::Null);
     let server = &health["servers"][0];

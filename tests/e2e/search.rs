@@ -437,13 +437,17 @@ fn tool_cli_search_prints_ranked_lines_and_how_to_call_the_best() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let first = stdout.lines().next().expect("a line");
+    // The first line is the call to make, with the tool's required parameters; then the hits.
+    let mut lines = stdout.lines();
+    let call = lines.next().expect("a line");
+    assert!(call.starts_with("tool-cli time convert_time "), "{stdout}");
+    assert!(call.contains("source_timezone=…"), "{stdout}");
+    let first = lines.next().expect("a hit");
     assert!(first.contains("time convert_time"), "{stdout}");
     assert!(first.trim_start().starts_with("1 "), "{stdout}");
-    assert!(
-        stdout.contains("tool-cli time convert_time"),
-        "no way to use the best hit: {stdout}"
-    );
+    let explained = daemon.run_client(&["search", "--explain", "current time"], &[]);
+    let explained = String::from_utf8_lossy(&explained.stdout);
+    assert!(explained.contains("why: lexical "), "{explained}");
 
     // Unquoted words, --limit and --server, --json.
     let output = daemon.run_client(

@@ -9,8 +9,8 @@
 //! - a missing and a corrupt model directory each give one warning naming the install command,
 //!   and search answers lexically: `a_missing_or_corrupt_model_warns_once_and_search_stays_lexical`
 //!
-//! The model's directory: `TOOL_CLI_SEARCH_MODEL` of the test run, else the default place
-//! (`$XDG_DATA_HOME/tool-cli/models/all-minilm-l6-v2`).
+//! The model's directory: `TOOL_CLI_SEARCH_MODEL` of the test run, else the checkout's
+//! `target/minilm` (where `scripts/install-peers.sh` installs it).
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -40,25 +40,14 @@ const PARAPHRASES: &[(&str, &str)] = &[
     ("show me my shell variables", "everything/get-env"),
 ];
 
-/// The installed model, or a failure saying how to install it.
+/// The installed model, or a failure saying how to install it: `TOOL_CLI_SEARCH_MODEL`, else
+/// the checkout's `target/minilm`, where `scripts/install-peers.sh` installs it.
 fn model_dir() -> PathBuf {
     let dir = std::env::var("TOOL_CLI_SEARCH_MODEL")
         .ok()
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
-        .or_else(|| {
-            let data = std::env::var("XDG_DATA_HOME")
-                .ok()
-                .filter(|dir| Path::new(dir).is_absolute())
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var("HOME")
-                        .ok()
-                        .map(|home| Path::new(&home).join(".local/share"))
-                })?;
-            Some(data.join("tool-cli/models/all-minilm-l6-v2"))
-        })
-        .expect("HOME or TOOL_CLI_SEARCH_MODEL names where the model is");
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/minilm"));
     assert!(
         dir.join("model.safetensors").is_file() && dir.join("vocab.txt").is_file(),
         "the search model is not installed in {}: run `bash scripts/install-minilm.sh` \

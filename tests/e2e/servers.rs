@@ -10,6 +10,8 @@
 //! - `reloadConfig`: unchanged servers keep their process and their call in flight finishes on a
 //!   removed server before it stops; changed ones restart, added ones start, removed ones stop:
 //!   `a_reload_applies_only_what_changed_and_drains_what_it_removes`
+//! - `removeServer` while a `getPrompt` is in flight: the prompt finishes before the server
+//!   stops: `removing_a_server_lets_its_prompt_in_flight_finish_first`
 //! - an invalid file on reload changes nothing and says what is wrong; SIGHUP reloads:
 //!   `an_invalid_reload_keeps_the_old_config_and_sighup_reloads`
 
@@ -316,6 +318,46 @@ fn a_reload_applies_only_what_changed_and_drains_what_it_removes() {
     assert!(servers.to_string().contains("now described"), "{servers}");
     daemon.call_tool("fresh", "describe_schema", json!({}));
     daemon.call_tool("keep", "describe_schema", json!({}));
+}
+
+#[test]
+fn removing_a_server_lets_its_prompt_in_flight_finish_first() {
+    let scratch = tool_cli_tests::scratch();
+    let record = scratch.path().join("prompting.jsonl");
+    let release = scratch.path().join("release");
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "prompting": tool_cli_tests::fault_server_recording(&record, &["--prompts"]),
+    }}));
+    let (rendered, removed) = std::thread::scope(|scope| {
+        let rendering = scope.spawn(|| {
+            daemon.rpc(
+                name::GET_PROMPT,
+                Some(json!({"server": "prompting", "name": "wait_for_file",
+                            "arguments": {"path": release.to_str().unwrap()}})),
+            )
+        });
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                tool_cli_tests::count_recorded(&record, "prompts/get", None) == 1
+            }),
+            "the prompt never reached the server"
+        );
+        let removing =
+            scope.spawn(|| daemon.call(name::REMOVE_SERVER, json!({"name": "prompting"})));
+        // Taken out of the set at once; stopped only once its prompt is done.
+        assert!(
+            eventually(Duration::from_secs(10), || server_names(&daemon).is_empty()),
+            "the server was not taken out"
+        );
+        std::fs::write(&release, b"go").unwrap();
+        (rendering.join().unwrap(), removing.join().unwrap())
+    });
+    let rendered = rendered.expect("the prompt in flight finished before its server stopped");
+    assert_eq!(
+        rendered["messages"][0]["content"]["text"],
+        format!("{} exists", release.display())
+    );
+    assert_eq!(removed["abandonedCalls"], 0, "{removed}");
 }
 
 #[test]

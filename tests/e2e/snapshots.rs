@@ -311,7 +311,8 @@ fn describe_tool_sql_query() {
                   "total_rows_matched",
                   "total_rows_exact",
                   "has_more",
-                  "next_offset"
+                  "next_offset",
+                  "cut_at_size_limit"
                 ],
                 "properties": {
                   "columns": {
@@ -369,6 +370,10 @@ fn describe_tool_sql_query() {
                     ],
                     "format": "uint64",
                     "minimum": 0
+                  },
+                  "cut_at_size_limit": {
+                    "description": "<description>",
+                    "type": "boolean"
                   }
                 },
                 "type": "object"
@@ -425,7 +430,7 @@ fn call_tool_sql_query_first_page() {
               "content": [
                 {
                   "type": "text",
-                  "text": "{\"columns\":[\"id\",\"name\"],\"rows\":[{\"id\":1,\"name\":\"Ada Okafor\"},{\"id\":2,\"name\":\"Bruno Tanaka\"}],\"offset\":0,\"effective_page_size\":2,\"returned_rows\":2,\"total_rows_matched\":50,\"total_rows_exact\":true,\"has_more\":true,\"next_offset\":2}"
+                  "text": "{\"columns\":[\"id\",\"name\"],\"rows\":[{\"id\":1,\"name\":\"Ada Okafor\"},{\"id\":2,\"name\":\"Bruno Tanaka\"}],\"offset\":0,\"effective_page_size\":2,\"returned_rows\":2,\"total_rows_matched\":50,\"total_rows_exact\":true,\"has_more\":true,\"next_offset\":2,\"cut_at_size_limit\":false}"
                 }
               ],
               "structuredContent": {
@@ -449,7 +454,8 @@ fn call_tool_sql_query_first_page() {
                 "total_rows_matched": 50,
                 "total_rows_exact": true,
                 "has_more": true,
-                "next_offset": 2
+                "next_offset": 2,
+                "cut_at_size_limit": false
               },
               "isError": false,
               "_meta": {
@@ -1157,6 +1163,11 @@ fn describe_tool_run_python() {
                     "description": "<description>",
                     "type": "string",
                     "const": "cancelled"
+                  },
+                  {
+                    "description": "<description>",
+                    "type": "string",
+                    "const": "memoryLimit"
                   }
                 ]
               }
@@ -1169,6 +1180,7 @@ fn describe_tool_run_python() {
               "timedOut",
               "stoppedBy",
               "durationMs",
+              "queuedMs",
               "stdoutTruncated",
               "stderrTruncated"
             ],
@@ -1213,6 +1225,12 @@ fn describe_tool_run_python() {
                 ]
               },
               "durationMs": {
+                "description": "<description>",
+                "type": "integer",
+                "format": "uint64",
+                "minimum": 0
+              },
+              "queuedMs": {
                 "description": "<description>",
                 "type": "integer",
                 "format": "uint64",

@@ -2,7 +2,7 @@
 //! (`callTool`) and through the real `tool-cli` binary, with the demo server started by the daemon
 //! as in the default config. The sandbox's runs are pointed at a directory of the test's own
 //! (`TMPDIR` in the server's `env`), so "no process left behind" is checked by looking for any
-//! process whose working directory is inside it.
+//! process working in it or naming it on its command line.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -44,21 +44,26 @@ fn start(extra: Value) -> Daemon {
     Daemon::start_with_dir(|dir| json!({"mcpServers": {"demo": demo_entry(dir, extra)}}))
 }
 
-/// Processes whose working directory is inside the daemon's runs directory.
+/// Processes of a run in the daemon's runs directory: the sandbox's intermediate works there,
+/// and the interpreter (whose own root is a tmpfs in its mount namespace) names its run
+/// directory on its command line.
 fn processes_in_runs(daemon: &Daemon) -> Vec<String> {
     let runs: PathBuf = daemon.dir().join("runs");
+    let runs_name = runs.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
         .expect("read /proc")
         .flatten()
         .filter_map(|entry| {
-            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
-            cwd.starts_with(&runs).then(|| {
-                format!(
-                    "{} in {}",
-                    entry.file_name().to_string_lossy(),
-                    cwd.display()
-                )
-            })
+            let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+            let command_line = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            (cwd.starts_with(&runs) || String::from_utf8_lossy(&command_line).contains(&runs_name))
+                .then(|| {
+                    format!(
+                        "{} in {}",
+                        entry.file_name().to_string_lossy(),
+                        cwd.display()
+                    )
+                })
         })
         .collect()
 }
@@ -251,6 +256,37 @@ fn toolkit_run_python_over_rpc_and_cli() {
         .expect("runs")
         .count();
     assert_eq!(runs, 0, "every run directory is removed");
+}
+
+/// Issue 22: the escape chain that read the daemon's runtime file (the owner token) through a
+/// demo-scoped call, against the real daemon and its real runtime file: refused before it runs,
+/// and nothing of the token in the answer. (Past the guard the kernel stops it: the demo
+/// server's `escape_chain_is_contained_by_the_kernel_once_past_the_guard`.)
+#[test]
+fn toolkit_run_python_escape_chain_does_not_reach_the_daemon() {
+    let daemon = start(json!({}));
+    let described = daemon.call(
+        name::DESCRIBE_TOOL,
+        json!({"server": "demo", "tool": "run_python"}),
+    );
+    assert_eq!(
+        described["_meta"]["tool-cli/sandbox"]["health"], "complete",
+        "CI grants every layer (root, user namespaces, seccomp, Landlock, cgroup v1): {described:#}"
+    );
+    let target = json!({"runtime_file": daemon.runtime_file(), "daemon_pid": daemon.pid()});
+    let result = daemon.call_tool(
+        "demo",
+        "run_python",
+        json!({"code": include_str!("../../demo-server/src/sandbox/escape_chain.py"),
+               "stdin": target.to_string()}),
+    );
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert!(
+        text_content(&result).starts_with("the code was refused before running"),
+        "{result:#}"
+    );
+    assert!(!result.to_string().contains(&daemon.token));
+    assert_eq!(processes_in_runs(&daemon), Vec::<String>::new());
 }
 
 #[test]

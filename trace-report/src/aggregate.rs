@@ -160,11 +160,13 @@ struct Accumulator {
 
 impl Accumulator {
     fn add(&mut self, line: &TraceLine) {
-        self.calls += 1;
-        self.errors += u64::from(!line.success);
+        // A summary line stands for that many refused calls (none of them timed).
+        let calls = line.summarizes.max(1);
+        self.calls += calls;
+        self.errors += if line.success { 0 } else { calls };
         self.executed += u64::from(line.executed);
         self.dry_runs += u64::from(line.dry_run);
-        if line.latency_ms.is_finite() {
+        if line.latency_ms.is_finite() && line.summarizes == 0 {
             self.latencies_ms.push(line.latency_ms);
         }
         self.tokens_in = self.tokens_in.saturating_add(line.tokens_in);
@@ -173,7 +175,7 @@ impl Accumulator {
             self.cost_usd += line.cost_usd;
         }
         let tool = tool_key(line).unwrap_or_else(|| line.tool.clone());
-        *self.tools.entry(tool).or_default() += 1;
+        *self.tools.entry(tool).or_default() += calls;
         if let Some(rule) = &line.selection_rule {
             *self.selection_rules.entry(rule.clone()).or_default() += 1;
         }
@@ -420,5 +422,33 @@ mod tests {
         );
         assert_eq!(group.latency_ms.unwrap().p95, 4.0);
         assert_eq!(group.tools.unwrap()["demo/q"], 2);
+    }
+
+    #[test]
+    fn a_summary_line_counts_the_refused_calls_it_stands_for() {
+        let mut aggregator = Aggregator::new(options(ReportGrouping::Day));
+        aggregator.add(&line(
+            "2026-05-14T09:00:00.000Z",
+            Some("demo"),
+            "q",
+            4.0,
+            true,
+        ));
+        let mut summary = line(
+            "2026-05-14T09:01:00.000Z",
+            None,
+            "(refused calls)",
+            0.0,
+            false,
+        );
+        summary.executed = false;
+        summary.summarizes = 6996;
+        aggregator.add(&summary);
+        let report = aggregator.finish(Vec::new());
+        assert_eq!(report.lines, 2);
+        assert_eq!((report.total.calls, report.total.errors), (6997, 6996));
+        assert_eq!(report.total.executed, 1);
+        let latency = report.total.latency_ms.unwrap();
+        assert_eq!((latency.samples, latency.p50), (1, 4.0));
     }
 }

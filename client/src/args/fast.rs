@@ -17,7 +17,7 @@ use super::grammar::Cli;
 
 /// The names that make a first word a subcommand rather than a server (`grammar.rs`); a unit
 /// test checks that this list is clap's.
-pub(super) const SUBCOMMANDS: [&str; 16] = [
+pub(super) const SUBCOMMANDS: [&str; 17] = [
     "resource",
     "prompt",
     "health",
@@ -34,6 +34,7 @@ pub(super) const SUBCOMMANDS: [&str; 16] = [
     "auth",
     "chain",
     "many",
+    "help",
 ];
 
 /// The positional words of `args` (after the program name) when the line is a plain one that
@@ -135,7 +136,10 @@ mod tests {
 
     #[test]
     fn the_subcommand_names_are_clap_s() {
-        let mut clap_names: Vec<String> = Cli::command()
+        // Built, so the list holds clap's own `help` subcommand too.
+        let mut command = Cli::command();
+        command.build();
+        let mut clap_names: Vec<String> = command
             .get_subcommands()
             .flat_map(|subcommand| {
                 std::iter::once(subcommand.get_name().to_owned())

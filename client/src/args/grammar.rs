@@ -33,10 +33,10 @@ use super::{agent, auth, call, chain, complete, config, output, prompts, search,
                       tool-cli auth <login|status|logout> [SERVER]\n       \
                       tool-cli traces report [OPTIONS]\n       \
                       tool-cli search QUERY [--limit N] [--server S]\n       \
-                      tool-cli completions <bash|zsh|fish>",
+                      tool-cli completions <bash|zsh|fish>\n       \
+                      tool-cli help [COMMAND]",
     about = "Progressive access to every MCP tool behind a tool-cli daemon",
     after_help = AFTER_HELP,
-    disable_help_subcommand = true,
     args_conflicts_with_subcommands = true
 )]
 pub(super) struct Cli {

@@ -28,6 +28,9 @@ pub(crate) enum ArgumentWords {
     Pairs(Vec<Pair>),
     /// `--args-file PATH`: a JSON object in a file.
     File(PathBuf),
+    /// One word that is neither a pair nor a JSON object (`tool-cli demo sql_query 'SELECT 1'`):
+    /// refused when the call is run, with the tool's required parameters as the way to write it.
+    Bare(String),
 }
 
 /// One `key...` word, parsed.
@@ -106,6 +109,10 @@ pub(crate) fn call_arguments(
                 "read from stdin",
             )?))
         }
+        // A value meant for the tool's one parameter, given without its name: refused once the
+        // schema can say which name. JSON that is not an object, and a word that starts like
+        // JSON, keep the JSON errors.
+        [word] if is_bare(word) => Ok(CallArguments::Words(ArgumentWords::Bare(word.clone()))),
         [word] => Ok(CallArguments::Json(super::parse_arguments(
             word,
             "on the command line",
@@ -118,6 +125,14 @@ pub(crate) fn call_arguments(
             crate::render::truncate(&words.join(" "), 80)
         ))),
     }
+}
+
+/// Whether `word` is plain text rather than (broken) JSON: `SELECT 1`, `hello`, not `{a: 1}`.
+fn is_bare(word: &str) -> bool {
+    let trimmed = word.trim_start();
+    !trimmed.is_empty()
+        && !trimmed.starts_with(['{', '[', '"'])
+        && serde_json::from_str::<Value>(word).is_err()
 }
 
 /// What the forms are called in messages.
@@ -433,3 +448,41 @@ fn schema_types(schema: &Value) -> Vec<&str> {
 #[cfg(test)]
 #[path = "kv_tests.rs"]
 mod tests;
+
+/// The refusal of a bare word given as a call's arguments: how to write it as `key=value`, with
+/// the tool's required parameters when the schema is known (`sql='SELECT 1'` for a tool whose one
+/// required parameter is `sql`).
+pub(crate) fn bare_word_message(word: &str, schema: Option<&Value>, tool: &str) -> String {
+    let shown = crate::render::truncate(word, 80);
+    let quoted = shell_quote(&shown);
+    let mut message = format!(
+        "the tool arguments on the command line are not key=value words or a JSON object: \
+         {shown:?}"
+    );
+    let required: Vec<&str> = schema
+        .and_then(|schema| schema.get("required"))
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match required.as_slice() {
+        [] => message.push_str(&format!(
+            "; name the parameter it is for, e.g. KEY={quoted} (`tool-cli {}` lists {tool}'s \
+             parameters)",
+            tool.replacen('/', " ", 1)
+        )),
+        [name] => message.push_str(&format!(
+            "; {tool} takes it as {name}: write {name}={quoted}"
+        )),
+        names => message.push_str(&format!(
+            "; {tool} requires {}: write each as KEY=VALUE, e.g. {}={quoted}",
+            names.join(", "),
+            names[0]
+        )),
+    }
+    message
+}
+
+/// `text` in single quotes for a POSIX shell (`'it'\''s'`).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}

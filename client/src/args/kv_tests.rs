@@ -376,3 +376,50 @@ fn output_raw_is_json_for_commands_other_than_calls() {
     assert_eq!(parse(&["--output", "json"]), (true, false));
     assert_eq!(parse(&["demo", "t", "a=1"]), (false, false));
 }
+
+#[test]
+fn a_bare_word_is_kept_for_the_schema_to_name_its_parameter() {
+    let words = |list: &[&str]| list.iter().map(|word| word.to_string()).collect::<Vec<_>>();
+    let no_stdin = || -> std::io::Result<String> { unreachable!("no stdin") };
+    for word in ["SELECT * FROM orders", "hello", "42 apples"] {
+        assert_eq!(
+            call_arguments(&words(&[word]), None, no_stdin).unwrap(),
+            CallArguments::Words(ArgumentWords::Bare(word.to_owned())),
+            "{word}"
+        );
+    }
+    // JSON, broken JSON and JSON scalars keep their own errors.
+    for word in ["{sql: 1}", "[1]", "42", "null", "\"text\""] {
+        assert!(
+            !matches!(
+                call_arguments(&words(&[word]), None, no_stdin),
+                Ok(CallArguments::Words(ArgumentWords::Bare(_)))
+            ),
+            "{word}"
+        );
+    }
+}
+
+#[test]
+fn a_bare_word_names_the_required_parameter_it_is_for() {
+    let one =
+        json!({"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]});
+    let message = bare_word_message("SELECT 1", Some(&one), "demo/sql_query");
+    assert!(
+        message.contains("not key=value words or a JSON object"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("demo/sql_query takes it as sql: write sql='SELECT 1'"),
+        "{message}"
+    );
+
+    let two = json!({"required": ["from", "to"]});
+    let message = bare_word_message("EUR", Some(&two), "demo/convert");
+    assert!(message.contains("requires from, to"), "{message}");
+    assert!(message.contains("from='EUR'"), "{message}");
+
+    let message = bare_word_message("it's", None, "demo/echo");
+    assert!(message.contains(r"KEY='it'\''s'"), "{message}");
+    assert!(message.contains("`tool-cli demo echo` lists"), "{message}");
+}

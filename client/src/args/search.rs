@@ -1,4 +1,4 @@
-//! `tool-cli search "QUERY" [--limit N] [--server S]...`: the words of the subcommand and what
+//! `tool-cli search "QUERY" [--limit N] [--server S]... [--explain]`: the words of the subcommand and what
 //! they become, a `searchTools` request. Pure: no I/O, unit-tested below. The daemon checks the
 //! query's length and the limit's range (one rule for every client); what is checked here is only
 //! what the command line alone can tell, such as a blank query.
@@ -23,6 +23,10 @@ pub(crate) struct SearchArgs {
     /// Only tools of this server (repeat for several)
     #[arg(long = "server", value_name = "S")]
     servers: Vec<String>,
+
+    /// Also print what each score is made of (`why`: lexical, semantic and the priors)
+    #[arg(long)]
+    explain: bool,
 }
 
 /// A checked `tool-cli search`.
@@ -30,6 +34,8 @@ pub(crate) struct SearchArgs {
 pub(crate) struct SearchRequest {
     /// What is asked of the daemon.
     pub(crate) params: SearchToolsParams,
+    /// Whether to print each hit's `why`.
+    pub(crate) explain: bool,
 }
 
 /// The request for `args`, or a usage error.
@@ -54,6 +60,7 @@ pub(crate) fn request(args: SearchArgs) -> Result<SearchRequest, Error> {
             servers: (!args.servers.is_empty()).then_some(args.servers),
             ..SearchToolsParams::default()
         },
+        explain: args.explain,
     })
 }
 
@@ -66,6 +73,7 @@ mod tests {
             words: words.iter().map(|w| (*w).to_owned()).collect(),
             limit,
             servers: servers.iter().map(|s| (*s).to_owned()).collect(),
+            explain: false,
         }
     }
 

@@ -6,7 +6,8 @@ use serde_json::json;
 use super::*;
 use crate::error::exit;
 use crate::test_support::{
-    IdentityScript, answer_all, bridge_info, endpoint, fake_daemon, result, serve,
+    IdentityScript, answer_all, bridge_info, endpoint, fake_daemon, reference_bridge_info, result,
+    serve,
 };
 
 #[tokio::test]
@@ -182,4 +183,44 @@ async fn a_connection_the_daemon_closed_while_idle_is_replaced() {
         identity_checks, 2,
         "the new connection was proven too: {seen:?}"
     );
+}
+
+/// The issue: `--timeout 300` against a reference bridge returned after 2.4 s: the 2 s margin
+/// is for our daemon's own deadline error (which names the server and tool), and a reference
+/// bridge enforces no `timeoutMs` at all.
+#[tokio::test]
+async fn a_reference_bridge_is_waited_for_the_calls_timeout_without_our_margin() {
+    use tokio::io::AsyncReadExt as _;
+    for (handshake, waited_ms) in [
+        (reference_bridge_info(), 300),
+        (
+            result(serde_json::json!({
+                "bridgeProtocol": {"name": "tool-cli-bridge", "major": 1, "version": "1.0"},
+                "serverImplementation": {"name": tool_cli_protocol::IMPLEMENTATION_NAME,
+                                         "version": "0.1.0"},
+                "operations": [], "capabilities": {}
+            })),
+            300 + CALL_TIMEOUT_MARGIN.as_millis() as u64,
+        ),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let peer = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            // The handshake is answered; the call is read and never answered, until the
+            // client gives up and closes the connection.
+            serve(&mut socket, IdentityScript::Honest, vec![handshake]).await;
+            let mut rest = Vec::new();
+            let _ = socket.read_to_end(&mut rest).await;
+        });
+        let mut client = Client::from_endpoint(endpoint(port));
+        let call = ToolCall::new("ref", "echo").timeout(Duration::from_millis(300));
+        let error = client.call_tool(&call).await.unwrap_err();
+        match error {
+            Error::Timeout { timeout_ms, .. } => assert_eq!(timeout_ms, waited_ms),
+            other => panic!("{other:?}"),
+        }
+        drop(client);
+        peer.await.unwrap();
+    }
 }

@@ -1,15 +1,16 @@
 //! Turning a JSON-RPC error into advice: what failed and what to do instead.
 //!
 //! The daemon's errors carry a structured `data` tagged by `kind` (unknown names, failing argument
-//! paths, a server's last stderr lines); a tool-cli 1.x bridge sends its own shapes without a
-//! `kind`: `validationErrors` in ajv's format for invalid arguments and `discoveredTools` for an
-//! unknown tool. Both are rendered equally well here; anything else falls back to the error's
-//! message and code.
+//! paths, a server's last stderr lines), worded once by the protocol (`ErrorData`'s `Display`);
+//! this adds what is the command line's own. A tool-cli 1.x bridge sends its own shapes without
+//! a `kind`: `validationErrors` in ajv's format for invalid arguments and `discoveredTools` for
+//! an unknown tool, read here as ours and worded the same; anything else falls back to the
+//! error's message and code.
 
 use std::fmt;
 
 use serde_json::Value;
-use tool_cli_protocol::{ErrorData, ErrorObject, MAX_TIMEOUT_MS};
+use tool_cli_protocol::{ArgumentError, ErrorData, ErrorObject, MAX_TIMEOUT_MS};
 
 use crate::render::truncate;
 
@@ -29,285 +30,123 @@ impl fmt::Display for RpcMessage<'_> {
 /// attaches a large payload.
 const DATA_EXCERPT: usize = 300;
 
-/// Turns a JSON-RPC error into advice, using its structured `data` when it is one of ours.
+/// Turns a JSON-RPC error into advice: the protocol's wording of its structured `data` (the
+/// same words the daemon sent as its message), with what only the command line can add (a flag
+/// to pass, a command to run, a likely typo, a server's last stderr lines).
 fn describe_rpc_error(
     f: &mut fmt::Formatter<'_>,
     method: &str,
     error: &ErrorObject,
 ) -> fmt::Result {
-    let Some(data) = error.error_data() else {
-        if let Some(data) = &error.data
-            && describe_reference_data(f, data)?
-        {
-            return Ok(());
-        }
-        write!(
-            f,
-            "{method} failed: {} (code {})",
-            error.message, error.code
-        )?;
-        if let Some(data) = &error.data {
-            write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
-        }
-        return Ok(());
+    let data = match error.error_data() {
+        Some(data) => data,
+        None => match error.data.as_ref().and_then(reference_data) {
+            Some(data) => data,
+            None => {
+                write!(
+                    f,
+                    "{method} failed: {} (code {})",
+                    error.message, error.code
+                )?;
+                if let Some(data) = &error.data {
+                    write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
+                }
+                return Ok(());
+            }
+        },
     };
-    match data {
+    write!(f, "{data}")?;
+    match &data {
         ErrorData::UnknownServer {
             server,
             known_servers,
         } => {
-            write!(f, "unknown server {server:?}")?;
-            if known_servers.is_empty() {
-                f.write_str("; no server is configured")?;
-            } else {
-                write!(f, " (known servers: {})", known_servers.join(", "))?;
-            }
-            if let Some(guess) = did_you_mean(&server, &known_servers) {
+            if let Some(guess) = did_you_mean(server, known_servers) {
                 write!(f, "; did you mean {guess:?}?")?;
             }
-            Ok(())
         }
         ErrorData::UnknownTool {
             server,
             tool,
             known_tools,
-            tool_count,
             ..
-        } => write_unknown_tool(f, &server, &tool, &known_tools, tool_count),
-        ErrorData::InvalidArguments {
-            server,
-            tool,
-            errors,
-            ..
-        } => {
-            write!(
-                f,
-                "the arguments do not match the input schema of {server}/{tool}:"
-            )?;
-            for argument_error in &errors {
-                let path = if argument_error.path.is_empty() {
-                    "(the arguments object)"
-                } else {
-                    argument_error.path.as_str()
-                };
-                write!(f, "\n  {path}: {}", argument_error.message)?;
-            }
-            write!(
-                f,
-                "\nsee `tool-cli {server} {tool}` for its parameters and an example"
-            )
-        }
-        ErrorData::InvalidParams { method, message } => {
-            write!(f, "the daemon refused the params of {method}: {message}")
-        }
-        ErrorData::InvalidSchema {
-            server,
-            tool,
-            message,
-        } => write!(
-            f,
-            "{server}/{tool} cannot be called: its input schema is not a valid JSON Schema \
-             ({message}); this is a bug of the MCP server"
-        ),
-        ErrorData::ServerUnavailable {
-            server,
-            state,
-            last_error,
-        } => {
-            write!(f, "server {server:?} is not available (state: {state})")?;
-            if let Some(last_error) = last_error {
-                write!(f, ": {last_error}")?;
-            }
-            Ok(())
-        }
-        ErrorData::ServerExited {
-            server,
-            exit,
-            stderr_tail,
-        } => {
-            write!(
-                f,
-                "server {server:?} exited while the request was pending ({exit})"
-            )?;
-            if !stderr_tail.is_empty() {
-                f.write_str("; its last stderr lines:")?;
-                for line in &stderr_tail {
-                    write!(f, "\n  {line}")?;
-                }
-            }
-            Ok(())
-        }
-        ErrorData::Timeout {
-            server,
-            tool,
-            timeout_ms,
-        } => write!(
-            f,
-            "{server}/{tool} did not finish within {timeout_ms} ms and was cancelled; raise \
-             --timeout (at most {MAX_TIMEOUT_MS})"
-        ),
-        ErrorData::Upstream {
-            server,
-            code,
-            message,
-            data,
-        } => {
-            write!(
-                f,
-                "server {server:?} answered with an error: {message} (code {code})"
-            )?;
-            if let Some(data) = data {
-                write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?;
-            }
-            Ok(())
-        }
-        ErrorData::Busy {
-            server,
-            in_flight,
-            queued,
-            retry_after_ms,
-        } => write!(
-            f,
-            "server {server:?} is busy: {in_flight} {} in flight and {queued} queued fill its \
-             limit, so the call was not sent; this is transient, retry in {retry_after_ms} ms",
-            if in_flight == 1 { "call" } else { "calls" }
-        ),
-        ErrorData::CircuitOpen {
-            server,
-            retry_after_ms,
-            last_error,
-        } => {
-            write!(
-                f,
-                "server {server:?} is failing: its circuit breaker opened after repeated \
-                 failures"
-            )?;
-            if let Some(last_error) = last_error {
-                write!(f, " (last error: {})", truncate(&last_error, DATA_EXCERPT))?;
-            }
-            write!(
-                f,
-                " and refuses calls without sending them; this is transient, retry in \
-                 {retry_after_ms} ms (`tool-cli health` shows the breaker)"
-            )
-        }
-        ErrorData::NotPermitted {
-            server,
-            tool,
-            reason,
-        } => {
-            let subject = match (server.is_empty(), tool) {
-                (_, Some(tool)) => format!("tool {tool:?} of server {server:?}"),
-                (false, None) => format!("server {server:?}"),
-                (true, None) => method.to_owned(),
-            };
-            let prefix = format!("{subject} is not permitted");
-            // A daemon may already say it all in `reason`; the prefix is not repeated then.
-            if reason.starts_with(&prefix) {
-                f.write_str(&reason)
-            } else {
-                write!(f, "{prefix}: {reason}")
+        } if server != "*" => {
+            if let Some(guess) = did_you_mean(tool, known_tools) {
+                write!(f, "; did you mean {guess:?}?")?;
             }
         }
-        ErrorData::ConfirmationRequired { server, tool } => write!(
-            f,
-            "tool {tool:?} of server {server:?} is destructive; run it again with --yes to \
-             confirm"
-        ),
-        ErrorData::Internal { message } => write!(
-            f,
-            "the daemon failed internally: {message}; its log has the details"
-        ),
-        // `ErrorData` is non-exhaustive: a newer daemon may send kinds we do not know yet.
-        _ => write!(
-            f,
-            "{method} failed: {} (code {})",
-            error.message, error.code
-        ),
-    }
-}
-
-/// The data shapes of a tool-cli 1.x bridge, which have no `kind`: `validationErrors` (ajv's
-/// `{instancePath, schemaPath, keyword, params, message}`) and `discoveredTools`. Returns
-/// whether `data` was one of them (and was written).
-fn describe_reference_data(f: &mut fmt::Formatter<'_>, data: &Value) -> Result<bool, fmt::Error> {
-    let text = |name: &str| data.get(name).and_then(Value::as_str).unwrap_or("?");
-    let names = |member: &str| -> Option<Vec<String>> {
-        let list = data.get(member)?.as_array()?;
-        Some(
-            list.iter()
-                .map(|name| match name {
-                    Value::String(name) => name.clone(),
-                    other => other.to_string(),
-                })
-                .collect(),
-        )
-    };
-    if let Some(errors) = data.get("validationErrors").and_then(Value::as_array) {
-        let (server, tool) = (text("server"), text("tool"));
-        write!(
-            f,
-            "the arguments do not match the input schema of {server}/{tool}:"
-        )?;
-        for error in errors {
-            let path = error
-                .get("instancePath")
-                .and_then(Value::as_str)
-                .filter(|path| !path.is_empty())
-                .unwrap_or("(the arguments object)");
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("is invalid");
-            write!(f, "\n  {path}: {message}")?;
-        }
-        write!(
+        ErrorData::InvalidArguments { server, tool, .. } => write!(
             f,
             "\nsee `tool-cli {server} {tool}` for its parameters and an example"
-        )?;
-        return Ok(true);
-    }
-    if let Some(known_tools) = names("discoveredTools") {
-        let count = known_tools.len();
-        write_unknown_tool(f, text("server"), text("tool"), &known_tools, count)?;
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-/// `server "demo" has no tool "x" (its tools: …); did you mean "y"?`
-fn write_unknown_tool(
-    f: &mut fmt::Formatter<'_>,
-    server: &str,
-    tool: &str,
-    known_tools: &[String],
-    tool_count: usize,
-) -> fmt::Result {
-    if server == "*" {
-        // A routed call: no server offers the tool; the names are `server/tool`.
-        write!(f, "no server offers a tool {tool:?}")?;
-        if !known_tools.is_empty() {
-            write!(f, "; did you mean: {}", known_tools.join(", "))?;
+        )?,
+        ErrorData::InvalidSchema { .. } => f.write_str("; this is a bug of the MCP server")?,
+        ErrorData::ServerExited { stderr_tail, .. } if !stderr_tail.is_empty() => {
+            f.write_str("; its last stderr lines:")?;
+            for line in stderr_tail {
+                write!(f, "\n  {line}")?;
+            }
         }
-        return Ok(());
-    }
-    write!(f, "server {server:?} has no tool {tool:?}")?;
-    if known_tools.is_empty() {
-        f.write_str("; it offers no tools")?;
-    } else if tool_count > known_tools.len() {
-        // The daemon lists only the closest names of a large catalog.
-        write!(
-            f,
-            " (the closest of its {tool_count} tools: {})",
-            known_tools.join(", ")
-        )?;
-    } else {
-        write!(f, " (its tools: {})", known_tools.join(", "))?;
-    }
-    if let Some(guess) = did_you_mean(tool, known_tools) {
-        write!(f, "; did you mean {guess:?}?")?;
+        ErrorData::Timeout { .. } => {
+            write!(f, "; raise --timeout (at most {MAX_TIMEOUT_MS})")?;
+        }
+        ErrorData::Upstream {
+            data: Some(data), ..
+        } => write!(f, "; data: {}", truncate(&data.to_string(), DATA_EXCERPT))?,
+        ErrorData::CircuitOpen { .. } => f.write_str(" (`tool-cli health` shows the breaker)")?,
+        _ => {}
     }
     Ok(())
+}
+
+/// The data shapes of a tool-cli 1.x bridge, which have no `kind` (`validationErrors` in ajv's
+/// `{instancePath, schemaPath, keyword, params, message}`, and `discoveredTools`), as ours, so
+/// they are worded the same.
+fn reference_data(data: &Value) -> Option<ErrorData> {
+    let text = |name: &str| {
+        data.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned()
+    };
+    if let Some(errors) = data.get("validationErrors").and_then(Value::as_array) {
+        let errors = errors
+            .iter()
+            .map(|error| {
+                let field = |name: &str| error.get(name).and_then(Value::as_str).unwrap_or("");
+                ArgumentError {
+                    path: field("instancePath").to_owned(),
+                    schema_path: field("schemaPath").to_owned(),
+                    message: error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("is invalid")
+                        .to_owned(),
+                }
+            })
+            .collect();
+        return Some(ErrorData::InvalidArguments {
+            server: text("server"),
+            tool: text("tool"),
+            errors,
+            validation_errors: Vec::new(),
+        });
+    }
+    let known_tools: Vec<String> = data
+        .get("discoveredTools")?
+        .as_array()?
+        .iter()
+        .map(|name| match name {
+            Value::String(name) => name.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    Some(ErrorData::UnknownTool {
+        server: text("server"),
+        tool: text("tool"),
+        tool_count: known_tools.len(),
+        discovered_tools: known_tools.clone(),
+        known_tools,
+    })
 }
 
 /// The known name closest to `wanted`, when it is close enough to be a likely typo.
@@ -385,9 +224,8 @@ mod tests {
         ]});
         assert_eq!(
             describe(-32602, "Invalid arguments", Some(data)),
-            "the arguments do not match the input schema of ref/echo:\n  \
-             (the arguments object): must have required property 'text'\n  \
-             /times: must be integer\n\
+            "arguments for ref/echo do not match its input schema: (root): must have required \
+             property 'text'; /times: must be integer\n\
              see `tool-cli ref echo` for its parameters and an example"
         );
     }
@@ -397,7 +235,7 @@ mod tests {
         let data = json!({"server": "ref", "tool": "ecko", "discoveredTools": ["echo", "add"]});
         assert_eq!(
             describe(-32602, "Unknown tool", Some(data)),
-            "server \"ref\" has no tool \"ecko\" (its tools: echo, add); did you mean \"echo\"?"
+            "server \"ref\" has no tool \"ecko\"; its tools: echo, add; did you mean \"echo\"?"
         );
     }
 
@@ -408,7 +246,7 @@ mod tests {
                           "knownTools": ["sql_query"], "discoveredTools": ["sql_query"]});
         assert_eq!(
             describe(-32602, "unknown tool", Some(data)),
-            "server \"demo\" has no tool \"x\" (its tools: sql_query)"
+            "server \"demo\" has no tool \"x\"; its tools: sql_query"
         );
     }
 

@@ -25,8 +25,8 @@ fn unknown_tool_lists_known_tools_and_suggests() {
     assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
     assert_eq!(
         error.to_string(),
-        "server \"demo\" has no tool \"sql_qurey\" (its tools: sql_query, \
-             describe_schema); did you mean \"sql_query\"?"
+        "server \"demo\" has no tool \"sql_qurey\"; its tools: sql_query, describe_schema; \
+         did you mean \"sql_query\"?"
     );
 }
 
@@ -39,7 +39,7 @@ fn unknown_server_lists_known_servers() {
     assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
     assert_eq!(
         error.to_string(),
-        "unknown server \"github\" (known servers: demo)"
+        "unknown server \"github\"; known servers: demo"
     );
 }
 
@@ -55,10 +55,9 @@ fn invalid_arguments_list_each_path() {
     assert_eq!(error.exit_code(), exit::INVALID_PARAMS);
     assert_eq!(
         error.to_string(),
-        "the arguments do not match the input schema of demo/sql_query:\n  \
-             (the arguments object): \"query\" is a required property\n  \
-             /limit: \"x\" is not of type \"integer\"\n\
-             see `tool-cli demo sql_query` for its parameters and an example"
+        "arguments for demo/sql_query do not match its input schema: (root): \"query\" is a \
+         required property; /limit: \"x\" is not of type \"integer\"\n\
+         see `tool-cli demo sql_query` for its parameters and an example"
     );
 }
 
@@ -88,6 +87,42 @@ fn server_exited_shows_its_stderr_tail() {
 }
 
 #[test]
+fn a_result_too_large_says_the_call_ran_and_how_to_ask_for_less() {
+    let error = rpc(
+        code::UPSTREAM_ERROR,
+        json!({"kind": "resultTooLarge", "server": "demo", "method": "sql_query",
+               "bytes": 20000000, "limitBytes": 16777216,
+               "hint": "ask for less in one call: the tool takes `limit`"}),
+    );
+    assert_eq!(
+        error.to_string(),
+        "the answer of server \"demo\" to sql_query was 20000000 bytes, over the 16777216-byte \
+         limit, so it was dropped (the request ran; only this call failed and it is not \
+         retried); ask for less in one call: the tool takes `limit`"
+    );
+    let unknown_size = rpc(
+        code::UPSTREAM_ERROR,
+        json!({"kind": "resultTooLarge", "server": "r", "method": "m", "limitBytes": 10,
+               "hint": "h"}),
+    );
+    assert!(
+        unknown_size
+            .to_string()
+            .starts_with("the answer of server \"r\" to m was more than the 10-byte limit"),
+        "{unknown_size}"
+    );
+    let full = rpc(
+        code::RESPONSE_TOO_LARGE,
+        json!({"kind": "answerFull", "method": "callMany", "limitBytes": 1024}),
+    );
+    assert!(
+        full.to_string()
+            .starts_with("not run: the callMany answer had no room left"),
+        "{full}"
+    );
+}
+
+#[test]
 fn server_unavailable_shows_state_and_last_error() {
     let error = rpc(
         code::SERVER_UNAVAILABLE,
@@ -110,8 +145,7 @@ fn busy_names_the_load_and_when_to_retry() {
     assert_eq!(error.exit_code(), exit::OTHER);
     assert_eq!(
         error.to_string(),
-        "server \"demo\" is busy: 4 calls in flight and 16 queued fill its limit, so the \
-             call was not sent; this is transient, retry in 250 ms"
+        "server \"demo\" is busy: 4 calls in flight and 16 waiting; retry in about 250 ms"
     );
 }
 
@@ -125,9 +159,8 @@ fn circuit_open_names_the_last_error_and_when_to_retry() {
     assert_eq!(error.exit_code(), exit::OTHER);
     assert_eq!(
         error.to_string(),
-        "server \"gh\" is failing: its circuit breaker opened after repeated failures \
-             (last error: connection reset) and refuses calls without sending them; this is \
-             transient, retry in 12000 ms (`tool-cli health` shows the breaker)"
+        "server \"gh\" is failing and its circuit breaker is open; nothing was sent; retry in \
+         12000 ms (last failure: connection reset) (`tool-cli health` shows the breaker)"
     );
     let without_last_error = rpc(
         code::CIRCUIT_OPEN,
@@ -135,7 +168,7 @@ fn circuit_open_names_the_last_error_and_when_to_retry() {
     );
     let message = without_last_error.to_string();
     assert!(
-        message.contains("repeated failures and refuses calls"),
+        message.contains("circuit breaker is open; nothing was sent"),
         "{message}"
     );
     assert!(message.contains("retry in 5 ms"), "{message}");
@@ -196,8 +229,8 @@ fn confirmation_required_says_to_add_yes() {
     assert_eq!(error.exit_code(), exit::FORBIDDEN);
     assert_eq!(
         error.to_string(),
-        "tool \"drop_table\" of server \"db\" is destructive; run it again with --yes to \
-             confirm"
+        "tool \"drop_table\" of server \"db\" is destructive; to run it, pass \"confirm\": true \
+         in callTool (tool-cli: --yes)"
     );
 }
 
@@ -229,7 +262,7 @@ fn not_permitted_gives_its_reason() {
     );
     assert_eq!(
         no_server.to_string(),
-        "callTool is not permitted: only the owner token may mint tokens"
+        "not permitted: only the owner token may mint tokens"
     );
     // A reason that already says it all is not prefixed twice.
     let whole = rpc(

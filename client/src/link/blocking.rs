@@ -57,6 +57,8 @@ enum ExchangeError {
     TimedOut,
     /// The socket failed or the peer closed it before the answer was whole.
     Io(std::io::Error),
+    /// The same, before a single byte of the answer arrived.
+    Unanswered(std::io::Error),
     /// The answer is not HTTP/1.1 as expected, or is larger than allowed.
     Malformed(String),
 }
@@ -154,13 +156,24 @@ impl BlockingLink {
             self.authorization
         );
         let deadline = Instant::now() + timeout;
+        // On a vouched link nothing has been asked of the daemon before this first request: a
+        // connection it ends before answering was most likely never served (its cap).
+        let first_unchecked = id == 1 && matches!(self.identity, Identity::Vouched);
         match self.exchange("/", &headers, &body, deadline, None) {
             Ok((status, bytes)) => decode_response(method, status, &bytes),
             Err(ExchangeError::TimedOut) => Err(Error::Timeout {
                 method: method.to_owned(),
                 timeout_ms: timeout.as_millis() as u64,
             }),
-            Err(ExchangeError::Io(error)) => Err(Error::Transport(error.to_string())),
+            Err(ExchangeError::Unanswered(error)) if first_unchecked => {
+                Err(Error::ClosedUnanswered {
+                    address: self.target.describe(),
+                    reason: lost_reason(&error),
+                })
+            }
+            Err(ExchangeError::Io(error) | ExchangeError::Unanswered(error)) => {
+                Err(Error::Transport(error.to_string()))
+            }
             Err(ExchangeError::Malformed(reason)) => Err(Error::Transport(reason)),
         }
     }
@@ -195,7 +208,9 @@ impl BlockingLink {
                 }
                 // A listener that closes or resets the connection instead of answering is most
                 // likely our daemon at its connection limit: "cannot reach", not "impostor".
-                Err(ExchangeError::Io(error)) => return Err(self.lost(&error)),
+                Err(ExchangeError::Io(error) | ExchangeError::Unanswered(error)) => {
+                    return Err(self.lost(&error));
+                }
                 Err(ExchangeError::Malformed(reason)) => {
                     return Err(self.unproven(format!("its answer cannot be read: {reason}")));
                 }
@@ -227,11 +242,7 @@ impl BlockingLink {
     fn lost(&self, error: &std::io::Error) -> Error {
         Error::ConnectionLost {
             address: self.target.describe(),
-            reason: if error.kind() == std::io::ErrorKind::ConnectionReset {
-                "reset".to_owned()
-            } else {
-                format!("closed ({error})")
-            },
+            reason: lost_reason(error),
         }
     }
 
@@ -264,9 +275,11 @@ impl BlockingLink {
                 stream: &self.stream,
                 buffer: std::mem::take(&mut self.unread),
                 deadline: deadline.min(Instant::now() + EARLY_ANSWER_WAIT),
+                received: 0,
             };
             return match read_answer(&mut reader, limit) {
                 Ok(answer) => Ok((answer.status, answer.body)),
+                Err(_) if reader.received == 0 => Err(ExchangeError::Unanswered(error)),
                 Err(_) => Err(ExchangeError::Io(error)),
             };
         }
@@ -275,6 +288,7 @@ impl BlockingLink {
             stream: &self.stream,
             buffer: std::mem::take(&mut self.unread),
             deadline,
+            received: 0,
         };
         let answer = read_answer(&mut reader, limit);
         match &answer {
@@ -284,7 +298,22 @@ impl BlockingLink {
             }
             Err(_) => self.closed = true,
         }
-        answer.map(|answer| (answer.status, answer.body))
+        match answer {
+            Ok(answer) => Ok((answer.status, answer.body)),
+            Err(ExchangeError::Io(error)) if reader.received == 0 => {
+                Err(ExchangeError::Unanswered(error))
+            }
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// How a connection ended under `error`, for "the connection was … before it answered".
+fn lost_reason(error: &std::io::Error) -> String {
+    if error.kind() == std::io::ErrorKind::ConnectionReset {
+        "reset".to_owned()
+    } else {
+        format!("closed ({error})")
     }
 }
 
@@ -322,6 +351,8 @@ struct Reader<'a> {
     stream: &'a TcpStream,
     buffer: Vec<u8>,
     deadline: Instant,
+    /// Bytes read from the socket (not counting what was left in the buffer before).
+    received: usize,
 }
 
 impl Reader<'_> {
@@ -350,6 +381,7 @@ impl Reader<'_> {
             )));
         }
         self.buffer.extend_from_slice(&chunk[..read]);
+        self.received += read;
         Ok(true)
     }
 

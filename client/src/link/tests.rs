@@ -434,3 +434,25 @@ async fn missing_socket_is_unreachable_and_names_the_path() {
     assert!(error.to_string().contains("connection refused"), "{error}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The issue: at the daemon's connection cap, a vouched link (no identity check) reported a
+/// closed connection as a transport failure (exit 1) instead of "cannot reach" (exit 3).
+#[tokio::test]
+async fn a_vouched_daemon_closing_before_any_answer_is_unreachable() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let peer = tokio::spawn(async move {
+        let (socket, _) = listener.accept().await.unwrap();
+        drop(socket);
+    });
+    let mut link = DaemonLink::connect(&endpoint(port), SECOND, FIVE_SECONDS, true, true)
+        .await
+        .unwrap();
+    peer.await.unwrap();
+    let error = link
+        .call::<Value>("listServers", None, FIVE_SECONDS)
+        .await
+        .unwrap_err();
+    assert_eq!(error.exit_code(), exit::UNREACHABLE, "{error:?}");
+    assert!(error.to_string().contains("retry in a moment"), "{error}");
+}

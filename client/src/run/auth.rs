@@ -40,7 +40,9 @@ const MAX_REQUEST_BYTES: usize = 16 * 1024;
 /// local process can connect, and one that sends nothing must not hold the browser's redirect up.
 const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Most connections whose request heads are read at once; more are closed unread.
+/// Most connections whose request heads are read at once. A newer connection takes the place
+/// of the oldest (closed unread): idle connections cannot keep the browser's redirect out, since
+/// the browser sends its request the moment it connects.
 const MAX_PENDING_CONNECTIONS: usize = 32;
 
 pub(super) async fn run(
@@ -202,20 +204,30 @@ async fn wait_for_redirect(
 ) -> Redirect {
     let mut stdin_open = true;
     let mut reading = tokio::task::JoinSet::new();
+    // The readers still running, oldest first.
+    let mut pending: std::collections::VecDeque<tokio::task::AbortHandle> =
+        std::collections::VecDeque::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                if reading.len() >= MAX_PENDING_CONNECTIONS {
-                    continue;
+                if pending.len() >= MAX_PENDING_CONNECTIONS
+                    && let Some(oldest) = pending.pop_front()
+                {
+                    oldest.abort();
                 }
-                reading.spawn(tokio::time::timeout(
+                pending.push_back(reading.spawn(tokio::time::timeout(
                     REQUEST_HEAD_TIMEOUT,
                     read_request_target(stream),
-                ));
+                )));
             }
-            Some(read) = reading.join_next(), if !reading.is_empty() => {
-                let Ok(Ok(Some((target, mut stream)))) = read else { continue };
+            Some(read) = reading.join_next_with_id(), if !reading.is_empty() => {
+                let id = match &read {
+                    Ok((id, _)) => *id,
+                    Err(error) => error.id(),
+                };
+                pending.retain(|handle| handle.id() != id);
+                let Ok((_, Ok(Some((target, mut stream))))) = read else { continue };
                 if !state_matches(&target, expected_state) {
                     let _ = stream
                         .write_all(
@@ -390,5 +402,39 @@ mod tests {
             line,
             "remote: authorized, issuer https://as, expires 2026-01-01T00:00:00Z, refreshable"
         );
+    }
+
+    /// The issue: 32 idle local connections to the redirect listener (any local process can
+    /// open them) filled it, and the browser's redirect was closed unread.
+    #[tokio::test]
+    async fn idle_local_connections_cannot_stall_the_redirect() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut idle = Vec::new();
+        for _ in 0..MAX_PENDING_CONNECTIONS + 8 {
+            idle.push(TcpStream::connect(("127.0.0.1", port)).await.unwrap());
+        }
+        let mut browser = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        browser
+            .write_all(b"GET /callback?code=c1&state=s1 HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let (_typing, pasted) = tokio::sync::mpsc::unbounded_channel();
+        // Only a guard against hanging: the redirect is already there to be read.
+        let redirect = tokio::time::timeout(
+            Duration::from_secs(60),
+            wait_for_redirect(&listener, pasted, port, Some("s1")),
+        )
+        .await
+        .expect("the browser's redirect was never taken");
+        match redirect {
+            Redirect::Browser(url, _) => {
+                assert_eq!(
+                    url,
+                    format!("http://127.0.0.1:{port}/callback?code=c1&state=s1")
+                );
+            }
+            Redirect::Pasted(line) => panic!("nothing was pasted: {line}"),
+        }
     }
 }

@@ -35,6 +35,15 @@ pub(super) async fn resolve_words(
             return kv::args_file_object(&path, &bytes);
         }
         ArgumentWords::Pairs(pairs) => pairs,
+        ArgumentWords::Bare(word) => {
+            // An unknown server or tool is the first thing to fix, so its error wins.
+            let schema = input_schema(client, server, tool).await?;
+            return Err(Error::Usage(kv::bare_word_message(
+                &word,
+                Some(&schema),
+                &format!("{server}/{tool}"),
+            )));
+        }
     };
     let loaded = kv::load_files(pairs, crate::bounded_read::read_file)?;
     let schema = if kv::needs_schema(&loaded) {

@@ -1,9 +1,11 @@
 //! Running `tool-cli search`: one `searchTools` request, then either its raw result (`--json`)
-//! or one line per hit (rank, score, `server tool`, the first line of the description) and how
-//! to go on with the best one. The rendering is pure and unit-tested below.
+//! or, for people and agents, the call to make first (`tool-cli SERVER TOOL key=…` with the
+//! best tool's required parameters), then one line per hit (rank, score, `server tool`, the
+//! first line of the description), ties and near-duplicates across servers marked as such, and
+//! with `--explain` what each score is made of. The rendering is pure and unit-tested below.
 
 use tool_cli_protocol::methods::name;
-use tool_cli_protocol::search::SearchToolsResult;
+use tool_cli_protocol::search::{SearchHit, SearchToolsResult};
 
 use super::Output;
 use crate::args::search::SearchRequest;
@@ -13,23 +15,33 @@ use crate::error::Error;
 /// The most characters of a description shown on a hit's line.
 const DESCRIPTION_CHARS: usize = 100;
 
+/// Two hits whose scores differ by less than this are a tie: the ranking cannot tell them
+/// apart, and the reader should choose (scores are about 1 for a good match).
+const TIE: f32 = 0.01;
+
 pub(super) async fn search(
     client: &mut Client,
     output: &mut Output<'_>,
     request: SearchRequest,
 ) -> Result<(), Error> {
-    let params = serde_json::to_value(&request.params)
+    let mut params = request.params.clone();
+    // The schemas say which parameters the best tool requires, for the call on the first line.
+    if !output.json {
+        params.include_schema = true;
+    }
+    let params = serde_json::to_value(&params)
         .map_err(|error| Error::Other(format!("cannot encode the params: {error}")))?;
     let result = client.call(name::SEARCH_TOOLS, Some(params)).await?;
     if output.json {
         return output.emit_json(&result);
     }
     let found: SearchToolsResult = parse_result(name::SEARCH_TOOLS, result)?;
-    output.emit_text(&render(&request.params.query, &found))
+    output.emit_text(&render(&request.params.query, &found, request.explain))
 }
 
-/// The hits, one per line, and the commands that use the best one.
-pub(crate) fn render(query: &str, found: &SearchToolsResult) -> String {
+/// The call to make, the hits one per line (ties and near-duplicates marked), and with
+/// `explain` the parts of each score.
+pub(crate) fn render(query: &str, found: &SearchToolsResult, explain: bool) -> String {
     let Some(best) = found.results.first() else {
         return format!(
             "no tool matches {query:?} among the {} tools this token can see; try other words, \
@@ -37,25 +49,92 @@ pub(crate) fn render(query: &str, found: &SearchToolsResult) -> String {
             found.catalog_size
         );
     };
-    let mut text = String::new();
+    let mut text = call_line(best);
+    text.push('\n');
     for (rank, hit) in found.results.iter().enumerate() {
         let description = one_line(&hit.description);
         let separator = if description.is_empty() { "" } else { " — " };
         text.push_str(&format!(
-            "{:>3}  {:>5.3}  {} {}{separator}{description}\n",
+            "{:>3}  {:>5.3}  {} {}{separator}{description}{}\n",
             rank + 1,
             hit.score,
             shell_word(&hit.server),
             shell_word(&hit.tool),
+            relation_note(&found.results, rank),
+        ));
+        if explain {
+            let why = &hit.why;
+            text.push_str(&format!(
+                "            why: lexical {:.2}, semantic {:.2}, inertia {:.3}, reliability {:.3}, \
+                 latency {:.3}\n",
+                why.lexical, why.semantic, why.inertia, why.reliability, why.latency
+            ));
+        }
+    }
+    let ties: Vec<&SearchHit> = found
+        .results
+        .iter()
+        .skip(1)
+        .filter(|hit| best.score - hit.score < TIE)
+        .collect();
+    if !ties.is_empty() {
+        let others: Vec<String> = ties
+            .iter()
+            .map(|hit| format!("{}/{}", hit.server, hit.tool))
+            .collect();
+        text.push_str(&format!(
+            "\ntie: {}/{} and {} score the same; choose by the descriptions, or narrow with --server\n",
+            best.server,
+            best.tool,
+            others.join(", ")
         ));
     }
-    let (server, tool) = (shell_word(&best.server), shell_word(&best.tool));
-    text.push_str(&format!(
-        "\nbest: {}/{} — its schema: tool-cli {server} {tool}; call it: tool-cli {server} {tool} \
-         '{{...}}'",
-        best.server, best.tool
-    ));
+    text.truncate(text.trim_end().len());
     text
+}
+
+/// The command that calls `hit`: `tool-cli SERVER TOOL` and `key=…` for each parameter its
+/// schema requires (in the schema's order), or `'{...}'` when the schema was not sent.
+fn call_line(hit: &SearchHit) -> String {
+    let mut line = format!(
+        "tool-cli {} {}",
+        shell_word(&hit.server),
+        shell_word(&hit.tool)
+    );
+    match &hit.input_schema {
+        Some(schema) => {
+            let required = schema
+                .get("required")
+                .and_then(|required| required.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|key| key.as_str());
+            for key in required {
+                line.push(' ');
+                line.push_str(&shell_word(&format!("{key}=…")));
+            }
+        }
+        None => line.push_str(" '{...}'"),
+    }
+    line
+}
+
+/// What a hit is to the hits above it: the same tool as an earlier hit on another server (a
+/// near-duplicate: same name, or same description), or a tie with the hit just above it.
+fn relation_note(hits: &[SearchHit], rank: usize) -> String {
+    let hit = &hits[rank];
+    if let Some(twin) = hits[..rank].iter().position(|other| {
+        other.server != hit.server
+            && (other.tool.eq_ignore_ascii_case(&hit.tool)
+                || (!hit.description.trim().is_empty()
+                    && one_line(&other.description) == one_line(&hit.description)))
+    }) {
+        return format!("  (same tool as {}, on another server)", twin + 1);
+    }
+    if rank > 0 && hits[rank - 1].score - hit.score < TIE {
+        return format!("  (tie with {})", rank);
+    }
+    String::new()
 }
 
 /// The first line of `text`, whitespace collapsed, cut at [`DESCRIPTION_CHARS`] characters.
@@ -103,25 +182,97 @@ mod tests {
     }
 
     #[test]
-    fn hits_are_ranked_lines_with_how_to_use_the_best() {
+    fn the_first_line_is_the_call_with_the_required_parameters_then_ranked_lines() {
+        let mut best = hit("fs", "read_text_file", "Read a file.\nMore detail.", 0.91);
+        best.input_schema = Some(serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "head": {"type": "number"}},
+            "required": ["path"]
+        }));
         let found = SearchToolsResult {
-            results: vec![
-                hit("fs", "read_text_file", "Read a file.\nMore detail.", 0.91),
-                hit("my server", "get", "", 0.5),
-            ],
+            results: vec![best, hit("my server", "get", "", 0.5)],
             catalog_size: 12,
             took_us: 40,
             semantic: Default::default(),
         };
-        let text = render("read a file", &found);
+        let text = render("read a file", &found, false);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "  1  0.910  fs read_text_file — Read a file.");
-        assert_eq!(lines[1], "  2  0.500  'my server' get");
+        assert_eq!(lines[0], "tool-cli fs read_text_file 'path=…'");
+        assert_eq!(lines[1], "  1  0.910  fs read_text_file — Read a file.");
+        assert_eq!(lines[2], "  2  0.500  'my server' get");
+        assert_eq!(lines.len(), 3, "{text}");
+        // Without the schema (an old daemon), the call takes the arguments as JSON.
+        let found = SearchToolsResult {
+            results: vec![hit("fs", "stat", "", 0.9)],
+            catalog_size: 1,
+            took_us: 1,
+            semantic: Default::default(),
+        };
         assert_eq!(
-            lines[3],
-            "best: fs/read_text_file — its schema: tool-cli fs read_text_file; call it: \
-             tool-cli fs read_text_file '{...}'"
+            render("x", &found, false).lines().next(),
+            Some("tool-cli fs stat '{...}'")
         );
+    }
+
+    #[test]
+    fn ties_and_near_duplicates_across_servers_are_marked() {
+        let found = SearchToolsResult {
+            results: vec![
+                hit("slack", "post_message", "Post a message to a channel", 0.95),
+                hit(
+                    "teams",
+                    "post_message",
+                    "Post a message to a Teams channel",
+                    0.948,
+                ),
+                hit("mirror", "send", "Post a message to a channel", 0.7),
+                hit("mail", "send_email", "Send an email", 0.695),
+            ],
+            catalog_size: 40,
+            took_us: 1,
+            semantic: Default::default(),
+        };
+        let text = render("post a message", &found, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[2].ends_with("(same tool as 1, on another server)"),
+            "{text}"
+        );
+        assert!(
+            lines[3].ends_with("(same tool as 1, on another server)"),
+            "{text}"
+        );
+        assert!(lines[4].ends_with("(tie with 3)"), "{text}");
+        assert!(
+            text.contains("tie: slack/post_message and teams/post_message score the same"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn explain_prints_why_under_each_hit() {
+        let mut first = hit("time", "get_current_time", "Now", 1.2);
+        first.why = SearchWhy {
+            lexical: 3.5,
+            semantic: 0.61,
+            inertia: 0.0,
+            reliability: 0.03,
+            latency: 0.02,
+        };
+        let found = SearchToolsResult {
+            results: vec![first],
+            catalog_size: 2,
+            took_us: 1,
+            semantic: Default::default(),
+        };
+        let text = render("time", &found, true);
+        assert!(
+            text.contains(
+                "why: lexical 3.50, semantic 0.61, inertia 0.000, reliability 0.030, latency 0.020"
+            ),
+            "{text}"
+        );
+        assert!(!render("time", &found, false).contains("why:"));
     }
 
     #[test]
@@ -132,7 +283,7 @@ mod tests {
             took_us: 1,
             semantic: Default::default(),
         };
-        let text = render("who are you", &found);
+        let text = render("who are you", &found, false);
         assert!(
             text.contains("no tool matches \"who are you\" among the 7 tools"),
             "{text}"

@@ -7,7 +7,8 @@ use super::*;
 use crate::args::{ArgsEnv, parse};
 use crate::error::exit;
 use crate::test_support::{
-    IdentityScript, TOKEN, bridge_info, endpoint, fake_daemon, fake_listener, result, rpc_error,
+    IdentityScript, TOKEN, bridge_info, endpoint, fake_daemon, fake_listener,
+    reference_bridge_info, result, rpc_error,
 };
 
 /// The client `tool-cli` makes for this invocation, for a daemon on `port`.
@@ -195,6 +196,28 @@ async fn health_on_an_older_daemon_says_so() {
     assert_eq!(stdout, "");
 }
 
+/// The issue: `health` against the reference bridge said "this daemon is older"; it is a 1.x
+/// bridge, which has no such method at any version.
+#[tokio::test]
+async fn health_on_a_reference_bridge_says_it_is_one() {
+    let answers = vec![
+        reference_bridge_info(),
+        rpc_error(-32601, "Method not found: health", json!(null)),
+    ];
+    let (outcome, stdout, _) = run_against(&["health"], answers).await;
+    let error = outcome.unwrap_err();
+    assert_eq!(error.exit_code(), exit::OTHER);
+    let message = error.to_string();
+    assert!(!message.contains("older"), "{message}");
+    assert!(
+        message.contains("@sammorrowdrums/tool-cli 0.6.0")
+            && message.contains("tool-cli 1.x bridge")
+            && message.contains("`health`"),
+        "{message}"
+    );
+    assert_eq!(stdout, "");
+}
+
 #[tokio::test]
 async fn degraded_result_still_prints_on_stdout() {
     let cached = json!({
@@ -234,7 +257,11 @@ async fn busy_and_circuit_open_exit_one_with_a_retry_hint() {
         let (outcome, stdout, _) = run_against(&["demo", "t", "{}"], answers).await;
         let error = outcome.unwrap_err();
         assert_eq!(error.exit_code(), exit::OTHER);
-        assert!(error.to_string().contains("retry in 100 ms"), "{error}");
+        let message = error.to_string();
+        assert!(
+            message.contains("retry in") && message.contains("100 ms"),
+            "{message}"
+        );
         assert_eq!(stdout, "");
     }
 }
@@ -390,7 +417,8 @@ async fn destructive_tool_without_yes_exits_nine() {
     assert_eq!(error.exit_code(), exit::FORBIDDEN);
     assert_eq!(
         error.to_string(),
-        "tool \"drop\" of server \"db\" is destructive; run it again with --yes to confirm"
+        "tool \"drop\" of server \"db\" is destructive; to run it, pass \"confirm\": true in \
+         callTool (tool-cli: --yes)"
     );
     assert_eq!(stdout, "");
 }

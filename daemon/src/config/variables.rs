@@ -1,6 +1,7 @@
 //! `${VAR}` in the config: a variable of the daemon's environment, with the shell's defaults
 //! (`${VAR:-default}` when unset or empty, `${VAR-default}` when unset) that Claude Code's
-//! `.mcp.json` uses, and `$$` for a literal `$`.
+//! `.mcp.json` uses, and `$$` for a literal `$`. The daemon's own `TOOL_CLI_*` variables are never
+//! substituted: `${TOOL_CLI_TOKEN}` would put the owner token on a server's command line.
 
 /// Replaces every `${VAR}` with the variable's value. An unset variable is an error rather than
 /// an empty string: an empty API key fails later, far from its cause. `${VAR:-default}` gives
@@ -32,6 +33,9 @@ pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<St
                      with letters, digits and '_', or ${{NAME:-default}}"
                 ));
             }
+            if name.starts_with(tool_cli_protocol::env::PREFIX) {
+                return Err(daemon_variable(name));
+            }
             match (env(name), default) {
                 (Some(value), Some(Default::IfUnsetOrEmpty(default))) if value.is_empty() => {
                     out.push_str(default);
@@ -55,6 +59,17 @@ pub fn substitute(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<St
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Why `${NAME}` of one of the daemon's own variables is refused.
+fn daemon_variable(name: &str) -> String {
+    format!(
+        "references ${{{name}}}: {prefix}* variables are the daemon's own (TOOL_CLI_TOKEN is its \
+         owner token) and are never substituted into the config, where they would reach a \
+         command line, a server's environment or its requests; remove it (a server that must \
+         call the daemon can be given a scoped token from `tool-cli token mint`)",
+        prefix = tool_cli_protocol::env::PREFIX
+    )
 }
 
 /// A default a reference gives, and when it applies.

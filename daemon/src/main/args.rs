@@ -71,15 +71,16 @@ pub(crate) struct Cli {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub(crate) shutdown_grace_ms: u64,
 
-    /// Largest message accepted from a stdio server, in bytes.
+    /// Largest message accepted from a stdio server, in bytes; a larger answer fails only its
+    /// own request (resultTooLarge), the server keeps serving.
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]
     pub(crate) max_message_bytes: usize,
 
     /// Largest result sent in one response, in bytes (the requests of a batch share it); by
     /// default the same as --max-message-bytes, so any result a server may send goes whole. A
-    /// larger callTool or readResource result is saved to a file in the runtime directory and
-    /// answered with a reference (read it with readSpilled); a larger answer to any other
-    /// method is refused with -32008.
+    /// larger callTool or readResource result (or callMany/callChain entry) is saved to a file
+    /// in the runtime directory and answered with a reference (read it with readSpilled); a
+    /// larger answer to any other method is refused with -32008.
     #[arg(long, value_name = "BYTES")]
     pub(crate) max_response_bytes: Option<usize>,
 

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tool_cli_daemon::import::{ClientKind, Os, Places, command};
+use tool_cli_daemon::config::import::{ClientKind, Os, Places, command};
 use tool_cli_protocol::env;
 
 use crate::{EXIT_CONFIG, fail};
@@ -43,12 +43,18 @@ pub(crate) fn run_import(
         target,
         write,
         places: Places {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            // Run by the user in a directory: that project's files are theirs to import.
+            project: Some(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
             xdg_config_home: std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from),
             app_data: std::env::var_os("APPDATA").map(PathBuf::from),
             os: Os::current(),
             home,
         },
+        // A new file keeps what the daemon serves without one (the demo server, run from this
+        // executable).
+        new_file_start: std::env::current_exe()
+            .ok()
+            .map(|self_exe| tool_cli_daemon::config::bundled_default_text(&self_exe)),
     };
     match command::run(&request) {
         Ok(report) => {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tool_cli_daemon::auth::Token;
-use tool_cli_daemon::orchestrator::Orchestrator;
 use tool_cli_daemon::pool::{Pool, ReadyWhen};
+use tool_cli_daemon::services::Services;
 use tool_cli_protocol::env;
 
 /// The longest `--ready-when all` waits for tool search's model to embed the catalog.
@@ -31,14 +31,14 @@ pub(crate) struct Announcement {
 /// endpoint already serves (requests for a server still connecting wait for it).
 pub(crate) async fn announce_when_ready(
     pool: Arc<Pool>,
-    orchestrator: Arc<Orchestrator>,
+    services: Arc<Services>,
     ready_when: ReadyWhen,
     announcement: Announcement,
 ) {
     pool.start_until(ready_when).await;
     // `all` also waits for tool search's model to embed the catalog (bounded), so a harness
     // that searches at once gets the model's ranking.
-    if ready_when == ReadyWhen::All && !orchestrator.search_ready(SEARCH_READY_TIMEOUT).await {
+    if ready_when == ReadyWhen::All && !services.search_ready(SEARCH_READY_TIMEOUT).await {
         tracing::warn!(
             seconds = SEARCH_READY_TIMEOUT.as_secs(),
             "the tool search model has not embedded every tool yet; ready anyway, searchTools \

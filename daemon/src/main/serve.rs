@@ -1,4 +1,4 @@
-//! Serving: the pool, the orchestrator and the endpoint built from a checked config, run until
+//! Serving: the pool, the services and the endpoint built from a checked config, run until
 //! a signal, then shut down in order (traces flushed, servers stopped, runtime file removed).
 
 use std::path::PathBuf;
@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use tool_cli_daemon::auth::{Token, TokenStore};
 use tool_cli_daemon::config;
-use tool_cli_daemon::manage::ServerManager;
-use tool_cli_daemon::orchestrator::{Orchestrator, OrchestratorOptions};
-use tool_cli_daemon::pipeline::CallObserver;
+use tool_cli_daemon::config::traces as trace_settings;
 use tool_cli_daemon::pool::{Pool, PoolOptions};
 use tool_cli_daemon::provider::ToolProvider;
+use tool_cli_daemon::redact::SharedSecrets;
 use tool_cli_daemon::runtime_file;
 use tool_cli_daemon::server::{Listener, ServeOptions};
+use tool_cli_daemon::services::{ServerManager, ServiceOptions, Services};
 use tool_cli_daemon::spill::SpillStore;
-use tool_cli_daemon::trace::{Traces, settings as trace_settings};
+use tool_cli_daemon::trace::Traces;
 use tool_cli_protocol::runtime::RuntimeFile;
 
 use crate::args::Cli;
@@ -37,6 +37,7 @@ pub(crate) async fn serve(
     listener: Listener,
     endpoint: Endpoint,
     self_exe: PathBuf,
+    secrets: SharedSecrets,
 ) -> ExitCode {
     let (host, port, socket) = match &endpoint {
         Endpoint::Tcp(local) => {
@@ -118,55 +119,49 @@ pub(crate) async fn serve(
             // Every stdio server runs under `tool-cli-daemon subreaper`, so that what it detaches
             // dies with it (see `subreaper.rs`).
             subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
-            state_dir: tool_cli_daemon::trace::settings::state_dir(&|name| {
-                std::env::var(name).ok()
-            }),
+            state_dir: tool_cli_daemon::config::state_dir(&|name| std::env::var(name).ok()),
             ..PoolOptions::default()
         },
     );
     let traces = traces.map(|settings| {
         tracing::info!(path = %settings.path.display(), verbose = settings.verbose, "tracing calls");
-        Traces::start(settings, tool_cli_daemon::redact::config_secrets(&config))
+        Traces::start(settings, tool_cli_daemon::config::config_secrets(&config))
     });
-    let mut orchestrator = Orchestrator::with_options(
+    let mut services = Services::builder(
         Arc::clone(&pool) as Arc<dyn ToolProvider>,
-        OrchestratorOptions {
-            agent: config.agent.clone(),
-            search: tool_cli_daemon::config_search::SearchSettings::resolve(
-                &config.search,
-                &|name| std::env::var(name).ok(),
-            ),
-            ..OrchestratorOptions::default()
-        },
-        traces
-            .iter()
-            .map(|traces| Arc::clone(traces) as Arc<dyn CallObserver>)
-            .collect(),
-    );
-    if let Some(traces) = &traces {
-        orchestrator = orchestrator.with_traces(Arc::clone(traces));
-    }
-    orchestrator = orchestrator.with_remote_auth(pool.remote_auth());
-    let orchestrator = Arc::new(orchestrator.with_manager(Arc::new(ServerManager::new(
+        Arc::new(TokenStore::new(token.clone())),
+    )
+    .options(ServiceOptions {
+        agent: config.agent.clone(),
+        search: tool_cli_daemon::config::search::SearchSettings::resolve(&config.search, &|name| {
+            std::env::var(name).ok()
+        }),
+        ..ServiceOptions::default()
+    })
+    .remote_auth(pool.remote_auth())
+    .secrets(secrets.clone())
+    .manager(Arc::new(ServerManager::new(
         Arc::clone(&pool),
         config.clone(),
         config_path,
         self_exe,
         Arc::new(|name: &str| std::env::var(name).ok()),
-    ))));
+        secrets,
+    )));
+    if let Some(traces) = &traces {
+        services = services.traces(Arc::clone(traces));
+    }
+    let services = services.build();
     // Installed before anything is announced, so a SIGHUP never finds its default action
     // (which would end the daemon).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
-    let reloader = tokio::spawn(signals::reload_on_hangup(
-        Arc::clone(&orchestrator),
-        hangups,
-    ));
+    let reloader = tokio::spawn(signals::reload_on_hangup(Arc::clone(&services), hangups));
 
     // Connect the servers while the endpoint already serves (requests for a server still
     // connecting wait for it); announce readiness once they have settled as --ready-when asks.
     let starter = tokio::spawn(ready::announce_when_ready(
         Arc::clone(&pool),
-        Arc::clone(&orchestrator),
+        Arc::clone(&services),
         cli.ready_when.for_pool(),
         Announcement {
             port,
@@ -179,8 +174,7 @@ pub(crate) async fn serve(
 
     let served = tool_cli_daemon::server::run(
         listener,
-        Arc::new(TokenStore::new(token)),
-        Arc::clone(&orchestrator),
+        Arc::clone(&services),
         signals::shutdown_signal(),
         ServeOptions {
             grace: Duration::from_millis(cli.shutdown_grace_ms),

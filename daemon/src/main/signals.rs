@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use tool_cli_daemon::orchestrator::Orchestrator;
+use tool_cli_daemon::services::Services;
 
 /// Reloads the config file on every SIGHUP; a file that does not load is logged and changes
 /// nothing.
 pub(crate) async fn reload_on_hangup(
-    orchestrator: Arc<Orchestrator>,
+    services: Arc<Services>,
     hangups: std::io::Result<tokio::signal::unix::Signal>,
 ) {
     let Ok(mut hangups) = hangups else {
@@ -16,7 +16,7 @@ pub(crate) async fn reload_on_hangup(
     };
     while hangups.recv().await.is_some() {
         tracing::info!("SIGHUP received: reloading the config");
-        match orchestrator.reload_config().await {
+        match services.reload_config().await {
             Ok(result) => {
                 for problem in &result.failed {
                     tracing::warn!(

@@ -10,8 +10,8 @@ use url::Url;
 use super::flow::{Grant, RegisteredClient};
 use super::store::{StoredTokens, TokenFiles};
 use super::{discovery, flow, login_hint, now_secs, step_up};
+use crate::config::remote::OAuthSettings;
 use crate::config::{ServerConfig, TransportConfig};
-use crate::remote_config::OAuthSettings;
 
 /// One remote server's OAuth state.
 pub(crate) struct ServerAuth {

@@ -3,7 +3,7 @@
 
 use super::server_auth::rfc3339;
 use super::*;
-use crate::remote_config::OAuthSettings;
+use crate::config::remote::OAuthSettings;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};

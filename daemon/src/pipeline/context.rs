@@ -1,6 +1,9 @@
-//! What travels with a call through every stage: who asked, which call it is, and its deadline.
+//! What travels with a call through every stage: who asked, which call it is, when it arrived,
+//! and where its events go. The pipeline makes the call's [`CallTicket`] from it, which is what
+//! the upstream sees of the caller.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -8,6 +11,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::auth::Grant;
+use crate::provider::{CallTicket, EventRelay, caller_key};
 
 /// A call's id: unique within the daemon's lifetime, shown in traces and on the tracing span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,7 +32,7 @@ impl fmt::Display for CallId {
 }
 
 /// Who is calling, and where this call sits among others.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CallContext {
     /// The caller's token and its scope.
     pub grant: Grant,
@@ -44,6 +48,24 @@ pub struct CallContext {
     pub session_id: Option<String>,
     /// When the request arrived: every wait of the call is bounded from here.
     pub arrived: Instant,
+    /// Where the call's progress, log messages and a server's questions go, when the caller
+    /// follows them (`progress: true`) or its timeout restarts on progress; its steps share it.
+    pub relay: Option<Arc<dyn EventRelay>>,
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("grant", &self.grant)
+            .field("call_id", &self.call_id)
+            .field("parent_call_id", &self.parent_call_id)
+            .field("depth", &self.depth)
+            .field("step", &self.step)
+            .field("session_id", &self.session_id)
+            .field("arrived", &self.arrived)
+            .field("relay", &self.relay.is_some())
+            .finish()
+    }
 }
 
 impl CallContext {
@@ -57,6 +79,17 @@ impl CallContext {
             step: None,
             session_id: None,
             arrived: Instant::now(),
+            relay: None,
+        }
+    }
+
+    /// The ticket of a request made for this call: its caller's key (token and session) and
+    /// its event relay.
+    pub fn ticket(&self) -> CallTicket {
+        CallTicket {
+            caller: Some(caller_key(&self.grant.token_id, self.session_id.as_deref()).into()),
+            relay: self.relay.clone(),
+            usage: None,
         }
     }
 
@@ -72,6 +105,7 @@ impl CallContext {
             step: Some(step),
             session_id: self.session_id.clone(),
             arrived: Instant::now(),
+            relay: self.relay.clone(),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! stage's job; this one only updates what protection needs (breakers, bulkhead, cache, the
 //! server's attempt statistics).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -18,10 +19,12 @@ use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
 
 use super::Slot;
+use super::answer::Degraded;
 use super::guards::Admissions;
 use super::plan::{CallPlan, circuit_open};
 use super::progress_timeout::{self, Bounded};
 use crate::error::Error;
+use crate::provider::{CallTicket, ResourceListKind};
 use crate::resilience::backoff::random_jitter;
 use crate::resilience::breaker::Outcome;
 use crate::resilience::cache::CacheKey;
@@ -35,11 +38,12 @@ pub(crate) struct CallOutcome {
     pub(crate) attempts: u32,
     /// Why the last retry happened, if one did.
     pub(crate) retry_reason: Option<String>,
-    /// A cached result was served instead: how old it was.
-    pub(crate) degraded: Option<Duration>,
+    /// A cached result was served instead: why, and how old it was.
+    pub(crate) degraded: Option<Degraded>,
 }
 
-/// An operation the execute stage can protect: a tool call or a resource read.
+/// An operation the execute stage can protect: a tool call, a resource read, a prompt, or a
+/// listing of resources or prompts; whatever is sent to a server goes through here.
 pub(crate) enum Operation<'a> {
     /// `tools/call`.
     CallTool {
@@ -53,6 +57,11 @@ pub(crate) enum Operation<'a> {
         name: &'a str,
         arguments: &'a Map<String, Value>,
     },
+    /// `resources/list` or `resources/templates/list`, every page (always safe to re-send):
+    /// the items as a JSON array.
+    ListResources { kind: ResourceListKind },
+    /// `prompts/list`, every page (always safe to re-send): the items as a JSON array.
+    ListPrompts,
 }
 
 impl Operation<'_> {
@@ -62,17 +71,54 @@ impl Operation<'_> {
             Operation::CallTool { tool, .. } => tool,
             Operation::ReadResource { .. } => "resources/read",
             Operation::GetPrompt { .. } => "prompts/get",
+            Operation::ListResources {
+                kind: ResourceListKind::Resources,
+            } => "resources/list",
+            Operation::ListResources {
+                kind: ResourceListKind::Templates,
+            } => "resources/templates/list",
+            Operation::ListPrompts => "prompts/list",
         }
     }
 }
 
-/// Carries out an unblocked plan.
-pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome {
+/// How long an operation may take: what a timeout reports, the deadline, and (for a timeout
+/// that progress restarts) the most the call may take in all.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// What a timeout error reports: the caller's whole timeout, not what was left of it for
+    /// one attempt. With `progress_resets_timeout`, an idle timeout each progress notification
+    /// of the call restarts ([`super::progress_timeout`]).
+    pub(crate) timeout: Duration,
+    /// When the operation must have ended, whatever it waits for.
+    pub(crate) deadline: Instant,
+    /// The most the call may take in all, when its timeout restarts on progress (the deadline
+    /// is then this from its arrival).
+    pub(crate) progress_resets_timeout: Option<Duration>,
+}
+
+impl Bounds {
+    /// Bounds of an operation whose timeout does not restart on progress.
+    pub(crate) fn fixed(timeout: Duration, deadline: Instant) -> Bounds {
+        Bounds {
+            timeout,
+            deadline,
+            progress_resets_timeout: None,
+        }
+    }
+}
+
+/// Carries out an unblocked plan for the caller `ticket` names.
+pub(crate) async fn execute(
+    plan: &CallPlan,
+    retry: &RetryPolicy,
+    ticket: &CallTicket,
+) -> CallOutcome {
     let slot = &plan.resolved.slot;
     let tool = &plan.resolved.tool;
     let cache_key = (slot.guards.cache.is_some() && tool.hints.cacheable()).then(|| {
         CacheKey::new(
-            crate::caller::current().as_deref().unwrap_or(""),
+            ticket.caller.as_deref().unwrap_or(""),
             &slot.upstream.info().name,
             tool.name(),
             &Value::Object(plan.arguments.clone()),
@@ -82,14 +128,18 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
         tool: tool.name(),
         arguments: &plan.arguments,
     };
+    let bounds = Bounds {
+        timeout: plan.timeout,
+        deadline: plan.deadline,
+        progress_resets_timeout: plan.progress_resets_timeout,
+    };
     let mut outcome = protected(
         slot,
         &operation,
         tool.hints.safe_to_resend(),
-        plan.timeout,
-        plan.deadline,
+        bounds,
         retry,
-        plan.progress_resets_timeout,
+        ticket,
     )
     .await;
 
@@ -109,18 +159,13 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
                 .lock()
                 .unwrap()
                 .get_fresh_with_age(&key, Instant::now());
-            if let Some((mut result, age)) = cached {
+            if let Some((result, age)) = cached {
                 tracing::warn!(%error, age_ms = age.as_millis() as u64, "serving a cached result");
-                super::set_meta(
-                    &mut result,
-                    tool_cli_protocol::meta::DEGRADED,
-                    serde_json::json!({
-                        "reason": error.wire_message(),
-                        "ageMs": age.as_millis() as u64,
-                    }),
-                );
+                outcome.degraded = Some(Degraded {
+                    reason: error.wire_message(),
+                    age,
+                });
                 outcome.result = Ok(result);
-                outcome.degraded = Some(age);
             }
         }
         Err(_) => {}
@@ -128,20 +173,21 @@ pub(crate) async fn execute(plan: &CallPlan, retry: &RetryPolicy) -> CallOutcome
     outcome
 }
 
-/// Runs one operation under the slot's bulkhead, breakers and retries, within `deadline`.
-/// `timeout` is what a timeout error reports (the caller's whole timeout, not what was left of
-/// it for one attempt). With `progress_resets_timeout` (the most the call may take in all,
-/// which `deadline` then is), `timeout` is an idle timeout that each progress notification of
-/// the call restarts ([`super::progress_timeout`]).
+/// Runs one operation under the slot's bulkhead, breakers and retries, within its `bounds`,
+/// for the caller `ticket` names.
 pub(crate) async fn protected(
     slot: &Slot,
     operation: &Operation<'_>,
     safe_to_resend: bool,
-    timeout: Duration,
-    deadline: Instant,
+    bounds: Bounds,
     retry: &RetryPolicy,
-    progress_resets_timeout: Option<Duration>,
+    ticket: &CallTicket,
 ) -> CallOutcome {
+    let Bounds {
+        timeout,
+        deadline,
+        progress_resets_timeout,
+    } = bounds;
     let server = &slot.upstream.info().name;
     let timed_out = || Error::timeout(server, operation.label(), timeout.as_millis() as u64);
     // One concurrency slot covers the call and its retries; waiting for it counts against the
@@ -182,15 +228,7 @@ pub(crate) async fn protected(
             }
             class
         },
-        |_attempt| {
-            attempt(
-                slot,
-                operation,
-                (timeout, deadline),
-                progress_resets_timeout,
-                &sent,
-            )
-        },
+        |_attempt| attempt(slot, operation, bounds, ticket, &sent),
         random_jitter,
     );
     // A little slack so an attempt's own timeout fires first and is recorded (breaker, stats,
@@ -250,10 +288,15 @@ fn not_sent(error: Error) -> CallOutcome {
 async fn attempt(
     slot: &Slot,
     operation: &Operation<'_>,
-    (timeout, deadline): (Duration, Instant),
-    progress_resets_timeout: Option<Duration>,
+    bounds: Bounds,
+    ticket: &CallTicket,
     sent: &AtomicU32,
 ) -> Result<Value, Error> {
+    let Bounds {
+        timeout,
+        deadline,
+        progress_resets_timeout,
+    } = bounds;
     let server = &slot.upstream.info().name;
     let label = operation.label();
     let timed_out = || Error::timeout(server, label, timeout.as_millis() as u64);
@@ -264,13 +307,12 @@ async fn attempt(
         .guards
         .admit(label, Instant::now())
         .map_err(|refused| {
-            let caller = crate::caller::current();
             let last_error = slot
                 .guards
                 .stats
                 .lock()
                 .unwrap()
-                .last_error_of(caller.as_deref());
+                .last_error_of(ticket.caller.as_deref());
             circuit_open(server, label, refused, last_error)
         })?;
     sent.fetch_add(1, Ordering::Relaxed);
@@ -282,16 +324,29 @@ async fn attempt(
         deadline,
         started,
         timeout,
+        caller: ticket.caller.clone(),
     };
     let call = async {
         match operation {
             Operation::CallTool { tool, arguments } => {
-                slot.upstream.call_tool(tool, arguments, deadline).await
+                slot.upstream
+                    .call_tool(tool, arguments, deadline, ticket)
+                    .await
             }
-            Operation::ReadResource { uri } => slot.upstream.read_resource(uri, deadline).await,
+            Operation::ReadResource { uri } => {
+                slot.upstream.read_resource(uri, deadline, ticket).await
+            }
             Operation::GetPrompt { name, arguments } => {
-                slot.upstream.get_prompt(name, arguments, deadline).await
+                slot.upstream
+                    .get_prompt(name, arguments, deadline, ticket)
+                    .await
             }
+            Operation::ListResources { kind } => slot
+                .upstream
+                .list_resources(*kind, deadline)
+                .await
+                .map(Value::Array),
+            Operation::ListPrompts => slot.upstream.list_prompts(deadline).await.map(Value::Array),
         }
     };
     // Report the caller's timeout, not what was left of it for this attempt; with a timeout
@@ -314,7 +369,7 @@ async fn attempt(
             Err(_) => Err(timed_out()),
         },
         Some(max_total) => {
-            let beats = crate::call_events::current().map(|log| log.progress_beats());
+            let beats = ticket.relay.as_ref().map(|relay| relay.progress_beats());
             match progress_timeout::bounded(call, timeout, deadline, beats).await {
                 Bounded::Done(result) => result,
                 Bounded::Idle => Err(timed_out()),
@@ -341,7 +396,7 @@ async fn attempt(
             slot.guards.stats.lock().unwrap().record(
                 started.elapsed(),
                 message,
-                crate::caller::current(),
+                ticket.caller.clone(),
             );
         }
         // The server answered (a result, an `isError` result or its own JSON-RPC error): it is
@@ -369,6 +424,8 @@ struct InFlight<'a> {
     deadline: Instant,
     started: Instant,
     timeout: Duration,
+    /// Whose attempt it is, for the statistics' last error.
+    caller: Option<Arc<str>>,
 }
 
 impl Drop for InFlight<'_> {
@@ -390,7 +447,7 @@ impl Drop for InFlight<'_> {
         self.slot.guards.stats.lock().unwrap().record(
             self.started.elapsed(),
             Some(message),
-            crate::caller::current(),
+            self.caller.take(),
         );
     }
 }
@@ -429,11 +486,6 @@ fn server_is_failing(error: &Error) -> bool {
                 | ErrorData::Busy { .. }
         )
     )
-}
-
-/// Whether the result is a tool's own error (`isError: true`).
-pub(crate) fn is_tool_error(result: &Value) -> bool {
-    result.get("isError").and_then(Value::as_bool) == Some(true)
 }
 
 /// When the outcome is recorded, for statistics.

@@ -10,13 +10,15 @@
 //!
 //! Each stage passes a plain value to the next (`resolve::Resolved`, `plan::CallPlan`,
 //! `execute::CallOutcome`, [`CallRecord`]), and a [`CallContext`] (grant, call id, session,
-//! arrival time) travels alongside. Deciding is separate from doing: `resolve` and `plan` have no
+//! arrival time, event relay) travels alongside. What the caller gets is a [`CallAnswer`]: the
+//! server's result with the typed facts of the call, or a dry run's verdict. Deciding is separate from doing: `resolve` and `plan` have no
 //! side effects, so a dry-run is the plan itself. The pipeline talks to servers only through the
 //! [`ToolProvider`] seam, so the stages are unit-tested over an in-memory provider.
 //!
 //! Invariant: nothing reaches an upstream except through `execute`, and `execute` only runs a
 //! plan that passed validation and policy (`plan.blocked` is `None`).
 
+mod answer;
 mod context;
 mod execute;
 mod guards;
@@ -33,23 +35,25 @@ mod stats;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::time::Instant;
 use tool_cli_protocol::ErrorData;
 use tracing::Instrument as _;
 
+pub use answer::{CallAnswer, CallFacts, Degraded, RanCall};
 pub use context::{CallContext, CallId, CallRequest};
 pub use record::{CallObserver, CallRecord, RecordedError, arguments_hash};
 
 use crate::error::Error;
 use crate::policy::Denial;
-use crate::provider::{ResourceListKind, ToolProvider, Upstream};
+use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
-use execute::{CallOutcome, Operation};
+use execute::{Bounds, CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
+pub(crate) use plan::{deadline as call_deadline, selection_info};
 pub(crate) use resolve::{
     RoutingFacts, listed, server as resolve_server, tool as resolve_tool, visible,
 };
@@ -160,10 +164,13 @@ impl Pipeline {
         &self.options
     }
 
-    /// Makes (or, with `dry_run`, explains) one tool call. The answer is the server's complete
-    /// `CallToolResult` with our `_meta` keys added, or a dry-run's
-    /// [`tool_cli_protocol::orchestration::DryRunResult`].
-    pub async fn call(&self, context: &CallContext, request: CallRequest) -> Result<Value, Error> {
+    /// Makes (or, with `dry_run`, explains) one tool call: the server's complete
+    /// `CallToolResult` and the facts of the call, or a dry run's verdict.
+    pub async fn call(
+        &self,
+        context: &CallContext,
+        request: CallRequest,
+    ) -> Result<CallAnswer, Error> {
         self.call_with(context, request, CallExtras::default())
             .await
     }
@@ -174,7 +181,7 @@ impl Pipeline {
         context: &CallContext,
         request: CallRequest,
         mut extras: CallExtras,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         let span = tracing::info_span!(
             "call",
             call_id = %context.call_id,
@@ -196,14 +203,15 @@ impl Pipeline {
             record.finished_at = SystemTime::now();
             record.latency = context.arrived.elapsed();
             match &answer {
-                Ok(result) => {
-                    record.success = if record.dry_run {
-                        result.get("wouldBlockBecause").is_none()
-                    } else {
-                        !execute::is_tool_error(result)
-                    };
+                Ok(answer) => {
+                    record.success = answer.succeeded();
                     if self.wants_payloads {
-                        record.result = Some(result.clone());
+                        record.result = Some(match answer {
+                            CallAnswer::Ran(ran) => ran.result.clone(),
+                            CallAnswer::DryRun(verdict) => {
+                                serde_json::to_value(verdict).unwrap_or_default()
+                            }
+                        });
                     }
                 }
                 Err(error) => {
@@ -229,7 +237,7 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         let Some(key) = request.idempotency_key.clone().filter(|_| !request.dry_run) else {
             return self.run(context, request, extras, record).await;
         };
@@ -243,10 +251,10 @@ impl Pipeline {
                 .idempotency
                 .begin(&context.grant.token_id, &key, &fingerprint)?
             {
-                Begin::Replay(stored) => return stored.replay(),
+                Begin::Replay(stored) => return stored.replay(&key),
                 Begin::Wait(done) => {
                     if let Some(stored) = idempotency::wait(done).await {
-                        return stored.replay();
+                        return stored.replay(&key);
                     }
                     // The first call stored nothing: this one runs (or waits for whoever does).
                 }
@@ -265,7 +273,7 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-    ) -> Result<Value, Error> {
+    ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
         let guard = extras.guard.or_else(|| {
@@ -286,12 +294,14 @@ impl Pipeline {
             return Err(plan::clone_error(refusal));
         }
         // A server that never connected has no catalog yet: wait for its first connection
-        // (within the call's time) rather than call its tools unknown.
-        let first_wait = request
-            .timeout
-            .unwrap_or(crate::config::DEFAULT_CALL_TIMEOUT);
-        wait_for_first_connections(&slots, &context.grant, server, context.arrived + first_wait)
-            .await?;
+        // (within the call's time, as it would be on that server) rather than call its tools
+        // unknown.
+        let bound = FirstWait {
+            arrived: context.arrived,
+            timeout: request.timeout,
+            progress_resets_timeout: request.progress_resets_timeout,
+        };
+        wait_for_first_connections(&slots, &context.grant, server, bound).await?;
 
         let mut routing = extras.routing;
         if let Some(hint) = &request.hint {
@@ -326,24 +336,23 @@ impl Pipeline {
             },
         );
         if request.dry_run {
-            return serde_json::to_value(plan.dry_run_result())
-                .map_err(|err| Error::internal(format!("encoding a dry-run result: {err}")));
+            return Ok(CallAnswer::DryRun(plan.dry_run_result()));
         }
         if let Some(blocked) = plan.blocked {
             return Err(blocked);
         }
-        // The server's sampling requests during the call are billed to it (`call_usage`).
-        let usage = Arc::new(crate::call_usage::CallUsage::default());
+        // The server's sampling requests during the call are billed to it.
+        let usage = Arc::new(UsageMeter::default());
+        let ticket = CallTicket {
+            usage: Some(Arc::clone(&usage)),
+            ..context.ticket()
+        };
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = crate::call_usage::metered(
-            Arc::clone(&usage),
-            execute::execute(&plan, &self.options.retry),
-        )
-        .await;
+        } = execute::execute(&plan, &self.options.retry, &ticket).await;
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -352,22 +361,21 @@ impl Pipeline {
         record.attempts = attempts;
         record.retry_reason = retry_reason;
         record.degraded = degraded.is_some();
-        let mut result = result?;
-        set_meta(
-            &mut result,
-            tool_cli_protocol::meta::ATTEMPTS,
-            attempts.into(),
-        );
-        if let Ok(selection) = serde_json::to_value(plan::selection_info(&plan.resolved.selection))
-        {
-            set_meta(&mut result, tool_cli_protocol::meta::SELECTION, selection);
-        }
-        set_meta(
-            &mut result,
-            tool_cli_protocol::meta::CALL_ID,
-            context.call_id.to_string().into(),
-        );
-        Ok(result)
+        let result = result?;
+        let is_error = answer::is_tool_error(&result);
+        Ok(CallAnswer::Ran(RanCall {
+            result,
+            facts: CallFacts {
+                server: plan.resolved.slot.upstream.info().name.clone(),
+                selection: plan.resolved.selection,
+                attempts,
+                is_error,
+                degraded,
+                call_id: context.call_id,
+                replayed: false,
+            },
+            alternatives: None,
+        }))
     }
 
     /// Tells every observer of something done on a call's behalf that is not a tool call (an
@@ -442,10 +450,9 @@ impl Pipeline {
             slot,
             &Operation::ReadResource { uri },
             true,
-            timeout,
-            context.arrived + timeout,
+            Bounds::fixed(timeout, context.arrived + timeout),
             &self.options.retry,
-            None,
+            &context.ticket(),
         )
         .await;
         outcome.result
@@ -468,9 +475,17 @@ impl Pipeline {
         if !context.grant.scope.permits_any_resource(&name) {
             return Ok((name, Vec::new()));
         }
-        let items = tokio::time::timeout_at(deadline, slot.upstream.list_resources(kind, deadline))
-            .await
-            .map_err(|_| Error::timeout(&name, list_label(kind), timeout.as_millis() as u64))??;
+        // Through the same protection as a call: a slot, the breakers, retries, statistics.
+        let outcome = execute::protected(
+            slot,
+            &Operation::ListResources { kind },
+            true,
+            Bounds::fixed(timeout, deadline),
+            &self.options.retry,
+            &CallTicket::default(),
+        )
+        .await;
+        let items = listed_items(outcome.result?);
         let items = match kind {
             ResourceListKind::Resources => items
                 .into_iter()
@@ -514,10 +529,11 @@ impl Pipeline {
     }
 }
 
-fn list_label(kind: ResourceListKind) -> &'static str {
-    match kind {
-        ResourceListKind::Resources => "resources/list",
-        ResourceListKind::Templates => "resources/templates/list",
+/// The items of a listing that went through [`execute::protected`] (as a JSON array).
+fn listed_items(listing: Value) -> Vec<Value> {
+    match listing {
+        Value::Array(items) => items,
+        _ => Vec::new(),
     }
 }
 
@@ -545,16 +561,36 @@ fn check_resource(grant: &crate::auth::Grant, server: &str, uri: &str) -> Result
     .into())
 }
 
-/// Waits (until `deadline` at most) for servers whose tools are not known yet. A named server
-/// that never connected must connect first: if it cannot, the call fails with why (it is
-/// unavailable), not with an unknown tool. A routed call waits only for servers making their first
-/// connection right now, and routes among whoever is known. A server that has connected once
-/// keeps its last catalog while it restarts, so it is never waited for here.
+/// What bounds a call's wait for a server's first connection: the deadline the call would have
+/// on that server (`plan::deadline`), never more.
+struct FirstWait {
+    arrived: Instant,
+    timeout: Option<Duration>,
+    progress_resets_timeout: Option<Duration>,
+}
+
+impl FirstWait {
+    fn deadline(&self, slot: &Slot) -> Instant {
+        plan::deadline(
+            self.arrived,
+            self.timeout,
+            self.progress_resets_timeout,
+            slot.upstream.info().settings.call_timeout,
+        )
+    }
+}
+
+/// Waits (until the call's deadline on each server at most) for servers whose tools are not
+/// known yet. A named server that never connected must connect first: if it cannot, the call
+/// fails with why (it is unavailable), not with an unknown tool. A routed call waits only for
+/// servers making their first connection right now, and routes among whoever is known. A server
+/// that has connected once keeps its last catalog while it restarts, so it is never waited for
+/// here.
 async fn wait_for_first_connections(
     slots: &[Arc<Slot>],
     grant: &crate::auth::Grant,
     server: Option<&str>,
-    deadline: Instant,
+    bound: FirstWait,
 ) -> Result<(), Error> {
     use tool_cli_protocol::methods::ServerState;
     if let Some(name) = server {
@@ -563,7 +599,7 @@ async fn wait_for_first_connections(
             && let Some(slot) = slots.iter().find(|slot| slot.upstream.info().name == name)
             && slot.upstream.catalog().is_empty()
         {
-            slot.upstream.wait_ready(deadline).await?;
+            slot.upstream.wait_ready(bound.deadline(slot)).await?;
         }
         return Ok(());
     }
@@ -574,25 +610,12 @@ async fn wait_for_first_connections(
                 && slot.upstream.catalog().is_empty()
                 && slot.upstream.status().state == ServerState::Connecting
         })
-        .map(|slot| slot.upstream.wait_ready(deadline))
+        .map(|slot| slot.upstream.wait_ready(bound.deadline(slot)))
         .collect();
     for wait in connecting {
         let _ = wait.await;
     }
     Ok(())
-}
-
-/// Sets `_meta[key]` on a result object, creating `_meta` when absent.
-pub(crate) fn set_meta(result: &mut Value, key: &str, value: Value) {
-    let Some(object) = result.as_object_mut() else {
-        return;
-    };
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(key.to_owned(), value);
-    }
 }
 
 /// A timeout given in milliseconds by a caller: positive, clamped to the protocol's maximum.
@@ -612,4 +635,4 @@ pub fn caller_timeout(method: &str, timeout_ms: Option<u64>) -> Result<Option<Du
 #[cfg(test)]
 mod golden;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

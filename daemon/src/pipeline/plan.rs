@@ -62,15 +62,28 @@ pub(crate) struct PlanInput<'a> {
     pub(crate) guard: Option<Error>,
 }
 
+/// When a call that arrived at `arrived` must be answered by on a server whose call timeout is
+/// `server_timeout`: arrival plus the caller's timeout, else the server's (with
+/// `resetTimeoutOnProgress`, plus the most it may take in all).
+pub(crate) fn deadline(
+    arrived: Instant,
+    timeout: Option<Duration>,
+    progress_resets_timeout: Option<Duration>,
+    server_timeout: Duration,
+) -> Instant {
+    arrived + progress_resets_timeout.unwrap_or(timeout.unwrap_or(server_timeout))
+}
+
 /// Decides a call.
 pub(crate) fn plan(resolved: Resolved, input: PlanInput<'_>) -> CallPlan {
     let info = resolved.slot.upstream.info();
     let timeout = input.timeout.unwrap_or(info.settings.call_timeout);
-    let deadline = input.arrived
-        + match input.progress_resets_timeout {
-            Some(max_total) => max_total,
-            None => timeout,
-        };
+    let deadline = deadline(
+        input.arrived,
+        input.timeout,
+        input.progress_resets_timeout,
+        info.settings.call_timeout,
+    );
     let blocked = check(&resolved, &input).err();
     CallPlan {
         resolved,
@@ -143,7 +156,7 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
                 server: info.name.clone(),
                 in_flight,
                 queued,
-                retry_after_ms: guards.bulkhead.mean_hold().as_millis() as u64,
+                retry_after_ms: guards.bulkhead.hold_estimate().as_millis() as u64,
             }
             .into());
         }

@@ -5,10 +5,10 @@
 //! and at most the protocol's maximum), which still bounds every wait, so every accepted request
 //! gets one answer by then.
 //!
-//! The notifications reach the call through its events buffer ([`crate::call_events`]), whose
-//! progress counter [`bounded`] watches: the RPC layer gives such a call a buffer even without a
-//! `progressId` (an unlisted one no poller can read). Log messages do not restart the timeout:
-//! they name no request.
+//! The notifications reach the call through its event relay (its ticket's
+//! [`crate::provider::EventRelay`]), whose progress counter [`bounded`] watches: the calls service
+//! gives such a call a buffer even without a `progressId` (an unlisted one no poller can read).
+//! Log messages do not restart the timeout: they name no request.
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Prompts: `listPrompts` and `getPrompt`, scoped by the grant like resources.
 //!
-//! A prompt is rendered through the same protection as a tool call (bulkhead, breakers,
-//! retries) after three checks that send nothing to the server's `prompts/get`: the grant's
+//! A prompt is listed and rendered through the same protection as a tool call (bulkhead,
+//! breakers, retries, statistics) after three checks that send nothing to the server's `prompts/get`: the grant's
 //! prompt scope, that the prompt exists (with "did you mean"), and that every required
 //! argument is given and every given one is declared. The checks are pure
 //! ([`check_arguments`]) and unit-tested; the prompt's declaration comes from `prompts/list`.
@@ -13,11 +13,13 @@ use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{ListPromptsResult, ServerPrompt, UnavailableServer, name};
 
-use super::execute::{self, Operation};
-use super::{Pipeline, Slot, resolve_server};
+use super::execute::{self, Bounds, Operation};
+use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::auth::Grant;
 use crate::error::Error;
 use crate::policy::Denial;
+use crate::provider::CallTicket;
+use crate::resilience::retry::RetryPolicy;
 
 /// How many close names an unknown-prompt error suggests.
 const SUGGESTIONS: usize = 3;
@@ -28,10 +30,10 @@ impl Pipeline {
     /// servers; asked by name, its error is the answer.
     pub async fn list_prompts(
         &self,
-        grant: &Grant,
-        arrived: tokio::time::Instant,
+        context: &CallContext,
         server: Option<&str>,
     ) -> Result<ListPromptsResult, Error> {
+        let (grant, arrived) = (&context.grant, context.arrived);
         let slots = self.slots();
         let chosen: Vec<&std::sync::Arc<Slot>> = match server {
             Some(server) => vec![resolve_server(&slots, server, grant, None)?],
@@ -45,7 +47,7 @@ impl Pipeline {
             if !grant.scope.permits_any_prompt(&name) {
                 return (name, Ok(Vec::new()));
             }
-            let listed = list_of(slot, arrived).await;
+            let listed = list_of(slot, arrived, &self.options.retry).await;
             (name, listed)
         });
         let mut result = ListPromptsResult {
@@ -79,16 +81,16 @@ impl Pipeline {
     /// Renders prompt `prompt` of `server` with `arguments`: the complete `GetPromptResult`.
     pub async fn get_prompt(
         &self,
-        grant: &Grant,
-        arrived: tokio::time::Instant,
+        context: &CallContext,
         server: &str,
         prompt: &str,
         arguments: &BTreeMap<String, String>,
     ) -> Result<Value, Error> {
+        let (grant, arrived) = (&context.grant, context.arrived);
         let slots = self.slots();
         let slot = resolve_server(&slots, server, grant, None)?;
         check_prompt_scope(grant, server, prompt)?;
-        let declared = list_of(slot, arrived).await?;
+        let declared = list_of(slot, arrived, &self.options.retry).await?;
         let Some(declaration) = declared
             .iter()
             .find(|item| prompt_name(item) == Some(prompt))
@@ -109,28 +111,38 @@ impl Pipeline {
                 arguments: &arguments,
             },
             true,
-            timeout,
-            arrived + timeout,
+            Bounds::fixed(timeout, arrived + timeout),
             &self.options.retry,
-            None,
+            &context.ticket(),
         )
         .await;
         outcome.result
     }
 }
 
-/// Every prompt a server declares, within its call timeout.
-async fn list_of(slot: &Slot, arrived: tokio::time::Instant) -> Result<Vec<Value>, Error> {
-    let info = slot.upstream.info();
-    let timeout = info.settings.call_timeout;
+/// Every prompt a server declares, within its call timeout, through the same protection as a
+/// call (a slot, the breakers, retries, statistics).
+async fn list_of(
+    slot: &Slot,
+    arrived: tokio::time::Instant,
+    retry: &RetryPolicy,
+) -> Result<Vec<Value>, Error> {
+    let timeout = slot.upstream.info().settings.call_timeout;
     let deadline = arrived + timeout;
     slot.upstream.wait_ready(deadline).await?;
     if !slot.upstream.supports_prompts() {
         return Ok(Vec::new());
     }
-    tokio::time::timeout_at(deadline, slot.upstream.list_prompts(deadline))
-        .await
-        .map_err(|_| Error::timeout(&info.name, "prompts/list", timeout.as_millis() as u64))?
+    let outcome = execute::protected(
+        slot,
+        &Operation::ListPrompts,
+        true,
+        Bounds::fixed(timeout, deadline),
+        retry,
+        &CallTicket::default(),
+    )
+    .await;
+    Ok(super::listed_items(outcome.result?))
 }
 
 fn prompt_name(prompt: &Value) -> Option<&str> {

@@ -14,11 +14,11 @@ use super::*;
 use crate::auth::Grant;
 use crate::catalog::Catalog;
 use crate::policy::{Scope, ServerPolicy};
-use crate::provider::{BoxFuture, ServerInfo, ServerSettings, Upstream};
+use crate::provider::{BoxFuture, CallTicket, ServerInfo, ServerSettings, Upstream};
 
 /// What a fake tool does when called.
 #[derive(Clone, Copy)]
-pub(super) enum Behaviour {
+pub(crate) enum Behaviour {
     /// Answers `{"content": [{"type": "text", "text": <arguments>}]}`.
     Echo,
     /// Answers an `isError` result.
@@ -29,23 +29,37 @@ pub(super) enum Behaviour {
     Crash,
     /// Crashes on the first call, answers afterwards.
     CrashOnce,
+    /// Answers a text block of this many bytes.
+    Big(usize),
+    /// Asks for sampling while it runs (100 tokens in, 20 out, $0.01, billed to the call's
+    /// meter), tells its progress to the call's relay, then answers as `Echo`.
+    Samples,
 }
 
 /// An in-memory server: a catalog and a behaviour per tool, counting what reaches it.
-pub(super) struct FakeServer {
+pub(crate) struct FakeServer {
     info: ServerInfo,
     catalog: Arc<Catalog>,
     behaviours: Vec<(String, Behaviour)>,
     calls: AtomicU32,
     received: Mutex<Vec<(String, Map<String, Value>)>>,
+    /// The ticket of every call, in order.
+    pub(crate) tickets: Mutex<Vec<CallTicket>>,
+    /// The deadline of every call and every wait for a connection, in order.
+    pub(crate) deadlines: Mutex<Vec<Instant>>,
+    /// Never connects: waits for it last until their deadline, then fail.
+    never_connects: bool,
+    /// Its resource listings fail as if it had exited.
+    listings_fail: bool,
+    listings: AtomicU32,
 }
 
 impl FakeServer {
-    fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
+    pub(crate) fn new(name: &str, tools: Vec<(Value, Behaviour)>) -> FakeServer {
         FakeServer::with_settings(name, tools, ServerSettings::default(), Vec::new())
     }
 
-    pub(super) fn with_settings(
+    pub(crate) fn with_settings(
         name: &str,
         tools: Vec<(Value, Behaviour)>,
         settings: ServerSettings,
@@ -67,10 +81,31 @@ impl FakeServer {
             behaviours,
             calls: AtomicU32::new(0),
             received: Mutex::new(Vec::new()),
+            tickets: Mutex::new(Vec::new()),
+            deadlines: Mutex::new(Vec::new()),
+            never_connects: false,
+            listings_fail: false,
+            listings: AtomicU32::new(0),
         }
     }
 
-    fn calls(&self) -> u32 {
+    /// A server still making its first connection, which never succeeds.
+    pub(crate) fn never_connecting(name: &str, settings: ServerSettings) -> FakeServer {
+        FakeServer {
+            never_connects: true,
+            ..FakeServer::with_settings(name, Vec::new(), settings, Vec::new())
+        }
+    }
+
+    /// A server with resources whose listings fail as if it had exited.
+    pub(crate) fn failing_listings(name: &str) -> FakeServer {
+        FakeServer {
+            listings_fail: true,
+            ..FakeServer::new(name, Vec::new())
+        }
+    }
+
+    pub(crate) fn calls(&self) -> u32 {
         self.calls.load(Ordering::SeqCst)
     }
 }
@@ -84,13 +119,67 @@ impl Upstream for FakeServer {
         Arc::clone(&self.catalog)
     }
 
+    fn status(&self) -> crate::provider::UpstreamStatus {
+        let mut status = crate::provider::UpstreamStatus::ready();
+        if self.never_connects {
+            status.state = tool_cli_protocol::methods::ServerState::Connecting;
+        }
+        status
+    }
+
+    fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
+        self.deadlines.lock().unwrap().push(deadline);
+        let server = self.info.name.clone();
+        let never = self.never_connects;
+        Box::pin(async move {
+            if !never {
+                return Ok(());
+            }
+            tokio::time::sleep_until(deadline).await;
+            Err(ErrorData::ServerUnavailable {
+                server,
+                state: "connecting".into(),
+                last_error: None,
+            }
+            .into())
+        })
+    }
+
+    fn supports_resources(&self) -> bool {
+        self.listings_fail
+    }
+
+    fn list_resources(
+        &self,
+        _kind: crate::provider::ResourceListKind,
+        _deadline: Instant,
+    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        let server = self.info.name.clone();
+        let fail = self.listings_fail;
+        Box::pin(async move {
+            if fail {
+                return Err(ErrorData::ServerExited {
+                    server,
+                    exit: "exit code 1".into(),
+                    stderr_tail: Vec::new(),
+                }
+                .into());
+            }
+            Ok(Vec::new())
+        })
+    }
+
     fn call_tool<'a>(
         &'a self,
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         let count = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        self.tickets.lock().unwrap().push(ticket.clone());
+        self.deadlines.lock().unwrap().push(deadline);
         self.received
             .lock()
             .unwrap()
@@ -127,12 +216,25 @@ impl Upstream for FakeServer {
                 Behaviour::CrashOnce => {
                     Ok(json!({"content": [], "structuredContent": {"ok": true}}))
                 }
+                Behaviour::Big(bytes) => Ok(json!({
+                    "content": [{"type": "text", "text": "b".repeat(bytes)}]
+                })),
+                Behaviour::Samples => {
+                    if let Some(usage) = &ticket.usage {
+                        usage.add(100, 20, Some(0.01));
+                    }
+                    if let Some(relay) = &ticket.relay {
+                        let event = json!({"type": "progress", "progress": 1});
+                        relay.push(event.as_object().unwrap().clone());
+                    }
+                    Ok(json!({"content": [{"type": "text", "text": "sampled"}]}))
+                }
             }
         })
     }
 }
 
-pub(super) struct FakeProvider(pub(super) Vec<Arc<FakeServer>>);
+pub(crate) struct FakeProvider(pub(crate) Vec<Arc<FakeServer>>);
 
 impl ToolProvider for FakeProvider {
     fn servers(&self) -> Vec<Arc<dyn Upstream>> {
@@ -153,7 +255,7 @@ impl CallObserver for Recorder {
     }
 }
 
-fn tool(name: &str, schema: Value, annotations: Value) -> Value {
+pub(crate) fn tool(name: &str, schema: Value, annotations: Value) -> Value {
     json!({"name": name, "description": format!("the {name} tool"), "inputSchema": schema,
            "annotations": annotations})
 }
@@ -162,7 +264,7 @@ fn object_schema() -> Value {
     json!({"type": "object"})
 }
 
-pub(super) fn owner() -> Grant {
+pub(crate) fn owner() -> Grant {
     Grant {
         token_id: "owner".into(),
         is_owner: true,
@@ -198,6 +300,27 @@ fn pipeline(servers: Vec<Arc<FakeServer>>) -> (Pipeline, Arc<Recorder>) {
     (pipeline, recorder)
 }
 
+/// The answer of a call that ran (a dry run's is a test failure).
+fn ran(answer: CallAnswer) -> RanCall {
+    match answer {
+        CallAnswer::Ran(ran) => ran,
+        CallAnswer::DryRun(verdict) => panic!("a dry run's verdict: {verdict:?}"),
+    }
+}
+
+/// A dry run's verdict as it goes on the wire.
+fn verdict(answer: CallAnswer) -> Value {
+    match answer {
+        CallAnswer::DryRun(verdict) => serde_json::to_value(verdict).unwrap(),
+        CallAnswer::Ran(ran) => panic!("a call that ran: {ran:?}"),
+    }
+}
+
+/// The selection of a call that ran, as it goes on the wire.
+fn selection(answer: CallAnswer) -> Value {
+    serde_json::to_value(selection_info(&ran(answer).facts.selection)).unwrap()
+}
+
 fn request(server: Option<&str>, tool: &str, arguments: Value) -> CallRequest {
     CallRequest {
         server: server.map(str::to_owned),
@@ -223,13 +346,12 @@ async fn a_named_call_runs_every_stage_and_is_recorded_once() {
         .call(&context, request(Some("demo"), "echo", json!({"a": 1})))
         .await
         .unwrap();
-    assert_eq!(result["content"][0]["text"], r#"{"a":1}"#);
-    assert_eq!(result["_meta"]["tool-cli/attempts"], 1);
-    assert_eq!(result["_meta"]["tool-cli/selection"]["rule"], "named");
-    assert_eq!(
-        result["_meta"]["tool-cli/callId"],
-        context.call_id.to_string()
-    );
+    let ran = ran(result);
+    assert_eq!(ran.result["content"][0]["text"], r#"{"a":1}"#);
+    assert_eq!(ran.facts.attempts, 1);
+    assert_eq!(ran.facts.selection.rule.as_str(), "named");
+    assert_eq!(ran.facts.call_id, context.call_id);
+    assert!(!ran.facts.is_error && !ran.facts.replayed && ran.facts.degraded.is_none());
     let records = recorder.0.lock().unwrap();
     assert_eq!(records.len(), 1);
     let record = &records[0];
@@ -290,7 +412,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     let context = CallContext::new(owner());
     let mut dry = request(Some("demo"), "count", json!({"n": 3}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(answer["executed"], false);
     assert_eq!(answer["server"], "demo");
     assert_eq!(answer["arguments"], json!({"n": 3}));
@@ -300,7 +422,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     // A destructive tool is explained without confirmation; the answer says what is missing.
     let mut dry = request(Some("demo"), "drop", json!({}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(
         answer["wouldBlockBecause"]["data"]["kind"],
         "confirmationRequired"
@@ -308,7 +430,7 @@ async fn a_dry_run_explains_without_contacting_the_server() {
     // So are arguments that would fail validation.
     let mut dry = request(Some("demo"), "count", json!({"n": "three"}));
     dry.dry_run = true;
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(
         answer["wouldBlockBecause"]["data"]["kind"],
         "invalidArguments"
@@ -383,9 +505,9 @@ async fn a_scoped_grant_learns_nothing_about_tools_outside_its_scope() {
         .call(&context, request(None, "echo", json!({})))
         .await
         .unwrap();
-    let selection = &result["_meta"]["tool-cli/selection"];
-    assert_eq!(selection["server"], "demo");
-    assert_eq!(selection["alternatives"], json!([]));
+    let chosen = &selection(result);
+    assert_eq!(chosen["server"], "demo");
+    assert_eq!(chosen["alternatives"], json!([]));
     assert_eq!(other.calls(), 0);
 }
 
@@ -447,11 +569,11 @@ async fn routing_uses_argument_types_then_priority() {
         )
         .await
         .unwrap();
-    let selection = &result["_meta"]["tool-cli/selection"];
-    assert_eq!(selection["server"], "github");
-    assert_eq!(selection["rule"], "argument-type");
+    let chosen = &selection(result);
+    assert_eq!(chosen["server"], "github");
+    assert_eq!(chosen["rule"], "argument-type");
     assert_eq!(
-        selection["alternatives"],
+        chosen["alternatives"],
         json!([{"server": "fs", "rejectedBy": "argument-type"}])
     );
     // Only fs accepts a bare path.
@@ -459,13 +581,13 @@ async fn routing_uses_argument_types_then_priority() {
         .call(&context, request(None, "read_file", json!({"path": "x"})))
         .await
         .unwrap();
-    assert_eq!(result["_meta"]["tool-cli/selection"]["server"], "fs");
+    assert_eq!(selection(result)["server"], "fs");
     // Neither accepts an empty object: priority decides (github has 5).
     let dry = CallRequest {
         dry_run: true,
         ..request(None, "read_file", json!({}))
     };
-    let answer = pipeline.call(&context, dry).await.unwrap();
+    let answer = verdict(pipeline.call(&context, dry).await.unwrap());
     assert_eq!(answer["selection"]["rule"], "priority");
     assert_eq!(answer["selection"]["server"], "github");
     // A hint naming a tag decides before anything else.
@@ -500,7 +622,7 @@ async fn a_read_only_call_cut_by_a_crash_is_retried_and_a_write_is_not() {
         .call(&context, request(Some("demo"), "read", json!({})))
         .await
         .unwrap();
-    assert_eq!(result["_meta"]["tool-cli/attempts"], 2);
+    assert_eq!(ran(result).facts.attempts, 2);
     let error = pipeline
         .call(&context, request(Some("demo"), "write", json!({})))
         .await
@@ -611,7 +733,9 @@ async fn a_tool_error_result_is_a_result_and_counts_as_unsuccessful() {
         )
         .await
         .unwrap();
-    assert_eq!(result["isError"], true);
+    let ran = ran(result);
+    assert_eq!(ran.result["isError"], true);
+    assert!(ran.facts.is_error);
     let records = recorder.0.lock().unwrap();
     assert!(records[0].executed && !records[0].success && records[0].error.is_none());
 }
@@ -675,11 +799,9 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     for _ in 0..5 {
         let mut slow = request(Some("demo"), "slow", json!({}));
         slow.timeout = Some(Duration::from_millis(100));
-        let context = CallContext::new(owner());
-        let call = pipeline.call(&context, slow);
-        let error = crate::caller::with_caller("c-alice".into(), call)
-            .await
-            .unwrap_err();
+        let mut context = CallContext::new(owner());
+        context.session_id = Some("alice".into());
+        let error = pipeline.call(&context, slow).await.unwrap_err();
         assert_eq!(kind(&error), "timeout");
     }
     let last_error = |error: &Error| match error.data() {
@@ -690,21 +812,171 @@ async fn repeated_timeouts_of_a_read_only_tool_open_the_servers_breaker() {
     let echo_as = |caller: &'static str| {
         let pipeline = &pipeline;
         async move {
-            let context = CallContext::new(owner());
+            let mut context = CallContext::new(owner());
+            context.session_id = Some(caller.into());
             let call = pipeline.call(&context, request(Some("demo"), "echo", json!({})));
-            let error = crate::caller::with_caller(caller.into(), call)
-                .await
-                .unwrap_err();
+            let error = call.await.unwrap_err();
             assert_eq!(kind(&error), "circuitOpen", "{error}");
             error
         }
     };
     // The caller whose calls timed out is told why the breaker opened.
-    let error = echo_as("c-alice").await;
+    let error = echo_as("alice").await;
     let why = last_error(&error).expect("the failing caller sees the last error");
     assert!(why.contains("demo/slow did not answer"), "{why}");
     // Another caller is refused too, without another caller's failure (it names a tool that
     // caller may not be allowed to see).
-    let error = echo_as("c-bob").await;
+    let error = echo_as("bob").await;
     assert_eq!(last_error(&error), None, "{error}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_wait_for_a_first_connection_ends_with_the_calls_deadline_on_that_server() {
+    let settings = |seconds| ServerSettings {
+        call_timeout: Duration::from_secs(seconds),
+        ..ServerSettings::default()
+    };
+    let slow = Arc::new(FakeServer::never_connecting("slow", settings(5)));
+    let slower = Arc::new(FakeServer::never_connecting("slower", settings(7)));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&slow), Arc::clone(&slower)]);
+    // Named, with no timeout of the caller's: the server's own call timeout, not 60 s.
+    let context = CallContext::new(owner());
+    let error = pipeline
+        .call(&context, request(Some("slow"), "look", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "serverUnavailable");
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(5)]
+    );
+    // The caller's timeout when it gives one.
+    slow.deadlines.lock().unwrap().clear();
+    let context = CallContext::new(owner());
+    let mut timed = request(Some("slow"), "look", json!({}));
+    timed.timeout = Some(Duration::from_secs(2));
+    pipeline.call(&context, timed).await.unwrap_err();
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(2)]
+    );
+    // Routed: each server making its first connection is waited for up to its own.
+    slow.deadlines.lock().unwrap().clear();
+    let context = CallContext::new(owner());
+    let error = pipeline
+        .call(&context, request(None, "look", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(kind(&error), "unknownTool");
+    assert_eq!(
+        *slow.deadlines.lock().unwrap(),
+        [context.arrived + Duration::from_secs(5)]
+    );
+    assert_eq!(
+        slower.deadlines.lock().unwrap().last(),
+        Some(&(context.arrived + Duration::from_secs(7)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn resource_listings_take_the_servers_protection_like_calls() {
+    let broken = Arc::new(FakeServer::failing_listings("broken"));
+    let (pipeline, _) = pipeline(vec![Arc::clone(&broken)]);
+    let mut kinds = Vec::new();
+    let mut reached = Vec::new();
+    for _ in 0..8 {
+        let error = pipeline
+            .list_resources(
+                &CallContext::new(owner()),
+                "broken",
+                crate::provider::ResourceListKind::Resources,
+            )
+            .await
+            .unwrap_err();
+        kinds.push(kind(&error));
+        reached.push(broken.listings.load(Ordering::SeqCst));
+    }
+    // The failures (each retried: a listing is safe to re-send) opened the breaker, which then
+    // refused without asking the server.
+    assert_eq!(kinds.first(), Some(&"serverExited"), "{kinds:?}");
+    assert_eq!(kinds[2..], ["circuitOpen"; 6], "{kinds:?}");
+    assert_eq!(reached[0], 3, "{reached:?}");
+    assert!(
+        reached[2..].iter().all(|count| *count == reached[1]),
+        "nothing reached the server once it was open: {reached:?}"
+    );
+    let reached = reached[1];
+    // And they are counted in the server's statistics.
+    let slot = &pipeline.slots()[0];
+    assert_eq!(slot.guards.stats.lock().unwrap().calls, u64::from(reached));
+}
+
+/// What the pipeline hands the upstream with each call: the caller key of the context's token
+/// and session, the context's event relay, and a meter whose usage lands in the call's record.
+#[tokio::test]
+async fn a_calls_ticket_carries_its_caller_relay_and_meter_to_the_upstream() {
+    #[derive(Default)]
+    struct Events(Mutex<Vec<Map<String, Value>>>);
+    impl crate::provider::EventRelay for Events {
+        fn is_followed(&self) -> bool {
+            true
+        }
+        fn push(&self, event: Map<String, Value>) {
+            self.0.lock().unwrap().push(event);
+        }
+        fn ask(
+            &self,
+            _schema: Value,
+            _event: Map<String, Value>,
+        ) -> (
+            String,
+            tokio::sync::oneshot::Receiver<crate::provider::RelayedAnswer>,
+        ) {
+            unreachable!("no question is asked")
+        }
+        fn close_question(&self, _id: &str, _reason: &str) -> bool {
+            false
+        }
+        fn ended(&self) -> BoxFuture<'_, ()> {
+            Box::pin(std::future::pending())
+        }
+        fn progress_beats(&self) -> tokio::sync::watch::Receiver<u64> {
+            tokio::sync::watch::channel(0).1
+        }
+    }
+    let demo = Arc::new(FakeServer::new(
+        "demo",
+        vec![(
+            tool("ask", object_schema(), Value::Null),
+            Behaviour::Samples,
+        )],
+    ));
+    let (pipeline, records) = pipeline(vec![Arc::clone(&demo)]);
+    let events = Arc::new(Events::default());
+    let mut context = CallContext::new(owner());
+    context.session_id = Some("s1".into());
+    context.relay = Some(Arc::clone(&events) as Arc<dyn crate::provider::EventRelay>);
+    pipeline
+        .call(&context, request(Some("demo"), "ask", json!({})))
+        .await
+        .unwrap();
+    let first = demo.tickets.lock().unwrap()[0].clone();
+    let expected = crate::provider::caller_key("owner", Some("s1"));
+    assert_eq!(first.caller.as_deref(), Some(expected.as_str()));
+    assert_eq!(
+        events.0.lock().unwrap().len(),
+        1,
+        "the relay got the progress"
+    );
+    let record = records.0.lock().unwrap().last().cloned().unwrap();
+    assert_eq!((record.tokens_in, record.tokens_out), (100, 20));
+    assert!((record.cost_usd - 0.01).abs() < 1e-9);
+    // Another session of the same token is another caller.
+    context.session_id = Some("s2".into());
+    pipeline
+        .call(&context, request(Some("demo"), "ask", json!({})))
+        .await
+        .unwrap();
+    let second = demo.tickets.lock().unwrap()[1].clone();
+    assert_ne!(second.caller, first.caller);
 }

@@ -26,7 +26,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value};
 
+use tool_cli_protocol::ErrorData;
+
 use crate::catalog::ToolHints;
+use crate::error::Error;
 
 /// The longest lifetime a scoped token may be given: 30 days.
 pub const MAX_SCOPE_TTL: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -144,13 +147,14 @@ pub enum PolicyError {
     },
 }
 
-/// What a caller is told when a destructive tool needs confirmation; one wording for the policy's
-/// denial and the daemon's error.
-pub fn confirmation_message(server: &str, tool: &str) -> String {
-    format!(
-        "tool \"{tool}\" of server \"{server}\" is destructive; to run it, pass \"confirm\": true \
-         in callTool (tool-cli: --yes)"
-    )
+/// What a caller is told when a destructive tool needs confirmation: the protocol's wording of
+/// the error it becomes.
+fn confirmation_message(server: &str, tool: &str) -> String {
+    ErrorData::ConfirmationRequired {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+    }
+    .to_string()
 }
 
 /// Checks every glob of a list: non-empty list, non-empty globs.
@@ -447,6 +451,42 @@ pub fn visible_tool(
     hints: &ToolHints,
 ) -> bool {
     scope.permits_tool(server, tool, hints) && policy.permits_tool(tool)
+}
+
+/// A denial as the error the caller is told.
+impl From<Denial> for Error {
+    fn from(denial: Denial) -> Error {
+        let reason = denial.to_string();
+        let data = match denial {
+            Denial::ConfirmationRequired { server, tool } => {
+                ErrorData::ConfirmationRequired { server, tool }
+            }
+            Denial::ServerNotPermitted { server, scope } => ErrorData::NotPermitted {
+                server,
+                tool: None,
+                reason: format!(
+                    "this token's scope ({scope}) does not include it; use a token whose scope \
+                     does"
+                ),
+            },
+            Denial::ToolNotPermitted {
+                server,
+                tool,
+                reason,
+            } => ErrorData::NotPermitted {
+                server,
+                tool: Some(tool),
+                reason,
+            },
+            // Expired, resource refusals and any later kind: the denial's own words.
+            _ => ErrorData::NotPermitted {
+                server: String::new(),
+                tool: None,
+                reason,
+            },
+        };
+        data.into()
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ use rmcp::service::{NotificationContext, RequestContext, RunningServiceCancellat
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use tokio::sync::{Notify, watch};
 
+mod callers;
 mod errors;
 mod requests;
 
@@ -42,9 +43,10 @@ use super::MCP_PROTOCOL_VERSION;
 use super::Published;
 use super::child::ChildProcess;
 use super::direct::DirectRequests;
-use super::http::OversizedAnswers;
+use super::oversized::OversizedAnswers;
 use super::raw_results::RawResults;
 use crate::error::Error;
+use crate::provider::CallTicket;
 
 /// How long a server gets to start, complete the MCP handshake and list its tools.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -70,9 +72,12 @@ pub(crate) struct Connection {
     pub(crate) process: Option<Arc<ChildProcess>>,
     /// Why the stdio stream ended, when it has.
     stream_closed: Arc<Mutex<Option<String>>>,
+    /// Who has requests in flight: a server's stderr tail goes only to a caller that was alone.
+    callers: callers::CallersInFlight,
     /// Whether the reason in `stream_closed` is an authorization failure (HTTP only).
     auth_refused: Option<Arc<AtomicBool>>,
-    /// Which answers were too large (HTTP only; stdio closes the stream instead).
+    /// Which answers were too large and dropped (HTTP: the response stream cut at the limit;
+    /// stdio: the line skipped by the reader), until their requests read it.
     oversized: Option<Arc<OversizedAnswers>>,
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
     /// Becomes true once the connection's service loop has ended.
@@ -190,7 +195,7 @@ pub(crate) struct Extras {
     pub(crate) stream_closed: Arc<Mutex<Option<String>>>,
     /// Set by the HTTP client when the failure it noted is about authorization.
     pub(crate) auth_refused: Option<Arc<AtomicBool>>,
-    /// Which answers were too large (HTTP).
+    /// Which answers were too large and dropped.
     pub(crate) oversized: Option<Arc<OversizedAnswers>>,
 }
 
@@ -260,6 +265,7 @@ where
         direct,
         process,
         stream_closed,
+        callers: callers::CallersInFlight::default(),
         auth_refused,
         oversized,
         cancel: Mutex::new(Some(cancel)),
@@ -392,7 +398,9 @@ impl Connection {
     /// Whether the server answers a `ping` within `timeout`.
     pub(crate) async fn is_responsive(&self, timeout: Duration) -> bool {
         let ping = ClientRequest::PingRequest(PingRequest::default());
-        self.request(ping, "ping", timeout).await.is_ok()
+        self.request(ping, "ping", timeout, &CallTicket::default())
+            .await
+            .is_ok()
     }
 
     /// Ends the connection without stopping anything else: the supervisor sees it end and

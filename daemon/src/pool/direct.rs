@@ -73,6 +73,8 @@ pub(crate) enum Answer {
     Result(Value),
     /// The `error` member.
     Error(rmcp::ErrorData),
+    /// An answer over the size limit, skipped by the reader: its size in bytes.
+    TooLarge(u64),
 }
 
 /// The direct requests of one stdio connection: the ids in flight and where their answers go.
@@ -165,6 +167,18 @@ impl DirectRequests {
         Ok(())
     }
 
+    /// Tells the caller of request `id` that its answer, `bytes` long, was too large and was
+    /// skipped; whether anybody was waiting for it.
+    pub(crate) fn too_large(&self, id: i64, bytes: u64) -> bool {
+        let sender = self
+            .pending
+            .lock()
+            .unwrap()
+            .as_mut()
+            .and_then(|pending| pending.remove(&id));
+        sender.is_some_and(|sender| sender.send(Answer::TooLarge(bytes)).is_ok())
+    }
+
     /// The stream has ended: every caller still waiting learns it at once.
     pub(crate) fn close(&self) {
         self.pending.lock().unwrap().take();
@@ -225,12 +239,12 @@ pub(crate) struct CallToolParams<'a> {
     pub(crate) meta: ProgressMeta<'a>,
 }
 
-/// `_meta`: a progress token and, when known, the caller key (`crate::caller`).
+/// `_meta`: a progress token and, when known, the caller key (`crate::provider::caller_key`).
 #[derive(Serialize)]
 pub(crate) struct ProgressMeta<'a> {
     #[serde(rename = "progressToken")]
     pub(crate) progress_token: i64,
-    /// Who the call is for ([`crate::caller::META_KEY`]).
+    /// Who the call is for ([`crate::provider::CALLER_META_KEY`]).
     #[serde(rename = "tool-cli/sessionId", skip_serializing_if = "Option::is_none")]
     pub(crate) caller: Option<&'a str>,
 }
@@ -329,6 +343,25 @@ mod tests {
             direct.offer(json!({"jsonrpc": "2.0", "id": first.id, "result": {}})),
             Ok(())
         );
+    }
+
+    #[test]
+    fn an_oversized_answer_reaches_its_caller_alone() {
+        let stdin = shared(tokio::io::sink());
+        let direct = DirectRequests::new(&stdin);
+        let mut first = direct.register().unwrap();
+        let mut second = direct.register().unwrap();
+        assert!(direct.too_large(first.id, 20_000_000));
+        assert!(matches!(
+            first.answer.try_recv(),
+            Ok(Answer::TooLarge(20_000_000))
+        ));
+        assert!(!direct.too_large(first.id, 1), "answered once");
+        assert!(
+            second.answer.try_recv().is_err(),
+            "the other caller still waits"
+        );
+        assert!(!direct.too_large(FIRST_DIRECT_ID + 99, 1), "nobody waits");
     }
 
     #[test]

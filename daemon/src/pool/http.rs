@@ -7,14 +7,14 @@
 //! away and count against its breaker, though the server is fine and answered. So the client
 //! here is rmcp's own reqwest client with one addition: it notes the request id of every response
 //! stream that ended for being too large ([`OversizedAnswers`]), and the connection turns that
-//! request's failure into `messageTooLarge`.
+//! request's failure into `resultTooLarge` (that request alone; the connection stays).
 //!
 //! The same wrapper sends the server's OAuth access token (`oauth/`), renewed before it expires,
 //! and remembers why a request failed where rmcp's error would only say the transport closed: an
 //! untrusted TLS certificate (naming `caFile`), or a 401 (naming `tool-cli auth login`). The
 //! client itself is built by `tls.rs`: rustls, the platform's roots and the server's `caFile`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -30,44 +30,12 @@ use rmcp::transport::streamable_http_client::{
 
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
+use super::oversized::OversizedAnswers;
 use super::raw_results::id_key;
 use super::tls;
 use crate::config::RemoteOptions;
 use crate::oauth::{BearerError, ServerAuth};
 use rmcp::transport::streamable_http_client::AuthRequiredError;
-
-/// Most ids remembered at once; a request abandoned before its failure was read leaves its id
-/// behind, so the set is emptied rather than allowed to grow.
-const MAX_REMEMBERED: usize = 64;
-
-/// The request ids whose answers were over the size limit, until the connection reads them.
-pub(crate) struct OversizedAnswers {
-    /// The limit they exceeded, in bytes.
-    pub(crate) limit_bytes: usize,
-    ids: Mutex<HashSet<String>>,
-}
-
-impl OversizedAnswers {
-    fn new(limit_bytes: usize) -> OversizedAnswers {
-        OversizedAnswers {
-            limit_bytes,
-            ids: Mutex::new(HashSet::new()),
-        }
-    }
-
-    fn record(&self, id: String) {
-        let mut ids = self.ids.lock().unwrap();
-        if ids.len() >= MAX_REMEMBERED {
-            ids.clear();
-        }
-        ids.insert(id);
-    }
-
-    /// Whether the answer to request `id` (its [`id_key`]) was too large; forgets it.
-    pub(crate) fn take(&self, id: &str) -> bool {
-        self.ids.lock().unwrap().remove(id)
-    }
-}
 
 /// rmcp's reqwest client, noting which response streams ended for being too large, sending the
 /// server's current OAuth access token with every request, and keeping the reason of the last
@@ -279,7 +247,8 @@ fn watch_sizes(
             if let Err(error) = item
                 && size_limit_in(&error.to_string()).is_some()
             {
-                oversized.record(id.clone());
+                // rmcp stops reading at the limit: the whole size is not known.
+                oversized.record(id.clone(), None);
             }
         })
         .boxed()
@@ -380,17 +349,5 @@ mod tests {
             Some(1_048_576)
         );
         assert_eq!(size_limit_in("connection reset by peer"), None);
-    }
-
-    #[test]
-    fn remembered_ids_are_taken_once_and_stay_bounded() {
-        let oversized = OversizedAnswers::new(10);
-        oversized.record("7".into());
-        assert!(oversized.take("7"));
-        assert!(!oversized.take("7"));
-        for id in 0..(MAX_REMEMBERED * 3) {
-            oversized.record(id.to_string());
-        }
-        assert!(oversized.ids.lock().unwrap().len() <= MAX_REMEMBERED);
     }
 }

@@ -8,6 +8,8 @@
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
+use super::oversized::OversizedLine;
+
 /// A line buffer that grew beyond this is freed once its line is handled, instead of kept.
 /// Ordinary messages (a tool call's answer, a notification) stay far below it, so their reads
 /// never allocate once the buffer has grown to their size.
@@ -58,6 +60,50 @@ pub(crate) async fn read_line_capped(
     }
 }
 
+/// What [`skip_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// The line ended (its newline read).
+    Ended,
+    /// The stream ended first.
+    Eof,
+    /// More than the ceiling went past without a newline.
+    BeyondCeiling,
+}
+
+/// Reads on to the end of an over-long line, handing each chunk to `scanner` (which keeps only
+/// what says which request the line answers) and keeping none of it here: memory stays flat
+/// whatever the line's length. Gives up once `ceiling` bytes have gone past.
+///
+/// Cancel-safe like [`read_line_capped`]: what went past is in `scanner`.
+pub(crate) async fn skip_line(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    scanner: &mut OversizedLine,
+    ceiling: u64,
+) -> std::io::Result<Skip> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(Skip::Eof);
+        }
+        match available.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                scanner.feed(&available[..at]);
+                reader.consume(at + 1);
+                return Ok(Skip::Ended);
+            }
+            None => {
+                let length = available.len();
+                scanner.feed(available);
+                reader.consume(length);
+                if scanner.bytes() > ceiling {
+                    return Ok(Skip::BeyondCeiling);
+                }
+            }
+        }
+    }
+}
+
 /// Empties `line` for the next read, and frees its memory when a big message had grown it past
 /// [`KEPT_LINE_CAPACITY`]: the next big message pays for its own allocation, and the connection
 /// does not hold the largest one's size for the rest of its life.
@@ -104,6 +150,45 @@ mod tests {
             read_all(b"0123456789\n", 10).await,
             vec![Ok("0123456789".into())]
         );
+    }
+
+    #[tokio::test]
+    async fn an_over_long_line_is_skipped_to_its_end_and_the_next_one_read() {
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"t":"{}"}}}}"#,
+            "z".repeat(50)
+        );
+        let input = format!("{big}\n{{\"small\":1}}\n");
+        let mut reader = BufReader::with_capacity(8, input.as_bytes());
+        let mut line = Vec::new();
+        let read = read_line_capped(&mut reader, &mut line, 16).await.unwrap();
+        assert_eq!(read, LineRead::TooLong);
+        let mut scanner = OversizedLine::new();
+        scanner.feed(&line);
+        line.clear();
+        let skipped = skip_line(&mut reader, &mut scanner, 1000).await.unwrap();
+        assert_eq!(skipped, Skip::Ended);
+        let found = scanner.finish();
+        assert_eq!(found.bytes, big.len() as u64);
+        assert_eq!(
+            found.answers,
+            Some(super::super::oversized::ResponseId::Number(3))
+        );
+        let read = read_line_capped(&mut reader, &mut line, 16).await.unwrap();
+        assert_eq!(read, LineRead::Line);
+        assert_eq!(line, b"{\"small\":1}");
+
+        // A line that never ends is given up on at the ceiling, and so is a stream that ends.
+        let endless = vec![b'x'; 5000];
+        let mut reader = BufReader::with_capacity(64, &endless[..]);
+        let mut scanner = OversizedLine::new();
+        let skipped = skip_line(&mut reader, &mut scanner, 1000).await.unwrap();
+        assert_eq!(skipped, Skip::BeyondCeiling);
+        let skipped = skip_line(&mut reader, &mut scanner, u64::MAX)
+            .await
+            .unwrap();
+        assert_eq!(skipped, Skip::Eof);
+        assert_eq!(scanner.bytes(), 5000);
     }
 
     #[tokio::test]

@@ -25,6 +25,7 @@ mod http;
 mod lifecycle;
 mod lines;
 mod log_budget;
+mod oversized;
 mod raw_results;
 mod requests;
 mod stderr;
@@ -46,12 +47,13 @@ use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{SamplingHealth, ServerState, TransportKind};
 
 use crate::catalog::Catalog;
+use crate::catalog::overrides::ToolOverride;
 use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::oauth::RemoteAuth;
-use crate::overrides::ToolOverride;
 use crate::provider::{
-    BoxFuture, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream, UpstreamStatus,
+    BoxFuture, CallTicket, ResourceListKind, ServerInfo, ServerSettings, ToolProvider, Upstream,
+    UpstreamStatus,
 };
 use crate::redact::Secrets;
 use crate::resilience::backoff::Backoff;
@@ -227,7 +229,7 @@ impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
         let changes = Arc::new(watch::Sender::new(0));
-        let secrets = Arc::new(Secrets::from_config(config));
+        let secrets = Arc::new(crate::config::secrets_of(config));
         let servers = config
             .servers
             .iter()
@@ -581,6 +583,7 @@ impl Upstream for Server {
         tool: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             let _in_flight = self.in_flight.enter();
@@ -589,7 +592,7 @@ impl Upstream for Server {
                 .await
                 .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection
-                .call_tool(tool, arguments, remaining(deadline))
+                .call_tool(tool, arguments, remaining(deadline), ticket)
                 .await;
             self.check_after_failure(&connection, &result);
             result.map_err(|error| self.secrets.clean_error(error))
@@ -631,6 +634,7 @@ impl Upstream for Server {
         &'a self,
         uri: &'a str,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
             let _in_flight = self.in_flight.enter();
@@ -638,7 +642,9 @@ impl Upstream for Server {
                 .connection(deadline)
                 .await
                 .map_err(|e| self.secrets.clean_error(e))?;
-            let result = connection.read_resource(uri, remaining(deadline)).await;
+            let result = connection
+                .read_resource(uri, remaining(deadline), ticket)
+                .await;
             self.check_after_failure(&connection, &result);
             result.map_err(|error| self.secrets.clean_error(error))
         })
@@ -653,6 +659,7 @@ impl Upstream for Server {
 
     fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await
@@ -673,14 +680,16 @@ impl Upstream for Server {
         name: &'a str,
         arguments: &'a Map<String, Value>,
         deadline: Instant,
+        ticket: &'a CallTicket,
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(async move {
+            let _in_flight = self.in_flight.enter();
             let connection = self
                 .connection(deadline)
                 .await
                 .map_err(|e| self.secrets.clean_error(e))?;
             let result = connection
-                .get_prompt(name, arguments.clone(), remaining(deadline))
+                .get_prompt(name, arguments.clone(), remaining(deadline), ticket)
                 .await;
             self.check_after_failure(&connection, &result);
             result.map_err(|error| self.secrets.clean_error(error))

@@ -28,9 +28,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
-use crate::call_events::{Answer, CallEventLog};
+use crate::config::server_requests::{
+    Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
+};
+use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
-use crate::server_requests::{Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings};
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -68,9 +70,9 @@ pub(crate) struct ServerRequests {
 #[derive(Clone)]
 struct Caller {
     /// The events buffer its caller reads, when it has a `progressId`.
-    watcher: Option<Arc<CallEventLog>>,
-    /// Its usage meter (`crate::call_usage`).
-    usage: Option<Arc<crate::call_usage::CallUsage>>,
+    watcher: Option<Arc<dyn EventRelay>>,
+    /// Its usage meter.
+    usage: Option<Arc<UsageMeter>>,
 }
 
 /// Removes a call from the server's calls in flight when it ends.
@@ -87,7 +89,7 @@ impl Drop for InFlight<'_> {
 
 /// A request whose progress is relayed: its call's events buffer, and the last progress relayed.
 struct Watched {
-    log: Arc<CallEventLog>,
+    log: Arc<dyn EventRelay>,
     last_progress: Option<f64>,
 }
 
@@ -134,13 +136,13 @@ impl ServerRequests {
     /// drops, with the events buffer of the caller watching it and its usage meter, for a
     /// server whose questions are relayed or that may sample; `None` (nothing done) for any
     /// other server. Taken before the request is sent, so a request arriving at once finds it.
-    pub(crate) fn calling(&self) -> Option<InFlight<'_>> {
+    pub(crate) fn calling(&self, ticket: &CallTicket) -> Option<InFlight<'_>> {
         if self.settings.elicitation != ElicitationPolicy::Ask && !self.settings.allow_sampling {
             return None;
         }
         let caller = Caller {
-            watcher: crate::call_events::current().filter(|log| log.is_listed()),
-            usage: crate::call_usage::current(),
+            watcher: ticket.relay.clone().filter(|relay| relay.is_followed()),
+            usage: ticket.usage.clone(),
         };
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         self.in_flight.lock().unwrap().insert(call, caller);
@@ -162,10 +164,14 @@ impl ServerRequests {
     }
 
     /// Relays the progress (and the server's log messages) of the request carrying `token` to
-    /// the events buffer of the call running in this task, if it asked for progress; `None`
-    /// (and nothing done) for a plain call.
-    pub(crate) fn watch(&self, token: &ProgressToken) -> Option<Watch<'_>> {
-        let log = crate::call_events::current()?;
+    /// `relay`, the events buffer of the call it was made for when that asked for progress;
+    /// `None` (and nothing done) for a plain call.
+    pub(crate) fn watch(
+        &self,
+        token: &ProgressToken,
+        relay: Option<&Arc<dyn EventRelay>>,
+    ) -> Option<Watch<'_>> {
+        let log = Arc::clone(relay?);
         self.watched.lock().unwrap().insert(
             token.clone(),
             Watched {
@@ -239,8 +245,8 @@ impl ServerRequests {
                     "declined by the tool-cli daemon: server \"{}\" made more than {} {what} \
                      requests in {} s",
                     self.server,
-                    crate::server_requests::BUDGET_PER_WINDOW,
-                    crate::server_requests::BUDGET_WINDOW.as_secs()
+                    crate::config::server_requests::BUDGET_PER_WINDOW,
+                    crate::config::server_requests::BUDGET_WINDOW.as_secs()
                 ))
             }
         }
@@ -312,7 +318,7 @@ impl ServerRequests {
                 ));
             }
         };
-        let watchers: Vec<Option<Arc<CallEventLog>>> = self
+        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
             .in_flight
             .lock()
             .unwrap()
@@ -359,7 +365,7 @@ impl ServerRequests {
     }
 
     /// The result for the server of the caller's answer (never logged: it is the user's).
-    fn answered(&self, id: &str, (action, content): Answer) -> ElicitResult {
+    fn answered(&self, id: &str, (action, content): RelayedAnswer) -> ElicitResult {
         tracing::info!(
             server = %self.server,
             elicitation_id = %id,
@@ -452,7 +458,7 @@ impl ServerRequests {
     /// Adds a sampling request's usage to the call that caused it: the server's one call in
     /// flight (with several, MCP does not say which asked; the usage stays in `health` only).
     fn bill_the_call(&self, tokens_in: u64, tokens_out: u64, cost_usd: Option<f64>) {
-        let meters: Vec<Option<Arc<crate::call_usage::CallUsage>>> = self
+        let meters: Vec<Option<Arc<UsageMeter>>> = self
             .in_flight
             .lock()
             .unwrap()
@@ -477,7 +483,7 @@ impl ServerRequests {
         let server = &self.server;
         // Also to every call of this server that asked for events: a log message names no
         // request, so each one in flight may be the cause.
-        let watching: Vec<Arc<CallEventLog>> = self
+        let watching: Vec<Arc<dyn EventRelay>> = self
             .watched
             .lock()
             .unwrap()

@@ -2,7 +2,8 @@
 //!
 //! rmcp's own child-process transport would read stdout lines of any length and know nothing of
 //! the child's exit, so we implement rmcp's [`Transport`] over the child's stdin/stdout here:
-//! bounded lines, non-JSON lines skipped, and the end of the stream when the child exits. The
+//! bounded lines, non-JSON lines skipped, a line over the limit skipped while it is read (its
+//! request alone fails, `oversized.rs`), and the end of the stream when the child exits. The
 //! transport also taps the raw JSON of the responses we pass through to clients, so
 //! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know. Answers to
 //! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
@@ -21,11 +22,16 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::child::ExitInfo;
+use super::direct::FIRST_DIRECT_ID;
 use super::direct::{DirectRequests, SharedStdin, write_line};
-use super::lines::{LineRead, read_line_capped};
+use super::lines::{LineRead, Skip, read_line_capped, skip_line};
+use super::oversized::{
+    OversizedAnswers, OversizedLine, ResponseId, SKIP_CEILING_FACTOR, SkippedLine,
+};
 use super::raw_results::{RawResults, id_key};
 
-/// Largest line we accept from a server's stdout. A bigger message closes the connection.
+/// Largest line we accept from a server's stdout. A bigger message is skipped and the request
+/// it answers fails with `resultTooLarge`; the connection stays.
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// After the child has exited, how long its stdout is still read for the messages it wrote
@@ -58,6 +64,8 @@ pub(crate) struct StdioParts<R, W> {
     pub(crate) max_message_bytes: usize,
     /// Where wanted raw results are tapped.
     pub(crate) raw: Arc<RawResults>,
+    /// Where the ids of rmcp's requests whose answers were skipped for size are noted.
+    pub(crate) oversized: Arc<OversizedAnswers>,
     /// Receives why the stream ended.
     pub(crate) closed: Arc<Mutex<Option<String>>>,
     /// Becomes `Some` when the child exits (`ChildProcess::exit_watch`).
@@ -80,6 +88,7 @@ impl StdioTransport {
             stdin,
             max_message_bytes,
             raw,
+            oversized,
             closed,
             exited,
         } = parts;
@@ -99,6 +108,7 @@ impl StdioTransport {
                 Taps {
                     raw: &reader_raw,
                     direct: &reader_direct,
+                    oversized: &oversized,
                 },
                 &in_tx,
                 exited,
@@ -130,9 +140,42 @@ struct Taps<'a> {
     raw: &'a RawResults,
     /// Answers to direct requests.
     direct: &'a DirectRequests,
+    /// Answers to rmcp's requests that were skipped for their size.
+    oversized: &'a OversizedAnswers,
+}
+
+/// What one step of reading stdout came to.
+enum Read {
+    /// A line within the limit, or the end of the stream, or a line that is too long.
+    Line(LineRead),
+    /// The end of an over-long line being skipped.
+    Skipped(Skip),
+}
+
+/// Reads the next line, or goes on skipping the over-long one under way (`skipping`).
+/// Cancel-safe: what was read so far is in `line` or `skipping`.
+async fn read_step(
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    skipping: &mut Option<OversizedLine>,
+    max_message_bytes: usize,
+) -> std::io::Result<Read> {
+    match skipping {
+        Some(scanner) => {
+            let ceiling = max_message_bytes.saturating_mul(SKIP_CEILING_FACTOR) as u64;
+            skip_line(reader, scanner, ceiling).await.map(Read::Skipped)
+        }
+        None => read_line_capped(reader, line, max_message_bytes)
+            .await
+            .map(Read::Line),
+    }
 }
 
 /// Reads newline-delimited JSON-RPC messages until the stream ends; returns why it ended.
+///
+/// A line over `max_message_bytes` is read on to its end without being kept, and the request
+/// it answers (found on the way) fails alone; only a line that never ends (past
+/// [`SKIP_CEILING_FACTOR`] times the limit) ends the stream.
 ///
 /// Once `exited` says the child is gone, reading goes on only for [`EXIT_DRAIN`] (what the child
 /// wrote before it exited is already in the pipe), so the stream ends whatever its descendants do
@@ -147,14 +190,15 @@ async fn read_messages(
 ) -> String {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
+    let mut skipping: Option<OversizedLine> = None;
     let mut ignored_lines = 0u64;
     let mut drain_until: Option<tokio::time::Instant> = None;
     loop {
-        // `read_line_capped` is cancel-safe (it only awaits in `fill_buf`), and `line` keeps
-        // what it had read, so switching to draining mid-line loses nothing.
+        // `read_step` is cancel-safe (it only awaits in `fill_buf`), and `line` and `skipping`
+        // keep what it had read, so switching to draining mid-line loses nothing.
         let read = match drain_until {
             None => tokio::select! {
-                read = read_line_capped(&mut reader, &mut line, max_message_bytes) => read,
+                read = read_step(&mut reader, &mut line, &mut skipping, max_message_bytes) => read,
                 () = process_exited(&mut exited) => {
                     drain_until = Some(tokio::time::Instant::now() + EXIT_DRAIN);
                     continue;
@@ -163,7 +207,7 @@ async fn read_messages(
             Some(deadline) => {
                 match tokio::time::timeout_at(
                     deadline,
-                    read_line_capped(&mut reader, &mut line, max_message_bytes),
+                    read_step(&mut reader, &mut line, &mut skipping, max_message_bytes),
                 )
                 .await
                 {
@@ -176,14 +220,37 @@ async fn read_messages(
             }
         };
         match read {
-            Ok(LineRead::Eof) => return "the server closed its stdout".to_owned(),
-            Ok(LineRead::TooLong) => {
-                tracing::warn!(server, max_message_bytes, "message over the size limit");
+            Ok(Read::Line(LineRead::Eof) | Read::Skipped(Skip::Eof)) => {
+                return "the server closed its stdout".to_owned();
+            }
+            Ok(Read::Line(LineRead::TooLong)) => {
+                // Skip the rest of it as it comes, keeping none of it.
+                let mut scanner = OversizedLine::new();
+                scanner.feed(&line);
+                line = Vec::new();
+                skipping = Some(scanner);
+                continue;
+            }
+            Ok(Read::Skipped(Skip::BeyondCeiling)) => {
+                let ceiling = max_message_bytes.saturating_mul(SKIP_CEILING_FACTOR);
+                tracing::warn!(server, ceiling, "a line without end on stdout");
                 return format!(
-                    "the server sent a message larger than the {max_message_bytes}-byte limit"
+                    "the server wrote more than {ceiling} bytes without ending the line \
+                     (messages may be at most {max_message_bytes} bytes)"
                 );
             }
-            Ok(LineRead::Line) => {}
+            Ok(Read::Skipped(Skip::Ended)) => {
+                if let Some(scanner) = skipping.take() {
+                    let skipped = scanner.finish();
+                    if let Some(message) = answer_skipped(server, &skipped, max_message_bytes, taps)
+                        && sink.send(message).await.is_err()
+                    {
+                        return "the connection was closed".to_owned();
+                    }
+                }
+                continue;
+            }
+            Ok(Read::Line(LineRead::Line)) => {}
             Err(err) => return format!("reading the server's stdout failed: {err}"),
         }
         let text = line.trim_ascii();
@@ -219,6 +286,57 @@ async fn read_messages(
             return "the connection was closed".to_owned();
         }
     }
+}
+
+/// The JSON-RPC error code of the stand-in answer rmcp gets for a request whose answer was
+/// skipped; the connection turns it into `resultTooLarge` from what [`OversizedAnswers`] noted.
+const SKIPPED_ANSWER_CODE: i32 = tool_cli_protocol::code::UPSTREAM_ERROR;
+
+/// Fails the request a skipped line answered, alone: a direct request's caller is told at once;
+/// for one of rmcp's, the id is noted and the stand-in error answer returned, for the reader to
+/// hand rmcp in place of the answer, so the request ends now rather than at its timeout.
+fn answer_skipped(
+    server: &str,
+    skipped: &SkippedLine,
+    max_message_bytes: usize,
+    taps: Taps<'_>,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let bytes = skipped.bytes;
+    let Some(id) = &skipped.answers else {
+        tracing::warn!(
+            server,
+            bytes,
+            max_message_bytes,
+            "skipped a line over the size limit that answers no request of ours"
+        );
+        return None;
+    };
+    tracing::warn!(
+        server,
+        bytes,
+        max_message_bytes,
+        id = %id.key(),
+        "skipped an answer over the size limit; its request fails alone"
+    );
+    if let ResponseId::Number(number) = id
+        && *number >= FIRST_DIRECT_ID
+    {
+        taps.direct.too_large(*number, bytes);
+        return None;
+    }
+    taps.oversized.record(id.key(), Some(bytes));
+    let id_value: Value = serde_json::from_str(&id.key()).ok()?;
+    let stand_in = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id_value,
+        "error": {
+            "code": SKIPPED_ANSWER_CODE,
+            "message": format!(
+                "the answer of {bytes} bytes was over the {max_message_bytes}-byte limit and was skipped"
+            ),
+        },
+    });
+    ServerJsonRpcMessage::deserialize(stand_in).ok()
 }
 
 /// Resolves once the child has exited; never, if nobody can tell any more.
@@ -374,6 +492,7 @@ mod tests {
             Taps {
                 raw,
                 direct: &no_direct(),
+                oversized: &OversizedAnswers::new(1024),
             },
         )
     }
@@ -390,9 +509,11 @@ mod tests {
         let reading = tokio::spawn(async move {
             let raw = RawResults::default();
             let direct = no_direct();
+            let oversized = OversizedAnswers::new(1024);
             let taps = Taps {
                 raw: &raw,
                 direct: &direct,
+                oversized: &oversized,
             };
             read_messages("t", reader, 1024, taps, &sink, exit_rx).await
         });
@@ -410,14 +531,111 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_oversized_answer_fails_its_request_alone_and_the_stream_goes_on() {
+        use tokio::io::AsyncWriteExt as _;
+        const LIMIT: usize = 1024;
+        let (mut writer, reader) = tokio::io::duplex(4096);
+        let (_exit_tx, exit_rx) = watch::channel(None);
+        let (sink, mut received) = mpsc::channel(8);
+        let stdin: SharedStdin = Arc::new(tokio::sync::Mutex::new(None));
+        let direct = Arc::new(DirectRequests::new(&stdin));
+        let oversized = Arc::new(OversizedAnswers::new(LIMIT));
+        let raw = Arc::new(RawResults::default());
+        let mut direct_call = direct.register().unwrap();
+        let mut other_direct_call = direct.register().unwrap();
+        let reading = tokio::spawn({
+            let (direct, oversized, raw) = (
+                Arc::clone(&direct),
+                Arc::clone(&oversized),
+                Arc::clone(&raw),
+            );
+            async move {
+                let taps = Taps {
+                    raw: &raw,
+                    direct: &direct,
+                    oversized: &oversized,
+                };
+                read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
+            }
+        });
+        let filler = "a".repeat(10 * LIMIT);
+        // A direct call's answer, id first; then one of rmcp's requests' answers with the id
+        // last (the TypeScript SDK's order); then a garbage line over the limit; then the
+        // other direct call's ordinary answer.
+        let lines = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{filler}\"}}]}}}}\n\
+             {{\"result\":{{\"contents\":[{{\"text\":\"{filler}\"}}]}},\"jsonrpc\":\"2.0\",\"id\":7}}\n\
+             {filler}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"content\":[]}}}}\n",
+            direct_call.id, other_direct_call.id
+        );
+        let sizes: Vec<u64> = lines.lines().map(|line| line.len() as u64).collect();
+        let writing = tokio::spawn(async move {
+            writer.write_all(lines.as_bytes()).await.unwrap();
+            writer
+        });
+        let answer = (&mut direct_call.answer).await.unwrap();
+        assert!(
+            matches!(answer, super::super::direct::Answer::TooLarge(bytes) if bytes == sizes[0]),
+            "{answer:?}"
+        );
+        // rmcp's request ends now, with the stand-in error, and its size is noted.
+        let stand_in = received.recv().await.unwrap();
+        assert!(
+            matches!(&stand_in, JsonRpcMessage::Error(error)
+                if error.id == Some(rmcp::model::NumberOrString::Number(7))),
+            "{stand_in:?}"
+        );
+        assert_eq!(oversized.take("7"), Some(Some(sizes[1])));
+        // The stream went on: the other call's answer arrived whole.
+        match (&mut other_direct_call.answer).await.unwrap() {
+            super::super::direct::Answer::Result(result) => {
+                assert_eq!(result, serde_json::json!({"content": []}));
+            }
+            other => panic!("expected the answer, got {other:?}"),
+        }
+        drop(writing.await.unwrap());
+        assert_eq!(reading.await.unwrap(), "the server closed its stdout");
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_ends_the_stream_at_the_ceiling() {
+        use tokio::io::AsyncWriteExt as _;
+        const LIMIT: usize = 64;
+        let (mut writer, reader) = tokio::io::duplex(4096);
+        let (_exit_tx, exit_rx) = watch::channel(None);
+        let (sink, _received) = mpsc::channel(8);
+        let reading = tokio::spawn(async move {
+            let raw = RawResults::default();
+            let direct = no_direct();
+            let oversized = OversizedAnswers::new(LIMIT);
+            let taps = Taps {
+                raw: &raw,
+                direct: &direct,
+                oversized: &oversized,
+            };
+            read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
+        });
+        let endless = vec![b'x'; LIMIT * SKIP_CEILING_FACTOR + 1];
+        writer.write_all(&endless).await.unwrap();
+        let reason = reading.await.unwrap();
+        assert!(
+            reason.starts_with("the server wrote more than 4096 bytes without ending the line"),
+            "{reason}"
+        );
+    }
+
+    #[tokio::test]
     async fn end_of_file_still_ends_the_stream_when_the_child_lives_on() {
         let (_exit_tx, exit_rx) = watch::channel(None);
         let (sink, _received) = mpsc::channel(8);
         let raw = RawResults::default();
         let direct = no_direct();
+        let oversized = OversizedAnswers::new(1024);
         let taps = Taps {
             raw: &raw,
             direct: &direct,
+            oversized: &oversized,
         };
         let reason = read_messages("t", &b""[..], 1024, taps, &sink, exit_rx).await;
         assert_eq!(reason, "the server closed its stdout");
@@ -495,6 +713,7 @@ mod tests {
                 stdin,
                 max_message_bytes: 1024,
                 raw: Arc::default(),
+                oversized: Arc::new(OversizedAnswers::new(1024)),
                 closed: Arc::default(),
                 exited,
             },
@@ -572,6 +791,7 @@ mod tests {
                 stdin,
                 max_message_bytes: 1024,
                 raw: Arc::default(),
+                oversized: Arc::new(OversizedAnswers::new(1024)),
                 closed: Arc::default(),
                 exited,
             },

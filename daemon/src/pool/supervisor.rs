@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::child::{ChildProcess, Launch};
 use super::connection::{self, Connection};
+use super::oversized::OversizedAnswers;
 use super::raw_results::RawResults;
 use super::stdio::{StdioParts, StdioTransport};
 use super::{Pool, Published, Server, Status, http};
@@ -260,6 +261,7 @@ impl Pool {
         .map_err(|err| format!("cannot start \"{command}\": {err}"))?;
         let process = Arc::new(process);
         let raw = Arc::new(RawResults::default());
+        let oversized = Arc::new(OversizedAnswers::new(self.options.max_message_bytes));
         let stream_closed = Arc::new(Mutex::new(None));
         let transport = StdioTransport::new(
             name,
@@ -268,6 +270,7 @@ impl Pool {
                 stdin,
                 max_message_bytes: self.options.max_message_bytes,
                 raw: Arc::clone(&raw),
+                oversized: Arc::clone(&oversized),
                 closed: Arc::clone(&stream_closed),
                 exited: process.exit_watch(),
             },
@@ -283,7 +286,7 @@ impl Pool {
                 process: Some(Arc::clone(&process)),
                 stream_closed: Arc::clone(&stream_closed),
                 auth_refused: None,
-                oversized: None,
+                oversized: Some(oversized),
             },
         )
         .await;

@@ -9,9 +9,11 @@
 //! piling up without bound while their own deadlines run out. A waiting caller that is cancelled
 //! (its future dropped, for example by a timeout) leaves the queue immediately.
 //!
-//! The retry hint is an estimate: a moving average of how long callers held their permit, times the
-//! number of "rounds" of `max_concurrent` calls ahead of a newcomer. It is read from tokio's clock,
-//! so tests control it with paused time.
+//! The retry hint is an estimate: how long a call holds its permit, times the number of "rounds" of
+//! `max_concurrent` calls ahead of a newcomer. How long a call holds is the larger of a moving
+//! average of finished calls' holds and the mean age of the calls in flight: after quick calls, slow
+//! ones filling every slot must not be announced as a few milliseconds away. It is read from tokio's
+//! clock, so tests control it with paused time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +41,12 @@ pub struct Bulkhead {
     queued: AtomicUsize,
     /// Moving average of permit hold times in nanoseconds, shared with the permits that update it.
     mean_hold_nanos: Arc<AtomicU64>,
+    /// Where the clock of `in_flight_since_nanos` starts.
+    origin: Instant,
+    /// The sum, over the permits held now, of when each was taken (nanoseconds after `origin`):
+    /// with their count, the mean age of the calls in flight. Added and subtracted exactly, so
+    /// wrapping arithmetic is exact too.
+    in_flight_since_nanos: Arc<AtomicU64>,
 }
 
 /// Permission to make one call; the slot is given back when it is dropped.
@@ -47,10 +55,15 @@ pub struct BulkheadPermit {
     _permit: OwnedSemaphorePermit,
     acquired_at: Instant,
     mean_hold_nanos: Arc<AtomicU64>,
+    /// `acquired_at` as counted in the bulkhead's `in_flight_since_nanos`.
+    since_nanos: u64,
+    in_flight_since_nanos: Arc<AtomicU64>,
 }
 
 impl Drop for BulkheadPermit {
     fn drop(&mut self) {
+        self.in_flight_since_nanos
+            .fetch_sub(self.since_nanos, Ordering::Relaxed);
         let sample = u64::try_from(self.acquired_at.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
         // A racy read-modify-write would only blur an estimate, but `fetch_update` is as cheap.
         let _ = self
@@ -87,6 +100,8 @@ impl Bulkhead {
             max_queued,
             queued: AtomicUsize::new(0),
             mean_hold_nanos: Arc::new(AtomicU64::new(NO_SAMPLE)),
+            origin: Instant::now(),
+            in_flight_since_nanos: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -116,10 +131,16 @@ impl Bulkhead {
             }
             Err(TryAcquireError::Closed) => unreachable!("the bulkhead never closes its semaphore"),
         };
+        let acquired_at = Instant::now();
+        let since_nanos = nanos(acquired_at.duration_since(self.origin));
+        self.in_flight_since_nanos
+            .fetch_add(since_nanos, Ordering::Relaxed);
         Ok(BulkheadPermit {
             _permit: permit,
-            acquired_at: Instant::now(),
+            acquired_at,
             mean_hold_nanos: Arc::clone(&self.mean_hold_nanos),
+            since_nanos,
+            in_flight_since_nanos: Arc::clone(&self.in_flight_since_nanos),
         })
     }
 
@@ -139,6 +160,21 @@ impl Bulkhead {
         }
     }
 
+    /// How long a call is expected to hold its permit: the moving average of finished holds, or
+    /// the mean age of the calls in flight when they have already held longer than that.
+    pub fn hold_estimate(&self) -> Duration {
+        let in_flight = self.snapshot().0 as u64;
+        let mean_age = self
+            .in_flight_since_nanos
+            .load(Ordering::Relaxed)
+            .checked_div(in_flight)
+            .map_or(Duration::ZERO, |since| {
+                let now = nanos(Instant::now().duration_since(self.origin));
+                Duration::from_nanos(now.saturating_sub(since))
+            });
+        self.mean_hold().max(mean_age)
+    }
+
     /// Reserves a queue place, or reports [`Busy`] if the queue is full.
     fn join_queue(&self) -> Result<QueueSlot<'_>, Busy> {
         self.queued
@@ -156,7 +192,7 @@ impl Bulkhead {
                 Busy {
                     in_flight,
                     queued,
-                    retry_after_hint: self.mean_hold().saturating_mul(rounds),
+                    retry_after_hint: self.hold_estimate().saturating_mul(rounds),
                 }
             })
     }
@@ -171,6 +207,11 @@ impl Drop for QueueSlot<'_> {
     fn drop(&mut self) {
         self.queued.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// `duration` in nanoseconds, saturating (585 years).
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// An exponential moving average weighting the new sample by a quarter.
@@ -351,6 +392,23 @@ mod tests {
         for waiter in waiters {
             waiter.await.expect("task").expect("queued");
         }
+    }
+
+    /// The issue: quick calls set the mean hold to a few milliseconds; then 3 s calls filled
+    /// the slots and every refusal said "retry in about 1–18 ms" for seconds on end.
+    #[tokio::test(start_paused = true)]
+    async fn the_retry_hint_counts_how_long_the_calls_in_flight_have_held() {
+        let bulkhead = Bulkhead::new(2, 0);
+        let quick = bulkhead.acquire().await.expect("free");
+        tokio::time::advance(Duration::from_millis(2)).await;
+        drop(quick);
+        assert_eq!(bulkhead.mean_hold(), Duration::from_millis(2));
+        let _slow = bulkhead.acquire().await.expect("free");
+        let _slower = bulkhead.acquire().await.expect("free");
+        tokio::time::advance(secs(3)).await;
+        let busy = bulkhead.acquire().await.expect_err("full");
+        assert_eq!(busy.retry_after_hint, secs(3));
+        assert_eq!(bulkhead.hold_estimate(), secs(3));
     }
 
     #[test]

@@ -1,169 +1,40 @@
 //! The owner token's methods (a scoped token is refused before its params are read): server
 //! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`), tokens
-//! (`mintToken`, `revokeToken`, `listTokens`) and `tracesReport`.
+//! (`mintToken`, `revokeToken`, `listTokens`) and `tracesReport`, answered by the admin
+//! service.
 
-use std::time::SystemTime;
+use tool_cli_protocol::methods::name;
+use tool_cli_protocol::params::{IgnoredParams, NoParams};
 
-use jsonrpsee::RpcModule;
-use tool_cli_protocol::manage::{AddServerParams, RemoveServerParams};
-use tool_cli_protocol::methods::{
-    ListTokensResult, MintTokenParams, RevokeTokenParams, RevokeTokenResult, ServerParams, name,
-};
-use tool_cli_protocol::trace::TracesReportParams;
-
-use super::{
-    Answer, Context, SERVER_SHAPE, call_context, fit, grant, owner_only, parse, to_rpc_error,
-};
-use crate::error::Error;
+use super::{Access, Methods};
 
 /// Registers the owner-only methods.
-pub(super) fn register(module: &mut RpcModule<Context>) {
-    module
-        .register_async_method(
-            name::RESTART_SERVER,
-            |params, context, extensions| async move {
-                owner_only(grant(&extensions)?, name::RESTART_SERVER)?;
-                let params: ServerParams = parse(name::RESTART_SERVER, &params, SERVER_SHAPE)?;
-                let call = call_context(&extensions)?;
-                let restarted = context
-                    .until_grace_over(context.orchestrator.restart_server(&params.server, &call))
-                    .await?;
-                fit(
-                    name::RESTART_SERVER,
-                    &restarted,
-                    context.budget(&extensions),
-                )
-                .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_async_method(
-            name::ADD_SERVER,
-            |params, context, extensions| async move {
-                owner_only(grant(&extensions)?, name::ADD_SERVER)?;
-                let params: AddServerParams = parse(
-                    name::ADD_SERVER,
-                    &params,
-                    r#"{"name": string, "config": {"command": string, "args"?: [string], "env"?: object} | {"url": string, "headers"?: object}}"#,
-                )?;
-                let added = context
-                    .until_grace_over(
-                        context
-                            .orchestrator
-                            .add_server(&params.name, params.config),
-                    )
-                    .await?;
-                fit(name::ADD_SERVER, &added, context.budget(&extensions)).map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_async_method(
-            name::REMOVE_SERVER,
-            |params, context, extensions| async move {
-                owner_only(grant(&extensions)?, name::REMOVE_SERVER)?;
-                let params: RemoveServerParams =
-                    parse(name::REMOVE_SERVER, &params, r#"{"name": string}"#)?;
-                let removed = context
-                    .until_grace_over(context.orchestrator.remove_server(&params.name))
-                    .await?;
-                fit(name::REMOVE_SERVER, &removed, context.budget(&extensions))
-                    .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_async_method(
-            name::RELOAD_CONFIG,
-            |params, context, extensions| async move {
-                owner_only(grant(&extensions)?, name::RELOAD_CONFIG)?;
-                // No params, or an empty object.
-                if let Some(text) = params.as_str()
-                    && !matches!(
-                        serde_json::from_str::<serde_json::Value>(text),
-                        Ok(serde_json::Value::Object(ref members)) if members.is_empty()
-                    )
-                    && !matches!(serde_json::from_str::<serde_json::Value>(text), Ok(serde_json::Value::Array(ref items)) if items.is_empty())
-                {
-                    return Err(to_rpc_error(crate::error::Error::invalid_params(
-                        name::RELOAD_CONFIG,
-                        "reloadConfig takes no params; it reads the config file the daemon \
-                         was started with",
-                    )));
-                }
-                let reloaded = context
-                    .until_grace_over(context.orchestrator.reload_config())
-                    .await?;
-                fit(name::RELOAD_CONFIG, &reloaded, context.budget(&extensions))
-                    .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_method(name::MINT_TOKEN, |params, context, extensions| -> Answer {
-            owner_only(grant(extensions)?, name::MINT_TOKEN)?;
-            let params: MintTokenParams = if params.as_str().is_none() {
-                MintTokenParams::default()
-            } else {
-                parse(
-                    name::MINT_TOKEN,
-                    &params,
-                    r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string}"#,
-                )?
-            };
-            let minted = context
-                .tokens
-                .mint(params, SystemTime::now())
-                .map_err(|error| {
-                    to_rpc_error(Error::invalid_params(name::MINT_TOKEN, error.to_string()))
-                })?;
-            fit(name::MINT_TOKEN, &minted, context.budget(extensions)).map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_method(
-            name::REVOKE_TOKEN,
-            |params, context, extensions| -> Answer {
-                owner_only(grant(extensions)?, name::REVOKE_TOKEN)?;
-                let params: RevokeTokenParams =
-                    parse(name::REVOKE_TOKEN, &params, r#"{"tokenId": string}"#)?;
-                let revoked = RevokeTokenResult {
-                    revoked: context.tokens.revoke(&params.token_id),
-                };
-                fit(name::REVOKE_TOKEN, &revoked, context.budget(extensions)).map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_method(name::LIST_TOKENS, |_, context, extensions| -> Answer {
-            owner_only(grant(extensions)?, name::LIST_TOKENS)?;
-            let tokens = ListTokensResult {
-                tokens: context.tokens.list(SystemTime::now()),
-            };
-            fit(name::LIST_TOKENS, &tokens, context.budget(extensions)).map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_async_method(
-            name::TRACES_REPORT,
-            |params, context, extensions| async move {
-                owner_only(grant(&extensions)?, name::TRACES_REPORT)?;
-                let params: TracesReportParams = if params.as_str().is_none() {
-                    TracesReportParams::default()
-                } else {
-                    parse(
-                        name::TRACES_REPORT,
-                        &params,
-                        r#"{"since"?: "24h" | "2026-05-01", "by"?: "day" | "server" | "tool" | "session", "executedOnly"?: boolean}"#,
-                    )?
-                };
-                let report = context
-                    .until_grace_over(context.orchestrator.traces_report(params))
-                    .await?;
-                fit(name::TRACES_REPORT, &report, context.budget(&extensions))
-                    .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
+pub(super) fn register(methods: &mut Methods) {
+    use Access::Owner;
+    methods.add(name::RESTART_SERVER, Owner, |s, p, c| async move {
+        s.admin.restart_server(p, &c).await
+    });
+    methods.add(name::ADD_SERVER, Owner, |s, p, c| async move {
+        s.admin.add_server(p, &c).await
+    });
+    methods.add(name::REMOVE_SERVER, Owner, |s, p, c| async move {
+        s.admin.remove_server(p, &c).await
+    });
+    methods.add(name::RELOAD_CONFIG, Owner, |s, _: NoParams, c| async move {
+        s.admin.reload_config(&c).await
+    });
+    methods.add(name::MINT_TOKEN, Owner, |s, p, c| async move {
+        s.admin.mint_token(p, &c)
+    });
+    methods.add(name::REVOKE_TOKEN, Owner, |s, p, c| async move {
+        Ok(s.admin.revoke_token(p, &c))
+    });
+    methods.add(
+        name::LIST_TOKENS,
+        Owner,
+        |s, _: IgnoredParams, c| async move { Ok(s.admin.list_tokens(&c)) },
+    );
+    methods.add(name::TRACES_REPORT, Owner, |s, p, c| async move {
+        s.admin.traces_report(p, &c).await
+    });
 }

@@ -1,65 +1,44 @@
-//! Agent runs: `runAgent`, `agentEvents` (a run's progress, long-polled) and `cancelAgent`.
+//! Agent runs: `runAgent`, `agentEvents` (a run's progress, long-polled) and `cancelAgent`,
+//! answered by the agents service.
 
-use std::sync::Arc;
-
-use jsonrpsee::RpcModule;
-use tool_cli_protocol::agent::{AgentEventsParams, CancelAgentParams};
+use jsonrpsee::types::Params;
 use tool_cli_protocol::methods::name;
 
-use super::{Answer, Context, call_context, fit, parse, to_rpc_error};
+use super::{Access, FromParams, Methods};
+use crate::error::Error;
 
 /// Registers the agent methods.
-pub(super) fn register(module: &mut RpcModule<Context>) {
-    module
-        .register_async_method(name::RUN_AGENT, |params, context, extensions| async move {
-            let params: serde_json::Value = parse(
-                name::RUN_AGENT,
-                &params,
-                r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#,
-            )?;
-            let orchestrator = Arc::clone(&context.orchestrator);
-            let call = call_context(&extensions)?;
-            let result = context
-                .until_grace_over(orchestrator.run_agent(params, &call))
-                .await?;
-            fit(name::RUN_AGENT, &result, context.budget(&extensions)).map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_async_method(
-            name::AGENT_EVENTS,
-            |params, context, extensions| async move {
-                let params: AgentEventsParams = parse(
-                    name::AGENT_EVENTS,
-                    &params,
-                    r#"{"runId": string, "after"?: integer, "waitMs"?: integer}"#,
-                )?;
-                let call = call_context(&extensions)?;
-                let events = context
-                    .until_grace_over(context.orchestrator.agent_events(
-                        &params.run_id,
-                        params.after,
-                        params.wait_ms.map(std::time::Duration::from_millis),
-                        &call,
-                    ))
-                    .await?;
-                fit(name::AGENT_EVENTS, &events, context.budget(&extensions)).map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_method(
-            name::CANCEL_AGENT,
-            |params, context, extensions| -> Answer {
-                let params: CancelAgentParams =
-                    parse(name::CANCEL_AGENT, &params, r#"{"runId": string}"#)?;
-                let cancelled = context
-                    .orchestrator
-                    .cancel_agent(&params.run_id, &call_context(extensions)?)
-                    .map_err(to_rpc_error)?;
-                fit(name::CANCEL_AGENT, &cancelled, context.budget(extensions))
-                    .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
+pub(super) fn register(methods: &mut Methods) {
+    use Access::Anyone;
+    methods.add(
+        name::RUN_AGENT,
+        Anyone,
+        |s, p: RunAgentParams, c| async move { s.agents.run_agent(p.0, &c).await },
+    );
+    methods.add(name::AGENT_EVENTS, Anyone, |s, p, c| async move {
+        s.agents.agent_events(p, &c).await
+    });
+    methods.add(name::CANCEL_AGENT, Anyone, |s, p, c| async move {
+        s.agents.cancel_agent(p, &c)
+    });
+}
+
+/// `runAgent`'s params, checked by the agent's request type when the run is prepared.
+struct RunAgentParams(serde_json::Value);
+
+impl FromParams for RunAgentParams {
+    fn from_params(method: &str, params: &Params<'_>) -> Result<RunAgentParams, Error> {
+        const SHAPE: &str = r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#;
+        match params.as_str() {
+            None => Err(Error::invalid_params(
+                method,
+                format!("missing params; expected {SHAPE}"),
+            )),
+            Some(text) => super::parse(method, text, SHAPE).map(RunAgentParams),
+        }
+    }
+
+    fn check_shape() -> Result<(), String> {
+        Ok(())
+    }
 }

@@ -1,70 +1,26 @@
-//! Sessions: `openSession`, `sessionSummary`, `listSessions` and `closeSession`.
+//! Sessions: `openSession`, `sessionSummary`, `listSessions` and `closeSession`, answered by
+//! the sessions service.
 
-use jsonrpsee::RpcModule;
 use tool_cli_protocol::methods::name;
-use tool_cli_protocol::orchestration::{CloseSessionResult, OpenSessionParams, SessionParams};
+use tool_cli_protocol::params::IgnoredParams;
 
-use super::{Answer, Context, call_context, fit, parse, to_rpc_error};
-
-const SESSION_SHAPE: &str = r#"{"sessionId": string}"#;
+use super::{Access, Methods};
 
 /// Registers the session methods.
-pub(super) fn register(module: &mut RpcModule<Context>) {
-    module
-        .register_method(
-            name::OPEN_SESSION,
-            |params, context, extensions| -> Answer {
-                let params: OpenSessionParams = if params.as_str().is_none() {
-                    OpenSessionParams::default()
-                } else {
-                    parse(
-                        name::OPEN_SESSION,
-                        &params,
-                        r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#,
-                    )?
-                };
-                let opened = context
-                    .orchestrator
-                    .open_session(params, &call_context(extensions)?)
-                    .map_err(to_rpc_error)?;
-                fit(name::OPEN_SESSION, &opened, context.budget(extensions)).map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_method(
-            name::SESSION_SUMMARY,
-            |params, context, extensions| -> Answer {
-                let params: SessionParams = parse(name::SESSION_SUMMARY, &params, SESSION_SHAPE)?;
-                let summary = context
-                    .orchestrator
-                    .session_summary(&params.session_id, &call_context(extensions)?)
-                    .map_err(to_rpc_error)?;
-                fit(name::SESSION_SUMMARY, &summary, context.budget(extensions))
-                    .map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
-    module
-        .register_method(name::LIST_SESSIONS, |_, context, extensions| -> Answer {
-            let sessions = context
-                .orchestrator
-                .list_sessions(&call_context(extensions)?);
-            fit(name::LIST_SESSIONS, &sessions, context.budget(extensions)).map_err(to_rpc_error)
-        })
-        .expect("method names are unique");
-    module
-        .register_method(
-            name::CLOSE_SESSION,
-            |params, context, extensions| -> Answer {
-                let params: SessionParams = parse(name::CLOSE_SESSION, &params, SESSION_SHAPE)?;
-                context
-                    .orchestrator
-                    .close_session(&params.session_id, &call_context(extensions)?)
-                    .map_err(to_rpc_error)?;
-                let closed = CloseSessionResult { closed: true };
-                fit(name::CLOSE_SESSION, &closed, context.budget(extensions)).map_err(to_rpc_error)
-            },
-        )
-        .expect("method names are unique");
+pub(super) fn register(methods: &mut Methods) {
+    use Access::Anyone;
+    methods.add(name::OPEN_SESSION, Anyone, |s, p, c| async move {
+        s.sessions.open_session(p, &c)
+    });
+    methods.add(name::SESSION_SUMMARY, Anyone, |s, p, c| async move {
+        s.sessions.session_summary(p, &c)
+    });
+    methods.add(
+        name::LIST_SESSIONS,
+        Anyone,
+        |s, _: IgnoredParams, c| async move { Ok(s.sessions.list_sessions(&c)) },
+    );
+    methods.add(name::CLOSE_SESSION, Anyone, |s, p, c| async move {
+        s.sessions.close_session(p, &c)
+    });
 }

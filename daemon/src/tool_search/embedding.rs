@@ -21,7 +21,7 @@ use tool_cli_search::embed::Embedding;
 use super::cache::{self, Key, VectorCache};
 use super::model::{self, LoadError, LoadedModel};
 use super::{Phase, ToolSearch};
-use crate::config_search::ModelLocation;
+use crate::config::search::ModelLocation;
 
 /// Texts embedded per batch: large enough for a model to batch its matrix products, small
 /// enough that vectors reach the index every few seconds on a loaded machine.

@@ -39,7 +39,7 @@ use tool_cli_search::index::{Index, embedding_texts};
 use tool_cli_search::priors::{Priors, ToolRef};
 
 use crate::catalog::Catalog;
-use crate::config_search::SearchSettings;
+use crate::config::search::SearchSettings;
 use crate::pipeline::Slot;
 
 /// What a server's shard was built from.
@@ -91,10 +91,64 @@ struct Semantic {
     status: tokio::sync::watch::Sender<Status>,
     /// The last queries' model vectors: an agent or a harness often asks the same thing again.
     query_memo: Mutex<HashMap<String, Embedding>>,
+    /// How many queries the model is embedding now, at most `MAX_QUERY_EMBEDDINGS`: each takes
+    /// a thread for ~10 ms of CPU, and a burst of a hundred queries must not become a hundred
+    /// threads fighting over two cores.
+    embedding_now: Mutex<Turns>,
+    embedding_done: std::sync::Condvar,
+}
+
+/// The queries the model is embedding, and those waiting for a place.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Turns {
+    running: usize,
+    waiting: usize,
 }
 
 /// How many query vectors `Semantic::query_memo` keeps before it starts over.
-const QUERY_MEMO_CAPACITY: usize = 256;
+const QUERY_MEMO_CAPACITY: usize = 1024;
+
+/// The most queries the model embeds at once (the others wait their turn, a few milliseconds
+/// each): one per core of a small machine, whatever the number of requests.
+const MAX_QUERY_EMBEDDINGS: usize = 2;
+
+/// One of the `MAX_QUERY_EMBEDDINGS` places to embed a query, held while the model runs and
+/// given back on drop (a panic in the model included).
+struct QueryTurn<'a> {
+    semantic: &'a Semantic,
+}
+
+impl<'a> QueryTurn<'a> {
+    /// Waits for a free place (blocking: called inside `block_in_place`) and takes it.
+    fn take(semantic: &'a Semantic) -> QueryTurn<'a> {
+        let mut turns = semantic
+            .embedding_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        turns.waiting += 1;
+        while turns.running >= MAX_QUERY_EMBEDDINGS {
+            turns = semantic
+                .embedding_done
+                .wait(turns)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        turns.waiting -= 1;
+        turns.running += 1;
+        QueryTurn { semantic }
+    }
+}
+
+impl Drop for QueryTurn<'_> {
+    fn drop(&mut self) {
+        let mut turns = self
+            .semantic
+            .embedding_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        turns.running -= 1;
+        self.semantic.embedding_done.notify_one();
+    }
+}
 
 /// The index and what each shard was built from.
 pub(crate) struct ToolSearch {
@@ -135,6 +189,8 @@ impl ToolSearch {
                 wake: Mutex::new(wake),
                 status,
                 query_memo: Mutex::new(HashMap::new()),
+                embedding_now: Mutex::new(Turns::default()),
+                embedding_done: std::sync::Condvar::new(),
             }),
             ..ToolSearch::new()
         });
@@ -197,14 +253,20 @@ impl ToolSearch {
         }
     }
 
-    /// The model's vector of `query`, when the index has a model and some tool vectors (else
-    /// the search ranks with the hashing embedder and the model's time would be wasted). The
+    /// The model's vector of `query`, when the index has a model and every tool its vector
+    /// (else the search ranks with the hashing embedder and the model's time would be wasted). The
     /// model takes 10–30 ms of CPU: on a multi-threaded runtime the calling worker hands its
     /// other tasks over first (`block_in_place`), so no other request waits for it.
     pub(crate) fn embed_query(&self, index: &Index, query: &str) -> Option<Embedding> {
         let semantic = self.semantic.as_ref()?;
         let model = index.model()?;
-        if index.model_coverage().0 == 0
+        // The model ranks only when every tool a query may return has its vector; until the
+        // background pass has embedded them all, embedding the query would spend ~6 ms of CPU
+        // (on a core the pass needs) for a ranking by the hashing embedder. (A query limited to
+        // servers already embedded ranks lexically too, for the seconds the pass lasts.)
+        let (embedded, tools) = index.model_coverage();
+        if embedded == 0
+            || embedded < tools
             || query.trim().is_empty()
             || query.len() > tool_cli_search::search::MAX_QUERY_BYTES
         {
@@ -213,7 +275,10 @@ impl ToolSearch {
         if let Some(known) = semantic.query_memo.lock().unwrap().get(query) {
             return Some(known.clone());
         }
-        let embed = || model.embed(query);
+        let embed = || {
+            let _turn = QueryTurn::take(semantic);
+            model.embed_query(query)
+        };
         let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
             runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
         });
@@ -525,5 +590,84 @@ impl Priors for DaemonPriors {
         self.stats
             .get(&(candidate.server.to_owned(), candidate.tool.to_owned()))
             .map_or(NEUTRAL_LATENCY, |&(_, latency)| latency)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn semantic() -> Semantic {
+        let (wake, _) = std::sync::mpsc::channel();
+        let (status, _) = tokio::sync::watch::channel(Status {
+            phase: Phase::Ready,
+            pass_complete: true,
+            generation: 0,
+            embedded: 0,
+            cached: 0,
+            last_error: None,
+        });
+        Semantic {
+            dir: "test".to_owned(),
+            wake: Mutex::new(wake),
+            status,
+            query_memo: Mutex::new(HashMap::new()),
+            embedding_now: Mutex::new(Turns::default()),
+            embedding_done: std::sync::Condvar::new(),
+        }
+    }
+
+    fn turns(semantic: &Semantic) -> Turns {
+        *semantic.embedding_now.lock().unwrap()
+    }
+
+    /// A burst of queries becomes at most `MAX_QUERY_EMBEDDINGS` model runs at once; the rest
+    /// wait for a place and get it as soon as one is given back.
+    #[test]
+    fn at_most_two_queries_embed_at_once_and_the_others_wait_their_turn() {
+        let semantic = semantic();
+        let first = QueryTurn::take(&semantic);
+        let second = QueryTurn::take(&semantic);
+        assert_eq!(
+            turns(&semantic),
+            Turns {
+                running: 2,
+                waiting: 0
+            }
+        );
+        std::thread::scope(|scope| {
+            let (taken, was_taken) = std::sync::mpsc::channel();
+            let waiters: Vec<_> = (0..3)
+                .map(|_| {
+                    let taken = taken.clone();
+                    let semantic = &semantic;
+                    scope.spawn(move || {
+                        let turn = QueryTurn::take(semantic);
+                        taken.send(()).unwrap();
+                        drop(turn);
+                    })
+                })
+                .collect();
+            // Wait (on the state, not a clock) until all three are waiting.
+            while turns(&semantic).waiting < 3 {
+                std::thread::yield_now();
+            }
+            assert_eq!(
+                turns(&semantic).running,
+                2,
+                "no third query runs while two do"
+            );
+            assert!(was_taken.try_recv().is_err());
+            // Giving one place back lets the waiters through, one at a time.
+            drop(first);
+            for _ in 0..3 {
+                was_taken.recv().unwrap();
+            }
+            for waiter in waiters {
+                waiter.join().unwrap();
+            }
+        });
+        drop(second);
+        assert_eq!(turns(&semantic), Turns::default());
     }
 }

@@ -2,11 +2,12 @@
 //! used by the trace writer and by anything else that reports on calls in the trace's terms (a
 //! session summary feeds these lines to `tool_cli_trace_report::aggregate::summarize`).
 
-use std::time::UNIX_EPOCH;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use tool_cli_protocol::trace::{TRACE_SCHEMA_VERSION, TraceAlternative, TraceError, TraceLine};
 use tool_cli_trace_report::time;
 
+use super::budget::Summary;
 use crate::pipeline::CallRecord;
 
 /// The trace line of `record`, without arguments or result (the writer adds them, redacted, in
@@ -65,10 +66,62 @@ pub fn trace_line(record: &CallRecord) -> TraceLine {
         tokens_in: record.tokens_in,
         tokens_out: record.tokens_out,
         cost_usd: record.cost_usd,
+        summarizes: 0,
         arguments: None,
         result: None,
     }
 }
+
+/// The line that stands for one token's refused calls over its share of the trace (see
+/// `budget.rs`), written at `now`. It names no token and no session: only how many calls, of
+/// which kinds.
+pub(crate) fn summary_line(summary: &Summary, capacity: u64, now: SystemTime) -> TraceLine {
+    let finished_ms = now.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    });
+    TraceLine {
+        schema_version: TRACE_SCHEMA_VERSION,
+        ts: time::format_millis(finished_ms),
+        session_id: None,
+        step: None,
+        call_id: SUMMARY_CALL_ID.to_owned(),
+        parent_call_id: None,
+        depth: 0,
+        server: None,
+        tool: SUMMARY_TOOL.to_owned(),
+        arguments_hash: String::new(),
+        latency_ms: 0.0,
+        success: false,
+        executed: false,
+        dry_run: false,
+        selection_rule: None,
+        alternatives: Vec::new(),
+        attempt: 0,
+        retries: 0,
+        retry_reason: None,
+        error: Some(TraceError {
+            code: summary.code,
+            kind: SUMMARY_KIND.to_owned(),
+            message: summary.message(capacity),
+        }),
+        degraded: false,
+        tokens_in: 0,
+        tokens_out: 0,
+        cost_usd: 0.0,
+        summarizes: summary.calls,
+        arguments: None,
+        result: None,
+    }
+}
+
+/// The `callId` of a summary line (no call of its own).
+pub(crate) const SUMMARY_CALL_ID: &str = "summary";
+
+/// The `tool` of a summary line.
+pub(crate) const SUMMARY_TOOL: &str = "(refused calls)";
+
+/// The `error.kind` of a summary line.
+pub(crate) const SUMMARY_KIND: &str = "refusalsSummarized";
 
 /// A record of a `sql_query` call that finished at 2026-05-14T09:15:04.382Z after 12.345678 s,
 /// everything else empty: for the tests of this module and of the writer.

@@ -16,7 +16,7 @@ fn settings(path: &Path, verbose: bool) -> TraceSettings {
     TraceSettings {
         path: path.to_path_buf(),
         verbose,
-        max_bytes: settings::DEFAULT_MAX_BYTES,
+        max_bytes: crate::config::traces::DEFAULT_MAX_BYTES,
         keep: 1,
     }
 }
@@ -135,6 +135,12 @@ async fn verbose_lines_carry_redacted_payloads_and_plain_ones_none() {
         record.arguments = Some(json!({"sql": "select 1", "auth": {"api_key": "hunter2"}}));
         record.result = Some(json!({"content": [{"type": "text",
             "text": "the key is sk-configured-secret"}]}));
+        // An error's message is in every line, verbose or not: redacted as well.
+        record.error = Some(crate::pipeline::RecordedError {
+            code: -32003,
+            kind: "upstream",
+            message: "the server refused the key sk-configured-secret".into(),
+        });
         traces.observe(&record);
         assert!(traces.flush(WAIT).await);
         let line = lines.lock().unwrap().pop().unwrap();
@@ -185,4 +191,72 @@ async fn lines_reach_the_real_file_in_order() {
         (5, 0, None)
     );
     assert_eq!(health.path, path.to_string_lossy());
+}
+
+/// The issue: ~7,000 refused calls of one token rotated the whole trace history away. Each
+/// token's refusals now have a share of the history; past it they are summarized.
+#[tokio::test]
+async fn one_tokens_refused_calls_cannot_rotate_everyones_history_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traces.jsonl");
+    let traces = Traces::start(
+        TraceSettings {
+            path: path.clone(),
+            verbose: false,
+            max_bytes: 64 * 1024,
+            keep: 1,
+        },
+        Vec::new(),
+    );
+    let mut owners = Vec::new();
+    for _ in 0..50 {
+        let mut record = test_record();
+        record.call_id = crate::pipeline::CallId::next();
+        record.server = Some("demo".into());
+        record.executed = true;
+        record.success = true;
+        traces.observe(&record);
+        owners.push(record.call_id.to_string());
+    }
+    let flood = 7000;
+    for index in 0..flood {
+        let mut record = test_record();
+        record.token_id = "scoped".into();
+        record.tool = format!("no_such_tool_{index}_{}", "x".repeat(4000));
+        record.error = Some(crate::pipeline::RecordedError {
+            code: -32602,
+            kind: "unknownTool",
+            message: "no server offers it".into(),
+        });
+        traces.observe(&record);
+    }
+    assert!(traces.flush(WAIT).await);
+    let mut lines: Vec<TraceLine> = Vec::new();
+    for file in tool_cli_trace_report::files::trace_files(&path) {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            lines.push(serde_json::from_str(line).unwrap());
+        }
+    }
+    let kept: Vec<&str> = lines
+        .iter()
+        .filter(|line| line.executed)
+        .map(|line| line.call_id.as_str())
+        .collect();
+    assert_eq!(kept, owners, "the owner's history was rotated away");
+    let refused = lines
+        .iter()
+        .filter(|line| !line.executed && line.summarizes == 0)
+        .count() as u64;
+    let summarized: u64 = lines.iter().map(|line| line.summarizes).sum();
+    assert_eq!(
+        refused + summarized,
+        flood,
+        "every refusal is written or counted"
+    );
+    assert!(refused < 10, "{refused} refusals written one by one");
+    let summary = lines.iter().find(|line| line.summarizes > 0).unwrap();
+    let error = summary.error.as_ref().unwrap();
+    assert_eq!(error.kind, "refusalsSummarized");
+    assert!(error.message.contains("unknownTool ×"), "{}", error.message);
+    assert_eq!(traces.health().summarized, summarized);
 }

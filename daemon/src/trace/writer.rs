@@ -26,7 +26,7 @@ use tool_cli_protocol::trace::TraceLine;
 use tool_cli_trace_report::files::rotated_path;
 
 use super::redact::Redactor;
-use super::settings::TraceSettings;
+use crate::config::traces::TraceSettings;
 
 /// What the call side sends the writer.
 #[derive(Debug)]
@@ -124,6 +124,8 @@ pub(crate) trait Sink: Send + 'static {
 pub(crate) struct Counters {
     pub(crate) written: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    /// Refused calls counted into summary lines instead of written.
+    pub(crate) summarized: AtomicU64,
     // A std mutex: held only to swap a string, never across an await or a write.
     pub(crate) last_error: Mutex<Option<String>>,
 }
@@ -227,6 +229,11 @@ fn encode(line: &mut TraceLine, redactor: &Redactor) -> Result<Vec<u8>, WriteErr
         .flatten()
     {
         redactor.redact(payload);
+    }
+    // An error's message may quote what a server said, configured secrets included; it is in
+    // every line, verbose or not.
+    if let Some(error) = &mut line.error {
+        redactor.redact_text(&mut error.message);
     }
     let mut bytes =
         serde_json::to_vec(line).map_err(|error| WriteError::Encode(error.to_string()))?;

@@ -1,13 +1,16 @@
-//! A pids cgroup per run: the process-count limit that holds even when the daemon runs as root.
+//! A pids and memory cgroup per run: the limits on how many processes a snippet may have and how
+//! much memory they may use together, which hold whoever the processes run as.
 //!
-//! `RLIMIT_NPROC` counts every process of the *user*, and the kernel does not apply it to root at
-//! all, so for a daemon running as root it limits nothing. A cgroup's `pids.max` counts the
-//! processes and threads *in the cgroup*, whoever owns them. When the pids controller is mounted
-//! and our own cgroup directory is writable (root on cgroup v1, or a delegated v2 subtree), every
-//! run gets a fresh child cgroup with `pids.max` set; the child joins it in `pre_exec` before
-//! `exec`, so nothing it forks can start outside it; and at the end every process still listed
-//! is killed and the directory removed. Where that is not possible, the run goes ahead without it
-//! and the tool's description says so.
+//! `RLIMIT_NPROC` and `RLIMIT_AS` are per user and per process; a cgroup's `pids.max` and memory
+//! limit count every process *in the cgroup*, and the snippet's children inherit it. Each
+//! controller is found where this machine has it: a cgroup v1 hierarchy that mounts it, or the
+//! v2 unified hierarchy when our cgroup delegates it to children (`cgroup.subtree_control`);
+//! machines mix both (here: v1 pids and memory, an empty v2). Every run gets fresh child
+//! cgroups with the limits written, the sandbox's intermediate process joins them before it
+//! makes the snippet's namespaces (so nothing the snippet starts begins outside), the snippet's
+//! cgroup namespace hides the hierarchy above, and at the end every process still listed is
+//! killed and the directories removed. Where a controller is missing the run goes ahead with the
+//! rlimits alone and the tool's description says so.
 
 use rand::RngExt as _;
 use std::{
@@ -18,127 +21,305 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Where new per-run cgroups are made: our own cgroup's directory in the pids hierarchy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PidsRoot(PathBuf);
+/// A controller the sandbox uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Controller {
+    Pids,
+    Memory,
+}
 
-impl PidsRoot {
-    /// Our cgroup directories in the hierarchies that may have the pids controller, from the
-    /// text of `/proc/self/mountinfo` and `/proc/self/cgroup`: a v1 pids hierarchy first, then a
-    /// v2 one (where pids may or may not be enabled). Pure; whether one is usable is tested by
-    /// [`PidsRoot::usable`].
-    pub(crate) fn locate(mountinfo: &str, own_cgroups: &str) -> Vec<Self> {
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Pids => "pids",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+/// Which cgroup version a directory belongs to (the limit files are named differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V1,
+    V2,
+}
+
+/// Where new per-run cgroups of one controller are made: our own cgroup's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ControllerRoot {
+    pub(crate) directory: PathBuf,
+    pub(crate) version: Version,
+}
+
+/// The controllers found usable at start-up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CgroupRoots {
+    pub(crate) pids: Option<ControllerRoot>,
+    pub(crate) memory: Option<ControllerRoot>,
+}
+
+/// The limits written into a run's cgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CgroupLimits {
+    /// `pids.max`: processes and threads, the sandbox's own intermediate process included.
+    pub(crate) processes: u32,
+    /// The memory limit, with no swap on top.
+    pub(crate) memory_bytes: u64,
+}
+
+/// One mount line of `/proc/self/mountinfo` that is a cgroup hierarchy.
+struct Hierarchy<'a> {
+    mount_root: &'a str,
+    mount_point: &'a str,
+    version: Version,
+    /// The v1 controllers it carries (empty for v2).
+    controllers: Vec<&'a str>,
+}
+
+fn hierarchies(mountinfo: &str) -> Vec<Hierarchy<'_>> {
+    let mut found = Vec::new();
+    for line in mountinfo.lines() {
+        // mountinfo: ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE SUPER_OPTIONS
+        let Some((before, after)) = line.split_once(" - ") else {
+            continue;
+        };
+        let fields: Vec<&str> = before.split(' ').collect();
+        let rest: Vec<&str> = after.split(' ').collect();
+        let (Some(mount_root), Some(mount_point), Some(fs_type)) =
+            (fields.get(3), fields.get(4), rest.first())
+        else {
+            continue;
+        };
+        let super_options = rest.get(2).copied().unwrap_or("");
+        let (version, controllers) = match *fs_type {
+            "cgroup" => (Version::V1, super_options.split(',').collect()),
+            "cgroup2" => (Version::V2, Vec::new()),
+            _ => continue,
+        };
+        found.push(Hierarchy {
+            mount_root,
+            mount_point,
+            version,
+            controllers,
+        });
+    }
+    found
+}
+
+/// Our cgroup path in a v1 hierarchy carrying `controller`, or in the v2 hierarchy.
+fn own_path<'a>(own_cgroups: &'a str, version: Version, controller: &str) -> Option<&'a str> {
+    own_cgroups.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (id, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        match version {
+            Version::V2 => (id == "0" && controllers.is_empty()).then_some(path),
+            Version::V1 => controllers
+                .split(',')
+                .any(|name| name == controller)
+                .then_some(path),
+        }
+    })
+}
+
+impl CgroupRoots {
+    /// The candidate directories for `controller`, from the text of `/proc/self/mountinfo` and
+    /// `/proc/self/cgroup`: a v1 hierarchy that mounts it first, then the v2 one (where it may or
+    /// may not be delegated; [`CgroupRoots::detect`] tries). Pure.
+    pub(crate) fn candidates(
+        mountinfo: &str,
+        own_cgroups: &str,
+        controller: Controller,
+    ) -> Vec<ControllerRoot> {
+        let name = controller.name();
         let mut version_1 = Vec::new();
         let mut version_2 = Vec::new();
-        for line in mountinfo.lines() {
-            // mountinfo: ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE SUPER_OPTIONS
-            let Some((before, after)) = line.split_once(" - ") else {
+        for hierarchy in hierarchies(mountinfo) {
+            let carries = match hierarchy.version {
+                Version::V1 => hierarchy.controllers.contains(&name),
+                Version::V2 => true,
+            };
+            if !carries {
+                continue;
+            }
+            let Some(path) = own_path(own_cgroups, hierarchy.version, name) else {
                 continue;
             };
-            let fields: Vec<&str> = before.split(' ').collect();
-            let rest: Vec<&str> = after.split(' ').collect();
-            let (Some(mount_root), Some(mount_point), Some(fs_type)) =
-                (fields.get(3), fields.get(4), rest.first())
-            else {
-                continue;
+            // Inside a container the mount's root may itself be a cgroup path; our path is
+            // relative to the hierarchy, so take the mount's root off first.
+            let path = path.strip_prefix(hierarchy.mount_root).unwrap_or(path);
+            let root = ControllerRoot {
+                directory: Path::new(hierarchy.mount_point).join(path.trim_start_matches('/')),
+                version: hierarchy.version,
             };
-            let super_options = rest.get(2).copied().unwrap_or("");
-            let (found, path) = match *fs_type {
-                "cgroup" if super_options.split(',').any(|option| option == "pids") => (
-                    &mut version_1,
-                    own_cgroups.lines().find_map(|line| {
-                        let mut parts = line.splitn(3, ':');
-                        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-                        controllers
-                            .split(',')
-                            .any(|controller| controller == "pids")
-                            .then_some(path)
-                    }),
-                ),
-                "cgroup2" => (
-                    &mut version_2,
-                    own_cgroups
-                        .lines()
-                        .find_map(|line| line.strip_prefix("0::")),
-                ),
-                _ => continue,
-            };
-            if let Some(path) = path {
-                // Inside a container the mount's root may itself be a cgroup path; our path is
-                // relative to the hierarchy, so take the mount's root off first.
-                let path = path.strip_prefix(mount_root).unwrap_or(path);
-                let relative = path.trim_start_matches('/');
-                found.push(Self(Path::new(mount_point).join(relative)));
+            match hierarchy.version {
+                Version::V1 => version_1.push(root),
+                Version::V2 => version_2.push(root),
             }
         }
         version_1.extend(version_2);
         version_1
     }
 
-    /// The root for this process, if the pids controller is mounted and we can use it.
-    pub(crate) fn detect() -> Option<Self> {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        Self::locate(&mountinfo, &own)
-            .into_iter()
-            .find(Self::usable)
-    }
-
-    /// Whether a child cgroup with a `pids.max` can be made here (and is removed again).
-    fn usable(&self) -> bool {
-        match RunCgroup::create(self, 1) {
-            Ok(cgroup) => {
-                drop(cgroup);
-                true
-            }
-            Err(error) => {
-                tracing::debug!(root = %self.0.display(), %error, "no pids cgroup for the sandbox");
-                false
-            }
+    /// The usable controllers of this process: for each, the first candidate where a child
+    /// cgroup with the limit written can really be made (and is removed again).
+    pub(crate) fn detect() -> Self {
+        let (Ok(mountinfo), Ok(own)) = (
+            std::fs::read_to_string("/proc/self/mountinfo"),
+            std::fs::read_to_string("/proc/self/cgroup"),
+        ) else {
+            return Self::default();
+        };
+        let usable = |controller| {
+            Self::candidates(&mountinfo, &own, controller)
+                .into_iter()
+                .find(|root| {
+                    let single = match controller {
+                        Controller::Pids => Self {
+                            pids: Some(root.clone()),
+                            memory: None,
+                        },
+                        Controller::Memory => Self {
+                            pids: None,
+                            memory: Some(root.clone()),
+                        },
+                    };
+                    let limits = CgroupLimits {
+                        processes: 4,
+                        memory_bytes: 64 * 1024 * 1024,
+                    };
+                    match RunCgroups::create(&single, limits) {
+                        Ok(cgroups) => {
+                            drop(cgroups);
+                            true
+                        }
+                        Err(error) => {
+                            tracing::debug!(
+                                root = %root.directory.display(), controller = controller.name(),
+                                %error, "cgroup not usable for the sandbox"
+                            );
+                            false
+                        }
+                    }
+                })
+        };
+        Self {
+            pids: usable(Controller::Pids),
+            memory: usable(Controller::Memory),
         }
     }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pids.is_none() && self.memory.is_none()
+    }
 }
 
-/// One run's cgroup; dropping it kills whatever is left inside and removes it.
+/// One run's cgroups; dropping them kills whatever is left inside and removes them.
 #[derive(Debug)]
-pub(crate) struct RunCgroup {
-    directory: PathBuf,
-    /// `cgroup.procs` as a C string, so `pre_exec` can open it without allocating.
-    procs: CString,
+pub(crate) struct RunCgroups {
+    /// The directories made (one for v2 carrying both controllers, else one per controller).
+    directories: Vec<(PathBuf, Version)>,
+    /// Each directory's `cgroup.procs` as a C string, so the child can join without allocating.
+    procs: Vec<CString>,
+    /// The directory whose memory files tell about out-of-memory kills.
+    memory: Option<(PathBuf, Version)>,
 }
 
-impl RunCgroup {
-    /// Makes a fresh child cgroup allowing at most `max_processes` tasks.
-    pub(crate) fn create(root: &PidsRoot, max_processes: u32) -> io::Result<Self> {
+impl RunCgroups {
+    /// Makes fresh child cgroups of every root in `roots` with `limits` written. A limit that
+    /// cannot be written (the controller is not enabled there) is an error: such a cgroup would
+    /// limit nothing.
+    pub(crate) fn create(roots: &CgroupRoots, limits: CgroupLimits) -> io::Result<Self> {
         let name = format!(
             "tool-cli-run-{}-{:016x}",
             std::process::id(),
             rand::rng().random::<u64>()
         );
-        let directory = root.0.join(name);
-        std::fs::create_dir(&directory)?;
-        let cgroup = Self {
-            procs: CString::new(directory.join("cgroup.procs").as_os_str().as_bytes())
-                .map_err(io::Error::other)?,
-            directory,
+        let mut cgroups = Self {
+            directories: Vec::new(),
+            procs: Vec::new(),
+            memory: None,
         };
-        // Without pids.max (controller not enabled here) the cgroup limits nothing: refuse it.
-        std::fs::write(cgroup.directory.join("pids.max"), max_processes.to_string())?;
-        Ok(cgroup)
+        for (controller, root) in [
+            (Controller::Pids, &roots.pids),
+            (Controller::Memory, &roots.memory),
+        ] {
+            let Some(root) = root else { continue };
+            let directory = root.directory.join(&name);
+            if !cgroups
+                .directories
+                .iter()
+                .any(|(made, _)| made == &directory)
+            {
+                std::fs::create_dir(&directory)?;
+                cgroups.procs.push(
+                    CString::new(directory.join("cgroup.procs").as_os_str().as_bytes())
+                        .map_err(io::Error::other)?,
+                );
+                cgroups.directories.push((directory.clone(), root.version));
+            }
+            match (controller, root.version) {
+                (Controller::Pids, _) => {
+                    std::fs::write(directory.join("pids.max"), limits.processes.to_string())?;
+                }
+                (Controller::Memory, Version::V1) => {
+                    let bytes = limits.memory_bytes.to_string();
+                    std::fs::write(directory.join("memory.limit_in_bytes"), &bytes)?;
+                    // Memory plus swap, where swap accounting exists: no swapping around the
+                    // limit.
+                    let _ = std::fs::write(directory.join("memory.memsw.limit_in_bytes"), &bytes);
+                    cgroups.memory = Some((directory.clone(), Version::V1));
+                }
+                (Controller::Memory, Version::V2) => {
+                    std::fs::write(
+                        directory.join("memory.max"),
+                        limits.memory_bytes.to_string(),
+                    )?;
+                    let _ = std::fs::write(directory.join("memory.swap.max"), "0");
+                    cgroups.memory = Some((directory.clone(), Version::V2));
+                }
+            }
+        }
+        Ok(cgroups)
     }
 
-    /// The path a child writes `0` to in order to join.
-    pub(crate) fn procs_path(&self) -> &CString {
+    /// The files a process writes `0` to in order to join every cgroup of the run.
+    pub(crate) fn procs_paths(&self) -> &[CString] {
         &self.procs
     }
 
-    /// The processes in the cgroup now.
+    /// The processes in the run's cgroups now.
     pub(crate) fn members(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.directory.join("cgroup.procs"))
+        let mut members: Vec<i32> = self
+            .directories
+            .iter()
+            .flat_map(|(directory, _)| {
+                std::fs::read_to_string(directory.join("cgroup.procs"))
+                    .unwrap_or_default()
+                    .lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        members
+    }
+
+    /// How many processes the memory controller killed for going over the limit.
+    pub(crate) fn out_of_memory_kills(&self) -> u64 {
+        let Some((directory, version)) = &self.memory else {
+            return 0;
+        };
+        let file = match version {
+            Version::V1 => "memory.oom_control",
+            Version::V2 => "memory.events",
+        };
+        std::fs::read_to_string(directory.join(file))
             .unwrap_or_default()
             .lines()
-            .filter_map(|line| line.trim().parse().ok())
-            .collect()
+            .find_map(|line| line.strip_prefix("oom_kill "))
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// Kills every member until none is left (a member may fork between listing and killing, but
@@ -162,17 +343,20 @@ impl RunCgroup {
     }
 }
 
-impl Drop for RunCgroup {
+impl Drop for RunCgroups {
     fn drop(&mut self) {
         self.kill_all(Duration::from_secs(2));
-        // rmdir fails while a killed task is still exiting; it is gone within moments.
-        let started = Instant::now();
-        while let Err(error) = std::fs::remove_dir(&self.directory) {
-            if error.kind() == io::ErrorKind::NotFound || started.elapsed() > Duration::from_secs(2)
-            {
-                break;
+        for (directory, _) in &self.directories {
+            // rmdir fails while a killed task is still exiting; it is gone within moments.
+            let started = Instant::now();
+            while let Err(error) = std::fs::remove_dir(directory) {
+                if error.kind() == io::ErrorKind::NotFound
+                    || started.elapsed() > Duration::from_secs(2)
+                {
+                    break;
+                }
+                std::thread::yield_now();
             }
-            std::thread::yield_now();
         }
     }
 }
@@ -181,19 +365,34 @@ impl Drop for RunCgroup {
 mod tests {
     use super::*;
 
-    #[test]
-    fn locates_the_v1_pids_hierarchy() {
-        let mountinfo = "\
+    const MACHINE_LIKE_THIS_ONE: &str = "\
 24 31 0:22 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs rw,mode=755
 30 24 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
 32 24 0:29 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
 33 24 0:30 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw";
-        let own = "8:pids:/jobs/42\n4:memory:/x\n0::/";
+
+    fn root(directory: &str, version: Version) -> ControllerRoot {
+        ControllerRoot {
+            directory: PathBuf::from(directory),
+            version,
+        }
+    }
+
+    #[test]
+    fn locates_the_v1_hierarchies_before_the_v2_one() {
+        let own = "8:pids:/jobs/42\n4:memory:/process_api/abc\n0::/";
         assert_eq!(
-            PidsRoot::locate(mountinfo, own),
+            CgroupRoots::candidates(MACHINE_LIKE_THIS_ONE, own, Controller::Pids),
             [
-                PidsRoot(PathBuf::from("/sys/fs/cgroup/pids/jobs/42")),
-                PidsRoot(PathBuf::from("/sys/fs/cgroup/unified")),
+                root("/sys/fs/cgroup/pids/jobs/42", Version::V1),
+                root("/sys/fs/cgroup/unified", Version::V2),
+            ]
+        );
+        assert_eq!(
+            CgroupRoots::candidates(MACHINE_LIKE_THIS_ONE, own, Controller::Memory),
+            [
+                root("/sys/fs/cgroup/memory/process_api/abc", Version::V1),
+                root("/sys/fs/cgroup/unified", Version::V2),
             ]
         );
     }
@@ -201,21 +400,57 @@ mod tests {
     #[test]
     fn locates_a_v2_hierarchy_and_nothing_without_one() {
         let mountinfo = "35 24 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate";
+        for controller in [Controller::Pids, Controller::Memory] {
+            assert_eq!(
+                CgroupRoots::candidates(mountinfo, "0::/user.slice/session-1.scope", controller),
+                [root(
+                    "/sys/fs/cgroup/user.slice/session-1.scope",
+                    Version::V2
+                )]
+            );
+        }
         assert_eq!(
-            PidsRoot::locate(mountinfo, "0::/user.slice/session-1.scope"),
-            [PidsRoot(PathBuf::from(
-                "/sys/fs/cgroup/user.slice/session-1.scope"
-            ))]
-        );
-        assert_eq!(
-            PidsRoot::locate("30 24 0:27 / /proc rw - proc proc rw", "0::/"),
+            CgroupRoots::candidates(
+                "30 24 0:27 / /proc rw - proc proc rw",
+                "0::/",
+                Controller::Pids
+            ),
             []
         );
         // A container whose cgroup namespace root is mounted at /sys/fs/cgroup.
         let mountinfo = "35 24 0:30 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw";
         assert_eq!(
-            PidsRoot::locate(mountinfo, "0::/docker/abc/job"),
-            [PidsRoot(PathBuf::from("/sys/fs/cgroup/job"))]
+            CgroupRoots::candidates(mountinfo, "0::/docker/abc/job", Controller::Memory),
+            [root("/sys/fs/cgroup/job", Version::V2)]
         );
+    }
+
+    #[test]
+    fn this_machine_s_controllers_are_found_and_usable() {
+        // The CI machine runs as root with cgroup v1 pids and memory mounted and an empty v2
+        // hierarchy: both controllers must be found on v1. A machine without them would make
+        // run_python report itself degraded, which the platform tests check separately.
+        let roots = CgroupRoots::detect();
+        assert_eq!(
+            roots.pids.as_ref().map(|root| root.version),
+            Some(Version::V1),
+            "this test needs root and a cgroup v1 pids hierarchy: {roots:?}"
+        );
+        assert_eq!(
+            roots.memory.as_ref().map(|root| root.version),
+            Some(Version::V1),
+            "this test needs root and a cgroup v1 memory hierarchy: {roots:?}"
+        );
+        let cgroups = RunCgroups::create(
+            &roots,
+            CgroupLimits {
+                processes: 3,
+                memory_bytes: 32 * 1024 * 1024,
+            },
+        )
+        .unwrap();
+        assert_eq!(cgroups.procs_paths().len(), 2);
+        assert_eq!(cgroups.members(), Vec::<i32>::new());
+        assert_eq!(cgroups.out_of_memory_kills(), 0);
     }
 }

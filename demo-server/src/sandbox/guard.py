@@ -1,15 +1,21 @@
-# The fixed Python half of the run_python sandbox, run by the same interpreter as the snippet:
-#   python -I -S -B -c GUARD check MODULES   reads a snippet on stdin, prints a JSON verdict
-#   python -I -S -B -c GUARD run MODULES     reads {"code", "stdin"} JSON on stdin and runs it
-# MODULES is the comma-separated import allow-list, which lives in the Rust code only.
+# The fixed Python half of the run_python sandbox, run by the same interpreter as the snippet,
+# inside the kernel sandbox (namespaces, seccomp, Landlock, cgroups: see confine.rs). This file is
+# a first layer that gives useful refusals; it is not the boundary.
+#   python -I -S -B -c GUARD run MODULES RUN            reads {"code", "stdin", "nonce"} JSON on
+#       stdin, checks the snippet and runs it; a refused snippet does not run, and the verdict
+#       {"nonce", "problems"} is printed with exit code 86
+#   python -I -S -B -c GUARD run-unchecked MODULES RUN  the same without the static check (tests)
+# MODULES is the comma-separated import allow-list, which lives in the Rust code only; RUN names
+# the run (its directory), so a process of the run can be recognised from outside.
 #
-# `check` is the static gate: it parses the snippet with `ast` and refuses imports outside the
-# allow-list, dangerous builtins by name, any dunder name, any attribute starting with "_" and the
-# frame/code/generator attributes that reach interpreter internals. `run` is the second layer:
-# the snippet gets a fresh globals dict whose builtins hold only safe functions, an __import__ that
-# hands out stripped copies of allow-listed modules (no submodules, no private names, none of the
-# few functions that look attributes up by a string), and an audit hook that refuses files,
-# sockets, processes, new imports and further compilation once the snippet starts.
+# The static check parses the snippet with `ast` and refuses imports outside the allow-list,
+# dangerous builtins by name, any dunder name (whatever binds it: a name, a match capture, an
+# except clause, an import alias, a parameter or keyword), dunder methods other than ordinary
+# ones, any attribute starting with "_" and the frame/code/generator attributes that reach
+# interpreter internals. The runner gives the snippet a fresh globals dict whose builtins hold only
+# safe functions, an __import__ that hands out stripped copies of allow-listed modules (no
+# submodules, no private names, none of the few functions that look attributes up by a string),
+# and an audit hook that refuses files, sockets, processes, new imports and further compilation.
 import sys
 
 MODE = sys.argv[1]
@@ -28,6 +34,19 @@ DENIED_ATTRIBUTES = frozenset({
     "f_builtins", "f_code", "f_globals", "f_locals", "f_trace", "f_lasti", "f_lineno",
     "tb_frame", "tb_next", "tb_lasti", "tb_lineno", "co_code", "co_consts", "co_names",
     "mro", "format_map", "get_field", "update_wrapper", "wraps", "register", "dispatch",
+})
+
+# Dunder methods a snippet may define: construction, representation, comparison, containers,
+# arithmetic and context managers. Anything else (instance checks, attribute hooks, class
+# creation hooks, pickling) is refused.
+ORDINARY_DUNDER_METHODS = frozenset({
+    "__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__hash__", "__bool__", "__len__", "__iter__", "__next__", "__reversed__",
+    "__contains__", "__getitem__", "__setitem__", "__delitem__", "__add__", "__radd__",
+    "__iadd__", "__sub__", "__rsub__", "__isub__", "__mul__", "__rmul__", "__imul__",
+    "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__",
+    "__pow__", "__rpow__", "__neg__", "__pos__", "__abs__", "__int__", "__float__",
+    "__round__", "__call__", "__enter__", "__exit__",
 })
 
 
@@ -76,12 +95,31 @@ def check(code):
                 if attribute.startswith("_") or attribute in DENIED_ATTRIBUTES:
                     refuse(node, f"matching on the attribute {attribute!r} is not allowed")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            # Defining __init__ or __repr__ is ordinary Python; hooks that intercept attribute
-            # access are what turn a string-keyed stdlib helper into an escape.
-            if node.name in ("__getattr__", "__getattribute__", "__setattr__", "__delattr__",
-                             "__set_name__", "__init_subclass__", "__class_getitem__",
-                             "__format__", "__reduce__", "__reduce_ex__"):
+            # Defining __init__ or __repr__ is ordinary Python; the hooks that intercept
+            # attribute access, instance checks or class creation are what turn a string-keyed
+            # helper or a class pattern into an escape (an ABC's __subclasshook__ made every
+            # object match a class pattern that read attributes named by a runtime string).
+            if node.name.startswith("__") and node.name not in ORDINARY_DUNDER_METHODS:
                 refuse(node, f"defining {node.name!r} is not allowed")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            # `case __match_args__:` binds a dunder without an ast.Name.
+            if node.name and node.name.startswith("__"):
+                refuse(node, f"dunder names such as {node.name!r} are not allowed")
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest and node.rest.startswith("__"):
+                refuse(node, f"dunder names such as {node.rest!r} are not allowed")
+        elif isinstance(node, ast.ExceptHandler):
+            if node.name and node.name.startswith("__"):
+                refuse(node, f"dunder names such as {node.name!r} are not allowed")
+        elif isinstance(node, ast.arg):
+            if node.arg.startswith("__"):
+                refuse(node, f"dunder names such as {node.arg!r} are not allowed")
+        elif isinstance(node, ast.keyword):
+            if node.arg and node.arg.startswith("__"):
+                refuse(node, f"dunder names such as {node.arg!r} are not allowed")
+        elif isinstance(node, ast.alias):
+            if node.asname and node.asname.startswith("_"):
+                refuse(node, f"importing as {node.asname!r} is not allowed")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 if name.startswith("__"):
@@ -199,17 +237,18 @@ def run(request):
 
 def main():
     import json
-    data = sys.stdin.buffer.read()
-    if MODE == "check":
-        try:
-            code = data.decode("utf-8")
-        except UnicodeDecodeError:
-            problems = [{"line": 0, "message": "the code is not valid UTF-8"}]
-        else:
-            problems = check(code)
-        sys.stdout.write(json.dumps({"problems": problems}))
-        return 0
-    return run(json.loads(data))
+    request = json.loads(sys.stdin.buffer.read())
+    if MODE == "run":
+        problems = check(request["code"])
+        if problems:
+            sys.stdout.write(json.dumps({"nonce": request.get("nonce", ""),
+                                         "problems": problems}))
+            sys.stdout.flush()
+            return 86
+    elif MODE != "run-unchecked":
+        sys.stderr.write(f"unknown guard mode {MODE!r}\n")
+        return 2
+    return run(request)
 
 
 sys.exit(main())

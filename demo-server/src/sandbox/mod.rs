@@ -1,39 +1,53 @@
-//! `run_python`: a short Python snippet run in a separate, confined process.
+//! `run_python`: a short Python snippet run in a separate process that the kernel confines.
 //!
-//! Three layers, each of which must fail for a snippet to do harm:
-//! 1. **A static check** (`guard.py check`, run by the same interpreter): the snippet is parsed
-//!    with `ast` and refused before it runs if it imports anything outside [`ALLOWED_MODULES`],
-//!    names a dangerous builtin (`open`, `exec`, `eval`, `getattr`, …), names any dunder, or
-//!    touches an attribute starting with `_` or leading to frames and code objects.
-//! 2. **A restricted runtime** (`guard.py run`): the snippet's builtins hold only safe functions,
-//!    `import` hands out stripped copies of the allowed modules, and an audit hook refuses files,
-//!    sockets, subprocesses, new imports and further compilation.
-//! 3. **The operating system** (`process.rs`, `cgroup.rs`): a fresh empty working directory that
-//!    is removed afterwards, an empty environment, its own process group, a new network namespace
-//!    where the platform allows one, CPU / address-space / file-size / open-file rlimits, no new
-//!    processes (`RLIMIT_NPROC` 0 for a non-root daemon, a pids cgroup for root), a wall-clock
-//!    deadline that kills the whole group, and stdout/stderr capped.
+//! The boundary is the kernel's (`confine.rs`, `plan.rs`, `seccomp.rs`, `landlock.rs`,
+//! `cgroup.rs`): the snippet runs as an unprivileged user in fresh user, pid, mount, network,
+//! IPC, UTS and cgroup namespaces (no network at all), in a mount tree holding only the Python
+//! runtime (read-only), three device nodes, a fresh `/proc` and a private scratch tmpfs, with
+//! every capability dropped, `no_new_privs`, Landlock, a seccomp filter, a pids and memory cgroup
+//! it cannot leave, rlimits, no inherited file descriptors and an empty environment. Whatever
+//! Python it runs, the daemon's files, environment, network and processes are out of its reach.
 //!
-//! `platform.rs` finds out once which of the OS layers this machine allows; the tool's
-//! description says what is in force, and `docs/toolkit.md` says what none of it protects against.
+//! In front of that, the Python guard (`guard.py`, run by the same interpreter inside the
+//! sandbox) is a first layer that gives an agent useful refusals: it parses the snippet with
+//! `ast` and refuses imports outside [`ALLOWED_MODULES`], dangerous builtins, dunder names and
+//! private attributes; then it runs the snippet with restricted builtins and an audit hook. It
+//! is not the boundary: a snippet that talks its way past it meets the kernel.
+//!
+//! `platform.rs` finds out once which layers this machine grants, by really running under them;
+//! the tool's description says what is in force (degraded when an optional layer is missing),
+//! and the tool refuses to run at all without the essential ones. Runs queue behind a
+//! concurrency cap (one per CPU), so that snippets do not share cores and time out; the time a
+//! run waited is reported, and its own time limit starts when it starts. `docs/toolkit.md` has
+//! the table of which layer stops which attack.
 
 mod cgroup;
+mod confine;
+mod landlock;
+mod layout;
+mod plan;
 mod platform;
 mod process;
+mod seccomp;
 
 use std::{
     future::Future,
     path::{Path, PathBuf},
-    time::Duration,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
 };
 
 use rand::RngExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
 
+use plan::Limits;
 pub(crate) use platform::Platform;
-pub(crate) use process::NetworkIsolation;
-use process::{Confined, Limits, StopReason};
+use process::{Confined, RunError, StopReason};
 
 /// The modules a snippet may import: pure computation, no I/O.
 pub(crate) const ALLOWED_MODULES: [&str; 13] = [
@@ -52,25 +66,43 @@ pub(crate) const ALLOWED_MODULES: [&str; 13] = [
     "textwrap",
 ];
 
+/// Modules the guard itself imports, and `ctypes`: the runtime's files are laid out from what
+/// the interpreter maps after importing these and [`ALLOWED_MODULES`]. `ctypes` is part of what
+/// any Python ships; leaving its library out would hide nothing from an attacker who got past
+/// the guard, and the kernel layers are tested with it.
+pub(crate) const GUARD_IMPORTS: [&str; 8] = [
+    "ast",
+    "builtins",
+    "json",
+    "traceback",
+    "types",
+    "heapq",
+    "_strptime",
+    "ctypes",
+];
+
 /// The wall-clock limit when the caller gives none.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest wall-clock limit a caller may ask for.
 pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(10);
-/// RLIMIT_AS of the snippet's process.
+/// RLIMIT_AS of each process, and the memory cgroup's limit for the whole run.
 pub(crate) const MEMORY_LIMIT_BYTES: u64 = 512 * 1024 * 1024;
-/// RLIMIT_FSIZE: the snippet cannot open files, so this only backs the other layers up.
+/// RLIMIT_FSIZE: the largest file a snippet may write in its scratch directory.
 pub(crate) const FILE_SIZE_LIMIT_BYTES: u64 = 1024 * 1024;
 /// Bytes of stdout and of stderr returned; a snippet that prints more is stopped.
 pub(crate) const OUTPUT_LIMIT_BYTES: usize = 64 * 1024;
-/// Processes and threads in the run's pids cgroup (the interpreter itself is one).
+/// Processes and threads a snippet may have (the interpreter itself is one): RLIMIT_NPROC in its
+/// own user namespace, and the pids cgroup (plus one for the sandbox's intermediate process).
 pub(crate) const PROCESS_LIMIT: u32 = 8;
 /// The largest snippet, and the largest stdin, accepted.
 pub(crate) const MAX_CODE_BYTES: usize = 64 * 1024;
+/// Snippets that may wait for a run slot; more are refused at once.
+pub(crate) const MAX_QUEUED: usize = 64;
 
 /// The fixed Python half: the checker and the runner.
 const GUARD_SCRIPT: &str = include_str!("guard.py");
-/// How long the static check may take.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+/// The guard's exit code when the static check refused the snippet (its verdict is on stdout).
+const REFUSED_EXIT: i32 = 86;
 
 /// Why a snippet was not run, or its run could not be supervised.
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +114,14 @@ pub(crate) enum SandboxError {
     BadRequest(String),
     #[error("the code was refused before running, because it may only compute: {}; allowed imports: {}", .problems.join("; "), ALLOWED_MODULES.join(", "))]
     Refused { problems: Vec<String> },
-    #[error("the static check of the code failed: {0}")]
-    CheckFailed(String),
+    #[error(
+        "run_python is busy: {running} snippets are running and {waiting} are waiting, the most this server queues; try again in a few seconds"
+    )]
+    Busy { running: usize, waiting: usize },
+    #[error("the request was cancelled after waiting {waited_ms} ms for a run slot; nothing ran")]
+    CancelledWhileQueued { waited_ms: u64 },
+    #[error("the snippet did not run: {0}")]
+    Run(#[from] RunError),
     #[error("cannot prepare the run: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -156,8 +194,10 @@ pub(crate) struct CodeRun {
     pub(crate) timed_out: bool,
     /// What stopped it, if we did; null if it ended on its own.
     pub(crate) stopped_by: Option<StoppedBy>,
-    /// Wall-clock milliseconds from start to end.
+    /// Wall-clock milliseconds from start to end (the wait for a run slot not included).
     pub(crate) duration_ms: u64,
+    /// Milliseconds it waited for a run slot before starting (runs beyond one per CPU queue; the wait does not count against timeoutMs).
+    pub(crate) queued_ms: u64,
     /// Whether stdout was cut at the limit.
     pub(crate) stdout_truncated: bool,
     /// Whether stderr was cut at the limit.
@@ -174,104 +214,227 @@ pub(crate) enum StoppedBy {
     OutputLimit,
     /// The caller cancelled the request.
     Cancelled,
+    /// Its processes together used more memory than the limit, and the kernel killed one.
+    MemoryLimit,
 }
 
-/// The code tool's state: what the platform allows, and where runs get their directories.
+/// The code tool's state: what the platform allows, where runs get their directories, and the
+/// run slots.
 #[derive(Debug, Clone)]
 pub(crate) struct Sandbox {
     platform: Platform,
     work_root: PathBuf,
+    /// One permit per concurrent run. A snippet that waits for CPU behind nine others would
+    /// spend its time limit waiting; a queue in front keeps each run's limit its own.
+    slots: Arc<Semaphore>,
+    slot_count: usize,
+    /// Snippets waiting for a slot, bounded by [`MAX_QUEUED`].
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Sandbox {
     /// Probes the machine (see `platform.rs`); never fails, an unusable machine is a state.
     pub(crate) async fn detect(python: Option<&Path>, work_root: PathBuf) -> Self {
         let platform = Platform::detect(python, &work_root).await;
+        let slot_count = std::thread::available_parallelism().map_or(1, |count| count.get());
+        Self::with_slots(platform, work_root, slot_count)
+    }
+
+    fn with_slots(platform: Platform, work_root: PathBuf, slot_count: usize) -> Self {
         Self {
             platform,
             work_root,
+            slots: Arc::new(Semaphore::new(slot_count)),
+            slot_count,
+            waiting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn platform(&self) -> &Platform {
         &self.platform
     }
 
-    /// One sentence for the tool description on what is in force here, or why it is unavailable.
-    pub(crate) fn describe(&self) -> String {
-        let interpreter = match &self.platform.interpreter {
-            Ok(interpreter) => interpreter,
-            Err(why) => return format!("UNAVAILABLE on this machine: {why}."),
-        };
-        let network = match self.platform.network {
-            NetworkIsolation::None => "network NOT isolated here (no network namespace allowed)",
-            _ => "no network",
-        };
-        let processes = match (&self.platform.pids_root, self.platform.running_as_root) {
-            (Some(_), _) => "no new processes (pids cgroup)",
-            (None, false) => "no new processes (RLIMIT_NPROC)",
-            (None, true) => "process count NOT limited here (root without a pids cgroup)",
-        };
-        format!(
-            "Here: Python {}, {network}, {processes}, {} MiB memory, {} s CPU.",
-            interpreter.version,
-            MEMORY_LIMIT_BYTES / (1024 * 1024),
-            MAX_TIMEOUT.as_secs() + 1,
-        )
+    /// Whether snippets run here, and with every layer.
+    pub(crate) fn health(&self) -> SandboxHealth {
+        match &self.platform.state {
+            Err(_) => SandboxHealth::Unavailable,
+            Ok(ready) if ready.missing.is_empty() => SandboxHealth::Complete,
+            Ok(_) => SandboxHealth::Degraded,
+        }
     }
 
-    /// Checks and runs one snippet. `cancelled` resolves if the caller gives up.
+    /// The layers in force, by name (for the tool's `_meta`).
+    pub(crate) fn layers(&self) -> Vec<String> {
+        let Some(ready) = self.platform.ready() else {
+            return Vec::new();
+        };
+        let layers = &ready.plan.layers;
+        let mut names: Vec<String> = [
+            "user namespace",
+            "pid namespace",
+            "mount namespace",
+            "network namespace",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for (present, name) in [
+            (layers.ipc_namespace, "IPC namespace"),
+            (layers.uts_namespace, "UTS namespace"),
+            (layers.cgroup_namespace, "cgroup namespace"),
+        ] {
+            if present {
+                names.push(name.to_owned());
+            }
+        }
+        names.push(format!("unprivileged user {}", ready.plan.identity.uid));
+        names.extend(
+            [
+                "no capabilities",
+                "no_new_privs",
+                "read-only runtime tree (pivot_root)",
+            ]
+            .map(str::to_owned),
+        );
+        if layers.fresh_proc {
+            names.push("fresh /proc".to_owned());
+        }
+        if let Some(abi) = layers.landlock_abi {
+            names.push(format!("Landlock ABI {abi}"));
+        }
+        if layers.seccomp {
+            names.push("seccomp".to_owned());
+        }
+        if layers.cgroups.pids.is_some() {
+            names.push("pids cgroup".to_owned());
+        }
+        if layers.cgroups.memory.is_some() {
+            names.push("memory cgroup".to_owned());
+        }
+        names.push("rlimits".to_owned());
+        names
+    }
+
+    /// One or two sentences for the tool description on what is in force here, or why the tool
+    /// is unavailable.
+    pub(crate) fn describe(&self) -> String {
+        let ready = match &self.platform.state {
+            Ok(ready) => ready,
+            Err(why) => return format!("UNAVAILABLE on this machine: {why}."),
+        };
+        let layers = &ready.plan.layers;
+        let mut sentence = format!(
+            "Here: Python {} in a kernel sandbox (own user, pid, mount and network namespaces: no network, no other processes; only the Python runtime read-only and a private {} MiB scratch directory /scratch; unprivileged, no capabilities, seccomp{}{}), at most {} processes, {} MiB memory, {} s CPU; runs beyond {} at once queue.",
+            ready.version,
+            plan::SCRATCH_BYTES / (1024 * 1024),
+            layers
+                .landlock_abi
+                .map_or_else(String::new, |abi| format!(", Landlock ABI {abi}")),
+            if layers.cgroups.pids.is_some() && layers.cgroups.memory.is_some() {
+                ", pids and memory cgroup"
+            } else {
+                ""
+            },
+            PROCESS_LIMIT,
+            MEMORY_LIMIT_BYTES / (1024 * 1024),
+            MAX_TIMEOUT.as_secs() + 1,
+            self.slot_count,
+        );
+        if !ready.missing.is_empty() {
+            let missing: Vec<String> = ready
+                .missing
+                .iter()
+                .map(|missing| format!("no {} ({})", missing.layer, missing.reason))
+                .collect();
+            sentence.push_str(&format!(" DEGRADED here: {}.", missing.join("; ")));
+        }
+        sentence
+    }
+
+    /// Queues, checks and runs one snippet. `cancelled` resolves if the caller gives up.
     pub(crate) async fn run(
         &self,
         request: &CodeRequest,
         cancelled: impl Future<Output = ()>,
     ) -> Result<CodeRun, SandboxError> {
-        let interpreter = self
-            .platform
-            .interpreter
-            .as_ref()
-            .map_err(|why| SandboxError::Unavailable(why.clone()))?;
-        let work_dir = WorkDir::create(&self.work_root)?;
-        let cgroup = match &self.platform.pids_root {
-            Some(root) => Some(cgroup::RunCgroup::create(root, PROCESS_LIMIT)?),
-            None => None,
+        let ready = self.platform.ready().ok_or_else(|| {
+            SandboxError::Unavailable(
+                self.platform
+                    .state
+                    .as_ref()
+                    .err()
+                    .cloned()
+                    .unwrap_or_default(),
+            )
+        })?;
+        tokio::pin!(cancelled);
+        let queued_at = Instant::now();
+        let waiting = self.waiting.fetch_add(1, Ordering::SeqCst);
+        let leave_queue = WaitingGuard(&self.waiting);
+        if waiting >= MAX_QUEUED && self.slots.available_permits() == 0 {
+            return Err(SandboxError::Busy {
+                running: self.slot_count,
+                waiting,
+            });
+        }
+        let permit = tokio::select! {
+            permit = self.slots.acquire() => permit.expect("the run slots are never closed"),
+            () = &mut cancelled => {
+                return Err(SandboxError::CancelledWhileQueued {
+                    waited_ms: queued_at.elapsed().as_millis() as u64,
+                });
+            }
+        };
+        drop(leave_queue);
+        let queued = queued_at.elapsed();
+        let result = self.run_now(ready, request, cancelled, queued).await;
+        drop(permit);
+        result
+    }
+
+    async fn run_now(
+        &self,
+        ready: &platform::Ready,
+        request: &CodeRequest,
+        cancelled: impl Future<Output = ()>,
+        queued: Duration,
+    ) -> Result<CodeRun, SandboxError> {
+        let run_directory = WorkDir::create(&self.work_root)?;
+        let cgroups = if ready.plan.layers.cgroups.is_empty() {
+            None
+        } else {
+            Some(cgroup::RunCgroups::create(
+                &ready.plan.layers.cgroups,
+                cgroup::CgroupLimits {
+                    processes: PROCESS_LIMIT + 1,
+                    memory_bytes: MEMORY_LIMIT_BYTES,
+                },
+            )?)
         };
         let modules = ALLOWED_MODULES.join(",");
-        let python = |mode: &'static str| ["-I", "-S", "-B", "-c", GUARD_SCRIPT, mode];
-
-        let check_args = python("check");
-        let check_args = [check_args.as_slice(), &[modules.as_str()]].concat();
-        let checked = process::run(
-            Confined {
-                program: &interpreter.path,
-                args: &check_args,
-                input: request.code.clone().into_bytes(),
-                work_dir: &work_dir.0,
-                limits: limits(CHECK_TIMEOUT),
-                network: self.platform.network,
-                cgroup: cgroup.as_ref(),
-            },
-            std::future::pending(),
-        )
-        .await?;
-        let problems = read_verdict(&checked)?;
-        if !problems.is_empty() {
-            return Err(SandboxError::Refused { problems });
-        }
-
-        let run_args = python("run");
-        let run_args = [run_args.as_slice(), &[modules.as_str()]].concat();
-        let input = serde_json::json!({"code": request.code, "stdin": request.stdin});
+        let marker = run_directory.path().to_string_lossy().into_owned();
+        let nonce = format!("{:016x}", rand::rng().random::<u64>());
+        let arguments = [
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            GUARD_SCRIPT,
+            "run",
+            modules.as_str(),
+            marker.as_str(),
+        ];
+        let input =
+            serde_json::json!({"code": request.code, "stdin": request.stdin, "nonce": nonce});
         let finished = process::run(
             Confined {
-                program: &interpreter.path,
-                args: &run_args,
-                input: input.to_string().into_bytes(),
-                work_dir: &work_dir.0,
+                plan: &ready.plan,
+                run_directory: run_directory.path(),
+                arguments: &arguments,
                 limits: limits(request.timeout),
-                network: self.platform.network,
-                cgroup: cgroup.as_ref(),
+                cgroups: cgroups.as_ref(),
             },
+            input.to_string().into_bytes(),
             cancelled,
         )
         .await?;
@@ -282,30 +445,64 @@ impl Sandbox {
             signal = ?finished.signal,
             stopped_by = ?finished.stopped_by,
             duration_ms = finished.duration.as_millis() as u64,
+            queued_ms = queued.as_millis() as u64,
             "snippet finished"
         );
-        Ok(CodeRun {
-            stdout: String::from_utf8_lossy(&finished.stdout.bytes).into_owned(),
-            stderr: String::from_utf8_lossy(&finished.stderr.bytes).into_owned(),
-            exit_code: finished.exit_code,
-            signal: finished.signal.map(signal_name),
-            timed_out: finished.stopped_by == Some(StopReason::Timeout),
-            stopped_by: finished.stopped_by.map(|reason| match reason {
-                StopReason::Timeout => StoppedBy::Timeout,
-                StopReason::OutputLimit => StoppedBy::OutputLimit,
-                StopReason::Cancelled => StoppedBy::Cancelled,
-            }),
-            duration_ms: finished.duration.as_millis() as u64,
-            stdout_truncated: finished.stdout.truncated,
-            stderr_truncated: finished.stderr.truncated,
-        })
+        if finished.stopped_by.is_none()
+            && finished.exit_code == Some(REFUSED_EXIT)
+            && let Some(problems) = read_verdict(&finished.stdout.bytes, &nonce)
+        {
+            return Err(SandboxError::Refused { problems });
+        }
+        Ok(code_run(finished, queued))
     }
 }
 
-/// The checker's problems (empty: the code may run), or why the check itself failed.
-fn read_verdict(checked: &process::Finished) -> Result<Vec<String>, SandboxError> {
+/// Takes a snippet off the waiting count when it leaves the queue, however it leaves.
+struct WaitingGuard<'a>(&'a AtomicUsize);
+
+impl Drop for WaitingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether `run_python` runs here with every layer, with fewer, or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SandboxHealth {
+    Complete,
+    Degraded,
+    Unavailable,
+}
+
+/// The result an agent gets from a finished run.
+fn code_run(finished: process::Finished, queued: Duration) -> CodeRun {
+    let stopped_by = match finished.stopped_by {
+        Some(StopReason::Timeout) => Some(StoppedBy::Timeout),
+        Some(StopReason::OutputLimit) => Some(StoppedBy::OutputLimit),
+        Some(StopReason::Cancelled) => Some(StoppedBy::Cancelled),
+        None if finished.out_of_memory => Some(StoppedBy::MemoryLimit),
+        None => None,
+    };
+    CodeRun {
+        stdout: String::from_utf8_lossy(&finished.stdout.bytes).into_owned(),
+        stderr: String::from_utf8_lossy(&finished.stderr.bytes).into_owned(),
+        exit_code: finished.exit_code,
+        signal: finished.signal.map(signal_name),
+        timed_out: finished.stopped_by == Some(StopReason::Timeout),
+        stopped_by,
+        duration_ms: finished.duration.as_millis() as u64,
+        queued_ms: queued.as_millis() as u64,
+        stdout_truncated: finished.stdout.truncated,
+        stderr_truncated: finished.stderr.truncated,
+    }
+}
+
+/// The static check's problems, when `stdout` is the guard's verdict for this run's `nonce`.
+fn read_verdict(stdout: &[u8], nonce: &str) -> Option<Vec<String>> {
     #[derive(Deserialize)]
     struct Verdict {
+        nonce: String,
         problems: Vec<Problem>,
     }
     #[derive(Deserialize)]
@@ -313,34 +510,14 @@ fn read_verdict(checked: &process::Finished) -> Result<Vec<String>, SandboxError
         line: u64,
         message: String,
     }
-    let failed = |why: String| {
-        let stderr = String::from_utf8_lossy(&checked.stderr.bytes);
-        let last_line = stderr.trim().lines().last().unwrap_or_default().to_owned();
-        SandboxError::CheckFailed(if last_line.is_empty() {
-            why
-        } else {
-            format!("{why}: {last_line}")
-        })
-    };
-    if let Some(reason) = checked.stopped_by {
-        return Err(failed(format!("the checker was stopped ({reason:?})")));
-    }
-    if checked.exit_code != Some(0) {
-        return Err(failed(format!(
-            "the checker ended with {}",
-            checked.exit_code.map_or_else(
-                || signal_name(checked.signal.unwrap_or(0)),
-                |code| format!("exit code {code}")
-            )
-        )));
-    }
-    let verdict: Verdict = serde_json::from_slice(&checked.stdout.bytes)
-        .map_err(|error| failed(format!("its verdict is not JSON ({error})")))?;
-    Ok(verdict
-        .problems
-        .into_iter()
-        .map(|problem| format!("line {}: {}", problem.line, problem.message))
-        .collect())
+    let verdict: Verdict = serde_json::from_slice(stdout).ok()?;
+    (verdict.nonce == nonce && !verdict.problems.is_empty()).then(|| {
+        verdict
+            .problems
+            .into_iter()
+            .map(|problem| format!("line {}: {}", problem.line, problem.message))
+            .collect()
+    })
 }
 
 /// `SIGKILL` for 9, and so on; a number for signals without a name here.
@@ -354,12 +531,13 @@ fn signal_name(signal: i32) -> String {
         libc::SIGTERM => "SIGTERM",
         libc::SIGBUS => "SIGBUS",
         libc::SIGPIPE => "SIGPIPE",
+        libc::SIGSYS => "SIGSYS",
         other => return format!("signal {other}"),
     };
     name.to_owned()
 }
 
-/// The limits of one process with this wall-clock deadline.
+/// The limits of one run with this wall-clock deadline.
 fn limits(wall_clock: Duration) -> Limits {
     Limits {
         wall_clock,
@@ -367,20 +545,26 @@ fn limits(wall_clock: Duration) -> Limits {
         address_space_bytes: MEMORY_LIMIT_BYTES,
         file_size_bytes: FILE_SIZE_LIMIT_BYTES,
         open_files: 32,
+        processes: u64::from(PROCESS_LIMIT),
         output_bytes: OUTPUT_LIMIT_BYTES,
     }
 }
 
-/// A fresh private directory for one run, removed (with anything written into it) on drop.
+/// A fresh private directory for one run (the new root's mount point, and the intermediate's
+/// working directory), removed on drop.
 #[derive(Debug)]
-struct WorkDir(PathBuf);
+pub(crate) struct WorkDir(PathBuf);
 
 impl WorkDir {
-    fn create(root: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(root: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt as _;
         let path = root.join(format!("tool-cli-run-{:016x}", rand::rng().random::<u64>()));
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         Ok(Self(path))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
     }
 }
 

@@ -34,6 +34,7 @@ struct QueryPage {
     total_rows_exact: bool,
     has_more: bool,
     next_offset: Option<u64>,
+    cut_at_size_limit: bool,
 }
 
 /// A client that negotiates the protocol version our peers speak, rather than rmcp's newest.
@@ -230,6 +231,53 @@ async fn sql_query_pages_through_a_result() {
     assert_eq!((page.effective_page_size, page.returned_rows), (200, 200));
     assert_eq!(page.next_offset, Some(200));
 
+    client.cancel().await.unwrap();
+    server.await.unwrap().unwrap();
+}
+
+/// Issue 22, item 2: one value, one row or one page cannot make an answer a client refuses
+/// (these answered with more than 16 MiB, and the daemon restarted the server for everyone).
+#[tokio::test]
+async fn sql_query_caps_values_rows_and_pages() {
+    let directory = TemporaryDirectory::new();
+    let (client, server) = connect(&directory).await;
+    for (sql, expected) in [
+        (
+            "SELECT zeroblob(5000000)",
+            "the limit for one text or blob value",
+        ),
+        (
+            "SELECT randomblob(5000000) AS r",
+            "the limit for one text or blob value",
+        ),
+        (
+            "SELECT zeroblob(900000), zeroblob(900000), zeroblob(900000)",
+            "over the 3145728 byte limit for one row",
+        ),
+    ] {
+        let result = call(&client, "sql_query", json!({ "sql": sql })).await;
+        assert_eq!(result.is_error, Some(true), "{sql}");
+        assert!(
+            text_of(&result).contains(expected),
+            "{sql}: {}",
+            text_of(&result)
+        );
+    }
+    let result = call(
+        &client,
+        "sql_query",
+        json!({"sql": "SELECT id, zeroblob(400000) AS payload FROM orders", "page_size": 200}),
+    )
+    .await;
+    let answer_bytes = serde_json::to_vec(&result).unwrap().len();
+    let page: QueryPage = serde_json::from_value(result.structured_content.unwrap()).unwrap();
+    assert!(
+        page.cut_at_size_limit && page.has_more,
+        "{}",
+        page.returned_rows
+    );
+    assert_eq!(page.next_offset, Some(page.returned_rows));
+    assert!(answer_bytes < 16 * 1024 * 1024, "{answer_bytes}");
     client.cancel().await.unwrap();
     server.await.unwrap().unwrap();
 }

@@ -42,6 +42,7 @@ struct CodeRun {
     timed_out: bool,
     stopped_by: Option<String>,
     duration_ms: u64,
+    queued_ms: u64,
     stdout_truncated: bool,
     stderr_truncated: bool,
 }
@@ -396,6 +397,21 @@ async fn run_python_runs_and_refuses() {
             .contains("Here: Python 3."),
         "{wire}"
     );
+    // The CI machine grants every layer (root, user namespaces, seccomp, Landlock, cgroup v1
+    // pids and memory); a machine without one would say "degraded" here.
+    assert_eq!(
+        wire["_meta"]["tool-cli/sandbox"]["health"], "complete",
+        "{wire}"
+    );
+    let layers = wire["_meta"]["tool-cli/sandbox"]["layers"].to_string();
+    for layer in [
+        "network namespace",
+        "seccomp",
+        "Landlock ABI",
+        "memory cgroup",
+    ] {
+        assert!(layers.contains(layer), "{layer}: {layers}");
+    }
     assert_eq!(
         wire["inputSchema"]["properties"]["timeoutMs"]["maximum"],
         10_000
@@ -459,6 +475,75 @@ async fn run_python_runs_and_refuses() {
     server.await.unwrap().unwrap();
 }
 
+/// Issue 22's escape chain through the real server: main's static check accepted it and it
+/// read the daemon's runtime file; now the guard refuses it before it runs (and the kernel
+/// contains it past the guard: `sandbox::tests::escape_chain_is_contained_by_the_kernel_*`).
+#[tokio::test]
+async fn run_python_refuses_the_escape_chain() {
+    let directory = TemporaryDirectory::new();
+    let (client, server) = connect(&directory).await;
+    let secret = directory.0.join("runtime.json");
+    std::fs::write(&secret, "owner-token-SECRET").unwrap();
+    let target = json!({"runtime_file": secret, "daemon_pid": std::process::id()});
+    let code = include_str!("../../src/sandbox/escape_chain.py");
+    let result = call(
+        &client,
+        "run_python",
+        json!({"code": code, "stdin": target.to_string()}),
+    )
+    .await;
+    let message = tool_error(&result);
+    assert!(
+        message.starts_with("the code was refused before running")
+            && message.contains("'__match_args__'")
+            && message.contains("'__subclasshook__'"),
+        "{message}"
+    );
+    assert!(!format!("{result:?}").contains("SECRET"));
+    client.cancel().await.unwrap();
+    server.await.unwrap().unwrap();
+}
+
+/// Issue 22, item 7: snippets beyond one per CPU queue instead of sharing the cores (ten 1 s
+/// snippets on 2 cores all timed out at 5 s); each reports how long it waited.
+#[tokio::test]
+async fn concurrent_run_python_calls_queue_behind_the_slots() {
+    let directory = TemporaryDirectory::new();
+    let (client, server) = connect(&directory).await;
+    let slots = std::thread::available_parallelism().map_or(1, |count| count.get());
+    let calls = slots + 4;
+    let runs = futures_util::future::join_all((0..calls).map(|index| {
+        let client = &client;
+        async move {
+            structured::<CodeRun>(
+                &call(
+                    client,
+                    "run_python",
+                    json!({"code": format!("print(sum(range({index} * 1000)))")}),
+                )
+                .await,
+            )
+        }
+    }))
+    .await;
+    for (index, run) in runs.iter().enumerate() {
+        assert_eq!(
+            (run.stdout.trim(), run.exit_code, run.timed_out),
+            (
+                (0..index as u64 * 1000).sum::<u64>().to_string().as_str(),
+                Some(0),
+                false
+            ),
+            "{run:?}"
+        );
+    }
+    // At most `slots` ran at once, so the others waited for a slot.
+    let waited = runs.iter().filter(|run| run.queued_ms > 0).count();
+    assert!(waited >= calls - slots, "{runs:?}");
+    client.cancel().await.unwrap();
+    server.await.unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn without_python_run_python_is_listed_as_unavailable() {
     let directory = TemporaryDirectory::new();
@@ -482,6 +567,15 @@ async fn without_python_run_python_is_listed_as_unavailable() {
     assert!(
         message.starts_with("run_python is unavailable on this machine"),
         "{message}"
+    );
+    // The server's instructions say so too.
+    let instructions = client
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    assert!(
+        instructions.contains("run_python: UNAVAILABLE on this machine"),
+        "{instructions}"
     );
     // Everything else works.
     structured::<ExchangeRate>(

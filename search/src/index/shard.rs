@@ -1,7 +1,7 @@
 //! A shard: the indexed tools of one server, built once from its documents and never changed.
 //!
 //! The build splits each tool's text once (`vocabulary.rs`); the same words feed BM25F's
-//! per-field term counts and, with the default hashing embedder, the tool's embedding. The
+//! per-field term counts and, with the hashing embedder, the tool's embedding. The
 //! postings of all terms lie in one array grouped by a counting sort.
 
 use rustc_hash::FxHashMap;
@@ -36,6 +36,11 @@ pub(crate) struct StoredTool {
     /// Whether the tool's name says it enumerates (`list`, `enumerate`, `browse`), for
     /// `search::LIST_MATCH`.
     pub(crate) lists: bool,
+    /// Whether its description says it is deprecated (`deprecation::is_deprecated`), for
+    /// `search::DEPRECATED`.
+    pub(crate) deprecated: bool,
+    /// The distinct terms of its name (at most 255), for the rerank stage's name coverage.
+    pub(crate) name_terms: u8,
 }
 
 /// Most tools of one server the index holds: a posting keeps the tool's place in 24 bits. (A
@@ -101,6 +106,13 @@ pub(crate) struct Shard {
     /// Every posting of the shard, grouped by term and in tool order within a term: one
     /// allocation per shard rather than one per term.
     pub(crate) postings: Box<[Posting]>,
+    /// The server's own text (name, description, tags) posted once for the whole shard when
+    /// every tool has the same (as a servers config gives them): its terms (shard-local ids,
+    /// sorted) with their counts, which every tool of the shard has in its server field. The
+    /// postings then carry no server count; a term found only there has an empty range. Empty
+    /// when the tools' server texts differ: their postings carry it, tool by tool. (Posted per
+    /// tool, the server's words were 36 % of all postings.)
+    pub(crate) server_terms: Box<[(u32, u8)]>,
     /// The tools' embeddings, row-major (`tools.len() * dimensions`), quantised to `i8` with one
     /// scale per row: a quarter of the memory traffic of `f32` for the one scan every query
     /// makes over all tools, at a cost in cosine precision (~1 %) far below what ranking notices.
@@ -163,6 +175,7 @@ impl Shard {
             term_ends: Box::default(),
             posting_ranges: Vec::new(),
             postings: Box::default(),
+            server_terms: Box::default(),
             text: Box::default(),
             tag_sets: Vec::new(),
             embeddings: Vec::with_capacity(docs.len() * dimensions),
@@ -177,6 +190,14 @@ impl Shard {
             (shard.term_text, shard.term_ends) = vocabulary.terms();
         });
         shard
+    }
+
+    /// How often the term of shard-local id `local` occurs in the server's text posted once for
+    /// the shard (0: not there, or the server's text is posted tool by tool).
+    pub(crate) fn server_frequency(&self, local: u32) -> u8 {
+        self.server_terms
+            .binary_search_by_key(&local, |&(term, _)| term)
+            .map_or(0, |at| self.server_terms[at].1)
     }
 
     /// The number of distinct terms.
@@ -257,6 +278,13 @@ impl Shard {
         );
         let mut tag_set_of: FxHashMap<Vec<String>, u32> = FxHashMap::default();
         let shared = shared_parameters(&docs);
+        let sibling_names: Vec<String> = docs.iter().map(|doc| doc.name.clone()).collect();
+        // The server's text is posted once for the shard when every tool has the same.
+        let server_text_once = !POST_SERVER_TEXT_PER_TOOL.with(std::cell::Cell::get)
+            && docs.iter().all(|doc| {
+                doc.server_description == docs[0].server_description && doc.tags == docs[0].tags
+            });
+        let mut name_terms: Vec<u32> = Vec::new();
         let mut parameter_position = 0;
         for doc in docs {
             // This doc's parameters in `shared`, which counts them before capping.
@@ -277,6 +305,7 @@ impl Shard {
             // embedded twice: it is the densest statement of what a tool does.
             let mut action = None;
             let mut lists = false;
+            name_terms.clear();
             vocabulary.for_each_word(&doc.name, |term, word, features| {
                 if action.is_none() {
                     action = word.action;
@@ -284,6 +313,9 @@ impl Shard {
                 lists |= word.lists;
                 if let Some(term) = term {
                     count_in(NAME, term, &mut lengths);
+                    if !name_terms.contains(&term) {
+                        name_terms.push(term);
+                    }
                 }
                 embed::add_features(&mut vector, features, 2.0);
             });
@@ -329,8 +361,23 @@ impl Shard {
                 }
                 server_text = Some((doc.server_description.clone(), doc.tags.clone()));
             }
-            for &term in &server_terms {
-                count_in(SERVER, term, &mut lengths);
+            if server_text_once {
+                lengths[SERVER] = u16::try_from(server_terms.len()).unwrap_or(u16::MAX);
+                if shard.server_terms.is_empty() && !server_terms.is_empty() {
+                    let mut counted: Vec<(u32, u8)> = Vec::new();
+                    for &term in &server_terms {
+                        match counted.iter_mut().find(|(known, _)| *known == term) {
+                            Some((_, count)) => *count = count.saturating_add(1),
+                            None => counted.push((term, 1)),
+                        }
+                    }
+                    counted.sort_unstable_by_key(|&(term, _)| term);
+                    shard.server_terms = counted.into_boxed_slice();
+                }
+            } else {
+                for &term in &server_terms {
+                    count_in(SERVER, term, &mut lengths);
+                }
             }
             for (id, frequencies) in counts.drain(..) {
                 slot_of[id as usize] = u32::MAX;
@@ -365,6 +412,8 @@ impl Shard {
                 vector = embedding.into_values();
             }
 
+            let deprecated =
+                crate::deprecation::is_deprecated(&doc.description, &doc.name, &sibling_names);
             let offset = |at: usize| u32::try_from(at).expect("a shard's text under 4 GiB");
             let start = offset(text.len());
             text.push_str(&doc.name);
@@ -386,6 +435,8 @@ impl Shard {
                 tags,
                 action,
                 lists,
+                deprecated,
+                name_terms: u8::try_from(name_terms.len()).unwrap_or(u8::MAX),
             });
         }
         shard.text = text.into_boxed_str();
@@ -412,6 +463,20 @@ impl Shard {
         shard.postings = grouped.into_boxed_slice();
         shard.posting_ranges = ranges;
     }
+}
+
+#[cfg(not(test))]
+thread_local! {
+    /// Always false outside tests.
+    static POST_SERVER_TEXT_PER_TOOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set it to build shards the old way (the server's text in every tool's postings)
+    /// and check that posting it once gives the very same scores.
+    pub(crate) static POST_SERVER_TEXT_PER_TOOL: std::cell::Cell<bool> =
+        const { std::cell::Cell::new(false) };
 }
 
 /// The tools of a server at and above which parameters shared by half of them are not indexed.

@@ -90,8 +90,8 @@ fn a_tool_embedded_from_the_shared_split_equals_the_embedder_on_its_text() {
     let description = &tool.description[..embedded_description_end(&tool.description)];
     assert!(description.len() <= EMBEDDED_DESCRIPTION_BYTES && description.len() > 400);
     let text = format!("getFileInfo getFileInfo File details {description} path");
-    let expected = HashEmbedder.embed(&text);
-    let index = Index::new().with_server("fs", vec![tool]);
+    let expected = embed::HashEmbedder.embed(&text);
+    let index = Index::with_embedder(Arc::new(embed::HashEmbedder)).with_server("fs", vec![tool]);
     let shard = &index.shards[0];
     let row: Vec<f32> = shard.embeddings[..embed::HASH_DIMENSIONS]
         .iter()
@@ -196,13 +196,16 @@ fn a_term_lists_the_shards_that_have_it_in_shard_order() {
         .stats
         .shards_of(file)
         .iter()
-        .map(|&(position, start, end)| (position, end - start))
+        .map(|list| (list.shard, list.end - list.start))
         .collect();
     // Shards are sorted by server: a (position 0), b, c (position 2, two tools).
     assert_eq!(shards, [(0, 1), (2, 2)]);
     let weather = index.stats.shards_of(index.term_stats("weather").unwrap());
     assert_eq!(weather.len(), 1);
-    assert_eq!((weather[0].0, weather[0].2 - weather[0].1), (1, 1));
+    assert_eq!(
+        (weather[0].shard, weather[0].end - weather[0].start),
+        (1, 1)
+    );
 }
 
 #[test]
@@ -234,7 +237,7 @@ fn the_footprint_counts_every_part_and_follows_the_index() {
     // per distinct term of the tool.
     assert_eq!(footprint.postings, footprint.shard_terms);
     assert_eq!(footprint.posting_bytes, 8 * footprint.postings);
-    assert_eq!(footprint.embedding_bytes, embed::HASH_DIMENSIONS + 4);
+    assert_eq!(footprint.embedding_bytes, one.embedder().dimensions() + 4);
     assert!(footprint.tool_bytes >= "read_file".len() + "read a file".len());
     assert!(footprint.term_table_bytes > 0 && footprint.length_bytes > 0);
     assert_eq!(footprint.model_vector_bytes, 0);
@@ -245,4 +248,150 @@ fn the_footprint_counts_every_part_and_follows_the_index() {
     );
     assert_eq!(two.footprint().tools, 2);
     assert!(two.footprint().total_bytes() > footprint.total_bytes());
+}
+
+/// The daemon's pattern (docs/search.md, "API"): the current index behind a lock, each query
+/// cloning it for a moment and searching without the lock, a rebuild computing the next index
+/// off the lock and swapping it in. 100 queries on their own threads while another thread
+/// rebuilds one server again and again: every query answers, from one whole catalog or the
+/// other, never an error and never a mix.
+#[test]
+fn a_hundred_concurrent_queries_during_rebuilds_all_answer_from_a_whole_catalog() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Barrier, RwLock};
+
+    let old_tools: Vec<ToolDoc> = (0..200)
+        .map(|i| doc(&format!("read_file_{i}"), "read a file from disk"))
+        .collect();
+    let new_tools: Vec<ToolDoc> = (0..300)
+        .map(|i| doc(&format!("fetch_page_{i}"), "read a web page"))
+        .collect();
+    let start = Index::new()
+        .with_server("disk", old_tools.clone())
+        .with_server("other", vec![doc("send_mail", "send an email")]);
+    let current = RwLock::new(Arc::new(start));
+    let rebuilding = AtomicBool::new(true);
+    let queries = 100;
+    let barrier = Barrier::new(queries + 1);
+    let answers: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            barrier.wait();
+            let mut next_is_new = true;
+            for _ in 0..20 {
+                let base = Arc::clone(&current.read().unwrap());
+                let tools = if next_is_new { &new_tools } else { &old_tools };
+                let next = base.with_server("disk", tools.clone());
+                *current.write().unwrap() = Arc::new(next);
+                next_is_new = !next_is_new;
+            }
+            rebuilding.store(false, Ordering::Release);
+        });
+        let handles: Vec<_> = (0..queries)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let index = Arc::clone(&current.read().unwrap());
+                    let outcome = index
+                        .search(&crate::search::Query {
+                            limit: 100,
+                            ..crate::search::Query::new("read")
+                        })
+                        .expect("every query answers");
+                    let from_old = outcome
+                        .hits
+                        .iter()
+                        .filter(|hit| hit.tool.starts_with("read_file_"))
+                        .count();
+                    let from_new = outcome
+                        .hits
+                        .iter()
+                        .filter(|hit| hit.tool.starts_with("fetch_page_"))
+                        .count();
+                    assert_eq!(outcome.catalog_size, index.len());
+                    (from_old, from_new)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("no query panics"))
+            .collect()
+    });
+    assert!(!rebuilding.load(Ordering::Acquire));
+    assert_eq!(answers.len(), queries);
+    for (from_old, from_new) in answers {
+        assert!(
+            (from_old > 0) != (from_new > 0),
+            "a mix of two catalogs: {from_old} old and {from_new} new hits"
+        );
+    }
+}
+
+/// The server's text posted once per shard ranks exactly as when every tool's postings carried
+/// it, with far fewer postings: the same hits, bit-identical scores, hidden tools or not.
+#[test]
+fn the_server_text_posted_once_per_shard_scores_exactly_as_posted_per_tool() {
+    let server = |name: &str, description: &str, tools: &[(&str, &str)]| {
+        let docs: Vec<ToolDoc> = tools
+            .iter()
+            .map(|(tool, text)| ToolDoc {
+                server_description: Some(description.to_owned()),
+                tags: vec!["chat".to_owned()],
+                ..doc(tool, text)
+            })
+            .collect();
+        (name.to_owned(), docs)
+    };
+    let catalog = vec![
+        server(
+            "slack",
+            "Slack: channels, messages and users of a workspace",
+            &[
+                ("post_message", "Post a message to a channel"),
+                ("list_channels", "List the channels"),
+                ("get_user", "A user's profile"),
+            ],
+        ),
+        server(
+            "mail",
+            "Email: send and read messages",
+            &[
+                ("send_email", "Send an email"),
+                ("read_inbox", "Read the inbox"),
+            ],
+        ),
+    ];
+    let build = |per_tool: bool| {
+        shard::POST_SERVER_TEXT_PER_TOOL.with(|flag| flag.set(per_tool));
+        let index = Index::new().with_servers(catalog.clone());
+        shard::POST_SERVER_TEXT_PER_TOOL.with(|flag| flag.set(false));
+        index
+    };
+    let once = build(false);
+    let per_tool = build(true);
+    assert!(
+        once.footprint().postings < per_tool.footprint().postings,
+        "{} postings, {} before",
+        once.footprint().postings,
+        per_tool.footprint().postings
+    );
+    let hide_one = |_: &str, tool: &str| tool != "get_user";
+    for text in [
+        "send a message on slack",
+        "slack channels",
+        "email",
+        "read messages",
+        "workspace users",
+    ] {
+        for visible in [None, Some(&hide_one as &crate::search::Visibility<'_>)] {
+            let query = crate::search::Query {
+                visible,
+                ..crate::search::Query::new(text)
+            };
+            let a = once.search(&query).unwrap();
+            let b = per_tool.search(&query).unwrap();
+            assert!(!a.hits.is_empty(), "{text}");
+            assert_eq!(a, b, "{text}");
+        }
+    }
 }

@@ -1,7 +1,9 @@
-//! The 6-layer BERT encoder of all-MiniLM-L6-v2 over a *packed batch*: the tokens of several
+//! A BERT encoder of 384 hidden units and 12 heads (all-MiniLM-L6-v2's 6 layers, or the 12 of
+//! bge-small-en-v1.5 and gte-small: as many layers as the weights hold) over a *packed batch*: the tokens of several
 //! texts stacked into one matrix, unpadded, so every dense layer is one matrix product over all
 //! of them, while attention runs per text (a text attends only to its own tokens, so no mask is
-//! needed). Mean pooling per text ends it; the caller normalises.
+//! needed). Mean pooling (or the `[CLS]` token's row, as bge pools) per text ends it; the caller
+//! normalises.
 //!
 //! A text's result does not depend on what it is batched with: each output row of a product is
 //! the same sum in the same order whatever the other rows are (`matrixmultiply` blocks only the
@@ -13,7 +15,8 @@ pub(super) const HIDDEN: usize = 384;
 const HEADS: usize = 12;
 const HEAD_SIZE: usize = HIDDEN / HEADS;
 pub(super) const INTERMEDIATE: usize = 1536;
-pub(super) const LAYERS: usize = 6;
+/// The most layers a weight file may hold (BERT-large has 24).
+pub(super) const MAX_LAYERS: usize = 48;
 pub(super) const MAX_POSITIONS: usize = 512;
 
 pub(super) struct Layer {
@@ -26,6 +29,15 @@ pub(super) struct Layer {
     pub(super) output_norm: Norm,
 }
 
+/// How a text's token rows become its one vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pooling {
+    /// The mean of every token's row (sentence-transformers' default; all-MiniLM-L6-v2, gte).
+    Mean,
+    /// The `[CLS]` token's row (bge).
+    Cls,
+}
+
 pub(super) struct Encoder {
     /// `[vocabulary, 384]`.
     pub(super) word_embeddings: Vec<f32>,
@@ -35,6 +47,7 @@ pub(super) struct Encoder {
     pub(super) token_type_embedding: Vec<f32>,
     pub(super) embedding_norm: Norm,
     pub(super) layers: Vec<Layer>,
+    pub(super) pooling: Pooling,
 }
 
 /// The buffers of one forward pass, kept between passes so a batch allocates them once.
@@ -126,16 +139,23 @@ impl Encoder {
         let mut pooled = Vec::with_capacity(texts.len());
         let mut offset = 0;
         for ids in texts {
-            let mut sum = vec![0.0f32; HIDDEN];
-            for row in hidden[offset * HIDDEN..(offset + ids.len()) * HIDDEN].chunks_exact(HIDDEN) {
-                for (s, x) in sum.iter_mut().zip(row) {
-                    *s += x;
+            let rows = &hidden[offset * HIDDEN..(offset + ids.len()) * HIDDEN];
+            let sum = match self.pooling {
+                Pooling::Cls => rows[..HIDDEN].to_vec(),
+                Pooling::Mean => {
+                    let mut sum = vec![0.0f32; HIDDEN];
+                    for row in rows.chunks_exact(HIDDEN) {
+                        for (s, x) in sum.iter_mut().zip(row) {
+                            *s += x;
+                        }
+                    }
+                    let inverse = 1.0 / ids.len() as f32;
+                    for s in &mut sum {
+                        *s *= inverse;
+                    }
+                    sum
                 }
-            }
-            let inverse = 1.0 / ids.len() as f32;
-            for s in &mut sum {
-                *s *= inverse;
-            }
+            };
             pooled.push(sum);
             offset += ids.len();
         }

@@ -257,8 +257,10 @@ mod tests {
         // k 384 is one full and one partial block of the inner dimension; 25 rows end on a
         // partial block of six.
         let (k, n, rows) = (384, 1152, 25);
+        // Multiples of 1/1024 in [-0.5, 0.5): exact in half precision, so both layouts hold
+        // the same weights and differ only in the order of additions.
         let weight: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+            .map(|i| ((i * 7919) % 1024) as f32 / 1024.0 - 0.5)
             .collect();
         let bias: Vec<f32> = (0..n).map(|i| i as f32 / n as f32).collect();
         let input: Vec<f32> = (0..rows * k)

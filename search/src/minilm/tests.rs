@@ -173,6 +173,13 @@ fn the_fingerprint_follows_the_weights_and_the_token_limit() {
         .with_max_tokens(32);
     assert_eq!(shorter.max_tokens(), 32);
     assert_ne!(shorter.fingerprint(), fingerprint);
+    // Another pooling or a query prefix is another way of running the same weights.
+    let cls = MiniLmEmbedder::from_bytes_pooled(weights, vocabulary, Pooling::Cls).unwrap();
+    assert_ne!(cls.fingerprint(), fingerprint);
+    let prefixed = MiniLmEmbedder::from_bytes(weights, vocabulary)
+        .unwrap()
+        .with_query_prefix("query: ");
+    assert_ne!(prefixed.fingerprint(), fingerprint);
 }
 
 #[test]
@@ -217,6 +224,160 @@ fn bad_model_files_are_refused_with_what_was_expected() {
         .expect("refused");
     assert!(
         error.to_string().contains("lacks [CLS], [SEP] or [UNK]"),
+        "{error}"
+    );
+}
+
+/// A small BERT of the encoder's width with random weights, as `model.safetensors` bytes:
+/// `layers` layers, tensor names under `root` (`""` or `"bert."`), `vocabulary` rows. It
+/// computes nothing meaningful; it is what the loader must accept or refuse whatever the
+/// weights say, without the 90 MB of the real model.
+fn synthetic_weights(layers: usize, root: &str, vocabulary: usize) -> Vec<u8> {
+    use super::encoder::{HIDDEN, INTERMEDIATE, MAX_POSITIONS};
+    let mut tensors: Vec<(String, Vec<usize>)> = vec![
+        (
+            format!("{root}embeddings.word_embeddings.weight"),
+            vec![vocabulary, HIDDEN],
+        ),
+        (
+            format!("{root}embeddings.position_embeddings.weight"),
+            vec![MAX_POSITIONS, HIDDEN],
+        ),
+        (
+            format!("{root}embeddings.token_type_embeddings.weight"),
+            vec![2, HIDDEN],
+        ),
+        (format!("{root}embeddings.LayerNorm.weight"), vec![HIDDEN]),
+        (format!("{root}embeddings.LayerNorm.bias"), vec![HIDDEN]),
+    ];
+    for layer in 0..layers {
+        let prefix = format!("{root}encoder.layer.{layer}");
+        for part in ["query", "key", "value"] {
+            let name = format!("{prefix}.attention.self.{part}");
+            tensors.push((format!("{name}.weight"), vec![HIDDEN, HIDDEN]));
+            tensors.push((format!("{name}.bias"), vec![HIDDEN]));
+        }
+        for (name, outputs, inputs) in [
+            ("attention.output.dense", HIDDEN, HIDDEN),
+            ("intermediate.dense", INTERMEDIATE, HIDDEN),
+            ("output.dense", HIDDEN, INTERMEDIATE),
+        ] {
+            tensors.push((format!("{prefix}.{name}.weight"), vec![outputs, inputs]));
+            tensors.push((format!("{prefix}.{name}.bias"), vec![outputs]));
+        }
+        for norm in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            tensors.push((format!("{prefix}.{norm}.weight"), vec![HIDDEN]));
+            tensors.push((format!("{prefix}.{norm}.bias"), vec![HIDDEN]));
+        }
+    }
+    let mut header = serde_json::Map::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for (name, shape) in &tensors {
+        let count: usize = shape.iter().product();
+        let start = data.len();
+        let layer_norm_weight = name.ends_with("LayerNorm.weight");
+        for _ in 0..count {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let value = if layer_norm_weight {
+                1.0f32
+            } else {
+                ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+            };
+            data.extend_from_slice(&value.to_le_bytes());
+        }
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::to_vec(&header).expect("a map");
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&header);
+    bytes.extend_from_slice(&data);
+    bytes
+}
+
+/// The vocabulary of `synthetic_weights`: the special tokens and a few words.
+const SYNTHETIC_VOCABULARY: &str =
+    "[PAD]\n[UNK]\n[CLS]\n[SEP]\nread\na\nfile\nsend\nmail\n##s\nsearch\nrelevant\n:\n";
+
+#[test]
+fn a_bert_of_the_same_width_with_other_layers_pooling_and_prefix_loads() {
+    let tokens = SYNTHETIC_VOCABULARY.lines().count();
+    // Two layers under `bert.`, as a checkpoint saved from a BERT model names them.
+    let weights = synthetic_weights(2, "bert.", tokens);
+    let mean = MiniLmEmbedder::from_bytes(&weights, SYNTHETIC_VOCABULARY).expect("loads");
+    assert_eq!(mean.layers(), 2);
+    let cls = MiniLmEmbedder::from_bytes_pooled(&weights, SYNTHETIC_VOCABULARY, Pooling::Cls)
+        .expect("loads")
+        .with_query_prefix("search relevant: ");
+    let text = "read a file";
+    let by_mean = mean.embed(text);
+    let by_cls = cls.embed(text);
+    assert_eq!(by_cls.dimensions(), 384);
+    assert!(
+        cosine(&by_mean, &by_cls) < 0.999,
+        "the [CLS] row is not the mean of the rows"
+    );
+    // The prefix is for requests only: a tool's text (embed, embed_batch) is embedded as is.
+    assert_eq!(cls.embed_batch(&[text])[0], by_cls);
+    let query = cls.embed_query(text);
+    assert_ne!(query, by_cls);
+    assert_eq!(query, cls.embed(&format!("search relevant: {text}")));
+    assert_eq!(mean.embed_query(text), by_mean);
+    // 10,000 identical words: the tokenizer stops at the token limit, so the model's cost is
+    // that of any 48-token text, and the vector that of the words it kept.
+    let flood = vec!["read"; 10_000].join(" ");
+    assert_eq!(mean.token_count(&flood), DEFAULT_MAX_TOKENS);
+    let kept = vec!["read"; DEFAULT_MAX_TOKENS - 2].join(" ");
+    assert_eq!(mean.embed(&flood), mean.embed(&kept));
+}
+
+#[test]
+fn a_truncated_or_mismatched_model_is_refused_with_what_was_expected() {
+    let tokens = SYNTHETIC_VOCABULARY.lines().count();
+    let weights = synthetic_weights(1, "", tokens);
+    // Cut in the middle of the data: the header names ranges past the end.
+    let truncated = &weights[..weights.len() / 2];
+    let error = MiniLmEmbedder::from_bytes(truncated, SYNTHETIC_VOCABULARY)
+        .err()
+        .expect("a truncated file is no model");
+    assert!(
+        error.to_string().contains("the file is truncated"),
+        "{error}"
+    );
+    // Cut inside the header.
+    let error = MiniLmEmbedder::from_bytes(&weights[..40], SYNTHETIC_VOCABULARY)
+        .err()
+        .expect("refused");
+    assert!(
+        error.to_string().contains("header runs past the end"),
+        "{error}"
+    );
+    // Another model's vocabulary: more tokens than the weights have rows.
+    let other = format!("{SYNTHETIC_VOCABULARY}extra\nwords\n");
+    let error = MiniLmEmbedder::from_bytes(&weights, &other)
+        .err()
+        .expect("refused");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "vocab.txt has {} tokens but the weights embed {tokens}; expected the vocab.txt that came with model.safetensors",
+            tokens + 2
+        )
+    );
+    // Weights with no encoder layer at all.
+    let no_layers = synthetic_weights(0, "", tokens);
+    let error = MiniLmEmbedder::from_bytes(&no_layers, SYNTHETIC_VOCABULARY)
+        .err()
+        .expect("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("encoder.layer.0.attention.self.query.weight is missing"),
         "{error}"
     );
 }

@@ -3,7 +3,7 @@
 //! model's fingerprint.
 
 use super::ModelError;
-use super::encoder::{Encoder, HIDDEN, INTERMEDIATE, LAYERS, Layer, MAX_POSITIONS};
+use super::encoder::{Encoder, HIDDEN, INTERMEDIATE, Layer, MAX_LAYERS, MAX_POSITIONS, Pooling};
 use super::kernels::{Dense, Norm};
 
 struct Tensors<'a> {
@@ -31,6 +31,18 @@ impl Tensors<'_> {
         })
     }
 
+    /// The first dimension of the tensor `name`, if it has one.
+    fn rows(&self, name: &str) -> Option<usize> {
+        let first = self
+            .header
+            .get(name)?
+            .get("shape")?
+            .as_array()?
+            .first()?
+            .as_u64()?;
+        usize::try_from(first).ok()
+    }
+
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         let wrong = || ModelError::Tensor {
             name: name.to_owned(),
@@ -53,7 +65,12 @@ impl Tensors<'_> {
         let [start, end] = offsets.as_slice() else {
             return Err(wrong());
         };
-        let raw = self.data.get(*start..*end).ok_or_else(wrong)?;
+        let raw = self.data.get(*start..*end).ok_or_else(|| {
+            ModelError::Format(format!(
+                "tensor {name} lies at bytes {start}..{end} of the data but there are only {}: the file is truncated",
+                self.data.len()
+            ))
+        })?;
         if raw.len() != shape.iter().product::<usize>() * 4 {
             return Err(wrong());
         }
@@ -91,13 +108,53 @@ impl Tensors<'_> {
     }
 }
 
-/// The encoder in `safetensors`, for a vocabulary of `vocabulary_size` tokens. Checkpoints
-/// differ in whether names carry a `bert.` prefix; this one has none.
-pub(super) fn load(safetensors: &[u8], vocabulary_size: usize) -> Result<Encoder, ModelError> {
+/// The encoder in `safetensors`, for a vocabulary of `vocabulary_size` tokens, pooled with
+/// `pooling`. As many layers as the file holds (`encoder.layer.0` up, without a gap); tensor
+/// names with or without the `bert.` prefix that checkpoints saved from a BERT model carry.
+pub(super) fn load(
+    safetensors: &[u8],
+    vocabulary_size: usize,
+    pooling: Pooling,
+) -> Result<Encoder, ModelError> {
     let tensors = Tensors::parse(safetensors)?;
-    let mut layers = Vec::with_capacity(LAYERS);
-    for layer in 0..LAYERS {
-        let prefix = format!("encoder.layer.{layer}");
+    let root = if tensors
+        .header
+        .contains_key("bert.embeddings.word_embeddings.weight")
+    {
+        "bert."
+    } else {
+        ""
+    };
+    let layer_count = (0..=MAX_LAYERS)
+        .take_while(|layer| {
+            tensors.header.contains_key(&format!(
+                "{root}encoder.layer.{layer}.attention.self.query.weight"
+            ))
+        })
+        .count();
+    if layer_count == 0 {
+        return Err(ModelError::Tensor {
+            name: format!("{root}encoder.layer.0.attention.self.query.weight"),
+            expected: vec![HIDDEN, HIDDEN],
+        });
+    }
+    if layer_count > MAX_LAYERS {
+        return Err(ModelError::Format(format!(
+            "more than {MAX_LAYERS} encoder layers"
+        )));
+    }
+    // The vocabulary must be the one the weights were trained with: one row per token.
+    if let Some(rows) = tensors.rows(&format!("{root}embeddings.word_embeddings.weight"))
+        && rows != vocabulary_size
+    {
+        return Err(ModelError::VocabularyMismatch {
+            tokens: vocabulary_size,
+            rows,
+        });
+    }
+    let mut layers = Vec::with_capacity(layer_count);
+    for layer in 0..layer_count {
+        let prefix = format!("{root}encoder.layer.{layer}");
         let attention = |part: &str| format!("{prefix}.attention.self.{part}");
         layers.push(Layer {
             query_key_value: tensors.dense(
@@ -120,19 +177,23 @@ pub(super) fn load(safetensors: &[u8], vocabulary_size: usize) -> Result<Encoder
             output_norm: tensors.norm(&format!("{prefix}.output.LayerNorm"))?,
         });
     }
-    let token_types = tensors.get("embeddings.token_type_embeddings.weight", &[2, HIDDEN])?;
+    let token_types = tensors.get(
+        &format!("{root}embeddings.token_type_embeddings.weight"),
+        &[2, HIDDEN],
+    )?;
     Ok(Encoder {
         word_embeddings: tensors.get(
-            "embeddings.word_embeddings.weight",
+            &format!("{root}embeddings.word_embeddings.weight"),
             &[vocabulary_size, HIDDEN],
         )?,
         position_embeddings: tensors.get(
-            "embeddings.position_embeddings.weight",
+            &format!("{root}embeddings.position_embeddings.weight"),
             &[MAX_POSITIONS, HIDDEN],
         )?,
         token_type_embedding: token_types[..HIDDEN].to_vec(),
-        embedding_norm: tensors.norm("embeddings.LayerNorm")?,
+        embedding_norm: tensors.norm(&format!("{root}embeddings.LayerNorm"))?,
         layers,
+        pooling,
     })
 }
 

@@ -671,3 +671,118 @@ fn parameters_most_tools_of_a_server_share_are_not_indexed() {
     );
     assert_eq!(small.search(&Query::new("token")).unwrap().hits.len(), 2);
 }
+
+#[test]
+fn a_query_of_10000_identical_words_is_refused_and_repetition_under_the_cap_changes_nothing() {
+    // 10,000 times "file" is 50,000 bytes: refused by its length before anything is scanned.
+    let text = vec!["file"; 10_000].join(" ");
+    assert_eq!(
+        sample().search(&Query::new(&text)).unwrap_err(),
+        SearchError::QueryTooLong {
+            bytes: 49_999,
+            max: MAX_QUERY_BYTES
+        }
+    );
+    // Under the cap, a word said 800 times is one query word: the same hits as said once.
+    let repeated = vec!["file"; 800].join(" ");
+    assert!(repeated.len() <= MAX_QUERY_BYTES);
+    let once = sample().search(&Query::new("file")).unwrap();
+    let many = sample().search(&Query::new(&repeated)).unwrap();
+    let tools = |outcome: &SearchOutcome| {
+        outcome
+            .hits
+            .iter()
+            .map(|hit| format!("{}/{}", hit.server, hit.tool))
+            .collect::<Vec<_>>()
+    };
+    assert!(!once.hits.is_empty());
+    assert_eq!(tools(&many), tools(&once));
+}
+
+#[test]
+fn a_deprecated_tool_ranks_below_its_replacement_and_is_still_found_by_name() {
+    let docs = vec![
+        doc(
+            "read_file",
+            "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
+        ),
+        doc(
+            "read_text_file",
+            "Read the complete contents of a file from the file system as text.",
+        ),
+        doc("write_file", "Create a new file or overwrite one."),
+    ];
+    let index = Index::new().with_server("filesystem", docs);
+    let outcome = index.search(&Query::new("read a file")).unwrap();
+    assert_eq!(outcome.hits[0].tool, "read_text_file", "{:?}", outcome.hits);
+    let old = outcome
+        .hits
+        .iter()
+        .find(|hit| hit.tool == "read_file")
+        .expect("still a hit");
+    assert!(old.why.deprecated);
+    assert!(!outcome.hits[0].why.deprecated);
+    // Without the signal (the ablation), the shorter old name wins as before.
+    let without = index
+        .search(&Query {
+            signals: Signals {
+                deprecation: false,
+                ..Signals::ALL
+            },
+            ..Query::new("read a file")
+        })
+        .unwrap();
+    assert_eq!(without.hits[0].tool, "read_file");
+}
+
+#[test]
+fn the_rerank_stage_adds_the_share_of_the_name_the_request_covers() {
+    let docs = vec![
+        doc(
+            "get_issue",
+            "Get an issue with its comments, labels, comment count and comment authors.",
+        ),
+        doc("add_issue_comment", "Add a comment to an issue."),
+    ];
+    // The hashing embedder: a fixed share (σ = 0.1), so the stage's weight is known.
+    let index = Index::with_embedder(std::sync::Arc::new(crate::embed::HashEmbedder))
+        .with_server("tracker", docs);
+    let outcome = index
+        .search(&Query::new("add a comment to the issue"))
+        .unwrap();
+    let bonus = |tool: &str| {
+        outcome
+            .hits
+            .iter()
+            .find(|hit| hit.tool == tool)
+            .expect("a hit")
+            .why
+            .rerank
+    };
+    // The stage's weight on the lexical share: 0.11 × (1 − 0.1).
+    let weight = 0.11 * 0.9;
+    // All three words of `add_issue_comment`; one of the two of `get_issue`.
+    assert!((bonus("add_issue_comment") - weight).abs() < 1e-6);
+    assert!((bonus("get_issue") - weight / 2.0).abs() < 1e-6);
+    let without = index
+        .search(&Query {
+            signals: Signals {
+                rerank: false,
+                ..Signals::ALL
+            },
+            ..Query::new("add a comment to the issue")
+        })
+        .unwrap();
+    assert!(without.hits.iter().all(|hit| hit.why.rerank == 0.0));
+    let score = |outcome: &SearchOutcome, tool: &str| {
+        outcome
+            .hits
+            .iter()
+            .find(|hit| hit.tool == tool)
+            .map(|hit| hit.score)
+            .expect("a hit")
+    };
+    assert!(
+        (score(&outcome, "get_issue") - score(&without, "get_issue") - weight / 2.0).abs() < 1e-5
+    );
+}

@@ -314,3 +314,39 @@ fn a_token_with_a_line_break_is_never_written_as_a_header() {
     assert!(!is_header_value("Bearer abc\n"));
     assert!(!is_header_value("Bearer \u{7f}"));
 }
+
+/// A listener that closes every connection it accepts, as a daemon at its connection cap does:
+/// `read_first` reads the request first (so the close resets the connection), else it closes
+/// before anything arrives.
+fn closing_listener(read_first: bool) -> (Endpoint, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let thread = std::thread::spawn(move || {
+        let (socket, _) = listener.accept().unwrap();
+        if read_first {
+            let mut byte = [0u8; 1];
+            let _ = std::io::Read::read(&mut &socket, &mut byte);
+        }
+        drop(socket);
+    });
+    (crate::test_support::endpoint(port), thread)
+}
+
+/// The issue: at the daemon's connection cap, the `TOOL_CLI_DAEMON_ID` fast path (no identity
+/// check) exited 1, "did the daemon stop?", where the checked path exits 3 with a retry hint.
+#[test]
+fn a_vouched_daemon_closing_before_any_answer_is_unreachable() {
+    for read_first in [false, true] {
+        let (endpoint, peer) = closing_listener(read_first);
+        let mut link = BlockingLink::connect(&endpoint, SECOND, FIVE_SECONDS, true, true).unwrap();
+        let error = link
+            .call::<Value>("listServers", None, FIVE_SECONDS)
+            .unwrap_err();
+        peer.join().unwrap();
+        assert_eq!(error.exit_code(), exit::UNREACHABLE, "{error:?}");
+        assert_eq!(error.kind(), "connectionLost");
+        let message = error.to_string();
+        assert!(message.contains("retry in a moment"), "{message}");
+        assert!(!message.contains("the token was not sent"), "{message}");
+    }
+}

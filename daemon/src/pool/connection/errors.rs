@@ -11,13 +11,16 @@ use super::super::STDERR_TAIL_LINES;
 use super::super::http::size_limit_in;
 use super::Connection;
 use crate::error::Error;
+use crate::provider::CallTicket;
 
 impl Connection {
+    /// The error of a request for the caller `ticket` names that rmcp failed.
     pub(super) async fn service_error(
         &self,
         err: ServiceError,
         label: &str,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Error {
         match err {
             ServiceError::McpError(error) => ErrorData::Upstream {
@@ -32,7 +35,7 @@ impl Connection {
             }
             ServiceError::TransportSend(error) if self.process.is_none() => {
                 if let Some(limit) = size_limit_in(&error_chain(&error)) {
-                    return self.too_large(label, limit);
+                    return self.too_large(label, None, limit);
                 }
                 // The HTTP client noted why (a 401 naming `tool-cli auth login`, a 403 for scope).
                 if let Some(reason) = self.stream_closed.lock().unwrap().take() {
@@ -62,14 +65,16 @@ impl Connection {
                 .into()
             }
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.closed_error().await
+                self.closed_error(ticket).await
             }
             other => Error::internal(format!("{label} on server \"{}\": {other}", self.server)),
         }
     }
 
-    /// The error of a request whose stream ended or whose pipe broke: how the server ended.
-    pub(super) async fn closed_error(&self) -> Error {
+    /// The error of a request whose stream ended or whose pipe broke: how the server ended, and
+    /// its last stderr lines only to a caller that had it to itself (`callers.rs`).
+    pub(super) async fn closed_error(&self, ticket: &CallTicket) -> Error {
+        let alone = self.callers.alone_at_end(ticket.caller.as_deref());
         // The stream ends a moment before the exit status is known; wait for it briefly so the
         // error can say how the server ended.
         let mut ended = self.ended.clone();
@@ -81,19 +86,29 @@ impl Connection {
             stderr_tail: self
                 .process
                 .as_ref()
+                .filter(|_| alone)
                 .map(|p| p.stderr.tail(STDERR_TAIL_LINES))
                 .unwrap_or_default(),
         }
         .into()
     }
 
-    /// The error for an answer to `label` over `limit` bytes.
-    pub(super) fn too_large(&self, label: &str, limit: u64) -> Error {
-        tracing::warn!(server = %self.server, method = label, limit, "answer over the size limit");
-        ErrorData::MessageTooLarge {
+    /// The error for an answer to `label` over `limit` bytes (`bytes` long, when it was read to
+    /// its end): that request's own failure, saying how to ask for less.
+    pub(super) fn too_large(&self, label: &str, bytes: Option<u64>, limit: u64) -> Error {
+        tracing::warn!(server = %self.server, method = label, bytes, limit, "answer over the size limit");
+        let schema = self
+            .published
+            .catalog
+            .borrow()
+            .get(label)
+            .and_then(|tool| tool.input_schema());
+        ErrorData::ResultTooLarge {
             server: self.server.clone(),
             method: label.to_owned(),
+            bytes,
             limit_bytes: limit,
+            hint: super::super::oversized::how_to_ask_for_less(label, schema.as_ref()),
         }
         .into()
     }

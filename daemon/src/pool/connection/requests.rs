@@ -11,7 +11,7 @@ use rmcp::model::{
     GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
-use rmcp::{Peer, RoleClient, ServiceError};
+use rmcp::{Peer, RoleClient};
 use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 
@@ -19,6 +19,7 @@ use super::super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta,
 use super::super::raw_results::{RawResults, id_key};
 use super::{Connection, ListKind, MAX_PAGES};
 use crate::error::Error;
+use crate::provider::{CALLER_META_KEY, CallTicket};
 
 /// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
 struct RawGuard<'a> {
@@ -74,12 +75,14 @@ impl Drop for DirectAbandon<'_> {
 }
 
 impl Connection {
-    /// Sends one request and returns its result as JSON, unnarrowed when the transport tapped it.
+    /// Sends one request for the caller `ticket` names and returns its result as JSON,
+    /// unnarrowed when the transport tapped it.
     pub(super) async fn request(
         &self,
         request: ClientRequest,
         label: &str,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Result<Value, Error> {
         let handle = self
             .peer
@@ -87,14 +90,17 @@ impl Connection {
             .await;
         let handle = match handle {
             Ok(handle) => handle,
-            Err(err) => return Err(self.service_error(err, label, timeout).await),
+            Err(err) => return Err(self.service_error(err, label, timeout, ticket).await),
         };
         let guard = RawGuard {
             raw: self.raw.as_deref(),
             key: id_key(&handle.id),
         };
-        // Only for a call that asked for progress (a task-local read otherwise).
-        let _progress = self.published.server_requests.watch(&handle.progress_token);
+        // Only for a call that asked for progress.
+        let _progress = self
+            .published
+            .server_requests
+            .watch(&handle.progress_token, ticket.relay.as_ref());
         let mut abandon = AbandonGuard {
             peer: Some(self.peer.clone()),
             request_id: handle.id.clone(),
@@ -110,14 +116,14 @@ impl Connection {
                     .map_err(|err| Error::internal(format!("re-encoding a result: {err}"))),
             },
             Err(err) => {
-                // Its response stream was cut for size, not because the server went away.
-                if matches!(err, ServiceError::TransportClosed)
-                    && let Some(oversized) = &self.oversized
-                    && oversized.take(&guard.key)
+                // Its answer was dropped for its size (an HTTP response stream cut at the limit,
+                // a stdio line skipped), not because the server went away.
+                if let Some(oversized) = &self.oversized
+                    && let Some(bytes) = oversized.take(&guard.key)
                 {
-                    return Err(self.too_large(label, oversized.limit_bytes as u64));
+                    return Err(self.too_large(label, bytes, oversized.limit_bytes as u64));
                 }
-                Err(self.service_error(err, label, timeout).await)
+                Err(self.service_error(err, label, timeout, ticket).await)
             }
         }
     }
@@ -129,11 +135,11 @@ impl Connection {
         &self,
         direct: &Arc<DirectRequests>,
         line: impl FnOnce(i64) -> Vec<u8>,
-        label: &str,
-        timeout: Duration,
+        (label, timeout): (&str, Duration),
+        ticket: &CallTicket,
     ) -> Result<Value, Error> {
         let Some(pending) = direct.register() else {
-            return Err(self.closed_error().await);
+            return Err(self.closed_error(ticket).await);
         };
         let id = pending.id;
         let mut abandon = DirectAbandon {
@@ -148,6 +154,13 @@ impl Connection {
         abandon.direct = None;
         match outcome {
             Ok(Some(Answer::Result(result))) => Ok(result),
+            Ok(Some(Answer::TooLarge(bytes))) => {
+                let limit = self
+                    .oversized
+                    .as_ref()
+                    .map_or(0, |oversized| oversized.limit_bytes as u64);
+                Err(self.too_large(label, Some(bytes), limit))
+            }
             Ok(Some(Answer::Error(error))) => Err(ErrorData::Upstream {
                 server: self.server.clone(),
                 code: error.code.0.into(),
@@ -158,7 +171,7 @@ impl Connection {
             // The pipe broke or the stream ended.
             Ok(None) => {
                 direct.forget(id);
-                Err(self.closed_error().await)
+                Err(self.closed_error(ticket).await)
             }
             Err(_elapsed) => {
                 direct.cancel(id, "request timeout");
@@ -171,26 +184,26 @@ impl Connection {
         }
     }
 
-    /// Calls a tool; the result is the server's complete `CallToolResult`.
+    /// Calls a tool for the caller `ticket` names; the result is the server's complete
+    /// `CallToolResult`.
     pub(crate) async fn call_tool(
         &self,
         tool: &str,
         arguments: &Map<String, Value>,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Result<Value, Error> {
         // Who the call is for, so a server keeping state per client can keep callers apart
-        // on this shared connection (`crate::caller`).
-        let caller = crate::caller::current();
+        // on this shared connection (`provider/ticket.rs`).
+        let caller = ticket.caller.as_deref();
+        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         // Only for a server whose questions are relayed to the caller (`elicitation: "ask"`) or
         // that may sample (its usage is billed to the call).
-        let _in_flight = self.published.server_requests.calling();
+        let _in_flight = self.published.server_requests.calling(ticket);
         // A call that relays its events (progress, log messages, a server's questions) keeps
         // rmcp's path: there the answer comes after the notifications sent before it, which the
         // events buffer must have taken before the call ends.
-        let direct = self
-            .direct
-            .as_ref()
-            .filter(|_| crate::call_events::current().is_none());
+        let direct = self.direct.as_ref().filter(|_| ticket.relay.is_none());
         let result = match direct {
             Some(direct) => {
                 let line = |id| {
@@ -199,23 +212,24 @@ impl Connection {
                         arguments,
                         meta: ProgressMeta {
                             progress_token: id,
-                            caller: caller.as_deref(),
+                            caller,
                         },
                     };
                     request_line(id, "tools/call", &params)
                 };
-                self.direct_request(direct, line, tool, timeout).await?
+                self.direct_request(direct, line, (tool, timeout), ticket)
+                    .await?
             }
             None => {
                 let mut params =
                     CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments.clone());
-                if let Some(caller) = &caller {
+                if let Some(caller) = caller {
                     let mut meta = rmcp::model::RequestMetaObject::new();
-                    meta.insert(crate::caller::META_KEY.to_owned(), Value::from(&**caller));
+                    meta.insert(CALLER_META_KEY.to_owned(), Value::from(caller));
                     params.meta = Some(meta);
                 }
                 let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                self.request(request, tool, timeout).await?
+                self.request(request, tool, timeout, ticket).await?
             }
         };
         if let Err(message) = super::super::answer::check_call_tool_result(&result) {
@@ -230,26 +244,37 @@ impl Connection {
         Ok(result)
     }
 
-    /// Reads a resource; the result is the server's complete `ReadResourceResult`.
-    pub(crate) async fn read_resource(&self, uri: &str, timeout: Duration) -> Result<Value, Error> {
+    /// Reads a resource for the caller `ticket` names; the result is the server's complete
+    /// `ReadResourceResult`.
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        timeout: Duration,
+        ticket: &CallTicket,
+    ) -> Result<Value, Error> {
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
         ));
-        let _in_flight = self.published.server_requests.calling();
-        self.request(request, "resources/read", timeout).await
+        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
+        let _in_flight = self.published.server_requests.calling(ticket);
+        self.request(request, "resources/read", timeout, ticket)
+            .await
     }
 
-    /// Renders a prompt; the result is the server's complete `GetPromptResult`.
+    /// Renders a prompt for the caller `ticket` names; the result is the server's complete
+    /// `GetPromptResult`.
     pub(crate) async fn get_prompt(
         &self,
         name: &str,
         arguments: Map<String, Value>,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Result<Value, Error> {
         let params = GetPromptRequestParams::new(name).with_arguments(arguments);
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let _in_flight = self.published.server_requests.calling();
-        self.request(request, "prompts/get", timeout).await
+        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
+        let _in_flight = self.published.server_requests.calling(ticket);
+        self.request(request, "prompts/get", timeout, ticket).await
     }
 
     /// Fetches every page of a list, following `nextCursor`.
@@ -262,7 +287,12 @@ impl Connection {
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let mut page = self
-                .request(kind.request(cursor.clone()), kind.method(), timeout)
+                .request(
+                    kind.request(cursor.clone()),
+                    kind.method(),
+                    timeout,
+                    &CallTicket::default(),
+                )
                 .await?;
             // Moved out, not cloned: a page of ten thousand tools is a tree of ~50 MB.
             if let Some(Value::Array(page_items)) = page.get_mut(kind.items_key()).map(Value::take)

@@ -1,0 +1,277 @@
+//! The services: what the daemon does, one service per area of the protocol, each owning its
+//! state. The edge (`edge/rpc`) holds them and registers each JSON-RPC method against the one
+//! service of its area; a gateway or any other edge would hold the same [`Services`].
+//!
+//! ```text
+//! agents ──▶ calls ──▶ discovery ──▶ sessions          admin ──▶ metrics
+//!              └─────▶ events
+//!   (the ToolHost of a run is calls + discovery)        (servers, tokens, traces, OAuth)
+//! ```
+//!
+//! - [`calls`]: `callTool` (with alternatives and a stand-in), `callChain`, `callMany`.
+//! - [`discovery`]: servers, tools, descriptions, health, search, resources and prompts.
+//! - [`sessions`]: the session store and its methods.
+//! - [`agents`]: `runAgent`, `agentEvents`, `cancelAgent`.
+//! - [`admin`]: the owner's methods: servers at run time, restarts, tokens, the trace report,
+//!   remote sign-in.
+//! - [`metrics`]: the `/metrics` page.
+//! - [`events`]: `callEvents` and `answerElicitation` (the buffers a call's relay fills).
+//!
+//! Every method takes the request's [`CallContext`]. The rule for new work: a method goes into
+//! the service of its area, and `edge/rpc/<area>.rs` registers it in one line. Services sit
+//! above the call pipeline (`pipeline/`) and never reach the edge.
+
+pub(crate) mod admin;
+pub(crate) mod agents;
+pub(crate) mod calls;
+pub(crate) mod discovery;
+pub(crate) mod events;
+pub(crate) mod metrics;
+pub(crate) mod sessions;
+
+use std::sync::Arc;
+
+use tool_cli_agent::Agent;
+use tool_cli_agent::config::AgentConfig;
+
+use crate::auth::TokenStore;
+use crate::config::search::SearchSettings;
+use crate::oauth::RemoteAuth;
+use crate::pipeline::{CallContext, CallObserver, Pipeline, PipelineOptions};
+use crate::provider::ToolProvider;
+use crate::redact::SharedSecrets;
+use crate::tool_search::ToolSearch;
+use crate::trace::Traces;
+use admin::Admin;
+use agents::Agents;
+use discovery::Discovery;
+use events::Events;
+use metrics::{CallMetrics, Metrics};
+use sessions::Sessions;
+
+pub use admin::{EnvLookup, ServerManager};
+pub use calls::Calls;
+pub use sessions::SessionLimits;
+
+/// Settings of the services.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceOptions {
+    /// The call pipeline's.
+    pub pipeline: PipelineOptions,
+    /// The session store's.
+    pub sessions: SessionLimits,
+    /// `runAgent`'s (the config's `agent` key).
+    pub agent: AgentConfig,
+    /// Tool search's model and vector cache (the config's `search` key).
+    pub search: SearchSettings,
+}
+
+/// Every service of one daemon, over one provider.
+pub struct Services {
+    pub(crate) calls: Arc<Calls>,
+    pub(crate) discovery: Arc<Discovery>,
+    pub(crate) sessions: Arc<Sessions>,
+    pub(crate) agents: Arc<Agents>,
+    pub(crate) admin: Arc<Admin>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) events: Arc<Events>,
+    /// The configured secrets no error may carry out.
+    secrets: SharedSecrets,
+}
+
+impl Services {
+    /// The services over `provider` with default options, authenticating with `tokens`: what
+    /// a harness embedding the daemon needs (see [`ServicesBuilder`] for the rest).
+    pub fn new(provider: Arc<dyn ToolProvider>, tokens: Arc<TokenStore>) -> Arc<Services> {
+        Services::builder(provider, tokens).build()
+    }
+
+    /// The services over `provider` with a fresh owner token, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(provider: Arc<dyn ToolProvider>) -> Arc<Services> {
+        let tokens = Arc::new(TokenStore::new(crate::auth::Token::generate()));
+        Services::new(provider, tokens)
+    }
+
+    /// A builder of the services over `provider`, authenticating with `tokens`.
+    pub fn builder(provider: Arc<dyn ToolProvider>, tokens: Arc<TokenStore>) -> ServicesBuilder {
+        ServicesBuilder {
+            provider,
+            tokens,
+            options: ServiceOptions::default(),
+            observers: Vec::new(),
+            traces: None,
+            remote_auth: None,
+            manager: None,
+            secrets: SharedSecrets::default(),
+        }
+    }
+
+    /// The calls service: `callTool` in process, for a harness or a benchmark that calls
+    /// without the HTTP edge.
+    pub fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// The tokens requests authenticate with (the gate's, and `mintToken`'s).
+    pub fn tokens(&self) -> &Arc<TokenStore> {
+        self.admin.tokens()
+    }
+
+    /// The configured secrets errors are cleaned of (the handle the log writer reads too).
+    pub fn secrets(&self) -> &SharedSecrets {
+        &self.secrets
+    }
+
+    /// Waits, at most `timeout`, until tool search ranks with its model: every connected
+    /// server's tools indexed and embedded (or the model failed to load). `false` when the time
+    /// ran out (search then ranks lexically until the vectors are there).
+    pub async fn search_ready(&self, timeout: std::time::Duration) -> bool {
+        self.discovery.search_ready(timeout).await
+    }
+
+    /// `reloadConfig`, for SIGHUP: the owner's reload of the config file.
+    pub async fn reload_config(
+        &self,
+    ) -> Result<tool_cli_protocol::manage::ReloadConfigResult, crate::error::Error> {
+        let context = CallContext::new(self.tokens().owner_grant());
+        self.admin.reload_config(&context).await
+    }
+}
+
+/// Builds [`Services`]: the provider and tokens, then what a full daemon adds (observers,
+/// traces, remote sign-in, a server manager, the configured secrets).
+#[must_use]
+pub struct ServicesBuilder {
+    provider: Arc<dyn ToolProvider>,
+    tokens: Arc<TokenStore>,
+    options: ServiceOptions,
+    observers: Vec<Arc<dyn CallObserver>>,
+    traces: Option<Arc<Traces>>,
+    remote_auth: Option<Arc<RemoteAuth>>,
+    manager: Option<Arc<ServerManager>>,
+    secrets: SharedSecrets,
+}
+
+impl ServicesBuilder {
+    /// The services' settings.
+    pub fn options(mut self, options: ServiceOptions) -> ServicesBuilder {
+        self.options = options;
+        self
+    }
+
+    /// Tells `observer` of every finished call (the session store and the metrics are
+    /// observers always).
+    pub fn observer(mut self, observer: Arc<dyn CallObserver>) -> ServicesBuilder {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Writes every call to `traces`, reports on it in `health` and answers `tracesReport`
+    /// from its files.
+    pub fn traces(mut self, traces: Arc<Traces>) -> ServicesBuilder {
+        self.observers
+            .push(Arc::clone(&traces) as Arc<dyn CallObserver>);
+        self.traces = Some(traces);
+        self
+    }
+
+    /// Serves the `auth*` methods from `remote_auth` (the pool's).
+    pub fn remote_auth(mut self, remote_auth: Arc<RemoteAuth>) -> ServicesBuilder {
+        self.remote_auth = Some(remote_auth);
+        self
+    }
+
+    /// Lets `addServer`, `removeServer` and `reloadConfig` change the servers through
+    /// `manager` (over the same pool as the provider).
+    pub fn manager(mut self, manager: Arc<ServerManager>) -> ServicesBuilder {
+        self.manager = Some(manager);
+        self
+    }
+
+    /// Cleans every error of the secrets `secrets` holds (the handle the log writer reads and
+    /// the server manager updates).
+    pub fn secrets(mut self, secrets: SharedSecrets) -> ServicesBuilder {
+        self.secrets = secrets;
+        self
+    }
+
+    /// The services.
+    pub fn build(self) -> Arc<Services> {
+        let ServicesBuilder {
+            provider,
+            tokens,
+            options,
+            mut observers,
+            traces,
+            remote_auth,
+            manager,
+            secrets,
+        } = self;
+        let sessions = Arc::new(Sessions::new(options.sessions));
+        observers.push(sessions.observer());
+        let counters = Arc::new(CallMetrics::default());
+        observers.push(Arc::clone(&counters) as Arc<dyn CallObserver>);
+        let pipeline = Arc::new(Pipeline::new(
+            provider.as_ref(),
+            options.pipeline,
+            observers,
+        ));
+        let metrics = Arc::new(Metrics::new(counters, Arc::clone(&pipeline)));
+        let search = ToolSearch::start(&options.search);
+        // Keep the search index current in the background when there is a runtime to do it in;
+        // without one (a synchronous test), queries index what they need on the spot.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let slots = pipeline.slots_handle();
+            runtime.spawn(crate::tool_search::follow_changes(
+                Arc::clone(&search),
+                move || slots.current(),
+                provider.changes(),
+            ));
+        }
+        let discovery = Arc::new(Discovery::new(
+            Arc::clone(&pipeline),
+            Arc::clone(&sessions),
+            search,
+            traces.clone(),
+        ));
+        let events = Arc::new(Events::default());
+        let calls = Arc::new(Calls::new(
+            Arc::clone(&pipeline),
+            Arc::clone(&sessions),
+            Arc::clone(&discovery),
+            Arc::clone(&events),
+        ));
+        // The config was validated when it loaded; a refusal here would be a bug, so say so and
+        // keep serving with the defaults rather than fail to start.
+        let agent = Agent::new(options.agent).unwrap_or_else(|error| {
+            tracing::error!(%error, "the agent config was refused; runAgent uses the defaults");
+            Agent::new(AgentConfig::default()).expect("the default agent config is valid")
+        });
+        let agents = Arc::new(Agents::new(
+            agent,
+            Arc::clone(&calls),
+            Arc::clone(&discovery),
+            Arc::clone(&sessions),
+            Arc::clone(&pipeline),
+        ));
+        let admin = Arc::new(Admin::new(admin::AdminParts {
+            pipeline,
+            metrics: Arc::clone(&metrics),
+            tokens,
+            traces,
+            remote_auth,
+            manager,
+        }));
+        Arc::new(Services {
+            calls,
+            discovery,
+            sessions,
+            agents,
+            admin,
+            metrics,
+            events,
+            secrets,
+        })
+    }
+}
