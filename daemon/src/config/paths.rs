@@ -70,8 +70,6 @@ pub(crate) fn config_path(
     }
 }
 
-/// Reads the `mcpServers` object of an arbitrary JSON value; used by tests that build configs.
-
 /// The daemon's state directory: `$XDG_STATE_HOME/tool-cli`, else `~/.local/state/tool-cli`.
 /// A relative `XDG_STATE_HOME` is ignored, as the XDG spec says.
 pub fn state_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
