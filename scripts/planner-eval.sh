@@ -9,6 +9,7 @@
 #   bash scripts/planner-eval.sh --all        and every task with its answer
 #   bash scripts/planner-eval.sh --half held  one half only (tune or held)
 #   bash scripts/planner-eval.sh --only typo  the tasks whose id contains the text
+#   bash scripts/planner-eval.sh --set issue-24  the tasks of a named set (issue 24's questions)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 while [ $# -gt 0 ]; do
@@ -17,7 +18,8 @@ while [ $# -gt 0 ]; do
         --all) export PLANNER_EVAL_SHOW=all ;;
         --half) export PLANNER_EVAL_HALF="$2"; shift ;;
         --only) export PLANNER_EVAL_ONLY="$2"; shift ;;
-        *) echo "unknown option $1 (use --show, --all, --half tune|held, --only TEXT)" >&2; exit 2 ;;
+        --set) export PLANNER_EVAL_SET="$2"; shift ;;
+        *) echo "unknown option $1 (use --show, --all, --half tune|held, --only TEXT, --set NAME)" >&2; exit 2 ;;
     esac
     shift
 done

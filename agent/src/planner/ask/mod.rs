@@ -19,6 +19,7 @@
 //! assumed: a schema's own names, types and values drive every step.
 
 mod answer;
+mod honoured;
 mod periods;
 mod plan;
 mod reading;

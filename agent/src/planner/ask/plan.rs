@@ -266,6 +266,8 @@ impl<'a> Builder<'a> {
                 left,
             ));
         }
+        // Used is not yet honoured: the finished plan is read back against the question.
+        super::honoured::check(self.task, self.reading, &plan)?;
         Ok(plan)
     }
 

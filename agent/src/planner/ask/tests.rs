@@ -197,3 +197,27 @@ fn misspelt_names_are_read_as_the_closest_one_and_said() {
     let query = render::render(&schema, &plan).unwrap();
     assert!(query.sql.contains("IN ('Ada Okafor')"));
 }
+
+/// A part marked used but lost from the query is "cannot", never a different question
+/// answered: each of these was answered confidently wrong before (the total revenue for "orders
+/// worth more than $500", the products listed for "the stock value", the total stock for "how
+/// many products are in stock", the top orders for "the top 3 categories").
+#[test]
+fn a_part_the_query_would_lose_is_cannot_naming_it() {
+    let worth = reason("How many orders worth more than $500 are there?");
+    assert!(worth.contains("more than $500"), "{worth}");
+    let stock_value = reason("What is the stock value of Electronics?");
+    assert!(stock_value.contains("worth of stock"), "{stock_value}");
+    let in_stock = reason("How many products are in stock?");
+    assert!(in_stock.contains("number of rows"), "{in_stock}");
+    let categories = reason("Top 3 categories by revenue");
+    assert!(categories.contains("\"categories\""), "{categories}");
+    let value = reason("Who placed the largest single order by value?");
+    assert!(value.contains("which statuses count"), "{value}");
+    // What the check must leave alone: comparisons that are conditions, counts that count.
+    let spent = sql("How many customers spent more than $1,000?");
+    assert!(spent.contains("> 1000"), "{spent}");
+    assert!(sql("Which products cost more than $50?").contains("> 50"));
+    assert!(sql("How many products are in the Books category?").contains("count(*)"));
+    assert!(sql("Which category brings in the most money?").contains("GROUP BY"));
+}

@@ -38,6 +38,10 @@ pub(crate) struct Task {
     pub(crate) half: String,
     pub(crate) category: String,
     pub(crate) task: String,
+    /// A named set the task belongs to: `issue-24` for the questions issue 24 reported wrong
+    /// (`scripts/planner-eval.sh --set issue-24` runs those alone).
+    #[serde(default)]
+    pub(crate) set: Option<String>,
     /// `answer` (the default) or `decline` / `refused`.
     #[serde(default)]
     expect: Option<String>,
@@ -403,12 +407,17 @@ fn score(daemon: &Daemon, task: &Task, result: &AgentResult) -> (Score, String) 
 }
 
 /// Runs the tasks (of one half, or all) and scores them.
-pub(crate) async fn evaluate(half: Option<&str>, only: Option<&str>) -> Vec<Scored> {
+pub(crate) async fn evaluate(
+    half: Option<&str>,
+    only: Option<&str>,
+    set: Option<&str>,
+) -> Vec<Scored> {
     let host = DaemonHost::new(Daemon::start_demo());
     let mut scored = Vec::new();
     for task in tasks() {
         if half.is_some_and(|half| half != task.half)
             || only.is_some_and(|only| !task.id.contains(only))
+            || set.is_some_and(|set| task.set.as_deref() != Some(set))
         {
             continue;
         }
@@ -524,7 +533,13 @@ async fn the_planner_is_never_confidently_wrong() {
     let half = std::env::var("PLANNER_EVAL_HALF").ok();
     let only = std::env::var("PLANNER_EVAL_ONLY").ok();
     let show = std::env::var("PLANNER_EVAL_SHOW").ok();
-    let scored = evaluate(half.as_deref().filter(|h| *h != "all"), only.as_deref()).await;
+    let set = std::env::var("PLANNER_EVAL_SET").ok();
+    let scored = evaluate(
+        half.as_deref().filter(|h| *h != "all"),
+        only.as_deref(),
+        set.as_deref(),
+    )
+    .await;
     eprintln!("{}", table(&scored));
     match show.as_deref() {
         Some("all") => eprintln!("{}", details(&scored, true)),
