@@ -89,6 +89,9 @@ pub(crate) fn check(task: &str, reading: &Reading, plan: &Plan) -> Result<(), Ca
             .find(|i| !matches!(reading.claims[**i].claim, Claim::Number { .. }))
         && let Claim::Column { candidates } = &reading.claims[ranked].claim
         && candidates.iter().all(|(table, _)| *table != plan.subject)
+        // Shown beside the ranked rows: a label of them, not what they are ranked by ("the
+        // product that sold the most units" ranks products by the orders' quantity).
+        && candidates.iter().any(|candidate| plan.show.contains(candidate))
     {
         let parts = vec![said(ranked)];
         return Err(Cannot {

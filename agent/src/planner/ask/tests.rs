@@ -220,4 +220,6 @@ fn a_part_the_query_would_lose_is_cannot_naming_it() {
     assert!(sql("Which products cost more than $50?").contains("> 50"));
     assert!(sql("How many products are in the Books category?").contains("count(*)"));
     assert!(sql("Which category brings in the most money?").contains("GROUP BY"));
+    assert!(sql("Which product sold the most units?").contains("quantity"));
+    assert!(sql("Who ordered the most units overall?").contains("quantity"));
 }
