@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::request::{HaltReason, RunStatus, UsageTotals};
+use crate::request::{HaltDetail, HaltReason, RunStatus, UsageTotals};
 
 /// One event, tagged by `type` on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,9 @@ pub enum EventKind {
         tool_calls: usize,
         /// How long it took, in milliseconds.
         latency_ms: u64,
+        /// Why the call failed, when it did (its tokens were billed all the same).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A tool call is about to be made.
     #[serde(rename_all = "camelCase")]
@@ -86,6 +89,9 @@ pub enum EventKind {
         answer: String,
         /// Why a guard stopped it.
         halt_reason: Option<HaltReason>,
+        /// Which limit fired and the setting that controls it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        halt_detail: Option<HaltDetail>,
         /// Totals.
         usage: UsageTotals,
     },

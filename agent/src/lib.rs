@@ -140,6 +140,15 @@ impl Agent {
             None => self.config.backend,
         };
         let configured = backend_kind == self.config.backend;
+        // The offline planner has no models: a model asked of it would be silently ignored.
+        if backend_kind == BackendKind::Offline
+            && let Some(model) = &request.model
+        {
+            return Err(AgentError::InvalidRequest(format!(
+                "model is {model:?}, but the run's backend is the offline planner, which has no \
+                 models; leave model out, or choose backend \"anthropic\" or \"openai\" with it"
+            )));
+        }
         let model = request
             .model
             .clone()
@@ -197,6 +206,18 @@ impl Agent {
                 .clone()
                 .unwrap_or_else(default_answer_schema),
         )?;
+        // The offline planner answers `{answer, keyFacts}` and nothing else: a schema that
+        // refuses that would fail every run after doing all its work.
+        if backend_kind == BackendKind::Offline && request.answer_schema.is_some() {
+            let planner_answer = serde_json::json!({"answer": "…", "keyFacts": {}});
+            if let Err(error) = answer_schema.check(&planner_answer.to_string()) {
+                return Err(AgentError::InvalidRequest(format!(
+                    "answerSchema does not accept the offline planner's answers ({{\"answer\": \
+                     string, \"keyFacts\": object}}: {error}); leave answerSchema out, or use \
+                     an LLM backend (\"anthropic\", \"openai\") that can follow it"
+                )));
+            }
+        }
         let backend = self.backend(backend_kind, &model, configured, lookup_env)?;
         Ok(PreparedRun {
             settings: RunSettings {
@@ -208,6 +229,7 @@ impl Agent {
                 max_output_tokens: self.config.max_output_tokens,
                 tool_limit,
                 timeouts,
+                run_limit_from_request: request.timeout_ms.is_some(),
                 dry_run: request.dry_run,
                 confirm_destructive: request.confirm_destructive,
                 answer_schema,
@@ -386,6 +408,78 @@ mod tests {
             })
             .contains("costCeilingUsd")
         );
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_anything_runs() {
+        let agent = Agent::new(AgentConfig::default()).expect("default config");
+        let err = |r: AgentRequest| {
+            agent
+                .prepare(r, "r".into(), |_| None)
+                .expect_err("refused")
+                .to_string()
+        };
+        assert!(err(request("")).contains("task is empty"));
+        let huge = "How many orders are there? ".repeat(4000);
+        assert!(huge.len() > 100_000);
+        let message = err(request(&huge));
+        assert!(message.contains("it must be at most 65536"), "{message}");
+        for steps in [0, 51] {
+            let message = err(AgentRequest {
+                max_steps: Some(steps),
+                ..request("t")
+            });
+            assert!(
+                message.contains(&format!("maxSteps is {steps}")),
+                "{message}"
+            );
+            assert!(message.contains("between 1 and 50"), "{message}");
+        }
+        let message = err(AgentRequest {
+            cost_ceiling_usd: Some(-0.5),
+            ..request("t")
+        });
+        assert!(message.contains("costCeilingUsd is -0.5"), "{message}");
+        assert!(message.contains("positive number of USD"), "{message}");
+    }
+
+    #[test]
+    fn the_offline_planner_refuses_a_model_and_a_schema_its_answers_fail() {
+        let agent = Agent::new(AgentConfig::default()).expect("default config");
+        let err = |r: AgentRequest| {
+            agent
+                .prepare(r, "r".into(), |_| None)
+                .expect_err("refused")
+                .to_string()
+        };
+        let message = err(AgentRequest {
+            model: Some("gpt-4o".into()),
+            ..request("t")
+        });
+        assert!(
+            message.contains("offline planner") && message.contains("no models"),
+            "{message}"
+        );
+        let message = err(AgentRequest {
+            answer_schema: Some(serde_json::json!({
+                "type": "object", "required": ["total"],
+                "properties": {"total": {"type": "number"}}
+            })),
+            ..request("t")
+        });
+        assert!(
+            message.contains("answerSchema does not accept the offline planner's answers"),
+            "{message}"
+        );
+        // A schema the planner's answers pass is taken.
+        let accepting = AgentRequest {
+            answer_schema: Some(serde_json::json!({
+                "type": "object", "required": ["answer"],
+                "properties": {"answer": {"type": "string"}}
+            })),
+            ..request("t")
+        };
+        assert!(agent.prepare(accepting, "r".into(), |_| None).is_ok());
     }
 
     #[test]

@@ -59,6 +59,13 @@ pub struct AgentRequest {
 pub enum RunStatus {
     /// The model gave a final answer that passed the answer schema.
     Completed,
+    /// The task could not be done with the tools at hand, or part of it could not be placed (a
+    /// name the data does not have, a future period, an ambiguous superlative); `answer` says
+    /// which part and what would work, `keyFacts.reason` the same. Nothing made up.
+    Cannot,
+    /// The task asks for something the agent will not do, such as changing data through tools
+    /// that only read it; `answer` says so and nothing was run.
+    Refused,
     /// A guard stopped the run; `haltReason` says which, `answer` holds what there was.
     Halted,
     /// The run could not produce a valid answer; `error` says why.
@@ -79,6 +86,18 @@ pub enum HaltReason {
     Cancelled,
     /// The model kept repeating a call that gave no new information.
     LoopDetected,
+}
+
+/// Which limit stopped a halted run, and the setting that controls it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HaltDetail {
+    /// What happened, in words ("an LLM call outlived the step limit of 120000 ms").
+    pub message: String,
+    /// The setting that controls the limit: `agent.timeouts.stepMs`, `agent.timeouts.runMs`,
+    /// `timeoutMs`, `maxSteps` or `costCeilingUsd`; absent for a cancellation or a loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<String>,
 }
 
 impl HaltReason {
@@ -182,6 +201,9 @@ pub struct AgentResult {
     /// Why a guard stopped it (`status: halted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub halt_reason: Option<HaltReason>,
+    /// Which limit fired and the setting that controls it (`status: halted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt_detail: Option<HaltDetail>,
     /// Why it failed (`status: failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

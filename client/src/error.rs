@@ -53,6 +53,11 @@ pub mod exit {
     /// another client) before a final answer; what the run had is on stdout. A run halted by its
     /// time limit exits 7, a failed run 1.
     pub const AGENT_HALTED: i32 = 10;
+    /// `tool-cli agent`: the agent could not do the task (status `cannot`: part of it names
+    /// nothing the tools or the data have, or it asks about the future) or refused it (status
+    /// `refused`: a change to data the tools only read); the answer on stdout says why and what
+    /// would work. Nothing made up, nothing changed.
+    pub const AGENT_DECLINED: i32 = 11;
     /// Interrupted by Ctrl-C (SIGINT); `tool-cli agent` exits so once the daemon acknowledged
     /// the cancellation of its run.
     pub const INTERRUPTED: i32 = 130;
@@ -270,16 +275,20 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// `tool-cli agent`: the run ended without a completed answer (`status` is `halted` or
-    /// `failed`).
-    #[error("{}", agent_message(run_id, status, reason))]
+    /// `tool-cli agent`: the run ended without a completed answer (`status` is `halted`,
+    /// `failed`, `cannot` or `refused`).
+    #[error("{}", agent_message(run_id, status, reason, setting.as_deref()))]
     AgentStopped {
         /// The run.
         run_id: String,
-        /// `halted` or `failed`.
+        /// `halted`, `failed`, `cannot` or `refused`.
         status: String,
-        /// The halt reason (`cost_ceiling`, `max_steps`, `timeout`, ...) or the failure.
+        /// The halt reason (`cost_ceiling`, `max_steps`, `timeout`, ...), the failure, or why
+        /// the agent could not do or refused the task.
         reason: String,
+        /// For a halted run, the setting that controls the limit that fired
+        /// (`agent.timeouts.stepMs`, `timeoutMs`, `maxSteps`, `costCeilingUsd`, …).
+        setting: Option<String>,
     },
     /// Ctrl-C: the command was interrupted; the message says what became of its work.
     #[error("interrupted: {0}")]
@@ -365,19 +374,33 @@ fn steps_failed_message(
     }
 }
 
-fn agent_message(run_id: &str, status: &str, reason: &str) -> String {
+fn agent_message(run_id: &str, status: &str, reason: &str, setting: Option<&str>) -> String {
     match status {
         "halted" => format!(
             "the agent's run {run_id} halted ({reason}) before a final answer; what it had is \
              above. {}",
-            match reason {
-                "cost_ceiling" => "Raise --max-cost to let it spend more",
-                "max_steps" => "Raise --max-steps to give it more steps",
-                "timeout" => "Give it more time (the daemon's agent.timeouts.runMs)",
-                "loop_detected" => "It repeated a call without progress; rephrase the task",
+            // The setting the daemon says controls the limit that fired; else by the reason.
+            match (setting, reason) {
+                (Some("costCeilingUsd"), _) | (None, "cost_ceiling") => {
+                    "Raise --max-cost to let it spend more"
+                }
+                (Some("maxSteps"), _) | (None, "max_steps") => {
+                    "Raise --max-steps to give it more steps"
+                }
+                (Some("timeoutMs"), _) => "Give it more time with --timeout",
+                (Some("agent.timeouts.stepMs"), _) => {
+                    "One step (an LLM call) outlived its limit: raise the daemon's \
+                     agent.timeouts.stepMs for a slow model"
+                }
+                (Some("agent.timeouts.runMs"), _) | (None, "timeout") => {
+                    "Give it more time (--timeout, or the daemon's agent.timeouts.runMs)"
+                }
+                (_, "loop_detected") => "It repeated a call without progress; rephrase the task",
                 _ => "Run it again to retry",
             }
         ),
+        "cannot" => format!("the agent could not do the task (run {run_id}): {reason}"),
+        "refused" => format!("the agent refused the task (run {run_id}): {reason}"),
         _ => format!("the agent's run {run_id} failed: {reason}"),
     }
 }
@@ -450,6 +473,7 @@ impl Error {
                 match (status.as_str(), reason.as_str()) {
                     ("halted", "timeout") => exit::TIMEOUT,
                     ("halted", _) => exit::AGENT_HALTED,
+                    ("cannot" | "refused", _) => exit::AGENT_DECLINED,
                     _ => exit::OTHER,
                 }
             }
@@ -499,6 +523,8 @@ impl Error {
             Error::PinsDiffer { .. } => "pinsDiffer",
             Error::Io { .. } => "io",
             Error::AgentStopped { status, .. } if status == "halted" => "agentHalted",
+            Error::AgentStopped { status, .. } if status == "cannot" => "agentCannot",
+            Error::AgentStopped { status, .. } if status == "refused" => "agentRefused",
             Error::AgentStopped { .. } => "agentFailed",
             Error::Interrupted(_) => "interrupted",
             Error::UnknownParameter { .. } => "unknownParameter",
@@ -540,7 +566,8 @@ impl Error {
                 run_id,
                 status,
                 reason,
-            } => json!({"runId": run_id, "status": status, "reason": reason}),
+                setting,
+            } => json!({"runId": run_id, "status": status, "reason": reason, "setting": setting}),
             Error::StepsFailed {
                 command,
                 failures,

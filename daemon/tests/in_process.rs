@@ -788,6 +788,182 @@ async fn the_call_timeout_bounds_retries_too() {
     daemon.stop().await;
 }
 
+// ---------------------------------------------------------------------------------------------
+// runAgent (issue 24): a run outlives its request and ends with its final event; a refused
+// request takes nothing; run slots are shared per token, and the owner always has room.
+
+/// Sends `body` on a connection of its own and holds it open, unread, until `release` is
+/// dropped or sent to; then closes it. The daemon sees a client that went away.
+fn held_request(port: u16, token: &str, body: &Value) -> std::sync::mpsc::Sender<()> {
+    use std::io::Write as _;
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let body = body.to_string();
+    let token = token.to_owned();
+    std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+             Authorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let _ = released.recv();
+        drop(stream);
+    });
+    release
+}
+
+/// The run's events so far (waiting up to `wait_ms` for one after `after`), or `None` when the
+/// daemon does not know the run (yet).
+async fn events_of(
+    daemon: &InProcess,
+    token: &str,
+    run_id: &str,
+    after: u64,
+    wait_ms: u64,
+) -> Option<Value> {
+    let reply = daemon
+        .rpc_as(
+            token,
+            "agentEvents",
+            json!({"runId": run_id, "after": after, "waitMs": wait_ms}),
+        )
+        .await;
+    reply.get("result").cloned()
+}
+
+/// Waits until the run has emitted an event of `kind`.
+async fn wait_for_event(daemon: &InProcess, token: &str, run_id: &str, kind: &str) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
+        if let Some(page) = events_of(daemon, token, run_id, 0, 2000).await
+            && page["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|event| event["type"] == kind)
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_client_goes_away_is_cancelled_and_still_ends_with_its_final_event() {
+    let daemon = InProcess::start(json!({"fault": fault(&[])})).await;
+    let token = daemon.token.clone();
+    let release = held_request(
+        daemon.port,
+        &token,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "runAgent",
+                "params": {"task": "hang", "runId": "gone-1"}}),
+    );
+    // The run is in its tool call, which never answers.
+    assert!(wait_for_event(&daemon, &token, "gone-1", "tool_call").await);
+    drop(release);
+    // The request went away: the run is cancelled and ends the way every run ends.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut page = Value::Null;
+    while tokio::time::Instant::now() < deadline {
+        page = events_of(&daemon, &token, "gone-1", 0, 5000).await.unwrap();
+        if page["done"] == json!(true) {
+            break;
+        }
+    }
+    assert_eq!(page["done"], json!(true), "{page:#}");
+    let events = page["events"].as_array().unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "final", "{page:#}");
+    assert_eq!(last["status"], "halted");
+    assert_eq!(last["haltReason"], "cancelled");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_run_takes_no_run_id_and_touches_no_session() {
+    let daemon = InProcess::start(json!({"fault": fault(&[])})).await;
+    for bad in [
+        json!({"task": "Echo hello", "runId": "again", "sessionId": "refused-session", "backend": "nope"}),
+        json!({"task": "", "runId": "again", "sessionId": "refused-session"}),
+        json!({"task": "Echo hello", "runId": "again", "sessionId": "refused-session", "maxSteps": 0}),
+        json!({"task": "Echo hello", "runId": "again", "sessionId": "refused-session", "model": "gpt-4o"}),
+    ] {
+        let reply = daemon.rpc("runAgent", bad.clone()).await;
+        assert_eq!(reply["error"]["code"], -32602, "{bad}: {reply}");
+    }
+    let sessions = daemon.rpc("listSessions", json!({})).await;
+    assert!(
+        !sessions.to_string().contains("refused-session"),
+        "a refused run touched its session: {sessions}"
+    );
+    // The id is still free: a good request under it runs.
+    let reply = daemon
+        .rpc("runAgent", json!({"task": "Echo hello", "runId": "again"}))
+        .await;
+    assert_eq!(reply["result"]["runId"], "again", "{reply}");
+    assert!(reply.get("error").is_none(), "{reply}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_token_runs_within_its_share_and_the_owner_always_has_room() {
+    let daemon = InProcess::start(json!({"fault": fault(&[])})).await;
+    let minted = daemon
+        .rpc(
+            "mintToken",
+            json!({"servers": ["fault"], "label": "sub-agent"}),
+        )
+        .await;
+    let sub = minted["result"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned();
+    // Sixteen runs of the other token, each stuck in a call that never answers.
+    let mut held = Vec::new();
+    for i in 0..16 {
+        let run_id = format!("sub-{i}");
+        held.push(held_request(
+            daemon.port,
+            &sub,
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "runAgent",
+                    "params": {"task": "hang", "runId": run_id}}),
+        ));
+    }
+    for i in 0..16 {
+        assert!(
+            wait_for_event(&daemon, &sub, &format!("sub-{i}"), "started").await,
+            "run sub-{i} never started"
+        );
+    }
+    // The seventeenth is refused, saying why.
+    let refused = daemon
+        .rpc_as(&sub, "runAgent", json!({"task": "hang", "runId": "sub-16"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("16 runs going"), "{message}");
+    // The owner still runs.
+    let owner = daemon
+        .rpc(
+            "runAgent",
+            json!({"task": "Echo hello", "runId": "owner-1"}),
+        )
+        .await;
+    assert!(owner.get("error").is_none(), "{owner}");
+    assert_eq!(owner["result"]["runId"], "owner-1");
+    // Cleanup: every held run is cancelled and ends.
+    drop(held);
+    for i in 0..16 {
+        assert!(
+            wait_for_event(&daemon, &sub, &format!("sub-{i}"), "final").await,
+            "run sub-{i} never ended"
+        );
+    }
+    daemon.stop().await;
+}
+
 /// The issue: `listTools {"server": "*"}` was refused although docs/protocol.md says it lists
 /// every visible tool, as without `server`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -243,7 +243,7 @@ fn a_scoped_token_sees_and_uses_only_its_own_tools_in_a_run() {
         )
         .expect("runAgent with a scoped token");
     // The planner says it cannot, naming what is missing, and calls nothing outside its scope.
-    assert_eq!(result["status"], "completed", "{result:#}");
+    assert_eq!(result["status"], "cannot", "{result:#}");
     assert_eq!(result["keyFacts"]["cannot"], json!(true), "{result:#}");
     assert!(
         result["answer"]
@@ -428,4 +428,59 @@ fn bad_agent_inputs_are_refused_with_the_reason() {
     assert_eq!(first["keyFacts"]["cannot"], json!(true), "{first:#}");
     let error = daemon.call_err("runAgent", json!({"task": "unsolvable", "runId": "taken"}));
     assert!(error.message.contains("exists already"), "{error:?}");
+}
+
+/// A stream whose error event echoes the key, after usage was reported (the call was billed).
+fn echoing_error_stream(prompt_tokens: u64) -> String {
+    let usage = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
+                       "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 7,
+                                 "total_tokens": prompt_tokens + 7}});
+    let error = json!({"error": {"type": "invalid_request_error",
+                       "message": format!("key {SCRIPTED_KEY} may not use this model")}});
+    format!("data: {usage}\n\ndata: {error}\n\n")
+}
+
+#[test]
+fn a_provider_error_echoing_the_key_reaches_no_result_event_log_or_cli_output() {
+    let llm = ScriptedLlm::start(vec![
+        LlmReply::Stream(echoing_error_stream(900)),
+        LlmReply::Stream(echoing_error_stream(900)),
+    ]);
+    let daemon = daemon_with_llm(&llm, 1.0);
+    let result = daemon.call(
+        "runAgent",
+        json!({"task": "Describe the shop's tables", "runId": "echo-1",
+               "sessionId": "echo-session"}),
+    );
+    assert_eq!(result["status"], "failed", "{result:#}");
+    let error = result["error"].as_str().expect("an error");
+    assert!(!error.contains(SCRIPTED_KEY), "{error}");
+    assert!(error.contains("[redacted]"), "{error}");
+    let events = all_events(&daemon, "echo-1");
+    assert!(!events.to_string().contains(SCRIPTED_KEY), "{events:#}");
+
+    // The billed call that failed is in the run's session and its trace like any other.
+    let summary = daemon.call("sessionSummary", json!({"sessionId": "echo-session"}));
+    assert_eq!(summary["tokensIn"], json!(900), "{summary:#}");
+    let types = event_types(&events);
+    assert!(types.contains(&"llm_call".to_owned()), "{types:?}");
+    let failed_call = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["type"] == "llm_call")
+        .expect("the llm_call event");
+    assert_eq!(failed_call["usage"]["tokensIn"], json!(900));
+    assert!(failed_call["error"].as_str().is_some(), "{failed_call:#}");
+
+    // Through the CLI: the key is on neither stream.
+    let output = daemon.run_client(&["agent", "Describe the shop's tables"], &[]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!all.contains(SCRIPTED_KEY), "{all}");
+    assert!(all.contains("[redacted]"), "{all}");
+    assert!(!daemon.stderr().contains(SCRIPTED_KEY));
 }

@@ -448,9 +448,9 @@ fn the_agent_command_prints_progress_and_the_answer() {
     let result = json_of(&output);
     assert_eq!(result["toolCalls"][0]["result"]["executed"], json!(false));
 
-    // A task the toolkit cannot do: the planner says so (exit 0), naming what is missing and
+    // A task the toolkit cannot do: the planner says so (exit 11), naming what is missing and
     // the nearest tools (the README promises them; issue 26 found an answer without).
-    let output = run(&daemon, &["agent", "Write me a poem"], &[], 0);
+    let output = run(&daemon, &["agent", "Write me a poem"], &[], 11);
     assert!(
         stdout(&output).starts_with("I can't do that with the available tools"),
         "{}",
@@ -461,6 +461,21 @@ fn the_agent_command_prints_progress_and_the_answer() {
         "{}",
         stdout(&output)
     );
+    assert!(
+        stderr(&output).contains("the agent could not do the task"),
+        "{}",
+        stderr(&output)
+    );
+    // A change to the data: refused (exit 11), nothing run.
+    let output = run(
+        &daemon,
+        &["agent", "Delete all the cancelled orders", "--json"],
+        &[],
+        11,
+    );
+    let result = json_of(&output);
+    assert_eq!(result["status"], "refused", "{result:#}");
+    assert_eq!(result["toolCalls"], json!([]));
     // A task whose tool fails: failed, exit 1, the tool's reason on stderr.
     let output = run(
         &daemon,

@@ -401,6 +401,95 @@ fn fold_message(message: &Value) -> Result<LlmResponse, LlmError> {
     fold.finish()
 }
 
+impl AnthropicBackend {
+    /// One call, with errors as the provider wrote them (the trait's `complete` redacts).
+    async fn complete_unredacted(&self, request: LlmRequest<'_>) -> Result<LlmResponse, LlmError> {
+        let body = Bytes::from(request_body(&self.model, &request).to_string());
+        let mut key = HeaderValue::from_str(
+            self.settings
+                .api_key
+                .as_ref()
+                .map(|key| key.expose())
+                .unwrap_or_default(),
+        )
+        .map_err(|_| {
+            LlmError::Config("the API key contains characters not allowed in a header".into())
+        })?;
+        key.set_sensitive(true);
+        let headers = [
+            (HeaderName::from_static("x-api-key"), key),
+            (
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            ),
+            (
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                hyper::header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+        ];
+        let endpoint = self.endpoint();
+        let response = self
+            .client
+            .post(
+                PROVIDER,
+                &endpoint,
+                &headers,
+                body,
+                &self.settings.retry,
+                request.deadline,
+            )
+            .await?;
+        let is_stream = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            let bytes = super::http::collect_body(PROVIDER, response.into_body()).await?;
+            let message: Value =
+                serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
+                    provider: PROVIDER,
+                    message: format!("the answer is neither an event stream nor JSON ({error})"),
+                    usage: Usage::default(),
+                })?;
+            return fold_message(&message);
+        }
+        let mut parser = SseParser::new();
+        let mut fold = StreamFold::default();
+        let mut failure: Option<LlmError> = None;
+        let read = read_stream(response.into_body(), |chunk| {
+            let events = parser.feed(chunk).map_err(|error| error.to_string())?;
+            for event in &events {
+                match fold.apply(event) {
+                    Ok(true) => return Ok(false),
+                    Ok(false) => {}
+                    Err(error) => {
+                        failure = Some(error);
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        })
+        .await;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if let Err(message) = read {
+            return Err(LlmError::StreamCut {
+                provider: PROVIDER,
+                message,
+                usage: fold.usage(),
+            });
+        }
+        fold.finish()
+    }
+}
+
 impl LlmBackend for AnthropicBackend {
     fn name(&self) -> &str {
         PROVIDER
@@ -418,92 +507,12 @@ impl LlmBackend for AnthropicBackend {
         &'a self,
         request: LlmRequest<'a>,
     ) -> BoxFuture<'a, Result<LlmResponse, LlmError>> {
+        // Whatever the provider sent back (an error body, a stream's error event) may echo the
+        // key: it is taken out here, before any error is stored, shown or logged.
         Box::pin(async move {
-            let body = Bytes::from(request_body(&self.model, &request).to_string());
-            let mut key = HeaderValue::from_str(
-                self.settings
-                    .api_key
-                    .as_ref()
-                    .map(|key| key.expose())
-                    .unwrap_or_default(),
-            )
-            .map_err(|_| {
-                LlmError::Config("the API key contains characters not allowed in a header".into())
-            })?;
-            key.set_sensitive(true);
-            let headers = [
-                (HeaderName::from_static("x-api-key"), key),
-                (
-                    HeaderName::from_static("anthropic-version"),
-                    HeaderValue::from_static(ANTHROPIC_VERSION),
-                ),
-                (
-                    hyper::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                ),
-                (
-                    hyper::header::ACCEPT,
-                    HeaderValue::from_static("text/event-stream"),
-                ),
-            ];
-            let endpoint = self.endpoint();
-            let response = self
-                .client
-                .post(
-                    PROVIDER,
-                    &endpoint,
-                    &headers,
-                    body,
-                    &self.settings.retry,
-                    request.deadline,
-                )
-                .await?;
-            let is_stream = response
-                .headers()
-                .get(hyper::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-            if !is_stream {
-                let bytes = super::http::collect_body(PROVIDER, response.into_body()).await?;
-                let message: Value =
-                    serde_json::from_slice(&bytes).map_err(|error| LlmError::Malformed {
-                        provider: PROVIDER,
-                        message: format!(
-                            "the answer is neither an event stream nor JSON ({error})"
-                        ),
-                        usage: Usage::default(),
-                    })?;
-                return fold_message(&message);
-            }
-            let mut parser = SseParser::new();
-            let mut fold = StreamFold::default();
-            let mut failure: Option<LlmError> = None;
-            let read = read_stream(response.into_body(), |chunk| {
-                let events = parser.feed(chunk).map_err(|error| error.to_string())?;
-                for event in &events {
-                    match fold.apply(event) {
-                        Ok(true) => return Ok(false),
-                        Ok(false) => {}
-                        Err(error) => {
-                            failure = Some(error);
-                            return Ok(false);
-                        }
-                    }
-                }
-                Ok(true)
-            })
-            .await;
-            if let Some(error) = failure {
-                return Err(error);
-            }
-            if let Err(message) = read {
-                return Err(LlmError::StreamCut {
-                    provider: PROVIDER,
-                    message,
-                    usage: fold.usage(),
-                });
-            }
-            fold.finish()
+            self.complete_unredacted(request)
+                .await
+                .map_err(|error| error.redacted(self.settings.api_key.as_ref()))
         })
     }
 }

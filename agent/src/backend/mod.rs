@@ -220,7 +220,88 @@ pub enum LlmError {
     NoPlan(String),
 }
 
+/// The text with the secret, or any [`SECRET_WINDOW`] characters of it in a row, replaced by
+/// `[redacted]`: a provider (or a proxy before it) may echo a key whole or in part.
+pub fn redact_secret(text: &str, secret: &str) -> String {
+    if secret.is_empty() {
+        return text.to_owned();
+    }
+    let mut text = text.replace(secret, "[redacted]");
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() >= SECRET_WINDOW {
+        for start in 0..=chars.len() - SECRET_WINDOW {
+            let window: String = chars[start..start + SECRET_WINDOW].iter().collect();
+            if text.contains(&window) {
+                text = text.replace(&window, "[redacted]");
+            }
+        }
+    }
+    text
+}
+
+/// Runs of a key's characters this long are taken for the key when found in provider text.
+pub const SECRET_WINDOW: usize = 12;
+
 impl LlmError {
+    /// The error with the API key taken out of every text the provider sent back.
+    pub fn redacted(self, key: Option<&crate::config::ApiKey>) -> Self {
+        let Some(key) = key else {
+            return self;
+        };
+        let clean = |text: String| redact_secret(&text, key.expose());
+        match self {
+            Self::Status {
+                provider,
+                status,
+                message,
+            } => Self::Status {
+                provider,
+                status,
+                message: clean(message),
+            },
+            Self::Transport {
+                provider,
+                endpoint,
+                message,
+            } => Self::Transport {
+                provider,
+                endpoint: clean(endpoint),
+                message: clean(message),
+            },
+            Self::StreamCut {
+                provider,
+                message,
+                usage,
+            } => Self::StreamCut {
+                provider,
+                message: clean(message),
+                usage,
+            },
+            Self::Malformed {
+                provider,
+                message,
+                usage,
+            } => Self::Malformed {
+                provider,
+                message: clean(message),
+                usage,
+            },
+            Self::Api {
+                provider,
+                kind,
+                message,
+                usage,
+            } => Self::Api {
+                provider,
+                kind: clean(kind),
+                message: clean(message),
+                usage,
+            },
+            Self::Config(message) => Self::Config(clean(message)),
+            Self::NoPlan(message) => Self::NoPlan(clean(message)),
+        }
+    }
+
     /// Tokens billed before the failure (to be added to the run's bill).
     pub fn usage(&self) -> Usage {
         match self {
@@ -278,6 +359,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn keys_are_taken_out_of_provider_text_whole_or_in_part() {
+        let key = "sk-test-0123456789abcdefghij";
+        assert_eq!(
+            redact_secret(&format!("bad key {key} given"), key),
+            "bad key [redacted] given"
+        );
+        let partial = redact_secret("key sk-test-0123456789ab… is revoked", key);
+        assert!(!partial.contains("0123456789"), "{partial}");
+        assert_eq!(redact_secret("nothing here", key), "nothing here");
+        let error = LlmError::Status {
+            provider: "openai",
+            status: 401,
+            message: format!("Incorrect API key provided: {key}"),
+        }
+        .redacted(Some(&crate::config::ApiKey::new(key)));
+        assert!(!error.to_string().contains(key), "{error}");
+        assert!(error.to_string().contains("[redacted]"));
+    }
 
     #[test]
     fn arguments_come_as_strings_objects_or_nothing() {

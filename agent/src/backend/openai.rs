@@ -320,6 +320,92 @@ impl ChunkFold {
     }
 }
 
+impl OpenAiBackend {
+    /// One call, with errors as the provider wrote them (the trait's `complete` redacts).
+    async fn complete_unredacted(&self, request: LlmRequest<'_>) -> Result<LlmResponse, LlmError> {
+        let turn = request
+            .turns
+            .iter()
+            .filter(|t| matches!(t, Turn::Assistant { .. }))
+            .count()
+            + 1;
+        let body =
+            Bytes::from(request_body(&self.model, self.output_limit_key(), &request).to_string());
+        let mut headers = vec![
+            (
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (
+                hyper::header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+        ];
+        if let Some(key) = &self.settings.api_key {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    LlmError::Config(
+                        "the API key contains characters not allowed in a header".into(),
+                    )
+                })?;
+            value.set_sensitive(true);
+            headers.push((HeaderName::from_static("authorization"), value));
+        }
+        let endpoint = self.endpoint();
+        let response = self
+            .client
+            .post(
+                PROVIDER,
+                &endpoint,
+                &headers,
+                body,
+                &self.settings.retry,
+                request.deadline,
+            )
+            .await?;
+        let is_stream = response
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut fold = ChunkFold::default();
+        if !is_stream {
+            let bytes = collect_body(PROVIDER, response.into_body()).await?;
+            fold.apply(&String::from_utf8_lossy(&bytes))?;
+            fold.done = true;
+            return fold.finish(turn, true);
+        }
+        let mut parser = SseParser::new();
+        let mut failure: Option<LlmError> = None;
+        let read = read_stream(response.into_body(), |chunk| {
+            let events = parser.feed(chunk).map_err(|error| error.to_string())?;
+            for event in &events {
+                match fold.apply(&event.data) {
+                    Ok(true) => return Ok(false),
+                    Ok(false) => {}
+                    Err(error) => {
+                        failure = Some(error);
+                        return Ok(false);
+                    }
+                }
+            }
+            Ok(true)
+        })
+        .await;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        match read {
+            Ok(()) => fold.finish(turn, true),
+            Err(message) => Err(LlmError::StreamCut {
+                provider: PROVIDER,
+                message,
+                usage: fold.usage(),
+            }),
+        }
+    }
+}
+
 impl LlmBackend for OpenAiBackend {
     fn name(&self) -> &str {
         PROVIDER
@@ -341,88 +427,12 @@ impl LlmBackend for OpenAiBackend {
         &'a self,
         request: LlmRequest<'a>,
     ) -> BoxFuture<'a, Result<LlmResponse, LlmError>> {
+        // Whatever the provider sent back (an error body, a stream's error event) may echo the
+        // key: it is taken out here, before any error is stored, shown or logged.
         Box::pin(async move {
-            let turn = request
-                .turns
-                .iter()
-                .filter(|t| matches!(t, Turn::Assistant { .. }))
-                .count()
-                + 1;
-            let body = Bytes::from(
-                request_body(&self.model, self.output_limit_key(), &request).to_string(),
-            );
-            let mut headers = vec![
-                (
-                    hyper::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                ),
-                (
-                    hyper::header::ACCEPT,
-                    HeaderValue::from_static("text/event-stream"),
-                ),
-            ];
-            if let Some(key) = &self.settings.api_key {
-                let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                    .map_err(|_| {
-                        LlmError::Config(
-                            "the API key contains characters not allowed in a header".into(),
-                        )
-                    })?;
-                value.set_sensitive(true);
-                headers.push((HeaderName::from_static("authorization"), value));
-            }
-            let endpoint = self.endpoint();
-            let response = self
-                .client
-                .post(
-                    PROVIDER,
-                    &endpoint,
-                    &headers,
-                    body,
-                    &self.settings.retry,
-                    request.deadline,
-                )
-                .await?;
-            let is_stream = response
-                .headers()
-                .get(hyper::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/event-stream"));
-            let mut fold = ChunkFold::default();
-            if !is_stream {
-                let bytes = collect_body(PROVIDER, response.into_body()).await?;
-                fold.apply(&String::from_utf8_lossy(&bytes))?;
-                fold.done = true;
-                return fold.finish(turn, true);
-            }
-            let mut parser = SseParser::new();
-            let mut failure: Option<LlmError> = None;
-            let read = read_stream(response.into_body(), |chunk| {
-                let events = parser.feed(chunk).map_err(|error| error.to_string())?;
-                for event in &events {
-                    match fold.apply(&event.data) {
-                        Ok(true) => return Ok(false),
-                        Ok(false) => {}
-                        Err(error) => {
-                            failure = Some(error);
-                            return Ok(false);
-                        }
-                    }
-                }
-                Ok(true)
-            })
-            .await;
-            if let Some(error) = failure {
-                return Err(error);
-            }
-            match read {
-                Ok(()) => fold.finish(turn, true),
-                Err(message) => Err(LlmError::StreamCut {
-                    provider: PROVIDER,
-                    message,
-                    usage: fold.usage(),
-                }),
-            }
+            self.complete_unredacted(request)
+                .await
+                .map_err(|error| error.redacted(self.settings.api_key.as_ref()))
         })
     }
 }

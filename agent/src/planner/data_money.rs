@@ -1,93 +1,13 @@
 //! A data answer in another currency: "What is the total revenue in EUR?", "the average product
 //! price in GBP", "the most expensive product, and what does it cost in euros?". The data rule
-//! answers in the data's own currency (a column's `_usd` suffix; US dollars when none says),
-//! then the exchange-rate tool converts that figure, and the answer gives both with the rate
-//! and its date. Pure: the shape, the rows and the task in; the rate ask and the answer out.
+//! answers in the data's own currency, then the exchange-rate tool converts its figure, and the
+//! answer gives both with the rate and its date. Pure: the answer and the rate tool's result in,
+//! the answer with the conversion out.
 
 use serde_json::{Map, Value, json};
 
-use super::query::{Measure, Operation, Shape};
 use super::rates::{self, RateAsk};
-use super::sql::Table;
 use super::words;
-
-/// The conversion the task asks of the data answer: from the data's currency to the one the
-/// task names, for the figure the rows give. `None` when the task names no other currency or
-/// the answer is no amount of money.
-pub(crate) fn ask(
-    task: &str,
-    shape: &Shape,
-    tables: &[Table],
-    rows: &[Map<String, Value>],
-) -> Option<RateAsk> {
-    if !is_money(shape) {
-        return None;
-    }
-    let from = data_currency(shape, tables);
-    let to = rates::currencies(task)
-        .into_iter()
-        .find(|code| *code != from)?;
-    let figure = figure(shape, rows)?;
-    Some(RateAsk {
-        from,
-        to,
-        amount: Some(figure),
-        date: None,
-    })
-}
-
-/// Whether the measure is an amount of money: revenue, or a price, cost, amount or total.
-fn is_money(shape: &Shape) -> bool {
-    match &shape.measure {
-        Some(Measure::Revenue) => true,
-        Some(Measure::Column { column, .. }) => {
-            let lower = column.to_lowercase();
-            ["price", "cost", "amount", "total", "revenue", "usd", "eur"]
-                .iter()
-                .any(|word| lower.contains(word))
-        }
-        _ => false,
-    }
-}
-
-/// The currency the data is kept in: the one a money column's name says (`price_usd`), else
-/// US dollars.
-fn data_currency(shape: &Shape, tables: &[Table]) -> String {
-    let named = |column: &str| {
-        rates::currencies(&column.replace(['_', '-'], " "))
-            .into_iter()
-            .next()
-    };
-    if let Some(Measure::Column { column, .. }) = &shape.measure
-        && let Some(code) = named(column)
-    {
-        return code;
-    }
-    tables
-        .iter()
-        .flat_map(|table| &table.columns)
-        .filter(|column| {
-            let lower = column.to_lowercase();
-            lower.contains("price") || lower.contains("amount") || lower.contains("total")
-        })
-        .find_map(|column| named(column))
-        .unwrap_or_else(|| "USD".to_owned())
-}
-
-/// The money figure of the answer: the aggregate, or the first ranked row's value.
-fn figure(shape: &Shape, rows: &[Map<String, Value>]) -> Option<f64> {
-    let first = rows.first()?;
-    match &shape.operation {
-        Operation::Aggregate(function) => first.get(*function)?.as_f64(),
-        Operation::Top { .. } => first.get("value").and_then(Value::as_f64).or_else(|| {
-            let Some(Measure::Column { column, .. }) = &shape.measure else {
-                return None;
-            };
-            first.get(column)?.as_f64()
-        }),
-        _ => None,
-    }
-}
 
 /// The data answer with the converted figure added, from the rate tool's result.
 pub(crate) fn converted_answer(
@@ -131,47 +51,15 @@ pub(crate) fn converted_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planner::query::shape;
-    use crate::planner::query::tests::shop;
-
-    fn row(pairs: Value) -> Vec<Map<String, Value>> {
-        vec![pairs.as_object().cloned().expect("a row")]
-    }
 
     #[test]
-    fn a_money_answer_is_converted_from_the_datas_currency() {
-        let tables = shop();
-        let total = shape("What is the total revenue in EUR of all orders?", &tables).unwrap();
-        let ask = ask(
-            "What is the total revenue in EUR of all orders?",
-            &total,
-            &tables,
-            &row(json!({"sum": 1000.5})),
-        )
-        .expect("a conversion");
-        assert_eq!(
-            (ask.from.as_str(), ask.to.as_str(), ask.amount),
-            ("USD", "EUR", Some(1000.5))
-        );
-        let top = shape(
-            "What is the most expensive product, and what does it cost in euros?",
-            &tables,
-        )
-        .unwrap();
-        let ask_top = ask_for(
-            &top,
-            "in euros",
-            &row(json!({"name": "TV", "price_usd": 899.0})),
-        );
-        assert_eq!(ask_top.map(|a| a.amount), Some(Some(899.0)));
-        let average = shape("What is the average product price in GBP?", &tables).unwrap();
-        let ask_avg = ask_for(&average, "in GBP", &row(json!({"avg": 41.5})));
-        assert_eq!(ask_avg.map(|a| a.to), Some("GBP".to_owned()));
-        // No other currency, or no money: nothing to convert.
-        assert!(ask_for(&total, "in USD", &row(json!({"sum": 1.0}))).is_none());
-        let count = shape("How many orders in EUR?", &tables).unwrap();
-        assert!(ask_for(&count, "in EUR", &row(json!({"count": 3}))).is_none());
-
+    fn a_money_answer_gets_its_conversion() {
+        let ask = RateAsk {
+            from: "USD".into(),
+            to: "EUR".into(),
+            amount: Some(1000.5),
+            date: None,
+        };
         let (answer, facts) = converted_answer(
             "The total revenue over orders is 1000.5.",
             Map::new(),
@@ -185,9 +73,5 @@ mod tests {
              per USD, rate of 2025-06-30)."
         );
         assert_eq!(facts["conversion_converted"], json!(900.45));
-    }
-
-    fn ask_for(shape: &Shape, task: &str, rows: &[Map<String, Value>]) -> Option<RateAsk> {
-        ask(task, shape, &shop(), rows)
     }
 }

@@ -1,9 +1,8 @@
 //! The date limits a task puts on the data: "in March 2025", "in 2024", "since 2025-01-01",
 //! "before June 2025", "after 2024", "between January and March 2025". Each becomes a half-open
 //! range of ISO dates, compared as text with the date column (ISO dates and timestamps sort as
-//! text). Pure; a relative date ("last month") is not placed, since the planner has no clock it
-//! may trust to agree with the data, and a task that has one is refused rather than answered
-//! for all time (see [`unplaced`]).
+//! text). Pure. The data rule reads periods from tokens (`ask/periods.rs`); this older reader is
+//! what the currency rule uses to tell a year from an amount.
 
 /// A half-open range `[from, until)` of ISO dates; either end may be open.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,36 +162,6 @@ pub(crate) fn range(task: &str) -> Option<DateRange> {
     None
 }
 
-/// A relative date the planner does not place ("last month", "this year", "yesterday"), in
-/// the task's words, so that the run fails saying so instead of answering for all time.
-pub(crate) fn unplaced(task: &str) -> Option<String> {
-    let words = task_words(task);
-    let units = ["day", "week", "month", "quarter", "year"];
-    for (at, word) in words.iter().enumerate() {
-        if matches!(word.as_str(), "yesterday" | "today" | "ytd") {
-            return Some(word.clone());
-        }
-        if matches!(
-            word.as_str(),
-            "last" | "this" | "past" | "previous" | "current"
-        ) && let Some(next) = words.get(at + 1)
-            && (units.contains(&next.trim_end_matches('s'))
-                || next.parse::<u32>().is_ok()
-                    && words
-                        .get(at + 2)
-                        .is_some_and(|w| units.contains(&w.trim_end_matches('s'))))
-        {
-            let end = if next.parse::<u32>().is_ok() {
-                at + 3
-            } else {
-                at + 2
-            };
-            return Some(words[at..end].join(" "));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,20 +229,5 @@ mod tests {
         assert_eq!(span("customers with more than 5 orders in total"), None);
         assert_eq!(span("in May"), None, "a month without a year is not placed");
         assert_eq!(span("items in stock"), None);
-    }
-
-    #[test]
-    fn relative_dates_are_named_not_placed() {
-        assert_eq!(
-            unplaced("revenue last month").as_deref(),
-            Some("last month")
-        );
-        assert_eq!(
-            unplaced("orders in the past 3 weeks").as_deref(),
-            Some("past 3 weeks")
-        );
-        assert_eq!(unplaced("sales yesterday").as_deref(), Some("yesterday"));
-        assert_eq!(unplaced("the last order"), None);
-        assert_eq!(unplaced("revenue in March 2025"), None);
     }
 }

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::{query::country_code, words};
+use super::{countries::country_code, words};
 
 /// One listed resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,13 +68,24 @@ fn score(task_stems: &[String], resource: &Listed) -> usize {
         .count()
 }
 
-/// The best-fitting resource, when any shares a word with the task.
-pub(crate) fn choose<'a>(task: &str, resources: &'a [Listed]) -> Option<&'a Listed> {
+/// Whether the task names the resource itself (a word of its name, "shipping" for
+/// `demo://docs/shipping`).
+fn names_it(task_stems: &[String], resource: &Listed) -> bool {
+    let name = words::content_stems(&resource.name.replace(['-', '_', '.'], " "));
+    task_stems
+        .iter()
+        .any(|stem| stem.len() > 2 && name.contains(stem))
+}
+
+/// The best-fitting resource, when one shares at least `least` words with the task, or names
+/// it and shares one.
+pub(crate) fn choose<'a>(task: &str, resources: &'a [Listed], least: usize) -> Option<&'a Listed> {
     let task_stems = words::content_stems(task);
     let mut best: Option<(&Listed, usize)> = None;
     for resource in resources {
         let score = score(&task_stems, resource);
-        if score > 0 && best.is_none_or(|(_, top)| score > top) {
+        let enough = score >= least.max(1) || (score >= 1 && names_it(&task_stems, resource));
+        if enough && best.is_none_or(|(_, top)| score > top) {
             best = Some((resource, score));
         }
     }
@@ -102,14 +113,32 @@ pub(crate) fn asks_for_the_list(task: &str) -> bool {
 
 /// Whether the task speaks of documents at all (a policy, notes, a readme, what a word means).
 pub(crate) fn about_documents(task: &str) -> bool {
+    // Whole words (or a typo of a long one), not crude stems: "not" is no "notes".
     let task_words = words::words(task);
-    words::mentions(
-        &task_words,
-        &[
-            "policy", "policies", "document", "docs", "doc", "readme", "notes", "note", "resource",
-            "guide", "manual", "faq", "terms", "rules", "handbook",
-        ],
-    ) || {
+    task_words.iter().any(|word| {
+        [
+            "policy",
+            "policies",
+            "document",
+            "documents",
+            "docs",
+            "doc",
+            "readme",
+            "notes",
+            "note",
+            "resource",
+            "resources",
+            "guide",
+            "guides",
+            "manual",
+            "faq",
+            "terms",
+            "rules",
+            "handbook",
+        ]
+        .iter()
+        .any(|target| word == target || (word.len() >= 6 && words::close(word, target)))
+    }) || {
         // "What does `returned` mean?" asks for a definition; "the mean price" does not.
         let lower = task.to_lowercase();
         lower.contains(" mean?") || (lower.contains(" does ") && lower.contains(" mean"))
@@ -233,7 +262,7 @@ mod tests {
     #[test]
     fn the_resource_sharing_most_words_is_chosen() {
         let docs = docs();
-        let uri = |task: &str| choose(task, &docs).map(|d| d.uri.as_str());
+        let uri = |task: &str| choose(task, &docs, 1).map(|d| d.uri.as_str());
         assert_eq!(
             uri("What does the returns policy say about the return window?"),
             Some("demo://docs/returns-policy")

@@ -13,8 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Action, Past, compute, data_answer, data_money, data_sql, direct, documents, query, rates,
-    rows, sql, tools, words,
+    Action, Past, ask, compute, direct, documents, finance, rates, rows, sql, tools, words, writes,
 };
 use crate::backend::{ExposedTool, LlmRequest};
 
@@ -33,6 +32,9 @@ pub(super) fn decide<'a>(
 ) -> Result<Action<'a>, String> {
     let task = request.task();
     let tools = request.tools;
+    if let Some(refusal) = refusal(request) {
+        return Ok(refusal);
+    }
     if let Some(verb) = unsupported_action(task, tools) {
         return Ok(cannot(
             request,
@@ -40,17 +42,18 @@ pub(super) fn decide<'a>(
         ));
     }
     let mut used = 0;
-    for rule in 0..9 {
+    for rule in 0..10 {
         let rest = &past[used.min(past.len())..];
         let step = match rule {
             0 => given_code(task, tools, rest)?,
             1 => given_sql(task, tools, rest)?,
             2 => conversion(task, tools, rest)?,
-            3 => arithmetic(task, tools, rest)?,
-            4 => structure(task, tools, rest)?,
-            5 => named_document(task, tools, rest)?,
-            6 => data(task, tools, rest)?,
-            7 => any_document(task, tools, rest)?,
+            3 => money_computation(task, tools, rest)?,
+            4 => arithmetic(task, tools, rest)?,
+            5 => structure(task, tools, rest)?,
+            6 => named_document(task, tools, rest)?,
+            7 => ask::step(task, tools, rest)?,
+            8 => any_document(task, tools, rest)?,
             _ => direct::step(task, tools, request.ranked_tools, rest)?,
         };
         match step {
@@ -126,6 +129,61 @@ fn unsupported_action(task: &str, tools: &[ExposedTool]) -> Option<String> {
             .any(|w| words::stem(w) == stem)
     });
     (!offered).then(|| verb.clone())
+}
+
+/// A change to the data no tool offers: refused before anything runs.
+pub(super) fn refusal<'a>(request: &LlmRequest<'a>) -> Option<Action<'a>> {
+    let write = writes::write_request(request.task())?;
+    (!offered(&write.verb, request.tools)).then(|| refused(request, &write))
+}
+
+/// Whether some tool's name offers the verb ("delete_order" offers "delete").
+fn offered(verb: &str, tools: &[ExposedTool]) -> bool {
+    let stem = words::stem(verb);
+    tools.iter().any(|tool| {
+        words::words(&tool.tool.replace(['_', '-', '.'], " "))
+            .iter()
+            .any(|w| words::stem(w) == stem)
+    })
+}
+
+/// The "refused" answer to a change of data: what was asked, why not, and that nothing ran.
+fn refused<'a>(request: &LlmRequest<'a>, write: &writes::WriteRequest) -> Action<'a> {
+    let readers: Vec<String> = request
+        .tools
+        .iter()
+        .filter(|t| {
+            let name = t.tool.to_lowercase();
+            name.contains("sql") || name.contains("query")
+        })
+        .map(|t| t.name.clone())
+        .collect();
+    let what = match &write.statement {
+        Some(statement) => format!("runs the statement {statement:?}, which writes"),
+        None => format!("asks to {} data", write.verb),
+    };
+    let reason = format!(
+        "the task {what}, and the tools here only read the data{}; no tool offers that change",
+        if readers.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} runs read-only queries)", readers.join(", "))
+        }
+    );
+    let mut key_facts = Map::new();
+    key_facts.insert("refused".into(), json!(true));
+    key_facts.insert("reason".into(), json!(reason));
+    key_facts.insert("verb".into(), json!(write.verb));
+    if let Some(statement) = &write.statement {
+        key_facts.insert("statement".into(), json!(statement));
+    }
+    Action::Finish {
+        answer: format!(
+            "Refused: {reason}. Nothing was run and nothing was changed. To see the rows it \
+             would touch, ask a question about them instead (\"How many … are there?\")."
+        ),
+        key_facts,
+    }
 }
 
 /// The "cannot" answer: what is missing and the nearest tools.
@@ -351,6 +409,20 @@ pub(super) fn rate_arguments(tool: &tools::RateTool<'_>, ask: &rates::RateAsk) -
     Value::Object(arguments)
 }
 
+/// Compound interest, a loan's payment, a split bill: a program for the code tool.
+fn money_computation<'a>(
+    task: &str,
+    tools: &'a [ExposedTool],
+    past: &[Past<'_>],
+) -> Result<Step<'a>, String> {
+    match (finance::computation(task), tools::code_tool(tools)) {
+        (Some(computation), Some(tool)) => {
+            code_output(tool, computation.code, past, &computation.what)
+        }
+        _ => Ok(Step::Pass(0)),
+    }
+}
+
 fn arithmetic<'a>(
     task: &str,
     tools: &'a [ExposedTool],
@@ -365,7 +437,10 @@ fn arithmetic<'a>(
 }
 
 /// The database's tables as the schema tool (or `sqlite_master`) describes them.
-fn tables_of(schema: &Past<'_>, sql_tool: Option<&ExposedTool>) -> Result<Vec<sql::Table>, String> {
+pub(super) fn tables_of(
+    schema: &Past<'_>,
+    sql_tool: Option<&ExposedTool>,
+) -> Result<Vec<sql::Table>, String> {
     let value = schema
         .value()
         .map_err(|error| format!("reading the schema failed: {error}"))?;
@@ -387,12 +462,24 @@ fn structure<'a>(
     tools: &'a [ExposedTool],
     past: &[Past<'_>],
 ) -> Result<Step<'a>, String> {
-    let task_words = words::words(task);
-    let asks = words::mentions(
-        &task_words,
-        &["tables", "schema", "columns", "structure", "fields"],
-    ) || (words::mentions(&task_words, &["describe"])
-        && words::mentions(&task_words, &["table"]));
+    // The words outside quotes, as written: a quoted name is no question about tables, and
+    // "the orders table" in a question about orders is no question about the structure.
+    let unquoted: String = ask::text::tokens(task)
+        .iter()
+        .filter(|t| !matches!(t.kind, ask::text::Kind::Quoted(_)))
+        .map(|t| t.lower.clone())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let task_words = words::words(&unquoted);
+    let has = |list: &[&str]| task_words.iter().any(|w| list.contains(&w.as_str()));
+    let asks = has(&[
+        "tables",
+        "schema",
+        "schemas",
+        "columns",
+        "structure",
+        "fields",
+    ]) || (has(&["describe"]) && has(&["table"]));
     let (true, Some(tool)) = (asks, tools::schema_tool(tools)) else {
         return Ok(Step::Pass(0));
     };
@@ -523,7 +610,7 @@ fn document<'a>(
         );
         return finish(answer, key_facts);
     }
-    let Some(chosen) = documents::choose(task, &listed) else {
+    let Some(chosen) = documents::choose(task, &listed, if named { 1 } else { 2 }) else {
         return if named {
             Err(format!(
                 "no document fits the task; the documents are {}",
@@ -586,79 +673,6 @@ fn document<'a>(
     key_facts.insert("characters".into(), json!(text.chars().count()));
     key_facts.insert("excerpt".into(), json!(excerpt));
     finish(format!("From {}:\n{excerpt}", chosen.uri), key_facts)
-}
-
-fn data<'a>(task: &str, tools: &'a [ExposedTool], past: &[Past<'_>]) -> Result<Step<'a>, String> {
-    let (Some(schema_tool), Some((sql_tool, param))) =
-        (tools::schema_tool(tools), super::sql_tool(tools))
-    else {
-        return Ok(Step::Pass(0));
-    };
-    let Some(schema) = past.first() else {
-        return call(schema_tool, json!({}));
-    };
-    let tables = tables_of(schema, Some(sql_tool))?;
-    let Some(shape) = query::shape(task, &tables) else {
-        return Ok(Step::Pass(1));
-    };
-    let run = |sql: String| {
-        let mut arguments = Map::new();
-        arguments.insert(param.into(), json!(sql));
-        if tools::properties(sql_tool).contains(&"page_size") {
-            arguments.insert("page_size".into(), json!(200));
-        }
-        call(sql_tool, Value::Object(arguments))
-    };
-    let discovery = data_sql::discovery_sql(&shape, &tables);
-    let (found, final_call) = match (&discovery, past.get(1)) {
-        (Some(sql), None) => return run(sql.clone()),
-        (Some(_), Some(values)) => {
-            let values = values
-                .value()
-                .map_err(|error| format!("looking up the values in the data failed: {error}"))?;
-            (
-                data_sql::filters(task, &shape, &rows(values).unwrap_or_default()),
-                past.get(2),
-            )
-        }
-        (None, _) => (Vec::new(), past.get(1)),
-    };
-    if let Some(ambiguous) = found
-        .iter()
-        .find(|f| f.values.len() > 1 && f.column.to_lowercase().contains("name"))
-    {
-        return Err(format!(
-            "the name in the task matches several {} ({}); name one exactly",
-            ambiguous.table,
-            ambiguous.values.join(", ")
-        ));
-    }
-    let (sql, said) = data_sql::final_sql(&shape, &tables, &found)?;
-    let Some(answer_call) = final_call else {
-        return run(sql);
-    };
-    let value = answer_call
-        .value()
-        .map_err(|error| format!("the query failed: {error}"))?;
-    let result_rows = rows(value).ok_or("the query returned no rows I can read")?;
-    let (answer, key_facts) = data_answer::facts(&shape, &said, &sql, &result_rows);
-    // "… in euros": the figure converted by the exchange-rate tool.
-    let conversion = data_money::ask(task, &shape, &tables, &result_rows);
-    let (Some(ask), Some(rate_tool)) = (conversion, tools::rate_tool(tools)) else {
-        return finish(answer, key_facts);
-    };
-    let answered_at = past
-        .iter()
-        .position(|call| std::ptr::eq(call, answer_call))
-        .unwrap_or(past.len());
-    let Some(rate) = past.get(answered_at + 1) else {
-        return call(rate_tool.tool, rate_arguments(&rate_tool, &ask));
-    };
-    let rate = rate
-        .value()
-        .map_err(|error| format!("the exchange-rate lookup failed: {error}"))?;
-    let (answer, key_facts) = data_money::converted_answer(&answer, key_facts, &ask, rate)?;
-    finish(answer, key_facts)
 }
 
 #[cfg(test)]

@@ -9,22 +9,22 @@
 //! with [`LlmError::NoPlan`] and a reason, so the run fails honestly instead of inventing an
 //! answer.
 
+mod ask;
 mod compute;
 mod countries;
-mod data_answer;
 mod data_money;
-mod data_sql;
 mod dates;
 mod direct;
 mod documents;
 mod files;
+mod finance;
 mod general;
 mod parse;
-mod query;
 mod rates;
 mod sql;
 mod tools;
 mod words;
+mod writes;
 
 use serde_json::{Map, Value, json};
 
@@ -151,6 +151,9 @@ fn decide<'a>(request: &LlmRequest<'a>, past: &[Past<'a>]) -> Result<Action<'a>,
         && value.get("executed") == Some(&Value::Bool(false))
     {
         return Ok(dry_run_finish(last, value));
+    }
+    if let Some(refusal) = general::refusal(request) {
+        return Ok(refusal);
     }
     match parse::intent(request.task())? {
         Some(Intent::OrderTotal {
@@ -327,20 +330,20 @@ fn orders<'a>(
         ([one], _) => *one,
         ([], [one]) => one,
         ([], []) => {
-            return Err(format!(
+            return Ok(declined(&format!(
                 "there is no customer named {customer:?} in the {} table",
                 plan.customers
-            ));
+            )));
         }
         (_, _) => {
             let names: Vec<String> = matches
                 .iter()
                 .filter_map(|row| row.get("name").and_then(Value::as_str).map(str::to_owned))
                 .collect();
-            return Err(format!(
+            return Ok(declined(&format!(
                 "{customer:?} matches several customers ({}); name one exactly",
                 names.join(", ")
-            ));
+            )));
         }
     };
     let name = chosen
@@ -394,6 +397,17 @@ fn orders<'a>(
         }
     }
     Ok(Action::Finish { answer, key_facts })
+}
+
+/// A "cannot" answer about the data: the reason, as the answer and in `keyFacts`.
+fn declined<'a>(reason: &str) -> Action<'a> {
+    let mut key_facts = Map::new();
+    key_facts.insert("cannot".into(), json!(true));
+    key_facts.insert("reason".into(), json!(reason));
+    Action::Finish {
+        answer: format!("I can't answer that from the data: {reason}."),
+        key_facts,
+    }
 }
 
 fn line_count<'a>(

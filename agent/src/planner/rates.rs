@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::words;
 
 /// Common ISO 4217 codes, recognised in any case.
-const CODES: [&str; 32] = [
+pub(crate) const CODES: [&str; 32] = [
     "USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "INR", "BRL", "CNY", "NZD", "NOK",
     "DKK", "PLN", "MXN", "KRW", "SGD", "HKD", "ZAR", "TRY", "CZK", "HUF", "ILS", "RUB", "THB",
     "IDR", "PHP", "MYR", "AED", "SAR", "ISK",
@@ -16,7 +16,7 @@ const CODES: [&str; 32] = [
 
 /// Names and symbols of the major currencies, longest first so "canadian dollar" wins over
 /// "dollar".
-const NAMES: [(&str, &str); 33] = [
+pub(crate) const NAMES: [(&str, &str); 33] = [
     ("australian dollar", "AUD"),
     ("canadian dollar", "CAD"),
     ("new zealand dollar", "NZD"),

@@ -9,7 +9,7 @@ use crate::backend::{LlmResponse, LlmToolCall, ToolResultTurn, Turn};
 use crate::events::{Emitter, EventKind};
 use crate::guards::Verdict;
 use crate::host::ToolCall;
-use crate::request::{HaltReason, ToolCallRecord};
+use crate::request::{HaltDetail, HaltReason, ToolCallRecord};
 use crate::summary::{KEEP_RESULT_BYTES, MODEL_RESULT_CHARS, one_line, result_text};
 
 impl RunState<'_> {
@@ -122,7 +122,16 @@ impl RunState<'_> {
                         tool.tool
                     ),
                 });
-                return Err(Ending::Halted(HaltReason::LoopDetected));
+                return Err(Ending::Halted(
+                    HaltReason::LoopDetected,
+                    HaltDetail {
+                        message: format!(
+                            "{} was asked for a third time with the same arguments",
+                            tool.tool
+                        ),
+                        setting: None,
+                    },
+                ));
             }
         }
         emitter.emit(EventKind::ToolCall {

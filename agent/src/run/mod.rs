@@ -25,7 +25,7 @@ use crate::cost::{CeilingDecision, ModelPrice, call_cost, check_ceiling};
 use crate::events::{Emitter, EventKind, EventSink};
 use crate::guards::LoopGuard;
 use crate::host::ToolHost;
-use crate::request::{AgentResult, HaltReason, RunStatus, ToolCallRecord, UsageTotals};
+use crate::request::{AgentResult, HaltDetail, HaltReason, RunStatus, ToolCallRecord, UsageTotals};
 use crate::summary::one_line;
 
 /// Everything a run needs besides its host, backend, sink and cancellation; built from a request
@@ -48,6 +48,9 @@ pub struct RunSettings {
     pub tool_limit: usize,
     /// Time limits.
     pub timeouts: Timeouts,
+    /// Whether the run's limit is the request's `timeoutMs` (else `agent.timeouts.runMs`), so
+    /// that a halted run names the setting that bounds it.
+    pub run_limit_from_request: bool,
     /// Every call a dry-run.
     pub dry_run: bool,
     /// Destructive tools allowed.
@@ -86,8 +89,27 @@ enum Ending {
         answer: String,
         key_facts: Map<String, Value>,
     },
-    Halted(HaltReason),
+    Halted(HaltReason, HaltDetail),
     Failed(String),
+}
+
+/// The status a final answer declares: `keyFacts.cannot` or `keyFacts.refused` set to `true`
+/// turn a final answer into a "cannot" or "refused" ending (any backend may say so).
+fn declared_status(key_facts: &Map<String, Value>) -> RunStatus {
+    if key_facts.get("refused") == Some(&Value::Bool(true)) {
+        RunStatus::Refused
+    } else if key_facts.get("cannot") == Some(&Value::Bool(true)) {
+        RunStatus::Cannot
+    } else {
+        RunStatus::Completed
+    }
+}
+
+fn detail(message: impl Into<String>, setting: Option<&str>) -> HaltDetail {
+    HaltDetail {
+        message: message.into(),
+        setting: setting.map(str::to_owned),
+    }
 }
 
 /// Runs one task to its end. Never panics on bad input and never returns early without a result:
@@ -118,23 +140,42 @@ pub async fn run(
         last_text: String::new(),
         guard: LoopGuard::default(),
         ranked_tools: Vec::new(),
+        last_max_tokens: settings.max_output_tokens,
     };
     let ending = state.drive(&mut emitter).await;
-    let (status, answer, key_facts, halt_reason, error) = match ending {
-        Ending::Completed { answer, key_facts } => {
-            (RunStatus::Completed, answer, key_facts, None, None)
-        }
-        Ending::Halted(reason) => {
+    let (status, answer, key_facts, halt_reason, halt_detail, error) = match ending {
+        Ending::Completed { answer, key_facts } => (
+            declared_status(&key_facts),
+            answer,
+            key_facts,
+            None,
+            None,
+            None,
+        ),
+        Ending::Halted(reason, detail) => {
             let answer = if state.last_text.trim().is_empty() {
                 format!(
-                    "no final answer: the run halted ({}) after {} tool calls",
+                    "no final answer: the run halted ({}: {}{}) after {} tool calls",
                     reason.as_str(),
+                    detail.message,
+                    detail
+                        .setting
+                        .as_deref()
+                        .map(|s| format!("; {s} sets it"))
+                        .unwrap_or_default(),
                     state.records.len()
                 )
             } else {
                 state.last_text.clone()
             };
-            (RunStatus::Halted, answer, Map::new(), Some(reason), None)
+            (
+                RunStatus::Halted,
+                answer,
+                Map::new(),
+                Some(reason),
+                Some(detail),
+                None,
+            )
         }
         Ending::Failed(message) => {
             emitter.emit(EventKind::Error {
@@ -146,6 +187,7 @@ pub async fn run(
                 state.last_text.clone(),
                 Map::new(),
                 None,
+                None,
                 Some(message),
             )
         }
@@ -154,6 +196,7 @@ pub async fn run(
         status,
         answer: answer.clone(),
         halt_reason,
+        halt_detail: halt_detail.clone(),
         usage: state.usage,
     });
     tracing::debug!(?status, calls = state.records.len(), "run ended");
@@ -165,6 +208,7 @@ pub async fn run(
         tool_calls: std::mem::take(&mut state.records),
         usage: state.usage,
         halt_reason,
+        halt_detail,
         error,
         available_tools: state.catalog.labels(),
         backend: backend.name().to_owned(),
@@ -188,6 +232,8 @@ struct RunState<'a> {
     guard: LoopGuard,
     /// Exposed names of the tools the host's search ranked for the task, best first.
     ranked_tools: Vec<String>,
+    /// The `max_tokens` of the last LLM call.
+    last_max_tokens: u64,
 }
 
 /// What bounded waiting produced.
@@ -229,11 +275,20 @@ impl RunState<'_> {
         loop {
             let budget = self.settings.max_steps + u32::from(corrected);
             if step >= budget {
-                return Ending::Halted(HaltReason::MaxSteps);
+                return Ending::Halted(
+                    HaltReason::MaxSteps,
+                    detail(
+                        format!(
+                            "all {} steps (LLM calls) were used without a final answer",
+                            self.settings.max_steps
+                        ),
+                        Some("maxSteps"),
+                    ),
+                );
             }
             step += 1;
             if self.cancel.is_cancelled() {
-                return Ending::Halted(HaltReason::Cancelled);
+                return Ending::Halted(HaltReason::Cancelled, self.cancelled());
             }
             let response = match self.ask(&system, step, emitter).await {
                 Ok(response) => response,
@@ -267,7 +322,17 @@ impl RunState<'_> {
                 | StopReason::MaxTokens
                 | StopReason::Other(_) => {}
             }
-            match self.settings.answer_schema.check(&response.text) {
+            let checked = self.settings.answer_schema.check(&response.text);
+            // An answer cut off at max_tokens is no broken JSON to correct: say so.
+            if checked.is_err() && response.stop == StopReason::MaxTokens {
+                return Ending::Failed(format!(
+                    "the model's answer was cut off at max_tokens ({} output tokens; finish \
+                     reason \"{}\"), so it is incomplete; raise agent.maxOutputTokens (or the \
+                     cost ceiling, which can lower it)",
+                    self.last_max_tokens, response.raw_stop
+                ));
+            }
+            match checked {
                 Ok(object) => {
                     let (answer, key_facts) = split_answer(&object);
                     return Ending::Completed { answer, key_facts };
@@ -302,6 +367,33 @@ impl RunState<'_> {
             other => return Err(self.interrupted(other)),
         };
         let servers = self.settings.servers.as_deref();
+        // A server the request names that no visible tool comes from would silently narrow the
+        // run to nothing of it: refused, with the servers there are.
+        if let Some(named) = servers {
+            let mut known: Vec<&str> = listed.iter().map(|t| t.server.as_str()).collect();
+            known.sort_unstable();
+            known.dedup();
+            let unknown: Vec<&String> = named
+                .iter()
+                .filter(|s| !known.contains(&s.as_str()))
+                .collect();
+            if !unknown.is_empty() {
+                return Err(Ending::Failed(format!(
+                    "servers names {} that no tool this run can see comes from; the servers \
+                     are {}",
+                    unknown
+                        .iter()
+                        .map(|s| format!("{s:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
         let tools = self.settings.tools.as_deref();
         let visible: Vec<_> = listed
             .into_iter()
@@ -342,10 +434,43 @@ impl RunState<'_> {
 
     fn interrupted<T>(&self, waited: Waited<T>) -> Ending {
         match waited {
-            Waited::Cancelled => Ending::Halted(HaltReason::Cancelled),
-            Waited::RunTimeout | Waited::StepTimeout => Ending::Halted(HaltReason::Timeout),
+            Waited::Cancelled => Ending::Halted(HaltReason::Cancelled, self.cancelled()),
+            Waited::RunTimeout => {
+                let setting = if self.settings.run_limit_from_request {
+                    "timeoutMs"
+                } else {
+                    "agent.timeouts.runMs"
+                };
+                Ending::Halted(
+                    HaltReason::Timeout,
+                    detail(
+                        format!(
+                            "the run's time limit of {} ms passed",
+                            self.settings.timeouts.run_ms
+                        ),
+                        Some(setting),
+                    ),
+                )
+            }
+            Waited::StepTimeout => Ending::Halted(
+                HaltReason::Timeout,
+                detail(
+                    format!(
+                        "a step outlived the step limit of {} ms",
+                        self.settings.timeouts.step_ms
+                    ),
+                    Some("agent.timeouts.stepMs"),
+                ),
+            ),
             Waited::Done(_) => unreachable!("only interruptions are passed here"),
         }
+    }
+
+    fn cancelled(&self) -> HaltDetail {
+        detail(
+            "the run was cancelled (cancelAgent, or the caller went away)",
+            None,
+        )
     }
 
     /// One LLM call: the ceiling check, the call, the bill.
@@ -379,18 +504,23 @@ impl RunState<'_> {
                     request.max_output_tokens = max_output_tokens;
                 }
                 CeilingDecision::Halt { worst_case_usd } => {
+                    let message = format!(
+                        "the next LLM call could cost up to ${worst_case_usd:.4}; with ${:.4} \
+                         spent that could pass the ceiling of ${ceiling:.4}",
+                        self.spent_usd
+                    );
                     emitter.emit(EventKind::Error {
                         step: Some(step),
-                        message: format!(
-                            "the next LLM call could cost up to ${worst_case_usd:.4}; with \
-                             ${:.4} spent that could pass the ceiling of ${ceiling:.4}",
-                            self.spent_usd
-                        ),
+                        message: message.clone(),
                     });
-                    return Err(Ending::Halted(HaltReason::CostCeiling));
+                    return Err(Ending::Halted(
+                        HaltReason::CostCeiling,
+                        detail(message, Some("costCeilingUsd")),
+                    ));
                 }
             }
         }
+        self.last_max_tokens = request.max_output_tokens;
         let started = Instant::now();
         let outcome = match self.bounded(self.backend.complete(request)).await {
             Waited::Done(outcome) => outcome,
@@ -399,7 +529,8 @@ impl RunState<'_> {
                     emitter.emit(EventKind::Error {
                         step: Some(step),
                         message: format!(
-                            "the LLM call took longer than the step timeout of {} ms",
+                            "the LLM call took longer than the step limit of {} ms \
+                             (agent.timeouts.stepMs)",
                             self.settings.timeouts.step_ms
                         ),
                     });
@@ -417,13 +548,25 @@ impl RunState<'_> {
                     stop_reason: response.raw_stop.clone(),
                     tool_calls: response.tool_calls.len(),
                     latency_ms,
+                    error: None,
                 });
                 Ok(response)
             }
             Err(error) => {
+                // A failed call that was billed (a cut stream, an error event after tokens)
+                // is a call like any other: in the totals and in the events, so traces and the
+                // session's summary carry it.
                 let usage = error.usage();
                 if usage != Default::default() {
-                    self.bill(&usage);
+                    let cost = self.bill(&usage);
+                    emitter.emit(EventKind::LlmCall {
+                        step,
+                        usage: UsageTotals::of_call(&usage, cost),
+                        stop_reason: "error".into(),
+                        tool_calls: 0,
+                        latency_ms,
+                        error: Some(one_line(&error.to_string())),
+                    });
                 }
                 Err(match error {
                     LlmError::NoPlan(reason) => Ending::Failed(reason),

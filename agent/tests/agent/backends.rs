@@ -11,7 +11,7 @@ use tool_cli_agent::backend::{
 };
 use tool_cli_agent::config::ApiKey;
 use tool_cli_agent::cost::{PriceTable, Usage, call_cost};
-use tool_cli_agent::events::NullSink;
+use tool_cli_agent::events::{ChannelSink, EventKind, NullSink};
 use tool_cli_agent::request::{AgentResult, RunStatus};
 use tool_cli_agent::run::run;
 
@@ -687,4 +687,158 @@ async fn anthropic_malformed_input_goes_back_as_a_tool_error_with_an_empty_input
     let result_block = &messages[2]["content"][0];
     assert_eq!(result_block["tool_use_id"], "toolu_bad");
     assert_eq!(result_block["is_error"], json!(true));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defects of issue 24: a key echoed back, billed failed calls, an answer cut at max_tokens.
+
+/// Runs with a channel sink; the result and every event.
+async fn drive_with_events(
+    backend: Arc<dyn LlmBackend>,
+    host: Arc<MemoryHost>,
+) -> (AgentResult, Vec<EventKind>) {
+    let mut settings = settings(TASK);
+    settings.cost_ceiling_usd = Some(1.0);
+    settings.price = PriceTable::defaults().lookup(backend.model()).cloned();
+    let (sink, mut receiver) = ChannelSink::new(256);
+    let result = run(
+        settings,
+        host,
+        backend,
+        Arc::new(sink),
+        CancellationToken::new(),
+    )
+    .await;
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(event.kind);
+    }
+    (result, events)
+}
+
+#[tokio::test]
+async fn a_key_the_provider_echoes_is_in_no_error_event_or_result_of_either_backend() {
+    let echo = |kind: &str| format!("{kind}: Incorrect API key provided: {KEY}; check it");
+    let anthropic_replies = vec![
+        Reply::Status(
+            401,
+            vec![],
+            json!({"type": "error", "error": {"type": "authentication_error", "message": echo("invalid x-api-key")}}),
+        ),
+        Reply::Sse(vec![named_event(
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": echo("overloaded")}}),
+        )]),
+    ];
+    let openai_replies = vec![
+        Reply::Status(
+            401,
+            vec![],
+            json!({"error": {"message": echo("invalid_api_key")}}),
+        ),
+        Reply::Sse(vec![data_event(
+            json!({"error": {"type": "server_error", "message": echo("server_error")}}),
+        )]),
+    ];
+    let (logs, _guard) = capture_logs();
+    for reply in anthropic_replies.into_iter().chain(openai_replies) {
+        let openai = match &reply {
+            Reply::Status(_, _, body) => body.get("type").is_none(),
+            Reply::Sse(chunks) => chunks[0].starts_with("data:"),
+            Reply::SseCut(_) => false,
+        };
+        let fake = FakeLlm::start(vec![reply]).await;
+        let backend: Arc<dyn LlmBackend> = if openai {
+            Arc::new(OpenAiBackend::new("gpt-4.1-mini", http(&fake, "/v1")).expect("backend"))
+        } else {
+            Arc::new(AnthropicBackend::new("claude-haiku-4-5", http(&fake, "")).expect("backend"))
+        };
+        let (result, events) = drive_with_events(backend, shop()).await;
+        assert_eq!(result.status, RunStatus::Failed, "{result:#?}");
+        let error = result.error.clone().expect("an error");
+        assert!(!error.contains(KEY), "the key in the result: {error}");
+        assert!(error.contains("[redacted]"), "{error}");
+        let every_event = serde_json::to_string(&events).expect("events serialize");
+        assert!(
+            !every_event.contains(KEY),
+            "the key in an event: {every_event}"
+        );
+        assert!(
+            events.iter().any(
+                |e| matches!(e, EventKind::Error { message, .. } if message.contains("[redacted]"))
+            ),
+            "{events:?}"
+        );
+    }
+    assert!(!logs.text().contains(KEY), "the key in a log line");
+}
+
+#[tokio::test]
+async fn a_billed_call_that_fails_gets_its_llm_call_event() {
+    let start = named_event(
+        "message_start",
+        json!({"type": "message_start",
+        "message": {"usage": {"input_tokens": 500, "output_tokens": 1}}}),
+    );
+    let fake = FakeLlm::start(vec![Reply::SseCut(vec![start])]).await;
+    let backend =
+        Arc::new(AnthropicBackend::new("claude-haiku-4-5", http(&fake, "")).expect("backend"));
+    let (result, events) = drive_with_events(backend, shop()).await;
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(result.usage.llm_calls, 1);
+    let calls: Vec<&EventKind> = events
+        .iter()
+        .filter(|e| matches!(e, EventKind::LlmCall { .. }))
+        .collect();
+    assert_eq!(calls.len(), 1, "{events:?}");
+    let EventKind::LlmCall {
+        usage,
+        error,
+        stop_reason,
+        ..
+    } = calls[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!(usage.tokens_in, 500);
+    assert_eq!(usage.cost_usd, result.usage.cost_usd);
+    assert_eq!(stop_reason, "error");
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains("ended before the answer was complete")),
+        "{error:?}"
+    );
+    // The event's figures add up to the run's: nothing billed is missing from the stream.
+    let Some(EventKind::Final { usage: total, .. }) = events.last() else {
+        panic!("a final event last: {events:?}")
+    };
+    assert_eq!(total.tokens_in, usage.tokens_in);
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_max_tokens_says_max_tokens_not_broken_json() {
+    let (head, _) = FINAL.split_at(20);
+    let fake = FakeLlm::start(vec![Reply::Sse(vec![
+        chunk(json!({"role": "assistant", "content": head}), Value::Null),
+        chunk(json!({}), json!("length")),
+        data_event(
+            json!({"choices": [], "usage": {"prompt_tokens": 340, "completion_tokens": 1024}}),
+        ),
+        "data: [DONE]\n\n".into(),
+    ])])
+    .await;
+    let backend =
+        Arc::new(OpenAiBackend::new("gpt-4.1-mini", http(&fake, "/v1")).expect("backend"));
+    let result = drive(backend, shop()).await;
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.expect("error");
+    assert!(error.contains("max_tokens"), "{error}");
+    assert!(error.contains("agent.maxOutputTokens"), "{error}");
+    assert!(!error.contains("not a JSON object"), "{error}");
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "no corrective turn for a cut answer"
+    );
 }

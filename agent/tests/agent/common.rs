@@ -39,6 +39,7 @@ pub(crate) fn settings(task: &str) -> RunSettings {
         max_output_tokens: 1024,
         tool_limit: 32,
         timeouts: Timeouts::default(),
+        run_limit_from_request: false,
         dry_run: false,
         confirm_destructive: false,
         answer_schema: AnswerSchema::compile(default_answer_schema()).expect("default schema"),

@@ -8,6 +8,6 @@
 
 mod backends;
 mod common;
-mod eval;
 mod offline;
+mod planner_eval;
 mod run_loop;

@@ -132,22 +132,96 @@ async fn a_customers_order_total_against_a_threshold_over_the_demo_server() {
 }
 
 #[tokio::test]
-async fn an_unknown_customer_fails_with_the_reason_not_an_invented_total() {
+async fn an_unknown_customer_is_cannot_with_the_reason_not_an_invented_total() {
     let host = DaemonHost::new(Daemon::start_demo());
-    let (result, _) = run_offline(host, task(
+    let (result, events) = run_offline(host, task(
         "Look up customer Nobody Atall's orders, sum their total, and tell me if it exceeds $10".into(),
     ))
     .await;
-    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(result.status, RunStatus::Cannot, "{result:#?}");
     assert!(
-        result
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .contains("no customer named \"Nobody Atall\""),
+        result.answer.contains("no customer named \"Nobody Atall\""),
         "{result:#?}"
     );
-    assert!(result.key_facts.is_empty());
+    assert_eq!(result.key_facts["cannot"], json!(true));
+    assert!(matches!(
+        events.last(),
+        Some(EventKind::Final {
+            status: RunStatus::Cannot,
+            ..
+        })
+    ));
+}
+
+/// The bad input of issue 24, each over the real demo server: never a confident answer.
+#[tokio::test]
+async fn bad_tasks_end_in_cannot_or_refused_naming_what_was_wrong() {
+    let host = DaemonHost::new(Daemon::start_demo());
+    let run = |text: &str| run_offline(host.clone(), task(text.into()));
+
+    // Another language: nothing of it is placed, and the answer names it.
+    let (result, _) = run("¿Cuántos clientes hay en Alemania?").await;
+    assert_eq!(result.status, RunStatus::Cannot, "{result:#?}");
+    assert!(result.answer.contains("Cuántos"), "{}", result.answer);
+
+    // Only words that carry no meaning.
+    let (result, _) = run("the of and is to a").await;
+    assert_eq!(result.status, RunStatus::Cannot, "{result:#?}");
+
+    // SQL inside a quoted name is a name to look up (written as a literal), never SQL: no
+    // such customer, and the orders table is still there.
+    let (result, _) =
+        run("How many orders has customer \"x'; DROP TABLE orders; --\" placed?").await;
+    assert_eq!(result.status, RunStatus::Cannot, "{result:#?}");
+    assert!(
+        result.answer.contains("x'; DROP TABLE orders; --"),
+        "{}",
+        result.answer
+    );
+    for call in &result.tool_calls {
+        let sql = call.arguments["sql"].as_str().unwrap_or("");
+        assert!(!sql.contains("DROP TABLE orders; --'"), "{sql}");
+    }
+    let count = host.daemon.call_tool(
+        "demo",
+        "sql_query",
+        json!({"sql": "SELECT count(*) AS n FROM orders"}),
+    );
+    assert_eq!(count["structuredContent"]["rows"][0]["n"], json!(500));
+
+    // A tool that does not exist.
+    let (result, _) = run("Use the frobnicate_widgets tool to tidy the orders").await;
+    assert_eq!(result.status, RunStatus::Cannot, "{result:#?}");
+    assert!(
+        result.answer.contains("frobnicate_widgets"),
+        "{}",
+        result.answer
+    );
+    assert!(
+        result
+            .tool_calls
+            .iter()
+            .all(|c| c.tool != "frobnicate_widgets"),
+        "{result:#?}"
+    );
+
+    // A write, in SQL or in words: refused before any call.
+    for text in [
+        "Run the query DELETE FROM orders WHERE status = 'cancelled'",
+        "Set the price of the Wireless Mouse to $19.99",
+    ] {
+        let (result, events) = run(text).await;
+        assert_eq!(result.status, RunStatus::Refused, "{text}: {result:#?}");
+        assert!(result.answer.starts_with("Refused:"), "{}", result.answer);
+        assert!(result.tool_calls.is_empty(), "nothing was run: {result:#?}");
+        assert!(matches!(
+            events.last(),
+            Some(EventKind::Final {
+                status: RunStatus::Refused,
+                ..
+            })
+        ));
+    }
 }
 
 #[tokio::test]

@@ -518,6 +518,70 @@ async fn the_whole_run_timeout_halts_a_stuck_model() {
         Duration::from_secs(5),
         "paused clock: exactly the run limit"
     );
+    let detail = result.halt_detail.expect("which limit fired");
+    assert_eq!(detail.setting.as_deref(), Some("agent.timeouts.runMs"));
+    assert!(detail.message.contains("5000 ms"), "{detail:?}");
+    assert!(
+        result.answer.contains("agent.timeouts.runMs"),
+        "{}",
+        result.answer
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_timeout_names_the_step_limit_and_its_setting_not_the_run_limit() {
+    let mut settings = settings("t");
+    settings.timeouts = Timeouts {
+        step_ms: 2_000,
+        run_ms: 60_000,
+    };
+    let (sink, mut receiver) = ChannelSink::new(64);
+    let result = run(
+        settings,
+        host(),
+        ScriptedBackend::hanging(),
+        Arc::new(sink),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.halt_reason, Some(HaltReason::Timeout));
+    let detail = result.halt_detail.clone().expect("which limit fired");
+    assert_eq!(detail.setting.as_deref(), Some("agent.timeouts.stepMs"));
+    assert!(detail.message.contains("2000 ms"), "{detail:?}");
+    assert!(!result.answer.contains("runMs"), "{}", result.answer);
+    // The final event carries the same detail.
+    let mut last = None;
+    while let Ok(event) = receiver.try_recv() {
+        last = Some(event.kind);
+    }
+    assert!(
+        matches!(&last, Some(EventKind::Final { halt_detail: Some(d), .. }) if *d == detail),
+        "{last:?}"
+    );
+    // A request's timeoutMs is named as the run limit it set.
+    let mut settings = settings_with_request_limit();
+    settings.timeouts = Timeouts {
+        step_ms: 60_000,
+        run_ms: 1_000,
+    };
+    let result = run(
+        settings,
+        host(),
+        ScriptedBackend::hanging(),
+        Arc::new(NullSink),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        result.halt_detail.and_then(|d| d.setting).as_deref(),
+        Some("timeoutMs")
+    );
+}
+
+fn settings_with_request_limit() -> tool_cli_agent::run::RunSettings {
+    let mut settings = settings("t");
+    settings.run_limit_from_request = true;
+    settings
 }
 
 #[tokio::test]
@@ -621,4 +685,62 @@ async fn malformed_arguments_and_parallel_calls_are_answered_as_tool_results() {
         "only the well-formed call reached the host"
     );
     assert_eq!(host.calls()[0].arguments, json!({"id": "7"}));
+}
+
+#[tokio::test]
+async fn a_final_answer_that_declares_cannot_or_refused_ends_with_that_status() {
+    for (text, status) in [
+        (
+            r#"{"answer": "No customer is named Zed.", "keyFacts": {"cannot": true, "reason": "no customer named Zed"}}"#,
+            RunStatus::Cannot,
+        ),
+        (
+            r#"{"answer": "Refused: that would delete rows.", "keyFacts": {"refused": true}}"#,
+            RunStatus::Refused,
+        ),
+        (GOOD, RunStatus::Completed),
+    ] {
+        let backend = ScriptedBackend::new(move |_, _| Ok(answer(text)));
+        let (sink, mut receiver) = ChannelSink::new(64);
+        let result = run(
+            settings("t"),
+            host(),
+            backend,
+            Arc::new(sink),
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(result.status, status, "{text}");
+        assert!(result.error.is_none() && result.halt_reason.is_none());
+        let mut last = None;
+        while let Ok(event) = receiver.try_recv() {
+            last = Some(event.kind);
+        }
+        assert!(
+            matches!(last, Some(EventKind::Final { status: s, .. }) if s == status),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_servers_entry_no_visible_tool_comes_from_fails_the_run_before_any_call() {
+    let backend = ScriptedBackend::new(|_, _| Ok(answer(GOOD)));
+    let mut settings = settings("t");
+    settings.servers = Some(vec!["db".into(), "nosuch".into()]);
+    let result = run(
+        settings,
+        host(),
+        backend.clone(),
+        Arc::new(NullSink),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.expect("the reason");
+    assert!(
+        error.contains("\"nosuch\"") && error.contains("db, ops"),
+        "{error}"
+    );
+    assert!(backend.seen().is_empty(), "no LLM call was made");
 }

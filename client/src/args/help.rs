@@ -192,4 +192,6 @@ Exit codes:
      tool needs --yes
   10 `tool-cli agent`: a guard halted the run (cost ceiling, step limit, loop, cancelled
      elsewhere) before a final answer; a run out of time exits 7, a failed run 1
+  11 `tool-cli agent`: the agent could not do the task (status cannot) or refused it (status
+     refused: a change to data the tools only read); the answer on stdout says why
   130 interrupted (Ctrl-C); `tool-cli agent` cancelled its run first";

@@ -386,3 +386,46 @@ fn reference_data_shapes_have_kinds() {
     assert_eq!(bare.kind(), "rpcError");
     assert_eq!(bare.envelope()["error"]["data"], Value::Null);
 }
+
+#[test]
+fn an_agent_halted_by_its_step_limit_names_step_ms_not_run_ms() {
+    let stopped = |reason: &str, setting: Option<&str>| Error::AgentStopped {
+        run_id: "r1".into(),
+        status: "halted".into(),
+        reason: reason.into(),
+        setting: setting.map(str::to_owned),
+    };
+    let step = stopped("timeout", Some("agent.timeouts.stepMs")).to_string();
+    assert!(step.contains("agent.timeouts.stepMs"), "{step}");
+    assert!(!step.contains("runMs"), "{step}");
+    let run = stopped("timeout", Some("timeoutMs")).to_string();
+    assert!(run.contains("--timeout"), "{run}");
+    assert_eq!(stopped("timeout", None).exit_code(), exit::TIMEOUT);
+    assert!(
+        stopped("max_steps", Some("maxSteps"))
+            .to_string()
+            .contains("--max-steps")
+    );
+}
+
+#[test]
+fn an_agent_that_cannot_or_refuses_exits_11_saying_why() {
+    for (status, kind, words) in [
+        ("cannot", "agentCannot", "could not do the task"),
+        ("refused", "agentRefused", "refused the task"),
+    ] {
+        let error = Error::AgentStopped {
+            run_id: "r2".into(),
+            status: status.into(),
+            reason: "no customer named \"Zed\"".into(),
+            setting: None,
+        };
+        assert_eq!(error.exit_code(), exit::AGENT_DECLINED);
+        assert_eq!(error.kind(), kind);
+        let message = error.to_string();
+        assert!(
+            message.contains(words) && message.contains("Zed"),
+            "{message}"
+        );
+    }
+}

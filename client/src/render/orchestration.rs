@@ -372,7 +372,12 @@ impl AgentProgress {
                 let halt = event
                     .get("haltReason")
                     .and_then(Value::as_str)
-                    .map(|reason| format!(" ({})", clean(reason)))
+                    .map(|reason| {
+                        match event.pointer("/haltDetail/message").and_then(Value::as_str) {
+                            Some(detail) => format!(" ({}: {})", clean(reason), clean(detail)),
+                            None => format!(" ({})", clean(reason)),
+                        }
+                    })
                     .unwrap_or_default();
                 let total = match event.pointer("/usage/costUsd") {
                     Some(Value::Number(cost)) => {

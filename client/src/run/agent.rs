@@ -370,6 +370,11 @@ fn finish(output: &mut Output<'_>, run_id: &str, result: &Value) -> Result<(), E
         status => {
             let reason = match status {
                 "halted" => text("haltReason"),
+                // The answer (on stdout already) says why; keyFacts.reason says it short.
+                "cannot" | "refused" => result
+                    .pointer("/keyFacts/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| text("answer")),
                 _ => text("error"),
             };
             Err(Error::AgentStopped {
@@ -380,6 +385,10 @@ fn finish(output: &mut Output<'_>, run_id: &str, result: &Value) -> Result<(), E
                 } else {
                     reason.to_owned()
                 },
+                setting: result
+                    .pointer("/haltDetail/setting")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             })
         }
     }

@@ -10,9 +10,15 @@
 //! Runs belong to the token that started them. While a run goes, its events are kept in a
 //! bounded log that `agentEvents` long-polls by sequence number; a finished run stays readable
 //! for a while, then is forgotten. `runAgent` answers when the run ends; if its HTTP client goes
-//! away first, the run is cancelled (and so is any tool call in flight, upstream). `cancelAgent`
-//! cancels a run from another connection; a caller that wants to follow a run's events before it
-//! ends names the run itself (`runId` in `runAgent`).
+//! away first, the run is cancelled (and so is any tool call in flight, upstream), and it still
+//! ends the way every run does, with its `final` event: the run is a task of its own, which the
+//! request only waits for. `cancelAgent` cancels a run from another connection; a caller that
+//! wants to follow a run's events before it ends names the run itself (`runId` in `runAgent`).
+//!
+//! A request is checked whole (its params, its backend, its run id) before it takes a run slot
+//! or touches a session: a refused `runAgent` leaves nothing behind. Slots are shared fairly: a
+//! token other than the owner keeps at most [`MAX_RUNS_PER_TOKEN`] runs going, all of them
+//! together leave [`OWNER_RESERVED_RUNS`] slots free, so the owner always has room.
 
 mod host;
 
@@ -37,7 +43,7 @@ use super::discovery::Discovery;
 use super::sessions::Sessions;
 use crate::error::Error;
 use crate::otel::{AgentSpans, ChatFacts, Telemetry};
-use crate::pipeline::{CallContext, CallRecord, Pipeline};
+use crate::pipeline::{CallContext, CallRecord, Pipeline, RecordedError};
 use host::PipelineHost;
 
 /// Events kept per run; older ones are dropped (and counted) past this.
@@ -45,6 +51,12 @@ const MAX_EVENTS: usize = 2048;
 
 /// Most runs kept (running or finished, all tokens together).
 const MAX_RUNS: usize = 256;
+
+/// Most runs going at once for one token other than the owner.
+pub(crate) const MAX_RUNS_PER_TOKEN: usize = 16;
+
+/// Slots the other tokens together can never take: the owner's room.
+pub(crate) const OWNER_RESERVED_RUNS: usize = 32;
 
 /// How long a finished run's events stay readable.
 const KEEP_FINISHED: Duration = Duration::from_secs(600);
@@ -74,6 +86,8 @@ pub(crate) struct Agents {
 
 /// One run: its cancellation, its events, whether it has ended.
 struct Run {
+    /// Started with the owner token.
+    owner: bool,
     cancel: CancellationToken,
     log: Mutex<EventLog>,
     /// The last event's `seq`, and whether the run ended.
@@ -108,12 +122,9 @@ impl Agents {
         }
     }
 
-    /// Registers a run of `token_id` (with the caller's id, or a new one).
-    fn register(
-        &self,
-        token_id: &str,
-        run_id: Option<String>,
-    ) -> Result<(String, Arc<Run>), Error> {
+    /// A run id: the caller's, checked (its alphabet, and not taken by this token), or a new
+    /// one. Takes nothing: [`Agents::register`] does, once the request is known to be good.
+    fn run_id(&self, token_id: &str, run_id: Option<String>) -> Result<String, Error> {
         let run_id = match run_id {
             Some(id) => {
                 let valid = !id.is_empty()
@@ -134,14 +145,24 @@ impl Agents {
             }
             None => new_run_id(),
         };
+        if self
+            .runs
+            .lock()
+            .unwrap()
+            .contains_key(&(token_id.to_owned(), run_id.clone()))
+        {
+            return Err(taken(&run_id));
+        }
+        Ok(run_id)
+    }
+
+    /// Takes a slot for the run `run_id` of a token, within the token's share.
+    fn register(&self, token_id: &str, is_owner: bool, run_id: &str) -> Result<Arc<Run>, Error> {
         let now = Instant::now();
         let mut runs = self.runs.lock().unwrap();
-        let key = (token_id.to_owned(), run_id.clone());
+        let key = (token_id.to_owned(), run_id.to_owned());
         if runs.contains_key(&key) {
-            return Err(Error::invalid_params(
-                "runAgent",
-                format!("a run named \"{run_id}\" exists already; choose another runId"),
-            ));
+            return Err(taken(run_id));
         }
         runs.retain(|_, run| {
             run.finished_at
@@ -149,8 +170,21 @@ impl Agents {
                 .unwrap()
                 .is_none_or(|at| now.duration_since(at) < KEEP_FINISHED)
         });
+        let going: Vec<(&String, bool)> = runs
+            .iter()
+            .filter(|(_, run)| run.finished_at.lock().unwrap().is_none())
+            .map(|((token, _), run)| (token, run.owner))
+            .collect();
+        let shares = Shares {
+            mine: going.iter().filter(|(token, _)| *token == token_id).count(),
+            not_owner: going.iter().filter(|(_, owner)| !owner).count(),
+            all: going.len(),
+        };
+        if let Err(reason) = shares.admit(is_owner) {
+            return Err(Error::invalid_params("runAgent", reason));
+        }
         if runs.len() >= MAX_RUNS {
-            // Forget the oldest finished run; if all are running, refuse.
+            // Forget the oldest finished run; every slot going was checked above.
             let oldest = runs
                 .iter()
                 .filter_map(|(key, run)| {
@@ -171,13 +205,14 @@ impl Agents {
             }
         }
         let run = Arc::new(Run {
+            owner: is_owner,
             cancel: CancellationToken::new(),
             log: Mutex::new(EventLog::default()),
             progress: watch::Sender::new((0, false)),
             finished_at: Mutex::new(None),
         });
         runs.insert(key, Arc::clone(&run));
-        Ok((run_id, run))
+        Ok(run)
     }
 
     /// The run `run_id` of `token_id`; the error names `method`, the one the caller called.
@@ -198,8 +233,50 @@ impl Agents {
     }
 }
 
-/// Marks a run finished however its future ends (answered, or dropped because the client went
-/// away — which also cancels it).
+/// How many runs are going: the caller's, those of tokens other than the owner, and all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shares {
+    mine: usize,
+    not_owner: usize,
+    all: usize,
+}
+
+impl Shares {
+    /// Whether one more run may start for a token: within its own share, leaving the owner's
+    /// room; the owner up to the whole table.
+    fn admit(self, is_owner: bool) -> Result<(), String> {
+        if is_owner {
+            return if self.all < MAX_RUNS {
+                Ok(())
+            } else {
+                Err(format!("{MAX_RUNS} runs are going; wait for one to end"))
+            };
+        }
+        if self.mine >= MAX_RUNS_PER_TOKEN {
+            return Err(format!(
+                "this token has {MAX_RUNS_PER_TOKEN} runs going, its most; wait for one to end \
+                 (or cancel one with cancelAgent)"
+            ));
+        }
+        if self.not_owner >= MAX_RUNS - OWNER_RESERVED_RUNS {
+            return Err(format!(
+                "{} runs of other tokens are going, all the room they share; wait for one to end",
+                self.not_owner
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn taken(run_id: &str) -> Error {
+    Error::invalid_params(
+        "runAgent",
+        format!("a run named \"{run_id}\" exists already; choose another runId"),
+    )
+}
+
+/// Marks a run finished once its task ends, whichever way (its result, or a panic): done for
+/// `agentEvents`, kept for [`KEEP_FINISHED`].
 struct FinishGuard(Arc<Run>);
 
 impl Drop for FinishGuard {
@@ -207,6 +284,16 @@ impl Drop for FinishGuard {
         self.0.cancel.cancel();
         *self.0.finished_at.lock().unwrap() = Some(Instant::now());
         self.0.progress.send_modify(|(_, done)| *done = true);
+    }
+}
+
+/// Cancels a run when the request waiting for it goes away (its client left, or the daemon
+/// stopped waiting); the run then ends on its own, with its `final` event.
+struct CancelOnDrop(CancellationToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }
 
@@ -239,19 +326,22 @@ impl Agents {
                 ),
             )
         })?;
-        let (run_id, run) = self.register(&context.grant.token_id, run_id)?;
-        let _finish = FinishGuard(Arc::clone(&run));
+        // Everything is checked before anything is taken: the id, then the request itself.
+        let run_id = self.run_id(&context.grant.token_id, run_id)?;
         let session_id = request
             .session_id
             .clone()
             .unwrap_or_else(|| format!("agent-{run_id}"));
-        self.sessions
-            .store()
-            .touch(name::RUN_AGENT, &context.grant.token_id, &session_id)?;
+        super::sessions::check_id(METHOD, &session_id)?;
         let prepared = self
             .agent
             .prepare(request, run_id.clone(), |name| std::env::var(name).ok())
             .map_err(|error| agent_error(METHOD, error))?;
+        let run = self.register(&context.grant.token_id, context.grant.is_owner, &run_id)?;
+        let finish = FinishGuard(Arc::clone(&run));
+        self.sessions
+            .store()
+            .touch(name::RUN_AGENT, &context.grant.token_id, &session_id)?;
         // The run's `invoke_agent` span, under the request's; its calls are its children.
         let spans = Arc::new(AgentSpans::begin(
             &self.telemetry,
@@ -274,9 +364,20 @@ impl Agents {
             llm: Mutex::new(String::new()),
             spans: Arc::clone(&spans),
         });
-        let result = prepared.run(host, sink, run.cancel.clone()).await;
-        spans.end(&result);
-        Ok(result)
+        // The run is a task of its own: if this request goes away it is cancelled, and still
+        // ends as every run does, with its final event and its span.
+        let cancel = CancelOnDrop(run.cancel.clone());
+        let task = tokio::spawn(async move {
+            let _finish = finish;
+            let result = prepared.run(host, sink, run.cancel.clone()).await;
+            spans.end(&result);
+            result
+        });
+        let result = task
+            .await
+            .map_err(|error| Error::internal(format!("the agent run {run_id} stopped: {error}")));
+        drop(cancel);
+        result
     }
 
     /// `agentEvents`: the run's events after `after`, waiting up to `wait` for one.
@@ -355,6 +456,7 @@ impl EventSink for RunSink {
                 usage,
                 latency_ms,
                 stop_reason,
+                error,
                 ..
             } => {
                 self.spans.chat(ChatFacts {
@@ -367,7 +469,13 @@ impl EventSink for RunSink {
                 record.server = Some("llm".to_owned());
                 record.requested_server = Some("llm".to_owned());
                 record.executed = true;
-                record.success = true;
+                // A failed call that was billed is traced with its tokens, as failed.
+                record.success = error.is_none();
+                record.error = error.as_ref().map(|message| RecordedError {
+                    code: tool_cli_protocol::code::INTERNAL_ERROR,
+                    kind: "llmError",
+                    message: message.clone(),
+                });
                 record.latency = Duration::from_millis(*latency_ms);
                 record.tokens_in = usage.tokens_in;
                 record.tokens_out = usage.tokens_out;

@@ -6,7 +6,7 @@
 mod store;
 
 pub use store::SessionLimits;
-pub(crate) use store::SessionStore;
+pub(crate) use store::{SessionStore, check_id};
 
 use std::sync::Arc;
 

@@ -623,7 +623,7 @@ fn check_task_and_labels(task: Option<&str>, labels: &[String]) -> Result<(), Er
 }
 
 /// Session ids are the caller's words in logs and traces: keep them short and plain.
-fn check_id(method: &str, id: &str) -> Result<(), Error> {
+pub(crate) fn check_id(method: &str, id: &str) -> Result<(), Error> {
     let valid = !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id
