@@ -136,6 +136,18 @@ impl AgentSpans {
                     message: "a guard stopped the run",
                 }
             }
+            // It did not do the task, saying why: not a fault, but not a success a collector
+            // should sample away either.
+            (RunStatus::Cannot, error) => Outcome::Failed {
+                error_type: "agent_cannot",
+                message: error
+                    .as_deref()
+                    .unwrap_or("the agent could not do the task"),
+            },
+            (RunStatus::Refused, error) => Outcome::Failed {
+                error_type: "agent_refused",
+                message: error.as_deref().unwrap_or("the agent refused the task"),
+            },
             (RunStatus::Completed, _) => Outcome::Ok,
         };
         self.telemetry.agent_run(
