@@ -1565,16 +1565,21 @@ fn schema_phrases(schema: &Schema) -> Vec<(Vec<String>, Claim)> {
             }
         }
     }
+    // The phrases so far, joined, so each new one is checked against them in O(1): checking by a
+    // scan of the list made this quadratic, most of the planner's time on every question.
+    let mut seen: std::collections::HashSet<String> =
+        phrases.iter().map(|(w, _)| w.join(" ")).collect();
     for (word, candidates) in columns {
         // A table's own name is the table, not a column ("order" is not `ordered_at`).
-        if phrases.iter().any(|(w, _)| w.join(" ") == word) {
+        if seen.contains(&word) {
             continue;
         }
         phrases.push((split(&word), Claim::Column { candidates }));
+        seen.insert(word);
     }
     for (phrase, claim) in vocabulary() {
         let words = split(phrase);
-        if phrases.iter().any(|(w, _)| *w == words) {
+        if !seen.insert(words.join(" ")) {
             continue;
         }
         phrases.push((words, claim));
