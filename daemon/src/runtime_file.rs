@@ -62,7 +62,7 @@ pub enum RuntimeFileError {
     NotADirectory(PathBuf),
 }
 
-/// The step of [`write`] that failed, worded as what could not be done.
+/// The step of [`write()`] that failed, worded as what could not be done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeFileStep {
     /// Creating the runtime directory.

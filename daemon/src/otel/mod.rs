@@ -13,7 +13,7 @@
 //!
 //! Nothing here blocks or fails a call: the crate's recording is a `try_send` into a bounded
 //! queue. Arguments and results reach a span only with `captureContent`, through the JSONL
-//! trace's redactor ([`TraceRedaction`]).
+//! trace's redactor (`TraceRedaction`).
 //!
 //! [`CallContext`]: crate::pipeline::CallContext
 

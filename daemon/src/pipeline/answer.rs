@@ -48,7 +48,7 @@ pub struct CallFacts {
     /// Attempts sent to the server.
     pub attempts: u32,
     /// Whether the result is the tool's own error (`isError: true`), decided once, as the
-    /// answer is made ([`is_tool_error`]).
+    /// answer is made (`is_tool_error`).
     pub is_error: bool,
     /// A cached result stood in for a failing server: why, and how old it was.
     pub degraded: Option<Degraded>,

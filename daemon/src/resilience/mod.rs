@@ -7,20 +7,20 @@
 //!
 //! How they fit the call pipeline (resolve → validate → policy → **here** → trace), in order:
 //!
-//! 1. [`bulkhead::Bulkhead`]: take one of the server's concurrency permits, waiting in a bounded
+//! 1. `bulkhead::Bulkhead`: take one of the server's concurrency permits, waiting in a bounded
 //!    FIFO queue or failing fast with `Busy` when the queue is full. It comes first so that a
 //!    flood of callers is bounded before anything else is spent on it, and its permit is held for
 //!    the whole call, retries included: one call is one slot.
-//! 2. [`breaker::CircuitBreaker`] (behind a `std::sync::Mutex`): `try_acquire` fails fast while the
+//! 2. `breaker::CircuitBreaker` (behind a `std::sync::Mutex`): `try_acquire` fails fast while the
 //!    server is known to be unhealthy, with a `retry_after`; half-open lets one probe through.
 //! 3. Execute the call with its timeout and cancellation, then `record` the outcome in the breaker
-//!    (only server-health failures count as failures; see [`breaker`]).
-//! 4. [`retry::run_with_retries`] wraps steps 2 and 3, so every attempt asks the breaker again and
+//!    (only server-health failures count as failures; see `breaker`).
+//! 4. `retry::run_with_retries` wraps steps 2 and 3, so every attempt asks the breaker again and
 //!    retries stop as soon as it opens (a breaker refusal is classified terminal for the loop). A
 //!    transient failure is re-sent after a backoff ([`backoff::Backoff`]) when
-//!    [`retry::RetryPolicy::should_retry`] allows it, which it never does for a call that may have
+//!    `retry::RetryPolicy::should_retry` allows it, which it never does for a call that may have
 //!    reached the server unless the tool is read-only or idempotent.
-//! 5. [`cache::ResultCache`]: successful results of read-only tools are remembered; when the call
+//! 5. `cache::ResultCache`: successful results of read-only tools are remembered; when the call
 //!    fails for a server-health reason (busy, breaker open, timeout, server down), a fresh enough
 //!    cached result may be served instead, marked as such, rather than an error.
 //!

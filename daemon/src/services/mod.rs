@@ -8,14 +8,14 @@
 //!   (the ToolHost of a run is calls + discovery)        (servers, tokens, traces, OAuth)
 //! ```
 //!
-//! - [`calls`]: `callTool` (with alternatives and a stand-in), `callChain`, `callMany`.
-//! - [`discovery`]: servers, tools, descriptions, health, search, resources and prompts.
-//! - [`sessions`]: the session store and its methods.
-//! - [`agents`]: `runAgent`, `agentEvents`, `cancelAgent`.
-//! - [`admin`]: the owner's methods: servers at run time, restarts, tokens, the trace report,
+//! - `calls`: `callTool` (with alternatives and a stand-in), `callChain`, `callMany`.
+//! - `discovery`: servers, tools, descriptions, health, search, resources and prompts.
+//! - `sessions`: the session store and its methods.
+//! - `agents`: `runAgent`, `agentEvents`, `cancelAgent`.
+//! - `admin`: the owner's methods: servers at run time, restarts, tokens, the trace report,
 //!   remote sign-in.
-//! - [`metrics`]: the `/metrics` page.
-//! - [`events`]: `callEvents` and `answerElicitation` (the buffers a call's relay fills).
+//! - `metrics`: the `/metrics` page.
+//! - `events`: `callEvents` and `answerElicitation` (the buffers a call's relay fills).
 //!
 //! Every method takes the request's [`CallContext`]. The rule for new work: a method goes into
 //! the service of its area, and `edge/rpc/<area>.rs` registers it in one line. Services sit
