@@ -443,11 +443,7 @@ impl AnthropicBackend {
                 request.deadline,
             )
             .await?;
-        let is_stream = response
-            .headers()
-            .get(hyper::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_stream = super::http::is_event_stream(&response);
         if !is_stream {
             let bytes = super::http::collect_body(PROVIDER, response.into_body()).await?;
             let message: Value =

@@ -313,6 +313,16 @@ async fn error_message(body: Incoming) -> String {
 /// The most bytes of a non-streamed answer read.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
+/// Whether a provider answered with a stream of server-sent events (what both backends ask for)
+/// rather than one JSON body (an error, or a server that ignores `stream`).
+pub(crate) fn is_event_stream<B>(response: &hyper::Response<B>) -> bool {
+    response
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"))
+}
+
 /// Reads a whole (non-streamed) answer body.
 pub(crate) async fn collect_body(
     provider: &'static str,

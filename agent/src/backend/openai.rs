@@ -363,11 +363,7 @@ impl OpenAiBackend {
                 request.deadline,
             )
             .await?;
-        let is_stream = response
-            .headers()
-            .get(hyper::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_stream = super::http::is_event_stream(&response);
         let mut fold = ChunkFold::default();
         if !is_stream {
             let bytes = collect_body(PROVIDER, response.into_body()).await?;
