@@ -3,6 +3,7 @@
 use super::lexical::is_plural;
 use super::*;
 use crate::doc::{ParamDoc, ToolDoc};
+use crate::text;
 
 fn doc(name: &str, description: &str) -> ToolDoc {
     ToolDoc {
