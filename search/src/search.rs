@@ -22,6 +22,7 @@ mod stages;
 use crate::embed;
 use crate::index::shard::Shard;
 use crate::index::{FIELDS, Index};
+use crate::late_interaction;
 use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use stages::{FirstStage, Fusion, RequestIntent, Retrieved, SemanticQuery};
@@ -110,10 +111,14 @@ pub struct Signals {
     pub deprecation: bool,
     /// The rerank stage over the best `RERANK_DEPTH` (name coverage).
     pub rerank: bool,
+    /// Late interaction over the built-in token table for the best `RERANK_DEPTH`
+    /// (`late_interaction.rs`). Measured and not adopted (docs/search.md: within noise on the
+    /// five dev halves), so off in `ALL`; the evaluation measures it beside the default.
+    pub late_interaction: bool,
 }
 
 impl Signals {
-    /// Every signal: what a search uses.
+    /// Every adopted signal: what a search uses (all but `late_interaction`).
     pub const ALL: Signals = Signals {
         concepts: true,
         server_field: true,
@@ -122,6 +127,7 @@ impl Signals {
         actions: true,
         deprecation: true,
         rerank: true,
+        late_interaction: false,
     };
 
     /// No signal beyond BM25F over name, title and description.
@@ -133,6 +139,7 @@ impl Signals {
         actions: false,
         deprecation: false,
         rerank: false,
+        late_interaction: false,
     };
 }
 
@@ -668,6 +675,16 @@ impl Index {
         } else {
             Vec::new()
         };
+        let mut rerank_bonus = rerank_bonus;
+        if signals.late_interaction {
+            let late = self.late_interaction(&mut scored, query.text, fusion.lexical_share());
+            for (global, bonus) in late {
+                match rerank_bonus.iter_mut().find(|(g, _)| *g == global) {
+                    Some((_, total)) => *total += bonus,
+                    None => rerank_bonus.push((global, bonus)),
+                }
+            }
+        }
         let parts = ScoreParts {
             lexical: &matches.scores,
             semantic: &semantic,
@@ -737,6 +754,54 @@ impl Index {
                         .find(|(reranked, _)| *reranked == global)
                         .map(|(_, features)| *features),
                 }
+            })
+            .collect()
+    }
+
+    /// Step 8b: the best `RERANK_DEPTH` of `scored` gain the late-interaction score of their
+    /// name and description against the request's tokens (`late_interaction.rs`) times its
+    /// weight; returns what each gained, by global position.
+    fn late_interaction(
+        &self,
+        scored: &mut [(f32, u32)],
+        text: &str,
+        lexical_share: f32,
+    ) -> Vec<(u32, f32)> {
+        let by_score_desc =
+            |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let depth = RERANK_DEPTH.min(scored.len());
+        if depth == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable_by(depth - 1, by_score_desc);
+        let table = crate::static_embed::built_in();
+        let mut query_tokens = crate::static_embed::TokenVectors::default();
+        table.token_vectors(text, &mut query_tokens);
+        let mut name = crate::static_embed::TokenVectors::default();
+        let mut description = crate::static_embed::TokenVectors::default();
+        let weight = late_interaction::WEIGHT * lexical_share;
+        scored[..depth]
+            .iter_mut()
+            .map(|(score, global)| {
+                let (shard, local) = self.locate(*global as usize);
+                table.token_vectors(&crate::index::name_words(shard.name(local)), &mut name);
+                let full = shard.description(local);
+                table.token_vectors(
+                    &full[..crate::index::shard::embedded_description_end(full)],
+                    &mut description,
+                );
+                let value = late_interaction::score(
+                    &query_tokens,
+                    &late_interaction::Fields {
+                        fields: &[
+                            (&name, late_interaction::NAME_WEIGHT),
+                            (&description, late_interaction::DESCRIPTION_WEIGHT),
+                        ],
+                    },
+                );
+                let bonus = weight * value;
+                *score += bonus;
+                (*global, bonus)
             })
             .collect()
     }

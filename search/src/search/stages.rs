@@ -242,6 +242,14 @@ pub(super) struct Lift {
 
 /// The lift bounds for `signals`, the rerank correction being scaled by `lexical_share`.
 pub(super) fn lift_bounds(signals: Signals, lexical_share: f32) -> Lift {
+    let mut lift = rerank_lift(signals, lexical_share);
+    if signals.late_interaction {
+        lift.max += crate::late_interaction::WEIGHT * lexical_share;
+    }
+    lift
+}
+
+fn rerank_lift(signals: Signals, lexical_share: f32) -> Lift {
     if signals.rerank {
         let (low, high) = learned::correction_bounds(&learned::WEIGHTS);
         Lift {
