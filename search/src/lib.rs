@@ -22,6 +22,7 @@ pub mod doc;
 pub mod embed;
 pub mod eval;
 pub mod index;
+mod late_interaction;
 #[cfg(feature = "minilm")]
 pub mod minilm;
 pub mod priors;

@@ -3,25 +3,29 @@
 //! formulas and the measured effect of each.
 //!
 //! The order of a search is fixed so that a hidden tool can never influence anything a caller
-//! sees, each step a function passing plain values: (1) `validate` the input; (2)
-//! `Index::candidates`: per tool, visibility (the caller's predicate) and the filters (servers,
-//! tags); (3) `Index::query_stats`: BM25 statistics over the visible tools only; (4) score the
-//! visible, filtered tools (lexical, cosine, actions, deprecation; in `Index::search`, which
-//! skips the tools that provably cannot reach the top); (5) `rerank` the best `RERANK_DEPTH`;
-//! (6) `with_priors`: the priors for the few that can still reach the top, then sort and cut to
-//! `limit`. `catalog_size` counts the visible tools. Which steps run is `Query::signals`.
+//! sees, each step a function passing plain values (`Index::search_or_capture` only chains
+//! them): (1) `validate` the input; (2) `Index::candidates`: per tool, visibility (the caller's
+//! predicate) and the filters (servers, tags); (3) `Index::query_stats`: BM25 statistics over the
+//! visible tools only; (4) tokenise and expand the request (`stages::RequestIntent`, and the
+//! concept groups of `lexical.rs`); (5) lexical retrieval (`Index::lexical_scores`); (6) the
+//! embedding retrieval's query side (`stages::SemanticQuery`, σ by `stages::semantic_share`);
+//! (7) fusion (`stages::Fusion`) with the boosts and demotions (`stages::boosts_and_demotions`)
+//! over the tools that can still reach the top (`Index::retrieve`, which skips those that
+//! provably cannot); (8) `rerank` the best `RERANK_DEPTH`; (9) `with_priors`: the priors for the
+//! few that can still reach the top, then sort and cut to `limit`. `catalog_size` counts the
+//! visible tools. Which steps run is `Query::signals`.
 
 mod learned;
 mod lexical;
+mod stages;
 
-use crate::concepts::{self, Action};
 use crate::embed;
 use crate::index::shard::Shard;
 use crate::index::{FIELDS, Index};
+use crate::late_interaction;
 use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
-use crate::text;
-use lexical::plural_terms;
+use stages::{FirstStage, Fusion, RequestIntent, Retrieved, SemanticQuery};
 
 pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
@@ -107,10 +111,14 @@ pub struct Signals {
     pub deprecation: bool,
     /// The rerank stage over the best `RERANK_DEPTH` (name coverage).
     pub rerank: bool,
+    /// Late interaction over the built-in token table for the best `RERANK_DEPTH`
+    /// (`late_interaction.rs`). Measured and not adopted (docs/search.md: within noise on the
+    /// five dev halves), so off in `ALL`; the evaluation measures it beside the default.
+    pub late_interaction: bool,
 }
 
 impl Signals {
-    /// Every signal: what a search uses.
+    /// Every adopted signal: what a search uses (all but `late_interaction`).
     pub const ALL: Signals = Signals {
         concepts: true,
         server_field: true,
@@ -119,6 +127,7 @@ impl Signals {
         actions: true,
         deprecation: true,
         rerank: true,
+        late_interaction: false,
     };
 
     /// No signal beyond BM25F over name, title and description.
@@ -130,6 +139,7 @@ impl Signals {
         actions: false,
         deprecation: false,
         rerank: false,
+        late_interaction: false,
     };
 }
 
@@ -375,23 +385,31 @@ fn validate(query: &Query<'_>) -> Result<(), SearchError> {
     Ok(())
 }
 
+/// What the rerank stage did: what each of the best `RERANK_DEPTH` gained, and the features it
+/// was scored by, each but the first times the lexical share (what the weights multiply), both
+/// by global position, best first by the first stage's score.
+struct Reranked {
+    bonuses: Vec<(u32, f32)>,
+    features: Vec<(u32, [f32; FEATURES])>,
+}
+
 /// Step 8, the rerank stage: the best `RERANK_DEPTH` of `scored` (textual score, global
 /// position) gain the learned correction of their features (`learned.rs`) times `scale` (the
-/// lexical share of the score); returns what each gained, by global position, and, when
-/// `capture` is given, each one's features with every one but the first times `scale` (what
-/// the weights multiply; best first by the first stage's score).
+/// lexical share of the score).
 fn rerank(
     scored: &mut [(f32, u32)],
     weights: &[f32; FEATURES],
     scale: f32,
     evidence_of: impl Fn(f32, u32, f32) -> learned::ToolEvidence,
     query: &learned::QueryEvidence<'_>,
-    capture: Option<&mut Vec<(u32, [f32; FEATURES])>>,
-) -> Vec<(u32, f32)> {
+) -> Reranked {
     let by_score_desc = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
     let reranked = RERANK_DEPTH.min(scored.len());
     if reranked == 0 {
-        return Vec::new();
+        return Reranked {
+            bonuses: Vec::new(),
+            features: Vec::new(),
+        };
     }
     scored.select_nth_unstable_by(reranked - 1, by_score_desc);
     let top = &mut scored[..reranked];
@@ -400,27 +418,64 @@ fn rerank(
         .iter()
         .map(|&(score, global)| evidence_of(score, global, 0.0).cosine)
         .fold(f32::NEG_INFINITY, f32::max);
-    let features: Vec<[f32; FEATURES]> = top
+    let features: Vec<(u32, [f32; FEATURES])> = top
         .iter()
         .map(|&(score, global)| {
             let mut features = learned::features(&evidence_of(score, global, best_cosine), query);
             for feature in &mut features[1..] {
                 *feature *= scale;
             }
-            features
+            (global, features)
         })
         .collect();
-    if let Some(capture) = capture {
-        capture.extend(top.iter().zip(&features).map(|(&(_, g), f)| (g, *f)));
-    }
-    top.iter_mut()
+    let bonuses = top
+        .iter_mut()
         .zip(&features)
-        .map(|((score, global), features)| {
+        .map(|((score, global), (_, features))| {
             let bonus = learned::correction(weights, features);
             *score += bonus;
             (*global, bonus)
         })
-        .collect()
+        .collect();
+    Reranked { bonuses, features }
+}
+
+/// Where the rerank stage's evidence about a tool comes from: the lexical pass, the cosines the
+/// first stage computed, the fusion, and the signals switched on.
+struct EvidenceSource<'a> {
+    index: &'a Index,
+    matches: &'a lexical::LexicalMatches,
+    semantic: &'a [f32],
+    fusion: Fusion,
+    signals: Signals,
+}
+
+impl EvidenceSource<'_> {
+    /// The evidence about the tool at `global`, of textual score `text_score`, when the best
+    /// cosine among the reranked tools is `best_cosine`.
+    fn of_tool(&self, text_score: f32, global: u32, best_cosine: f32) -> learned::ToolEvidence {
+        let global = global as usize;
+        let (shard, local) = self.index.locate(global);
+        let tool = &shard.tools[local];
+        let signals = self.signals;
+        learned::ToolEvidence {
+            text_score,
+            lexical_norm: self.fusion.normalise(self.matches.scores[global]),
+            cosine: if signals.embedding {
+                self.semantic[global]
+            } else {
+                0.0
+            },
+            best_cosine,
+            matched: self.matches.matched[global],
+            field_matched: self.matches.field_matched[global],
+            name_terms: tool.name_terms,
+            action: tool.action.filter(|_| signals.actions),
+            plural_named: self.matches.plural_named[global] && signals.actions,
+            lists: tool.lists,
+            deprecated: tool.deprecated && signals.deprecation,
+        }
+    }
 }
 
 /// What a hit's `Why` reports besides the priors, per tool (global position).
@@ -517,19 +572,136 @@ impl Index {
         capture: Option<&mut Vec<RerankCandidate>>,
     ) -> Result<SearchOutcome, SearchError> {
         validate(query)?;
-
-        let shards: &[std::sync::Arc<Shard>] = &self.shards;
-        let offsets = &self.stats.offsets;
-        let total = self.stats.tools;
-
+        let signals = query.signals;
         let Candidates {
             visible,
             candidate,
             catalog_size,
             visible_length_sums,
         } = self.candidates(query)?;
-        // The model ranks only when every tool this query may return has its vector.
-        let model_rows: Vec<Option<&ModelRows>> = shards
+        let model_rows = self.model_rows_by_shard();
+        let ranking = self.ranking_for(query, &candidate, &model_rows);
+        let nothing = || SearchOutcome {
+            hits: Vec::new(),
+            catalog_size,
+            semantic: ranking,
+        };
+        if catalog_size == 0 {
+            return Ok(nothing());
+        }
+        let stats = self.query_stats(visible, catalog_size, visible_length_sums, signals);
+        // Tokenise and expand; lexical retrieval.
+        let intent = RequestIntent::of(query.text, signals);
+        let matches = self.lexical_scores(query.text, &candidate, &stats, &intent.plural_terms);
+        // Embedding retrieval's query side, and the fusion's share.
+        let hashing_query;
+        let (query_vector, embedder) = match (ranking, self.model.as_ref(), query.model_query) {
+            (SemanticRanking::Model, Some(model), Some(vector)) => (vector, model.as_ref()),
+            _ => {
+                hashing_query = self.embedder.embed_query(query.text);
+                (&hashing_query, self.embedder.as_ref())
+            }
+        };
+        let semantic_query = SemanticQuery::new(
+            query_vector,
+            embedder.dimensions(),
+            ranking == SemanticRanking::Model,
+            signals.embedding,
+            &model_rows,
+        );
+        let fusion = Fusion::new(
+            stages::semantic_share(
+                embedder.semantic_share(),
+                embedder.semantic_share_unmatched(),
+                matches.best_share,
+                signals.embedding,
+            ),
+            &matches.scores,
+        );
+        // Fusion, boosts and demotions, over the tools that can still reach the top.
+        let lift = stages::lift_bounds(signals, fusion.lexical_share());
+        let Retrieved {
+            mut scored,
+            semantic,
+        } = self.retrieve(&FirstStage {
+            candidate: &candidate,
+            matches: &matches,
+            intent: &intent,
+            semantic: &semantic_query,
+            fusion,
+            signals,
+            depth: stages::first_stage_depth(query.limit, signals),
+            lift,
+        });
+        if scored.is_empty() {
+            return Ok(nothing());
+        }
+        // Rerank (or capture its features), then the priors and the cut.
+        let evidence = EvidenceSource {
+            index: self,
+            matches: &matches,
+            semantic: &semantic,
+            fusion,
+            signals,
+        };
+        let evidence_of =
+            |text_score, global, best_cosine| evidence.of_tool(text_score, global, best_cosine);
+        let query_evidence = learned::QueryEvidence {
+            groups: matches.groups,
+            best_share: matches.best_share,
+            asked: &intent.asked,
+        };
+        if let Some(capture) = capture {
+            let features = rerank(
+                &mut scored,
+                &[0.0; FEATURES],
+                fusion.lexical_share(),
+                evidence_of,
+                &query_evidence,
+            )
+            .features;
+            capture.extend(self.first_stage_order(scored, &features));
+            return Ok(nothing());
+        }
+        let rerank_bonus = if signals.rerank {
+            rerank(
+                &mut scored,
+                &learned::WEIGHTS,
+                fusion.lexical_share(),
+                evidence_of,
+                &query_evidence,
+            )
+            .bonuses
+        } else {
+            Vec::new()
+        };
+        let mut rerank_bonus = rerank_bonus;
+        if signals.late_interaction {
+            let late = self.late_interaction(&mut scored, query.text, fusion.lexical_share());
+            for (global, bonus) in late {
+                match rerank_bonus.iter_mut().find(|(g, _)| *g == global) {
+                    Some((_, total)) => *total += bonus,
+                    None => rerank_bonus.push((global, bonus)),
+                }
+            }
+        }
+        let parts = ScoreParts {
+            lexical: &matches.scores,
+            semantic: &semantic,
+            rerank: &rerank_bonus,
+        };
+        let hits = with_priors(query, &mut scored, &parts, |global| self.locate(global));
+        Ok(SearchOutcome {
+            hits,
+            catalog_size,
+            semantic: ranking,
+        })
+    }
+
+    /// Per shard (in order), the model's rows when they belong to that very shard (rows of a
+    /// replaced shard are not used).
+    fn model_rows_by_shard(&self) -> Vec<Option<&ModelRows>> {
+        self.shards
             .iter()
             .map(|shard| {
                 self.model_rows
@@ -537,284 +709,43 @@ impl Index {
                     .filter(|rows| std::sync::Arc::ptr_eq(&rows.shard, shard))
                     .map(|rows| &**rows)
             })
-            .collect();
-        let ranking = semantic_ranking(self.model.as_deref(), query.model_query, || {
-            shards
+            .collect()
+    }
+
+    /// Which embedding ranks `query`: the model only when every tool it may return (`candidate`)
+    /// has its vector (`semantic_ranking`).
+    fn ranking_for(
+        &self,
+        query: &Query<'_>,
+        candidate: &[bool],
+        model_rows: &[Option<&ModelRows>],
+    ) -> SemanticRanking {
+        semantic_ranking(self.model.as_deref(), query.model_query, || {
+            self.shards
                 .iter()
-                .zip(offsets)
-                .zip(&model_rows)
+                .zip(&self.stats.offsets)
+                .zip(model_rows)
                 .all(|((shard, &offset), rows)| {
                     (0..shard.tools.len()).all(|local| {
                         !candidate[offset + local] || rows.is_some_and(|r| r.has(local))
                     })
                 })
-        });
-        if catalog_size == 0 {
-            return Ok(SearchOutcome {
-                hits: Vec::new(),
-                catalog_size,
-                semantic: ranking,
-            });
-        }
-        let signals = query.signals;
-        let stats = self.query_stats(visible, catalog_size, visible_length_sums, signals);
+        })
+    }
 
-        let plural_terms = plural_terms(query.text);
-        let matches = self.lexical_scores(query.text, &candidate, &stats, &plural_terms);
-        let lexical = &matches.scores;
-        let plural_named = &matches.plural_named;
-        let mut asked: Vec<Action> = Vec::new();
-        if signals.actions {
-            text::analyze(query.text, |term, _| {
-                for action in concepts::actions_of(term) {
-                    if !asked.contains(action) {
-                        asked.push(*action);
-                    }
-                }
-            });
-        }
-        let asks_mutation = asked.iter().any(|a| a.mutates());
-        let hashing_query;
-        let (query_embedding, dimensions, embedder) =
-            match (ranking, self.model.as_ref(), query.model_query) {
-                (SemanticRanking::Model, Some(model), Some(vector)) => {
-                    (vector, model.dimensions(), model.as_ref())
-                }
-                _ => {
-                    hashing_query = self.embedder.embed_query(query.text);
-                    (
-                        &hashing_query,
-                        self.embedder.dimensions(),
-                        self.embedder.as_ref(),
-                    )
-                }
-            };
-        // The embedder's share, moved toward its share for requests no tool matches by as much
-        // of the request as the best-matching tool lacks.
-        let semantic_share = embedder.semantic_share()
-            + (embedder.semantic_share_unmatched() - embedder.semantic_share())
-                * (1.0 - matches.best_share);
-        let by_model = ranking == SemanticRanking::Model;
-        let mut query_row = Vec::with_capacity(dimensions);
-        let query_scale = if query_embedding.dimensions() == dimensions && signals.embedding {
-            embed::quantize_into(query_embedding.values(), &mut query_row)
-        } else {
-            0.0
-        };
-
-        // The textual score of every candidate that matched at all: the lexical score normalised
-        // by the best one, mixed with the cosine in the embedder's proportion.
-        let semantic_share = if signals.embedding {
-            semantic_share.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let max_lexical = lexical.iter().copied().fold(0.0f32, f32::max);
-        let mut semantic = vec![0.0f32; total];
-        let cosine_of = |position: usize, shard: &Shard, local: usize| {
-            if by_model && query_scale > 0.0 {
-                model_rows[position].map_or(0.0, |rows| rows.cosine(local, &query_row, query_scale))
-            } else if query_scale > 0.0 {
-                let row = &shard.embeddings[local * dimensions..(local + 1) * dimensions];
-                embed::dot_quantized(&query_row, row) as f32
-                    * query_scale
-                    * shard.embedding_scales[local]
-            } else {
-                0.0
-            }
-        };
-        let text_score_of =
-            |shard: &Shard, local: usize, global: usize, lexical_score: f32, cosine: f32| {
-                let normalised = if max_lexical > 0.0 {
-                    lexical_score / max_lexical
-                } else {
-                    0.0
-                };
-                let mut text_score =
-                    (1.0 - semantic_share) * normalised + semantic_share * cosine.max(0.0);
-                let tool = &shard.tools[local];
-                if let Some(action) = tool.action
-                    && !asked.is_empty()
-                {
-                    text_score *= if asked.contains(&action) {
-                        ACTION_MATCH
-                    } else if !action.mutates() && asks_mutation {
-                        UNASKED_READ
-                    } else {
-                        1.0
-                    };
-                }
-                // A request for several things of a kind ("show me the tables") prefers the tool
-                // that lists that kind (`table_list`) over the one that gets one (`table_get`).
-                if signals.actions && tool.lists && plural_named[global] {
-                    text_score *= LIST_MATCH;
-                }
-                if signals.deprecation && tool.deprecated {
-                    text_score *= DEPRECATED;
-                }
-                text_score
-            };
-        // The stages after the textual score can lift a tool by at most `max_lift` (the rerank
-        // stage's correction, for the best `RERANK_DEPTH`, and the priors) and lower it by at
-        // most `-min_lift` (a negative correction).
-        // The correction is on the lexical share of the score (1 − σ): the more the embedding
-        // counts, the more of what the features say (the words' places) it says already.
-        let weights = &learned::WEIGHTS;
-        let lexical_share = 1.0 - semantic_share;
-        let (min_lift, max_lift) = if signals.rerank {
-            let (low, high) = learned::correction_bounds(weights);
-            (
-                (lexical_share * low).min(0.0),
-                MAX_PRIOR_BONUS + (lexical_share * high).max(0.0),
-            )
-        } else {
-            (0.0, MAX_PRIOR_BONUS)
-        };
-        // Tools that can reach the top `limit` after the later stages are among the best
-        // `depth` by textual score or within `max_lift` of them.
-        let depth = if signals.rerank {
-            query.limit.max(RERANK_DEPTH)
-        } else {
-            query.limit
-        };
-        // First the tools that matched lexically. Most of them matched only a common word or a
-        // synonym weakly; before paying for a tool's cosine and its action, bound its textual
-        // score from its lexical score alone (the cosine adds between 0 and σ, the action
-        // multiplies by UNASKED_READ to ACTION_MATCH, deprecation by DEPRECATED). A tool whose
-        // best case, every later lift included, stays below the `depth`-th best worst case can
-        // never be returned nor move the threshold below, so it is skipped: the result is
-        // exactly that of scoring every tool.
-        let normalise = |lexical_score: f32| {
-            if max_lexical > 0.0 {
-                lexical_score / max_lexical
-            } else {
-                0.0
-            }
-        };
-        let worst_case = |lexical_score: f32| {
-            (1.0 - semantic_share) * normalise(lexical_score) * UNASKED_READ.min(1.0) * DEPRECATED
-        };
-        let best_case = |lexical_score: f32| {
-            ((1.0 - semantic_share) * normalise(lexical_score) + semantic_share)
-                * ACTION_MATCH.max(1.0)
-                * LIST_MATCH.max(1.0)
-        };
-        let mut worst_cases: Vec<f32> = candidate
+    /// The first stage's order of `scored` (best first, at most `MAX_LIMIT`), each of its best
+    /// `RERANK_DEPTH` with its rerank `features` (what `rerank_candidates` returns).
+    fn first_stage_order(
+        &self,
+        mut scored: Vec<(f32, u32)>,
+        features: &[(u32, [f32; FEATURES])],
+    ) -> Vec<RerankCandidate> {
+        scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored
             .iter()
-            .zip(lexical)
-            .filter(|&(&wanted, &score)| wanted && score > 0.0)
-            .map(|(_, &score)| worst_case(score))
-            .collect();
-        let keep_from = if worst_cases.len() > depth {
-            let (_, kth, _) = worst_cases.select_nth_unstable_by(depth - 1, |a, b| b.total_cmp(a));
-            // A margin far above rounding error keeps the bound on the safe side.
-            *kth + min_lift - max_lift - 1e-4
-        } else {
-            f32::NEG_INFINITY
-        };
-        drop(worst_cases);
-        let mut scored: Vec<(f32, u32)> = Vec::new();
-        for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
-            for local in 0..shard.tools.len() {
-                let global = offset + local;
-                if !candidate[global]
-                    || lexical[global] <= 0.0
-                    || best_case(lexical[global]) < keep_from
-                {
-                    continue;
-                }
-                let cosine = cosine_of(position, shard, local);
-                semantic[global] = cosine;
-                scored.push((
-                    text_score_of(shard, local, global, lexical[global], cosine),
-                    global as u32,
-                ));
-            }
-        }
-        // Then, only if one could still make the top `depth`, the tools that match by meaning
-        // alone: their textual score is at most the semantic share (times the action bonus), so
-        // when the `depth`-th lexical match already scores more than that plus every later
-        // lift, the scan over all their embeddings is skipped without changing the result.
-        let semantic_only_ceiling = semantic_share * ACTION_MATCH * LIST_MATCH + max_lift;
-        let lexical_floor = if scored.len() >= depth {
-            let mut scores: Vec<f32> = scored.iter().map(|(score, _)| *score).collect();
-            let (_, kth, _) = scores.select_nth_unstable_by(depth - 1, |a, b| b.total_cmp(a));
-            *kth
-        } else {
-            f32::NEG_INFINITY
-        };
-        if semantic_share > 0.0 && semantic_only_ceiling >= lexical_floor + min_lift {
-            for (position, (shard, &offset)) in shards.iter().zip(offsets).enumerate() {
-                for local in 0..shard.tools.len() {
-                    let global = offset + local;
-                    if !candidate[global] || lexical[global] > 0.0 {
-                        continue;
-                    }
-                    let cosine = cosine_of(position, shard, local);
-                    semantic[global] = cosine;
-                    if cosine >= MIN_SEMANTIC {
-                        scored.push((
-                            text_score_of(shard, local, global, 0.0, cosine),
-                            global as u32,
-                        ));
-                    }
-                }
-            }
-        }
-        if scored.is_empty() {
-            return Ok(SearchOutcome {
-                hits: Vec::new(),
-                catalog_size,
-                semantic: ranking,
-            });
-        }
-        let locate = |global: usize| {
-            let shard_index = offsets.partition_point(|&o| o <= global) - 1;
-            let shard = &shards[shard_index];
-            (shard, global - offsets[shard_index])
-        };
-
-        let query_evidence = learned::QueryEvidence {
-            groups: matches.groups,
-            best_share: matches.best_share,
-            asked: &asked,
-        };
-        let evidence_of = |text_score: f32, global: u32, best_cosine: f32| {
-            let global = global as usize;
-            let (shard, local) = locate(global);
-            let tool = &shard.tools[local];
-            learned::ToolEvidence {
-                text_score,
-                lexical_norm: normalise(lexical[global]),
-                cosine: if signals.embedding {
-                    semantic[global]
-                } else {
-                    0.0
-                },
-                best_cosine,
-                matched: matches.matched[global],
-                field_matched: matches.field_matched[global],
-                name_terms: tool.name_terms,
-                action: tool.action.filter(|_| signals.actions),
-                plural_named: plural_named[global] && signals.actions,
-                lists: tool.lists,
-                deprecated: tool.deprecated && signals.deprecation,
-            }
-        };
-        if let Some(capture) = capture {
-            // The first stage's order, with the features of its best `RERANK_DEPTH`.
-            let mut features = Vec::new();
-            rerank(
-                &mut scored,
-                &[0.0; FEATURES],
-                lexical_share,
-                evidence_of,
-                &query_evidence,
-                Some(&mut features),
-            );
-            scored.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-            capture.extend(scored.iter().take(MAX_LIMIT).map(|&(_, global)| {
-                let (shard, local) = locate(global as usize);
+            .take(MAX_LIMIT)
+            .map(|&(_, global)| {
+                let (shard, local) = self.locate(global as usize);
                 RerankCandidate {
                     server: shard.server.clone(),
                     tool: shard.name(local).to_owned(),
@@ -823,39 +754,64 @@ impl Index {
                         .find(|(reranked, _)| *reranked == global)
                         .map(|(_, features)| *features),
                 }
-            }));
-            return Ok(SearchOutcome {
-                hits: Vec::new(),
-                catalog_size,
-                semantic: ranking,
-            });
-        }
-        let rerank_bonus = if signals.rerank {
-            rerank(
-                &mut scored,
-                weights,
-                lexical_share,
-                evidence_of,
-                &query_evidence,
-                None,
-            )
-        } else {
-            Vec::new()
-        };
-
-        let parts = ScoreParts {
-            lexical,
-            semantic: &semantic,
-            rerank: &rerank_bonus,
-        };
-        let hits = with_priors(query, &mut scored, &parts, locate);
-        Ok(SearchOutcome {
-            hits,
-            catalog_size,
-            semantic: ranking,
-        })
+            })
+            .collect()
     }
 
+    /// Step 8b: the best `RERANK_DEPTH` of `scored` gain the late-interaction score of their
+    /// name and description against the request's tokens (`late_interaction.rs`) times its
+    /// weight; returns what each gained, by global position.
+    fn late_interaction(
+        &self,
+        scored: &mut [(f32, u32)],
+        text: &str,
+        lexical_share: f32,
+    ) -> Vec<(u32, f32)> {
+        let by_score_desc =
+            |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let depth = RERANK_DEPTH.min(scored.len());
+        if depth == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable_by(depth - 1, by_score_desc);
+        let table = crate::static_embed::built_in();
+        let mut query_tokens = crate::static_embed::TokenVectors::default();
+        table.token_vectors(text, &mut query_tokens);
+        let mut name = crate::static_embed::TokenVectors::default();
+        let mut description = crate::static_embed::TokenVectors::default();
+        let weight = late_interaction::WEIGHT * lexical_share;
+        scored[..depth]
+            .iter_mut()
+            .map(|(score, global)| {
+                let (shard, local) = self.locate(*global as usize);
+                table.token_vectors(&crate::index::name_words(shard.name(local)), &mut name);
+                let full = shard.description(local);
+                table.token_vectors(
+                    &full[..crate::index::shard::embedded_description_end(full)],
+                    &mut description,
+                );
+                let value = late_interaction::score(
+                    &query_tokens,
+                    &late_interaction::Fields {
+                        fields: &[
+                            (&name, late_interaction::NAME_WEIGHT),
+                            (&description, late_interaction::DESCRIPTION_WEIGHT),
+                        ],
+                    },
+                );
+                let bonus = weight * value;
+                *score += bonus;
+                (*global, bonus)
+            })
+            .collect()
+    }
+
+    /// The shard of the tool at `global` and its place in it.
+    fn locate(&self, global: usize) -> (&std::sync::Arc<Shard>, usize) {
+        let offsets = &self.stats.offsets;
+        let shard_index = offsets.partition_point(|&o| o <= global) - 1;
+        (&self.shards[shard_index], global - offsets[shard_index])
+    }
     /// Step 2: which tools exist for this query (the caller's predicate) and which it may return
     /// (the servers and tags filters), how many the caller can see, and their field lengths
     /// when some are hidden (for statistics over the visible tools alone). A servers filter

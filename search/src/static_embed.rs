@@ -235,6 +235,61 @@ impl StaticEmbedder {
     fn sum_of_rows(&self, text: &str) -> Vec<f32> {
         let mut sum = vec![0.0f32; self.dimensions];
         let mut tokens = 0;
+        self.for_each_word_pieces(text, |ids| {
+            for &id in ids {
+                let id = id as usize;
+                let Some(&scale) = self.scales.get(id) else {
+                    continue;
+                };
+                let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
+                for (s, &q) in sum.iter_mut().zip(row) {
+                    *s += f32::from(q) * scale;
+                }
+            }
+            tokens += ids.len();
+            tokens < MAX_TOKENS
+        });
+        sum
+    }
+
+    /// The distinct tokens of `text` (stop words and punctuation left out, as `embed` leaves
+    /// them out), each as its row scaled to unit length with the row's length as its weight
+    /// (the table's rows are weighted by rarity, so a rare token weighs more): what the late
+    /// interaction scorer compares token by token (`late_interaction.rs`).
+    pub(crate) fn token_vectors(&self, text: &str, out: &mut TokenVectors) {
+        out.clear(self.dimensions);
+        let mut tokens = 0;
+        self.for_each_word_pieces(text, |ids| {
+            for &id in ids {
+                if out.ids.contains(&id) {
+                    continue;
+                }
+                let index = id as usize;
+                let Some(&scale) = self.scales.get(index) else {
+                    continue;
+                };
+                let row = &self.rows[index * self.dimensions..(index + 1) * self.dimensions];
+                let length = row
+                    .iter()
+                    .map(|&q| (f32::from(q) * scale).powi(2))
+                    .sum::<f32>()
+                    .sqrt();
+                if length <= 0.0 {
+                    continue;
+                }
+                out.ids.push(id);
+                out.weights.push(length);
+                out.units
+                    .extend(row.iter().map(|&q| f32::from(q) * scale / length));
+            }
+            tokens += ids.len();
+            tokens < MAX_TOKENS
+        });
+    }
+
+    /// Calls `each` with the word pieces of every word of `text` (none for a stop word or
+    /// punctuation) until it returns false, through the per-thread memo.
+    fn for_each_word_pieces(&self, text: &str, mut each: impl FnMut(&[u32]) -> bool) {
         let mut word_text = String::new();
         WORD_PIECES.with_borrow_mut(|memo| {
             // A memo of another table (a test's) would give wrong ids.
@@ -263,21 +318,39 @@ impl StaticEmbedder {
                         memo.pieces.entry(word_text.as_str().into()).or_insert(ids)
                     }
                 };
-                for &id in ids.iter() {
-                    let id = id as usize;
-                    let Some(&scale) = self.scales.get(id) else {
-                        continue;
-                    };
-                    let row = &self.rows[id * self.dimensions..(id + 1) * self.dimensions];
-                    for (s, &q) in sum.iter_mut().zip(row) {
-                        *s += f32::from(q) * scale;
-                    }
-                }
-                tokens += ids.len();
-                tokens < MAX_TOKENS
+                each(ids)
             });
         });
-        sum
+    }
+}
+
+/// A text's distinct tokens as unit vectors with weights (`StaticEmbedder::token_vectors`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TokenVectors {
+    pub(crate) dimensions: usize,
+    pub(crate) ids: Vec<u32>,
+    /// Per token, its row's length.
+    pub(crate) weights: Vec<f32>,
+    /// The unit rows, back to back.
+    pub(crate) units: Vec<f32>,
+}
+
+impl TokenVectors {
+    fn clear(&mut self, dimensions: usize) {
+        self.dimensions = dimensions;
+        self.ids.clear();
+        self.weights.clear();
+        self.units.clear();
+    }
+
+    /// The unit row of the `n`-th token.
+    pub(crate) fn unit(&self, n: usize) -> &[f32] {
+        &self.units[n * self.dimensions..(n + 1) * self.dimensions]
+    }
+
+    /// The number of tokens.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
     }
 }
 

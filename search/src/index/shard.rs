@@ -123,7 +123,7 @@ pub(crate) struct Shard {
 /// Where the embedded part of a description ends: at most `EMBEDDED_DESCRIPTION_BYTES`, backed
 /// up to a character that is no part of a word, so the embedded words are exactly the first
 /// words the lexical analysis sees (the two share one split).
-pub(super) fn embedded_description_end(description: &str) -> usize {
+pub(crate) fn embedded_description_end(description: &str) -> usize {
     if description.len() <= EMBEDDED_DESCRIPTION_BYTES {
         return description.len();
     }

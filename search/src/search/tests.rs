@@ -3,6 +3,7 @@
 use super::lexical::is_plural;
 use super::*;
 use crate::doc::{ParamDoc, ToolDoc};
+use crate::text;
 
 fn doc(name: &str, description: &str) -> ToolDoc {
     ToolDoc {
@@ -561,23 +562,80 @@ fn skipping_weak_lexical_matches_never_changes_the_hits() {
         "create a message in the channel of project 3",
         "table",
     ] {
-        let all = index
-            .search(&Query {
-                limit: MAX_LIMIT,
-                ..Query::new(text)
-            })
-            .unwrap();
-        assert!(all.hits.len() > 20, "{text}: {}", all.hits.len());
-        for limit in [1, 3, 10] {
-            let some = index
+        // With the measured-only late interaction too: its lift is in the bounds.
+        let late = Signals {
+            late_interaction: true,
+            ..Signals::ALL
+        };
+        for signals in [Signals::ALL, late] {
+            let all = index
                 .search(&Query {
-                    limit,
+                    limit: MAX_LIMIT,
+                    signals,
                     ..Query::new(text)
                 })
                 .unwrap();
-            assert_eq!(some.hits, all.hits[..limit], "{text}, limit {limit}");
+            assert!(all.hits.len() > 20, "{text}: {}", all.hits.len());
+            for limit in [1, 3, 10] {
+                let some = index
+                    .search(&Query {
+                        limit,
+                        signals,
+                        ..Query::new(text)
+                    })
+                    .unwrap();
+                assert_eq!(some.hits, all.hits[..limit], "{text}, limit {limit}");
+            }
         }
     }
+}
+
+#[test]
+fn late_interaction_is_off_by_default_and_adds_a_bounded_bonus_when_on() {
+    const { assert!(!Signals::ALL.late_interaction) };
+    let index = Index::new().with_server(
+        "notes",
+        vec![
+            doc("create_memory", "Store a memory to recall later"),
+            doc("get_current_time", "Get the current time in a timezone"),
+            doc("send_message", "Send a chat message to a channel"),
+        ],
+    );
+    let text = "remember that my sister lives in Lyon";
+    let search = |signals| {
+        index
+            .search(&Query {
+                signals,
+                ..Query::new(text)
+            })
+            .unwrap()
+    };
+    let default = search(Signals::ALL);
+    let late = search(Signals {
+        late_interaction: true,
+        ..Signals::ALL
+    });
+    assert_eq!(late.hits[0].tool, "create_memory");
+    let gained = |tool: &str| {
+        let before = default
+            .hits
+            .iter()
+            .find(|h| h.tool == tool)
+            .map(|h| h.why.rerank);
+        let after = late
+            .hits
+            .iter()
+            .find(|h| h.tool == tool)
+            .map(|h| h.why.rerank);
+        after.unwrap_or(0.0) - before.unwrap_or(0.0)
+    };
+    let memory = gained("create_memory");
+    // The bonus is at most the weight times the lexical share, and the token-by-token likeness
+    // of "remember" to "memory" gives the memory tool some of it.
+    assert!(
+        memory > 0.0 && memory <= late_interaction::WEIGHT,
+        "{memory}"
+    );
 }
 
 #[test]

@@ -284,7 +284,7 @@ struct Variant {
 /// signal, every signal but one; then, with a model, the model alone and everything with it.
 fn variants(with_model: bool) -> Vec<Variant> {
     type Switch = fn(&mut Signals) -> &mut bool;
-    let switches: [(&str, Switch); 7] = [
+    let switches: [(&str, Switch); 8] = [
         ("concepts", |s| &mut s.concepts),
         ("server field", |s| &mut s.server_field),
         ("parameters", |s| &mut s.parameters),
@@ -292,6 +292,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         ("actions", |s| &mut s.actions),
         ("deprecation", |s| &mut s.deprecation),
         ("rerank", |s| &mut s.rerank),
+        ("late interaction", |s| &mut s.late_interaction),
     ];
     let mut rows = vec![Variant {
         label: "BM25F (no signal)".to_owned(),
@@ -316,12 +317,25 @@ fn variants(with_model: bool) -> Vec<Variant> {
         hashing: false,
     });
     rows.push(Variant {
+        label: "ours + late interaction".to_owned(),
+        signals: Signals {
+            late_interaction: true,
+            ..Signals::ALL
+        },
+        model: false,
+        hashing: false,
+    });
+    rows.push(Variant {
         label: "ours, hashing embedder".to_owned(),
         signals: Signals::ALL,
         model: false,
         hashing: true,
     });
-    for (name, switch) in switches {
+    // Late interaction is not in `ALL`: its row is "ours + late interaction" above.
+    for &(name, switch) in switches
+        .iter()
+        .filter(|(name, _)| *name != "late interaction")
+    {
         let mut signals = Signals::ALL;
         *switch(&mut signals) = false;
         rows.push(Variant {
@@ -344,6 +358,15 @@ fn variants(with_model: bool) -> Vec<Variant> {
         rows.push(Variant {
             label: "ours + model".to_owned(),
             signals: Signals::ALL,
+            model: true,
+            hashing: false,
+        });
+        rows.push(Variant {
+            label: "ours + model + late int.".to_owned(),
+            signals: Signals {
+                late_interaction: true,
+                ..Signals::ALL
+            },
             model: true,
             hashing: false,
         });
