@@ -22,11 +22,11 @@ cd "$root"
 
 # The fault-server fixture serves the 10,000 tools of rows (k) and (l).
 cargo build --release -p tool-cli -p tool-cli-daemon -p tool-cli-fault-server
-# The client as users should run it: static, non-PIE, LTO (profile `release-cli`, see
-# .cargo/config.toml), into target/release-cli/; the bench times that one (TOOL_CLI_BENCH_CLIENT
-# set beforehand wins, e.g. target/release/tool-cli for the plain release build).
-cargo build-cli
-export TOOL_CLI_BENCH_CLIENT="${TOOL_CLI_BENCH_CLIENT:-${CARGO_TARGET_DIR:-$root/target}/release-cli/tool-cli}"
+# P1 is read against the client the default build makes (`cargo build --release`, `cargo install
+# --path client`: non-PIE, its crate in one codegen unit; client/build.rs, Cargo.toml), the
+# `tool-cli` next to `tool-cli-daemon`. To time another one, e.g. the static LTO client of
+# `cargo build-cli` (target/release-cli/tool-cli), set TOOL_CLI_BENCH_CLIENT.
+export TOOL_CLI_BENCH_CLIENT="${TOOL_CLI_BENCH_CLIENT:-${CARGO_TARGET_DIR:-$root/target}/release/tool-cli}"
 # (j), the floor of any process per call: a release binary that does nothing.
 cargo build --release -p tool-cli-daemon --example noop
 # (r), the floor of one HTTP exchange: a std-only loopback echo server (issue 26, P2).
