@@ -253,7 +253,7 @@ impl RemoteAuth {
             resource: &discovered.resource,
             scope: scope.as_deref(),
         })
-        .map_err(|message| auth_failed(server, Step::Authorization, message))?;
+        .map_err(|error| auth_failed(server, Step::Authorization, error.to_string()))?;
         let issuer = discovered.issuer.clone();
         let mut pending = self.pending.lock().unwrap();
         pending.retain(|_, login| login.started.elapsed() < LOGIN_TTL);
@@ -309,7 +309,7 @@ impl RemoteAuth {
                     .lock()
                     .unwrap()
                     .insert(server.to_owned(), login);
-                return Err(Error::invalid_params("authComplete", message));
+                return Err(Error::invalid_params("authComplete", message.to_string()));
             }
             Ok(pkce::Redirect::Refused {
                 error, description, ..

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-pub use merge::{MergeOutcome, merge};
+pub use merge::{MergeError, MergeOutcome, merge};
 pub use paths::{Os, Places, candidates};
 
 /// A client whose config we read.
@@ -236,7 +236,7 @@ pub fn read(
     crate::config::check_private(&path, &format!("{kind} config file")).map_err(|reason| {
         ImportError::Untrusted {
             path: path.display().to_string(),
-            reason,
+            reason: reason.to_string(),
         }
     })?;
     let text = std::fs::read_to_string(&path).map_err(|error| ImportError::Unreadable {
