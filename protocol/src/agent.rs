@@ -526,6 +526,17 @@ mod tests {
             error.to_string().contains("unknown field `maxStep`"),
             "{error}"
         );
+        // Positional params follow the documented member order (docs/protocol.md's heading of
+        // `runAgent`: task, runId, sessionId, …).
+        let positional: RunAgentParams =
+            serde_json::from_value(json!(["t", "mine", "the-session"])).expect("positional");
+        assert_eq!(
+            (
+                positional.run_id.as_deref(),
+                positional.session_id.as_deref()
+            ),
+            (Some("mine"), Some("the-session"))
+        );
     }
 
     #[test]
