@@ -184,10 +184,10 @@ fn parse_in(
     path: &Path,
     project: Option<&Path>,
 ) -> Result<Found, ImportError> {
-    let malformed = |reason: String| ImportError::Malformed {
+    let malformed = |error: formats::FormatError| ImportError::Malformed {
         path: path.display().to_string(),
         kind,
-        reason,
+        reason: error.to_string(),
     };
     let mut found = match kind {
         ClientKind::Codex => formats::codex(text).map_err(malformed)?,
