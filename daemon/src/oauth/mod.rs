@@ -368,7 +368,7 @@ impl RemoteAuth {
         let granted = stored.scope.clone();
         auth.store(Some(stored))
             .await
-            .map_err(|message| auth_failed(server, Step::Token, message))?;
+            .map_err(|error| auth_failed(server, Step::Token, error.to_string()))?;
         {
             let mut challenges = auth.challenges.lock().unwrap();
             challenges.asked = step_up::scope_union(login.scope.as_deref(), granted.as_deref());
@@ -401,7 +401,7 @@ impl RemoteAuth {
         let had = auth.tokens.lock().await.is_some();
         auth.store(None)
             .await
-            .map_err(|message| auth_failed(server, Step::Token, message))?;
+            .map_err(|error| auth_failed(server, Step::Token, error.to_string()))?;
         *auth.needs_login.lock().unwrap() = None;
         Ok(had)
     }
