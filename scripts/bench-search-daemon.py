@@ -25,14 +25,13 @@ test: it asserts nothing.
 import argparse
 import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
+
+from local_daemon import started_daemon
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -109,34 +108,11 @@ def main():
         },
         "search": {"model": os.path.abspath(arguments.model)},
     }
-    config_path = os.path.join(work, "servers.json")
-    with open(config_path, "w") as f:
-        json.dump(config, f)
-    environment = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"),
-                       XDG_RUNTIME_DIR=os.path.join(work, "run"), RUST_LOG="warn")
-    os.makedirs(environment["XDG_RUNTIME_DIR"], mode=0o700)
-    daemon = subprocess.Popen(
-        [arguments.daemon, "--config", config_path, "--port", "0", "--print-env",
-         "--ready-when", "none"],
-        stdout=subprocess.PIPE, env=environment, text=True, start_new_session=True)
-    try:
-        port = token = None
-        for line in daemon.stdout:
-            if "TOOL_CLI_PORT=" in line:
-                port = int(line.strip().split("=", 1)[1])
-            if "TOOL_CLI_TOKEN=" in line:
-                token = line.strip().split("=", 1)[1]
-            if port and token:
-                break
-        url = f"http://127.0.0.1:{port}/"
-
+    with started_daemon(arguments.daemon, config, work) as daemon:
         def call(method, params):
-            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-            request = urllib.request.Request(url, data=body, headers={
-                "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
             started = time.perf_counter()
-            with urllib.request.urlopen(request, timeout=60) as response:
-                answer = json.loads(response.read())
+            answer, _ = daemon.post("/", {"jsonrpc": "2.0", "id": 1, "method": method,
+                                          "params": params})
             return answer, (time.perf_counter() - started) * 1000
 
         def search_model():
@@ -195,9 +171,6 @@ def main():
         print(f"the same 300 again from 8 clients at once (memoised): round trip p50 "
               f"{percentile(concurrent, 0.5):.1f} ms, p99 {percentile(concurrent, 0.99):.1f} ms, "
               f"mean {statistics.mean(concurrent):.1f} ms")
-    finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        daemon.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,12 @@ loopback; the daemon is stopped at the end. A measurement, not a test.
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+from local_daemon import started_daemon
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG = os.path.join(ROOT, "search", "eval", "catalog.json")
@@ -84,35 +84,13 @@ def main():
         "command": os.path.join(os.path.dirname(arguments.daemon), "tool-cli-fault-server"),
         "args": ["--slow-start", "600000"]}
     config["mcpServers"]["zz-dead"] = {"command": "/nonexistent/gateway-figures-server"}
-    config_path = os.path.join(work, "servers.json")
-    with open(config_path, "w") as f:
-        json.dump(config, f)
-    environment = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"),
-                       XDG_RUNTIME_DIR=os.path.join(work, "run"), RUST_LOG="warn")
-    os.makedirs(environment["XDG_RUNTIME_DIR"], mode=0o700)
-    daemon = subprocess.Popen(
-        [arguments.daemon, "--config", config_path, "--port", "0", "--print-env",
-         "--ready-when", "none"],
-        stdout=subprocess.PIPE, env=environment, text=True, start_new_session=True)
-    try:
-        port = token = None
-        for line in daemon.stdout:
-            if "TOOL_CLI_PORT=" in line:
-                port = int(line.strip().split("=", 1)[1])
-            if "TOOL_CLI_TOKEN=" in line:
-                token = line.strip().split("=", 1)[1]
-            if port and token:
-                break
-
+    with started_daemon(arguments.daemon, config, work) as daemon:
         def post(body, mode, session=None):
-            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                       "Tool-Cli-Gateway-Mode": mode}
+            headers = {"Tool-Cli-Gateway-Mode": mode}
             if session:
                 headers["Mcp-Session-Id"] = session
-            request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp",
-                                             data=json.dumps(body).encode(), headers=headers)
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return json.loads(response.read()), response.headers.get("Mcp-Session-Id")
+            answer, response_headers = daemon.post("/mcp", body, headers)
+            return answer, response_headers.get("Mcp-Session-Id")
 
         files = []
         for mode in ("pass-through", "progressive"):
@@ -147,9 +125,6 @@ def main():
                 with open(path, "w") as f:
                     f.write(instructions)
                 files.append((f"{mode} instructions", path))
-    finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        daemon.wait(timeout=30)
     subprocess.run(["cargo", "run", "-q", "-p", "tool-cli-gateway-core", "--features", "tiktoken",
                     "--example", "count_tokens", "--"] + [f"{label}={path}" for label, path in files],
                    cwd=ROOT, check=True)

@@ -231,13 +231,19 @@ pub fn vm_rss_kib(pid: u32) -> u64 {
 
 /// Waits up to `timeout` for `condition`, polling; returns whether it became true.
 pub fn eventually(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    eventually_some(timeout, || condition().then_some(())).is_some()
+}
+
+/// Waits up to `timeout` for `check` to give a value, polling; returns the value, or `None`
+/// when the time ran out (the caller says what never happened).
+pub fn eventually_some<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     loop {
-        if condition() {
-            return true;
+        if let Some(value) = check() {
+            return Some(value);
         }
         if Instant::now() >= deadline {
-            return false;
+            return None;
         }
         thread::sleep(Duration::from_millis(20));
     }

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tool_cli_protocol::agent::UsageTotals;
 
 /// When the shipped price table was last checked against the providers' published prices.
 pub const PRICES_CHECKED: &str = "2026-11-23";
@@ -79,6 +80,18 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+    }
+
+    /// The wire totals of this one call, which cost `cost_usd` (`None`: unpriced).
+    pub fn totals(&self, cost_usd: Option<f64>) -> UsageTotals {
+        UsageTotals {
+            tokens_in: self.prompt_tokens(),
+            tokens_out: self.output_tokens,
+            cache_read: self.cache_read_tokens,
+            cache_write: self.cache_write_tokens,
+            cost_usd,
+            llm_calls: 1,
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! it calls [`Agent::prepare`] (which checks the request and builds the backend; its errors are
 //! the caller's, `-32602`), then [`PreparedRun::run`] with a [`ToolHost`] over its call pipeline
 //! (the caller's token, session and trace), an [`EventSink`] and a `CancellationToken` that
-//! `cancelAgent` or a departing client cancels. The result is plain serde data.
+//! `cancelAgent` or a departing client cancels. The request, the result and the events are wire
+//! types of `tool_cli_protocol::agent`.
 //!
 //! Backends: [`OfflinePlanner`] (the default: rules, no key, no network), Anthropic's Messages
 //! API and OpenAI-compatible chat completions, both streamed over hyper + rustls. See
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tool_cli_protocol::agent::{RunAgentParams, RunAgentResult};
 
 use crate::answer::{AnswerError, AnswerSchema, default_answer_schema};
 use crate::backend::{
@@ -40,7 +42,6 @@ use crate::cost::{ModelPrice, PriceTable};
 use crate::events::EventSink;
 use crate::host::ToolHost;
 use crate::planner::OfflinePlanner;
-use crate::request::{AgentRequest, AgentResult};
 use crate::run::RunSettings;
 
 /// The longest task accepted, in bytes.
@@ -116,10 +117,11 @@ impl Agent {
     }
 
     /// Checks `request`, resolves defaults from the config, reads the key (from `lookup_env` or
-    /// the configured file) and builds the backend.
+    /// the configured file) and builds the backend. The run is `run_id`, the one the daemon
+    /// settled on (the request's `runId`, checked, or one it chose): `request.run_id` is not read.
     pub fn prepare(
         &self,
-        request: AgentRequest,
+        request: RunAgentParams,
         run_id: String,
         lookup_env: impl Fn(&str) -> Option<String>,
     ) -> Result<PreparedRun, AgentError> {
@@ -335,7 +337,7 @@ impl PreparedRun {
         host: Arc<dyn ToolHost>,
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
-    ) -> AgentResult {
+    ) -> RunAgentResult {
         run::run(self.settings, host, self.backend, events, cancel).await
     }
 }
@@ -344,10 +346,10 @@ impl PreparedRun {
 mod tests {
     use super::*;
 
-    fn request(task: &str) -> AgentRequest {
-        AgentRequest {
+    fn request(task: &str) -> RunAgentParams {
+        RunAgentParams {
             task: task.into(),
-            ..AgentRequest::default()
+            ..RunAgentParams::default()
         }
     }
 
@@ -366,7 +368,7 @@ mod tests {
     #[test]
     fn bad_requests_name_the_member() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
-        let err = |r: AgentRequest| {
+        let err = |r: RunAgentParams| {
             agent
                 .prepare(r, "r".into(), |_| None)
                 .expect_err("bad")
@@ -374,35 +376,35 @@ mod tests {
         };
         assert!(err(request("  ")).contains("task is empty"));
         assert!(
-            err(AgentRequest {
+            err(RunAgentParams {
                 max_steps: Some(51),
                 ..request("t")
             })
             .contains("maxSteps")
         );
         assert!(
-            err(AgentRequest {
+            err(RunAgentParams {
                 tool_limit: Some(0),
                 ..request("t")
             })
             .contains("toolLimit")
         );
         assert!(
-            err(AgentRequest {
+            err(RunAgentParams {
                 backend: Some("gpt".into()),
                 ..request("t")
             })
             .contains("\"offline\"")
         );
         assert!(
-            err(AgentRequest {
+            err(RunAgentParams {
                 answer_schema: Some(serde_json::json!({"type": 5})),
                 ..request("t")
             })
             .contains("answerSchema")
         );
         assert!(
-            err(AgentRequest {
+            err(RunAgentParams {
                 cost_ceiling_usd: Some(-1.0),
                 ..request("t")
             })
@@ -413,7 +415,7 @@ mod tests {
     #[test]
     fn bad_input_is_refused_before_anything_runs() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
-        let err = |r: AgentRequest| {
+        let err = |r: RunAgentParams| {
             agent
                 .prepare(r, "r".into(), |_| None)
                 .expect_err("refused")
@@ -425,7 +427,7 @@ mod tests {
         let message = err(request(&huge));
         assert!(message.contains("it must be at most 65536"), "{message}");
         for steps in [0, 51] {
-            let message = err(AgentRequest {
+            let message = err(RunAgentParams {
                 max_steps: Some(steps),
                 ..request("t")
             });
@@ -435,7 +437,7 @@ mod tests {
             );
             assert!(message.contains("between 1 and 50"), "{message}");
         }
-        let message = err(AgentRequest {
+        let message = err(RunAgentParams {
             cost_ceiling_usd: Some(-0.5),
             ..request("t")
         });
@@ -446,13 +448,13 @@ mod tests {
     #[test]
     fn the_offline_planner_refuses_a_model_and_a_schema_its_answers_fail() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
-        let err = |r: AgentRequest| {
+        let err = |r: RunAgentParams| {
             agent
                 .prepare(r, "r".into(), |_| None)
                 .expect_err("refused")
                 .to_string()
         };
-        let message = err(AgentRequest {
+        let message = err(RunAgentParams {
             model: Some("gpt-4o".into()),
             ..request("t")
         });
@@ -460,7 +462,7 @@ mod tests {
             message.contains("offline planner") && message.contains("no models"),
             "{message}"
         );
-        let message = err(AgentRequest {
+        let message = err(RunAgentParams {
             answer_schema: Some(serde_json::json!({
                 "type": "object", "required": ["total"],
                 "properties": {"total": {"type": "number"}}
@@ -472,7 +474,7 @@ mod tests {
             "{message}"
         );
         // A schema the planner's answers pass is taken.
-        let accepting = AgentRequest {
+        let accepting = RunAgentParams {
             answer_schema: Some(serde_json::json!({
                 "type": "object", "required": ["answer"],
                 "properties": {"answer": {"type": "string"}}
@@ -485,7 +487,7 @@ mod tests {
     #[test]
     fn unpriced_models_need_the_ceiling_off() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
-        let unpriced = AgentRequest {
+        let unpriced = RunAgentParams {
             backend: Some("openai".into()),
             model: Some("llama3.2".into()),
             ..request("t")
@@ -509,7 +511,7 @@ mod tests {
     #[test]
     fn anthropic_needs_a_key_and_never_shows_it() {
         let agent = Agent::new(AgentConfig::default()).expect("default config");
-        let anthropic = AgentRequest {
+        let anthropic = RunAgentParams {
             backend: Some("anthropic".into()),
             ..request("t")
         };

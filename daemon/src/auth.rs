@@ -40,8 +40,8 @@ pub enum TokenError {
     #[error("the token must be printable ASCII without spaces")]
     NotPrintable,
     /// The token file may be written by someone else (the message names the file and why).
-    #[error("{0}")]
-    UnsafeFile(String),
+    #[error(transparent)]
+    UnsafeFile(#[from] crate::config::PrivateFileError),
     /// The token file could not be read.
     #[error("cannot read token file {}: {source}", path.display())]
     Unreadable {

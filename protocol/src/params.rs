@@ -16,7 +16,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::agent::{AgentEventsParams, CancelAgentParams};
+use crate::agent::{AgentEventsParams, CancelAgentParams, RunAgentParams};
 use crate::elicitation::AnswerElicitationParams;
 use crate::manage::{AddServerParams, RemoveServerParams};
 use crate::methods::{
@@ -124,6 +124,8 @@ shapes! {
     SearchToolsParams: r#"{"query": string, "limit"?: integer, "servers"?: [string], "tags"?: [string], "sessionId"?: string, "includeSchema"?: boolean}"#;
     ListToolsParams: r#"{"server"?: string, "cursor"?: string, "limit"?: integer}"#, absent = default;
     TracesReportParams: r#"{"since"?: "24h" | "2026-05-01", "by"?: "day" | "server" | "tool" | "session", "executedOnly"?: boolean}"#, absent = default;
+    // `answerSchema` is compiled as a JSON Schema by the agent, which says what was wrong with it.
+    RunAgentParams: r#"{"task": string, "runId"?: string, "sessionId"?: string, "backend"?: string, "model"?: string, "maxSteps"?: integer, "costCeilingUsd"?: number, "dryRun"?: boolean, "confirmDestructive"?: boolean, "answerSchema"?: object, "servers"?: [string], "tools"?: [string], "toolLimit"?: integer, "timeoutMs"?: integer}"#, checked = &["answerSchema"];
     AgentEventsParams: r#"{"runId": string, "after"?: integer, "waitMs"?: integer}"#;
     CancelAgentParams: r#"{"runId": string}"#;
     // `content` is checked against the question's schema, which says what was wrong with it.
@@ -560,6 +562,7 @@ mod tests {
             ("SearchToolsParams", check_shape::<SearchToolsParams>),
             ("ListToolsParams", check_shape::<ListToolsParams>),
             ("TracesReportParams", check_shape::<TracesReportParams>),
+            ("RunAgentParams", check_shape::<RunAgentParams>),
             ("AgentEventsParams", check_shape::<AgentEventsParams>),
             ("CancelAgentParams", check_shape::<CancelAgentParams>),
             (

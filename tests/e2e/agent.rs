@@ -1,12 +1,16 @@
 //! `runAgent`, `agentEvents` and `cancelAgent` through the daemon's JSON-RPC: the offline planner
 //! over the real demo server and two real filesystem peers, a scoped token, the cost ceiling and
-//! cancellation with an OpenAI-compatible backend replayed by a scripted loopback server, and the
-//! bad inputs of each method.
+//! cancellation with an OpenAI-compatible backend replayed by a scripted loopback server, the
+//! bad inputs of each method, and the wire of results and events read back through the
+//! protocol's types unchanged.
 
 use std::path::Path;
 use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tool_cli_protocol::agent::{AgentEventKind, AgentEventsResult, RunAgentResult, RunStatus};
 use tool_cli_tests::scripted_llm::{LlmReply, ScriptedLlm, agent_config, tool_call_turn};
 use tool_cli_tests::{Daemon, DaemonOptions, demo_server, error_data, filesystem_server};
 
@@ -483,4 +487,79 @@ fn a_provider_error_echoing_the_key_reaches_no_result_event_log_or_cli_output() 
     assert!(!all.contains(SCRIPTED_KEY), "{all}");
     assert!(all.contains("[redacted]"), "{all}");
     assert!(!daemon.stderr().contains(SCRIPTED_KEY));
+}
+
+/// `wire` read into `T` and written back: the same JSON, member for member.
+fn round_trip<T: Serialize + DeserializeOwned>(wire: &Value) -> T {
+    let typed: T =
+        serde_json::from_value(wire.clone()).unwrap_or_else(|error| panic!("{error}: {wire:#}"));
+    let written = serde_json::to_value(&typed).expect("serialize");
+    assert_eq!(written, *wire, "written back differently");
+    typed
+}
+
+#[test]
+fn agent_results_and_events_read_back_through_the_protocol_types_unchanged() {
+    // A scripted model's run halted by the cost ceiling (priced calls, an error event, a halt
+    // with its detail), and offline runs: one completed, one dry-run, one out of steps.
+    let llm = ScriptedLlm::start(vec![LlmReply::Stream(tool_call_turn(
+        "describe_schema",
+        &json!({}),
+        8_500,
+        100,
+    ))]);
+    let daemon = daemon_with_llm(&llm, 10.0);
+    let task = "Which customer has the most completed orders, and what is their completed total?";
+    let runs = [
+        json!({"task": "Describe the shop's tables", "costCeilingUsd": 0.10,
+               "tools": ["demo/describe_schema"], "runId": "wire-ceiling"}),
+        json!({"task": task, "backend": "offline", "runId": "wire-completed"}),
+        json!({"task": task, "backend": "offline", "dryRun": true, "runId": "wire-dry"}),
+        json!({"task": task, "backend": "offline", "maxSteps": 1, "runId": "wire-steps"}),
+    ];
+    let mut seen = Vec::new();
+    let mut statuses = Vec::new();
+    for params in runs {
+        let run_id = params["runId"].as_str().unwrap().to_owned();
+        let result: RunAgentResult = round_trip(&daemon.call("runAgent", params));
+        assert_eq!(result.run_id, run_id);
+        statuses.push(result.status);
+        let page: AgentEventsResult = round_trip(&all_events(&daemon, &run_id));
+        assert!(page.done);
+        for event in &page.events {
+            assert_eq!(event.run_id, run_id);
+            assert_ne!(event.kind, AgentEventKind::Unknown, "{event:?}");
+            let wire = serde_json::to_value(event).unwrap();
+            seen.push(wire["type"].as_str().unwrap().to_owned());
+        }
+        // The typed final event agrees with the typed result.
+        let Some(AgentEventKind::Final { status, usage, .. }) =
+            page.events.last().map(|event| &event.kind)
+        else {
+            panic!("the last event is not the final one: {page:?}");
+        };
+        assert_eq!((*status, *usage), (result.status, result.usage));
+    }
+    assert_eq!(
+        statuses,
+        [
+            RunStatus::Halted,
+            RunStatus::Completed,
+            RunStatus::Completed,
+            RunStatus::Halted
+        ]
+    );
+    for kind in [
+        "started",
+        "llm_call",
+        "tool_call",
+        "tool_result",
+        "error",
+        "final",
+    ] {
+        assert!(
+            seen.iter().any(|seen| seen == kind),
+            "no {kind} in {seen:?}"
+        );
+    }
 }

@@ -14,12 +14,12 @@ use std::net::TcpStream;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
-use tool_cli_tests::{Daemon, count_recorded, fault_server_recording};
+use tool_cli_tests::{Daemon, count_recorded, eventually_some, fault_server_recording};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(30);
@@ -38,24 +38,13 @@ fn traced_fault_daemon() -> (Daemon, PathBuf, PathBuf) {
     (daemon, traces, record)
 }
 
-/// Polls `check` until it gives a value, for at most [`WAIT`]; `what` names the event.
-fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// The trace file's lines, once the writer says it wrote `count`.
 fn trace_lines(daemon: &Daemon, path: &Path, count: u64) -> Vec<Value> {
-    wait_for("the trace writer wrote the line", || {
+    eventually_some(WAIT, || {
         let health = daemon.call(name::HEALTH, Value::Null);
         (health["traces"]["written"] == count).then_some(())
-    });
+    })
+    .expect("never happened: the trace writer wrote the line");
     std::fs::read_to_string(path)
         .expect("read the trace file")
         .lines()
@@ -67,9 +56,10 @@ fn trace_lines(daemon: &Daemon, path: &Path, count: u64) -> Vec<Value> {
 /// counts in `health`.
 fn assert_one_cancelled_call(daemon: &Daemon, traces: &Path, record: &Path) {
     // The daemon cancels the abandoned request at the server.
-    wait_for("notifications/cancelled reached the server", || {
+    eventually_some(WAIT, || {
         (count_recorded(record, "notifications/cancelled", None) == 1).then_some(())
-    });
+    })
+    .expect("never happened: notifications/cancelled reached the server");
     let lines = trace_lines(daemon, traces, 1);
     assert_eq!(lines.len(), 1, "exactly one line: {lines:#?}");
     let line = &lines[0];
@@ -97,10 +87,11 @@ fn assert_one_cancelled_call(daemon: &Daemon, traces: &Path, record: &Path) {
     assert_eq!(server["tools"][0]["name"], "sleep");
     assert_eq!(server["tools"][0]["calls"], 1);
     assert_eq!(server["tools"][0]["successes"], 0);
-    wait_for("the slot was given back", || {
+    eventually_some(WAIT, || {
         let health = daemon.call(name::HEALTH, Value::Null);
         (health["servers"][0]["inFlight"] == 0).then_some(())
-    });
+    })
+    .expect("never happened: the slot was given back");
 }
 
 #[test]
@@ -114,15 +105,15 @@ fn a_tool_cli_call_interrupted_with_ctrl_c_leaves_one_cancelled_trace_line_and_a
         .stderr(Stdio::null());
     let mut client = command.spawn().expect("spawn tool-cli");
     // The call has started once the server has it.
-    wait_for("the server received the tools/call", || {
+    eventually_some(WAIT, || {
         (count_recorded(&record, "tools/call", Some("sleep")) == 1).then_some(())
-    });
+    })
+    .expect("never happened: the server received the tools/call");
     // SAFETY: kill(2) has no memory-safety preconditions; the pid is our unreaped child.
     let rc = unsafe { libc::kill(client.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);
-    let status = wait_for("tool-cli exited after SIGINT", || {
-        client.try_wait().expect("try_wait")
-    });
+    let status = eventually_some(WAIT, || client.try_wait().expect("try_wait"))
+        .expect("never happened: tool-cli exited after SIGINT");
     assert!(
         status.signal() == Some(libc::SIGINT) || status.code() == Some(130),
         "interrupted, not finished: {status:?}"
@@ -146,9 +137,10 @@ fn a_dropped_connection_mid_call_leaves_one_cancelled_trace_line() {
         body.len()
     )
     .expect("send the request");
-    wait_for("the server received the tools/call", || {
+    eventually_some(WAIT, || {
         (count_recorded(&record, "tools/call", Some("sleep")) == 1).then_some(())
-    });
+    })
+    .expect("never happened: the server received the tools/call");
     drop(stream);
     assert_one_cancelled_call(&daemon, &traces, &record);
 }

@@ -3,13 +3,13 @@
 //! host, made within the step timeout, recorded, and answered back to the model.
 
 use tokio::time::Instant;
+use tool_cli_protocol::agent::{AgentEventKind, HaltDetail, HaltReason, ToolCallRecord};
 
 use super::{Ending, RunState, Waited, millis};
 use crate::backend::{LlmResponse, LlmToolCall, ToolResultTurn, Turn};
-use crate::events::{Emitter, EventKind};
+use crate::events::Emitter;
 use crate::guards::Verdict;
 use crate::host::ToolCall;
-use crate::request::{HaltDetail, HaltReason, ToolCallRecord};
 use crate::summary::{KEEP_RESULT_BYTES, MODEL_RESULT_CHARS, one_line, result_text};
 
 impl RunState<'_> {
@@ -115,7 +115,7 @@ impl RunState<'_> {
                 ));
             }
             Verdict::Loop => {
-                emitter.emit(EventKind::Error {
+                emitter.emit(AgentEventKind::Error {
                     step: Some(step),
                     message: format!(
                         "loop detected: {} was asked for again with the same arguments",
@@ -134,7 +134,7 @@ impl RunState<'_> {
                 ));
             }
         }
-        emitter.emit(EventKind::ToolCall {
+        emitter.emit(AgentEventKind::ToolCall {
             step,
             server: tool.server.clone(),
             tool: tool.tool.clone(),
@@ -203,7 +203,7 @@ impl RunState<'_> {
                 )
             }
         };
-        emitter.emit(EventKind::ToolResult {
+        emitter.emit(AgentEventKind::ToolResult {
             step,
             server: record.server.clone(),
             tool: record.tool.clone(),
@@ -238,7 +238,7 @@ impl RunState<'_> {
             latency_ms: 0,
             selection_rule: None,
         };
-        emitter.emit(EventKind::ToolResult {
+        emitter.emit(AgentEventKind::ToolResult {
             step,
             server: record.server.clone(),
             tool: record.tool.clone(),

@@ -16,16 +16,18 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tool_cli_protocol::agent::{
+    AgentEventKind, HaltDetail, HaltReason, RunAgentResult, RunStatus, ToolCallRecord, UsageTotals,
+};
 
 use crate::answer::{AnswerSchema, split_answer};
 use crate::backend::{LlmBackend, LlmError, LlmRequest, LlmResponse, StopReason, Turn};
 use crate::catalog::{Catalog, choose, passes_filters};
 use crate::config::Timeouts;
 use crate::cost::{CeilingDecision, ModelPrice, call_cost, check_ceiling};
-use crate::events::{Emitter, EventKind, EventSink};
+use crate::events::{Emitter, EventSink};
 use crate::guards::LoopGuard;
 use crate::host::ToolHost;
-use crate::request::{AgentResult, HaltDetail, HaltReason, RunStatus, ToolCallRecord, UsageTotals};
 use crate::summary::one_line;
 
 /// Everything a run needs besides its host, backend, sink and cancellation; built from a request
@@ -121,7 +123,7 @@ pub async fn run(
     backend: Arc<dyn LlmBackend>,
     events: Arc<dyn EventSink>,
     cancel: CancellationToken,
-) -> AgentResult {
+) -> RunAgentResult {
     let mut emitter = Emitter::new(&settings.run_id, events.as_ref());
     let mut state = RunState {
         settings: &settings,
@@ -178,7 +180,7 @@ pub async fn run(
             )
         }
         Ending::Failed(message) => {
-            emitter.emit(EventKind::Error {
+            emitter.emit(AgentEventKind::Error {
                 step: None,
                 message: message.clone(),
             });
@@ -192,7 +194,7 @@ pub async fn run(
             )
         }
     };
-    emitter.emit(EventKind::Final {
+    emitter.emit(AgentEventKind::Final {
         status,
         answer: answer.clone(),
         halt_reason,
@@ -200,7 +202,7 @@ pub async fn run(
         usage: state.usage,
     });
     tracing::debug!(?status, calls = state.records.len(), "run ended");
-    AgentResult {
+    RunAgentResult {
         run_id: settings.run_id.clone(),
         status,
         answer,
@@ -263,7 +265,7 @@ impl RunState<'_> {
         if let Err(ending) = self.discover().await {
             return ending;
         }
-        emitter.emit(EventKind::Started {
+        emitter.emit(AgentEventKind::Started {
             task: self.settings.task.clone(),
             backend: self.backend.name().to_owned(),
             model: self.backend.model().to_owned(),
@@ -339,7 +341,7 @@ impl RunState<'_> {
                 }
                 Err(error) if !corrected => {
                     corrected = true;
-                    emitter.emit(EventKind::Error {
+                    emitter.emit(AgentEventKind::Error {
                         step: Some(step),
                         message: format!("{error}; asking the model once more"),
                     });
@@ -509,7 +511,7 @@ impl RunState<'_> {
                          spent that could pass the ceiling of ${ceiling:.4}",
                         self.spent_usd
                     );
-                    emitter.emit(EventKind::Error {
+                    emitter.emit(AgentEventKind::Error {
                         step: Some(step),
                         message: message.clone(),
                     });
@@ -526,7 +528,7 @@ impl RunState<'_> {
             Waited::Done(outcome) => outcome,
             other => {
                 if matches!(other, Waited::StepTimeout) {
-                    emitter.emit(EventKind::Error {
+                    emitter.emit(AgentEventKind::Error {
                         step: Some(step),
                         message: format!(
                             "the LLM call took longer than the step limit of {} ms \
@@ -542,9 +544,9 @@ impl RunState<'_> {
         match outcome {
             Ok(response) => {
                 let cost = self.bill(&response.usage);
-                emitter.emit(EventKind::LlmCall {
+                emitter.emit(AgentEventKind::LlmCall {
                     step,
-                    usage: UsageTotals::of_call(&response.usage, cost),
+                    usage: response.usage.totals(cost),
                     stop_reason: response.raw_stop.clone(),
                     tool_calls: response.tool_calls.len(),
                     latency_ms,
@@ -559,9 +561,9 @@ impl RunState<'_> {
                 let usage = error.usage();
                 if usage != Default::default() {
                     let cost = self.bill(&usage);
-                    emitter.emit(EventKind::LlmCall {
+                    emitter.emit(AgentEventKind::LlmCall {
                         step,
-                        usage: UsageTotals::of_call(&usage, cost),
+                        usage: usage.totals(cost),
                         stop_reason: "error".into(),
                         tool_calls: 0,
                         latency_ms,
@@ -586,7 +588,7 @@ impl RunState<'_> {
         if let Some(cost) = cost {
             self.spent_usd += cost;
         }
-        self.usage.add_call(usage, cost);
+        self.usage.add(&usage.totals(cost));
         cost
     }
 }

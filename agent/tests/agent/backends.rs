@@ -11,9 +11,9 @@ use tool_cli_agent::backend::{
 };
 use tool_cli_agent::config::ApiKey;
 use tool_cli_agent::cost::{PriceTable, Usage, call_cost};
-use tool_cli_agent::events::{ChannelSink, EventKind, NullSink};
-use tool_cli_agent::request::{AgentResult, RunStatus};
+use tool_cli_agent::events::{ChannelSink, NullSink};
 use tool_cli_agent::run::run;
+use tool_cli_protocol::agent::{AgentEventKind, RunAgentResult, RunStatus};
 
 use crate::common::{
     FakeLlm, MemoryHost, Reply, capture_logs, data_event, named_event, settings, text_outcome, tool,
@@ -47,7 +47,7 @@ fn shop() -> Arc<MemoryHost> {
     )
 }
 
-async fn drive(backend: Arc<dyn LlmBackend>, host: Arc<MemoryHost>) -> AgentResult {
+async fn drive(backend: Arc<dyn LlmBackend>, host: Arc<MemoryHost>) -> RunAgentResult {
     let mut settings = settings(TASK);
     settings.cost_ceiling_usd = Some(1.0);
     settings.price = PriceTable::defaults().lookup(backend.model()).cloned();
@@ -696,7 +696,7 @@ async fn anthropic_malformed_input_goes_back_as_a_tool_error_with_an_empty_input
 async fn drive_with_events(
     backend: Arc<dyn LlmBackend>,
     host: Arc<MemoryHost>,
-) -> (AgentResult, Vec<EventKind>) {
+) -> (RunAgentResult, Vec<AgentEventKind>) {
     let mut settings = settings(TASK);
     settings.cost_ceiling_usd = Some(1.0);
     settings.price = PriceTable::defaults().lookup(backend.model()).cloned();
@@ -765,7 +765,7 @@ async fn a_key_the_provider_echoes_is_in_no_error_event_or_result_of_either_back
         );
         assert!(
             events.iter().any(
-                |e| matches!(e, EventKind::Error { message, .. } if message.contains("[redacted]"))
+                |e| matches!(e, AgentEventKind::Error { message, .. } if message.contains("[redacted]"))
             ),
             "{events:?}"
         );
@@ -786,12 +786,12 @@ async fn a_billed_call_that_fails_gets_its_llm_call_event() {
     let (result, events) = drive_with_events(backend, shop()).await;
     assert_eq!(result.status, RunStatus::Failed);
     assert_eq!(result.usage.llm_calls, 1);
-    let calls: Vec<&EventKind> = events
+    let calls: Vec<&AgentEventKind> = events
         .iter()
-        .filter(|e| matches!(e, EventKind::LlmCall { .. }))
+        .filter(|e| matches!(e, AgentEventKind::LlmCall { .. }))
         .collect();
     assert_eq!(calls.len(), 1, "{events:?}");
-    let EventKind::LlmCall {
+    let AgentEventKind::LlmCall {
         usage,
         error,
         stop_reason,
@@ -810,7 +810,7 @@ async fn a_billed_call_that_fails_gets_its_llm_call_event() {
         "{error:?}"
     );
     // The event's figures add up to the run's: nothing billed is missing from the stream.
-    let Some(EventKind::Final { usage: total, .. }) = events.last() else {
+    let Some(AgentEventKind::Final { usage: total, .. }) = events.last() else {
         panic!("a final event last: {events:?}")
     };
     assert_eq!(total.tokens_in, usage.tokens_in);

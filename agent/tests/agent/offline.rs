@@ -8,17 +8,17 @@ use std::sync::Arc;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tool_cli_agent::config::AgentConfig;
-use tool_cli_agent::events::{ChannelSink, EventKind};
-use tool_cli_agent::request::{AgentRequest, AgentResult, RunStatus};
+use tool_cli_agent::events::ChannelSink;
 use tool_cli_agent::{Agent, new_run_id};
+use tool_cli_protocol::agent::{AgentEventKind, RunAgentParams, RunAgentResult, RunStatus};
 use tool_cli_tests::{Daemon, filesystem_server};
 
 use crate::common::DaemonHost;
 
 pub(crate) async fn run_offline(
     host: Arc<DaemonHost>,
-    request: AgentRequest,
-) -> (AgentResult, Vec<EventKind>) {
+    request: RunAgentParams,
+) -> (RunAgentResult, Vec<AgentEventKind>) {
     let agent = Agent::new(AgentConfig::default()).expect("default config");
     let prepared = agent
         .prepare(request, new_run_id(), |_| None)
@@ -35,10 +35,10 @@ pub(crate) async fn run_offline(
     (result, events)
 }
 
-fn task(text: String) -> AgentRequest {
-    AgentRequest {
+fn task(text: String) -> RunAgentParams {
+    RunAgentParams {
         task: text,
-        ..AgentRequest::default()
+        ..RunAgentParams::default()
     }
 }
 
@@ -113,10 +113,13 @@ async fn a_customers_order_total_against_a_threshold_over_the_demo_server() {
         assert_eq!(result.usage.tokens_in + result.usage.tokens_out, 0);
         assert_eq!(result.usage.cost_usd, Some(0.0));
         assert_eq!(result.usage.llm_calls, 4);
-        assert!(matches!(events.first(), Some(EventKind::Started { .. })));
+        assert!(matches!(
+            events.first(),
+            Some(AgentEventKind::Started { .. })
+        ));
         assert!(matches!(
             events.last(),
-            Some(EventKind::Final {
+            Some(AgentEventKind::Final {
                 status: RunStatus::Completed,
                 ..
             })
@@ -124,7 +127,7 @@ async fn a_customers_order_total_against_a_threshold_over_the_demo_server() {
         assert_eq!(
             events
                 .iter()
-                .filter(|e| matches!(e, EventKind::LlmCall { .. }))
+                .filter(|e| matches!(e, AgentEventKind::LlmCall { .. }))
                 .count(),
             4
         );
@@ -146,7 +149,7 @@ async fn an_unknown_customer_is_cannot_with_the_reason_not_an_invented_total() {
     assert_eq!(result.key_facts["cannot"], json!(true));
     assert!(matches!(
         events.last(),
-        Some(EventKind::Final {
+        Some(AgentEventKind::Final {
             status: RunStatus::Cannot,
             ..
         })
@@ -216,7 +219,7 @@ async fn bad_tasks_end_in_cannot_or_refused_naming_what_was_wrong() {
         assert!(result.tool_calls.is_empty(), "nothing was run: {result:#?}");
         assert!(matches!(
             events.last(),
-            Some(EventKind::Final {
+            Some(AgentEventKind::Final {
                 status: RunStatus::Refused,
                 ..
             })
@@ -227,7 +230,7 @@ async fn bad_tasks_end_in_cannot_or_refused_naming_what_was_wrong() {
 #[tokio::test]
 async fn a_dry_run_plans_without_executing() {
     let host = DaemonHost::new(Daemon::start_demo());
-    let request = AgentRequest {
+    let request = RunAgentParams {
         dry_run: true,
         ..task(
             "Look up customer Ada Okafor's orders, sum their total, and tell me if it exceeds $100"
@@ -363,7 +366,7 @@ async fn a_tool_on_two_servers_is_routed_by_the_daemon() {
     assert_eq!(result.key_facts["server"], json!(record.server));
     let traced = events.iter().any(|event| {
         matches!(event,
-        EventKind::ToolResult { selection_rule: Some(r), .. } if r == rule)
+        AgentEventKind::ToolResult { selection_rule: Some(r), .. } if r == rule)
     });
     assert!(traced, "the tool_result event carries the rule");
     assert_eq!(

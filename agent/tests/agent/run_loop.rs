@@ -10,10 +10,10 @@ use tokio_util::sync::CancellationToken;
 use tool_cli_agent::backend::{LlmError, LlmRequest, LlmResponse, LlmToolCall, StopReason, Turn};
 use tool_cli_agent::config::Timeouts;
 use tool_cli_agent::cost::Usage;
-use tool_cli_agent::events::{ChannelSink, EventKind, NullSink};
+use tool_cli_agent::events::{ChannelSink, NullSink};
 use tool_cli_agent::host::ToolError;
-use tool_cli_agent::request::{HaltReason, RunStatus};
 use tool_cli_agent::run::run;
+use tool_cli_protocol::agent::{AgentEventKind, HaltReason, RunStatus};
 
 use crate::common::{MemoryHost, ScriptedBackend, flat_price, settings, text_outcome, tool};
 
@@ -391,7 +391,7 @@ async fn events_follow_the_run_in_order() {
                 .expect("type")
                 .to_owned(),
         );
-        if let EventKind::ToolResult { selection_rule, .. } = &event.kind {
+        if let AgentEventKind::ToolResult { selection_rule, .. } = &event.kind {
             assert_eq!(selection_rule.as_deref(), Some("named"));
         }
     }
@@ -450,7 +450,7 @@ async fn cancelling_halts_a_run_waiting_on_a_tool() {
     ));
     // Wait for the call to be under way, then cancel.
     while let Some(event) = receiver.recv().await {
-        if matches!(event.kind, EventKind::ToolCall { .. }) {
+        if matches!(event.kind, AgentEventKind::ToolCall { .. }) {
             break;
         }
     }
@@ -555,7 +555,7 @@ async fn a_step_timeout_names_the_step_limit_and_its_setting_not_the_run_limit()
         last = Some(event.kind);
     }
     assert!(
-        matches!(&last, Some(EventKind::Final { halt_detail: Some(d), .. }) if *d == detail),
+        matches!(&last, Some(AgentEventKind::Final { halt_detail: Some(d), .. }) if *d == detail),
         "{last:?}"
     );
     // A request's timeoutMs is named as the run limit it set.
@@ -717,7 +717,7 @@ async fn a_final_answer_that_declares_cannot_or_refused_ends_with_that_status() 
             last = Some(event.kind);
         }
         assert!(
-            matches!(last, Some(EventKind::Final { status: s, .. }) if s == status),
+            matches!(last, Some(AgentEventKind::Final { status: s, .. }) if s == status),
             "{text}"
         );
     }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
+use tool_cli_protocol::agent::{AgentEvent, AgentEventKind};
 use tool_cli_protocol::methods::HealthResult;
 use tool_cli_protocol::orchestration::{
     DryRunResult, ListSessionsResult, SelectionInfo, SessionSummary,
@@ -294,111 +295,112 @@ impl AgentProgress {
     }
 
     /// The progress line of one `agentEvents` event, `None` for a type shown by no line.
-    pub(crate) fn line(&mut self, event: &Value) -> Option<String> {
-        let step = event.get("step").and_then(Value::as_u64).unwrap_or(0);
-        let text = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or("");
-        let target = || {
-            let server = event
-                .get("server")
-                .and_then(Value::as_str)
-                .unwrap_or("*")
-                .to_owned();
-            format!("{}/{}", clean(&server), clean(text("tool")))
+    pub(crate) fn line(&mut self, event: &AgentEvent) -> Option<String> {
+        let target = |server: Option<&str>, tool: &str| {
+            format!("{}/{}", clean(server.unwrap_or("*")), clean(tool))
         };
-        match text("type") {
-            "started" => {
-                let tools = event
-                    .get("availableTools")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
-                Some(format!(
-                    "run {} started: backend {}, model {}, {tools} tools",
-                    clean(text("runId")),
-                    clean(text("backend")),
-                    clean(text("model"))
-                ))
-            }
-            "llm_call" => {
-                match event.pointer("/usage/costUsd") {
-                    Some(Value::Number(cost)) => self.cost_usd += cost.as_f64().unwrap_or(0.0),
-                    _ => self.unpriced = true,
+        match &event.kind {
+            AgentEventKind::Started {
+                backend,
+                model,
+                available_tools,
+                ..
+            } => Some(format!(
+                "run {} started: backend {}, model {}, {} tools",
+                clean(&event.run_id),
+                clean(backend),
+                clean(model),
+                available_tools.len()
+            )),
+            AgentEventKind::LlmCall {
+                step,
+                usage,
+                stop_reason,
+                ..
+            } => {
+                match usage.cost_usd {
+                    Some(cost) => self.cost_usd += cost,
+                    None => self.unpriced = true,
                 }
-                let tokens_in = event.pointer("/usage/tokensIn").and_then(Value::as_u64);
-                let tokens_out = event.pointer("/usage/tokensOut").and_then(Value::as_u64);
                 Some(format!(
                     "step {step}: llm {} ({} in, {} out tokens), {}",
-                    clean(text("stopReason")),
-                    tokens_in.unwrap_or(0),
-                    tokens_out.unwrap_or(0),
+                    clean(stop_reason),
+                    usage.tokens_in,
+                    usage.tokens_out,
                     self.cost()
                 ))
             }
-            "tool_call" => {
-                let arguments = event.get("arguments").cloned().unwrap_or(Value::Null);
-                let dry = if event.get("dryRun") == Some(&Value::Bool(true)) {
-                    " (dry run)"
-                } else {
-                    ""
-                };
+            AgentEventKind::ToolCall {
+                step,
+                server,
+                tool,
+                arguments,
+                dry_run,
+            } => {
+                let dry = if *dry_run { " (dry run)" } else { "" };
                 Some(format!(
                     "step {step}: call {}{dry} {}",
-                    target(),
-                    truncate(&compact(&arguments), SUMMARY_WIDTH)
+                    target(server.as_deref(), tool),
+                    truncate(&compact(arguments), SUMMARY_WIDTH)
                 ))
             }
-            "tool_result" => {
-                let outcome = if event.get("isError") == Some(&Value::Bool(true)) {
-                    format!("error: {}", one_line(text("resultSummary"), SUMMARY_WIDTH))
+            AgentEventKind::ToolResult {
+                step,
+                server,
+                tool,
+                is_error,
+                result_summary,
+                latency_ms,
+                selection_rule,
+            } => {
+                let outcome = if *is_error {
+                    format!("error: {}", one_line(result_summary, SUMMARY_WIDTH))
                 } else {
                     "ok".to_owned()
                 };
-                let latency = event
-                    .get("latencyMs")
-                    .and_then(Value::as_f64)
-                    .map(|ms| format!(" in {}", human_milliseconds(ms)))
-                    .unwrap_or_default();
-                let rule = event
-                    .get("selectionRule")
-                    .and_then(Value::as_str)
+                let rule = selection_rule
+                    .as_deref()
                     .map(|rule| format!(", rule {}", clean(rule)))
                     .unwrap_or_default();
                 Some(format!(
-                    "step {step}: {} {outcome}{latency}{rule}, {}",
-                    target(),
+                    "step {step}: {} {outcome} in {}{rule}, {}",
+                    target(Some(server), tool),
+                    human_milliseconds(*latency_ms as f64),
                     self.cost()
                 ))
             }
-            "final" => {
-                let halt = event
-                    .get("haltReason")
-                    .and_then(Value::as_str)
-                    .map(|reason| {
-                        match event.pointer("/haltDetail/message").and_then(Value::as_str) {
-                            Some(detail) => format!(" ({}: {})", clean(reason), clean(detail)),
-                            None => format!(" ({})", clean(reason)),
+            AgentEventKind::Final {
+                status,
+                halt_reason,
+                halt_detail,
+                usage,
+                ..
+            } => {
+                let halt = halt_reason
+                    .map(|reason| match halt_detail {
+                        Some(detail) => {
+                            format!(" ({}: {})", reason.as_str(), clean(&detail.message))
                         }
+                        None => format!(" ({})", reason.as_str()),
                     })
                     .unwrap_or_default();
-                let total = match event.pointer("/usage/costUsd") {
-                    Some(Value::Number(cost)) => {
-                        format!("${:.4}", cost.as_f64().unwrap_or(0.0))
-                    }
-                    _ => "unknown cost".to_owned(),
+                let total = match usage.cost_usd {
+                    Some(cost) => format!("${cost:.4}"),
+                    None => "unknown cost".to_owned(),
                 };
-                Some(format!("run {}{halt}, {total} in all", text("status")))
+                Some(format!("run {}{halt}, {total} in all", status.as_str()))
             }
-            "error" => {
-                let at = if step > 0 {
-                    format!("step {step}: ")
-                } else {
-                    String::new()
-                };
+            AgentEventKind::Error { step, message } => {
+                let at = step
+                    .filter(|step| *step > 0)
+                    .map(|step| format!("step {step}: "))
+                    .unwrap_or_default();
                 Some(format!(
                     "{at}error: {}",
-                    one_line(text("message"), SUMMARY_WIDTH * 2)
+                    one_line(message, SUMMARY_WIDTH * 2)
                 ))
             }
-            _ => None,
+            AgentEventKind::Unknown => None,
         }
     }
 }
@@ -488,51 +490,64 @@ mod tests {
         }
     }
 
+    /// An event as the daemon sends it, read into the protocol's type.
+    fn event(wire: Value) -> AgentEvent {
+        serde_json::from_value(wire.clone()).unwrap_or_else(|error| panic!("{wire}: {error}"))
+    }
+
     #[test]
     fn agent_progress_counts_the_cost_so_far() {
         let mut progress = AgentProgress::default();
         let started = progress
-            .line(
-                &json!({"type": "started", "runId": "r1", "seq": 1, "backend": "openai",
-                          "model": "m", "availableTools": ["demo/a", "demo/b"]}),
-            )
+            .line(&event(
+                json!({"runId": "r1", "seq": 1, "type": "started", "task": "t",
+                       "backend": "openai", "model": "m", "availableTools": ["demo/a", "demo/b"]}),
+            ))
             .unwrap();
         assert_eq!(started, "run r1 started: backend openai, model m, 2 tools");
         let llm = progress
-            .line(
-                &json!({"type": "llm_call", "step": 1, "stopReason": "tool_use",
-                          "usage": {"tokensIn": 10, "tokensOut": 2, "costUsd": 0.25}}),
-            )
+            .line(&event(
+                json!({"runId": "r1", "seq": 2, "type": "llm_call", "step": 1,
+                       "stopReason": "tool_use", "toolCalls": 1, "latencyMs": 40,
+                       "usage": {"tokensIn": 10, "tokensOut": 2, "cacheRead": 0,
+                                 "cacheWrite": 0, "costUsd": 0.25, "llmCalls": 1}}),
+            ))
             .unwrap();
         assert_eq!(
             llm,
             "step 1: llm tool_use (10 in, 2 out tokens), $0.2500 so far"
         );
         let call = progress
-            .line(
-                &json!({"type": "tool_call", "step": 1, "server": null, "tool": "read",
-                          "arguments": {"path": "x"}, "dryRun": false}),
-            )
+            .line(&event(
+                json!({"runId": "r1", "seq": 3, "type": "tool_call", "step": 1, "server": null,
+                       "tool": "read", "arguments": {"path": "x"}, "dryRun": false}),
+            ))
             .unwrap();
         assert_eq!(call, r#"step 1: call */read {"path":"x"}"#);
         let result = progress
-            .line(
-                &json!({"type": "tool_result", "step": 1, "server": "fs", "tool": "read",
-                          "isError": true, "resultSummary": "no such file", "latencyMs": 12,
-                          "selectionRule": "priority"}),
-            )
+            .line(&event(
+                json!({"runId": "r1", "seq": 4, "type": "tool_result", "step": 1,
+                       "server": "fs", "tool": "read", "isError": true,
+                       "resultSummary": "no such file", "latencyMs": 12,
+                       "selectionRule": "priority"}),
+            ))
             .unwrap();
         assert_eq!(
             result,
             "step 1: fs/read error: no such file in 12ms, rule priority, $0.2500 so far"
         );
         let last = progress
-            .line(
-                &json!({"type": "final", "status": "halted", "haltReason": "cost_ceiling",
-                          "usage": {"costUsd": 0.25}}),
-            )
+            .line(&event(
+                json!({"runId": "r1", "seq": 5, "type": "final", "status": "halted",
+                       "answer": "", "haltReason": "cost_ceiling",
+                       "usage": {"tokensIn": 10, "tokensOut": 2, "cacheRead": 0,
+                                 "cacheWrite": 0, "costUsd": 0.25, "llmCalls": 1}}),
+            ))
             .unwrap();
         assert_eq!(last, "run halted (cost_ceiling), $0.2500 in all");
-        assert_eq!(progress.line(&json!({"type": "something_new"})), None);
+        // A type a newer daemon may send is read, and shown by no line.
+        let newer = event(json!({"runId": "r1", "seq": 6, "type": "something_new", "x": 1}));
+        assert_eq!(newer.kind, AgentEventKind::Unknown);
+        assert_eq!(progress.line(&newer), None);
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::signal::unix::{SignalKind, signal};
-use tool_cli_protocol::agent::AgentEventsResult;
+use tool_cli_protocol::agent::{AgentEventsResult, RunAgentResult, RunStatus};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
 
@@ -117,7 +117,7 @@ pub(super) async fn run(
             let result = result.map_err(|error| older_daemon(error, "agent"))?;
             follower.drain(client).await;
             follower.display.clear();
-            finish(output, &run_id, &result)
+            finish(output, &run_id, result)
         }
         Outcome::Interrupted {
             acknowledged,
@@ -283,8 +283,8 @@ impl Follower {
             if let Some(line) = self.display.progress.line(event) {
                 self.display.line(&line);
             }
-            if let Some(step) = event.get("step").and_then(Value::as_u64) {
-                self.display.step = step;
+            if let Some(step) = event.kind.step() {
+                self.display.step = u64::from(step);
             }
         }
         if page.dropped > self.dropped_reported {
@@ -357,39 +357,145 @@ impl Display {
     }
 }
 
-/// The answer on stdout (the whole result with `--json`), then the exit code of the status.
-fn finish(output: &mut Output<'_>, run_id: &str, result: &Value) -> Result<(), Error> {
-    let text = |key: &str| result.get(key).and_then(Value::as_str).unwrap_or("");
+/// The answer on stdout (the whole result with `--json`, as the daemon sent it), then the exit
+/// code of the status.
+fn finish(output: &mut Output<'_>, run_id: &str, result: Value) -> Result<(), Error> {
+    let run: RunAgentResult = parse_result(name::RUN_AGENT, result.clone())?;
     if output.json {
-        output.emit_json(result)?;
-    } else if !text("answer").is_empty() {
-        output.emit_result_text(text("answer"))?;
+        output.emit_json(&result)?;
+    } else if !run.answer.is_empty() {
+        output.emit_result_text(&run.answer)?;
     }
-    match text("status") {
-        "completed" => Ok(()),
-        status => {
-            let reason = match status {
-                "halted" => text("haltReason"),
-                // The answer (on stdout already) says why; keyFacts.reason says it short.
-                "cannot" | "refused" => result
-                    .pointer("/keyFacts/reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or_else(|| text("answer")),
-                _ => text("error"),
-            };
-            Err(Error::AgentStopped {
-                run_id: run_id.to_owned(),
-                status: if status.is_empty() { "failed" } else { status }.to_owned(),
-                reason: if reason.is_empty() {
-                    "no reason given".to_owned()
-                } else {
-                    reason.to_owned()
-                },
-                setting: result
-                    .pointer("/haltDetail/setting")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            })
-        }
+    let reason = match run.status {
+        RunStatus::Completed => return Ok(()),
+        RunStatus::Halted => run
+            .halt_reason
+            .map(|reason| reason.as_str().to_owned())
+            .unwrap_or_default(),
+        // The answer (on stdout already) says why; keyFacts.reason says it short.
+        RunStatus::Cannot | RunStatus::Refused => run
+            .key_facts
+            .get("reason")
+            .and_then(Value::as_str)
+            .map_or_else(|| run.answer.clone(), str::to_owned),
+        RunStatus::Failed => run.error.clone().unwrap_or_default(),
+    };
+    Err(Error::AgentStopped {
+        run_id: run_id.to_owned(),
+        status: run.status.as_str().to_owned(),
+        reason: if reason.is_empty() {
+            "no reason given".to_owned()
+        } else {
+            reason
+        },
+        setting: run.halt_detail.and_then(|detail| detail.setting),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run out of steps as the daemon answers it: its events, then its result, with a member
+    /// a newer daemon might add.
+    fn halted_run() -> (Value, Value) {
+        let usage = json!({"tokensIn": 0, "tokensOut": 0, "cacheRead": 0, "cacheWrite": 0,
+                           "costUsd": 0.0, "llmCalls": 1});
+        let answer = "no final answer: the run halted (max_steps) after 1 tool calls";
+        let events = json!({"events": [
+            {"runId": "r1", "seq": 1, "type": "started", "task": "Which customer?",
+             "backend": "offline", "model": "offline-planner",
+             "availableTools": ["demo/describe_schema", "demo/sql_query"]},
+            {"runId": "r1", "seq": 2, "type": "llm_call", "step": 1, "usage": usage,
+             "stopReason": "tool_use", "toolCalls": 1, "latencyMs": 0},
+            {"runId": "r1", "seq": 3, "type": "tool_call", "step": 1, "server": "demo",
+             "tool": "describe_schema", "arguments": {}, "dryRun": false},
+            {"runId": "r1", "seq": 4, "type": "tool_result", "step": 1, "server": "demo",
+             "tool": "describe_schema", "isError": false, "resultSummary": "{\"tables\":[]}",
+             "latencyMs": 2, "selectionRule": "named"},
+            {"runId": "r1", "seq": 5, "type": "final", "status": "halted", "answer": answer,
+             "haltReason": "max_steps",
+             "haltDetail": {"message": "the step budget of 1 ran out", "setting": "maxSteps"},
+             "usage": usage}],
+            "done": true, "dropped": 0, "lastSeq": 5});
+        let result = json!({"runId": "r1", "status": "halted", "answer": answer, "keyFacts": {},
+            "toolCalls": [{"step": 1, "server": "demo", "tool": "describe_schema",
+                "arguments": {}, "resultSummary": "{\"tables\":[]}", "isError": false,
+                "latencyMs": 2, "selectionRule": "named"}],
+            "usage": usage, "haltReason": "max_steps",
+            "haltDetail": {"message": "the step budget of 1 ran out", "setting": "maxSteps"},
+            "availableTools": ["demo/describe_schema", "demo/sql_query"],
+            "backend": "offline", "model": "offline-planner", "eventsDropped": 0,
+            "newerMember": {"kept": true}});
+        (events, result)
+    }
+
+    #[test]
+    fn a_typed_run_is_followed_and_finished_by_its_status() {
+        let (events, result) = halted_run();
+        let mut follower = Follower::new("r1".into(), false);
+        let page = parse_result::<AgentEventsResult>(name::AGENT_EVENTS, events).expect("a page");
+        follower.print(page);
+        assert_eq!((follower.after, follower.done), (5, true));
+        assert_eq!(follower.display.step, 1);
+        assert!(!follower.display.progress.unpriced);
+
+        let mut stdout = Vec::new();
+        let mut output = Output {
+            json: false,
+            out: None,
+            stdout: &mut stdout,
+            terminal: false,
+        };
+        let stopped = finish(&mut output, "r1", result.clone()).unwrap_err();
+        let Error::AgentStopped {
+            status,
+            reason,
+            setting,
+            ..
+        } = stopped
+        else {
+            panic!("{stopped:?}");
+        };
+        assert_eq!(
+            (status.as_str(), reason.as_str(), setting.as_deref()),
+            ("halted", "max_steps", Some("maxSteps"))
+        );
+        assert_eq!(
+            String::from_utf8(stdout).unwrap(),
+            "no final answer: the run halted (max_steps) after 1 tool calls\n"
+        );
+
+        // `--json` shows the result as the daemon sent it, members this client does not know too.
+        let mut stdout = Vec::new();
+        let mut output = Output {
+            json: true,
+            out: None,
+            stdout: &mut stdout,
+            terminal: false,
+        };
+        let _ = finish(&mut output, "r1", result.clone());
+        let shown: Value = serde_json::from_slice(&stdout).expect("JSON on stdout");
+        assert_eq!(shown, result);
+    }
+
+    #[test]
+    fn a_completed_run_succeeds_and_a_malformed_result_is_named() {
+        let (_, mut result) = halted_run();
+        result["status"] = json!("completed");
+        let mut stdout = Vec::new();
+        let mut output = Output {
+            json: false,
+            out: None,
+            stdout: &mut stdout,
+            terminal: false,
+        };
+        assert!(finish(&mut output, "r1", result.clone()).is_ok());
+        result["status"] = json!("finished-somehow");
+        let error = finish(&mut output, "r1", result).unwrap_err();
+        assert!(
+            matches!(&error, Error::Protocol(message) if message.contains("runAgent")),
+            "{error:?}"
+        );
     }
 }

@@ -25,7 +25,7 @@ pub(crate) mod validate;
 mod validator_cache;
 
 use overrides::ToolOverride;
-use validate::ArgumentValidator;
+use validate::{ArgumentValidator, InvalidSchema};
 use validator_cache::ValidatorCache;
 
 /// How many compiled validators a catalog keeps: the tools called recently, however many it has.
@@ -407,7 +407,7 @@ impl CatalogTool {
     }
 
     /// The compiled validator of its `inputSchema`, or why the schema is invalid.
-    pub(crate) fn validator(&self) -> Result<Arc<ArgumentValidator>, String> {
+    pub(crate) fn validator(&self) -> Result<Arc<ArgumentValidator>, InvalidSchema> {
         self.shared.validators.get_or_compile(self.position, || {
             ArgumentValidator::compile(&self.input_schema_or_any_object()).map(Arc::new)
         })

@@ -21,6 +21,12 @@ const MAX_REPORTED_ERRORS: usize = 50;
 /// Longest message kept: the validator quotes the failing value, which may be megabytes long.
 const MAX_MESSAGE_CHARS: usize = 512;
 
+/// Why a tool's `inputSchema` is not a schema the validator can compile: the validator's own
+/// words (cloned into every call that meets the tool, so it is kept as text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct InvalidSchema(String);
+
 /// A compiled `inputSchema`.
 pub(crate) struct ArgumentValidator {
     validator: Validator,
@@ -31,7 +37,7 @@ pub(crate) struct ArgumentValidator {
 
 impl ArgumentValidator {
     /// Compiles `schema`, or says why it is not a valid schema.
-    pub(crate) fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub(crate) fn compile(schema: &Value) -> Result<ArgumentValidator, InvalidSchema> {
         let mut options = jsonschema::options().should_validate_formats(true);
         if schema.get("$schema").is_none() {
             options = options.with_draft(Draft::Draft202012);
@@ -47,7 +53,7 @@ impl ArgumentValidator {
                 validator,
                 declared,
             })
-            .map_err(|err| err.to_string())
+            .map_err(|err| InvalidSchema(err.to_string()))
     }
 
     /// Every way `arguments` fails the schema, in document order; empty when it passes.
@@ -546,6 +552,6 @@ mod tests {
         let err = ArgumentValidator::compile(&json!({"type": "no-such-type"}))
             .err()
             .unwrap();
-        assert!(!err.is_empty());
+        assert!(!err.to_string().is_empty());
     }
 }

@@ -10,10 +10,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::catalog::validate::ArgumentValidator;
+use crate::catalog::validate::{ArgumentValidator, InvalidSchema};
 
 /// What compiling a tool's schema gave: its validator, or why the schema is not valid.
-pub(crate) type Compiled = Result<Arc<ArgumentValidator>, String>;
+pub(crate) type Compiled = Result<Arc<ArgumentValidator>, InvalidSchema>;
 
 /// Compiled validators by tool position, at most `capacity` of them.
 pub(crate) struct ValidatorCache {

@@ -47,7 +47,7 @@ pub fn load(
         source: source.to_string(),
         server: None,
         field: None,
-        message,
+        message: message.to_string(),
     })?;
     let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
         source: source.to_string(),

@@ -32,7 +32,7 @@ mod variables;
 pub use load::{bundled_default, bundled_default_text, load, locate};
 pub use parse::parse;
 pub(crate) use paths::config_path;
-pub use paths::{check_private, state_dir};
+pub use paths::{PrivateFileError, check_private, state_dir};
 pub use remote::{OAuthSettings, RemoteOptions};
 pub use secrets::{config_secrets, secrets_of};
 pub use variables::substitute;

@@ -302,7 +302,7 @@ fn parse_server(
     };
     let transport = match &raw.record {
         Some(file) => recording::recorded_transport(name, file, config_dir, transport)
-            .map_err(|message| (Some("record".to_owned()), message))?,
+            .map_err(|refused| (Some("record".to_owned()), refused.to_string()))?,
         None => transport,
     };
 
@@ -421,7 +421,7 @@ fn stdio_transport(
 ) -> Result<TransportConfig, FieldError> {
     let command = match raw.command.as_deref().map(str::trim) {
         Some(command) if !command.is_empty() => {
-            substitute(command, env).map_err(|m| (Some("command".to_owned()), m))?
+            substitute(command, env).map_err(|m| (Some("command".to_owned()), m.to_string()))?
         }
         Some(_) => {
             return Err((
@@ -463,7 +463,8 @@ fn stdio_transport(
                     .to_owned(),
             ));
         }
-        let value = substitute(value, env).map_err(|m| (Some(format!("env.{key}")), m))?;
+        let value =
+            substitute(value, env).map_err(|m| (Some(format!("env.{key}")), m.to_string()))?;
         child_env.insert(key.clone(), value);
     }
     // As Claude Code and Cursor do: `${VAR}` in the command line too ("${HOME}/notes").
@@ -471,7 +472,9 @@ fn stdio_transport(
         .args
         .iter()
         .enumerate()
-        .map(|(index, arg)| substitute(arg, env).map_err(|m| (Some(format!("args[{index}]")), m)))
+        .map(|(index, arg)| {
+            substitute(arg, env).map_err(|m| (Some(format!("args[{index}]")), m.to_string()))
+        })
         .collect::<Result<Vec<String>, FieldError>>()?;
     Ok(TransportConfig::Stdio {
         command,
@@ -497,7 +500,7 @@ fn http_transport(
             "an http server takes \"url\", not \"command\"".to_owned(),
         ));
     }
-    let expanded = substitute(url, env).map_err(|m| (Some("url".to_owned()), m))?;
+    let expanded = substitute(url, env).map_err(|m| (Some("url".to_owned()), m.to_string()))?;
     if !(expanded.starts_with("http://") || expanded.starts_with("https://")) {
         // The URL as written, not as expanded: a `${VAR}` in it may be a secret.
         return Err((
@@ -508,7 +511,8 @@ fn http_transport(
     let url = expanded;
     let mut headers = BTreeMap::new();
     for (key, value) in &raw.headers {
-        let value = substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m))?;
+        let value =
+            substitute(value, env).map_err(|m| (Some(format!("headers.{key}")), m.to_string()))?;
         headers.insert(key.clone(), value);
     }
     let remote =

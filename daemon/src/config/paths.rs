@@ -4,13 +4,66 @@
 
 use std::path::{Path, PathBuf};
 
-use super::variables::substitute;
+use super::variables::{VariableError, substitute};
+
+/// Why a path in the config cannot be used; the caller names the member.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ConfigPathError {
+    /// A `${VAR}` in it cannot be substituted.
+    #[error(transparent)]
+    Variable(#[from] VariableError),
+    /// `~/…` without a home to expand it from.
+    #[error("starts with ~/ but HOME is not set; expected an absolute path")]
+    NoHome,
+    /// A relative path where no config file gives it a directory.
+    #[error("\"{}\" is relative; expected an absolute path", .0.display())]
+    Relative(PathBuf),
+}
+
+/// Why a file the daemon would trust is refused; each message says how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrivateFileError {
+    /// Owned by a user other than the daemon's and not by root.
+    #[error(
+        "the {what} {} belongs to user id {owner}, not to the daemon's user ({ours}) or root; \
+         refusing it (whoever owns it chooses what the daemon runs; copy it into a file of \
+         your own)",
+        path.display()
+    )]
+    ForeignOwner {
+        /// What the file is for ("config file", "token file").
+        what: String,
+        /// The file.
+        path: PathBuf,
+        /// Its owner's user id.
+        owner: u32,
+        /// The daemon's user id.
+        ours: u32,
+    },
+    /// Writable by its group or by everyone.
+    #[error(
+        "the {what} {} has mode {mode:o}, writable by other users; refusing it (fix with: \
+         chmod go-w {})",
+        path.display(),
+        path.display()
+    )]
+    WritableByOthers {
+        /// What the file is for.
+        what: String,
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
 
 /// Refuses a file that anyone but its owner may write, or that a user other than the daemon's
 /// (or root) owns: such a file lets another user choose which programs the daemon runs (a
 /// config, another client's config it imports) or its token (a token file). A missing file is
 /// left for the reader to report.
-pub fn check_private(path: &Path, what: &str) -> Result<(), String> {
+pub fn check_private(path: &Path, what: &str) -> Result<(), PrivateFileError> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
@@ -18,22 +71,20 @@ pub fn check_private(path: &Path, what: &str) -> Result<(), String> {
     // SAFETY: getuid cannot fail and has no preconditions.
     let ours = unsafe { libc::getuid() };
     if meta.uid() != ours && meta.uid() != 0 {
-        return Err(format!(
-            "the {what} {} belongs to user id {}, not to the daemon's user ({ours}) or root; \
-             refusing it (whoever owns it chooses what the daemon runs; copy it into a file of \
-             your own)",
-            path.display(),
-            meta.uid()
-        ));
+        return Err(PrivateFileError::ForeignOwner {
+            what: what.to_owned(),
+            path: path.to_owned(),
+            owner: meta.uid(),
+            ours,
+        });
     }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o022 != 0 {
-        return Err(format!(
-            "the {what} {} has mode {mode:o}, writable by other users; refusing it (fix with: \
-             chmod go-w {})",
-            path.display(),
-            path.display()
-        ));
+        return Err(PrivateFileError::WritableByOthers {
+            what: what.to_owned(),
+            path: path.to_owned(),
+            mode,
+        });
     }
     Ok(())
 }
@@ -45,16 +96,12 @@ pub(crate) fn config_path(
     text: &str,
     config_dir: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ConfigPathError> {
     let text = substitute(text, env)?;
     let path = match text.strip_prefix("~/") {
         Some(rest) => match env("HOME").filter(|home| !home.is_empty()) {
             Some(home) => Path::new(&home).join(rest),
-            None => {
-                return Err(
-                    "starts with ~/ but HOME is not set; expected an absolute path".to_owned(),
-                );
-            }
+            None => return Err(ConfigPathError::NoHome),
         },
         None => PathBuf::from(text),
     };
@@ -63,10 +110,7 @@ pub(crate) fn config_path(
     }
     match config_dir {
         Some(dir) => Ok(dir.join(path)),
-        None => Err(format!(
-            "\"{}\" is relative; expected an absolute path",
-            path.display()
-        )),
+        None => Err(ConfigPathError::Relative(path)),
     }
 }
 

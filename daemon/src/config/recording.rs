@@ -46,6 +46,18 @@ pub(crate) fn replay_transport(
     }
 }
 
+/// Why a server's `record` cannot be honoured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum RecordingError {
+    /// The proxy records stdio only.
+    #[error(
+        "recording works for stdio servers only; to record an http server, run \
+         `tool-cli-replay record` in front of a stdio bridge to it, or leave \"record\" out"
+    )]
+    NotStdio,
+}
+
 /// `transport` run through the recording proxy, writing to `file`; refused for a transport
 /// that is not stdio (the message says what would work).
 pub(crate) fn recorded_transport(
@@ -53,7 +65,7 @@ pub(crate) fn recorded_transport(
     file: &str,
     config_dir: Option<&Path>,
     transport: TransportConfig,
-) -> Result<TransportConfig, String> {
+) -> Result<TransportConfig, RecordingError> {
     let TransportConfig::Stdio {
         command,
         args,
@@ -61,11 +73,7 @@ pub(crate) fn recorded_transport(
         cwd,
     } = transport
     else {
-        return Err(
-            "recording works for stdio servers only; to record an http server, run \
-             `tool-cli-replay record` in front of a stdio bridge to it, or leave \"record\" out"
-                .to_owned(),
-        );
+        return Err(RecordingError::NotStdio);
     };
     let mut proxy = vec![
         "record".to_owned(),

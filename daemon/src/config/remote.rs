@@ -137,8 +137,9 @@ pub(crate) fn parse(
                 }
                 Some(text) => {
                     // The message names the field, never the value (it may be the secret).
-                    let secret = crate::config::substitute(text, env)
-                        .map_err(|message| (Some("oauth.clientSecret".to_owned()), message))?;
+                    let secret = crate::config::substitute(text, env).map_err(|message| {
+                        (Some("oauth.clientSecret".to_owned()), message.to_string())
+                    })?;
                     if secret.is_empty() {
                         return Err((
                             Some("oauth.clientSecret".to_owned()),

@@ -161,7 +161,7 @@ fn parse_model(
     };
     crate::config::config_path(text, config_dir, env)
         .map(ModelSetting::Dir)
-        .map_err(error)
+        .map_err(|problem| error(problem.to_string()))
 }
 
 #[cfg(test)]

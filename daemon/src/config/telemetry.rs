@@ -28,7 +28,7 @@ pub(crate) fn parse(
     })?;
     for (name, value) in config.headers.iter_mut() {
         *value = super::variables::substitute(value, env)
-            .map_err(|message| (format!("telemetry.headers.{name}"), message))?;
+            .map_err(|message| (format!("telemetry.headers.{name}"), message.to_string()))?;
     }
     Ok(config)
 }

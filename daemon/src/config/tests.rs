@@ -332,15 +332,22 @@ fn substitution_handles_escapes_and_bad_references() {
         substitute("cost $$5 and $x", &env).unwrap(),
         "cost $5 and $x"
     );
-    assert!(substitute("${", &env).unwrap_err().contains("unterminated"));
+    assert!(
+        substitute("${", &env)
+            .unwrap_err()
+            .to_string()
+            .contains("unterminated")
+    );
     assert!(
         substitute("${1A}", &env)
             .unwrap_err()
+            .to_string()
             .contains("not a valid")
     );
     assert!(
         substitute("${MISSING}", &env)
             .unwrap_err()
+            .to_string()
             .contains("not set")
     );
 }

@@ -197,7 +197,7 @@ fn parse_path(
             describe(value)
         )));
     };
-    crate::config::config_path(text, config_dir, env).map_err(error)
+    crate::config::config_path(text, config_dir, env).map_err(|problem| error(problem.to_string()))
 }
 
 /// A short description of a JSON value for messages: its type, and its text when short.

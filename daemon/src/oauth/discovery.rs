@@ -204,26 +204,49 @@ impl ServerMetadata {
     }
 
     /// Refuses metadata we cannot use safely: non-HTTP(S) endpoints, or PKCE without S256.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), UnusableMetadata> {
         for (name, value) in [
             ("authorization_endpoint", &self.authorization_endpoint),
             ("token_endpoint", &self.token_endpoint),
         ] {
-            let url = Url::parse(value).map_err(|err| format!("{name} \"{value}\": {err}"))?;
+            let url = Url::parse(value).map_err(|source| UnusableMetadata::NotAUrl {
+                name,
+                value: value.clone(),
+                source,
+            })?;
             if !matches!(url.scheme(), "https" | "http") {
-                return Err(format!("{name} \"{value}\" is not an http(s) URL"));
+                return Err(UnusableMetadata::NotHttp {
+                    name,
+                    value: value.clone(),
+                });
             }
         }
         if let Some(methods) = &self.code_challenge_methods_supported
             && !methods.iter().any(|method| method == "S256")
         {
-            return Err(format!(
-                "the authorization server supports PKCE methods {methods:?}, not S256; OAuth 2.1 \
-                 needs S256"
-            ));
+            return Err(UnusableMetadata::NoS256(methods.clone()));
         }
         Ok(())
     }
+}
+
+/// Why an authorization server's metadata cannot be used safely.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum UnusableMetadata {
+    /// An endpoint that is not a URL.
+    #[error("{name} \"{value}\": {source}")]
+    NotAUrl {
+        name: &'static str,
+        value: String,
+        source: url::ParseError,
+    },
+    /// An endpoint of a scheme other than http(s).
+    #[error("{name} \"{value}\" is not an http(s) URL")]
+    NotHttp { name: &'static str, value: String },
+    /// PKCE without S256, which OAuth 2.1 requires.
+    #[error("the authorization server supports PKCE methods {0:?}, not S256; OAuth 2.1 needs S256")]
+    NoS256(Vec<String>),
 }
 
 #[cfg(test)]
@@ -357,7 +380,11 @@ mod tests {
             "code_challenge_methods_supported": ["plain"]
         }))
         .unwrap();
-        assert!(metadata.check().unwrap_err().contains("not S256"));
+        assert_eq!(
+            metadata.check().unwrap_err().to_string(),
+            "the authorization server supports PKCE methods [\"plain\"], not S256; OAuth 2.1 \
+             needs S256"
+        );
         let metadata: ServerMetadata = serde_json::from_value(serde_json::json!({
             "authorization_endpoint": "javascript:alert(1)",
             "token_endpoint": "https://as/token"
@@ -367,6 +394,7 @@ mod tests {
             metadata
                 .check()
                 .unwrap_err()
+                .to_string()
                 .contains("authorization_endpoint")
         );
     }

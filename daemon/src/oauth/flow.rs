@@ -241,7 +241,7 @@ pub(crate) async fn discover(
     };
     metadata
         .check()
-        .map_err(|message| fail(Step::Discovery, message))?;
+        .map_err(|unusable| fail(Step::Discovery, unusable.to_string()))?;
     let scope = challenge.scope.clone().or_else(|| {
         (!resource_metadata.scopes_supported.is_empty())
             .then(|| resource_metadata.scopes_supported.join(" "))
@@ -279,7 +279,7 @@ async fn discover_legacy(
     };
     metadata
         .check()
-        .map_err(|message| fail(Step::Discovery, message))?;
+        .map_err(|unusable| fail(Step::Discovery, unusable.to_string()))?;
     let issuer = discovery::canonical_resource(&origin);
     Ok(Discovered {
         resource: discovery::canonical_resource(server),

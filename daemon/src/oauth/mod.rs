@@ -253,7 +253,7 @@ impl RemoteAuth {
             resource: &discovered.resource,
             scope: scope.as_deref(),
         })
-        .map_err(|message| auth_failed(server, Step::Authorization, message))?;
+        .map_err(|error| auth_failed(server, Step::Authorization, error.to_string()))?;
         let issuer = discovered.issuer.clone();
         let mut pending = self.pending.lock().unwrap();
         pending.retain(|_, login| login.started.elapsed() < LOGIN_TTL);
@@ -309,7 +309,7 @@ impl RemoteAuth {
                     .lock()
                     .unwrap()
                     .insert(server.to_owned(), login);
-                return Err(Error::invalid_params("authComplete", message));
+                return Err(Error::invalid_params("authComplete", message.to_string()));
             }
             Ok(pkce::Redirect::Refused {
                 error, description, ..
@@ -368,7 +368,7 @@ impl RemoteAuth {
         let granted = stored.scope.clone();
         auth.store(Some(stored))
             .await
-            .map_err(|message| auth_failed(server, Step::Token, message))?;
+            .map_err(|error| auth_failed(server, Step::Token, error.to_string()))?;
         {
             let mut challenges = auth.challenges.lock().unwrap();
             challenges.asked = step_up::scope_union(login.scope.as_deref(), granted.as_deref());
@@ -401,7 +401,7 @@ impl RemoteAuth {
         let had = auth.tokens.lock().await.is_some();
         auth.store(None)
             .await
-            .map_err(|message| auth_failed(server, Step::Token, message))?;
+            .map_err(|error| auth_failed(server, Step::Token, error.to_string()))?;
         *auth.needs_login.lock().unwrap() = None;
         Ok(had)
     }

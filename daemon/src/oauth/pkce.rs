@@ -7,6 +7,52 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 use url::Url;
 
+/// Why a step of the authorization code flow cannot go on; each message says what was wrong
+/// and, where the user can act, what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum FlowError {
+    /// The discovered authorization endpoint is not a URL.
+    #[error("authorization_endpoint \"{endpoint}\": {source}")]
+    AuthorizationEndpoint {
+        endpoint: String,
+        source: url::ParseError,
+    },
+    /// What the user pasted is not a URL.
+    #[error("the redirect URL is not a URL ({0}); paste the whole address, starting http://")]
+    RedirectNotAUrl(url::ParseError),
+    /// The login's own redirect address is not a URL.
+    #[error("{0}")]
+    RedirectUri(url::ParseError),
+    /// The pasted URL goes somewhere else than this login's redirect address.
+    #[error(
+        "the URL does not go to this login's redirect address {redirect_uri}; paste the \
+         address the browser was sent to after authorizing"
+    )]
+    OtherRedirect { redirect_uri: String },
+    /// The redirect has no `code`.
+    #[error(
+        "the redirect URL has no \"code\" parameter; paste the address the browser was sent to \
+         after authorizing"
+    )]
+    NoCode,
+    /// The redirect has no `state`.
+    #[error("the redirect URL has no \"state\" parameter; it does not answer this login")]
+    NoState,
+    /// A 2xx answer of the token endpoint that is not a token response.
+    #[error("the token endpoint's answer is not a token response: {0}")]
+    NotATokenResponse(String),
+    /// A token of a type other than Bearer.
+    #[error("the token endpoint issued a \"{0}\" token; only Bearer tokens are supported")]
+    NotBearer(String),
+    /// The token endpoint refused, saying why (`error: description`, made safe to show).
+    #[error("{0}")]
+    Refused(String),
+    /// The token endpoint failed without an OAuth error body.
+    #[error("HTTP {0} without an OAuth error body")]
+    Status(u16),
+}
+
 /// A PKCE verifier and its S256 challenge.
 pub(crate) struct Pkce {
     pub(crate) verifier: String,
@@ -42,9 +88,12 @@ pub(crate) struct AuthorizationRequest<'a> {
 }
 
 /// The URL the user opens (RFC 6749 §4.1.1 with PKCE and RFC 8707's `resource`).
-pub(crate) fn authorization_url(request: &AuthorizationRequest<'_>) -> Result<Url, String> {
-    let mut url = Url::parse(request.endpoint)
-        .map_err(|err| format!("authorization_endpoint \"{}\": {err}", request.endpoint))?;
+pub(crate) fn authorization_url(request: &AuthorizationRequest<'_>) -> Result<Url, FlowError> {
+    let mut url =
+        Url::parse(request.endpoint).map_err(|source| FlowError::AuthorizationEndpoint {
+            endpoint: request.endpoint.to_owned(),
+            source,
+        })?;
     {
         let mut query = url.query_pairs_mut();
         query
@@ -77,11 +126,9 @@ pub(crate) enum Redirect {
 
 /// Reads a redirect URL (pasted by the user or caught by the loopback listener). It must go to
 /// `redirect_uri` (same scheme, host, port and path).
-pub(crate) fn parse_redirect(text: &str, redirect_uri: &str) -> Result<Redirect, String> {
-    let url = Url::parse(text.trim()).map_err(|err| {
-        format!("the redirect URL is not a URL ({err}); paste the whole address, starting http://")
-    })?;
-    let expected = Url::parse(redirect_uri).map_err(|err| err.to_string())?;
+pub(crate) fn parse_redirect(text: &str, redirect_uri: &str) -> Result<Redirect, FlowError> {
+    let url = Url::parse(text.trim()).map_err(FlowError::RedirectNotAUrl)?;
+    let expected = Url::parse(redirect_uri).map_err(FlowError::RedirectUri)?;
     if (url.scheme(), url.host_str(), url.port(), url.path())
         != (
             expected.scheme(),
@@ -90,10 +137,9 @@ pub(crate) fn parse_redirect(text: &str, redirect_uri: &str) -> Result<Redirect,
             expected.path(),
         )
     {
-        return Err(format!(
-            "the URL does not go to this login's redirect address {redirect_uri}; paste the \
-             address the browser was sent to after authorizing"
-        ));
+        return Err(FlowError::OtherRedirect {
+            redirect_uri: redirect_uri.to_owned(),
+        });
     }
     let get = |name: &str| {
         url.query_pairs()
@@ -109,14 +155,8 @@ pub(crate) fn parse_redirect(text: &str, redirect_uri: &str) -> Result<Redirect,
     }
     match (get("code"), get("state")) {
         (Some(code), Some(state)) => Ok(Redirect::Code { code, state }),
-        (None, _) => Err(
-            "the redirect URL has no \"code\" parameter; paste the address the \
-                          browser was sent to after authorizing"
-                .to_owned(),
-        ),
-        (Some(_), None) => Err(
-            "the redirect URL has no \"state\" parameter; it does not answer this login".to_owned(),
-        ),
+        (None, _) => Err(FlowError::NoCode),
+        (Some(_), None) => Err(FlowError::NoState),
     }
 }
 
@@ -149,21 +189,18 @@ impl ErrorResponse {
 }
 
 /// Reads a token endpoint answer: its tokens, or what it refused.
-pub(crate) fn parse_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, String> {
+pub(crate) fn parse_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, FlowError> {
     if (200..300).contains(&status) {
         let tokens: TokenResponse = serde_json::from_slice(body)
-            .map_err(|err| format!("the token endpoint's answer is not a token response: {err}"))?;
+            .map_err(|err| FlowError::NotATokenResponse(err.to_string()))?;
         if !tokens.token_type.eq_ignore_ascii_case("bearer") {
-            return Err(format!(
-                "the token endpoint issued a \"{}\" token; only Bearer tokens are supported",
-                tokens.token_type
-            ));
+            return Err(FlowError::NotBearer(tokens.token_type));
         }
         return Ok(tokens);
     }
     match serde_json::from_slice::<ErrorResponse>(body) {
-        Ok(error) => Err(error.describe()),
-        Err(_) => Err(format!("HTTP {status} without an OAuth error body")),
+        Ok(error) => Err(FlowError::Refused(error.describe())),
+        Err(_) => Err(FlowError::Status(status)),
     }
 }
 
@@ -228,16 +265,24 @@ mod tests {
             Ok(Redirect::Refused { error, .. }) if error == "access_denied"
         ));
         let wrong_port = parse_redirect("http://127.0.0.1:5001/callback?code=c&state=s", uri);
-        assert!(wrong_port.unwrap_err().contains("redirect address"));
+        assert!(
+            wrong_port
+                .unwrap_err()
+                .to_string()
+                .contains("redirect address")
+        );
         assert!(
             parse_redirect("not a url", uri)
                 .unwrap_err()
+                .to_string()
                 .contains("not a URL")
         );
-        assert!(
+        assert_eq!(
             parse_redirect("http://127.0.0.1:5000/callback?state=s", uri)
                 .unwrap_err()
-                .contains("no \"code\"")
+                .to_string(),
+            "the redirect URL has no \"code\" parameter; paste the address the browser was sent \
+             to after authorizing"
         );
     }
 
@@ -254,13 +299,15 @@ mod tests {
             br#"{"error":"invalid_grant","error_description":"refresh token revoked"}"#,
         )
         .unwrap_err();
-        assert_eq!(refused, "invalid_grant: refresh token revoked");
-        assert!(
-            parse_token_response(500, b"oops")
-                .unwrap_err()
-                .contains("HTTP 500")
+        assert_eq!(refused.to_string(), "invalid_grant: refresh token revoked");
+        assert_eq!(
+            parse_token_response(500, b"oops").unwrap_err(),
+            FlowError::Status(500)
         );
         let mac = parse_token_response(200, br#"{"access_token":"a","token_type":"mac"}"#);
-        assert!(mac.unwrap_err().contains("only Bearer"));
+        assert_eq!(
+            mac.unwrap_err().to_string(),
+            "the token endpoint issued a \"mac\" token; only Bearer tokens are supported"
+        );
     }
 }

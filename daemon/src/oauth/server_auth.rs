@@ -32,6 +32,16 @@ pub(crate) struct ServerAuth {
     pub(super) challenges: Mutex<step_up::Challenges>,
 }
 
+/// The server's tokens could not be saved (or deleted) in the token directory.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the token file in {}: {source}", dir.display())]
+pub(super) struct TokenFileError {
+    /// The token directory.
+    dir: std::path::PathBuf,
+    /// What the file system said.
+    source: std::io::Error,
+}
+
 /// Why a request to a server went without a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BearerError {
@@ -264,18 +274,16 @@ impl ServerAuth {
         *self.needs_login.lock().unwrap() = Some(reason.to_owned());
     }
 
-    pub(super) async fn store(&self, tokens: Option<StoredTokens>) -> Result<(), String> {
+    pub(super) async fn store(&self, tokens: Option<StoredTokens>) -> Result<(), TokenFileError> {
         let mut guard = self.tokens.lock().await;
         if let Some(files) = &self.files {
             match &tokens {
                 Some(tokens) => files.save(&self.name, tokens),
                 None => files.remove(&self.name).map(|_| ()),
             }
-            .map_err(|err| {
-                format!(
-                    "cannot write the token file in {}: {err}",
-                    files.dir().display()
-                )
+            .map_err(|source| TokenFileError {
+                dir: files.dir().to_owned(),
+                source,
             })?;
         }
         if tokens.is_some() {

@@ -128,11 +128,11 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
         ));
     }
     // Validation.
-    let validator = tool.validator().map_err(|message| {
+    let validator = tool.validator().map_err(|invalid| {
         Error::from(ErrorData::InvalidSchema {
             server: info.name.clone(),
             tool: tool.name().to_owned(),
-            message,
+            message: invalid.to_string(),
         })
     })?;
     let violations = validator.check(&input.arguments);

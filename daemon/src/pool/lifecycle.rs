@@ -76,6 +76,15 @@ pub struct Retired {
     pub abandoned_calls: usize,
 }
 
+/// Why a server cannot be put into the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PutError {
+    /// The pool is stopping its servers; nothing new starts.
+    #[error("the daemon is shutting down")]
+    ShuttingDown,
+}
+
 impl Pool {
     /// Starts `server`'s supervisor unless it has one; answers when its first attempt settles.
     pub(super) fn supervise_once(
@@ -109,9 +118,9 @@ impl Pool {
         self: &Arc<Self>,
         config: &ServerConfig,
         secrets: Arc<Secrets>,
-    ) -> Result<Put, String> {
+    ) -> Result<Put, PutError> {
         if *self.shutdown.borrow() {
-            return Err("the daemon is shutting down".to_owned());
+            return Err(PutError::ShuttingDown);
         }
         let server = Server::new(
             config,

@@ -8,64 +8,84 @@
 
 use serde_json::Value;
 
+/// What is wrong with a server's `CallToolResult`: the message the caller reads (in
+/// `invalidResult`), which says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum MalformedResult {
+    /// The result is not a JSON object.
+    #[error("expected an object, got {0}")]
+    NotAnObject(&'static str),
+    /// An MCP task in place of a result.
+    #[error(
+        "it answered with an MCP task (a CreateTaskResult), and this daemon does not poll MCP \
+         tasks; the call was not completed"
+    )]
+    Task,
+    /// No `content` member.
+    #[error("it has no `content` array")]
+    NoContent,
+    /// `content` is not an array.
+    #[error("`content` is {0}, expected an array of content blocks")]
+    ContentNotAnArray(&'static str),
+    /// A content block that is not an object.
+    #[error("content[{index}] is {kind}, expected an object with a string `type`")]
+    BlockNotAnObject {
+        /// Its place in `content`.
+        index: usize,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// A content block without a string `type`.
+    #[error("content[{0}] has no string `type`")]
+    BlockWithoutType(usize),
+    /// `isError` that is not a boolean.
+    #[error("`isError` is {0}, expected a boolean")]
+    IsErrorNotABoolean(&'static str),
+    /// `structuredContent` that is not an object.
+    #[error("`structuredContent` is {0}, expected an object")]
+    StructuredContentNotAnObject(&'static str),
+}
+
 /// Why a `CallToolResult` cannot be passed on, or `Ok` when it can.
 ///
 /// The MCP schema requires `content`: an array of content blocks, each an object with a string
 /// `type`; `isError` is a boolean when present; `structuredContent` is an object when present.
-pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), String> {
+pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), MalformedResult> {
+    let kind = tool_cli_protocol::json::kind;
     let Some(object) = result.as_object() else {
-        return Err(format!(
-            "expected an object, got {}",
-            tool_cli_protocol::json::kind(result)
-        ));
+        return Err(MalformedResult::NotAnObject(kind(result)));
     };
     match object.get("content") {
-        None if object.contains_key("task") => {
-            return Err(
-                "it answered with an MCP task (a CreateTaskResult), and this daemon does \
-                        not poll MCP tasks; the call was not completed"
-                    .to_owned(),
-            );
-        }
-        None => return Err("it has no `content` array".to_owned()),
+        None if object.contains_key("task") => return Err(MalformedResult::Task),
+        None => return Err(MalformedResult::NoContent),
         Some(Value::Array(blocks)) => {
             for (index, block) in blocks.iter().enumerate() {
                 match block.get("type") {
                     Some(Value::String(_)) => {}
                     _ if !block.is_object() => {
-                        return Err(format!(
-                            "content[{index}] is {}, expected an object with a string `type`",
-                            tool_cli_protocol::json::kind(block)
-                        ));
+                        return Err(MalformedResult::BlockNotAnObject {
+                            index,
+                            kind: kind(block),
+                        });
                     }
-                    _ => {
-                        return Err(format!("content[{index}] has no string `type`"));
-                    }
+                    _ => return Err(MalformedResult::BlockWithoutType(index)),
                 }
             }
         }
-        Some(other) => {
-            return Err(format!(
-                "`content` is {}, expected an array of content blocks",
-                tool_cli_protocol::json::kind(other)
-            ));
-        }
+        Some(other) => return Err(MalformedResult::ContentNotAnArray(kind(other))),
     }
     if let Some(flag) = object.get("isError")
         && !flag.is_boolean()
     {
-        return Err(format!(
-            "`isError` is {}, expected a boolean",
-            tool_cli_protocol::json::kind(flag)
-        ));
+        return Err(MalformedResult::IsErrorNotABoolean(kind(flag)));
     }
     if let Some(structured) = object.get("structuredContent")
         && !structured.is_object()
     {
-        return Err(format!(
-            "`structuredContent` is {}, expected an object",
-            tool_cli_protocol::json::kind(structured)
-        ));
+        return Err(MalformedResult::StructuredContentNotAnObject(kind(
+            structured,
+        )));
     }
     Ok(())
 }
@@ -129,7 +149,7 @@ mod tests {
         ];
         for (result, expected) in cases {
             assert_eq!(
-                check_call_tool_result(&result),
+                check_call_tool_result(&result).map_err(|error| error.to_string()),
                 Err(expected.to_owned()),
                 "{result}"
             );

@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_cli_agent::request::{AgentRequest, AgentResult};
+use tool_cli_protocol::agent::{RunAgentParams, RunAgentResult};
 use tool_cli_tests::Daemon;
 
 use crate::common::DaemonHost;
@@ -325,7 +325,7 @@ fn contains_pair(answer: &str, label: &Cell, value: &Cell) -> bool {
 }
 
 /// How the run ended, in the eval's words: `completed`, `cannot`, `refused`, `failed`, `halted`.
-pub(crate) fn ending(result: &AgentResult) -> String {
+pub(crate) fn ending(result: &RunAgentResult) -> String {
     let declared = result.key_facts.get("cannot") == Some(&json!(true));
     match serde_json::to_value(result.status)
         .ok()
@@ -337,7 +337,7 @@ pub(crate) fn ending(result: &AgentResult) -> String {
     }
 }
 
-fn score(daemon: &Daemon, task: &Task, result: &AgentResult) -> (Score, String) {
+fn score(daemon: &Daemon, task: &Task, result: &RunAgentResult) -> (Score, String) {
     let ending = ending(result);
     let answer = &result.answer;
     let expect = task.expect.as_deref().unwrap_or("answer");
@@ -421,9 +421,9 @@ pub(crate) async fn evaluate(
         {
             continue;
         }
-        let request = AgentRequest {
+        let request = RunAgentParams {
             task: task.task.clone(),
-            ..AgentRequest::default()
+            ..RunAgentParams::default()
         };
         let (result, _) = run_offline(host.clone(), request).await;
         let (score, why) = score(&host.daemon, &task, &result);

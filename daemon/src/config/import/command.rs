@@ -66,12 +66,13 @@ pub fn run(request: &ImportRequest) -> Result<ImportReport, ImportError> {
     };
     let started_new_file = ours.is_none() && request.new_file_start.is_some();
     let start = ours.as_deref().or(request.new_file_start.as_deref());
-    let merged = merge(start, &found.servers).map_err(own)?;
+    let merged = merge(start, &found.servers).map_err(|error| own(error.to_string()))?;
     let mut written = false;
     if request.write
         && let Some(text) = &merged.text
     {
-        crate::config::check_private(&request.target, "config file").map_err(own)?;
+        crate::config::check_private(&request.target, "config file")
+            .map_err(|error| own(error.to_string()))?;
         write_private(&request.target, text)
             .map_err(|error| own(format!("cannot write it: {error}")))?;
         written = true;

@@ -159,32 +159,86 @@ fn collect_translated(
     });
 }
 
-fn object_root(text: &str) -> Result<Map<String, Value>, String> {
+/// Why another client's config file cannot be read as that client's format; each message says
+/// what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(super) enum FormatError {
+    /// JSON, but not an object.
+    #[error("expected a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    /// Not JSON.
+    #[error("invalid JSON at line {line} column {column}: {message}")]
+    InvalidJson {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The servers member is not an object.
+    #[error("\"{key}\" is {kind}; expected an object mapping server names to their settings")]
+    ServersNotAnObject { key: String, kind: &'static str },
+    /// No `mcpServers` (Claude Desktop, Cursor, Windsurf).
+    #[error(
+        "no \"mcpServers\" object; expected {{\"mcpServers\": {{\"name\": {{\"command\": ...}}}}}}"
+    )]
+    NoMcpServers,
+    /// Claude Code's `projects` is not an object.
+    #[error("\"projects\" is {0}; expected an object keyed by project directory")]
+    ProjectsNotAnObject(&'static str),
+    /// Neither of Claude Code's members.
+    #[error(
+        "neither \"mcpServers\" nor \"projects\"; expected Claude Code's .mcp.json or \
+         ~/.claude.json"
+    )]
+    NotClaudeCode,
+    /// No `servers` (VS Code).
+    #[error(
+        "no \"servers\" object; expected {{\"servers\": {{\"name\": {{\"type\": \"stdio\", \
+         \"command\": ...}}}}}}"
+    )]
+    NoServers,
+    /// A VS Code input without its id.
+    #[error("an \"inputs\" item has no string \"id\"")]
+    InputWithoutId,
+    /// VS Code's `inputs` is not an array.
+    #[error("\"inputs\" is {0}; expected an array")]
+    InputsNotAnArray(&'static str),
+    /// Not TOML (Codex); the parser's words on one line.
+    #[error("invalid TOML: {0}")]
+    InvalidToml(String),
+    /// No `[mcp_servers.NAME]` (Codex).
+    #[error("no [mcp_servers.NAME] table; expected e.g. [mcp_servers.fs] with command = \"npx\"")]
+    NoMcpServersTable,
+    /// `mcp_servers` is not a table (Codex).
+    #[error("\"mcp_servers\" is not a table; expected [mcp_servers.NAME]")]
+    McpServersNotATable,
+}
+
+fn object_root(text: &str) -> Result<Map<String, Value>, FormatError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(root)) => Ok(root),
-        Ok(other) => Err(format!(
-            "expected a JSON object, got {}",
-            tool_cli_protocol::json::kind(&other)
-        )),
-        Err(error) => Err(format!(
-            "invalid JSON at line {} column {}: {error}",
-            error.line(),
-            error.column()
-        )),
+        Ok(other) => Err(FormatError::NotAnObject(tool_cli_protocol::json::kind(
+            &other,
+        ))),
+        Err(error) => Err(FormatError::InvalidJson {
+            line: error.line(),
+            column: error.column(),
+            message: error.to_string(),
+        }),
     }
 }
 
 fn servers_member<'a>(
     root: &'a Map<String, Value>,
     key: &str,
-) -> Result<Option<&'a Map<String, Value>>, String> {
+) -> Result<Option<&'a Map<String, Value>>, FormatError> {
     match root.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(servers)) => Ok(Some(servers)),
-        Some(other) => Err(format!(
-            "\"{key}\" is {}; expected an object mapping server names to their settings",
-            tool_cli_protocol::json::kind(other)
-        )),
+        Some(other) => Err(FormatError::ServersNotAnObject {
+            key: key.to_owned(),
+            kind: tool_cli_protocol::json::kind(other),
+        }),
     }
 }
 
@@ -194,11 +248,9 @@ pub(super) fn mcp_servers(
     text: &str,
     kind: ClientKind,
     project: Option<&Path>,
-) -> Result<Found, String> {
+) -> Result<Found, FormatError> {
     let root = object_root(text)?;
-    let servers = servers_member(&root, "mcpServers")?.ok_or(
-        "no \"mcpServers\" object; expected {\"mcpServers\": {\"name\": {\"command\": ...}}}",
-    )?;
+    let servers = servers_member(&root, "mcpServers")?.ok_or(FormatError::NoMcpServers)?;
     let mut found = Found::default();
     collect_translated(&mut found, kind, servers, project);
     Ok(found)
@@ -207,25 +259,20 @@ pub(super) fn mcp_servers(
 /// Claude Code: `.mcp.json` (`mcpServers`), or `~/.claude.json` (`mcpServers` for the user,
 /// and `projects.PATH.mcpServers` per project: `project`'s are imported, and win; with no
 /// project, none are).
-pub(super) fn claude_code(text: &str, project: Option<&Path>) -> Result<Found, String> {
+pub(super) fn claude_code(text: &str, project: Option<&Path>) -> Result<Found, FormatError> {
     let root = object_root(text)?;
     let user = servers_member(&root, "mcpServers")?;
     let projects = match root.get("projects") {
         None | Some(Value::Null) => None,
         Some(Value::Object(projects)) => Some(projects),
         Some(other) => {
-            return Err(format!(
-                "\"projects\" is {}; expected an object keyed by project directory",
-                tool_cli_protocol::json::kind(other)
+            return Err(FormatError::ProjectsNotAnObject(
+                tool_cli_protocol::json::kind(other),
             ));
         }
     };
     if user.is_none() && projects.is_none() {
-        return Err(
-            "neither \"mcpServers\" nor \"projects\"; expected Claude Code's .mcp.json or \
-             ~/.claude.json"
-                .to_owned(),
-        );
+        return Err(FormatError::NotClaudeCode);
     }
     let mut found = Found::default();
     if let Some(user) = user {
@@ -259,19 +306,16 @@ pub(super) fn claude_code(text: &str, project: Option<&Path>) -> Result<Found, S
 /// VS Code: `.vscode/mcp.json` with `servers` and `inputs`; comments and trailing commas are
 /// allowed (JSONC). `${input:ID}` becomes `${ID}` (read from the daemon's environment),
 /// `${workspaceFolder}` the project directory, `${env:NAME}` `${NAME}`.
-pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
+pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, FormatError> {
     let root = object_root(&strip_jsonc(text))?;
-    let servers = servers_member(&root, "servers")?.ok_or(
-        "no \"servers\" object; expected {\"servers\": {\"name\": {\"type\": \"stdio\", \
-         \"command\": ...}}}",
-    )?;
+    let servers = servers_member(&root, "servers")?.ok_or(FormatError::NoServers)?;
     let mut found = Found::default();
     match root.get("inputs") {
         None | Some(Value::Null) => {}
         Some(Value::Array(items)) => {
             for item in items {
                 let Some(id) = item.get("id").and_then(Value::as_str) else {
-                    return Err("an \"inputs\" item has no string \"id\"".to_owned());
+                    return Err(FormatError::InputWithoutId);
                 };
                 let described = item
                     .get("description")
@@ -286,9 +330,8 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
             }
         }
         Some(other) => {
-            return Err(format!(
-                "\"inputs\" is {}; expected an array",
-                tool_cli_protocol::json::kind(other)
+            return Err(FormatError::InputsNotAnArray(
+                tool_cli_protocol::json::kind(other),
             ));
         }
     }
@@ -376,24 +419,16 @@ fn strip_jsonc(text: &str) -> String {
 }
 
 /// Codex: `[mcp_servers.NAME]` tables in `~/.codex/config.toml`.
-pub(super) fn codex(text: &str) -> Result<Found, String> {
-    let root: toml::Table = toml::from_str(text).map_err(|error| {
-        format!(
-            "invalid TOML: {}",
-            error.to_string().trim().replace('\n', " ")
-        )
-    })?;
+pub(super) fn codex(text: &str) -> Result<Found, FormatError> {
+    let root: toml::Table = toml::from_str(text)
+        .map_err(|error| FormatError::InvalidToml(error.to_string().trim().replace('\n', " ")))?;
     let servers = match root.get("mcp_servers") {
         None => {
-            return Err(
-                "no [mcp_servers.NAME] table; expected e.g. [mcp_servers.fs] with command = \
-                 \"npx\""
-                    .to_owned(),
-            );
+            return Err(FormatError::NoMcpServersTable);
         }
         Some(toml::Value::Table(servers)) => servers,
         Some(_) => {
-            return Err("\"mcp_servers\" is not a table; expected [mcp_servers.NAME]".to_owned());
+            return Err(FormatError::McpServersNotATable);
         }
     };
     let mut found = Found::default();

@@ -81,10 +81,11 @@ pub(crate) fn imports(
                     .map_err(|problem| error(format!("{at}.client"), problem))?;
                 let project = match members.get("project") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(text)) => Some(
-                        config_path(text, config_dir, env)
-                            .map_err(|problem| error(format!("{at}.project"), problem))?,
-                    ),
+                    Some(Value::String(text)) => {
+                        Some(config_path(text, config_dir, env).map_err(|problem| {
+                            error(format!("{at}.project"), problem.to_string())
+                        })?)
+                    }
                     Some(other) => {
                         return Err(error(
                             format!("{at}.project"),

@@ -19,20 +19,47 @@ pub struct MergeOutcome {
     pub text: Option<String>,
 }
 
+/// Why our config file cannot take the imported servers; each says what to fix first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// The file is JSON but not an object.
+    #[error("expected a JSON object with an \"mcpServers\" object")]
+    NotAnObject,
+    /// The file is not JSON.
+    #[error(
+        "invalid JSON at line {line} column {column}: {message}; fix it before importing into it"
+    )]
+    InvalidJson {
+        /// Where the parser stopped.
+        line: usize,
+        /// Where the parser stopped.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// The servers member is not an object.
+    #[error("\"{0}\" is not an object; expected an object mapping server names to their settings")]
+    ServersNotAnObject(&'static str),
+    /// The merged config could not be written as JSON.
+    #[error("cannot encode the config: {0}")]
+    Encode(String),
+}
+
 /// Merges `found` into `ours` (the text of our config file; `None` when there is none yet).
-pub fn merge(ours: Option<&str>, found: &[FoundServer]) -> Result<MergeOutcome, String> {
+pub fn merge(ours: Option<&str>, found: &[FoundServer]) -> Result<MergeOutcome, MergeError> {
     let mut root = match ours {
         None => Map::new(),
         Some(text) if text.trim().is_empty() => Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(root)) => root,
-            Ok(_) => return Err("expected a JSON object with an \"mcpServers\" object".to_owned()),
+            Ok(_) => return Err(MergeError::NotAnObject),
             Err(error) => {
-                return Err(format!(
-                    "invalid JSON at line {} column {}: {error}; fix it before importing into it",
-                    error.line(),
-                    error.column()
-                ));
+                return Err(MergeError::InvalidJson {
+                    line: error.line(),
+                    column: error.column(),
+                    message: error.to_string(),
+                });
             }
         },
     };
@@ -43,9 +70,7 @@ pub fn merge(ours: Option<&str>, found: &[FoundServer]) -> Result<MergeOutcome, 
     };
     let servers = root.entry(key).or_insert_with(|| Value::Object(Map::new()));
     let Some(servers) = servers.as_object_mut() else {
-        return Err(format!(
-            "\"{key}\" is not an object; expected an object mapping server names to their settings"
-        ));
+        return Err(MergeError::ServersNotAnObject(key));
     };
     let mut outcome = MergeOutcome {
         added: Vec::new(),
@@ -66,7 +91,7 @@ pub fn merge(ours: Option<&str>, found: &[FoundServer]) -> Result<MergeOutcome, 
     }
     if !outcome.added.is_empty() {
         let mut text = serde_json::to_string_pretty(&Value::Object(root))
-            .map_err(|error| format!("cannot encode the config: {error}"))?;
+            .map_err(|error| MergeError::Encode(error.to_string()))?;
         text.push('\n');
         outcome.text = Some(text);
     }
@@ -127,11 +152,13 @@ mod tests {
         assert!(
             merge(Some("{oops"), &[])
                 .unwrap_err()
-                .contains("invalid JSON")
+                .to_string()
+                .contains("invalid JSON at line 1 column 2")
         );
         assert!(
             merge(Some(r#"{"mcpServers": []}"#), &[])
                 .unwrap_err()
+                .to_string()
                 .contains("not an object")
         );
     }

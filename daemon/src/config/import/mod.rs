@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-pub use merge::{MergeOutcome, merge};
+pub use merge::{MergeError, MergeOutcome, merge};
 pub use paths::{Os, Places, candidates};
 
 /// A client whose config we read.
@@ -184,10 +184,10 @@ fn parse_in(
     path: &Path,
     project: Option<&Path>,
 ) -> Result<Found, ImportError> {
-    let malformed = |reason: String| ImportError::Malformed {
+    let malformed = |error: formats::FormatError| ImportError::Malformed {
         path: path.display().to_string(),
         kind,
-        reason,
+        reason: error.to_string(),
     };
     let mut found = match kind {
         ClientKind::Codex => formats::codex(text).map_err(malformed)?,
@@ -236,7 +236,7 @@ pub fn read(
     crate::config::check_private(&path, &format!("{kind} config file")).map_err(|reason| {
         ImportError::Untrusted {
             path: path.display().to_string(),
-            reason,
+            reason: reason.to_string(),
         }
     })?;
     let text = std::fs::read_to_string(&path).map_err(|error| ImportError::Unreadable {

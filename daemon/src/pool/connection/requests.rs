@@ -250,12 +250,12 @@ impl Connection {
                 self.request(request, tool, timeout, ticket).await?
             }
         };
-        if let Err(message) = super::super::result_check::check_call_tool_result(&result) {
-            tracing::warn!(server = %self.server, tool, %message, "malformed tool result");
+        if let Err(malformed) = super::super::result_check::check_call_tool_result(&result) {
+            tracing::warn!(server = %self.server, tool, message = %malformed, "malformed tool result");
             return Err(ErrorData::InvalidResult {
                 server: self.server.clone(),
                 method: tool.to_owned(),
-                message,
+                message: malformed.to_string(),
             }
             .into());
         }

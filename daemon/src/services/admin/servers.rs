@@ -114,7 +114,7 @@ impl ServerManager {
             let put = manager
                 .pool
                 .put(server, Arc::clone(&secrets))
-                .map_err(|reason| Error::invalid_params(method, reason))?;
+                .map_err(|refused| Error::invalid_params(method, refused.to_string()))?;
             changes.retiring.extend(put.replaced);
             if let Some(first) = put.first {
                 changes.started.push((server.name.clone(), first));

@@ -26,15 +26,14 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tool_cli_agent::events::{AgentEvent, EventKind, EventSink};
-use tool_cli_agent::request::{AgentRequest, AgentResult};
+use tool_cli_agent::events::EventSink;
 use tool_cli_agent::{Agent, AgentError, new_run_id};
 use tool_cli_protocol::agent::{
-    AgentEventsParams, AgentEventsResult, CancelAgentParams, CancelAgentResult,
+    AgentEvent, AgentEventKind, AgentEventsParams, AgentEventsResult, CancelAgentParams,
+    CancelAgentResult, RunAgentParams, RunAgentResult,
 };
 use tool_cli_protocol::methods::name;
 
@@ -97,7 +96,7 @@ struct Run {
 
 #[derive(Default)]
 struct EventLog {
-    events: VecDeque<Value>,
+    events: VecDeque<AgentEvent>,
     dropped: u64,
     last_seq: u64,
 }
@@ -301,33 +300,12 @@ impl Agents {
     /// `runAgent`: runs the loop to its end and answers its result.
     pub(crate) async fn run_agent(
         &self,
-        mut params: Value,
+        mut request: RunAgentParams,
         context: &CallContext,
-    ) -> Result<AgentResult, Error> {
+    ) -> Result<RunAgentResult, Error> {
         const METHOD: &str = "runAgent";
-        let run_id = match params.as_object_mut().and_then(|p| p.remove("runId")) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(id),
-            Some(other) => {
-                return Err(Error::invalid_params(
-                    METHOD,
-                    format!("runId must be a string, not {other}"),
-                ));
-            }
-        };
-        let request: AgentRequest = serde_json::from_value(params).map_err(|err| {
-            Error::invalid_params(
-                METHOD,
-                format!(
-                    "{err}; expected {{\"task\": string, \"backend\"?, \"model\"?, \"maxSteps\"?, \
-                     \"costCeilingUsd\"?, \"dryRun\"?, \"confirmDestructive\"?, \"answerSchema\"?, \
-                     \"servers\"?, \"tools\"?, \"toolLimit\"?, \"timeoutMs\"?, \"sessionId\"?, \
-                     \"runId\"?}}"
-                ),
-            )
-        })?;
         // Everything is checked before anything is taken: the id, then the request itself.
-        let run_id = self.run_id(&context.grant.token_id, run_id)?;
+        let run_id = self.run_id(&context.grant.token_id, request.run_id.take())?;
         let session_id = request
             .session_id
             .clone()
@@ -404,7 +382,7 @@ impl Agents {
         let events = log
             .events
             .iter()
-            .filter(|event| event["seq"].as_u64().is_some_and(|seq| seq > after))
+            .filter(|event| event.seq > after)
             .cloned()
             .collect();
         Ok(AgentEventsResult {
@@ -447,11 +425,11 @@ struct RunSink {
 impl EventSink for RunSink {
     fn emit(&self, event: AgentEvent) {
         match &event.kind {
-            EventKind::Started { backend, model, .. } => {
+            AgentEventKind::Started { backend, model, .. } => {
                 *self.llm.lock().unwrap() = format!("{backend}:{model}");
                 self.spans.started(backend, model);
             }
-            EventKind::LlmCall {
+            AgentEventKind::LlmCall {
                 step,
                 usage,
                 latency_ms,
@@ -488,16 +466,12 @@ impl EventSink for RunSink {
             _ => {}
         }
         let seq = event.seq;
-        let value = match serde_json::to_value(&event) {
-            Ok(value) => value,
-            Err(_) => return,
-        };
         let mut log = self.run.log.lock().unwrap();
         if log.events.len() >= MAX_EVENTS {
             log.events.pop_front();
             log.dropped += 1;
         }
-        log.events.push_back(value);
+        log.events.push_back(event);
         log.last_seq = log.last_seq.max(seq);
         let last = log.last_seq;
         drop(log);

@@ -240,3 +240,43 @@ fn jsonc_keeps_strings_intact() {
     let value: Value = serde_json::from_str(&super::strip_jsonc(text)).unwrap();
     assert_eq!(value, json!({"a": "http://x//y", "b": [1, 2]}));
 }
+
+#[test]
+fn each_format_error_keeps_its_wording() {
+    use super::{FormatError, claude_code, codex, mcp_servers, vscode};
+    let here = Path::new("/p");
+    assert_eq!(
+        mcp_servers("{}", ClientKind::Cursor, None)
+            .unwrap_err()
+            .to_string(),
+        r#"no "mcpServers" object; expected {"mcpServers": {"name": {"command": ...}}}"#
+    );
+    assert_eq!(
+        vscode("{}", here).unwrap_err().to_string(),
+        r#"no "servers" object; expected {"servers": {"name": {"type": "stdio", "command": ...}}}"#
+    );
+    assert_eq!(
+        claude_code("{}", None).unwrap_err().to_string(),
+        r#"neither "mcpServers" nor "projects"; expected Claude Code's .mcp.json or ~/.claude.json"#
+    );
+    assert_eq!(
+        mcp_servers("[1]", ClientKind::Cursor, None).unwrap_err(),
+        FormatError::NotAnObject("an array")
+    );
+    assert_eq!(
+        vscode(r#"{"servers": {}, "inputs": [{}]}"#, here)
+            .unwrap_err()
+            .to_string(),
+        r#"an "inputs" item has no string "id""#
+    );
+    assert_eq!(
+        codex("x = 1").unwrap_err().to_string(),
+        r#"no [mcp_servers.NAME] table; expected e.g. [mcp_servers.fs] with command = "npx""#
+    );
+    assert!(
+        codex("[[")
+            .unwrap_err()
+            .to_string()
+            .starts_with("invalid TOML: ")
+    );
+}
