@@ -47,6 +47,12 @@ pub enum EventKind {
         /// Why the call failed, when it did (its tokens were billed all the same).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The model that answered, as the provider named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_model: Option<String>,
+        /// The provider's id of the answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_id: Option<String>,
     },
     /// A tool call is about to be made.
     #[serde(rename_all = "camelCase")]

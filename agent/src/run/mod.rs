@@ -549,6 +549,8 @@ impl RunState<'_> {
                     tool_calls: response.tool_calls.len(),
                     latency_ms,
                     error: None,
+                    response_model: response.identity.model.clone(),
+                    response_id: response.identity.id.clone(),
                 });
                 Ok(response)
             }
@@ -566,6 +568,8 @@ impl RunState<'_> {
                         tool_calls: 0,
                         latency_ms,
                         error: Some(one_line(&error.to_string())),
+                        response_model: None,
+                        response_id: None,
                     });
                 }
                 Err(match error {
