@@ -205,3 +205,79 @@ fn a_stdio_calls_span_names_the_request_id_the_server_received_and_the_version()
     assert!(int_attribute(&client.attributes, "server.port").is_none());
 }
 
+/// `tool-cli` under a script's trace: `TRACEPARENT`/`TRACESTATE` in its environment become the
+/// request's `traceparent`/`tracestate` headers, so the daemon's SERVER span is the script's
+/// span's child and the server receives the CLIENT span's context: one trace from the script
+/// to the MCP server. A malformed `TRACEPARENT` is named on stderr and not sent; the call works.
+#[test]
+fn the_cli_continues_the_trace_in_traceparent_through_the_daemon_to_the_server() {
+    let receiver = OtlpReceiver::start();
+    let dir = scratch();
+    let record = dir.path().join("received.jsonl");
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
+        DaemonOptions {
+            env: otel_env(&receiver),
+            ..DaemonOptions::default()
+        },
+    );
+    let script_span = "5e1f2c3d4b5a6978";
+    let traceparent = format!("00-{CALLER_TRACE_ID}-{script_span}-01");
+    let output = daemon.run_client(
+        &["alpha", "echo", r#"{"nonce": "from-a-script"}"#],
+        &[
+            ("TRACEPARENT", traceparent.as_str()),
+            ("TRACESTATE", "ci=build-42"),
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("from-a-script"));
+
+    let spans = receiver.wait_for_spans(2, WAIT);
+    let client = client_span(&spans, "tools/call echo");
+    let server = spans
+        .iter()
+        .find(|span| span.kind == KIND_SERVER && span.span_id == client.parent_span_id)
+        .expect("the callTool request's span");
+    // Every request the command sent is under the script's span.
+    for span in spans.iter().filter(|span| span.kind == KIND_SERVER) {
+        assert_eq!(hex(&span.parent_span_id), script_span, "{}", span.name);
+    }
+    assert_eq!(server.name, "tools/call echo");
+    assert_eq!(hex(&server.trace_id), CALLER_TRACE_ID);
+    assert_eq!(hex(&server.parent_span_id), script_span);
+    assert_eq!(server.trace_state, "ci=build-42");
+    let calls: Vec<Value> = tool_cli_tests::recorded_messages(&record)
+        .into_iter()
+        .filter(|message| message["method"] == "tools/call")
+        .collect();
+    assert_eq!(
+        calls[0]["params"]["_meta"]["traceparent"],
+        format!("00-{CALLER_TRACE_ID}-{}-01", hex(&client.span_id))
+    );
+    assert_eq!(calls[0]["params"]["_meta"]["tracestate"], "ci=build-42");
+
+    // Malformed: named on stderr, not sent (a new trace begins), and the call works.
+    let output = daemon.run_client(
+        &["alpha", "echo", r#"{"nonce": "second"}"#],
+        &[("TRACEPARENT", "00-not-a-trace-01")],
+    );
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("ignoring TRACEPARENT") && stderr.contains("00-not-a-trace-01"),
+        "{stderr}"
+    );
+    let before = spans.len();
+    let spans = receiver.wait_for_spans(before + 2, WAIT);
+    let second = spans
+        .iter()
+        .filter(|span| span.kind == KIND_SERVER)
+        .find(|span| hex(&span.trace_id) != CALLER_TRACE_ID)
+        .expect("the second request began a trace of its own");
+    assert!(second.parent_span_id.is_empty());
+}
