@@ -403,8 +403,13 @@ pub fn client_command() -> Command {
 fn clear_tool_cli_env(command: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let name = key.to_string_lossy();
-        // `OTEL_*` too: a developer's collector settings must not turn export on in a test.
-        if name.starts_with(tool_cli_protocol::env::PREFIX) || name.starts_with("OTEL_") {
+        // `OTEL_*` too: a developer's collector settings must not turn export on in a test;
+        // and `TRACEPARENT`/`TRACESTATE`, which the client sends on.
+        if name.starts_with(tool_cli_protocol::env::PREFIX)
+            || name.starts_with("OTEL_")
+            || name == "TRACEPARENT"
+            || name == "TRACESTATE"
+        {
             command.env_remove(key);
         }
     }

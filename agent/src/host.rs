@@ -62,6 +62,9 @@ pub struct ToolCall {
     pub confirm_destructive: bool,
     /// The run's step that made the call, for the trace.
     pub step: u32,
+    /// The model's id of the call (`gen_ai.tool.call.id`), for the trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 /// What a call returned.

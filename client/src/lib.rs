@@ -51,6 +51,7 @@ mod sanitize;
 mod settings;
 #[cfg(test)]
 mod test_support;
+mod trace_context;
 mod traces;
 mod vouch;
 

@@ -317,13 +317,21 @@ impl DaemonLink {
                 Error::Transport(error.to_string())
             }
         };
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(Method::POST)
             .uri("/")
             .header(header::HOST, &self.host_header)
             .header(header::AUTHORIZATION, &self.authorization)
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json")
+            .header(header::ACCEPT, "application/json");
+        // The script's trace continues through the daemon (`trace_context.rs`).
+        if let Some(context) = crate::trace_context::from_environment() {
+            request = request.header("traceparent", &context.traceparent);
+            if let Some(state) = &context.tracestate {
+                request = request.header("tracestate", state);
+            }
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|error| Error::Other(format!("cannot build the HTTP request: {error}")))?;
         let ready = self.sender.ready().await;

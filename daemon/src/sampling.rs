@@ -380,6 +380,7 @@ mod tests {
             usage: Usage::default(),
             stop,
             raw_stop: raw.into(),
+            identity: Default::default(),
         };
         let result = answer(&response(StopReason::EndTurn, "stop"), "gpt-4.1-mini");
         let wire = serde_json::to_value(&result).unwrap();

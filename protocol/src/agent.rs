@@ -258,6 +258,12 @@ pub enum AgentEventKind {
         /// Why the call failed, when it did (its tokens were billed all the same).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The model that answered, as the provider named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_model: Option<String>,
+        /// The provider's id of the answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_id: Option<String>,
     },
     /// A tool call is about to be made.
     #[serde(rename_all = "camelCase")]
@@ -459,7 +465,8 @@ mod tests {
              "task": "Which customer has the most completed orders?", "backend": "offline",
              "model": "offline-planner", "availableTools": TOOLS},
             {"runId": "r", "seq": 2, "type": "llm_call", "step": 1, "usage": usage,
-             "stopReason": "tool_use", "toolCalls": 1, "latencyMs": 0},
+             "stopReason": "tool_use", "toolCalls": 1, "latencyMs": 0,
+             "responseModel": "claude-sonnet-4-5-20250929", "responseId": "msg_01"},
             {"runId": "r", "seq": 3, "type": "tool_call", "step": 1, "server": null,
              "tool": "describe_schema", "arguments": {}, "dryRun": true},
             {"runId": "r", "seq": 4, "type": "tool_result", "step": 1, "server": "demo",

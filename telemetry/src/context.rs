@@ -463,6 +463,12 @@ impl SpanIds {
     pub fn upstream_context(&self) -> Option<&SpanContext> {
         self.propagate.then_some(&self.context)
     }
+
+    /// Whether this is a span of ours (export on, sampled or not), so its metrics are
+    /// recorded; false for a pass-through of the caller's context with export off.
+    pub fn is_ours(&self) -> bool {
+        !self.pass_through
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::Metric;
-use opentelemetry_proto::tonic::trace::v1::Span;
+/// A span as the receiver decoded it (`opentelemetry-proto`), re-exported for the tests.
+pub use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 use tokio::sync::watch;
 

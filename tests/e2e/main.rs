@@ -52,5 +52,6 @@ mod servers;
 mod snapshots;
 mod tasks;
 mod telemetry;
+mod telemetry_operations;
 mod toolkit;
 mod traces;

@@ -176,6 +176,19 @@ fn a_call_is_one_trace_from_the_caller_through_the_daemon_to_the_server() {
     );
     assert_eq!(client.name, "tools/call echo");
     assert_eq!(client.trace_id, server.trace_id);
+    // The id the server received and the version it negotiated (the fault server answers the
+    // version offered).
+    let received = upstream_calls(&record);
+    assert_eq!(
+        string_attribute(&client.attributes, "jsonrpc.request.id"),
+        Some(received[0]["id"].to_string().trim_matches('"'))
+    );
+    assert!(
+        string_attribute(&client.attributes, "mcp.protocol.version")
+            .is_some_and(|version| version.starts_with("20")),
+        "{:?}",
+        client.attributes
+    );
     assert_eq!(client.parent_span_id, server.span_id);
     for (key, value) in [
         ("mcp.method.name", "tools/call"),
@@ -467,6 +480,15 @@ fn an_agent_run_with_three_tool_calls_is_one_trace_tree() {
         .map(|chat| {
             assert_eq!(chat.kind, KIND_CLIENT);
             assert_eq!(chat.parent_span_id, run.span_id);
+            // What the provider's answer said of itself (the scripted chunks' `model`, `id`).
+            assert_eq!(
+                string_attribute(&chat.attributes, "gen_ai.response.model"),
+                Some("scripted-model")
+            );
+            assert_eq!(
+                string_attribute(&chat.attributes, "gen_ai.response.id"),
+                Some("chatcmpl-1")
+            );
             int_attribute(&chat.attributes, "gen_ai.usage.input_tokens").expect("input tokens")
         })
         .collect();
@@ -484,6 +506,8 @@ fn an_agent_run_with_three_tool_calls_is_one_trace_tree() {
             ("mcp.method.name", "tools/call"),
             ("network.transport", "pipe"),
             ("tool_cli.server", "alpha"),
+            // The model's id of the call, from its `tool_calls` entry.
+            ("gen_ai.tool.call.id", "call_1"),
         ] {
             assert_eq!(
                 string_attribute(&tool.attributes, key),

@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 
 use super::http::{HttpClient, HttpSettings, read_stream};
 use super::sse::{SseEvent, SseParser};
-use super::{LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, StopReason, Turn};
+use super::{
+    LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, ResponseIdentity, StopReason, Turn,
+};
 use crate::cost::{Usage, input_token_bound};
 use crate::host::BoxFuture;
 
@@ -173,6 +175,8 @@ pub(crate) struct StreamFold {
     usage: Usage,
     stop_reason: Option<String>,
     stopped: bool,
+    /// The answering model and the message's id, from `message_start`.
+    identity: ResponseIdentity,
 }
 
 fn count(value: &Value, key: &str) -> Option<u64> {
@@ -198,6 +202,11 @@ impl StreamFold {
                 if let Some(usage) = data.pointer("/message/usage") {
                     self.merge_usage(usage);
                 }
+                let text = |pointer| data.pointer(pointer).and_then(Value::as_str);
+                self.identity = ResponseIdentity {
+                    model: text("/message/model").map(str::to_owned),
+                    id: text("/message/id").map(str::to_owned),
+                };
             }
             "content_block_start" => {
                 let index = self.index(&data)?;
@@ -349,6 +358,7 @@ impl StreamFold {
             usage: self.usage,
             stop: stop_reason(&raw_stop),
             raw_stop,
+            identity: self.identity,
         })
     }
 }
@@ -376,9 +386,11 @@ pub(crate) fn stop_reason(raw: &str) -> StopReason {
 /// Folds a non-streamed Message (a server that ignored `stream: true`) the same way.
 fn fold_message(message: &Value) -> Result<LlmResponse, LlmError> {
     let mut fold = StreamFold::default();
-    let mut events = vec![
-        json!({"type": "message_start", "message": {"usage": message.get("usage").cloned().unwrap_or(json!({}))}}),
-    ];
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "usage": message.get("usage").cloned().unwrap_or(json!({})),
+        "model": message.get("model"),
+        "id": message.get("id"),
+    }})];
     for (index, block) in message
         .get("content")
         .and_then(Value::as_array)
@@ -624,7 +636,9 @@ mod tests {
     #[test]
     fn a_streamed_tool_use_turn_with_usage() {
         let response = fold(&[
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10,
+            json!({"type": "message_start", "message": {
+                "id": "msg_01XF", "model": "claude-sonnet-4-5-20250929",
+                "usage": {"input_tokens": 10,
                 "cache_creation_input_tokens": 500, "cache_read_input_tokens": 0,
                 "output_tokens": 1}}}),
             json!({"type": "content_block_start", "index": 0,
@@ -648,6 +662,14 @@ mod tests {
         ])
         .expect("complete turn");
         assert_eq!(response.text, "Let me look.");
+        // Which model answered and the message's id, from `message_start`.
+        assert_eq!(
+            response.identity,
+            super::super::ResponseIdentity {
+                model: Some("claude-sonnet-4-5-20250929".into()),
+                id: Some("msg_01XF".into()),
+            }
+        );
         assert_eq!(response.tool_calls[0].id, "toolu_9");
         assert_eq!(response.tool_calls[0].arguments, json!({"sql": "SELECT 1"}));
         assert_eq!(response.stop, StopReason::ToolUse);
@@ -702,10 +724,13 @@ mod tests {
             "content": [{"type": "text", "text": "hi"},
                         {"type": "tool_use", "id": "t1", "name": "a", "input": {"k": "v"}}],
             "stop_reason": "tool_use",
+            "id": "msg_2", "model": "claude-haiku-4-5",
             "usage": {"input_tokens": 3, "output_tokens": 4}
         }))
         .expect("message");
         assert_eq!(response.text, "hi");
+        assert_eq!(response.identity.id.as_deref(), Some("msg_2"));
+        assert_eq!(response.identity.model.as_deref(), Some("claude-haiku-4-5"));
         assert_eq!(response.tool_calls[0].arguments, json!({"k": "v"}));
         assert_eq!(response.usage.output_tokens, 4);
     }

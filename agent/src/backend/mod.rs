@@ -154,6 +154,18 @@ pub struct LlmResponse {
     pub stop: StopReason,
     /// The provider's own word for it, for events.
     pub raw_stop: String,
+    /// The model that answered and the provider's id of the answer, when it said
+    /// (`gen_ai.response.model`, `gen_ai.response.id`).
+    pub identity: ResponseIdentity,
+}
+
+/// Which model answered and the provider's id of the answer, as the provider sent them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResponseIdentity {
+    /// The model that answered (may differ from the one asked: an alias resolved).
+    pub model: Option<String>,
+    /// The provider's id of the completion (`chatcmpl-…`, `msg_…`).
+    pub id: Option<String>,
 }
 
 /// Why a backend could not produce a turn. Messages never contain a key.

@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 
 use super::http::{HttpClient, HttpSettings, collect_body, read_stream};
 use super::sse::SseParser;
-use super::{LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, StopReason, Turn};
+use super::{
+    LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, ResponseIdentity, StopReason, Turn,
+};
 use crate::cost::{Usage, input_token_bound};
 use crate::host::BoxFuture;
 
@@ -143,6 +145,8 @@ pub(crate) struct ChunkFold {
     refusal: Option<String>,
     usage: Usage,
     done: bool,
+    /// The answering model and the completion's id, from the chunks.
+    identity: ResponseIdentity,
 }
 
 impl ChunkFold {
@@ -176,6 +180,17 @@ impl ChunkFold {
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             self.merge_usage(usage);
+        }
+        // Every chunk repeats them; the first one says.
+        for (key, slot) in [
+            ("model", &mut self.identity.model),
+            ("id", &mut self.identity.id),
+        ] {
+            if slot.is_none()
+                && let Some(value) = chunk.get(key).and_then(Value::as_str)
+            {
+                *slot = Some(value.to_owned());
+            }
         }
         for choice in chunk
             .get("choices")
@@ -299,6 +314,7 @@ impl ChunkFold {
                 usage: self.usage,
                 stop: StopReason::Refusal,
                 raw_stop: "refusal".into(),
+                identity: self.identity,
             });
         }
         let stop = if !tool_calls.is_empty() {
@@ -316,6 +332,7 @@ impl ChunkFold {
             usage: self.usage,
             stop,
             raw_stop,
+            identity: self.identity,
         })
     }
 }

@@ -29,8 +29,8 @@ mod writes;
 use serde_json::{Map, Value, json};
 
 use crate::backend::{
-    ExposedTool, LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, StopReason,
-    ToolResultTurn, Turn,
+    ExposedTool, LlmBackend, LlmError, LlmRequest, LlmResponse, LlmToolCall, ResponseIdentity,
+    StopReason, ToolResultTurn, Turn,
 };
 use crate::cost::Usage;
 use crate::host::BoxFuture;
@@ -132,6 +132,7 @@ impl LlmBackend for OfflinePlanner {
                     usage: Usage::default(),
                     stop: StopReason::ToolUse,
                     raw_stop: "tool_use".into(),
+                    identity: ResponseIdentity::default(),
                 },
                 Action::Finish { answer, key_facts } => LlmResponse {
                     text: json!({"answer": answer, "keyFacts": key_facts}).to_string(),
@@ -139,6 +140,7 @@ impl LlmBackend for OfflinePlanner {
                     usage: Usage::default(),
                     stop: StopReason::EndTurn,
                     raw_stop: "end_turn".into(),
+                    identity: ResponseIdentity::default(),
                 },
             })
         })

@@ -149,6 +149,7 @@ impl RunState<'_> {
             dry_run: self.settings.dry_run,
             confirm_destructive: self.settings.confirm_destructive,
             step,
+            call_id: Some(call.id.clone()),
         };
         let started = Instant::now();
         let outcome = match self.bounded(self.host.call_tool(request)).await {

@@ -551,6 +551,8 @@ impl RunState<'_> {
                     tool_calls: response.tool_calls.len(),
                     latency_ms,
                     error: None,
+                    response_model: response.identity.model.clone(),
+                    response_id: response.identity.id.clone(),
                 });
                 Ok(response)
             }
@@ -568,6 +570,8 @@ impl RunState<'_> {
                         tool_calls: 0,
                         latency_ms,
                         error: Some(one_line(&error.to_string())),
+                        response_model: None,
+                        response_id: None,
                     });
                 }
                 Err(match error {

@@ -28,6 +28,7 @@ fn call(id: &str, name: &str, arguments: Value) -> LlmResponse {
         usage: Usage::default(),
         stop: StopReason::ToolUse,
         raw_stop: "tool_use".into(),
+        identity: Default::default(),
     }
 }
 
@@ -38,6 +39,7 @@ fn answer(text: &str) -> LlmResponse {
         usage: Usage::default(),
         stop: StopReason::EndTurn,
         raw_stop: "end_turn".into(),
+        identity: Default::default(),
     }
 }
 

@@ -151,10 +151,18 @@ impl BlockingLink {
         let body = serde_json::to_vec(&request).map_err(|error| {
             Error::Other(format!("cannot encode the {method} request: {error}"))
         })?;
-        let headers = format!(
+        let mut headers = format!(
             "authorization: {}\r\ncontent-type: application/json\r\naccept: application/json\r\n",
             self.authorization
         );
+        // The script's trace continues through the daemon (`trace_context.rs`); both values
+        // were checked to be header values.
+        if let Some(context) = crate::trace_context::from_environment() {
+            headers.push_str(&format!("traceparent: {}\r\n", context.traceparent));
+            if let Some(state) = &context.tracestate {
+                headers.push_str(&format!("tracestate: {state}\r\n"));
+            }
+        }
         let deadline = Instant::now() + timeout;
         // On a vouched link nothing has been asked of the daemon before this first request: a
         // connection it ends before answering was most likely never served (its cap).

@@ -34,6 +34,11 @@ pub(crate) struct ChatFacts<'a> {
     pub(crate) usage: &'a UsageTotals,
     pub(crate) stop_reason: &'a str,
     pub(crate) latency: Duration,
+    /// The model that answered and the provider's id of the answer, when it said.
+    pub(crate) response_model: Option<&'a str>,
+    pub(crate) response_id: Option<&'a str>,
+    /// Why the call failed, when it did.
+    pub(crate) error: Option<&'a str>,
 }
 
 fn provider_of(backend: &str) -> &str {
@@ -93,8 +98,8 @@ impl AgentSpans {
             &ChatCall {
                 provider: provider_of(&backend),
                 request_model: &model,
-                response_model: None,
-                response_id: None,
+                response_model: facts.response_model,
+                response_id: facts.response_id,
                 finish_reasons: if facts.stop_reason.is_empty() {
                     &[]
                 } else {
@@ -108,7 +113,14 @@ impl AgentSpans {
                 server_port: None,
                 conversation_id: Some(&self.conversation_id),
                 cost_usd: facts.usage.cost_usd,
-                outcome: Outcome::Ok,
+                outcome: match facts.error {
+                    // The agent's message says what failed; no finer type is known here.
+                    Some(message) => Outcome::Failed {
+                        error_type: tool_cli_telemetry::semconv::values::OTHER_ERROR,
+                        message,
+                    },
+                    None => Outcome::Ok,
+                },
                 timing: Timing::ending_at(SystemTime::now(), facts.latency),
             },
         );

@@ -34,7 +34,8 @@ pub use tool_cli_telemetry::{StartError, Telemetry, TelemetryHealth};
 pub(crate) use agent::{AgentSpans, ChatFacts};
 pub(crate) use edge::{CallerTraceHeaders, RequestSpan};
 
-use crate::pipeline::{CallObserver, CallRecord};
+use crate::pipeline::{CallObserver, CallRecord, OperationRecord, OperationTarget};
+use crate::provider::ExchangeFacts;
 use crate::trace::redact::Redactor;
 
 pub use crate::pipeline::span::{AgentToolCall, CallSpan, CallTrace};
@@ -107,6 +108,37 @@ impl SpanObserver {
     }
 }
 
+/// What the pool noted of a span's request (`provider/exchange.rs`); nothing when export was
+/// off as it was sent.
+fn exchange_facts(span: &CallSpan) -> ExchangeFacts {
+    span.exchange
+        .as_ref()
+        .map(|note| note.facts())
+        .unwrap_or_default()
+}
+
+/// The MCP facts of an upstream request, for its span.
+fn upstream<'a>(
+    method: &'a str,
+    target: Target<'a>,
+    transport: Option<TransportKind>,
+    facts: &'a ExchangeFacts,
+) -> Upstream<'a> {
+    Upstream {
+        method,
+        target,
+        request_id: facts.request_id.as_deref(),
+        protocol_version: facts.protocol_version.as_deref(),
+        mcp_session_id: facts.mcp_session_id.as_deref(),
+        transport: match transport {
+            Some(TransportKind::Http) => Transport::Http,
+            _ => Transport::Stdio,
+        },
+        server_address: facts.server_address.as_deref(),
+        server_port: facts.server_port,
+    }
+}
+
 /// How a call ended, in the conventions' terms.
 pub(crate) fn outcome(record: &CallRecord) -> Outcome<'_> {
     match &record.error {
@@ -145,19 +177,13 @@ impl CallObserver for SpanObserver {
             degraded: record.degraded,
             dry_run: record.dry_run,
         };
-        let upstream = Upstream {
-            method: "tools/call",
-            target: Target::Tool(&record.tool),
-            request_id: None,
-            protocol_version: None,
-            mcp_session_id: None,
-            transport: match span.transport {
-                Some(TransportKind::Http) => Transport::Http,
-                _ => Transport::Stdio,
-            },
-            server_address: None,
-            server_port: None,
-        };
+        let facts = exchange_facts(span);
+        let upstream = upstream(
+            "tools/call",
+            Target::Tool(&record.tool),
+            span.transport,
+            &facts,
+        );
         let timing = Timing::ending_at(record.finished_at, record.latency);
         let content = Content {
             arguments: record.arguments.as_ref(),
@@ -189,6 +215,39 @@ impl CallObserver for SpanObserver {
             ),
             None => {}
         }
+    }
+
+    fn observe_operation(&self, record: &OperationRecord) {
+        let facts = exchange_facts(&record.span);
+        let target = match &record.target {
+            OperationTarget::None => Target::None,
+            OperationTarget::Prompt(name) => Target::Prompt(name),
+            OperationTarget::Resource(uri) => Target::Resource(uri),
+        };
+        let outcome = match &record.error {
+            Some(error) => Outcome::RpcError {
+                code: i64::from(error.code),
+                message: &error.message,
+                kind: Some(error.kind),
+            },
+            None => Outcome::Ok,
+        };
+        self.telemetry.mcp_client_call(
+            &record.span.ids,
+            &McpClientCall {
+                upstream: upstream(record.method, target, Some(record.transport), &facts),
+                outcome,
+                timing: Timing::ending_at(record.finished_at, record.latency),
+                extras: CallExtras {
+                    server: Some(&record.server),
+                    session_id: record.session_id.as_deref(),
+                    attempts: Some(record.attempts),
+                    retry_reason: record.retry_reason.as_deref(),
+                    ..CallExtras::default()
+                },
+                content: Content::default(),
+            },
+        );
     }
 }
 

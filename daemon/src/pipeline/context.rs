@@ -98,6 +98,7 @@ impl CallContext {
             // Requests without a span of their own (a resource read, a prompt) continue the
             // request's span; a tool call's is set by the pipeline.
             trace: self.trace.span.upstream_context().cloned(),
+            exchange: None,
         }
     }
 

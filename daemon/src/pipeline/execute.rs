@@ -370,10 +370,14 @@ async fn attempt(
             }
             Operation::ListResources { kind } => slot
                 .upstream
-                .list_resources(*kind, deadline)
+                .list_resources(*kind, deadline, ticket)
                 .await
                 .map(Value::Array),
-            Operation::ListPrompts => slot.upstream.list_prompts(deadline).await.map(Value::Array),
+            Operation::ListPrompts => slot
+                .upstream
+                .list_prompts(deadline, ticket)
+                .await
+                .map(Value::Array),
         }
     };
     // Report the caller's timeout, not what was left of it for this attempt; with a timeout

@@ -25,6 +25,7 @@ mod execute;
 mod guards;
 mod idempotency;
 mod membership;
+mod operation;
 mod plan;
 pub(crate) mod progress_timeout;
 mod prompts;
@@ -45,6 +46,7 @@ use tracing::Instrument as _;
 
 pub use answer::{CallAnswer, CallFacts, Degraded, RanCall};
 pub use context::{CallContext, CallId, CallRequest};
+pub use operation::{OperationRecord, OperationTarget};
 pub use record::{CallObserver, CallRecord, RecordedError, arguments_hash};
 
 use crate::error::Error;
@@ -364,6 +366,7 @@ impl Pipeline {
                 .span
                 .as_ref()
                 .and_then(|span| span.ids.upstream_context().cloned()),
+            exchange: record.span.as_ref().and_then(|span| span.exchange.clone()),
             ..context.ticket()
         };
         let CallOutcome {
@@ -470,15 +473,15 @@ impl Pipeline {
         let slot = resolve_server(&slots, server, &context.grant, None)?;
         check_resource(&context.grant, server, uri)?;
         let timeout = slot.upstream.info().settings.call_timeout;
-        let outcome = execute::protected(
-            slot,
-            &Operation::ReadResource { uri },
-            true,
-            Bounds::fixed(timeout, context.arrived + timeout),
-            &self.options.retry,
-            &context.ticket(),
-        )
-        .await;
+        let outcome = self
+            .protected_operation(
+                context,
+                slot,
+                &Operation::ReadResource { uri },
+                Bounds::fixed(timeout, context.arrived + timeout),
+                true,
+            )
+            .await;
         outcome.result
     }
 
@@ -500,15 +503,15 @@ impl Pipeline {
             return Ok((name, Vec::new()));
         }
         // Through the same protection as a call: a slot, the breakers, retries, statistics.
-        let outcome = execute::protected(
-            slot,
-            &Operation::ListResources { kind },
-            true,
-            Bounds::fixed(timeout, deadline),
-            &self.options.retry,
-            &CallTicket::default(),
-        )
-        .await;
+        let outcome = self
+            .protected_operation(
+                context,
+                slot,
+                &Operation::ListResources { kind },
+                Bounds::fixed(timeout, deadline),
+                false,
+            )
+            .await;
         let items = listed_items(outcome.result?);
         let items = match kind {
             ResourceListKind::Resources => items

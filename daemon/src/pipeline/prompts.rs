@@ -13,13 +13,11 @@ use serde_json::{Map, Value};
 use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{ListPromptsResult, ServerPrompt, UnavailableServer, name};
 
-use super::execute::{self, Bounds, Operation};
+use super::execute::{Bounds, Operation};
 use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::auth::Grant;
 use crate::error::Error;
 use crate::policy::Denial;
-use crate::provider::CallTicket;
-use crate::resilience::retry::RetryPolicy;
 
 /// How many close names an unknown-prompt error suggests.
 const SUGGESTIONS: usize = 3;
@@ -33,7 +31,7 @@ impl Pipeline {
         context: &CallContext,
         server: Option<&str>,
     ) -> Result<ListPromptsResult, Error> {
-        let (grant, arrived) = (&context.grant, context.arrived);
+        let grant = &context.grant;
         let slots = self.slots();
         let chosen: Vec<&std::sync::Arc<Slot>> = match server {
             Some(server) => vec![resolve_server(&slots, server, grant, None)?],
@@ -47,7 +45,7 @@ impl Pipeline {
             if !grant.scope.permits_any_prompt(&name) {
                 return (name, Ok(Vec::new()));
             }
-            let listed = list_of(slot, arrived, &self.options.retry).await;
+            let listed = self.list_of(context, slot).await;
             (name, listed)
         });
         let mut result = ListPromptsResult {
@@ -90,7 +88,7 @@ impl Pipeline {
         let slots = self.slots();
         let slot = resolve_server(&slots, server, grant, None)?;
         check_prompt_scope(grant, server, prompt)?;
-        let declared = list_of(slot, arrived, &self.options.retry).await?;
+        let declared = self.list_of(context, slot).await?;
         let Some(declaration) = declared
             .iter()
             .find(|item| prompt_name(item) == Some(prompt))
@@ -104,45 +102,41 @@ impl Pipeline {
             .map(|(key, value)| (key.clone(), Value::String(value.clone())))
             .collect();
         let timeout = slot.upstream.info().settings.call_timeout;
-        let outcome = execute::protected(
-            slot,
-            &Operation::GetPrompt {
-                name: prompt,
-                arguments: &arguments,
-            },
-            true,
-            Bounds::fixed(timeout, arrived + timeout),
-            &self.options.retry,
-            &context.ticket(),
-        )
-        .await;
+        let outcome = self
+            .protected_operation(
+                context,
+                slot,
+                &Operation::GetPrompt {
+                    name: prompt,
+                    arguments: &arguments,
+                },
+                Bounds::fixed(timeout, arrived + timeout),
+                true,
+            )
+            .await;
         outcome.result
     }
-}
 
-/// Every prompt a server declares, within its call timeout, through the same protection as a
-/// call (a slot, the breakers, retries, statistics).
-async fn list_of(
-    slot: &Slot,
-    arrived: tokio::time::Instant,
-    retry: &RetryPolicy,
-) -> Result<Vec<Value>, Error> {
-    let timeout = slot.upstream.info().settings.call_timeout;
-    let deadline = arrived + timeout;
-    slot.upstream.wait_ready(deadline).await?;
-    if !slot.upstream.supports_prompts() {
-        return Ok(Vec::new());
+    /// Every prompt a server declares, within its call timeout, through the same protection as
+    /// a call (a slot, the breakers, retries, statistics), under `context`'s span.
+    async fn list_of(&self, context: &CallContext, slot: &Slot) -> Result<Vec<Value>, Error> {
+        let timeout = slot.upstream.info().settings.call_timeout;
+        let deadline = context.arrived + timeout;
+        slot.upstream.wait_ready(deadline).await?;
+        if !slot.upstream.supports_prompts() {
+            return Ok(Vec::new());
+        }
+        let outcome = self
+            .protected_operation(
+                context,
+                slot,
+                &Operation::ListPrompts,
+                Bounds::fixed(timeout, deadline),
+                false,
+            )
+            .await;
+        Ok(super::listed_items(outcome.result?))
     }
-    let outcome = execute::protected(
-        slot,
-        &Operation::ListPrompts,
-        true,
-        Bounds::fixed(timeout, deadline),
-        retry,
-        &CallTicket::default(),
-    )
-    .await;
-    Ok(super::listed_items(outcome.result?))
 }
 
 fn prompt_name(prompt: &Value) -> Option<&str> {

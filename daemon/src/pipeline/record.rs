@@ -130,6 +130,12 @@ pub trait CallObserver: Send + Sync + 'static {
 
     /// One finished call. Must not block.
     fn observe(&self, record: &CallRecord);
+
+    /// One finished upstream operation other than a tool call (a prompt, a resource read, a
+    /// listing), recorded only with export on. Must not block.
+    fn observe_operation(&self, record: &super::OperationRecord) {
+        let _ = record;
+    }
 }
 
 /// The hash of a call's arguments: 16 hex digits of SHA-256 over their canonical JSON, so the

@@ -3,8 +3,12 @@
 //! is sent (on its [`CallRecord`](super::CallRecord)). They live here, on the call path's floor,
 //! so the pipeline never imports the exporter (`crate::otel`), which observes it from above.
 
+use std::sync::Arc;
+
 use tool_cli_protocol::methods::TransportKind;
 use tool_cli_telemetry::context::SpanIds;
+
+use crate::provider::ExchangeNote;
 
 /// Where a call sits in a trace, carried in its context: the span it belongs under (the
 /// request's SERVER span, or an agent's `invoke_agent`), and whether it is an agent's tool call
@@ -42,15 +46,41 @@ pub struct CallSpan {
     pub tool_call: Option<AgentToolCall>,
     /// How the server is reached, once resolved.
     pub transport: Option<TransportKind>,
+    /// Where the pool notes the request's id, the negotiated version and the HTTP session
+    /// (`provider/exchange.rs`); only with export on.
+    pub exchange: Option<Arc<ExchangeNote>>,
 }
 
 impl CallSpan {
     /// The span of a call made under `trace`.
     pub(crate) fn under(trace: &CallTrace) -> CallSpan {
+        let ids = trace.span.child();
         CallSpan {
-            ids: trace.span.child(),
+            exchange: ids.is_ours().then(Arc::default),
+            ids,
             tool_call: trace.tool_call.clone(),
             transport: None,
         }
+    }
+
+    /// The span of an operation other than a tool call (a prompt, a resource read, a
+    /// listing) made under `trace`: a CLIENT span even for an agent's, which has no
+    /// `execute_tool` standing for it.
+    pub(crate) fn for_operation(trace: &CallTrace) -> CallSpan {
+        CallSpan {
+            tool_call: None,
+            ..CallSpan::under(trace)
+        }
+    }
+
+    /// The ticket's part of this span: the context to send upstream and where to note the
+    /// exchange.
+    pub(crate) fn upstream(
+        &self,
+    ) -> (
+        Option<tool_cli_telemetry::context::SpanContext>,
+        Option<Arc<ExchangeNote>>,
+    ) {
+        (self.ids.upstream_context().cloned(), self.exchange.clone())
     }
 }

@@ -149,11 +149,12 @@ impl Upstream for FakeServer {
         self.listings_fail
     }
 
-    fn list_resources(
-        &self,
+    fn list_resources<'a>(
+        &'a self,
         _kind: crate::provider::ResourceListKind,
         _deadline: Instant,
-    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        _ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Vec<Value>, Error>> {
         self.listings.fetch_add(1, Ordering::SeqCst);
         let server = self.info.name.clone();
         let fail = self.listings_fail;

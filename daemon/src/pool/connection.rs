@@ -20,7 +20,7 @@ use std::time::Duration;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, ListPromptsRequest,
     ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
-    PingRequest,
+    PingRequest, RequestMetaObject,
 };
 // Roots, sampling and logging are deprecated by rmcp for the 2026 protocol (SEP-2577); the
 // protocol version we speak (2025-11-25) has them, and servers use them.
@@ -85,6 +85,18 @@ pub(crate) struct Connection {
     pub(crate) supports_resources: bool,
     pub(crate) supports_prompts: bool,
     pub(crate) instructions: Option<String>,
+    /// What a request's span says of this connection (`provider/exchange.rs`).
+    facts: ConnectionFacts,
+}
+
+/// What a request's span says of its connection: the version negotiated, and for an HTTP
+/// server where it listens and the session its requests are sent in.
+#[derive(Debug, Default)]
+struct ConnectionFacts {
+    protocol_version: Option<String>,
+    address: Option<(String, u16)>,
+    /// The `Mcp-Session-Id` the HTTP client last sent (it changes when a session expires).
+    session: Option<Arc<Mutex<Option<Arc<str>>>>>,
 }
 
 /// Resolves when a connection's service loop has ended.
@@ -197,6 +209,10 @@ pub(crate) struct Extras {
     pub(crate) auth_refused: Option<Arc<AtomicBool>>,
     /// Which answers were too large and dropped.
     pub(crate) oversized: Option<Arc<OversizedAnswers>>,
+    /// The HTTP server's host and port (`server.address`, `server.port`).
+    pub(crate) address: Option<(String, u16)>,
+    /// The Streamable HTTP session the client last sent, as the HTTP client notes it.
+    pub(crate) session: Option<Arc<Mutex<Option<Arc<str>>>>>,
 }
 
 /// Runs the MCP handshake over `transport` and lists the server's tools.
@@ -217,6 +233,8 @@ where
         stream_closed,
         auth_refused,
         oversized,
+        address,
+        session,
     } = extras;
     let tools_changed = Arc::new(Notify::new());
     let client = PoolClient {
@@ -245,6 +263,11 @@ where
         .as_ref()
         .is_none_or(|info| info.capabilities.tools.is_some());
     let instructions = info.as_ref().and_then(|info| info.instructions.clone());
+    let facts = ConnectionFacts {
+        protocol_version: info.as_ref().map(|info| info.protocol_version.to_string()),
+        address,
+        session,
+    };
     // From 2026-07-28 on, rmcp checks that a server's requests belong to one of ours in flight
     // (SEP-2260), which it can only do for the requests it sent itself.
     let direct = direct.filter(|_| {
@@ -273,6 +296,7 @@ where
         supports_resources,
         supports_prompts,
         instructions,
+        facts,
     });
     if supports_tools {
         if let Err(err) = connection.refresh_catalog().await {
@@ -337,8 +361,9 @@ impl ListKind {
         }
     }
 
-    fn request(self, cursor: Option<String>) -> ClientRequest {
-        let params = PaginatedRequestParams::default().with_cursor(cursor);
+    fn request(self, cursor: Option<String>, meta: Option<RequestMetaObject>) -> ClientRequest {
+        let mut params = PaginatedRequestParams::default().with_cursor(cursor);
+        params.meta = meta;
         match self {
             ListKind::Tools => {
                 ClientRequest::ListToolsRequest(ListToolsRequest::with_param(params))
@@ -359,7 +384,9 @@ impl ListKind {
 impl Connection {
     /// Lists the tools again and swaps the catalog; returns how many there are.
     async fn refresh_catalog(&self) -> Result<usize, Error> {
-        let tools = self.list_all(ListKind::Tools, CONNECT_TIMEOUT).await?;
+        let tools = self
+            .list_all(ListKind::Tools, CONNECT_TIMEOUT, &CallTicket::default())
+            .await?;
         let count = self.published.catalog_from(&self.server, tools);
         Ok(count)
     }

@@ -49,6 +49,8 @@ struct SizeWatchingClient {
     /// Set with a noted failure that is about authorization (a 401, a 403 for scope, no
     /// usable token), so the caller is told `authRequired`, not that the server went away.
     auth_refused: Arc<AtomicBool>,
+    /// The `Mcp-Session-Id` last sent, for the spans' `mcp.session.id`.
+    session: Arc<Mutex<Option<Arc<str>>>>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -72,6 +74,16 @@ impl SizeWatchingClient {
             Err(BearerError::Unavailable(reason)) => {
                 self.note(reason.clone());
                 Err(StreamableHttpError::UnexpectedServerResponse(reason.into()))
+            }
+        }
+    }
+
+    /// Notes the session a request is sent in (rmcp renews it when it expires).
+    fn note_session(&self, session_id: Option<&Arc<str>>) {
+        if let Some(session_id) = session_id {
+            let mut noted = self.session.lock().unwrap();
+            if noted.as_ref() != Some(session_id) {
+                *noted = Some(Arc::clone(session_id));
             }
         }
     }
@@ -136,6 +148,7 @@ impl StreamableHttpClient for SizeWatchingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let auth_header = self.auth_header(auth_header).await?;
+        self.note_session(session_id.as_ref());
         let mut custom_headers = custom_headers;
         add_trace_headers(&message, &mut custom_headers);
         let result = self
@@ -162,6 +175,7 @@ impl StreamableHttpClient for SizeWatchingClient {
         };
         let mut custom_headers = custom_headers;
         add_trace_headers(&message, &mut custom_headers);
+        self.note_session(session_id.as_ref());
         async move {
             let auth_header = self.auth_header(auth_header).await?;
             let result = self
@@ -312,7 +326,9 @@ pub(crate) async fn connect(
     let oversized = Arc::new(OversizedAnswers::new(max_message_bytes));
     let failure = Arc::new(Mutex::new(None));
     let auth_refused = Arc::new(AtomicBool::new(false));
+    let session = Arc::new(Mutex::new(None));
     let client = SizeWatchingClient {
+        session: Arc::clone(&session),
         inner,
         oversized: Arc::clone(&oversized),
         auth: remote.auth,
@@ -329,6 +345,8 @@ pub(crate) async fn connect(
             // A request's failure reads the reason noted for it (a 401, a 403 for scope).
             stream_closed: Arc::clone(&failure),
             auth_refused: Some(auth_refused),
+            address: crate::provider::address_of(remote.url),
+            session: Some(session),
             ..Default::default()
         },
     )
@@ -337,8 +355,8 @@ pub(crate) async fn connect(
     .map_err(|message| failure.lock().unwrap().take().unwrap_or(message))
 }
 
-/// Copies a tool call's trace context from its `params._meta` into the `traceparent` and
-/// `tracestate` headers, so an HTTP server (or a proxy in front of it) that reads W3C Trace
+/// Copies a request's trace context (a tool call's, a prompt's, a resource read's or a
+/// listing's) from its `params._meta` into the `traceparent` and `tracestate` headers, so an HTTP server (or a proxy in front of it) that reads W3C Trace
 /// Context from headers joins the same trace as one that reads `_meta`.
 fn add_trace_headers(
     message: &ClientJsonRpcMessage,
@@ -347,10 +365,19 @@ fn add_trace_headers(
     let JsonRpcMessage::Request(request) = message else {
         return;
     };
-    let rmcp::model::ClientRequest::CallToolRequest(call) = &request.request else {
-        return;
+    use rmcp::model::ClientRequest as Request;
+    let meta = match &request.request {
+        Request::CallToolRequest(call) => call.params.meta.as_ref(),
+        Request::GetPromptRequest(get) => get.params.meta.as_ref(),
+        Request::ReadResourceRequest(read) => read.params.meta.as_ref(),
+        Request::ListPromptsRequest(list) => list.params.as_ref().and_then(|p| p.meta.as_ref()),
+        Request::ListResourcesRequest(list) => list.params.as_ref().and_then(|p| p.meta.as_ref()),
+        Request::ListResourceTemplatesRequest(list) => {
+            list.params.as_ref().and_then(|p| p.meta.as_ref())
+        }
+        _ => None,
     };
-    let Some(meta) = &call.params.meta else {
+    let Some(meta) = meta else {
         return;
     };
     for name in ["traceparent", "tracestate"] {

@@ -622,11 +622,12 @@ impl Upstream for Server {
         }
     }
 
-    fn list_resources(
-        &self,
+    fn list_resources<'a>(
+        &'a self,
         kind: ResourceListKind,
         deadline: Instant,
-    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Vec<Value>, Error>> {
         Box::pin(self.request(deadline, move |connection| async move {
             if !connection.supports_resources {
                 return Ok(Vec::new());
@@ -635,7 +636,7 @@ impl Upstream for Server {
                 ResourceListKind::Resources => ListKind::Resources,
                 ResourceListKind::Templates => ListKind::ResourceTemplates,
             };
-            connection.list_all(kind, remaining(deadline)).await
+            connection.list_all(kind, remaining(deadline), ticket).await
         }))
     }
 
@@ -659,13 +660,17 @@ impl Upstream for Server {
         }
     }
 
-    fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
+    fn list_prompts<'a>(
+        &'a self,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Vec<Value>, Error>> {
         Box::pin(self.request(deadline, move |connection| async move {
             if !connection.supports_prompts {
                 return Ok(Vec::new());
             }
             connection
-                .list_all(ListKind::Prompts, remaining(deadline))
+                .list_all(ListKind::Prompts, remaining(deadline), ticket)
                 .await
         }))
     }

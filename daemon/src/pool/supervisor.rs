@@ -287,6 +287,9 @@ impl Pool {
                 stream_closed: Arc::clone(&stream_closed),
                 auth_refused: None,
                 oversized: Some(oversized),
+                // A stdio server has no address and no session.
+                address: None,
+                session: None,
             },
         )
         .await;

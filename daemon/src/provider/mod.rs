@@ -13,8 +13,10 @@
 //! that before it calls. Each call comes with its [`CallTicket`] (`ticket.rs`): who it is for,
 //! where its events go, what LLM usage it causes.
 
+mod exchange;
 mod ticket;
 
+pub use exchange::{ExchangeFacts, ExchangeNote, address_of};
 pub use ticket::{
     CALLER_META_KEY, CallTicket, EventRelay, RelayedAnswer, UsageMeter, UsageTotals, caller_key,
 };
@@ -95,13 +97,15 @@ pub trait Upstream: Send + Sync + 'static {
         false
     }
 
-    /// Every item of a resource list (following pagination).
-    fn list_resources(
-        &self,
+    /// Every item of a resource list (following pagination); `ticket` carries the trace
+    /// context to send and where to note the exchange.
+    fn list_resources<'a>(
+        &'a self,
         kind: ResourceListKind,
         deadline: Instant,
-    ) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
-        let _ = (kind, deadline);
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Vec<Value>, Error>> {
+        let _ = (kind, deadline, ticket);
         Box::pin(async { Ok(Vec::new()) })
     }
 
@@ -132,8 +136,12 @@ pub trait Upstream: Send + Sync + 'static {
     }
 
     /// Every prompt it offers (following pagination), each as the server described it.
-    fn list_prompts(&self, deadline: Instant) -> BoxFuture<'_, Result<Vec<Value>, Error>> {
-        let _ = deadline;
+    fn list_prompts<'a>(
+        &'a self,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Vec<Value>, Error>> {
+        let _ = (deadline, ticket);
         Box::pin(async { Ok(Vec::new()) })
     }
 

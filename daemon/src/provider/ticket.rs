@@ -27,6 +27,7 @@ use tool_cli_protocol::elicitation::ElicitationAnswer;
 use tool_cli_telemetry::context::SpanContext;
 
 use super::BoxFuture;
+use super::exchange::ExchangeNote;
 
 /// The `_meta` member the caller key travels in; the demo server reads the same name.
 pub const CALLER_META_KEY: &str = "tool-cli/sessionId";
@@ -45,6 +46,10 @@ pub struct CallTicket {
     /// as headers over Streamable HTTP): the call's upstream span, or the caller's own context
     /// passed through when export is off. `None`: nothing to continue.
     pub trace: Option<SpanContext>,
+    /// Where the pool notes what it learned sending the request (its JSON-RPC id, the
+    /// negotiated version, the HTTP session), for the request's span; `None` when no span
+    /// wants them.
+    pub exchange: Option<Arc<ExchangeNote>>,
 }
 
 impl std::fmt::Debug for CallTicket {
@@ -54,6 +59,7 @@ impl std::fmt::Debug for CallTicket {
             .field("relay", &self.relay.is_some())
             .field("usage", &self.usage)
             .field("trace", &self.trace)
+            .field("exchange", &self.exchange)
             .finish()
     }
 }

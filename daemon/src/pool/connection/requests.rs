@@ -19,7 +19,7 @@ use super::super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta,
 use super::super::raw_results::{RawResults, id_key};
 use super::{Connection, ListKind, MAX_PAGES};
 use crate::error::Error;
-use crate::provider::{CALLER_META_KEY, CallTicket};
+use crate::provider::{CALLER_META_KEY, CallTicket, ExchangeFacts};
 
 /// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
 struct RawGuard<'a> {
@@ -75,6 +75,25 @@ impl Drop for DirectAbandon<'_> {
 }
 
 impl Connection {
+    /// Notes on the ticket (when a span wants them) what the request sent as `request_id`
+    /// says of itself and of this connection (`provider/exchange.rs`).
+    fn note_exchange(&self, ticket: &CallTicket, request_id: String) {
+        let Some(note) = &ticket.exchange else {
+            return;
+        };
+        let facts = &self.facts;
+        note.note(ExchangeFacts {
+            request_id: Some(request_id),
+            protocol_version: facts.protocol_version.clone(),
+            mcp_session_id: facts
+                .session
+                .as_ref()
+                .and_then(|session| session.lock().unwrap().as_deref().map(str::to_owned)),
+            server_address: facts.address.as_ref().map(|(host, _)| host.clone()),
+            server_port: facts.address.as_ref().map(|(_, port)| *port),
+        });
+    }
+
     /// Sends one request for the caller `ticket` names and returns its result as JSON,
     /// unnarrowed when the transport tapped it.
     pub(super) async fn request(
@@ -92,6 +111,7 @@ impl Connection {
             Ok(handle) => handle,
             Err(err) => return Err(self.service_error(err, label, timeout, ticket).await),
         };
+        self.note_exchange(ticket, handle.id.to_string());
         let guard = RawGuard {
             raw: self.raw.as_deref(),
             key: id_key(&handle.id),
@@ -142,6 +162,7 @@ impl Connection {
             return Err(self.closed_error(ticket).await);
         };
         let id = pending.id;
+        self.note_exchange(ticket, id.to_string());
         let mut abandon = DirectAbandon {
             direct: Some(direct),
             id,
@@ -270,9 +291,9 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
-            ReadResourceRequestParams::new(uri),
-        ));
+        let mut params = ReadResourceRequestParams::new(uri);
+        params.meta = trace_meta(ticket);
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
         self.request(request, "resources/read", timeout, ticket)
@@ -288,28 +309,31 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
-        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        params.meta = trace_meta(ticket);
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
         self.request(request, "prompts/get", timeout, ticket).await
     }
 
-    /// Fetches every page of a list, following `nextCursor`.
+    /// Fetches every page of a list, following `nextCursor`; each page's request carries the
+    /// ticket's trace context.
     pub(crate) async fn list_all(
         &self,
         kind: ListKind,
         timeout: Duration,
+        ticket: &CallTicket,
     ) -> Result<Vec<Value>, Error> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let mut page = self
                 .request(
-                    kind.request(cursor.clone()),
+                    kind.request(cursor.clone(), trace_meta(ticket)),
                     kind.method(),
                     timeout,
-                    &CallTicket::default(),
+                    ticket,
                 )
                 .await?;
             // Moved out, not cloned: a page of ten thousand tools is a tree of ~50 MB.
@@ -335,4 +359,17 @@ impl Connection {
         }
         .into())
     }
+}
+
+/// The `_meta` carrying a request's trace context, unprefixed as the MCP conventions say
+/// (`traceparent`, `tracestate`); `None` when there is none to continue. Over Streamable HTTP,
+/// `pool/http.rs` copies it into the headers too.
+fn trace_meta(ticket: &CallTicket) -> Option<rmcp::model::RequestMetaObject> {
+    let context = ticket.trace.as_ref()?;
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.insert("traceparent".to_owned(), Value::from(context.traceparent()));
+    if let Some(state) = &context.trace_state {
+        meta.insert("tracestate".to_owned(), Value::from(state.as_str()));
+    }
+    Some(meta)
 }

@@ -53,7 +53,9 @@ impl ToolHost for PipelineHost {
         Box::pin(async move {
             let mut context = self.context.child(call.step);
             // An agent's tool call: its record becomes an `execute_tool` span (otel/).
-            context.trace.tool_call = Some(crate::otel::AgentToolCall::default());
+            context.trace.tool_call = Some(crate::otel::AgentToolCall {
+                id: call.call_id.clone(),
+            });
             let arguments = match call.arguments {
                 Value::Object(map) => map,
                 Value::Null => serde_json::Map::new(),

@@ -435,12 +435,17 @@ impl EventSink for RunSink {
                 latency_ms,
                 stop_reason,
                 error,
+                response_model,
+                response_id,
                 ..
             } => {
                 self.spans.chat(ChatFacts {
                     usage,
                     stop_reason,
                     latency: Duration::from_millis(*latency_ms),
+                    response_model: response_model.as_deref(),
+                    response_id: response_id.as_deref(),
+                    error: error.as_deref(),
                 });
                 let llm = self.llm.lock().unwrap().clone();
                 let mut record = CallRecord::new(&self.context.child(*step), &llm, String::new());
