@@ -152,6 +152,9 @@ pub mod env {
     pub const CONFIG: &str = "TOOL_CLI_CONFIG";
     /// Both sides: the directory holding the runtime file, overriding the default location.
     pub const RUNTIME_DIR: &str = "TOOL_CLI_RUNTIME_DIR";
+    /// Both sides: the pin store (`docs/pinning.md`), overriding the default location
+    /// ([`crate::runtime::pin_store_path`]).
+    pub const PINS: &str = "TOOL_CLI_PINS";
     /// Client side: the daemon's Unix socket, used instead of `TOOL_CLI_PORT`.
     pub const SOCKET: &str = "TOOL_CLI_SOCKET";
     /// Client side: `0` lets the client send its token to a listener that does not serve the

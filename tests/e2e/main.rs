@@ -38,6 +38,7 @@ mod orchestration;
 mod peer_fetch;
 mod peers;
 mod peers_more;
+mod pins_live;
 mod progress;
 mod prompts;
 mod remote;

@@ -59,7 +59,7 @@ use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
 pub(crate) use plan::{deadline as call_deadline, selection_info};
 pub(crate) use resolve::{
-    RoutingFacts, listed, server as resolve_server, tool as resolve_tool, visible,
+    RoutingFacts, listed, pin_refusal, server as resolve_server, tool as resolve_tool, visible,
 };
 use tool_cli_search::embed::{Embedder, HashEmbedder};
 
