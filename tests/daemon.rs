@@ -403,11 +403,15 @@ pub fn daemon_command(runtime_dir: &Path) -> Command {
     command
 }
 
-/// A `tool-cli` command with a clean `TOOL_CLI_*` environment.
+/// A `tool-cli` command with a clean `TOOL_CLI_*` environment, and auto-start off
+/// (`TOOL_CLI_NO_AUTOSTART=1`): a test that finds no daemon must not leave one behind. A test
+/// of auto-start removes the variable and stops what it started.
 pub fn client_command() -> Command {
     let mut command = Command::new(client_bin());
     clear_tool_cli_env(&mut command);
-    command.stdin(Stdio::null());
+    command
+        .stdin(Stdio::null())
+        .env(tool_cli_protocol::env::NO_AUTOSTART, "1");
     command
 }
 

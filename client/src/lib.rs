@@ -37,6 +37,7 @@
 //! after another, no runtime at all but a blocking socket (`link/blocking.rs`, `run/plain.rs`).
 
 mod args;
+mod autostart;
 mod base64;
 mod bounded_read;
 mod client;
@@ -135,6 +136,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 fn execute(invocation: Invocation) -> Result<(), Error> {
     if let Command::Mcp { progressive } = invocation.command {
         let environment = EndpointEnv::from_process();
+        // A host launches `tool-cli mcp` as its server: it finds the daemon or starts one.
+        autostart::ensure_daemon(
+            &environment.runtime_dir,
+            &autostart::AutostartEnv::from_process(),
+        )
+        .inspect_err(|_| mcp_relay::say_not_running())?;
         // The host talks MCP on stdout: nothing else may be written there, and the relay
         // writes it from the runtime (so stdout is not locked here).
         let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))
@@ -210,6 +217,12 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             &mut output,
         ));
     }
+    // No daemon yet (none started, or a stale runtime file): start one, unless the daemon is
+    // named by hand or TOOL_CLI_NO_AUTOSTART=1 (`autostart.rs`).
+    autostart::ensure_daemon(
+        &environment.runtime_dir,
+        &autostart::AutostartEnv::from_process(),
+    )?;
     let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))?;
     let mut client =
         Client::from_endpoint(endpoint).with_identity_required(invocation.require_identity);

@@ -10,6 +10,7 @@ mod agent_planner;
 mod alternatives;
 mod attacks;
 mod attacks_more;
+mod autostart;
 mod bad_inputs;
 mod cancelled_calls;
 mod catalog_scale;

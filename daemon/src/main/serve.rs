@@ -202,6 +202,8 @@ pub(crate) async fn serve(
             // Clients that found our `DaemonId` alive trust our port without a proof: nobody
             // else may hold it while this process lives.
             hold_port_until_exit: true,
+            idle_shutdown: (cli.idle_shutdown_secs > 0)
+                .then(|| Duration::from_secs(cli.idle_shutdown_secs)),
         },
     )
     .await;
