@@ -35,6 +35,7 @@ mod handle_scope;
 mod hardening;
 mod lifecycle;
 mod metrics;
+mod one_shot;
 mod orchestration;
 mod peer_fetch;
 mod peers;

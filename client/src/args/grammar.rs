@@ -101,6 +101,16 @@ pub(super) struct GlobalFlags {
     /// key=value words)
     #[arg(long, global = true, value_name = "PATH")]
     pub(super) args_file: Option<PathBuf>,
+
+    /// Call a stdio server that is not in the config, for this command only: `tool-cli
+    /// --stdio "CMD ARGS" [TOOL [ARGS_JSON]]` (quoted as a shell would; nothing expanded)
+    #[arg(long, value_name = "COMMAND")]
+    pub(super) stdio: Option<String>,
+
+    /// Call a Streamable HTTP server that is not in the config, for this command only:
+    /// `tool-cli --url URL [TOOL [ARGS_JSON]]`
+    #[arg(long, value_name = "URL")]
+    pub(super) url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -21,6 +21,7 @@ mod fast;
 mod grammar;
 mod help;
 pub(crate) mod kv;
+pub(crate) mod one_shot;
 mod output;
 mod progress;
 mod prompts;
@@ -206,6 +207,8 @@ pub(crate) struct Invocation {
     pub(crate) warnings: Vec<String>,
     /// `--session` (or `TOOL_CLI_SESSION`), `--dry-run`, `--hint`, `--idempotency-key`.
     pub(crate) call: call::CallOptions,
+    /// `--stdio` / `--url`: a server the daemon adds for this command and removes after it.
+    pub(crate) one_shot: Option<one_shot::OneShot>,
 }
 
 /// The environment variables the grammar depends on, read by the caller.
@@ -268,11 +271,30 @@ fn parse_with_clap(
 
 /// Checks what clap (or the fast path) read and turns it into an [`Invocation`].
 fn interpret(
-    cli: Cli,
+    mut cli: Cli,
     env: &ArgsEnv,
     read_stdin: impl FnOnce() -> std::io::Result<String>,
 ) -> Result<Invocation, ParseOutcome> {
     let usage = ParseOutcome::Usage;
+
+    // `--stdio`/`--url`: the words are TOOL [ARGS_JSON]; the server is the one-shot one, so
+    // they move one place right and the line reads as `tool-cli NAME TOOL ARGS_JSON`.
+    let one_shot = one_shot::one_shot(cli.global.stdio.as_deref(), cli.global.url.as_deref())
+        .map_err(usage)?;
+    if let Some(server) = &one_shot {
+        if cli.subcommand.is_some() {
+            return Err(usage(Error::Usage(
+                "--stdio and --url take TOOL [ARGS_JSON] (or nothing, to list the tools), not a \
+                 subcommand"
+                    .to_owned(),
+            )));
+        }
+        if let Some(tool) = cli.tool.take() {
+            cli.arguments.insert(0, tool);
+        }
+        cli.tool = cli.server.take();
+        cli.server = Some(server.name.clone());
+    }
 
     let mut warnings = Vec::new();
     let timeout_ms = settings::timeout_ms(
@@ -453,6 +475,7 @@ fn interpret(
         all: cli.global.all,
         warnings,
         call,
+        one_shot,
     })
 }
 
