@@ -40,7 +40,7 @@ const OUR_FIELDS: &[&str] = &[
 ];
 
 /// One entry of `kind`'s, as ours: translated, unknown fields reported, checked by our parser.
-fn entry(
+pub(super) fn entry(
     kind: ClientKind,
     name: &str,
     raw: &Value,
@@ -107,7 +107,7 @@ fn check(name: &str, entry: &Map<String, Value>) -> Result<(), String> {
 }
 
 /// Adds each server of `servers` to `found` (or to its skipped list).
-fn collect(
+pub(super) fn collect(
     found: &mut Found,
     kind: ClientKind,
     servers: &Map<String, Value>,
@@ -159,7 +159,7 @@ fn collect_translated(
     });
 }
 
-fn object_root(text: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn object_root(text: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(root)) => Ok(root),
         Ok(other) => Err(format!(
@@ -297,7 +297,7 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, String> {
 }
 
 /// JSON with comments (`//`, `/* */`) and trailing commas, as VS Code writes it, made JSON.
-fn strip_jsonc(text: &str) -> String {
+pub(super) fn strip_jsonc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let mut in_string = false;
