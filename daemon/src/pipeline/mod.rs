@@ -125,6 +125,8 @@ pub(crate) struct CallExtras {
     pub(crate) routing: RoutingFacts,
     pub(crate) guard: Option<Error>,
     pub(crate) arguments_hash: Option<String>,
+    /// The session saw this tool refused for its arguments just before (a corrective retry).
+    pub(crate) corrective_retry: bool,
 }
 
 impl Pipeline {
@@ -287,6 +289,7 @@ impl Pipeline {
     ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
+        record.corrective_retry = extras.corrective_retry;
         let guard = extras.guard.or_else(|| {
             (context.depth > self.options.max_depth).then(|| {
                 Error::invalid_params(

@@ -103,6 +103,10 @@ pub(crate) struct Session {
     /// The last tool executed, and how often each tool followed each other.
     last_tool: Option<(String, String)>,
     transitions: HashMap<(String, String), HashMap<(String, String), u32>>,
+    /// For each `(requested server, tool)` whose last call was refused with
+    /// `invalidArguments`, that call's arguments hash: the next call with other arguments is a
+    /// corrective retry. Bounded like the loop counters.
+    refused_arguments: HashMap<(String, String), String>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -129,6 +133,9 @@ pub(crate) struct Advice {
     pub(crate) most_recent: Option<String>,
     /// A guard's refusal.
     pub(crate) refusal: Option<Error>,
+    /// The last call of this tool (same server as named) was refused with `invalidArguments`
+    /// and this one has other arguments: a corrective retry.
+    pub(crate) corrective_retry: bool,
 }
 
 impl SessionStore {
@@ -232,10 +239,15 @@ impl SessionStore {
     ) -> Advice {
         let session = session.lock().unwrap();
         let refusal = session.guard(&self.limits, server, tool, arguments_hash);
+        let key = (server.unwrap_or("*").to_owned(), tool.to_owned());
         Advice {
             task: session.task.clone(),
             most_recent: session.recency.get(tool).cloned(),
             refusal,
+            corrective_retry: session
+                .refused_arguments
+                .get(&key)
+                .is_some_and(|refused| refused != arguments_hash),
         }
     }
 
@@ -355,6 +367,7 @@ impl Session {
             rules: BTreeMap::new(),
             last_tool: None,
             transitions: HashMap::new(),
+            refused_arguments: HashMap::new(),
         }
     }
 
@@ -441,6 +454,26 @@ impl Session {
             .as_ref()
             .is_some_and(|error| error.kind == "loopDetected" || error.kind == "budgetExceeded");
         if !record.dry_run && !refused_by_guard {
+            let tool_key = (
+                record
+                    .requested_server
+                    .clone()
+                    .unwrap_or_else(|| "*".to_owned()),
+                record.tool.clone(),
+            );
+            let refused_for_arguments = record
+                .error
+                .as_ref()
+                .is_some_and(|error| error.kind == "invalidArguments");
+            if refused_for_arguments {
+                if self.refused_arguments.len() >= MAX_LOOP_COUNTERS {
+                    self.refused_arguments.clear();
+                }
+                self.refused_arguments
+                    .insert(tool_key, record.arguments_hash.clone());
+            } else {
+                self.refused_arguments.remove(&tool_key);
+            }
             let key = (
                 record
                     .requested_server
