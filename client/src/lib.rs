@@ -179,6 +179,19 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
         return run::config::import(import, &mut output);
     }
     match invocation.command {
+        Command::AgentHelp => {
+            return std::io::Write::write_all(&mut stdout, args::agent_help::PRIMER.as_bytes())
+                .or_else(|source| {
+                    if source.kind() == std::io::ErrorKind::BrokenPipe {
+                        Ok(())
+                    } else {
+                        Err(Error::Io {
+                            action: "write the primer to stdout".to_owned(),
+                            source,
+                        })
+                    }
+                });
+        }
         Command::Completions(shell) => {
             let script = args::complete::script(shell);
             // A closed pipe (`tool-cli completions bash | head`) is not an error worth reporting.

@@ -197,3 +197,14 @@ fn an_idle_auto_started_daemon_shuts_down_with_its_servers() {
     let log = std::fs::read_to_string(home.runtime_dir().join("daemon.log")).unwrap();
     assert!(log.contains("idle"), "{log}");
 }
+
+#[test]
+fn the_agent_primer_needs_no_daemon_and_starts_none() {
+    let home = Home::new();
+    let output = home.run(&["--agent-help"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let primer = String::from_utf8_lossy(&output.stdout);
+    assert!(primer.contains("progressive"), "{primer}");
+    assert!(primer.contains("tool-cli SERVER TOOL --help"), "{primer}");
+    assert_eq!(home.starts(), 0, "no daemon for the primer");
+}

@@ -102,6 +102,10 @@ pub(super) struct GlobalFlags {
     #[arg(long, global = true, value_name = "PATH")]
     pub(super) args_file: Option<PathBuf>,
 
+    /// Print a one-page primer for coding agents: progressive discovery with tool-cli
+    #[arg(long)]
+    pub(super) agent_help: bool,
+
     /// Call a stdio server that is not in the config, for this command only: `tool-cli
     /// --stdio "CMD ARGS" [TOOL [ARGS_JSON]]` (quoted as a shell would; nothing expanded)
     #[arg(long, value_name = "COMMAND")]

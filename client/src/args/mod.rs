@@ -10,6 +10,7 @@
 //! is in `help.rs`.
 
 pub(crate) mod agent;
+pub(crate) mod agent_help;
 pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod chain;
@@ -118,6 +119,8 @@ pub(crate) enum Command {
     Mcp { progressive: bool },
     /// `tool-cli completions SHELL`: print the completion script.
     Completions(complete::Shell),
+    /// `--agent-help`: the progressive-discovery primer.
+    AgentHelp,
     /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
     Complete(complete::Request),
     /// `tool-cli resource list [--server S]`.
@@ -314,6 +317,7 @@ fn interpret(
         Some(_) => None,
     };
     let command = match cli.subcommand {
+        _ if cli.global.agent_help => Command::AgentHelp,
         Some(TopSubcommand::Health { words, tools }) => {
             if !words.is_empty() {
                 return Err(usage(Error::Usage(format!(

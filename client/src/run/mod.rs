@@ -221,6 +221,7 @@ async fn run_command(
         Command::Daemon(_)
         | Command::Mcp { .. }
         | Command::Completions(_)
+        | Command::AgentHelp
         | Command::Complete(_)
         | Command::ConfigImport(_) => Err(Error::Other(
             "`tool-cli daemon`, `config import`, `completions` and `__complete` are run without \
