@@ -117,3 +117,26 @@ fn bad_one_shot_servers_get_clear_errors_and_leave_nothing_behind() {
     assert!(!output.status.success(), "{}", text(&output));
     assert!(server_names(&daemon).is_empty());
 }
+
+#[test]
+fn tool_cli_skill_writes_a_skill_file_within_its_budget_per_server() {
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "flaky": tool_cli_tests::fault_server(&["--extra-tools", "300"]),
+    }}));
+    let dir = tool_cli_tests::scratch();
+    let file = dir.path().join("SKILL.md");
+    let output = daemon.run_client(&["skill", "--out", file.to_str().unwrap()], &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let skill = std::fs::read_to_string(&file).unwrap();
+    assert!(skill.starts_with("---\nname: tool-cli"), "{skill}");
+    let section = &skill[skill.find("## flaky").expect("a section per server")..];
+    // The budget: 400 tokens estimated as characters / 4.
+    assert!(section.chars().count().div_ceil(4) <= 400, "{section}");
+    assert!(section.contains("- `echo`:"), "{section}");
+    assert!(
+        section.contains("more: `tool-cli flaky` lists them all"),
+        "{section}"
+    );
+    let output = daemon.run_client(&["skill", "nope"], &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}

@@ -233,6 +233,12 @@ pub(super) enum TopSubcommand {
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
     },
+    /// Print a SKILL.md for coding agents: each server's tools in at most 400 tokens
+    /// (characters / 4), and how to discover and call them
+    Skill {
+        /// Only this server
+        server: Option<String>,
+    },
     Mcp {
         /// Show six meta-tools (list_servers, search_tools, describe_tool, call_*_tool) instead
         /// of every tool as server__tool

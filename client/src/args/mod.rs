@@ -121,6 +121,8 @@ pub(crate) enum Command {
     Completions(complete::Shell),
     /// `--agent-help`: the progressive-discovery primer.
     AgentHelp,
+    /// `tool-cli skill [SERVER]`: a SKILL.md.
+    Skill { server: Option<String> },
     /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
     Complete(complete::Request),
     /// `tool-cli resource list [--server S]`.
@@ -335,6 +337,7 @@ fn interpret(
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
+        Some(TopSubcommand::Skill { server }) => Command::Skill { server },
         Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
         Some(TopSubcommand::Pin {
             action,
@@ -532,7 +535,7 @@ where
         match word {
             "--" => break,
             "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" | "--output"
-            | "--args-file" | "--elicitation" => index += 2,
+            | "--args-file" | "--elicitation" | "--stdio" | "--url" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
             | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete"

@@ -31,6 +31,7 @@ mod resources;
 mod search;
 mod servers;
 mod session;
+mod skill;
 
 use std::io::Write;
 
@@ -218,6 +219,7 @@ async fn run_command(
             };
             chain::run(client, &mut output, command, flags).await
         }
+        Command::Skill { server } => skill::run(client, &mut output, server).await,
         Command::Daemon(_)
         | Command::Mcp { .. }
         | Command::Completions(_)
