@@ -295,7 +295,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys.len(), 24, "{keys:?}");
+        assert_eq!(keys.len(), 25, "{keys:?}");
         assert!(written["sessionId"].is_null());
         assert!(!keys.contains(&"arguments") && !keys.contains(&"result"));
     }

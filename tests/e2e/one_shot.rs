@@ -140,3 +140,45 @@ fn tool_cli_skill_writes_a_skill_file_within_its_budget_per_server() {
     let output = daemon.run_client(&["skill", "nope"], &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }
+
+#[test]
+fn a_sessions_own_watchdog_caps_refuse_its_calls_live() {
+    let daemon = Daemon::start(json!({"mcpServers": {"flaky": tool_cli_tests::fault_server(&[])}}));
+    let echo = |session: &str| {
+        daemon.rpc(
+            "callTool",
+            Some(
+                json!({"server": "flaky", "tool": "echo", "arguments": {"nonce": "n"},
+                        "sessionId": session}),
+            ),
+        )
+    };
+    // Two calls allowed: the third is refused before anything is sent.
+    daemon.call("openSession", json!({"sessionId": "capped", "maxCalls": 2}));
+    assert!(echo("capped").is_ok());
+    assert!(echo("capped").is_ok());
+    let refused = echo("capped").unwrap_err();
+    assert_eq!(refused.code, -32009, "{refused:?}");
+    let data = refused.data.unwrap();
+    assert_eq!(data["kind"], "budgetExceeded", "{data}");
+    assert_eq!(data["budget"], "calls", "{data}");
+    assert_eq!(data["limit"], 2, "{data}");
+    // Another session is not capped.
+    daemon.call("openSession", json!({"sessionId": "free"}));
+    for _ in 0..3 {
+        assert!(echo("free").is_ok());
+    }
+    // A wall-time cap of 1 ms: spent by the time the first call arrives.
+    daemon.call(
+        "openSession",
+        json!({"sessionId": "brief", "maxWallTimeMs": 1}),
+    );
+    assert!(eventually(Duration::from_secs(5), || echo("brief")
+        .is_err_and(
+            |error| error.data.as_ref().unwrap()["budget"] == "wallTimeMs"
+        )));
+    // A cap of 0 is refused with what would be right.
+    let zero = daemon.call_err("openSession", json!({"maxCalls": 0}));
+    assert_eq!(zero.code, -32602, "{zero:?}");
+    assert!(zero.message.contains("at least 1"), "{zero:?}");
+}

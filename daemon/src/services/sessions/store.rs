@@ -107,6 +107,9 @@ pub(crate) struct Session {
     /// `invalidArguments`, that call's arguments hash: the next call with other arguments is a
     /// corrective retry. Bounded like the loop counters.
     refused_arguments: HashMap<(String, String), String>,
+    /// This session's own watchdog caps (`openSession`), in place of the store's.
+    max_calls: Option<u64>,
+    max_wall: Option<Duration>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -173,6 +176,26 @@ impl SessionStore {
             session.labels = labels;
         }
         Ok(id)
+    }
+
+    /// Sets the watchdog caps of session `id` of `token_id` (from `openSession`): a cap given
+    /// replaces the store's for this session.
+    pub(crate) fn set_caps(
+        &self,
+        token_id: &str,
+        id: &str,
+        max_calls: Option<u64>,
+        max_wall: Option<Duration>,
+    ) -> Result<(), Error> {
+        let session = self.get(token_id, id)?;
+        let mut session = session.lock().unwrap();
+        if max_calls.is_some() {
+            session.max_calls = max_calls;
+        }
+        if max_wall.is_some() {
+            session.max_wall = max_wall;
+        }
+        Ok(())
     }
 
     /// The session `id` of `token_id`, created on first use (the id is checked first; a bad one
@@ -368,6 +391,8 @@ impl Session {
             last_tool: None,
             transitions: HashMap::new(),
             refused_arguments: HashMap::new(),
+            max_calls: None,
+            max_wall: None,
         }
     }
 
@@ -403,12 +428,12 @@ impl Session {
                 .into(),
             );
         }
-        if let Some(limit) = limits.max_calls
+        if let Some(limit) = self.max_calls.or(limits.max_calls)
             && self.totals.calls >= limit
         {
             return Some(self.budget("calls", self.totals.calls, limit));
         }
-        if let Some(limit) = limits.max_wall {
+        if let Some(limit) = self.max_wall.or(limits.max_wall) {
             let used = Instant::now().duration_since(self.created);
             if used >= limit {
                 return Some(self.budget(
