@@ -315,7 +315,12 @@ impl Daemon {
         command
             .env(tool_cli_protocol::env::PORT, self.port.to_string())
             .env(tool_cli_protocol::env::TOKEN, &self.token)
-            .env(tool_cli_protocol::env::RUNTIME_DIR, &self.runtime_dir);
+            .env(tool_cli_protocol::env::RUNTIME_DIR, &self.runtime_dir)
+            // The pin store the daemon checks (see `daemon_command`).
+            .env(
+                tool_cli_protocol::env::PINS,
+                self.runtime_dir.with_file_name("pins.json"),
+            );
         command
     }
 
@@ -382,6 +387,12 @@ pub fn daemon_command(runtime_dir: &Path) -> Command {
     command
         .env(tool_cli_protocol::env::RUNTIME_DIR, runtime_dir)
         .env("XDG_STATE_HOME", runtime_dir.with_file_name("state"))
+        // The pin store of this test (absent unless the test pins): a pins.json in the home
+        // directory of whoever runs the tests must not hold back a test's tools.
+        .env(
+            tool_cli_protocol::env::PINS,
+            runtime_dir.with_file_name("pins.json"),
+        )
         // No search model from the home directory: a test that wants one names it in its
         // config (tests/e2e/search_model.rs), the others rank the same on every machine.
         .env(tool_cli_protocol::env::SEARCH_MODEL, "off")
@@ -392,11 +403,15 @@ pub fn daemon_command(runtime_dir: &Path) -> Command {
     command
 }
 
-/// A `tool-cli` command with a clean `TOOL_CLI_*` environment.
+/// A `tool-cli` command with a clean `TOOL_CLI_*` environment, and auto-start off
+/// (`TOOL_CLI_NO_AUTOSTART=1`): a test that finds no daemon must not leave one behind. A test
+/// of auto-start removes the variable and stops what it started.
 pub fn client_command() -> Command {
     let mut command = Command::new(client_bin());
     clear_tool_cli_env(&mut command);
-    command.stdin(Stdio::null());
+    command
+        .stdin(Stdio::null())
+        .env(tool_cli_protocol::env::NO_AUTOSTART, "1");
     command
 }
 

@@ -462,7 +462,9 @@ impl Error {
             Error::Rpc { error, .. } => match error.code {
                 code::INVALID_PARAMS => exit::INVALID_PARAMS,
                 code::TIMEOUT => exit::TIMEOUT,
-                code::FORBIDDEN => exit::FORBIDDEN,
+                // A tool held back by its pin is refused like a policy's refusal: a person must
+                // act (`tool-cli pin approve`), retrying changes nothing.
+                code::FORBIDDEN | code::PIN_REFUSED => exit::FORBIDDEN,
                 // Transient overload or failure of one server: "other", with the retry hint in
                 // the message (see `exit::OTHER` for why there is no code of their own).
                 code::BUSY | code::CIRCUIT_OPEN => exit::OTHER,

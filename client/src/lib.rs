@@ -37,6 +37,7 @@
 //! after another, no runtime at all but a blocking socket (`link/blocking.rs`, `run/plain.rs`).
 
 mod args;
+mod autostart;
 mod base64;
 mod bounded_read;
 mod client;
@@ -136,6 +137,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 fn execute(invocation: Invocation) -> Result<(), Error> {
     if let Command::Mcp { progressive } = invocation.command {
         let environment = EndpointEnv::from_process();
+        // A host launches `tool-cli mcp` as its server: it finds the daemon or starts one.
+        autostart::ensure_daemon(
+            &environment.runtime_dir,
+            &autostart::AutostartEnv::from_process(),
+        )
+        .inspect_err(|_| mcp_relay::say_not_running())?;
         // The host talks MCP on stdout: nothing else may be written there, and the relay
         // writes it from the runtime (so stdout is not locked here).
         let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))
@@ -173,6 +180,19 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
         return run::config::import(import, &mut output);
     }
     match invocation.command {
+        Command::AgentHelp => {
+            return std::io::Write::write_all(&mut stdout, args::agent_help::PRIMER.as_bytes())
+                .or_else(|source| {
+                    if source.kind() == std::io::ErrorKind::BrokenPipe {
+                        Ok(())
+                    } else {
+                        Err(Error::Io {
+                            action: "write the primer to stdout".to_owned(),
+                            source,
+                        })
+                    }
+                });
+        }
         Command::Completions(shell) => {
             let script = args::complete::script(shell);
             // A closed pipe (`tool-cli completions bash | head`) is not an error worth reporting.
@@ -211,6 +231,12 @@ fn execute(invocation: Invocation) -> Result<(), Error> {
             &mut output,
         ));
     }
+    // No daemon yet (none started, or a stale runtime file): start one, unless the daemon is
+    // named by hand or TOOL_CLI_NO_AUTOSTART=1 (`autostart.rs`).
+    autostart::ensure_daemon(
+        &environment.runtime_dir,
+        &autostart::AutostartEnv::from_process(),
+    )?;
     let endpoint = resolve_endpoint(&environment, |path| std::fs::read_to_string(path))?;
     let mut client =
         Client::from_endpoint(endpoint).with_identity_required(invocation.require_identity);

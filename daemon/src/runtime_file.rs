@@ -174,7 +174,17 @@ fn pid_alive(pid: u32) -> bool {
         return false;
     };
     // SAFETY: signal 0 only checks for existence and permission.
-    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid)
+}
+
+/// Whether `pid` has exited and waits to be reaped: a daemon killed under a parent that has
+/// not reaped it yet owns nothing (`/proc/PID/stat` is `pid (comm) state …`; the comm may hold
+/// parentheses, so the state is read after the last `)`).
+fn is_zombie(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 impl RuntimeFileGuard {
@@ -194,6 +204,22 @@ impl Drop for RuntimeFileGuard {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_zombie_owns_no_runtime_file() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not waited for: it is a zombie once it has exited.
+        let exited = (0..2000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            is_zombie(pid)
+        });
+        assert!(exited, "true did not exit");
+        assert!(!pid_alive(pid as u32));
+        assert!(pid_alive(std::process::id()));
+        let mut child = child;
+        child.wait().unwrap();
+    }
     use super::*;
 
     #[test]

@@ -52,6 +52,9 @@ pub mod code {
     /// and the call was cancelled. Never sent, since no one is left to read it: it is the code
     /// of such a call's `error` in its trace line.
     pub const CANCELLED: i32 = -32011;
+    /// Pinning held the tool back: it changed (or appeared) since its server was pinned, or the
+    /// pin store cannot be trusted. Nothing was sent; a person reviews and approves it.
+    pub const PIN_REFUSED: i32 = -32012;
 }
 
 /// Most tool names listed in an `unknownTool` error.
@@ -304,6 +307,23 @@ pub enum ErrorData {
         /// helps.
         message: String,
     },
+    /// Pinning holds the tool back (`docs/pinning.md`): it changed or appeared since its server
+    /// was pinned, or the pin store cannot be trusted. Nothing was sent.
+    PinRefused {
+        /// The server.
+        server: String,
+        /// The tool held back.
+        tool: String,
+        /// Why: `changed`, `new` or `storeUntrusted`.
+        reason: String,
+        /// The pinned fields that differ now (`description`, `inputSchema`, …); empty unless
+        /// `changed`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed_fields: Vec<String>,
+        /// What happened and how to review and approve it (naming `tool-cli pin diff` and
+        /// `tool-cli pin approve`), or how to restore the store.
+        message: String,
+    },
     /// Signing in to a remote server over OAuth 2.1 failed (`authLogin`, `authComplete`).
     AuthFailed {
         /// The server.
@@ -349,6 +369,7 @@ impl ErrorData {
                 code::RESPONSE_TOO_LARGE
             }
             ErrorData::AuthFailed { .. } => code::AUTH_FAILED,
+            ErrorData::PinRefused { .. } => code::PIN_REFUSED,
         }
     }
 
@@ -380,6 +401,7 @@ impl ErrorData {
             ErrorData::IdempotencyConflict { .. } => "idempotencyConflict",
             ErrorData::AuthFailed { .. } => "authFailed",
             ErrorData::AuthRequired { .. } => "authRequired",
+            ErrorData::PinRefused { .. } => "pinRefused",
         }
     }
 }
@@ -401,6 +423,9 @@ fn describe(data: &ErrorData) -> String {
         ErrorData::AuthRequired { server, message } => {
             format!("server \"{server}\" needs authorization: {message}")
         }
+        // The words are the pin check's (`tool_cli_gateway_core::pin::verify::PinRefusal`), so
+        // a refused call and `tool-cli pin verify` name the same commands.
+        ErrorData::PinRefused { message, .. } => message.clone(),
         ErrorData::AuthFailed {
             server,
             step,

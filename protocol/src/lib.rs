@@ -152,6 +152,13 @@ pub mod env {
     pub const CONFIG: &str = "TOOL_CLI_CONFIG";
     /// Both sides: the directory holding the runtime file, overriding the default location.
     pub const RUNTIME_DIR: &str = "TOOL_CLI_RUNTIME_DIR";
+    /// Both sides: the pin store (`docs/pinning.md`), overriding the default location
+    /// ([`crate::runtime::pin_store_path`]).
+    pub const PINS: &str = "TOOL_CLI_PINS";
+    /// Client side: `1` keeps `tool-cli` from starting a daemon when none is running.
+    pub const NO_AUTOSTART: &str = "TOOL_CLI_NO_AUTOSTART";
+    /// Client side: the idle shutdown, in seconds, of a daemon `tool-cli` starts (`0`: none).
+    pub const AUTOSTART_IDLE_SECS: &str = "TOOL_CLI_AUTOSTART_IDLE_SECS";
     /// Client side: the daemon's Unix socket, used instead of `TOOL_CLI_PORT`.
     pub const SOCKET: &str = "TOOL_CLI_SOCKET";
     /// Client side: `0` lets the client send its token to a listener that does not serve the

@@ -93,3 +93,54 @@ pub struct ServerProblem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
+
+/// Result of `reloadPins`: what the daemon's pin check holds back now (`docs/pinning.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PinStatusResult {
+    /// The pin store the daemon reads; `None` when it has no place for one (no `HOME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+    /// Why the store cannot be trusted (every server's tools are then held back), when it
+    /// cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Each server the check applies to: the pinned ones (or every one, when the store cannot
+    /// be trusted).
+    pub servers: Vec<ServerPinStatus>,
+}
+
+/// One server's pin check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerPinStatus {
+    /// The server.
+    pub server: String,
+    /// Its tools held back (hidden from listings and search; calls refused with
+    /// `pinRefused`), each with the refusal's words.
+    pub held: Vec<HeldTool>,
+    /// Pinned tools the server no longer lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vanished: Vec<String>,
+}
+
+/// A tool held back by the pin check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeldTool {
+    /// The tool.
+    pub tool: String,
+    /// What a call of it is answered (the `pinRefused` error's message).
+    pub message: String,
+}
+
+/// Result of `pinListing`: a server's tools as the pin check reads them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PinListingResult {
+    /// The server.
+    pub server: String,
+    /// Every tool the pin check covers (all but those the config hides), held back or not,
+    /// each exactly as `describeTool` would give it, in the server's order.
+    pub tools: Vec<Value>,
+}

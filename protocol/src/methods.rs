@@ -84,6 +84,11 @@ pub mod name {
     pub const REMOVE_SERVER: &str = "removeServer";
     /// Read the config file again and apply what changed (owner token only; ours).
     pub const RELOAD_CONFIG: &str = "reloadConfig";
+    /// Read the pin store again and verify every server against it (owner token only; ours).
+    pub const RELOAD_PINS: &str = "reloadPins";
+    /// Every tool of a server the pins are checked on, held back or not, as it lists it now
+    /// (owner token only; ours): what `tool-cli pin` records and diffs.
+    pub const PIN_LISTING: &str = "pinListing";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -123,6 +128,8 @@ pub mod name {
         ADD_SERVER,
         REMOVE_SERVER,
         RELOAD_CONFIG,
+        RELOAD_PINS,
+        PIN_LISTING,
     ];
 }
 

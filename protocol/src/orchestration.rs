@@ -91,6 +91,14 @@ pub struct OpenSessionParams {
     /// the daemon makes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The session watchdog: refuse its calls (`budgetExceeded`, `budget: "calls"`) once this
+    /// many were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u64>,
+    /// The session watchdog: refuse its calls (`budgetExceeded`, `budget: "wallTimeMs"`) once
+    /// it is this many milliseconds old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_wall_time_ms: Option<u64>,
 }
 
 /// Result of `openSession`.

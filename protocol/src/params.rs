@@ -115,7 +115,7 @@ shapes! {
     HealthParams: r#"{"tools"?: boolean}"#, absent = default;
     ListPromptsParams: r#"{"server"?: string}"#, absent = default;
     GetPromptParams: r#"{"server": string, "name": string, "arguments"?: {string: string}}"#;
-    OpenSessionParams: r#"{"task"?: string, "labels"?: [string], "sessionId"?: string}"#, absent = default;
+    OpenSessionParams: r#"{"task"?: string, "labels"?: [string], "sessionId"?: string, "maxCalls"?: integer, "maxWallTimeMs"?: integer}"#, absent = default;
     SessionParams: r#"{"sessionId": string}"#;
     CallChainParams: r#"{"steps": [{"server"?: string, "tool": string, "arguments"?: object, "bind"?: object, "hint"?: string}], "sessionId"?: string, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean}"#;
     CallManyParams: r#"{"calls": [callTool params], "maxConcurrent"?: integer, "sessionId"?: string}"#;

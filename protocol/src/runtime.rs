@@ -111,6 +111,21 @@ pub fn runtime_dir(
     temp_dir.join(format!("tool-cli-{uid}"))
 }
 
+/// Where the pin store is, for the client (`tool-cli pin`) and the daemon (which holds back what
+/// changed) alike: `$TOOL_CLI_PINS`, else `$XDG_CONFIG_HOME/tool-cli/pins.json` (when absolute),
+/// else `$HOME/.config/tool-cli/pins.json`; `None` when none of them is set. Computed from
+/// values the caller reads (`env`), so this crate stays free of I/O.
+pub fn pin_store_path(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let non_empty = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    if let Some(path) = non_empty(crate::env::PINS) {
+        return Some(PathBuf::from(path));
+    }
+    if let Some(config) = non_empty("XDG_CONFIG_HOME").filter(|dir| dir.starts_with('/')) {
+        return Some(PathBuf::from(config).join("tool-cli").join("pins.json"));
+    }
+    non_empty("HOME").map(|home| PathBuf::from(home).join(".config/tool-cli/pins.json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +175,30 @@ mod tests {
             runtime_dir(Some("".into()), Some("".into()), tmp, 7),
             PathBuf::from("/tmp/tool-cli-7")
         );
+    }
+
+    #[test]
+    fn the_pin_store_is_the_env_var_then_xdg_then_home() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        assert_eq!(
+            pin_store_path(env(&[("TOOL_CLI_PINS", "/p.json"), ("HOME", "/h")])),
+            Some(PathBuf::from("/p.json"))
+        );
+        assert_eq!(
+            pin_store_path(env(&[("XDG_CONFIG_HOME", "/x"), ("HOME", "/h")])),
+            Some(PathBuf::from("/x/tool-cli/pins.json"))
+        );
+        assert_eq!(
+            pin_store_path(env(&[("XDG_CONFIG_HOME", "rel"), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.config/tool-cli/pins.json"))
+        );
+        assert_eq!(pin_store_path(env(&[])), None);
     }
 }

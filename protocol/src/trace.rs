@@ -84,6 +84,11 @@ pub struct TraceLine {
     /// Why the last retry happened, if any did.
     #[serde(default)]
     pub retry_reason: Option<String>,
+    /// The call was sent again in its session after a validation refusal: the previous call
+    /// of this tool (same server as named) in the session was refused with
+    /// `invalidArguments`, and this one has other arguments (S0's `corrective_retry`).
+    #[serde(default)]
+    pub corrective_retry: bool,
     /// The error the caller got, if any (a tool's own `isError` result is not one).
     #[serde(default)]
     pub error: Option<TraceError>,
@@ -290,7 +295,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        assert_eq!(keys.len(), 24, "{keys:?}");
+        assert_eq!(keys.len(), 25, "{keys:?}");
         assert!(written["sessionId"].is_null());
         assert!(!keys.contains(&"arguments") && !keys.contains(&"result"));
     }

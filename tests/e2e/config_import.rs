@@ -128,6 +128,18 @@ fn each_client_is_read_from_its_usual_place() {
         &places.home.join(".codex/config.toml"),
         "[mcp_servers.cdx]\ncommand = \"e\"\ntool_timeout_sec = 30\n",
     );
+    places.write(
+        &places.home.join(".config/opencode/opencode.json"),
+        r#"{"mcp": {"user-level": {"type": "local", "command": ["u"]}}}"#,
+    );
+    places.write(
+        &places.project.join("opencode.json"),
+        r#"{"$schema": "https://opencode.ai/config.json", // a comment
+            "mcp": {"oc": {"type": "local", "command": ["npx", "-y", "pkg"],
+                           "environment": {"KEY": "{env:OC_KEY}"}},
+                    "ocr": {"type": "remote", "url": "http://127.0.0.1:3/mcp",
+                            "headers": {"X-Team": "t"}, "enabled": false}}}"#,
+    );
 
     let desktop = places.import_json(&["--from", "claude-desktop"]);
     assert_eq!(names(&desktop), ["desk"]);
@@ -164,6 +176,17 @@ fn each_client_is_read_from_its_usual_place() {
     );
     let codex = places.import_json(&["--from", "codex"]);
     assert_eq!(codex["servers"][0]["entry"]["timeoutMs"], 30_000);
+    // OpenCode: the project's opencode.json wins over the user's.
+    let opencode = places.import_json(&["--from", "opencode"]);
+    assert_eq!(names(&opencode), ["oc", "ocr"], "{opencode}");
+    let local = &opencode["servers"][0]["entry"];
+    assert_eq!(local["command"], "npx", "{opencode}");
+    assert_eq!(local["args"], json!(["-y", "pkg"]), "{opencode}");
+    assert_eq!(local["env"]["KEY"], "${OC_KEY}", "{opencode}");
+    let remote = &opencode["servers"][1]["entry"];
+    assert_eq!(remote["url"], "http://127.0.0.1:3/mcp", "{opencode}");
+    assert_eq!(remote["headers"]["X-Team"], "t", "{opencode}");
+    assert_eq!(remote["disabled"], true, "{opencode}");
 
     // The human report says what was found and how to write it.
     let text = places.import(&["--from", "cursor"]);

@@ -118,7 +118,9 @@ fn get_bridge_info() {
                 "answerElicitation",
                 "addServer",
                 "removeServer",
-                "reloadConfig"
+                "reloadConfig",
+                "reloadPins",
+                "pinListing"
               ],
               "capabilities": {
                 "authentication": {

@@ -56,6 +56,7 @@ struct Line {
     attempt: u32,
     retries: u32,
     retry_reason: Option<String>,
+    corrective_retry: bool,
     error: Option<LineError>,
     degraded: bool,
     tokens_in: u64,
@@ -180,7 +181,7 @@ fn each_kind_of_call_writes_exactly_one_line_with_its_facts() {
         assert_eq!(line.schema_version, 1);
         assert_eq!(
             raw.as_object().unwrap().len(),
-            24,
+            25,
             "every member, no payloads: {raw}"
         );
         assert!(line.ts.ends_with('Z') && line.ts.len() == 24, "{}", line.ts);
@@ -252,7 +253,7 @@ fn each_kind_of_call_writes_exactly_one_line_with_its_facts() {
     ] {
         shown[member] = json!(placeholder);
     }
-    expect_test::expect![[r#"{"schemaVersion":1,"ts":"<ts>","sessionId":null,"step":null,"callId":"<callId>","parentCallId":null,"depth":0,"server":"demo","tool":"sql_query","argumentsHash":"fffa2830236e8e8b","latencyMs":"<ms>","success":true,"executed":true,"dryRun":false,"selectionRule":"named","alternatives":[],"attempt":1,"retries":0,"retryReason":null,"error":null,"degraded":false,"tokensIn":0,"tokensOut":0,"costUsd":0.0}"#]]
+    expect_test::expect![[r#"{"schemaVersion":1,"ts":"<ts>","sessionId":null,"step":null,"callId":"<callId>","parentCallId":null,"depth":0,"server":"demo","tool":"sql_query","argumentsHash":"fffa2830236e8e8b","latencyMs":"<ms>","success":true,"executed":true,"dryRun":false,"selectionRule":"named","alternatives":[],"attempt":1,"retries":0,"retryReason":null,"correctiveRetry":false,"error":null,"degraded":false,"tokensIn":0,"tokensOut":0,"costUsd":0.0}"#]]
     .assert_eq(&shown.to_string());
 }
 
@@ -586,4 +587,43 @@ fn no_traces_writes_nothing_and_says_how_to_get_a_report() {
         !daemon.dir().join("state").exists(),
         "no state directory was created"
     );
+}
+
+#[test]
+fn a_call_resent_after_a_validation_refusal_in_its_session_is_traced_as_a_corrective_retry() {
+    let (daemon, path) = traced(|_| json!({}), DaemonOptions::default());
+    let session = daemon.call("openSession", json!({"task": "count the orders"}))["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = call(
+        &daemon,
+        json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": 5},
+               "sessionId": session}),
+    )
+    .unwrap_err();
+    assert_eq!(refused.code, -32602, "{refused:?}");
+    call(
+        &daemon,
+        json!({"server": "demo", "tool": "sql_query",
+               "arguments": {"sql": "select count(*) as n from orders"}, "sessionId": session}),
+    )
+    .unwrap();
+    // Outside the session, the same pair of calls is no corrective retry.
+    call(
+        &daemon,
+        json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": 6}}),
+    )
+    .unwrap_err();
+    call(
+        &daemon,
+        json!({"server": "demo", "tool": "sql_query", "arguments": {"sql": "select 2"}}),
+    )
+    .unwrap();
+    let lines = lines_after(&daemon, &path, 4);
+    let flags: Vec<bool> = lines
+        .iter()
+        .map(|(_, raw)| raw["correctiveRetry"] == true)
+        .collect();
+    assert_eq!(flags, [false, true, false, false], "{lines:#?}");
 }

@@ -238,6 +238,8 @@ struct SkimmedLine {
     #[serde(default)]
     retry_reason: Option<String>,
     #[serde(default)]
+    corrective_retry: bool,
+    #[serde(default)]
     error: Option<tool_cli_protocol::trace::TraceError>,
     #[serde(default)]
     degraded: bool,
@@ -273,6 +275,7 @@ impl SkimmedLine {
             attempt: self.attempt,
             retries: self.retries,
             retry_reason: self.retry_reason,
+            corrective_retry: self.corrective_retry,
             error: self.error,
             degraded: self.degraded,
             tokens_in: self.tokens_in,

@@ -408,6 +408,7 @@ mod tests {
                     task: Some("read notes".into()),
                     labels: vec!["a".into(), "b".into()],
                     session_id: None,
+                    ..Default::default()
                 }
             ))
         );

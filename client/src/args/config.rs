@@ -43,13 +43,14 @@ impl ConfigImport {
 }
 
 /// The client names `--from` takes.
-pub(crate) const CLIENTS: [&str; 6] = [
+pub(crate) const CLIENTS: [&str; 7] = [
     "claude-desktop",
     "claude-code",
     "cursor",
     "vscode",
     "windsurf",
     "codex",
+    "opencode",
 ];
 
 #[derive(Debug, Subcommand)]

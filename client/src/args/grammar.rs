@@ -101,6 +101,20 @@ pub(super) struct GlobalFlags {
     /// key=value words)
     #[arg(long, global = true, value_name = "PATH")]
     pub(super) args_file: Option<PathBuf>,
+
+    /// Print a one-page primer for coding agents: progressive discovery with tool-cli
+    #[arg(long)]
+    pub(super) agent_help: bool,
+
+    /// Call a stdio server that is not in the config, for this command only: `tool-cli
+    /// --stdio "CMD ARGS" [TOOL [ARGS_JSON]]` (quoted as a shell would; nothing expanded)
+    #[arg(long, value_name = "COMMAND")]
+    pub(super) stdio: Option<String>,
+
+    /// Call a Streamable HTTP server that is not in the config, for this command only:
+    /// `tool-cli --url URL [TOOL [ARGS_JSON]]`
+    #[arg(long, value_name = "URL")]
+    pub(super) url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -218,6 +232,12 @@ pub(super) enum TopSubcommand {
         /// OpenAPI only: the base URL written in `servers`
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
+    },
+    /// Print a SKILL.md for coding agents: each server's tools in at most 400 tokens
+    /// (characters / 4), and how to discover and call them
+    Skill {
+        /// Only this server
+        server: Option<String>,
     },
     Mcp {
         /// Show six meta-tools (list_servers, search_tools, describe_tool, call_*_tool) instead

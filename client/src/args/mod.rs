@@ -10,6 +10,7 @@
 //! is in `help.rs`.
 
 pub(crate) mod agent;
+pub(crate) mod agent_help;
 pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod chain;
@@ -21,6 +22,7 @@ mod fast;
 mod grammar;
 mod help;
 pub(crate) mod kv;
+pub(crate) mod one_shot;
 mod output;
 mod progress;
 mod prompts;
@@ -117,6 +119,10 @@ pub(crate) enum Command {
     Mcp { progressive: bool },
     /// `tool-cli completions SHELL`: print the completion script.
     Completions(complete::Shell),
+    /// `--agent-help`: the progressive-discovery primer.
+    AgentHelp,
+    /// `tool-cli skill [SERVER]`: a SKILL.md.
+    Skill { server: Option<String> },
     /// `tool-cli __complete ...` (hidden): live names for the completion scripts.
     Complete(complete::Request),
     /// `tool-cli resource list [--server S]`.
@@ -206,6 +212,8 @@ pub(crate) struct Invocation {
     pub(crate) warnings: Vec<String>,
     /// `--session` (or `TOOL_CLI_SESSION`), `--dry-run`, `--hint`, `--idempotency-key`.
     pub(crate) call: call::CallOptions,
+    /// `--stdio` / `--url`: a server the daemon adds for this command and removes after it.
+    pub(crate) one_shot: Option<one_shot::OneShot>,
 }
 
 /// The environment variables the grammar depends on, read by the caller.
@@ -268,11 +276,30 @@ fn parse_with_clap(
 
 /// Checks what clap (or the fast path) read and turns it into an [`Invocation`].
 fn interpret(
-    cli: Cli,
+    mut cli: Cli,
     env: &ArgsEnv,
     read_stdin: impl FnOnce() -> std::io::Result<String>,
 ) -> Result<Invocation, ParseOutcome> {
     let usage = ParseOutcome::Usage;
+
+    // `--stdio`/`--url`: the words are TOOL [ARGS_JSON]; the server is the one-shot one, so
+    // they move one place right and the line reads as `tool-cli NAME TOOL ARGS_JSON`.
+    let one_shot = one_shot::one_shot(cli.global.stdio.as_deref(), cli.global.url.as_deref())
+        .map_err(usage)?;
+    if let Some(server) = &one_shot {
+        if cli.subcommand.is_some() {
+            return Err(usage(Error::Usage(
+                "--stdio and --url take TOOL [ARGS_JSON] (or nothing, to list the tools), not a \
+                 subcommand"
+                    .to_owned(),
+            )));
+        }
+        if let Some(tool) = cli.tool.take() {
+            cli.arguments.insert(0, tool);
+        }
+        cli.tool = cli.server.take();
+        cli.server = Some(server.name.clone());
+    }
 
     let mut warnings = Vec::new();
     let timeout_ms = settings::timeout_ms(
@@ -292,6 +319,7 @@ fn interpret(
         Some(_) => None,
     };
     let command = match cli.subcommand {
+        _ if cli.global.agent_help => Command::AgentHelp,
         Some(TopSubcommand::Health { words, tools }) => {
             if !words.is_empty() {
                 return Err(usage(Error::Usage(format!(
@@ -309,6 +337,7 @@ fn interpret(
         Some(TopSubcommand::Agent(args)) => Command::Agent(agent::command(args).map_err(usage)?),
         Some(TopSubcommand::Token { action }) => token::token_command(action).map_err(usage)?,
         Some(TopSubcommand::Completions { shell }) => Command::Completions(shell),
+        Some(TopSubcommand::Skill { server }) => Command::Skill { server },
         Some(TopSubcommand::Mcp { progressive }) => Command::Mcp { progressive },
         Some(TopSubcommand::Pin {
             action,
@@ -453,6 +482,7 @@ fn interpret(
         all: cli.global.all,
         warnings,
         call,
+        one_shot,
     })
 }
 
@@ -505,7 +535,7 @@ where
         match word {
             "--" => break,
             "--out" | "--timeout" | "--session" | "--hint" | "--idempotency-key" | "--output"
-            | "--args-file" | "--elicitation" => index += 2,
+            | "--args-file" | "--elicitation" | "--stdio" | "--url" => index += 2,
             flag if flag.starts_with('-') && flag != "-" => index += 1,
             "resource" | "prompt" | "health" | "token" | "daemon" | "server" | "traces"
             | "session" | "agent" | "search" | "auth" | "config" | "completions" | "__complete"

@@ -71,6 +71,7 @@ pub(crate) fn command(action: SessionAction) -> Result<SessionCommand, Error> {
                 task,
                 labels,
                 session_id: None,
+                ..OpenSessionParams::default()
             })
         }
         SessionAction::Summary { id } => SessionCommand::Summary {

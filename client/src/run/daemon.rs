@@ -124,7 +124,9 @@ fn running_daemon(runtime_dir: &Path) -> Result<Running, Error> {
     Ok(Running { file, started })
 }
 
-fn read_runtime_file(path: &Path) -> Result<Option<(RuntimeFile, Option<SystemTime>)>, Error> {
+pub(crate) fn read_runtime_file(
+    path: &Path,
+) -> Result<Option<(RuntimeFile, Option<SystemTime>)>, Error> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -244,56 +246,7 @@ async fn start(
     deadline: Instant,
     output: &mut Output<'_>,
 ) -> Result<(), Error> {
-    let binary = daemon_binary()?;
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(runtime_dir)
-        .map_err(|source| Error::Io {
-            action: format!("create the runtime directory {}", runtime_dir.display()),
-            source,
-        })?;
-    let log_path = runtime_dir.join(LOG_FILE_NAME);
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&log_path)
-        .map_err(|source| Error::Io {
-            action: format!("open the daemon's log {}", log_path.display()),
-            source,
-        })?;
-    let log_start = log.metadata().map(|metadata| metadata.len()).unwrap_or(0);
-
-    let mut command = Command::new(&binary);
-    if let Some(config) = config {
-        command.arg("--config").arg(config);
-    }
-    command
-        .args(daemon_args)
-        .env(env::RUNTIME_DIR, runtime_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log);
-    for variable in CLIENT_VARIABLES {
-        command.env_remove(variable);
-    }
-    // SAFETY: setsid is async-signal-safe and touches only the child between fork and exec.
-    // A new session has no controlling terminal: closing the terminal (SIGHUP) or pressing
-    // Ctrl-C in it (SIGINT to the foreground group) does not reach the daemon.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().map_err(|source| Error::Io {
-        action: format!("start {}", binary.display()),
-        source,
-    })?;
+    let (mut child, log_path, log_start) = spawn_detached(runtime_dir, config, daemon_args)?;
     let pid = child.id();
 
     // Ready, step 1: the daemon wrote the runtime file (it listens then).
@@ -377,6 +330,68 @@ async fn start(
     report(&running, runtime_dir, None, output).await
 }
 
+/// Runs `tool-cli-daemon` detached (a new session, stdin and stdout on `/dev/null`, stderr
+/// appended to `daemon.log` in `runtime_dir`) with the runtime directory `runtime_dir`; answers
+/// the child, the log's path and where this start's lines begin in it. Shared by `daemon start`
+/// and the auto-start of `autostart.rs`.
+pub(crate) fn spawn_detached(
+    runtime_dir: &Path,
+    config: Option<&Path>,
+    daemon_args: &[String],
+) -> Result<(std::process::Child, PathBuf, u64), Error> {
+    let binary = daemon_binary()?;
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(runtime_dir)
+        .map_err(|source| Error::Io {
+            action: format!("create the runtime directory {}", runtime_dir.display()),
+            source,
+        })?;
+    let log_path = runtime_dir.join(LOG_FILE_NAME);
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&log_path)
+        .map_err(|source| Error::Io {
+            action: format!("open the daemon's log {}", log_path.display()),
+            source,
+        })?;
+    let log_start = log.metadata().map(|metadata| metadata.len()).unwrap_or(0);
+
+    let mut command = Command::new(&binary);
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    command
+        .args(daemon_args)
+        .env(env::RUNTIME_DIR, runtime_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    for variable in CLIENT_VARIABLES {
+        command.env_remove(variable);
+    }
+    // SAFETY: setsid is async-signal-safe and touches only the child between fork and exec.
+    // A new session has no controlling terminal: closing the terminal (SIGHUP) or pressing
+    // Ctrl-C in it (SIGINT to the foreground group) does not reach the daemon.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(|source| Error::Io {
+        action: format!("start {}", binary.display()),
+        source,
+    })?;
+    Ok((child, log_path, log_start))
+}
+
 fn stop(runtime_dir: &Path, timeout: Duration, output: &mut Output<'_>) -> Result<(), Error> {
     let running = running_daemon(runtime_dir)?;
     let pid = running.file.pid;
@@ -430,7 +445,7 @@ fn is_alive(pid: u32) -> bool {
 
 /// Whether `pid` is a live `tool-cli-daemon`. Where `/proc` is missing, a live pid is taken at
 /// its word.
-fn is_daemon(pid: u32) -> bool {
+pub(crate) fn is_daemon(pid: u32) -> bool {
     if !is_alive(pid) {
         return false;
     }
@@ -442,7 +457,7 @@ fn is_daemon(pid: u32) -> bool {
 
 /// `tool-cli-daemon` next to this executable (an install puts both in one directory), else the
 /// first on `PATH`.
-pub(super) fn daemon_binary() -> Result<PathBuf, Error> {
+pub(crate) fn daemon_binary() -> Result<PathBuf, Error> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| Some(exe.parent()?.join(DAEMON_NAME)))
@@ -463,7 +478,7 @@ pub(super) fn daemon_binary() -> Result<PathBuf, Error> {
 }
 
 /// What the daemon logged since `from`, for a failed start: its last lines.
-fn log_tail(path: &Path, from: u64) -> String {
+pub(crate) fn log_tail(path: &Path, from: u64) -> String {
     const LINES: usize = 10;
     let mut text = String::new();
     let read = std::fs::File::open(path).and_then(|mut file| {

@@ -21,6 +21,7 @@ pub(crate) mod daemon;
 mod elicitation;
 mod export;
 mod listing;
+mod one_shot;
 mod output;
 mod pin;
 pub(crate) mod plain;
@@ -30,6 +31,7 @@ mod resources;
 mod search;
 mod servers;
 mod session;
+mod skill;
 
 use std::io::Write;
 
@@ -48,8 +50,21 @@ pub(crate) use output::{Output, warn};
 /// a buffer in tests); `stdout_is_terminal` says whether a person is reading it, in which case
 /// text results are sanitised too.
 pub(crate) async fn run(
-    invocation: Invocation,
+    mut invocation: Invocation,
     mut client: Client,
+    stdout: &mut dyn Write,
+    stdout_is_terminal: bool,
+) -> Result<(), Error> {
+    match invocation.one_shot.take() {
+        None => run_command(invocation, &mut client, stdout, stdout_is_terminal).await,
+        Some(server) => one_shot::run(server, invocation, client, stdout, stdout_is_terminal).await,
+    }
+}
+
+/// Carries out one command against the daemon.
+async fn run_command(
+    invocation: Invocation,
+    client: &mut Client,
     stdout: &mut dyn Write,
     stdout_is_terminal: bool,
 ) -> Result<(), Error> {
@@ -59,7 +74,6 @@ pub(crate) async fn run(
         stdout,
         terminal: stdout_is_terminal,
     };
-    let client = &mut client;
 
     match invocation.command {
         Command::ListServers => {
@@ -205,9 +219,11 @@ pub(crate) async fn run(
             };
             chain::run(client, &mut output, command, flags).await
         }
+        Command::Skill { server } => skill::run(client, &mut output, server).await,
         Command::Daemon(_)
         | Command::Mcp { .. }
         | Command::Completions(_)
+        | Command::AgentHelp
         | Command::Complete(_)
         | Command::ConfigImport(_) => Err(Error::Other(
             "`tool-cli daemon`, `config import`, `completions` and `__complete` are run without \

@@ -1,15 +1,17 @@
 //! `tool-cli pin [SERVER]`, `pin diff [SERVER]` and `pin verify [--lock]`: pinning against rug
 //! pulls (`docs/pinning.md`) from the client, over `tool_cli_gateway_core::pin`. The listings
-//! come from the daemon (`listTools` + `describeTool`, `listPrompts`, `listResourceTemplates`),
-//! so they are what the token sees; pin with the owner token. The store is a JSON file
+//! come from the daemon (`pinListing`, `listPrompts`, `listResourceTemplates`); `pinListing` is
+//! the owner token's. The store is a JSON file
 //! (`--pins PATH`, else `$TOOL_CLI_PINS`, else `$XDG_CONFIG_HOME/tool-cli/pins.json`, else
 //! `~/.config/tool-cli/pins.json`), written 0600 and read failing closed.
 //!
 //! `pin approve SERVER --tool NAME` (or `--prompt`, `--resource-template`, `--instructions`)
 //! re-pins one item as it is now, and `pin remove SERVER` stops pinning a server.
 //!
-//! Not yet: the servers' `instructions` (the daemon's protocol does not carry them, so they are
-//! not pinned here) and the daemon hiding changed items.
+//! The daemon checks every listing against the same store (`TOOL_CLI_PINS` or the default
+//! location) and holds back changed tools; after writing the store this sends `reloadPins` so
+//! the change takes effect at once. Not yet: the servers' `instructions` (the daemon's protocol
+//! does not carry them, so they are not pinned here).
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +19,8 @@ use serde_json::{Value, json};
 use tool_cli_gateway_core::pin::lock::{LockOptions, verify_lock};
 use tool_cli_gateway_core::pin::store::PinStore;
 use tool_cli_gateway_core::pin::{ItemKey, ServerListing, ServerPins, detect, diff};
-use tool_cli_protocol::methods::{ListServersResult, ListToolsResult, name};
+use tool_cli_protocol::manage::{PinListingResult, PinStatusResult};
+use tool_cli_protocol::methods::{ListServersResult, name};
 
 use super::output::note;
 use super::{Output, warn};
@@ -34,19 +37,11 @@ pub(crate) fn store_path(
     if let Some(path) = given {
         return Ok(path.to_owned());
     }
-    let non_empty = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-    if let Some(path) = non_empty("TOOL_CLI_PINS") {
-        return Ok(PathBuf::from(path));
-    }
-    if let Some(config) = non_empty("XDG_CONFIG_HOME").filter(|dir| Path::new(dir).is_absolute()) {
-        return Ok(Path::new(&config).join("tool-cli").join("pins.json"));
-    }
-    match non_empty("HOME") {
-        Some(home) => Ok(Path::new(&home).join(".config/tool-cli/pins.json")),
-        None => Err(Error::Usage(
+    tool_cli_protocol::runtime::pin_store_path(env).ok_or_else(|| {
+        Error::Usage(
             "no place for the pin store: give --pins PATH (or set TOOL_CLI_PINS)".to_owned(),
-        )),
-    }
+        )
+    })
 }
 
 /// Runs a `tool-cli pin` command.
@@ -75,6 +70,7 @@ pub(super) async fn run(
             store
                 .save(&path)
                 .map_err(|error| Error::Usage(error.to_string()))?;
+            tell_the_daemon(client, &path).await;
             // What the detectors flag in what was just pinned: for a person to review.
             let pins: Vec<(String, ServerPins)> = pinned
                 .iter()
@@ -135,6 +131,7 @@ pub(super) async fn run(
             store
                 .save(&path)
                 .map_err(|error| Error::Usage(error.to_string()))?;
+            tell_the_daemon(client, &path).await;
             output.emit_text(&if changed {
                 format!("approved {key} of server {server} as it is now")
             } else {
@@ -152,6 +149,7 @@ pub(super) async fn run(
             store
                 .save(&path)
                 .map_err(|error| Error::Usage(error.to_string()))?;
+            tell_the_daemon(client, &path).await;
             output.emit_text(&format!("server {server} is no longer pinned"))
         }
         crate::args::PinAction::Verify { lock } => {
@@ -217,19 +215,53 @@ async fn servers_to_read(client: &mut Client, server: Option<&str>) -> Result<Ve
         .collect())
 }
 
-/// What `server` shows now: its tools as listed, its prompts and its resource templates.
+/// Asks the daemon to read the store again (`reloadPins`), so what was just pinned or approved
+/// is held back or let through at once; warns when the daemon checks another store than this
+/// one (it then holds back nothing by it) or cannot be told.
+async fn tell_the_daemon(client: &mut Client, path: &Path) {
+    let answer = client.call(name::RELOAD_PINS, None).await;
+    match answer.and_then(|answer| parse_result::<PinStatusResult>(name::RELOAD_PINS, answer)) {
+        Ok(status) => {
+            let same = status
+                .store
+                .as_deref()
+                .is_some_and(|store| same_file(Path::new(store), path));
+            if !same {
+                warn(&format!(
+                    "the daemon checks calls against the pins in {}, not {}: it does not hold \
+                     back what changes against this store (give both the same TOOL_CLI_PINS)",
+                    status.store.as_deref().unwrap_or("no store"),
+                    path.display()
+                ));
+            } else if let Some(error) = status.error {
+                warn(&format!("the daemon cannot trust the pin store: {error}"));
+            }
+        }
+        Err(error) => warn(&format!(
+            "the daemon was not told to read the pins again ({error}); it will at the next \
+             listing of each server"
+        )),
+    }
+}
+
+/// Whether `a` and `b` name one file (the same path, or the same file once resolved).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b)
+}
+
+/// What `server` shows now: every tool the daemon's pin check covers, held back or not
+/// (`pinListing`: a person must see what changed to approve it), its prompts and its resource
+/// templates.
 async fn listing(client: &mut Client, server: &str) -> Result<ServerListing, Error> {
-    let listed: ListToolsResult = parse_result(
-        name::LIST_TOOLS,
+    let listed: PinListingResult = parse_result(
+        name::PIN_LISTING,
         client
-            .call(name::LIST_TOOLS, Some(json!({"server": server})))
+            .call(name::PIN_LISTING, Some(json!({"server": server})))
             .await?,
     )?;
-    let mut tools = Vec::new();
-    for tool in listed.tools {
-        let params = json!({"server": server, "tool": tool.name});
-        tools.push(client.call(name::DESCRIBE_TOOL, Some(params)).await?);
-    }
+    let tools = listed.tools;
     let prompts = client
         .call(name::LIST_PROMPTS, Some(json!({"server": server})))
         .await

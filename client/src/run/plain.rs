@@ -83,6 +83,7 @@ mod tests {
             all: false,
             warnings: Vec::new(),
             call: Default::default(),
+            one_shot: None,
         }
     }
 

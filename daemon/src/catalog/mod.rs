@@ -21,6 +21,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 pub(crate) mod overrides;
+pub mod pin_hold;
 pub(crate) mod validate;
 mod validator_cache;
 
@@ -41,6 +42,9 @@ pub struct Catalog {
     /// How many tools no override hides, counted once here so that `listServers` does not walk
     /// ten thousand tools per request to count them.
     unhidden: usize,
+    /// What the pin check holds back (`pin_hold.rs`): set when the catalog is published and
+    /// again when the pin store is reloaded, in place (the tools' `pin_held` flags with it).
+    pin_hold: std::sync::RwLock<Arc<pin_hold::PinHold>>,
 }
 
 /// One tool.
@@ -58,6 +62,10 @@ pub struct CatalogTool {
     pub overridden: bool,
     /// Its routing priority from a config override (else the server's applies).
     pub priority: Option<i64>,
+    /// Held back by the pin check: it changed or appeared since its server was pinned (the
+    /// catalog's [`pin_hold::PinHold`] has the refusal). An atomic so that reloading the pin
+    /// store re-marks the published catalog without rebuilding it.
+    pin_held: std::sync::atomic::AtomicBool,
     /// What all the catalog's tools share: its text and its compiled validators.
     shared: Arc<Shared>,
     /// Where in the text this tool's JSON is.
@@ -296,6 +304,7 @@ impl Catalog {
             tools: Vec::with_capacity(facts.len()),
             by_name: Vec::new(),
             unhidden: 0,
+            pin_hold: Default::default(),
         };
         for (position, facts) in facts.into_iter().enumerate() {
             catalog.unhidden += usize::from(!facts.hidden);
@@ -307,6 +316,7 @@ impl Catalog {
                 hidden: facts.hidden,
                 overridden: facts.overridden,
                 priority: facts.priority,
+                pin_held: Default::default(),
                 shared: Arc::clone(&shared),
                 raw: facts.raw,
                 description: facts.description,
@@ -332,10 +342,10 @@ impl Catalog {
         self.tools.len()
     }
 
-    /// How many tools no override hides: what a grant that sees every tool of the server
-    /// (`policy::sees_every_tool`) has listed.
+    /// How many tools neither an override nor the pin check hides: what a grant that sees
+    /// every tool of the server (`policy::sees_every_tool`) has listed.
     pub fn unhidden_len(&self) -> usize {
-        self.unhidden
+        self.unhidden - self.pin_hold().held_count()
     }
 
     /// Whether it has no tools.
@@ -367,6 +377,12 @@ impl Catalog {
 }
 
 impl CatalogTool {
+    /// Whether listings, search and routing show it: no config override hides it and the pin
+    /// check does not hold it back.
+    pub fn is_listed(&self) -> bool {
+        !self.hidden && !self.pin_held.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Its name, unique within the catalog.
     pub fn name(&self) -> &str {
         &self.shared.text[self.name.range()]

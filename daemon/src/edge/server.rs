@@ -73,6 +73,9 @@ pub struct ServeOptions {
     /// address while this process lives. The daemon sets it: clients that find its `DaemonId`
     /// alive send the token without the identity proof.
     pub hold_port_until_exit: bool,
+    /// Shut down after this long with no connection open (`--idle-shutdown-secs`): a daemon
+    /// started on first use does not outlive its use. `None`: never.
+    pub idle_shutdown: Option<Duration>,
 }
 
 impl Default for ServeOptions {
@@ -86,6 +89,7 @@ impl Default for ServeOptions {
             spill_dir: SpillStore::default_dir(&crate::runtime_file::default_dir()),
             spill_ttl: crate::edge::spill::DEFAULT_TTL,
             hold_port_until_exit: false,
+            idle_shutdown: None,
         }
     }
 }
@@ -224,8 +228,27 @@ pub async fn run(
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut tasks = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
+    // Idle shutdown: when the last connection opened or closed, in milliseconds since `started`.
+    let started = tokio::time::Instant::now();
+    let last_activity = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let idle_check = tokio::time::sleep(options.idle_shutdown.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(idle_check);
     loop {
         let stream = tokio::select! {
+            () = &mut idle_check, if options.idle_shutdown.is_some() => {
+                let idle = options.idle_shutdown.unwrap_or_default();
+                let last = started
+                    + Duration::from_millis(last_activity.load(std::sync::atomic::Ordering::Acquire));
+                let open = MAX_CONNECTIONS - connections.available_permits();
+                let now = tokio::time::Instant::now();
+                if open == 0 && now >= last + idle {
+                    tracing::info!(idle_secs = idle.as_secs(), "idle: no connection for the idle shutdown time; shutting down");
+                    break;
+                }
+                // Look again when the quiet could first have lasted long enough.
+                idle_check.as_mut().reset(if open == 0 { last + idle } else { now + idle });
+                continue;
+            }
             accepted = accept() => match accepted {
                 Ok(stream) => stream,
                 Err(error) => {
@@ -250,7 +273,14 @@ pub async fn run(
         };
         let service = builder.clone().build(methods.clone(), stop_handle.clone());
         let stopped = stop_handle.clone().shutdown();
+        let activity = Arc::clone(&last_activity);
+        let since_start = move || started.elapsed().as_millis() as u64;
+        activity.store(since_start(), std::sync::atomic::Ordering::Release);
         tasks.spawn(async move {
+            // Dropped when the connection ends, however it ends: the quiet starts then.
+            let _activity = scopeguard_on_drop(move || {
+                activity.store(since_start(), std::sync::atomic::Ordering::Release)
+            });
             let _permit = permit;
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -311,4 +341,17 @@ pub async fn run(
     sweeper.abort();
     spill.remove_all();
     Ok(())
+}
+
+/// Runs `action` when the returned value is dropped.
+fn scopeguard_on_drop(action: impl FnOnce()) -> impl Drop {
+    struct OnDrop<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for OnDrop<F> {
+        fn drop(&mut self) {
+            if let Some(action) = self.0.take() {
+                action();
+            }
+        }
+    }
+    OnDrop(Some(action))
 }

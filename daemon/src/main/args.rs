@@ -71,6 +71,16 @@ pub(crate) struct Cli {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub(crate) shutdown_grace_ms: u64,
 
+    /// Shut down after this many seconds with no connection open (0, the default: never). A
+    /// daemon `tool-cli` starts on first use gets 1800 (`TOOL_CLI_AUTOSTART_IDLE_SECS`).
+    #[arg(
+        long,
+        default_value_t = 0,
+        value_name = "SECS",
+        env = "TOOL_CLI_IDLE_SHUTDOWN_SECS"
+    )]
+    pub(crate) idle_shutdown_secs: u64,
+
     /// Largest message accepted from a stdio server, in bytes; a larger answer fails only its
     /// own request (resultTooLarge), the server keeps serving.
     #[arg(long, default_value_t = PoolOptions::default().max_message_bytes, value_name = "BYTES")]

@@ -121,6 +121,11 @@ pub(crate) async fn serve(
             // dies with it (see `subreaper.rs`).
             subreaper: cfg!(target_os = "linux").then_some(self_exe.clone()),
             state_dir: tool_cli_daemon::config::state_dir(&|name| std::env::var(name).ok()),
+            // The store `tool-cli pin` writes (same location rule): every catalog is checked
+            // against it, and a changed pinned tool is held back (docs/pinning.md).
+            pins: Some(tool_cli_daemon::pool::pins::PinGuard::new(
+                tool_cli_protocol::runtime::pin_store_path(|name| std::env::var(name).ok()),
+            )),
             ..PoolOptions::default()
         },
     );
@@ -197,6 +202,8 @@ pub(crate) async fn serve(
             // Clients that found our `DaemonId` alive trust our port without a proof: nobody
             // else may hold it while this process lives.
             hold_port_until_exit: true,
+            idle_shutdown: (cli.idle_shutdown_secs > 0)
+                .then(|| Duration::from_secs(cli.idle_shutdown_secs)),
         },
     )
     .await;

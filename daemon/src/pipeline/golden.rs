@@ -77,6 +77,7 @@ async fn every_golden_routing_case_routes_as_labeled() {
             },
             guard: None,
             arguments_hash: None,
+            corrective_retry: false,
         };
         let answer = match pipeline
             .call_with(&CallContext::new(owner()), request, extras)

@@ -61,7 +61,7 @@ use idempotency::{Begin, IdempotencyStore};
 use plan::PlanInput;
 pub(crate) use plan::{deadline as call_deadline, selection_info};
 pub(crate) use resolve::{
-    RoutingFacts, listed, server as resolve_server, tool as resolve_tool, visible,
+    RoutingFacts, listed, pin_refusal, server as resolve_server, tool as resolve_tool, visible,
 };
 use tool_cli_search::embed::{Embedder, HashEmbedder};
 
@@ -127,6 +127,8 @@ pub(crate) struct CallExtras {
     pub(crate) routing: RoutingFacts,
     pub(crate) guard: Option<Error>,
     pub(crate) arguments_hash: Option<String>,
+    /// The session saw this tool refused for its arguments just before (a corrective retry).
+    pub(crate) corrective_retry: bool,
 }
 
 impl Pipeline {
@@ -289,6 +291,7 @@ impl Pipeline {
     ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
+        record.corrective_retry = extras.corrective_retry;
         let guard = extras.guard.or_else(|| {
             (context.depth > self.options.max_depth).then(|| {
                 Error::invalid_params(

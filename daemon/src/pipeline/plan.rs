@@ -115,6 +115,11 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
         SystemTime::now(),
     )
     .map_err(|denial: Denial| Error::from(denial))?;
+    // Pinning: a tool that changed (or appeared) since its server was pinned is not run until a
+    // person approves it. After policy, so a caller that may not call it learns nothing more.
+    if let Some(refusal) = super::resolve::pin_refusal(&resolved.slot, tool) {
+        return Err(refusal);
+    }
     // MCP tasks are not run (yet): say so rather than let the server answer with a riddle.
     if tool.task_required {
         return Err(Error::invalid_params(

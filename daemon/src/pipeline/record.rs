@@ -53,6 +53,9 @@ pub struct CallRecord {
     pub attempts: u32,
     /// Why the last retry happened, if any did.
     pub retry_reason: Option<String>,
+    /// Sent again in its session after a validation refusal of the same tool, with other
+    /// arguments (the session decided it before the call: `sessions::store::Advice`).
+    pub corrective_retry: bool,
     /// The error, as the caller saw it: JSON-RPC code, kind and message.
     pub error: Option<RecordedError>,
     /// A cached result was served instead of a live one.
@@ -104,6 +107,7 @@ impl CallRecord {
             selection: None,
             attempts: 0,
             retry_reason: None,
+            corrective_retry: false,
             error: None,
             degraded: false,
             tokens_in: 0,

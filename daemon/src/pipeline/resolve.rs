@@ -56,10 +56,24 @@ pub(crate) fn visible(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
     )
 }
 
-/// Whether `grant` sees `tool` in listings, search and routing: it is visible and the config
-/// does not hide it (a hidden tool is still callable by its exact server and name).
+/// Whether `grant` sees `tool` in listings, search and routing: it is visible, the config does
+/// not hide it (a hidden tool is still callable by its exact server and name) and the pin check
+/// does not hold it back (a held tool's calls are refused by the plan stage).
 pub(crate) fn listed(grant: &Grant, slot: &Slot, tool: &CatalogTool) -> bool {
-    !tool.hidden && visible(grant, slot, tool)
+    tool.is_listed() && visible(grant, slot, tool)
+}
+
+/// The `pinRefused` error of `tool` of the server in `slot`, if the pin check holds it back.
+pub(crate) fn pin_refusal(slot: &Slot, tool: &CatalogTool) -> Option<Error> {
+    if tool.is_listed() || tool.hidden {
+        return None;
+    }
+    let info = slot.upstream.info();
+    slot.upstream
+        .catalog()
+        .pin_hold()
+        .refusal(&info.name, tool.name())
+        .map(Error::from)
 }
 
 /// The slot of server `name`, if `grant` may use it. A server outside the scope is refused as

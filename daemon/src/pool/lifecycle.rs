@@ -127,6 +127,7 @@ impl Pool {
             secrets,
             Arc::clone(&self.changes),
             self.options.sampler.clone(),
+            self.options.pins.clone(),
         );
         // Its OAuth state first: the first connection attempt sends its token.
         self.remote_auth.put(config);

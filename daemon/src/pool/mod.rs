@@ -25,6 +25,7 @@ mod lifecycle;
 mod lines;
 mod log_budget;
 mod oversized;
+pub mod pins;
 mod raw_results;
 mod result_check;
 mod server_requests;
@@ -88,6 +89,9 @@ pub struct PoolOptions {
     /// The agent backend that answers sampling requests of servers with `allowSampling`
     /// (`crate::sampling`); `None` declines them with a reason.
     pub sampler: Option<Arc<crate::sampling::Sampler>>,
+    /// The pin store every catalog is checked against when it is built (`pins.rs`); `None`
+    /// checks nothing (a pool embedded in another program, most tests).
+    pub pins: Option<Arc<pins::PinGuard>>,
 }
 
 impl Default for PoolOptions {
@@ -107,6 +111,7 @@ impl Default for PoolOptions {
             subreaper: None,
             state_dir: None,
             sampler: None,
+            pins: None,
         }
     }
 }
@@ -167,6 +172,8 @@ pub(crate) struct Published {
     problems: Mutex<Vec<String>>,
     /// What it gets when it asks the daemon something; kept across restarts.
     pub(crate) server_requests: Arc<server_requests::ServerRequests>,
+    /// The pin store each new catalog is checked against.
+    pins: Option<Arc<pins::PinGuard>>,
 }
 
 impl Published {
@@ -178,6 +185,11 @@ impl Published {
             tracing::error!(server, %problem, "tool override refused");
         }
         *self.problems.lock().unwrap() = problems;
+        // Checked before it is published: a changed tool is never listed, not even for an
+        // instant. The store is read again here, so the check is against it as it is now.
+        if let Some(guard) = &self.pins {
+            pins::PinGuard::check(server, &catalog, &guard.reload());
+        }
         let count = catalog.len();
         // The previous catalog goes here, and with it what parsing the new one left behind.
         drop(self.catalog.send_replace(Arc::new(catalog)));
@@ -188,6 +200,15 @@ impl Published {
 
     fn changed(&self) {
         self.changes.send_modify(|generation| *generation += 1);
+    }
+
+    /// Checks the published catalog again against `state` (after `reloadPins`) and announces
+    /// the change, so search and the gateway rebuild; answers whether the server is checked.
+    pub(crate) fn recheck_pins(&self, server: &str, state: &pins::StoreState) -> bool {
+        let catalog = Arc::clone(&self.catalog.borrow());
+        let checked = pins::PinGuard::check(server, &catalog, state);
+        self.changed();
+        checked
     }
 }
 
@@ -239,6 +260,7 @@ impl Pool {
                     Arc::clone(&secrets),
                     Arc::clone(&changes),
                     options.sampler.clone(),
+                    options.pins.clone(),
                 )
             })
             .collect();
@@ -348,6 +370,7 @@ impl Server {
         secrets: Arc<Secrets>,
         changes: Arc<watch::Sender<u64>>,
         sampler: Option<Arc<crate::sampling::Sampler>>,
+        pins: Option<Arc<pins::PinGuard>>,
     ) -> Arc<Server> {
         let initial = if config.enabled {
             Status::Connecting
@@ -369,6 +392,7 @@ impl Server {
                     config.server_requests.clone(),
                     sampler,
                 )),
+                pins,
             }),
             restarts: AtomicU32::new(0),
             ready_since: Mutex::new(None),
@@ -575,6 +599,7 @@ impl Upstream for Server {
                 .unwrap()
                 .iter()
                 .map(|problem| format!("config: {problem}"))
+                .chain(self.catalog().pin_hold().warnings(&self.info.name))
                 .collect(),
             sampling: self
                 .published

@@ -498,7 +498,8 @@ fn carry_vectors(
 }
 
 /// The search documents of a server's tools: those not hidden by an override nor denied by
-/// its policy.
+/// its policy. Tools the pin check holds back are indexed and filtered out at query time
+/// (`discovery/search.rs`), since an approval lets them through without a new catalog.
 fn docs(slot: &Slot, catalog: &Catalog) -> (String, Vec<ToolDoc>) {
     let info = slot.upstream.info();
     let docs = catalog

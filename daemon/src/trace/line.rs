@@ -57,6 +57,7 @@ pub fn trace_line(record: &CallRecord) -> TraceLine {
         attempt: record.attempts,
         retries: record.retries(),
         retry_reason: record.retry_reason.clone(),
+        corrective_retry: record.corrective_retry,
         error: record.error.as_ref().map(|error| TraceError {
             code: error.code,
             kind: error.kind.to_owned(),
@@ -99,6 +100,7 @@ pub(crate) fn summary_line(summary: &Summary, capacity: u64, now: SystemTime) ->
         attempt: 0,
         retries: 0,
         retry_reason: None,
+        corrective_retry: false,
         error: Some(TraceError {
             code: summary.code,
             kind: SUMMARY_KIND.to_owned(),

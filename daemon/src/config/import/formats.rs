@@ -40,7 +40,7 @@ const OUR_FIELDS: &[&str] = &[
 ];
 
 /// One entry of `kind`'s, as ours: translated, unknown fields reported, checked by our parser.
-fn entry(
+pub(super) fn entry(
     kind: ClientKind,
     name: &str,
     raw: &Value,
@@ -107,7 +107,7 @@ fn check(name: &str, entry: &Map<String, Value>) -> Result<(), String> {
 }
 
 /// Adds each server of `servers` to `found` (or to its skipped list).
-fn collect(
+pub(super) fn collect(
     found: &mut Found,
     kind: ClientKind,
     servers: &Map<String, Value>,
@@ -206,6 +206,12 @@ pub(super) enum FormatError {
     /// Not TOML (Codex); the parser's words on one line.
     #[error("invalid TOML: {0}")]
     InvalidToml(String),
+    /// No `mcp` (OpenCode).
+    #[error(
+        "no \"mcp\" object; expected {{\"mcp\": {{\"name\": {{\"type\": \"local\", \
+         \"command\": [\"npx\", \"-y\", \"pkg\"]}}}}}}"
+    )]
+    NoMcp,
     /// No `[mcp_servers.NAME]` (Codex).
     #[error("no [mcp_servers.NAME] table; expected e.g. [mcp_servers.fs] with command = \"npx\"")]
     NoMcpServersTable,
@@ -214,7 +220,7 @@ pub(super) enum FormatError {
     McpServersNotATable,
 }
 
-fn object_root(text: &str) -> Result<Map<String, Value>, FormatError> {
+pub(super) fn object_root(text: &str) -> Result<Map<String, Value>, FormatError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(root)) => Ok(root),
         Ok(other) => Err(FormatError::NotAnObject(tool_cli_protocol::json::kind(
@@ -340,7 +346,7 @@ pub(super) fn vscode(text: &str, project: &Path) -> Result<Found, FormatError> {
 }
 
 /// JSON with comments (`//`, `/* */`) and trailing commas, as VS Code writes it, made JSON.
-fn strip_jsonc(text: &str) -> String {
+pub(super) fn strip_jsonc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let mut in_string = false;

@@ -1,5 +1,5 @@
 //! Importing the MCP servers other clients already know: Claude Desktop, Claude Code, Cursor,
-//! VS Code, Windsurf and Codex.
+//! VS Code, Windsurf, Codex and OpenCode.
 //!
 //! Everything here but [`read`] is pure: where each client keeps its file (`paths.rs`, from an
 //! injected home, working directory and OS, so tests never read the real `$HOME`), how each
@@ -13,6 +13,7 @@ pub mod command;
 mod formats;
 pub(crate) mod live;
 mod merge;
+mod opencode;
 mod paths;
 mod variables;
 
@@ -40,17 +41,20 @@ pub enum ClientKind {
     Windsurf,
     /// Codex's `~/.codex/config.toml` (`[mcp_servers.NAME]`).
     Codex,
+    /// OpenCode's `opencode.json` (project) and `~/.config/opencode/opencode.json` (`mcp`).
+    OpenCode,
 }
 
 impl ClientKind {
     /// Every kind, in the order `--from` lists them.
-    pub const ALL: [ClientKind; 6] = [
+    pub const ALL: [ClientKind; 7] = [
         ClientKind::ClaudeDesktop,
         ClientKind::ClaudeCode,
         ClientKind::Cursor,
         ClientKind::VsCode,
         ClientKind::Windsurf,
         ClientKind::Codex,
+        ClientKind::OpenCode,
     ];
 
     /// The name `--from` and `imports` take.
@@ -62,6 +66,7 @@ impl ClientKind {
             ClientKind::VsCode => "vscode",
             ClientKind::Windsurf => "windsurf",
             ClientKind::Codex => "codex",
+            ClientKind::OpenCode => "opencode",
         }
     }
 
@@ -111,7 +116,7 @@ pub enum ImportError {
     /// `--from` named no client we know.
     #[error(
         "unknown client \"{0}\"; expected one of claude-desktop, claude-code, cursor, vscode, \
-         windsurf, codex"
+         windsurf, codex, opencode"
     )]
     UnknownClient(String),
     /// None of the client's usual files exists.
@@ -191,6 +196,7 @@ fn parse_in(
     };
     let mut found = match kind {
         ClientKind::Codex => formats::codex(text).map_err(malformed)?,
+        ClientKind::OpenCode => opencode::opencode(text).map_err(malformed)?,
         ClientKind::VsCode => {
             // VS Code's file is always a project's: its directory is the project.
             let project = project.unwrap_or_else(|| path.parent().unwrap_or(path));

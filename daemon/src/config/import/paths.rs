@@ -75,6 +75,14 @@ pub fn candidates(kind: ClientKind, places: &Places) -> Vec<PathBuf> {
         ClientKind::VsCode => project(".vscode/mcp.json").into_iter().collect(),
         ClientKind::Windsurf => vec![home.join(".codeium/windsurf/mcp_config.json")],
         ClientKind::Codex => vec![home.join(".codex/config.toml")],
+        ClientKind::OpenCode => project("opencode.json")
+            .into_iter()
+            .chain([places
+                .xdg_config_home
+                .clone()
+                .unwrap_or_else(|| home.join(".config"))
+                .join("opencode/opencode.json")])
+            .collect(),
     }
 }
 

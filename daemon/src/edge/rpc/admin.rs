@@ -1,5 +1,6 @@
 //! The owner token's methods (a scoped token is refused before its params are read): server
-//! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`), tokens
+//! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`), pins
+//! (`reloadPins`, `pinListing`), tokens
 //! (`mintToken`, `revokeToken`, `listTokens`) and `tracesReport`, answered by the admin
 //! service.
 
@@ -22,6 +23,12 @@ pub(super) fn register(methods: &mut Methods) {
     });
     methods.add(name::RELOAD_CONFIG, Owner, |s, _: NoParams, c| async move {
         s.admin.reload_config(&c).await
+    });
+    methods.add(name::RELOAD_PINS, Owner, |s, _: NoParams, c| async move {
+        s.admin.reload_pins(&c)
+    });
+    methods.add(name::PIN_LISTING, Owner, |s, p, c| async move {
+        s.admin.pin_listing(p, &c).await
     });
     methods.add(name::MINT_TOKEN, Owner, |s, p, c| async move {
         s.admin.mint_token(p, &c)

@@ -171,6 +171,8 @@ async fn the_owners_methods_are_registered_owner_only() {
         name::ADD_SERVER,
         name::REMOVE_SERVER,
         name::RELOAD_CONFIG,
+        name::RELOAD_PINS,
+        name::PIN_LISTING,
         name::MINT_TOKEN,
         name::REVOKE_TOKEN,
         name::LIST_TOKENS,

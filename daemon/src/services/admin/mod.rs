@@ -1,11 +1,13 @@
 //! The admin service: the owner token's methods. Servers at run time (`addServer`,
 //! `removeServer`, `reloadConfig` and SIGHUP, through the [`ServerManager`] of `servers.rs`;
 //! `restartServer`), tokens (`mintToken`, `revokeToken`, `listTokens`), the trace report
-//! (`traces.rs`) and signing in to remote servers (`remote.rs`).
+//! (`traces.rs`), signing in to remote servers (`remote.rs`) and the pin check (`pins.rs`:
+//! `reloadPins`, `pinListing`).
 //!
 //! The edge refuses a scoped token before any of these runs (their registration is
 //! owner-only); the service does the work.
 
+mod pins;
 mod remote;
 mod servers;
 mod traces;

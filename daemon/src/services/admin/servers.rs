@@ -56,6 +56,11 @@ pub struct ServerManager {
 }
 
 impl ServerManager {
+    /// The pool it manages.
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
     /// A manager of `pool`, which runs `config`, loaded from `path`; it keeps `secrets` (the
     /// handle the log writer and the edge read) to the servers it runs.
     pub fn new(

@@ -175,6 +175,7 @@ impl Calls {
                     },
                     guard: advice.refusal,
                     arguments_hash: Some(hash),
+                    corrective_retry: advice.corrective_retry,
                 }
             }
         };

@@ -132,7 +132,7 @@ impl Discovery {
                         catalog
                             .tools()
                             .iter()
-                            .filter(|tool| !tool.hidden)
+                            .filter(|tool| tool.is_listed())
                             .take(EXAMPLE_TOOLS)
                             .map(|tool| tool.name().to_owned()),
                     );
@@ -229,6 +229,11 @@ impl Discovery {
         let slot = resolve_server(&slots, server, grant, Some(tool))?;
         wait_until_known(slot).await?;
         let tool = crate::pipeline::resolve_tool(slot, tool, grant)?;
+        // A tool the pin check holds back is not shown, not even its schema: the refusal says
+        // how to review it (`tool-cli pin diff` reads it through `pinListing`).
+        if let Some(refusal) = crate::pipeline::pin_refusal(slot, &tool) {
+            return Err(refusal);
+        }
         // The text the catalog keeps, copied as it is: no tree to build and encode again.
         Ok(tool.raw_json().to_owned())
     }

@@ -65,7 +65,9 @@ impl Discovery {
         let query = Query {
             text: &params.query,
             limit,
-            visible: (!unrestricted(grant)).then_some(&visibility as _),
+            // The pin check's holds change without a new index (held tools are indexed), so a
+            // server holding any back is filtered per hit even for an unrestricted grant.
+            visible: (!unrestricted(grant) || holds_any(&slots)).then_some(&visibility as _),
             servers: &indexed,
             tags: &tags,
             previous_tool: previous
@@ -244,6 +246,13 @@ impl Discovery {
 fn unrestricted(grant: &Grant) -> bool {
     let scope = &grant.scope;
     scope.servers.is_none() && scope.tools.is_none() && !scope.read_only
+}
+
+/// Whether the pin check holds back any tool of any server.
+fn holds_any(slots: &[Arc<Slot>]) -> bool {
+    slots
+        .iter()
+        .any(|slot| slot.upstream.catalog().pin_hold().held_count() > 0)
 }
 
 fn visible_to(grant: &Grant, slots: &[Arc<Slot>], server: &str, tool: &str) -> bool {

@@ -46,11 +46,25 @@ impl Sessions {
         params: OpenSessionParams,
         context: &CallContext,
     ) -> Result<OpenSessionResult, Error> {
+        if params.max_calls == Some(0) || params.max_wall_time_ms == Some(0) {
+            return Err(Error::invalid_params(
+                tool_cli_protocol::methods::name::OPEN_SESSION,
+                "maxCalls and maxWallTimeMs must be at least 1 (leave them out for no cap)",
+            ));
+        }
         let session_id = self.store.open(
             &context.grant.token_id,
             params.session_id.as_deref(),
             params.task,
             params.labels,
+        )?;
+        self.store.set_caps(
+            &context.grant.token_id,
+            &session_id,
+            params.max_calls,
+            params
+                .max_wall_time_ms
+                .map(std::time::Duration::from_millis),
         )?;
         Ok(OpenSessionResult { session_id })
     }

@@ -103,6 +103,13 @@ pub(crate) struct Session {
     /// The last tool executed, and how often each tool followed each other.
     last_tool: Option<(String, String)>,
     transitions: HashMap<(String, String), HashMap<(String, String), u32>>,
+    /// For each `(requested server, tool)` whose last call was refused with
+    /// `invalidArguments`, that call's arguments hash: the next call with other arguments is a
+    /// corrective retry. Bounded like the loop counters.
+    refused_arguments: HashMap<(String, String), String>,
+    /// This session's own watchdog caps (`openSession`), in place of the store's.
+    max_calls: Option<u64>,
+    max_wall: Option<Duration>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -129,6 +136,9 @@ pub(crate) struct Advice {
     pub(crate) most_recent: Option<String>,
     /// A guard's refusal.
     pub(crate) refusal: Option<Error>,
+    /// The last call of this tool (same server as named) was refused with `invalidArguments`
+    /// and this one has other arguments: a corrective retry.
+    pub(crate) corrective_retry: bool,
 }
 
 impl SessionStore {
@@ -166,6 +176,26 @@ impl SessionStore {
             session.labels = labels;
         }
         Ok(id)
+    }
+
+    /// Sets the watchdog caps of session `id` of `token_id` (from `openSession`): a cap given
+    /// replaces the store's for this session.
+    pub(crate) fn set_caps(
+        &self,
+        token_id: &str,
+        id: &str,
+        max_calls: Option<u64>,
+        max_wall: Option<Duration>,
+    ) -> Result<(), Error> {
+        let session = self.get(token_id, id)?;
+        let mut session = session.lock().unwrap();
+        if max_calls.is_some() {
+            session.max_calls = max_calls;
+        }
+        if max_wall.is_some() {
+            session.max_wall = max_wall;
+        }
+        Ok(())
     }
 
     /// The session `id` of `token_id`, created on first use (the id is checked first; a bad one
@@ -232,10 +262,15 @@ impl SessionStore {
     ) -> Advice {
         let session = session.lock().unwrap();
         let refusal = session.guard(&self.limits, server, tool, arguments_hash);
+        let key = (server.unwrap_or("*").to_owned(), tool.to_owned());
         Advice {
             task: session.task.clone(),
             most_recent: session.recency.get(tool).cloned(),
             refusal,
+            corrective_retry: session
+                .refused_arguments
+                .get(&key)
+                .is_some_and(|refused| refused != arguments_hash),
         }
     }
 
@@ -355,6 +390,9 @@ impl Session {
             rules: BTreeMap::new(),
             last_tool: None,
             transitions: HashMap::new(),
+            refused_arguments: HashMap::new(),
+            max_calls: None,
+            max_wall: None,
         }
     }
 
@@ -390,12 +428,12 @@ impl Session {
                 .into(),
             );
         }
-        if let Some(limit) = limits.max_calls
+        if let Some(limit) = self.max_calls.or(limits.max_calls)
             && self.totals.calls >= limit
         {
             return Some(self.budget("calls", self.totals.calls, limit));
         }
-        if let Some(limit) = limits.max_wall {
+        if let Some(limit) = self.max_wall.or(limits.max_wall) {
             let used = Instant::now().duration_since(self.created);
             if used >= limit {
                 return Some(self.budget(
@@ -441,6 +479,26 @@ impl Session {
             .as_ref()
             .is_some_and(|error| error.kind == "loopDetected" || error.kind == "budgetExceeded");
         if !record.dry_run && !refused_by_guard {
+            let tool_key = (
+                record
+                    .requested_server
+                    .clone()
+                    .unwrap_or_else(|| "*".to_owned()),
+                record.tool.clone(),
+            );
+            let refused_for_arguments = record
+                .error
+                .as_ref()
+                .is_some_and(|error| error.kind == "invalidArguments");
+            if refused_for_arguments {
+                if self.refused_arguments.len() >= MAX_LOOP_COUNTERS {
+                    self.refused_arguments.clear();
+                }
+                self.refused_arguments
+                    .insert(tool_key, record.arguments_hash.clone());
+            } else {
+                self.refused_arguments.remove(&tool_key);
+            }
             let key = (
                 record
                     .requested_server

@@ -253,3 +253,43 @@ fn a_task_or_labels_too_large_are_refused_with_the_limit() {
             .is_ok()
     );
 }
+
+#[test]
+fn a_call_after_a_validation_refusal_with_other_arguments_is_a_corrective_retry() {
+    let store = SessionStore::new(SessionLimits::default());
+    let session = store.touch("callTool", "t", "s1").unwrap();
+    let corrective = |hash: &str| {
+        store
+            .advise(&session, Some("db"), "query", hash)
+            .corrective_retry
+    };
+    assert!(!corrective("h2"), "nothing refused yet");
+    // Refused for its arguments (hash h1).
+    let mut refused = record("t", "s1", "db", "query", false);
+    refused.executed = false;
+    refused.error = Some(RecordedError {
+        code: -32602,
+        kind: "invalidArguments",
+        message: "`limit` must be an integer".into(),
+    });
+    store.observe(&refused);
+    assert!(corrective("h2"), "other arguments after the refusal");
+    assert!(
+        !corrective("h1"),
+        "the same arguments again are not a correction"
+    );
+    assert!(
+        !store
+            .advise(&session, Some("other"), "query", "h2")
+            .corrective_retry,
+        "another server's tool"
+    );
+    // The retry went through: the next call is an ordinary one.
+    let mut fixed = record("t", "s1", "db", "query", true);
+    fixed.arguments_hash = "h2".into();
+    store.observe(&fixed);
+    assert!(!corrective("h3"));
+    // An upstream failure is not a validation refusal.
+    store.observe(&record("t", "s1", "db", "query", false));
+    assert!(!corrective("h4"));
+}
