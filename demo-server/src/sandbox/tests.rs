@@ -1233,8 +1233,10 @@ async fn runs_beyond_the_slots_queue_and_the_wait_is_not_their_time() {
     let detected = sandbox(&root).await;
     // One slot, so the second run must wait for the first.
     let sandbox = Sandbox::with_slots(detected.platform().clone(), root.0.clone(), 1);
-    let first = CodeRequest::new("while True:\n    pass".into(), Some(700), None).unwrap();
-    let second = CodeRequest::new("print('second')".into(), Some(300), None).unwrap();
+    // The second's limit is far above a Python start on a loaded machine, and still shorter
+    // than the first's run, so its wait alone would exceed it.
+    let first = CodeRequest::new("while True:\n    pass".into(), Some(2500), None).unwrap();
+    let second = CodeRequest::new("print('second')".into(), Some(1500), None).unwrap();
     let first_run = sandbox.run(&first, std::future::pending());
     tokio::pin!(first_run);
     // Wait until the first holds the slot, then queue the second behind it.
@@ -1254,10 +1256,10 @@ async fn runs_beyond_the_slots_queue_and_the_wait_is_not_their_time() {
     let (first, second) = (first.unwrap(), second.unwrap());
     assert!(first.timed_out, "{first:?}");
     assert_eq!(first.queued_ms, 0, "{first:?}");
-    // The second waited for the first run (700 ms of it at least, less the moment between
-    // the first's start and the second's arrival), longer than its own 300 ms limit, and still
-    // had all of that limit.
-    assert!(second.queued_ms > 300, "{second:?}");
+    // The second waited for the first run (2,500 ms of it at least, less the moment between
+    // the first's start and the second's arrival), longer than its own 1,500 ms limit, and
+    // still had all of that limit.
+    assert!(second.queued_ms > 1500, "{second:?}");
     assert_eq!(
         (second.stdout.as_str(), second.exit_code, second.timed_out),
         ("second\n", Some(0), false),
