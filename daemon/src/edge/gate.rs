@@ -96,6 +96,18 @@ impl Gate {
         hosts
     }
 
+    /// The daemon's own loopback origins (`http://127.0.0.1:{port}`, `http://localhost:{port}`,
+    /// `http://[::1]:{port}`), accepted as `Origin`: only a page the daemon served could carry
+    /// them, and it serves none, while MCP clients that send their target's origin (the MCP
+    /// conformance suite's DNS-rebinding scenario expects it accepted) are not browsers. A
+    /// rebound name fails the `Host` check whatever its `Origin`.
+    pub(crate) fn own_origins(port: u16) -> Vec<String> {
+        ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .map(|host| format!("http://{host}:{port}"))
+            .collect()
+    }
+
     fn names_us(&self, host: &str) -> bool {
         self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))
     }

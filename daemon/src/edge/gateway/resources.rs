@@ -1,6 +1,7 @@
 //! Resources, resource templates and prompts of every server the token may see, aggregated.
 //! Resources keep their URIs (a host reads them back by URI; the session remembers which
-//! server listed each, the first in name order when two list the same URI); prompts are named
+//! server listed each, the first in name order when two list the same URI; a URI no server
+//! listed goes to the first server with a resource template it fits); prompts are named
 //! `server__prompt` like tools. Each server is asked through the pipeline's protection, at
 //! most [`PER_SERVER`] each, concurrently: a server that fails or hangs is left out of the
 //! list, never fails it.
@@ -79,24 +80,58 @@ pub(super) async fn templates(
     services: &Services,
     context: &CallContext,
 ) -> Result<Value, RpcError> {
+    let templates: Vec<Value> = templates_by_server(services, context)
+        .await
+        .into_iter()
+        .flat_map(|(_, templates)| templates)
+        .collect();
+    Ok(json!({"resourceTemplates": templates}))
+}
+
+/// The resource templates of each usable server, in server name order; a server that fails or
+/// takes over [`PER_SERVER`] is left out.
+async fn templates_by_server(
+    services: &Services,
+    context: &CallContext,
+) -> Vec<(String, Vec<Value>)> {
     let servers = usable_servers(services, context);
     let listings = servers.iter().map(|server| async move {
         let params = ServerParams {
             server: server.clone(),
         };
-        tokio::time::timeout(
+        let listed = tokio::time::timeout(
             PER_SERVER,
             services.discovery.list_resource_templates(params, context),
         )
-        .await
+        .await;
+        (server.clone(), listed)
     });
-    let mut templates = Vec::new();
-    for listed in futures_util::future::join_all(listings).await {
-        if let Ok(Ok(listed)) = listed {
-            templates.extend(listed.templates);
-        }
-    }
-    Ok(json!({"resourceTemplates": templates}))
+    futures_util::future::join_all(listings)
+        .await
+        .into_iter()
+        .filter_map(|(server, listed)| match listed {
+            Ok(Ok(listed)) => Some((server, listed.templates)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first server, in name order, with a resource template that `uri` fits.
+async fn template_server(services: &Services, uri: &str, context: &CallContext) -> Option<String> {
+    templates_by_server(services, context)
+        .await
+        .into_iter()
+        .find(|(_, templates)| {
+            templates.iter().any(|template| {
+                template
+                    .get("uriTemplate")
+                    .and_then(Value::as_str)
+                    .is_some_and(|template| {
+                        tool_cli_gateway_core::uri_template::matches(template, uri)
+                    })
+            })
+        })
+        .map(|(server, _)| server)
 }
 
 /// `resources/read`: the server that listed the URI in this session reads it.
@@ -112,11 +147,15 @@ pub(super) async fn read(
     let server = match session.resource_server(uri) {
         Some(server) => server,
         None => {
-            // Not listed in this session yet (a host may read a URI it knows): list, then look.
+            // Not listed in this session yet (a host may read a URI it knows): list, then look;
+            // else the first server (in name order) with a template the URI fits.
             list(services, session, context).await?;
-            session
-                .resource_server(uri)
-                .ok_or_else(|| RpcError::resource_not_found(uri))?
+            match session.resource_server(uri) {
+                Some(server) => server,
+                None => template_server(services, uri, context)
+                    .await
+                    .ok_or_else(|| RpcError::resource_not_found(uri))?,
+            }
         }
     };
     let params = ReadResourceParams {
