@@ -147,6 +147,14 @@ impl Endpoint {
             Ok(incoming) => incoming,
             Err(error) => return error_answer(StatusCode::BAD_REQUEST, None, error),
         };
+        // A notification or an answer naming a session we do not know gets what a request
+        // would: 404, so the host starts a new session.
+        let known_session = session_id
+            .as_deref()
+            .map(|id| self.sessions.get(id, &request.grant.token_id).is_some());
+        if known_session == Some(false) && !matches!(incoming, Incoming::Request { .. }) {
+            return status_answer(StatusCode::NOT_FOUND);
+        }
         let (id, method, params) = match incoming {
             // A notification or a host's answer: taken, nothing to say back.
             Incoming::Notification { method, params } => {
