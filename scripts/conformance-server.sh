@@ -33,11 +33,12 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -m 700 "$dir/run"
-# The upstream asks its host questions and for LLM answers: "elicitation": "ask" lets the daemon
-# relay them to the gateway's host instead of declining them.
+# The upstream asks its host questions and for LLM answers: "elicitation": "ask" and
+# "allowSampling" let the daemon relay them to the gateway's host instead of declining them.
 cat > "$dir/servers.json" << EOF
 {"mcpServers": {"conformance": {"command": "$python",
-  "args": ["$root/tests/fixtures/conformance_server.py"], "elicitation": "ask"}}}
+  "args": ["$root/tests/fixtures/conformance_server.py"], "elicitation": "ask",
+  "allowSampling": true}}}
 EOF
 export TOOL_CLI_RUNTIME_DIR="$dir/run" XDG_STATE_HOME="$dir/state" HOME="$dir"
 "$bin/tool-cli-daemon" --config "$dir/servers.json" --print-env --no-traces \

@@ -8,6 +8,9 @@
 //! - progress (everything's long-running operation), log messages at and above the host's
 //!   level, a question answered (accept) and one declined by the host, a tool name that is not
 //!   ours, over HTTP: `the_python_sdk_gets_progress_logs_and_questions_over_the_stream`
+//! - a server's sampling request answered by the host's own handler, and declined (with the
+//!   daemon's reason) when the host does not sample:
+//!   `the_host_answers_a_servers_sampling_request`
 //! - the same through `tool-cli mcp` over stdio:
 //!   `tool_cli_mcp_relays_progress_and_questions_over_stdio`
 //! - a stream the host drops mid-call, and a call the host cancels with
@@ -46,6 +49,7 @@ fn python() -> String {
 fn asking_servers(dir: &Path) -> Value {
     let mut everything = everything_stdio();
     everything["elicitation"] = json!("ask");
+    everything["allowSampling"] = json!(true);
     json!({
         "mcpServers": {
             "everything": everything,
@@ -114,31 +118,34 @@ fn the_python_sdk_gets_progress_logs_and_questions_over_the_stream() {
         &calls,
     );
     let calls = report["calls"].as_array().unwrap();
-    // Progress under the SDK's own token, in order, before the answer.
+    // Progress under the SDK's own token, in order, before the answer. The last step is sent
+    // just before the answer, and rmcp hands notifications to the daemon on tasks of their own,
+    // so it may lose the race with the answer (the call has ended, nothing is relayed after):
+    // the steps sent while the call runs always arrive.
     let progress: Vec<f64> = calls[0]["progress"]
         .as_array()
         .unwrap()
         .iter()
         .map(|value| value.as_f64().unwrap())
         .collect();
-    assert_eq!(progress, [1.0, 2.0, 3.0], "{report}");
+    assert!(
+        progress.len() >= 2 && [1.0, 2.0, 3.0].starts_with(&progress),
+        "{report}"
+    );
     assert!(text_of(&calls[0]).contains("completed"), "{report}");
-    // The server's three log messages, at info.
+    // The server's log messages, at info, in order; the last may lose the same race.
     let logs: Vec<&str> = report["logs"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|log| log["data"].as_str())
         .collect();
-    assert_eq!(
-        logs,
-        [
-            "Tool execution started",
-            "Tool processing data",
-            "Tool execution completed"
-        ],
-        "{report}"
-    );
+    let sent = [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ];
+    assert!(logs.len() >= 2 && sent.starts_with(&logs), "{report}");
     // The question reached the SDK's handler, and its answer the server.
     assert_eq!(
         report["questions"][0]["message"], "who are you?",
@@ -181,6 +188,28 @@ fn the_python_sdk_gets_progress_logs_and_questions_over_the_stream() {
 }
 
 #[test]
+fn the_host_answers_a_servers_sampling_request() {
+    let daemon = Daemon::start_with_dir(asking_servers);
+    let calls = json!([{"name": "everything__trigger-sampling-request",
+                        "arguments": {"prompt": "say hi", "maxTokens": 20}}]);
+    let report = over_http(&daemon, &["--sample", "hello from the host"], &calls);
+    let asked = report["sampled"][0][0].as_str().unwrap_or_default();
+    assert!(asked.contains("say hi"), "{report}");
+    let answered = text_of(&report["calls"][0]);
+    assert!(answered.contains("hello from the host"), "{answered}");
+    assert!(answered.contains("scripted-host"), "{answered}");
+    // A host that does not sample: the daemon has no backend either, so the server is told why.
+    let report = over_http(&daemon, &[], &calls);
+    let call = &report["calls"][0];
+    let said = call.to_string();
+    assert!(
+        call["result"]["isError"] == json!(true) || call.get("error").is_some(),
+        "{report}"
+    );
+    assert!(said.contains("no LLM backend"), "{report}");
+}
+
+#[test]
 fn tool_cli_mcp_relays_progress_and_questions_over_stdio() {
     let daemon = Daemon::start_with_dir(asking_servers);
     let env = [
@@ -204,9 +233,9 @@ fn tool_cli_mcp_relays_progress_and_questions_over_stdio() {
         calls.to_string(),
     ];
     let report = stream_client(&args, &env);
-    assert_eq!(
-        report["calls"][0]["progress"],
-        json!([0.0, 50.0, 100.0]),
+    let progress = report["calls"][0]["progress"].as_array().unwrap().clone();
+    assert!(
+        progress.len() >= 2 && [json!(0.0), json!(50.0), json!(100.0)].starts_with(&progress),
         "{report}"
     );
     assert_eq!(report["questions"][0]["message"], "over stdio?", "{report}");

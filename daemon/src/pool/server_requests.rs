@@ -2,7 +2,8 @@
 //! from the config, `elicitation/create` declined with a reason or, with `"elicitation":
 //! "ask"`, relayed to the caller watching the server's one call in flight and answered with
 //! what it sends back (`crate::elicitation` decides where it goes), `sampling/createMessage`
-//! answered through the agent backend for a server with `allowSampling` (`crate::sampling`) or
+//! for a server with `allowSampling` answered by the caller when it answers sampling itself (an
+//! MCP host behind the gateway), else through the agent backend (`crate::sampling`), or
 //! declined with a reason (both bounded per server, so a server asking a thousand times costs a
 //! counter), and
 //! `notifications/message` written to the daemon's log under the server's name.
@@ -387,13 +388,31 @@ impl ServerRequests {
         &self,
         request: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        let reason = match (self.admit("sampling"), &self.sampler) {
+        let admitted = self.admit("sampling");
+        // The host behind the gateway answers when it can (its user's own model, asked by the
+        // host); else the daemon's backend.
+        let host = match admitted {
+            Ok(()) if self.settings.allow_sampling => self.sampling_host(),
+            _ => None,
+        };
+        let reason = match (admitted, &self.sampler) {
             (Err(reason), _) => reason,
             (Ok(()), _) if !self.settings.allow_sampling => format!(
                 "sampling declined by the tool-cli daemon: server \"{}\" is not allowed to \
                  sample (set \"allowSampling\": true in its config entry)",
                 self.server
             ),
+            (Ok(()), _) if host.is_some() => {
+                let host = host.as_ref().expect("checked in the guard");
+                match self.sample_by_host(host, request).await {
+                    Ok(result) => return Ok(result),
+                    Err(why) => format!(
+                        "sampling declined by the tool-cli daemon: server \"{}\" asked the \
+                         caller's MCP host, but {why}",
+                        self.server
+                    ),
+                }
+            }
             (Ok(()), None) => format!(
                 "sampling declined by the tool-cli daemon: server \"{}\" may sample, but no \
                  LLM backend is configured (set agent.backend to \"openai\" or \"anthropic\" \
@@ -453,6 +472,43 @@ impl ServerRequests {
             reason,
             None,
         ))
+    }
+
+    /// The caller of the server's one call in flight, when it answers sampling itself.
+    fn sampling_host(&self) -> Option<Arc<dyn EventRelay>> {
+        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
+            .in_flight
+            .lock()
+            .unwrap()
+            .values()
+            .map(|caller| caller.watcher.clone())
+            .collect();
+        crate::elicitation::route(&watchers)
+            .ok()
+            .filter(|watcher| watcher.can_sample())
+    }
+
+    /// Relays a sampling request to the caller and reads its answer, within the server's
+    /// `elicitationTimeoutMs` (the host asks its user first); `Err` says why there is none.
+    async fn sample_by_host(
+        &self,
+        host: &Arc<dyn EventRelay>,
+        request: &CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, String> {
+        let params = serde_json::to_value(request)
+            .map_err(|error| format!("the request could not be encoded: {error}"))?;
+        let timeout = self.settings.elicitation_timeout;
+        tracing::info!(server = %self.server, "sampling request relayed to the caller's MCP host");
+        let answer = tokio::time::timeout(timeout, host.sample(params))
+            .await
+            .map_err(|_| {
+                format!(
+                    "no answer came within {} ms (the server's elicitationTimeoutMs)",
+                    timeout.as_millis()
+                )
+            })??;
+        serde_json::from_value(answer)
+            .map_err(|error| format!("its answer is not a CreateMessageResult: {error}"))
     }
 
     /// Adds a sampling request's usage to the call that caused it: the server's one call in

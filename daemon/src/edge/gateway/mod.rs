@@ -314,15 +314,8 @@ impl Endpoint {
             .iter()
             .find(|version| **version == asked)
             .unwrap_or(&PROTOCOL_VERSIONS[0]);
-        // A host that can show forms says so with `elicitation` (`{}` or `{"form": {}}`).
-        let elicitation = params
-            .pointer("/capabilities/elicitation")
-            .is_some_and(|elicitation| {
-                elicitation
-                    .as_object()
-                    .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"))
-            });
-        let session_id = self.sessions.open(&grant.token_id, mode, elicitation);
+        let host = stream::HostCapabilities::of(params.get("capabilities"));
+        let session_id = self.sessions.open(&grant.token_id, mode, host);
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": {

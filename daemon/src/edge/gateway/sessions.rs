@@ -14,7 +14,7 @@ use serde_json::Value;
 use rand::RngExt as _;
 
 use super::Mode;
-use super::stream::{Answered, HostRelay};
+use super::stream::{Answered, HostCapabilities, HostRelay};
 
 /// Most sessions held at once.
 const MAX_SESSIONS: usize = 4096;
@@ -36,8 +36,8 @@ pub(crate) struct Session {
     /// Resource URI → the server that listed it, from this session's `resources/list`.
     resource_servers: Mutex<HashMap<String, String>>,
     last_used: Mutex<Instant>,
-    /// Whether the host declared the `elicitation` capability at `initialize`.
-    pub(crate) host_elicitation: bool,
+    /// What the host declared it can do at `initialize`.
+    pub(crate) host: HostCapabilities,
     /// The least severe log level the host asked for (`logging/setLevel`), as a rank.
     log_level: Mutex<Option<usize>>,
     /// The relays of its streamed calls in flight, for the host's answers to our questions.
@@ -85,8 +85,7 @@ impl Session {
     ) -> (Arc<HostRelay>, tokio::sync::mpsc::Receiver<Value>) {
         let serial = self.next_relay.fetch_add(1, Ordering::Relaxed);
         let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
-        let (relay, receiver) =
-            HostRelay::new(serial, progress_token, self.host_elicitation, level);
+        let (relay, receiver) = HostRelay::new(serial, progress_token, self.host, level);
         let mut relays = self.relays.lock().unwrap_or_else(|e| e.into_inner());
         relays.retain(|relay| relay.strong_count() > 0);
         relays.push(Arc::downgrade(&relay));
@@ -164,7 +163,7 @@ pub(crate) struct SessionTable {
 
 impl SessionTable {
     /// Opens a session for `token_id` and answers its id (128 random bits, hex).
-    pub(crate) fn open(&self, token_id: &str, mode: Mode, host_elicitation: bool) -> String {
+    pub(crate) fn open(&self, token_id: &str, mode: Mode, host: HostCapabilities) -> String {
         let bytes: [u8; 16] = rand::rng().random();
         let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         let now = Instant::now();
@@ -174,7 +173,7 @@ impl SessionTable {
             described: Mutex::default(),
             resource_servers: Mutex::default(),
             last_used: Mutex::new(now),
-            host_elicitation,
+            host,
             log_level: Mutex::default(),
             relays: Mutex::default(),
             calls: Mutex::default(),
@@ -234,7 +233,7 @@ mod tests {
     #[test]
     fn a_session_is_its_tokens_alone() {
         let table = SessionTable::default();
-        let id = table.open("owner", Mode::Progressive, false);
+        let id = table.open("owner", Mode::Progressive, HostCapabilities::default());
         assert_eq!(id.len(), 32);
         assert!(table.get(&id, "other").is_none());
         let session = table.get(&id, "owner").expect("open");

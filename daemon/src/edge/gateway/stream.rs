@@ -2,9 +2,10 @@
 //! SSE answer to the call's POST (Streamable HTTP, 2025-11-25): the call's
 //! `notifications/progress` (under the host's own `progressToken`, only when it gave one), the
 //! server's `notifications/message` (at or above the session's `logging/setLevel`), and the
-//! server's `elicitation/create` questions, sent to the host as requests of ours whose answers
-//! the host POSTs back (`answer`) and which reach the server's waiting request. Then the call's
-//! one answer, and the stream ends.
+//! server's `elicitation/create` questions and `sampling/createMessage` requests (when the host
+//! declared those capabilities), sent to the host as requests of ours whose answers the host
+//! POSTs back (`answer`) and which reach the server's waiting request. Then the call's one
+//! answer, and the stream ends.
 //!
 //! [`HostRelay`] is the call's [`EventRelay`]: the pool pushes progress and log events into it
 //! and asks it questions, as it does the events buffer of a `callTool` with a `progressId`, so
@@ -13,6 +14,7 @@
 //! a host that drops the stream mid-call cancels the call (traced as cancelled, its upstream
 //! request cancelled) instead of leaving it to run for no one.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -57,12 +59,43 @@ pub(crate) struct HostRelay {
     progress_token: Option<Value>,
     /// Whether the host declared the `elicitation` capability.
     elicitation: bool,
+    /// Whether the host declared the `sampling` capability.
+    sampling: bool,
+    /// Our `sampling/createMessage` requests waiting for the host, by id.
+    samples: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
+    next_sample: AtomicU64,
     /// The least severe log level the host wants (`logging/setLevel`); `None`: every level.
     log_level: Option<usize>,
     questions: Mutex<Book<oneshot::Sender<RelayedAnswer>>>,
     dropped: AtomicU64,
     done: watch::Sender<bool>,
     beats: watch::Sender<u64>,
+}
+
+/// What the host said it can do at `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HostCapabilities {
+    /// It shows forms (`elicitation`, or `elicitation.form`).
+    pub(crate) elicitation: bool,
+    /// It answers `sampling/createMessage`.
+    pub(crate) sampling: bool,
+}
+
+impl HostCapabilities {
+    /// From `initialize`'s `capabilities`.
+    pub(crate) fn of(capabilities: Option<&Value>) -> HostCapabilities {
+        let elicitation = capabilities
+            .and_then(|capabilities| capabilities.get("elicitation"))
+            .and_then(Value::as_object)
+            .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+        let sampling = capabilities
+            .and_then(|capabilities| capabilities.get("sampling"))
+            .is_some_and(Value::is_object);
+        HostCapabilities {
+            elicitation,
+            sampling,
+        }
+    }
 }
 
 /// What a host's answer to one of our requests did.
@@ -82,7 +115,7 @@ impl HostRelay {
     pub(crate) fn new(
         serial: u64,
         progress_token: Option<Value>,
-        elicitation: bool,
+        host: HostCapabilities,
         log_level: Option<usize>,
     ) -> (Arc<HostRelay>, mpsc::Receiver<Value>) {
         let (outgoing, incoming) = mpsc::channel(QUEUE);
@@ -90,7 +123,10 @@ impl HostRelay {
             serial,
             outgoing,
             progress_token,
-            elicitation,
+            elicitation: host.elicitation,
+            sampling: host.sampling,
+            samples: Mutex::default(),
+            next_sample: AtomicU64::new(1),
             log_level,
             questions: Mutex::new(Book::default()),
             dropped: AtomicU64::new(0),
@@ -120,6 +156,16 @@ impl HostRelay {
         else {
             return Answered::NotOurs;
         };
+        if question.starts_with('s') {
+            let waiting = self.samples.lock().unwrap().remove(question);
+            return match waiting.map(|waiting| waiting.send(answer.clone())) {
+                Some(Ok(())) => Answered::Delivered,
+                Some(Err(_)) => Answered::Declined(
+                    "the server's request ended before the answer arrived".to_owned(),
+                ),
+                None => Answered::NotOurs,
+            };
+        }
         let result = match answer {
             Ok(result) => result,
             Err(error) => {
@@ -180,7 +226,7 @@ impl HostRelay {
 
 impl EventRelay for HostRelay {
     fn is_followed(&self) -> bool {
-        self.elicitation
+        self.elicitation || self.sampling
     }
 
     fn push(&self, event: Map<String, Value>) {
@@ -231,6 +277,15 @@ impl EventRelay for HostRelay {
     ) -> (String, oneshot::Receiver<RelayedAnswer>) {
         let (sender, receiver) = oneshot::channel();
         let question = self.questions.lock().unwrap().open(schema.clone(), sender);
+        if !self.elicitation {
+            // Followed for sampling only: the host shows no forms, so the question is declined
+            // (its waiter dropped) rather than sent to a host that cannot answer it.
+            self.questions.lock().unwrap().close(
+                &question,
+                "the caller's MCP host did not declare the elicitation capability",
+            );
+            return (question, receiver);
+        }
         let message = event.get("message").cloned().unwrap_or(json!(""));
         self.send(json!({
             "jsonrpc": "2.0",
@@ -263,6 +318,51 @@ impl EventRelay for HostRelay {
 
     fn progress_beats(&self) -> watch::Receiver<u64> {
         self.beats.subscribe()
+    }
+
+    fn can_sample(&self) -> bool {
+        self.sampling
+    }
+
+    fn sample(&self, request: Value) -> BoxFuture<'_, Result<Value, String>> {
+        let (sender, receiver) = oneshot::channel();
+        let number = self.next_sample.fetch_add(1, Ordering::Relaxed);
+        let question = format!("s{number}");
+        self.samples
+            .lock()
+            .unwrap()
+            .insert(question.clone(), sender);
+        let id = self.request_id(&question);
+        self.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage",
+                         "params": request}),
+        );
+        Box::pin(async move {
+            let outcome = tokio::select! {
+                answered = receiver => answered.ok(),
+                () = self.ended() => None,
+            };
+            // Withdrawn if unanswered (the call ended, or the server gave up).
+            if self.samples.lock().unwrap().remove(&question).is_some() {
+                self.send(
+                    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": id, "reason": "the call ended"}}),
+                );
+            }
+            match outcome {
+                Some(Ok(result)) => Ok(result),
+                Some(Err(error)) => Err(format!(
+                    "the host answered with an error: {}",
+                    super::messages::excerpt(
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("no message")
+                    )
+                )),
+                None => Err("the call ended before the host answered".to_owned()),
+            }
+        })
     }
 }
 
@@ -360,7 +460,11 @@ mod tests {
         progress: Option<Value>,
         log_level: Option<usize>,
     ) -> (Arc<HostRelay>, mpsc::Receiver<Value>) {
-        HostRelay::new(7, progress, true, log_level)
+        let host = HostCapabilities {
+            elicitation: true,
+            sampling: true,
+        };
+        HostRelay::new(7, progress, host, log_level)
     }
 
     fn event_of(kind: &str, members: Value) -> Map<String, Value> {
@@ -432,6 +536,46 @@ mod tests {
             relay.answer(&id, &Ok(json!({"action": "decline"}))),
             Answered::Declined(_)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_sampling_request_goes_to_the_host_and_its_answer_back() {
+        let (relay, mut sent) = relay(None, None);
+        let asked = relay.sample(json!({"messages": [], "maxTokens": 10}));
+        let mut asked = std::pin::pin!(asked);
+        // Polled once, the request is out.
+        assert!(futures_util::poll!(asked.as_mut()).is_pending());
+        let request = sent.try_recv().unwrap();
+        assert_eq!(request["method"], "sampling/createMessage");
+        assert_eq!(request["params"]["maxTokens"], 10);
+        let answer = json!({"role": "assistant", "content": {"type": "text", "text": "hi"},
+                            "model": "host-model"});
+        assert_eq!(
+            relay.answer(&request["id"], &Ok(answer.clone())),
+            Answered::Delivered
+        );
+        assert_eq!(asked.await, Ok(answer));
+        // A host error, and a call that ends first.
+        let refused = relay.sample(json!({}));
+        let mut refused = std::pin::pin!(refused);
+        assert!(futures_util::poll!(refused.as_mut()).is_pending());
+        let id = sent.try_recv().unwrap()["id"].clone();
+        relay.answer(&id, &Err(json!({"code": -1, "message": "user rejected"})));
+        assert!(refused.await.unwrap_err().contains("user rejected"));
+        let orphan = relay.sample(json!({}));
+        relay.finish();
+        assert!(orphan.await.unwrap_err().contains("ended"));
+    }
+
+    #[test]
+    fn host_capabilities_come_from_initialize() {
+        assert_eq!(HostCapabilities::of(None), HostCapabilities::default());
+        let both = HostCapabilities::of(Some(&json!({"elicitation": {}, "sampling": {}})));
+        assert!(both.elicitation && both.sampling);
+        let url_only = HostCapabilities::of(Some(&json!({"elicitation": {"url": {}}})));
+        assert!(!url_only.elicitation);
+        let form = HostCapabilities::of(Some(&json!({"elicitation": {"form": {}, "url": {}}})));
+        assert!(form.elicitation && !form.sampling);
     }
 
     #[test]

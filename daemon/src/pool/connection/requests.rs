@@ -97,7 +97,7 @@ impl Connection {
             key: id_key(&handle.id),
         };
         // Only for a call that asked for progress.
-        let _progress = self
+        let progress = self
             .published
             .server_requests
             .watch(&handle.progress_token, ticket.relay.as_ref());
@@ -106,6 +106,17 @@ impl Connection {
             request_id: handle.id.clone(),
         };
         let outcome = handle.await_response().await;
+        if progress.is_some() {
+            // rmcp hands each notification to the handler on a task of its own, spawned as it
+            // arrives, but the answer straight to us: a progress or log notification the server
+            // sent just before its answer may not have been handled yet. Letting those tasks
+            // run before the watch ends keeps the last step of a call from being lost (the MCP
+            // conformance suite's progress scenario counts all three).
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
+        drop(progress);
         // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
         abandon.peer = None;
         let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
