@@ -112,7 +112,7 @@ impl Connection {
             // sent just before its answer may not have been handled yet. Letting those tasks
             // run before the watch ends keeps the last step of a call from being lost (the MCP
             // conformance suite's progress scenario counts all three).
-            for _ in 0..4 {
+            for _ in 0..16 {
                 tokio::task::yield_now().await;
             }
         }
