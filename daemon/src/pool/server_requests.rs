@@ -35,6 +35,8 @@ use crate::config::server_requests::{
 use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
 
+mod host;
+
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
 
@@ -389,12 +391,8 @@ impl ServerRequests {
         request: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
         let admitted = self.admit("sampling");
-        // The host behind the gateway answers when it can (its user's own model, asked by the
-        // host); else the daemon's backend.
-        let host = match admitted {
-            Ok(()) if self.settings.allow_sampling => self.sampling_host(),
-            _ => None,
-        };
+        // The caller's MCP host answers when it can (its user's own model); else the backend.
+        let host = admitted.is_ok().then(|| self.sampling_host()).flatten();
         let reason = match (admitted, &self.sampler) {
             (Err(reason), _) => reason,
             (Ok(()), _) if !self.settings.allow_sampling => format!(
@@ -406,11 +404,7 @@ impl ServerRequests {
                 let host = host.as_ref().expect("checked in the guard");
                 match self.sample_by_host(host, request).await {
                     Ok(result) => return Ok(result),
-                    Err(why) => format!(
-                        "sampling declined by the tool-cli daemon: server \"{}\" asked the \
-                         caller's MCP host, but {why}",
-                        self.server
-                    ),
+                    Err(reason) => reason,
                 }
             }
             (Ok(()), None) => format!(
@@ -472,43 +466,6 @@ impl ServerRequests {
             reason,
             None,
         ))
-    }
-
-    /// The caller of the server's one call in flight, when it answers sampling itself.
-    fn sampling_host(&self) -> Option<Arc<dyn EventRelay>> {
-        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
-            .in_flight
-            .lock()
-            .unwrap()
-            .values()
-            .map(|caller| caller.watcher.clone())
-            .collect();
-        crate::elicitation::route(&watchers)
-            .ok()
-            .filter(|watcher| watcher.can_sample())
-    }
-
-    /// Relays a sampling request to the caller and reads its answer, within the server's
-    /// `elicitationTimeoutMs` (the host asks its user first); `Err` says why there is none.
-    async fn sample_by_host(
-        &self,
-        host: &Arc<dyn EventRelay>,
-        request: &CreateMessageRequestParams,
-    ) -> Result<CreateMessageResult, String> {
-        let params = serde_json::to_value(request)
-            .map_err(|error| format!("the request could not be encoded: {error}"))?;
-        let timeout = self.settings.elicitation_timeout;
-        tracing::info!(server = %self.server, "sampling request relayed to the caller's MCP host");
-        let answer = tokio::time::timeout(timeout, host.sample(params))
-            .await
-            .map_err(|_| {
-                format!(
-                    "no answer came within {} ms (the server's elicitationTimeoutMs)",
-                    timeout.as_millis()
-                )
-            })??;
-        serde_json::from_value(answer)
-            .map_err(|error| format!("its answer is not a CreateMessageResult: {error}"))
     }
 
     /// Adds a sampling request's usage to the call that caused it: the server's one call in
