@@ -11,6 +11,9 @@
 //! - a server's sampling request answered by the host's own handler, and declined (with the
 //!   daemon's reason) when the host does not sample:
 //!   `the_host_answers_a_servers_sampling_request`
+//! - `completion/complete` for a prompt's and a template's argument, `resources/subscribe` and
+//!   `unsubscribe`, passed to the server that has them; an unknown prompt, template or URI and
+//!   a bad `ref`: `completions_and_subscriptions_reach_the_server`
 //! - the same through `tool-cli mcp` over stdio:
 //!   `tool_cli_mcp_relays_progress_and_questions_over_stdio`
 //! - a stream the host drops mid-call, and a call the host cancels with
@@ -402,4 +405,61 @@ fn a_dropped_stream_or_a_cancelled_call_cancels_the_upstream_call() {
         &answer,
     );
     assert_eq!(unknown.status, 404);
+}
+
+#[test]
+fn completions_and_subscriptions_reach_the_server() {
+    let daemon = Daemon::start_with_dir(asking_servers);
+    let session = open_session(&daemon);
+    let with_session = [("Mcp-Session-Id", session.as_str())];
+    let ask = |method: &str, params: Value| -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params});
+        let answer = post(&daemon, &with_session, &body);
+        serde_json::from_slice(&answer.body).unwrap_or_else(|_| panic!("{answer:?}"))
+    };
+    // A prompt's argument, by the prompt's gateway name: the server gets its own name back.
+    let completed = ask(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "conformance__test_prompt_with_arguments"},
+               "argument": {"name": "arg1", "value": "par"}}),
+    );
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!(["paris", "park", "party"]),
+        "{completed}"
+    );
+    // A resource template's argument.
+    let completed = ask(
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"},
+               "argument": {"name": "id", "value": "l"}}),
+    );
+    assert_eq!(
+        completed["result"]["completion"]["values"],
+        json!(["london", "lisbon"]),
+        "{completed}"
+    );
+    for bad in [
+        json!({"ref": {"type": "ref/prompt", "name": "nobody__nothing"},
+               "argument": {"name": "a", "value": ""}}),
+        json!({"ref": {"type": "ref/resource", "uri": "test://no/{such}"},
+               "argument": {"name": "such", "value": ""}}),
+        json!({"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}}),
+    ] {
+        let refused = ask("completion/complete", bad);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+    // Subscriptions go to the server of the URI.
+    let subscribed = ask(
+        "resources/subscribe",
+        json!({"uri": "test://watched-resource"}),
+    );
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let unsubscribed = ask(
+        "resources/unsubscribe",
+        json!({"uri": "test://watched-resource"}),
+    );
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed}");
+    let unknown = ask("resources/subscribe", json!({"uri": "test://nothing-here"}));
+    assert_eq!(unknown["error"]["code"], -32002, "{unknown}");
 }

@@ -25,6 +25,7 @@ mod execute;
 mod guards;
 mod idempotency;
 mod membership;
+mod passed;
 mod plan;
 pub(crate) mod progress_timeout;
 mod prompts;

@@ -670,6 +670,20 @@ impl Upstream for Server {
         }))
     }
 
+    fn pass_request<'a>(
+        &'a self,
+        method: &'a str,
+        params: &'a Value,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
+                .pass_request(method, params.clone(), remaining(deadline), ticket)
+                .await
+        }))
+    }
+
     fn get_prompt<'a>(
         &'a self,
         name: &'a str,

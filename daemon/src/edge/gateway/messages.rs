@@ -84,7 +84,8 @@ impl RpcError {
             message: format!(
                 "method {:?} is not served by this gateway; it serves initialize, ping, \
                  tools/list, tools/call, resources/list, resources/templates/list, \
-                 resources/read, prompts/list and prompts/get",
+                 resources/read, resources/subscribe, resources/unsubscribe, prompts/list, \
+                 prompts/get, completion/complete and logging/setLevel",
                 excerpt(method)
             ),
             data: None,

@@ -323,6 +323,7 @@ impl Endpoint {
                 "resources": {"listChanged": false},
                 "prompts": {"listChanged": false},
                 "logging": {},
+                "completions": {},
             },
             "serverInfo": {
                 "name": "tool-cli",
@@ -408,6 +409,10 @@ impl Endpoint {
                 resources::prompts(services, context).await
             }
             ("prompts/get", _) => resources::get_prompt(services, params, context).await,
+            ("completion/complete", _) => resources::complete(services, params, context).await,
+            ("resources/subscribe" | "resources/unsubscribe", _) => {
+                resources::subscription(services, session, method, params, context).await
+            }
             (other, _) => Err(RpcError::method_not_found(other)),
         }
     }

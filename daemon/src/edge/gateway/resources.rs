@@ -169,6 +169,113 @@ pub(super) async fn read(
         .map_err(|error| daemon_error(services, error))
 }
 
+/// The server a resource URI is read from: the one that listed it in this session, else (after
+/// listing) the first with a template it fits.
+async fn server_of_uri(
+    services: &Services,
+    session: &Session,
+    uri: &str,
+    context: &CallContext,
+) -> Result<String, RpcError> {
+    if let Some(server) = session.resource_server(uri) {
+        return Ok(server);
+    }
+    list(services, session, context).await?;
+    match session.resource_server(uri) {
+        Some(server) => Ok(server),
+        None => template_server(services, uri, context)
+            .await
+            .ok_or_else(|| RpcError::resource_not_found(uri)),
+    }
+}
+
+/// `resources/subscribe` and `resources/unsubscribe`: passed to the server of the URI.
+pub(super) async fn subscription(
+    services: &Services,
+    session: &Session,
+    method: &str,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(format!("{method} needs \"uri\", a string")))?;
+    let server = server_of_uri(services, session, uri, context).await?;
+    services
+        .discovery
+        .pass_request(&server, method, params, Some(uri), context)
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
+/// `completion/complete`: a prompt's argument (`ref/prompt` with its gateway name, which the
+/// server gets back as its own) or a resource template's (`ref/resource` with the template),
+/// completed by the server that has it.
+pub(super) async fn complete(
+    services: &Services,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let reference = params.get("ref").unwrap_or(&Value::Null);
+    let kind = reference.get("type").and_then(Value::as_str).unwrap_or("");
+    let mut params = params.clone();
+    let (server, uri) = match kind {
+        "ref/prompt" => {
+            let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
+            let listed = all_prompts(services, context).await?;
+            let names = prompt_names(&listed.prompts);
+            let address = names.resolve(name).map_err(|_| {
+                RpcError::invalid_params(format!(
+                    "no prompt is named {:?} in this gateway; prompts/list gives the current \
+                     names (server__prompt)",
+                    excerpt(name)
+                ))
+            })?;
+            params["ref"]["name"] = Value::String(address.tool.clone());
+            (address.server.clone(), None)
+        }
+        "ref/resource" => {
+            let template = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+            let server = templates_by_server(services, context)
+                .await
+                .into_iter()
+                .find(|(_, templates)| {
+                    templates.iter().any(|listed| {
+                        listed.get("uriTemplate").and_then(Value::as_str) == Some(template)
+                    })
+                })
+                .map(|(server, _)| server)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "no resource template is {:?} in this gateway; \
+                         resources/templates/list gives them",
+                        excerpt(template)
+                    ))
+                })?;
+            (server, Some(template.to_owned()))
+        }
+        _ => {
+            return Err(RpcError::invalid_params(
+                "completion/complete needs \"ref\" of type \"ref/prompt\" (with \"name\") or \
+                 \"ref/resource\" (with \"uri\")"
+                    .to_owned(),
+            ));
+        }
+    };
+    services
+        .discovery
+        .pass_request(
+            &server,
+            "completion/complete",
+            &params,
+            uri.as_deref(),
+            context,
+        )
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
 /// Every prompt the token may see on the servers usable now, each server asked within
 /// [`PER_SERVER`]; one that fails or hangs is left out.
 async fn all_prompts(

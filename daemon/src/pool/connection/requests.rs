@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+    CustomRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest,
+    ReadResourceRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
@@ -288,6 +289,20 @@ impl Connection {
         let _in_flight = self.published.server_requests.calling(ticket);
         self.request(request, "resources/read", timeout, ticket)
             .await
+    }
+
+    /// Sends a request passed on unread (`completion/complete`, `resources/subscribe`,
+    /// `resources/unsubscribe`) for the caller `ticket` names; the server's result.
+    pub(crate) async fn pass_request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        ticket: &CallTicket,
+    ) -> Result<Value, Error> {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
+        self.request(request, method, timeout, ticket).await
     }
 
     /// Renders a prompt for the caller `ticket` names; the result is the server's complete
