@@ -115,7 +115,8 @@ pub async fn run(
     let gate = Arc::new(Gate {
         tokens: Arc::clone(services.tokens()),
         hosts,
-        origins: [options.allowed_origins.clone(), own_origins].concat(),
+        origins: options.allowed_origins.clone(),
+        own_origins,
         max_body_bytes: options.max_body_bytes,
         metrics: {
             let metrics = Arc::clone(&services.metrics);
