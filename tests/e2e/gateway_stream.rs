@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, client_bin, count_recorded, everything_stdio, fault_server_recording,
+    Daemon, HttpPeer, client_bin, count_recorded, everything_stdio, fault_server_recording,
     http_request_bytes, raw_http_exchange, repo_root, run_with_timeout,
 };
 
@@ -106,6 +106,29 @@ fn text_of(call: &Value) -> String {
         .join("\n")
 }
 
+/// Over a Streamable HTTP upstream the server's notifications come on the response stream of
+/// its call, before the answer, as over stdio: the host gets every step, the last one too.
+#[test]
+fn every_progress_step_of_an_http_upstream_reaches_the_host() {
+    let upstream = HttpPeer::everything();
+    let daemon = Daemon::start(json!({"mcpServers": {"remote": upstream.server_config()}}));
+    let calls = json!([
+        {"name": "remote__trigger-long-running-operation", "arguments": {"duration": 1, "steps": 3}},
+        {"name": "remote__trigger-long-running-operation", "arguments": {"duration": 0.3, "steps": 3}},
+    ]);
+    let report = over_http(&daemon, &[], &calls);
+    for call in report["calls"].as_array().unwrap() {
+        let progress: Vec<f64> = call["progress"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no progress: {report}"))
+            .iter()
+            .map(|value| value.as_f64().unwrap())
+            .collect();
+        assert_eq!(progress, [1.0, 2.0, 3.0], "{report}");
+        assert!(text_of(call).contains("completed"), "{report}");
+    }
+}
+
 #[test]
 fn the_python_sdk_gets_progress_logs_and_questions_over_the_stream() {
     let daemon = Daemon::start_with_dir(asking_servers);
@@ -121,22 +144,18 @@ fn the_python_sdk_gets_progress_logs_and_questions_over_the_stream() {
         &calls,
     );
     let calls = report["calls"].as_array().unwrap();
-    // Progress under the SDK's own token, in order, before the answer. The last step is sent
-    // just before the answer, and rmcp hands notifications to the daemon on tasks of their own,
-    // so it may lose the race with the answer (the call has ended, nothing is relayed after):
-    // the steps sent while the call runs always arrive.
+    // Progress under the SDK's own token, in order, before the answer: every step, the last
+    // one too, sent just before the answer (the call's watch ends only once each notification
+    // the server sent before its answer is relayed: `pool/notification_order.rs`).
     let progress: Vec<f64> = calls[0]["progress"]
         .as_array()
         .unwrap()
         .iter()
         .map(|value| value.as_f64().unwrap())
         .collect();
-    assert!(
-        progress.len() >= 2 && [1.0, 2.0, 3.0].starts_with(&progress),
-        "{report}"
-    );
+    assert_eq!(progress, [1.0, 2.0, 3.0], "{report}");
     assert!(text_of(&calls[0]).contains("completed"), "{report}");
-    // The server's log messages, at info, in order; the last may lose the same race.
+    // The server's log messages, at info, in order, every one.
     let logs: Vec<&str> = report["logs"]
         .as_array()
         .unwrap()
@@ -148,7 +167,7 @@ fn the_python_sdk_gets_progress_logs_and_questions_over_the_stream() {
         "Tool processing data",
         "Tool execution completed",
     ];
-    assert!(logs.len() >= 2 && sent.starts_with(&logs), "{report}");
+    assert_eq!(logs, sent, "{report}");
     // The question reached the SDK's handler, and its answer the server.
     assert_eq!(
         report["questions"][0]["message"], "who are you?",
@@ -237,9 +256,10 @@ fn tool_cli_mcp_relays_progress_and_questions_over_stdio() {
     ];
     let report = stream_client(&args, &env);
     let progress = report["calls"][0]["progress"].as_array().unwrap().clone();
-    assert!(
-        progress.len() >= 2 && [json!(0.0), json!(50.0), json!(100.0)].starts_with(&progress),
-        "{report}"
+    assert_eq!(
+        progress,
+        [json!(0.0), json!(50.0), json!(100.0)],
+        "every step, the last one too: {report}"
     );
     assert_eq!(report["questions"][0]["message"], "over stdio?", "{report}");
     assert!(

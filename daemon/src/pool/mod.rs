@@ -24,6 +24,7 @@ mod http;
 mod lifecycle;
 mod lines;
 mod log_budget;
+mod notification_order;
 mod oversized;
 mod raw_results;
 mod result_check;

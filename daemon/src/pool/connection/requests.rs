@@ -85,6 +85,7 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
+        let started = tokio::time::Instant::now();
         let handle = self
             .peer
             .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
@@ -106,16 +107,18 @@ impl Connection {
             peer: Some(self.peer.clone()),
             request_id: handle.id.clone(),
         };
+        let progress_token = handle.progress_token.clone();
         let outcome = handle.await_response().await;
         if progress.is_some() {
             // rmcp hands each notification to the handler on a task of its own, spawned as it
-            // arrives, but the answer straight to us: a progress or log notification the server
-            // sent just before its answer may not have been handled yet. Letting those tasks
-            // run before the watch ends keeps the last step of a call from being lost (the MCP
-            // conformance suite's progress scenario counts all three).
-            for _ in 0..16 {
-                tokio::task::yield_now().await;
-            }
+            // arrives, but the answer straight to us: the progress steps and log lines the
+            // server sent before its answer are numbered below the horizon, and the watch ends
+            // once each of those that concerns this call is relayed (or dropped with a dying
+            // connection), within the call's deadline (`notification_order.rs`).
+            let horizon = self.order.horizon();
+            self.order
+                .handled_before(&progress_token, horizon, started + timeout)
+                .await;
         }
         drop(progress);
         // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
