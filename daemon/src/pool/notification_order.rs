@@ -285,3 +285,132 @@ mod tests {
         );
     }
 }
+
+/// The whole path through rmcp: a server writes a progress step and a log line just before its
+/// answer, the handler runs late (held until released), and the answered call still finds both
+/// relayed once its wait ends. Without the marks travelling in the extensions to the handler
+/// the wait would end at once and find nothing relayed.
+#[cfg(test)]
+mod through_rmcp {
+    use super::*;
+    #[allow(deprecated)] // Logging is deprecated by rmcp for the 2026 protocol (SEP-2577).
+    use rmcp::model::LoggingMessageNotificationParam;
+    use rmcp::model::{ClientRequest, PingRequest, ProgressNotificationParam};
+    use rmcp::service::{NotificationContext, PeerRequestOptions};
+    use rmcp::{ClientHandler, ServiceExt as _};
+    use serde_json::{Value, json};
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    /// Relays nothing until released, then records what it got.
+    #[derive(Clone)]
+    struct LateHandler {
+        /// Permits to relay, one per notification (a `Notify` would keep only one).
+        release: Arc<tokio::sync::Semaphore>,
+        relayed: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl ClientHandler for LateHandler {
+        async fn on_progress(
+            &self,
+            params: ProgressNotificationParam,
+            context: NotificationContext<RoleClient>,
+        ) {
+            self.release.acquire().await.unwrap().forget();
+            let step = format!("progress {}", params.progress);
+            self.relayed.lock().unwrap().push(step);
+            drop(context);
+        }
+
+        #[allow(deprecated)]
+        async fn on_logging_message(
+            &self,
+            params: LoggingMessageNotificationParam,
+            context: NotificationContext<RoleClient>,
+        ) {
+            self.release.acquire().await.unwrap().forget();
+            self.relayed
+                .lock()
+                .unwrap()
+                .push(format!("log {}", params.data));
+            drop(context);
+        }
+    }
+
+    /// Answers the handshake, then each request with `before` written just ahead of the answer.
+    async fn server(io: tokio::io::DuplexStream, before: impl Fn(&Value) -> Vec<Value>) {
+        let (read, mut write) = tokio::io::split(io);
+        let mut lines = BufReader::new(read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let message: Value = serde_json::from_str(&line).unwrap();
+            let Some(id) = message.get("id").cloned() else {
+                continue;
+            };
+            let result = if message["method"] == "initialize" {
+                json!({"protocolVersion": "2025-06-18", "capabilities": {"logging": {}},
+                       "serverInfo": {"name": "late", "version": "1"}})
+            } else {
+                json!({})
+            };
+            let mut out = String::new();
+            if message["method"] != "initialize" {
+                for notification in before(&message) {
+                    out.push_str(&format!("{notification}\n"));
+                }
+            }
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            out.push_str(&format!("{answer}\n"));
+            write.write_all(out.as_bytes()).await.unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_step_sent_before_the_answer_is_relayed_before_the_watch_ends() {
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(server(server_io, |request| {
+            let token = request["params"]["_meta"]["progressToken"].clone();
+            vec![
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                       "params": {"progressToken": token, "progress": 3, "total": 3}}),
+                json!({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": "done"}}),
+            ]
+        }));
+        let order = Arc::new(NotificationOrder::default());
+        let handler = LateHandler {
+            release: Arc::new(tokio::sync::Semaphore::new(0)),
+            relayed: Arc::default(),
+        };
+        let transport = Sequenced {
+            inner: rmcp::transport::IntoTransport::<RoleClient, std::io::Error, _>::into_transport(
+                client_io,
+            ),
+            order: Arc::clone(&order),
+        };
+        let service = handler.clone().serve(transport).await.unwrap();
+        let handle = service
+            .peer()
+            .send_cancellable_request(
+                ClientRequest::PingRequest(PingRequest::default()),
+                PeerRequestOptions::with_timeout(Duration::from_secs(60)),
+            )
+            .await
+            .unwrap();
+        let progress_token = handle.progress_token.clone();
+        handle.await_response().await.unwrap();
+        // Answered: the handler has relayed nothing yet (it is held).
+        assert!(handler.relayed.lock().unwrap().is_empty());
+        let horizon = order.horizon();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let release = async { handler.release.add_permits(2) };
+        let (all_handled, ()) = tokio::join!(
+            order.handled_before(&progress_token, horizon, deadline),
+            release
+        );
+        assert!(all_handled);
+        let mut relayed = handler.relayed.lock().unwrap().clone();
+        relayed.sort();
+        assert_eq!(relayed, ["log \"done\"", "progress 3"]);
+        service.cancel().await.unwrap();
+    }
+}
