@@ -13,7 +13,10 @@ bin="${TOOL_CLI_BIN_DIR:-$root/target/debug}"
 dir="$(mktemp -d)"
 daemon_pid=""
 cleanup() {
-    [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+    # No errexit here: the killed daemon's wait status (143) must not stop the cleanup before
+    # the temporary directory (its config, tokens and logs) is removed.
+    set +e
+    if [[ -n "$daemon_pid" ]]; then kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
     rm -rf "$dir"
 }
 trap cleanup EXIT

@@ -360,6 +360,25 @@ impl DaemonLink {
         headers: &[(&str, String)],
         body: Vec<u8>,
     ) -> Result<(StatusCode, header::HeaderMap, Bytes), Error> {
+        let (status, headers, body) = self.exchange_streamed(method, path, headers, body).await?;
+        let bytes = body
+            .collect()
+            .await
+            .map_err(|error| Error::Transport(error.to_string()))?
+            .to_bytes();
+        Ok((status, headers, bytes))
+    }
+
+    /// [`DaemonLink::exchange_raw`], with the answer's body left to read as it comes (the
+    /// gateway's SSE answers carry messages before the call's answer). The link takes no other
+    /// request until that body has been read to its end or dropped.
+    pub(crate) async fn exchange_streamed(
+        &mut self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Result<(StatusCode, header::HeaderMap, hyper::body::Incoming), Error> {
         let mut request = Request::builder()
             .method(method)
             .uri(path)
@@ -384,13 +403,7 @@ impl DaemonLink {
             .map_err(|error| Error::Transport(error.to_string()))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|error| Error::Transport(error.to_string()))?
-            .to_bytes();
-        Ok((status, headers, bytes))
+        Ok((status, headers, response.into_body()))
     }
 }
 

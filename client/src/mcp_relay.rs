@@ -8,7 +8,10 @@
 //! What it does decide is pure and tested here: which id an answer belongs to when the daemon
 //! answered with an HTTP error whose body could not name it (a 413 for a body over the daemon's
 //! limit is read before its id is), and what to say when the daemon answered something that is
-//! not a JSON-RPC message. When the daemon no longer knows the session (it was restarted), the
+//! not a JSON-RPC message. A `tools/call` the gateway answers with an SSE stream (the server's
+//! progress, log messages and questions, then the answer) is written a line per event as each
+//! arrives, so the host can answer a question while its call waits (its answer is one more
+//! stdin line, relayed like any other). When the daemon no longer knows the session (it was restarted), the
 //! relay opens a new one with the host's own `initialize` and sends the message again, once. It
 //! does not start a daemon (auto-start is a later item): with none
 //! running it exits at once with an error saying how to start one.
@@ -154,7 +157,9 @@ impl Relay {
             answered = self.send(message).await;
         }
         let line = match answered {
-            Ok((status, _, body)) => answer_line(id.as_ref(), status, &body),
+            // Written event by event already.
+            Ok((_, _, None)) => None,
+            Ok((status, _, Some(body))) => answer_line(id.as_ref(), status, &body),
             Err(error) => id.as_ref().map(|id| {
                 error_line(
                     id,
@@ -164,16 +169,45 @@ impl Relay {
             }),
         };
         if let Some(line) = line {
-            let mut stdout = self.stdout.lock().await;
-            let _ = stdout.write_all(line.as_bytes()).await;
-            let _ = stdout.write_all(b"\n").await;
-            let _ = stdout.flush().await;
+            self.write_line(&line).await;
+        }
+    }
+
+    async fn write_line(&self, line: &str) {
+        let mut stdout = self.stdout.lock().await;
+        let _ = stdout.write_all(line.as_bytes()).await;
+        let _ = stdout.write_all(b"\n").await;
+        let _ = stdout.flush().await;
+    }
+
+    /// Writes each message of an SSE answer as a line as it arrives; whether the stream was
+    /// read to its end.
+    async fn relay_events(&self, mut body: hyper::body::Incoming) -> bool {
+        use http_body_util::BodyExt as _;
+        let mut pending = Vec::new();
+        loop {
+            match body.frame().await {
+                None => return true,
+                Some(Err(_)) => return false,
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        pending.extend_from_slice(&data);
+                        for message in sse_messages(&mut pending) {
+                            self.write_line(&message).await;
+                        }
+                    }
+                }
+            }
         }
     }
 
     /// Posts one message with the session's headers; an `initialize` answer's session id and
-    /// protocol version are kept for the messages after it.
-    async fn send(&self, message: Vec<u8>) -> Result<(StatusCode, HeaderMap, Bytes), Error> {
+    /// protocol version are kept for the messages after it. An SSE answer is written as it
+    /// comes, and its body is `None`.
+    async fn send(
+        &self,
+        message: Vec<u8>,
+    ) -> Result<(StatusCode, HeaderMap, Option<Bytes>), Error> {
         let mut headers = Vec::new();
         if self.progressive {
             headers.push(("tool-cli-gateway-mode", "progressive".to_owned()));
@@ -186,18 +220,37 @@ impl Relay {
         }
         let (mut link, reused) = self.link().await?;
         let mut answered = link
-            .exchange_raw(Method::POST, GATEWAY_PATH, &headers, message.clone())
+            .exchange_streamed(Method::POST, GATEWAY_PATH, &headers, message.clone())
             .await;
         if answered.is_err() && reused {
             // A kept connection the daemon closed meanwhile (a restart): once on a new one.
             link = self.connect().await?;
             answered = link
-                .exchange_raw(Method::POST, GATEWAY_PATH, &headers, message)
+                .exchange_streamed(Method::POST, GATEWAY_PATH, &headers, message)
                 .await;
         }
-        let answered = answered?;
+        let (status, headers, body) = answered?;
+        let event_stream = headers
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/event-stream"));
+        if event_stream {
+            if self.relay_events(body).await {
+                self.idle.lock().await.push(link);
+            }
+            return Ok((status, headers, None));
+        }
+        let body = {
+            use http_body_util::BodyExt as _;
+            body.collect()
+                .await
+                .map_err(|error| Error::Transport(error.to_string()))?
+                .to_bytes()
+        };
         self.idle.lock().await.push(link);
+        let answered = (status, headers, Some(body));
         let (_, headers, body) = &answered;
+        let body = body.as_deref().unwrap_or_default();
         if let Some(session) = headers
             .get("mcp-session-id")
             .and_then(|value| value.to_str().ok())
@@ -245,6 +298,26 @@ impl Relay {
                 .await;
         }
     }
+}
+
+/// Takes the complete SSE events off the front of `pending` and answers the message each
+/// carries (its `data:` lines joined); events without data (comments, priming) carry none.
+fn sse_messages(pending: &mut Vec<u8>) -> Vec<String> {
+    let mut messages = Vec::new();
+    while let Some(end) = pending.windows(2).position(|pair| pair == b"\n\n") {
+        let event: Vec<u8> = pending.drain(..end + 2).collect();
+        let text = String::from_utf8_lossy(&event);
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|data| data.strip_prefix(' ').unwrap_or(data))
+            .collect();
+        let message = data.join("\n");
+        if !message.trim().is_empty() {
+            messages.push(message);
+        }
+    }
+    messages
 }
 
 /// The id and method of a host message, as far as it can be read.
@@ -333,6 +406,18 @@ mod tests {
         let line = answer_line(Some(&json!(1)), StatusCode::BAD_GATEWAY, b"<html>").unwrap();
         assert!(line.contains("HTTP 502"), "{line}");
         assert_eq!(answer_line(None, StatusCode::FORBIDDEN, b""), None);
+    }
+
+    #[test]
+    fn sse_events_are_taken_whole_and_their_data_answered() {
+        let mut pending =
+            b"event: message\ndata: {\"a\":1}\n\nid: 1\ndata: \n\nevent: message\ndata: {\"b\""
+                .to_vec();
+        assert_eq!(sse_messages(&mut pending), vec![r#"{"a":1}"#.to_owned()]);
+        assert_eq!(pending, b"event: message\ndata: {\"b\"".to_vec());
+        pending.extend_from_slice(b":2}\n\n");
+        assert_eq!(sse_messages(&mut pending), vec![r#"{"b":2}"#.to_owned()]);
+        assert!(pending.is_empty());
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! - [`provider_schema`]: OpenAI's and Anthropic's tool-name and strict-schema rules as checks;
 //! - [`tokens`]: counting tokens (an estimate by default, o200k/cl100k with the `tiktoken`
 //!   feature);
+//! - [`uri_template`]: whether a resource URI fits a resource template (RFC 6570), to route a
+//!   read of a URI no server listed;
 //! - [`export`]: tool definitions as an OpenAPI 3.1 document, an OpenAI tools array or an
 //!   Anthropic tools array.
 //!
@@ -30,3 +32,4 @@ pub mod names;
 pub mod pin;
 pub mod provider_schema;
 pub mod tokens;
+pub mod uri_template;

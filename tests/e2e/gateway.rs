@@ -469,6 +469,19 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
     assert!(read["result"]["contents"].is_array(), "{read}");
     let missing = ask("resources/read", json!({"uri": "demo://no/such/thing"}));
     assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    // A URI no server listed but one of everything's resource templates fits is read there.
+    let templates = ask("resources/templates/list", json!({}));
+    let template = templates["result"]["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|template| template["uriTemplate"].as_str())
+        .find(|template| template.starts_with("demo://resource/dynamic/text/{"))
+        .unwrap_or_else(|| panic!("no dynamic text template: {templates}"))
+        .to_owned();
+    let templated = template.split('{').next().unwrap().to_owned() + "7";
+    let read = ask("resources/read", json!({"uri": templated}));
+    assert_eq!(read["result"]["contents"][0]["uri"], templated, "{read}");
     // A notification is taken without an answer.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(
@@ -501,6 +514,20 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
     let foreign = [bearer, ("Origin", "http://evil.example")];
     assert_eq!(
         exchange(&daemon, "POST", "/mcp", &foreign, &initialize_body()).status,
+        403
+    );
+    // The daemon's own loopback origin is no browser page's (it serves none): accepted, as
+    // the MCP conformance suite's DNS-rebinding scenario expects; another local port's is not.
+    let own_origin = format!("http://localhost:{}", daemon.port);
+    let own = [bearer, ("Origin", own_origin.as_str())];
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &own, &initialize_body()).status,
+        200
+    );
+    let other_port = format!("http://localhost:{}", daemon.port.wrapping_add(1));
+    let neighbour = [bearer, ("Origin", other_port.as_str())];
+    assert_eq!(
+        exchange(&daemon, "POST", "/mcp", &neighbour, &initialize_body()).status,
         403
     );
     assert_eq!(

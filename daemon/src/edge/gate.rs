@@ -48,6 +48,9 @@ pub(crate) struct Gate {
     pub(crate) hosts: Vec<String>,
     /// Accepted `Origin` values; a request without `Origin` is not from a browser page.
     pub(crate) origins: Vec<String>,
+    /// Also accepted at the MCP gateway: the daemon's own loopback origins
+    /// ([`Gate::own_origins`]).
+    pub(crate) own_origins: Vec<String>,
     /// Largest body accepted.
     pub(crate) max_body_bytes: usize,
     /// Writes the `/metrics` page.
@@ -96,6 +99,19 @@ impl Gate {
         hosts
     }
 
+    /// The daemon's own loopback origins (`http://127.0.0.1:{port}`, `http://localhost:{port}`,
+    /// `http://[::1]:{port}`), accepted as `Origin` at the MCP gateway only: MCP's Streamable
+    /// HTTP says a server must accept a valid localhost `Origin` (the conformance suite's
+    /// DNS-rebinding scenario checks it), and only a page the daemon served could carry one,
+    /// and it serves none. The JSON-RPC endpoint keeps its stricter rule (no `Origin` but the
+    /// allowed ones). A rebound name fails the `Host` check whatever its `Origin`.
+    pub(crate) fn own_origins(port: u16) -> Vec<String> {
+        ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .map(|host| format!("http://{host}:{port}"))
+            .collect()
+    }
+
     fn names_us(&self, host: &str) -> bool {
         self.hosts.iter().any(|ok| ok.eq_ignore_ascii_case(host))
     }
@@ -139,9 +155,10 @@ impl Gate {
             }
         }
         for origin in headers.get_all(header::ORIGIN) {
-            let allowed = origin
-                .to_str()
-                .is_ok_and(|origin| self.origins.iter().any(|ok| ok == origin));
+            let allowed = origin.to_str().is_ok_and(|origin| {
+                self.origins.iter().any(|ok| ok == origin)
+                    || (mcp && self.own_origins.iter().any(|ok| ok == origin))
+            });
             if !allowed {
                 return Err(StatusCode::FORBIDDEN);
             }

@@ -105,17 +105,22 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     options: ServeOptions,
 ) -> std::io::Result<()> {
-    let hosts = match &listener {
+    let (hosts, own_origins) = match &listener {
         Listener::Tcp(listener) => {
-            Gate::hosts(listener.local_addr()?.port(), &options.allowed_hosts)
+            let port = listener.local_addr()?.port();
+            (
+                Gate::hosts(port, &options.allowed_hosts),
+                Gate::own_origins(port),
+            )
         }
-        Listener::Unix(_) => Vec::new(),
+        Listener::Unix(_) => (Vec::new(), Vec::new()),
     };
     let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
     let gate = Arc::new(Gate {
         tokens: Arc::clone(services.tokens()),
         hosts,
         origins: options.allowed_origins.clone(),
+        own_origins,
         max_body_bytes: options.max_body_bytes,
         metrics: {
             let metrics = Arc::clone(&services.metrics);

@@ -62,6 +62,9 @@ pub(crate) enum Operation<'a> {
     ListResources { kind: ResourceListKind },
     /// `prompts/list`, every page (always safe to re-send): the items as a JSON array.
     ListPrompts,
+    /// A request passed on unread for the MCP gateway (`completion/complete`,
+    /// `resources/subscribe`, `resources/unsubscribe`; each safe to re-send).
+    Pass { method: &'a str, params: &'a Value },
 }
 
 impl Operation<'_> {
@@ -78,6 +81,7 @@ impl Operation<'_> {
                 kind: ResourceListKind::Templates,
             } => "resources/templates/list",
             Operation::ListPrompts => "prompts/list",
+            Operation::Pass { method, .. } => method,
         }
     }
 }
@@ -378,6 +382,11 @@ async fn attempt(
                 .list_prompts(deadline, ticket)
                 .await
                 .map(Value::Array),
+            Operation::Pass { method, params } => {
+                slot.upstream
+                    .pass_request(method, params, deadline, ticket)
+                    .await
+            }
         }
     };
     // Report the caller's timeout, not what was left of it for this attempt; with a timeout

@@ -26,6 +26,7 @@ mod guards;
 mod idempotency;
 mod membership;
 mod operation;
+mod passed;
 mod plan;
 pub(crate) mod progress_timeout;
 mod prompts;

@@ -72,6 +72,13 @@ impl Operation<'_> {
                 kind: crate::provider::ResourceListKind::Templates,
             } => "resources/templates/list",
             Operation::ListPrompts => "prompts/list",
+            // The gateway passes only these through (`passed.rs`); a span needs a static name.
+            Operation::Pass { method, .. } => match *method {
+                "completion/complete" => "completion/complete",
+                "resources/subscribe" => "resources/subscribe",
+                "resources/unsubscribe" => "resources/unsubscribe",
+                _ => "passed",
+            },
         }
     }
 

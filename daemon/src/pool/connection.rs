@@ -43,6 +43,7 @@ use super::MCP_PROTOCOL_VERSION;
 use super::Published;
 use super::child::ChildProcess;
 use super::direct::DirectRequests;
+use super::notification_order::{NotificationOrder, Sequenced};
 use super::oversized::OversizedAnswers;
 use super::raw_results::RawResults;
 use crate::error::Error;
@@ -82,6 +83,9 @@ pub(crate) struct Connection {
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
     /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
+    /// Which relayed notifications rmcp has received and not yet handed to the relay, so a
+    /// watched call ends only after those sent before its answer (`notification_order.rs`).
+    order: Arc<NotificationOrder>,
     pub(crate) supports_resources: bool,
     pub(crate) supports_prompts: bool,
     pub(crate) instructions: Option<String>,
@@ -157,17 +161,21 @@ impl ClientHandler for PoolClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         self.requests.progress(&params);
+        // Its extensions hold the mark that tells a watched call this step is relayed
+        // (`notification_order.rs`): dropped only now, after the relay.
+        drop(context);
     }
 
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         self.requests.log(&params);
+        drop(context);
     }
 }
 
@@ -242,6 +250,13 @@ where
         tools_changed: Arc::clone(&tools_changed),
         requests: Arc::clone(&published.server_requests),
     };
+    // Numbers the notifications rmcp hands our handler on tasks of their own, so a watched
+    // call can wait for those sent before its answer.
+    let order = Arc::new(NotificationOrder::default());
+    let transport = Sequenced {
+        inner: rmcp::transport::IntoTransport::into_transport(transport),
+        order: Arc::clone(&order),
+    };
     let service = tokio::time::timeout(CONNECT_TIMEOUT, client.serve(transport))
         .await
         .map_err(|_| {
@@ -293,6 +308,7 @@ where
         oversized,
         cancel: Mutex::new(Some(cancel)),
         ended: ended_rx,
+        order,
         supports_resources,
         supports_prompts,
         instructions,

@@ -24,6 +24,7 @@ mod http;
 mod lifecycle;
 mod lines;
 mod log_budget;
+mod notification_order;
 mod oversized;
 pub mod pins;
 mod raw_results;
@@ -696,6 +697,20 @@ impl Upstream for Server {
             }
             connection
                 .list_all(ListKind::Prompts, remaining(deadline), ticket)
+                .await
+        }))
+    }
+
+    fn pass_request<'a>(
+        &'a self,
+        method: &'a str,
+        params: &'a Value,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
+                .pass_request(method, params.clone(), remaining(deadline), ticket)
                 .await
         }))
     }

@@ -2,7 +2,8 @@
 //! from the config, `elicitation/create` declined with a reason or, with `"elicitation":
 //! "ask"`, relayed to the caller watching the server's one call in flight and answered with
 //! what it sends back (`crate::elicitation` decides where it goes), `sampling/createMessage`
-//! answered through the agent backend for a server with `allowSampling` (`crate::sampling`) or
+//! for a server with `allowSampling` answered by the caller when it answers sampling itself (an
+//! MCP host behind the gateway), else through the agent backend (`crate::sampling`), or
 //! declined with a reason (both bounded per server, so a server asking a thousand times costs a
 //! counter), and
 //! `notifications/message` written to the daemon's log under the server's name.
@@ -33,6 +34,8 @@ use crate::config::server_requests::{
 };
 use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
+
+mod host;
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -387,13 +390,23 @@ impl ServerRequests {
         &self,
         request: &CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
-        let reason = match (self.admit("sampling"), &self.sampler) {
+        let admitted = self.admit("sampling");
+        // The caller's MCP host answers when it can (its user's own model); else the backend.
+        let host = admitted.is_ok().then(|| self.sampling_host()).flatten();
+        let reason = match (admitted, &self.sampler) {
             (Err(reason), _) => reason,
             (Ok(()), _) if !self.settings.allow_sampling => format!(
                 "sampling declined by the tool-cli daemon: server \"{}\" is not allowed to \
                  sample (set \"allowSampling\": true in its config entry)",
                 self.server
             ),
+            (Ok(()), _) if host.is_some() => {
+                let host = host.as_ref().expect("checked in the guard");
+                match self.sample_by_host(host, request).await {
+                    Ok(result) => return Ok(result),
+                    Err(reason) => reason,
+                }
+            }
             (Ok(()), None) => format!(
                 "sampling declined by the tool-cli daemon: server \"{}\" may sample, but no \
                  LLM backend is configured (set agent.backend to \"openai\" or \"anthropic\" \

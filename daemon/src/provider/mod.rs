@@ -145,6 +145,29 @@ pub trait Upstream: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    /// Sends a request the daemon passes on without reading it (`completion/complete`,
+    /// `resources/subscribe`, `resources/unsubscribe`, for the MCP gateway) for the caller
+    /// `ticket` names; answers the server's result as JSON.
+    fn pass_request<'a>(
+        &'a self,
+        method: &'a str,
+        params: &'a Value,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        let _ = (params, deadline, ticket);
+        let server = self.info().name.clone();
+        Box::pin(async move {
+            Err(ErrorData::Upstream {
+                server,
+                code: tool_cli_protocol::code::METHOD_NOT_FOUND.into(),
+                message: format!("this server does not take {method}"),
+                data: None,
+            }
+            .into())
+        })
+    }
+
     /// Renders one prompt for the caller `ticket` names; answers the complete MCP
     /// `GetPromptResult` as JSON.
     fn get_prompt<'a>(

@@ -97,6 +97,19 @@ pub trait EventRelay: Send + Sync + 'static {
     /// Changes at each progress notification of the call, for a timeout that restarts on
     /// progress.
     fn progress_beats(&self) -> watch::Receiver<u64>;
+
+    /// Whether the caller answers a server's `sampling/createMessage` itself (an MCP host
+    /// behind the gateway that declared `sampling`).
+    fn can_sample(&self) -> bool {
+        false
+    }
+
+    /// Asks the caller to answer a server's `sampling/createMessage` (its params as JSON);
+    /// the caller's `CreateMessageResult`, or why there is none.
+    fn sample(&self, request: Value) -> BoxFuture<'_, Result<Value, String>> {
+        let _ = request;
+        Box::pin(async { Err("the caller does not answer sampling requests".to_owned()) })
+    }
 }
 
 /// Tokens and cost attributed to one call: the sampling requests its server makes while it

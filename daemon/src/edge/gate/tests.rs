@@ -8,6 +8,7 @@ fn gate() -> Gate {
         tokens: Arc::new(TokenStore::new(Token::from_text(&"ab".repeat(32)).unwrap())),
         hosts: Gate::hosts(4000, &["host.docker.internal".to_owned()]),
         origins: vec!["http://allowed.example".to_owned()],
+        own_origins: Gate::own_origins(4000),
         max_body_bytes: 1024,
         metrics: MetricsPage(Arc::new(|_: &Grant| String::new())),
         mcp: None,
@@ -188,4 +189,26 @@ fn identity_proves_the_token_for_the_host_dialed() {
         ],
     );
     assert_eq!(gate.identity(&headers).status(), StatusCode::BAD_REQUEST);
+}
+
+#[test]
+fn the_daemons_own_origin_is_accepted_at_the_mcp_gateway_only() {
+    let mut gate = gate();
+    gate.mcp = None;
+    let own = [
+        ("host", "127.0.0.1:4000"),
+        ("authorization", BEARER),
+        ("origin", "http://localhost:4000"),
+    ];
+    let (method, uri, headers) = head("POST", "/", &own);
+    assert_eq!(
+        gate.check(&method, &uri, &headers).unwrap_err(),
+        StatusCode::FORBIDDEN
+    );
+    let neighbour = [own[0], own[1], ("origin", "http://localhost:4001")];
+    let (method, uri, headers) = head("POST", "/", &neighbour);
+    assert_eq!(
+        gate.check(&method, &uri, &headers).unwrap_err(),
+        StatusCode::FORBIDDEN
+    );
 }

@@ -45,9 +45,12 @@ pub(crate) enum Incoming {
         params: Value,
     },
     /// A notification (`notifications/initialized`, `notifications/cancelled`, …).
-    Notification,
-    /// A host's answer to a request of ours.
-    Response,
+    Notification { method: String, params: Value },
+    /// A host's answer to a request of ours (an elicitation): its id, and its result or error.
+    Response {
+        id: Value,
+        answer: Result<Value, Value>,
+    },
 }
 
 /// A JSON-RPC error to answer with.
@@ -81,7 +84,8 @@ impl RpcError {
             message: format!(
                 "method {:?} is not served by this gateway; it serves initialize, ping, \
                  tools/list, tools/call, resources/list, resources/templates/list, \
-                 resources/read, prompts/list and prompts/get",
+                 resources/read, resources/subscribe, resources/unsubscribe, prompts/list, \
+                 prompts/get, completion/complete and logging/setLevel",
                 excerpt(method)
             ),
             data: None,
@@ -101,8 +105,8 @@ impl RpcError {
         RpcError {
             code: -32002,
             message: format!(
-                "no resource {:?} among the resources this token can see; resources/list \
-                 gives them",
+                "no resource {:?} among the resources this token can see, nor a resource \
+                 template it fits; resources/list and resources/templates/list give them",
                 excerpt(uri)
             ),
             data: Some(json!({"uri": excerpt(uri)})),
@@ -158,12 +162,22 @@ pub(crate) fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
                 params,
             })
         }
-        (Some(Value::String(_)), None) => Ok(Incoming::Notification),
+        (Some(Value::String(method)), None) => Ok(Incoming::Notification {
+            method: method.clone(),
+            params: members.get("params").cloned().unwrap_or(Value::Null),
+        }),
         (Some(_), _) => Err(RpcError::invalid_request(
             "the message's method must be a string".to_owned(),
         )),
-        (None, _) if members.contains_key("result") || members.contains_key("error") => {
-            Ok(Incoming::Response)
+        (None, id) if members.contains_key("result") || members.contains_key("error") => {
+            let answer = match members.get("result") {
+                Some(result) => Ok(result.clone()),
+                None => Err(members.get("error").cloned().unwrap_or(Value::Null)),
+            };
+            Ok(Incoming::Response {
+                id: id.unwrap_or(Value::Null),
+                answer,
+            })
         }
         (None, _) => Err(RpcError::invalid_request(
             "the message has no method, result or error".to_owned(),
@@ -209,11 +223,24 @@ mod tests {
         );
         assert_eq!(
             parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Ok(Incoming::Notification)
+            Ok(Incoming::Notification {
+                method: "notifications/initialized".to_owned(),
+                params: Value::Null
+            })
         );
         assert_eq!(
             parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
-            Ok(Incoming::Response)
+            Ok(Incoming::Response {
+                id: json!("a"),
+                answer: Ok(json!({}))
+            })
+        );
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1}}"#),
+            Ok(Incoming::Response {
+                id: json!("a"),
+                answer: Err(json!({"code": -1}))
+            })
         );
     }
 

@@ -10,15 +10,19 @@
 //! Every tool call goes through the calls service (the one pipeline); listings read the
 //! catalogs the daemon already holds and never wait for a server.
 //!
-//! Answers are single JSON bodies (Streamable HTTP lets a server answer a POST with
-//! `application/json`); there is no server-to-client stream (`GET` is refused with 405, which
-//! the transport allows), so `list_changed`, progress and server requests are not relayed yet.
+//! Answers are single JSON bodies, except a `tools/call` from a host that accepts
+//! `text/event-stream`: that one is answered with an SSE stream (`stream.rs`) carrying the
+//! call's progress, the server's log messages and its elicitation questions before the call's
+//! answer; the host's answers to the questions come back as POSTs, and its
+//! `notifications/cancelled` stops the call. There is no standalone `GET` stream yet (405,
+//! which the transport allows), so `list_changed` is not forwarded.
 
 mod messages;
 mod pass_through;
 mod progressive;
 mod resources;
 mod sessions;
+mod stream;
 
 use std::sync::Arc;
 
@@ -99,7 +103,7 @@ impl Endpoint {
     }
 
     /// Answers one HTTP request.
-    pub(crate) async fn handle(&self, request: GatewayRequest) -> HttpResponse {
+    pub(crate) async fn handle(self: &Arc<Self>, request: GatewayRequest) -> HttpResponse {
         let mode = match requested_mode(request.query.as_deref(), &request.headers) {
             Ok(mode) => mode,
             Err(message) => {
@@ -143,9 +147,40 @@ impl Endpoint {
             Ok(incoming) => incoming,
             Err(error) => return error_answer(StatusCode::BAD_REQUEST, None, error),
         };
+        // A notification or an answer naming a session we do not know gets what a request
+        // would: 404, so the host starts a new session.
+        let known_session = session_id
+            .as_deref()
+            .map(|id| self.sessions.get(id, &request.grant.token_id).is_some());
+        if known_session == Some(false) && !matches!(incoming, Incoming::Request { .. }) {
+            return status_answer(StatusCode::NOT_FOUND);
+        }
         let (id, method, params) = match incoming {
             // A notification or a host's answer: taken, nothing to say back.
-            Incoming::Notification | Incoming::Response => {
+            Incoming::Notification { method, params } => {
+                if method == "notifications/cancelled"
+                    && let Some(session) = session_id
+                        .as_deref()
+                        .and_then(|id| self.sessions.get(id, &request.grant.token_id))
+                    && let Some(call) = params.get("requestId")
+                    && session.cancel(call)
+                {
+                    tracing::info!(request = %call, "gateway call cancelled by the host");
+                }
+                return status_answer(StatusCode::ACCEPTED);
+            }
+            Incoming::Response { id, answer } => {
+                let answered = session_id
+                    .as_deref()
+                    .and_then(|session| self.sessions.get(session, &request.grant.token_id))
+                    .map(|session| session.answer(&id, &answer));
+                match answered {
+                    Some(stream::Answered::Delivered) => {}
+                    Some(stream::Answered::Declined(reason)) => {
+                        tracing::info!(%reason, "a host's answer to a question was not delivered");
+                    }
+                    _ => tracing::debug!(%id, "a host's answer matched no open question"),
+                }
                 return status_answer(StatusCode::ACCEPTED);
             }
             Incoming::Request { id, method, params } => (id, method, params),
@@ -184,8 +219,66 @@ impl Endpoint {
             );
         };
         let context = crate::pipeline::CallContext::new(request.grant.clone());
+        if method == "tools/call" && accepts_event_stream(&request.headers) {
+            return self.stream_call(session, id, params, context);
+        }
+        let body = self.answer(&session, &method, &params, &context, &id).await;
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(HttpBody::from(body))
+            .expect("static response parts are valid")
+    }
+
+    /// A `tools/call` answered with an SSE stream: the call runs in a task of its own, whose
+    /// relay sends the host what the server says meanwhile; the stream ends with the answer.
+    fn stream_call(
+        self: &Arc<Self>,
+        session: Arc<Session>,
+        id: Value,
+        params: Value,
+        mut context: crate::pipeline::CallContext,
+    ) -> HttpResponse {
+        let progress_token = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|token| token.is_string() || token.is_i64() || token.is_u64())
+            .cloned();
+        let (relay, messages) = session.relay(progress_token);
+        context.relay = Some(Arc::clone(&relay) as Arc<dyn crate::provider::EventRelay>);
+        let endpoint = Arc::clone(self);
+        let call_session = Arc::clone(&session);
+        let call_id = id.clone();
+        let call = tokio::spawn(async move {
+            let answer = endpoint
+                .answer(&call_session, "tools/call", &params, &context, &call_id)
+                .await;
+            call_session.call_ended(&call_id);
+            Some(answer)
+        });
+        session.call_started(&id, call.abort_handle());
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(HttpBody::new(stream::EventStream::new(
+                messages, call, relay,
+            )))
+            .expect("static response parts are valid")
+    }
+
+    /// The JSON-RPC response to one request of an open session, encoded; a request still
+    /// running when the shutdown grace period ends gets the shutdown error.
+    async fn answer(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        context: &crate::pipeline::CallContext,
+        id: &Value,
+    ) -> String {
         // Boxed: a call's future holds the whole pipeline's state.
-        let work = Box::pin(self.dispatch(&session, &method, &params, &context));
+        let work = Box::pin(self.dispatch(session, method, params, context));
         let mut grace_over = self.grace_over.clone();
         let answer = tokio::select! {
             answer = work => answer,
@@ -201,19 +294,13 @@ impl Endpoint {
             }),
         };
         match answer {
-            Ok(Reply::Json(result)) => json_answer(
-                StatusCode::OK,
-                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            ),
-            Ok(Reply::Encoded(result)) => {
-                let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
-                Response::builder()
-                    .status(StatusCode::OK)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(HttpBody::from(body))
-                    .expect("static response parts are valid")
+            Ok(Reply::Json(result)) => {
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
             }
-            Err(error) => error_answer(StatusCode::OK, Some(id), error),
+            Ok(Reply::Encoded(result)) => {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+            }
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}).to_string(),
         }
     }
 
@@ -227,13 +314,16 @@ impl Endpoint {
             .iter()
             .find(|version| **version == asked)
             .unwrap_or(&PROTOCOL_VERSIONS[0]);
-        let session_id = self.sessions.open(&grant.token_id, mode);
+        let host = stream::HostCapabilities::of(params.get("capabilities"));
+        let session_id = self.sessions.open(&grant.token_id, mode, host);
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": {
                 "tools": {"listChanged": false},
                 "resources": {"listChanged": false},
                 "prompts": {"listChanged": false},
+                "logging": {},
+                "completions": {},
             },
             "serverInfo": {
                 "name": "tool-cli",
@@ -283,7 +373,18 @@ impl Endpoint {
         let services = &self.services;
         match (method, session.mode) {
             ("ping", _) => Ok(json!({})),
-            ("logging/setLevel", _) => Ok(json!({})),
+            ("logging/setLevel", _) => {
+                let level = params.get("level").and_then(Value::as_str).unwrap_or("");
+                let rank = stream::log_level_rank(level).ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "unknown log level {:?}; expected debug, info, notice, warning, error, \
+                         critical, alert or emergency",
+                        messages::excerpt(level)
+                    ))
+                })?;
+                session.set_log_level(rank);
+                Ok(json!({}))
+            }
             ("tools/list", Mode::Progressive) => {
                 messages::no_cursor(params)?;
                 Ok(json!({"tools": tool_cli_gateway_core::meta_tools::definitions()}))
@@ -308,6 +409,10 @@ impl Endpoint {
                 resources::prompts(services, context).await
             }
             ("prompts/get", _) => resources::get_prompt(services, params, context).await,
+            ("completion/complete", _) => resources::complete(services, params, context).await,
+            ("resources/subscribe" | "resources/unsubscribe", _) => {
+                resources::subscription(services, session, method, params, context).await
+            }
             (other, _) => Err(RpcError::method_not_found(other)),
         }
     }
@@ -344,6 +449,15 @@ fn requested_mode(query: Option<&str>, headers: &HeaderMap) -> Result<Option<Mod
         None => Ok(None),
         Some(value) => Mode::parse(value.to_str().unwrap_or("?")).map(Some),
     }
+}
+
+/// Whether the host accepts an SSE answer (`Accept: …, text/event-stream`).
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
 }
 
 fn json_answer(code: StatusCode, body: &Value) -> HttpResponse {

@@ -1,6 +1,7 @@
 //! Resources, resource templates and prompts of every server the token may see, aggregated.
 //! Resources keep their URIs (a host reads them back by URI; the session remembers which
-//! server listed each, the first in name order when two list the same URI); prompts are named
+//! server listed each, the first in name order when two list the same URI; a URI no server
+//! listed goes to the first server with a resource template it fits); prompts are named
 //! `server__prompt` like tools. Each server is asked through the pipeline's protection, at
 //! most [`PER_SERVER`] each, concurrently: a server that fails or hangs is left out of the
 //! list, never fails it.
@@ -79,24 +80,58 @@ pub(super) async fn templates(
     services: &Services,
     context: &CallContext,
 ) -> Result<Value, RpcError> {
+    let templates: Vec<Value> = templates_by_server(services, context)
+        .await
+        .into_iter()
+        .flat_map(|(_, templates)| templates)
+        .collect();
+    Ok(json!({"resourceTemplates": templates}))
+}
+
+/// The resource templates of each usable server, in server name order; a server that fails or
+/// takes over [`PER_SERVER`] is left out.
+async fn templates_by_server(
+    services: &Services,
+    context: &CallContext,
+) -> Vec<(String, Vec<Value>)> {
     let servers = usable_servers(services, context);
     let listings = servers.iter().map(|server| async move {
         let params = ServerParams {
             server: server.clone(),
         };
-        tokio::time::timeout(
+        let listed = tokio::time::timeout(
             PER_SERVER,
             services.discovery.list_resource_templates(params, context),
         )
-        .await
+        .await;
+        (server.clone(), listed)
     });
-    let mut templates = Vec::new();
-    for listed in futures_util::future::join_all(listings).await {
-        if let Ok(Ok(listed)) = listed {
-            templates.extend(listed.templates);
-        }
-    }
-    Ok(json!({"resourceTemplates": templates}))
+    futures_util::future::join_all(listings)
+        .await
+        .into_iter()
+        .filter_map(|(server, listed)| match listed {
+            Ok(Ok(listed)) => Some((server, listed.templates)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The first server, in name order, with a resource template that `uri` fits.
+async fn template_server(services: &Services, uri: &str, context: &CallContext) -> Option<String> {
+    templates_by_server(services, context)
+        .await
+        .into_iter()
+        .find(|(_, templates)| {
+            templates.iter().any(|template| {
+                template
+                    .get("uriTemplate")
+                    .and_then(Value::as_str)
+                    .is_some_and(|template| {
+                        tool_cli_gateway_core::uri_template::matches(template, uri)
+                    })
+            })
+        })
+        .map(|(server, _)| server)
 }
 
 /// `resources/read`: the server that listed the URI in this session reads it.
@@ -112,11 +147,15 @@ pub(super) async fn read(
     let server = match session.resource_server(uri) {
         Some(server) => server,
         None => {
-            // Not listed in this session yet (a host may read a URI it knows): list, then look.
+            // Not listed in this session yet (a host may read a URI it knows): list, then look;
+            // else the first server (in name order) with a template the URI fits.
             list(services, session, context).await?;
-            session
-                .resource_server(uri)
-                .ok_or_else(|| RpcError::resource_not_found(uri))?
+            match session.resource_server(uri) {
+                Some(server) => server,
+                None => template_server(services, uri, context)
+                    .await
+                    .ok_or_else(|| RpcError::resource_not_found(uri))?,
+            }
         }
     };
     let params = ReadResourceParams {
@@ -126,6 +165,113 @@ pub(super) async fn read(
     services
         .discovery
         .read_resource(&params, context)
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
+/// The server a resource URI is read from: the one that listed it in this session, else (after
+/// listing) the first with a template it fits.
+async fn server_of_uri(
+    services: &Services,
+    session: &Session,
+    uri: &str,
+    context: &CallContext,
+) -> Result<String, RpcError> {
+    if let Some(server) = session.resource_server(uri) {
+        return Ok(server);
+    }
+    list(services, session, context).await?;
+    match session.resource_server(uri) {
+        Some(server) => Ok(server),
+        None => template_server(services, uri, context)
+            .await
+            .ok_or_else(|| RpcError::resource_not_found(uri)),
+    }
+}
+
+/// `resources/subscribe` and `resources/unsubscribe`: passed to the server of the URI.
+pub(super) async fn subscription(
+    services: &Services,
+    session: &Session,
+    method: &str,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(format!("{method} needs \"uri\", a string")))?;
+    let server = server_of_uri(services, session, uri, context).await?;
+    services
+        .discovery
+        .pass_request(&server, method, params, Some(uri), context)
+        .await
+        .map_err(|error| daemon_error(services, error))
+}
+
+/// `completion/complete`: a prompt's argument (`ref/prompt` with its gateway name, which the
+/// server gets back as its own) or a resource template's (`ref/resource` with the template),
+/// completed by the server that has it.
+pub(super) async fn complete(
+    services: &Services,
+    params: &Value,
+    context: &CallContext,
+) -> Result<Value, RpcError> {
+    let reference = params.get("ref").unwrap_or(&Value::Null);
+    let kind = reference.get("type").and_then(Value::as_str).unwrap_or("");
+    let mut params = params.clone();
+    let (server, uri) = match kind {
+        "ref/prompt" => {
+            let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
+            let listed = all_prompts(services, context).await?;
+            let names = prompt_names(&listed.prompts);
+            let address = names.resolve(name).map_err(|_| {
+                RpcError::invalid_params(format!(
+                    "no prompt is named {:?} in this gateway; prompts/list gives the current \
+                     names (server__prompt)",
+                    excerpt(name)
+                ))
+            })?;
+            params["ref"]["name"] = Value::String(address.tool.clone());
+            (address.server.clone(), None)
+        }
+        "ref/resource" => {
+            let template = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+            let server = templates_by_server(services, context)
+                .await
+                .into_iter()
+                .find(|(_, templates)| {
+                    templates.iter().any(|listed| {
+                        listed.get("uriTemplate").and_then(Value::as_str) == Some(template)
+                    })
+                })
+                .map(|(server, _)| server)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "no resource template is {:?} in this gateway; \
+                         resources/templates/list gives them",
+                        excerpt(template)
+                    ))
+                })?;
+            (server, Some(template.to_owned()))
+        }
+        _ => {
+            return Err(RpcError::invalid_params(
+                "completion/complete needs \"ref\" of type \"ref/prompt\" (with \"name\") or \
+                 \"ref/resource\" (with \"uri\")"
+                    .to_owned(),
+            ));
+        }
+    };
+    services
+        .discovery
+        .pass_request(
+            &server,
+            "completion/complete",
+            &params,
+            uri.as_deref(),
+            context,
+        )
         .await
         .map_err(|error| daemon_error(services, error))
 }

@@ -1,15 +1,20 @@
 //! The gateway's sessions: each `initialize` opens one, bound to the token that opened it, with
-//! its mode and what the progressive mode remembers (the tools described in it) and the
-//! resource URIs it was shown. Bounded: past [`MAX_SESSIONS`] the least recently used goes, and
+//! its mode and what the progressive mode remembers (the tools described in it), the
+//! resource URIs it was shown, the host's log level and its streamed calls in flight (to
+//! cancel them and to route the host's answers to their questions). Bounded: past [`MAX_SESSIONS`] the least recently used goes, and
 //! a session idle for [`IDLE_TTL`] expires (MCP hosts start a new one on a 404).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use rand::RngExt as _;
 
 use super::Mode;
+use super::stream::{Answered, HostCapabilities, HostRelay};
 
 /// Most sessions held at once.
 const MAX_SESSIONS: usize = 4096;
@@ -31,6 +36,16 @@ pub(crate) struct Session {
     /// Resource URI → the server that listed it, from this session's `resources/list`.
     resource_servers: Mutex<HashMap<String, String>>,
     last_used: Mutex<Instant>,
+    /// What the host declared it can do at `initialize`.
+    pub(crate) host: HostCapabilities,
+    /// The least severe log level the host asked for (`logging/setLevel`), as a rank.
+    log_level: Mutex<Option<usize>>,
+    /// The relays of its streamed calls in flight, for the host's answers to our questions.
+    relays: Mutex<Vec<Weak<HostRelay>>>,
+    /// Its streamed calls in flight by the host's request id (as JSON text), for
+    /// `notifications/cancelled`.
+    calls: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    next_relay: AtomicU64,
 }
 
 impl Session {
@@ -58,6 +73,78 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner()) = uris;
     }
 
+    /// Sets the least severe log level sent to the host.
+    pub(crate) fn set_log_level(&self, rank: usize) {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(rank);
+    }
+
+    /// A relay for one streamed call (its progress token, if the host gave one).
+    pub(crate) fn relay(
+        &self,
+        progress_token: Option<Value>,
+    ) -> (Arc<HostRelay>, tokio::sync::mpsc::Receiver<Value>) {
+        let serial = self.next_relay.fetch_add(1, Ordering::Relaxed);
+        let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let (relay, receiver) = HostRelay::new(serial, progress_token, self.host, level);
+        let mut relays = self.relays.lock().unwrap_or_else(|e| e.into_inner());
+        relays.retain(|relay| relay.strong_count() > 0);
+        relays.push(Arc::downgrade(&relay));
+        (relay, receiver)
+    }
+
+    /// Hands the host's answer to request `id` to the call that asked; `NotOurs` when no call
+    /// of this session did (it ended, or the id is not one we sent).
+    pub(crate) fn answer(&self, id: &Value, answer: &Result<Value, Value>) -> Answered {
+        let relays: Vec<Arc<HostRelay>> = self
+            .relays
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for relay in relays {
+            match relay.answer(id, answer) {
+                Answered::NotOurs => continue,
+                answered => return answered,
+            }
+        }
+        Answered::NotOurs
+    }
+
+    /// Notes a streamed call in flight under the host's request id.
+    pub(crate) fn call_started(&self, id: &Value, call: tokio::task::AbortHandle) {
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        // A call whose stream the host dropped was aborted without ending here.
+        calls.retain(|_, call| !call.is_finished());
+        if !call.is_finished() {
+            calls.insert(id.to_string(), call);
+        }
+    }
+
+    /// Forgets a streamed call that ended.
+    pub(crate) fn call_ended(&self, id: &Value) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id.to_string());
+    }
+
+    /// `notifications/cancelled`: stops the call the host named; whether one was running.
+    pub(crate) fn cancel(&self, id: &Value) -> bool {
+        match self
+            .calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id.to_string())
+        {
+            Some(call) => {
+                call.abort();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The server that listed `uri` in this session's last `resources/list`.
     pub(crate) fn resource_server(&self, uri: &str) -> Option<String> {
         self.resource_servers
@@ -76,7 +163,7 @@ pub(crate) struct SessionTable {
 
 impl SessionTable {
     /// Opens a session for `token_id` and answers its id (128 random bits, hex).
-    pub(crate) fn open(&self, token_id: &str, mode: Mode) -> String {
+    pub(crate) fn open(&self, token_id: &str, mode: Mode, host: HostCapabilities) -> String {
         let bytes: [u8; 16] = rand::rng().random();
         let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         let now = Instant::now();
@@ -86,6 +173,11 @@ impl SessionTable {
             described: Mutex::default(),
             resource_servers: Mutex::default(),
             last_used: Mutex::new(now),
+            host,
+            log_level: Mutex::default(),
+            relays: Mutex::default(),
+            calls: Mutex::default(),
+            next_relay: AtomicU64::new(1),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.retain(|_, session| now.duration_since(session.last_used()) < IDLE_TTL);
@@ -141,7 +233,7 @@ mod tests {
     #[test]
     fn a_session_is_its_tokens_alone() {
         let table = SessionTable::default();
-        let id = table.open("owner", Mode::Progressive);
+        let id = table.open("owner", Mode::Progressive, HostCapabilities::default());
         assert_eq!(id.len(), 32);
         assert!(table.get(&id, "other").is_none());
         let session = table.get(&id, "owner").expect("open");

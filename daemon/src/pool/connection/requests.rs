@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+    CustomRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest,
+    ReadResourceRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
@@ -103,6 +104,7 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
+        let started = tokio::time::Instant::now();
         let handle = self
             .peer
             .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
@@ -117,7 +119,7 @@ impl Connection {
             key: id_key(&handle.id),
         };
         // Only for a call that asked for progress.
-        let _progress = self
+        let progress = self
             .published
             .server_requests
             .watch(&handle.progress_token, ticket.relay.as_ref());
@@ -125,7 +127,20 @@ impl Connection {
             peer: Some(self.peer.clone()),
             request_id: handle.id.clone(),
         };
+        let progress_token = handle.progress_token.clone();
         let outcome = handle.await_response().await;
+        if progress.is_some() {
+            // rmcp hands each notification to the handler on a task of its own, spawned as it
+            // arrives, but the answer straight to us: the progress steps and log lines the
+            // server sent before its answer are numbered below the horizon, and the watch ends
+            // once each of those that concerns this call is relayed (or dropped with a dying
+            // connection), within the call's deadline (`notification_order.rs`).
+            let horizon = self.order.horizon();
+            self.order
+                .handled_before(&progress_token, horizon, started + timeout)
+                .await;
+        }
+        drop(progress);
         // Answered, or timed out (rmcp has sent the cancellation itself): nothing to abandon.
         abandon.peer = None;
         let raw = guard.raw.and_then(|raw| raw.take(&guard.key));
@@ -298,6 +313,20 @@ impl Connection {
         let _in_flight = self.published.server_requests.calling(ticket);
         self.request(request, "resources/read", timeout, ticket)
             .await
+    }
+
+    /// Sends a request passed on unread (`completion/complete`, `resources/subscribe`,
+    /// `resources/unsubscribe`) for the caller `ticket` names; the server's result.
+    pub(crate) async fn pass_request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        ticket: &CallTicket,
+    ) -> Result<Value, Error> {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
+        self.request(request, method, timeout, ticket).await
     }
 
     /// Renders a prompt for the caller `ticket` names; the result is the server's complete

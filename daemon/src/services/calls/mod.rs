@@ -63,7 +63,10 @@ impl Calls {
         // to its buffer, which is marked done however the call ends.
         let events = self.events.progress_log(&params, &context)?;
         let _finish = events.as_ref().map(|log| log.finish_on_drop());
-        context.relay = events.map(|log| log as Arc<dyn EventRelay>);
+        // Otherwise the relay the caller brought stays (the MCP gateway's SSE stream).
+        if let Some(log) = events {
+            context.relay = Some(log as Arc<dyn EventRelay>);
+        }
         context.session_id = params.session_id.clone();
         // A dry run makes no call, so it has no failure to find alternatives for.
         let alternatives = params.alternatives == Some(true) && params.dry_run != Some(true);

@@ -38,6 +38,21 @@ impl Discovery {
         Ok(ListResourceTemplatesResult { server, templates })
     }
 
+    /// A request the MCP gateway passes to `server` unread (completion, subscriptions); the
+    /// server's result.
+    pub(crate) async fn pass_request(
+        &self,
+        server: &str,
+        method: &str,
+        params: &Value,
+        uri: Option<&str>,
+        context: &CallContext,
+    ) -> Result<Value, Error> {
+        self.pipeline
+            .pass_request(context, server, method, params, uri)
+            .await
+    }
+
     /// `readResource`: the server's complete result.
     pub(crate) async fn read_resource(
         &self,
