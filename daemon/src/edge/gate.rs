@@ -127,12 +127,13 @@ impl Gate {
     ) -> Result<Pass, StatusCode> {
         // `/metrics` is read with GET (what Prometheus sends); everything else is a POST.
         let metrics = uri.path() == METRICS_PATH;
-        // The MCP gateway also takes `DELETE` (a host ending its session).
+        // The MCP gateway also takes `DELETE` (a host ending its session) and `GET` (its
+        // standalone stream of server notifications).
         let mcp = self.mcp.is_some() && uri.path() == crate::edge::gateway::PATH;
         let method_ok = if metrics {
             method == Method::GET
         } else if mcp {
-            method == Method::POST || method == Method::DELETE
+            method == Method::POST || method == Method::DELETE || method == Method::GET
         } else {
             method == Method::POST
         };

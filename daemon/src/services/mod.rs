@@ -80,9 +80,18 @@ pub struct Services {
     secrets: SharedSecrets,
     /// OpenTelemetry export (off unless configured).
     telemetry: Telemetry,
+    /// The provider's change counter (a server's status or catalog changed), for the
+    /// gateway's standalone stream.
+    catalog_changes: tokio::sync::watch::Receiver<u64>,
 }
 
 impl Services {
+    /// A receiver of the provider's change counter: it moves whenever a server's status or
+    /// catalog changes.
+    pub(crate) fn catalog_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.catalog_changes.clone()
+    }
+
     /// The services over `provider` with default options, authenticating with `tokens`: what
     /// a harness embedding the daemon needs (see [`ServicesBuilder`] for the rest).
     pub fn new(provider: Arc<dyn ToolProvider>, tokens: Arc<TokenStore>) -> Arc<Services> {
@@ -233,6 +242,7 @@ impl ServicesBuilder {
             secrets,
             telemetry,
         } = self;
+        let catalog_changes = provider.changes();
         let sessions = Arc::new(Sessions::new(options.sessions));
         observers.push(sessions.observer());
         let counters = Arc::new(CallMetrics::default());
@@ -304,6 +314,7 @@ impl ServicesBuilder {
             events,
             secrets,
             telemetry,
+            catalog_changes,
         })
     }
 }

@@ -5,7 +5,7 @@
 //! a session idle for [`IDLE_TTL`] expires (MCP hosts start a new one on a 404).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,8 @@ pub(crate) struct Session {
     /// `notifications/cancelled`.
     calls: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     next_relay: AtomicU64,
+    /// Whether its standalone stream (`GET`) is open: one at a time.
+    notice_stream: AtomicBool,
 }
 
 impl Session {
@@ -145,6 +147,16 @@ impl Session {
         }
     }
 
+    /// Takes the session's one standalone stream slot; `false` when a stream holds it.
+    pub(crate) fn open_notice_stream(&self) -> bool {
+        !self.notice_stream.swap(true, Ordering::AcqRel)
+    }
+
+    /// Frees the standalone stream slot.
+    pub(crate) fn close_notice_stream(&self) {
+        self.notice_stream.store(false, Ordering::Release);
+    }
+
     /// The server that listed `uri` in this session's last `resources/list`.
     pub(crate) fn resource_server(&self, uri: &str) -> Option<String> {
         self.resource_servers
@@ -178,6 +190,7 @@ impl SessionTable {
             relays: Mutex::default(),
             calls: Mutex::default(),
             next_relay: AtomicU64::new(1),
+            notice_stream: AtomicBool::new(false),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         sessions.retain(|_, session| now.duration_since(session.last_used()) < IDLE_TTL);
