@@ -9,6 +9,9 @@
 //! - an upstream's tools change: the host is told and its next `tools/list` shows the change,
 //!   over HTTP: `the_python_sdk_hears_that_its_tool_list_changed`
 //! - the same through `tool-cli mcp` over stdio: `tool_cli_mcp_writes_the_streams_notices`
+//! - a resource the host subscribed to is updated (server-everything's simulated updates), and
+//!   the server's resource list changes (a resource its `gzip-file-as-resource` makes):
+//!   `the_python_sdk_hears_resource_updates_and_list_changes`
 //! - a scoped token's stream hears nothing of another server's change, and daemon shutdown
 //!   ends every open stream (the daemon exits, the streams close):
 //!   `a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams`
@@ -23,7 +26,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, DaemonOptions, client_bin, eventually, fault_server, http_request_bytes, raw_http_exchange, repo_root,
+    Daemon, DaemonOptions, client_bin, eventually, everything_stdio, fault_server,
+    http_request_bytes, raw_http_exchange, repo_root,
 };
 
 /// Longest wait for any one event.
@@ -171,6 +175,48 @@ fn tool_cli_mcp_writes_the_streams_notices() {
         "mcp".to_owned(),
     ];
     assert_heard(&hear_a_change(&daemon, args, &env));
+}
+
+#[test]
+fn the_python_sdk_hears_resource_updates_and_list_changes() {
+    let daemon = Daemon::start(json!({"mcpServers": {"everything": everything_stdio()}}));
+    let uri = "demo://resource/static/document/features.md";
+    let before = streams_opened(&daemon);
+    let args = [
+        "--url".to_owned(),
+        format!("http://127.0.0.1:{}/mcp", daemon.port),
+        "--token".to_owned(),
+        daemon.token.clone(),
+        "--subscribe".to_owned(),
+        uri.to_owned(),
+        "--expect".to_owned(),
+        "notifications/resources/updated".to_owned(),
+        "--expect".to_owned(),
+        "notifications/resources/list_changed".to_owned(),
+    ];
+    let mut driver = Driver::start(&args, &[]);
+    driver.report();
+    assert!(eventually(WAIT, || streams_opened(&daemon) > before));
+    // everything sends its subscribers an update at once and every 5 s after.
+    daemon.call_tool("everything", "toggle-subscriber-updates", json!({}));
+    // A resource of its own session, which the server announces with resources/list_changed.
+    let made = daemon.call_tool(
+        "everything",
+        "gzip-file-as-resource",
+        json!({"name": "hello.txt", "data": "data:text/plain;base64,aGVsbG8=",
+               "outputType": "resourceLink"}),
+    );
+    assert!(made.to_string().contains("hello.txt"), "{made}");
+    driver.go();
+    let report = driver.report();
+    let updated: Vec<&Value> = report["notified"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .filter(|entry| entry["method"] == "notifications/resources/updated")
+        .collect();
+    assert!(!updated.is_empty(), "{report}");
+    assert!(updated.iter().all(|entry| entry["uri"] == uri), "{report}");
 }
 
 fn headers<'a>(host: &'a str, bearer: &'a str) -> Vec<(&'a str, &'a str)> {

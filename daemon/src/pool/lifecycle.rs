@@ -117,6 +117,7 @@ impl Pool {
             config,
             secrets,
             Arc::clone(&self.changes),
+            self.notices.clone(),
             self.options.sampler.clone(),
         );
         // Its OAuth state first: the first connection attempt sends its token.

@@ -83,6 +83,8 @@ pub struct Services {
     /// The provider's change counter (a server's status or catalog changed), for the
     /// gateway's standalone stream.
     catalog_changes: tokio::sync::watch::Receiver<u64>,
+    /// The provider's server notifications, for the gateway's standalone stream.
+    upstream_notices: tokio::sync::broadcast::Receiver<crate::provider::UpstreamNotice>,
 }
 
 impl Services {
@@ -90,6 +92,13 @@ impl Services {
     /// catalog changes.
     pub(crate) fn catalog_changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.catalog_changes.clone()
+    }
+
+    /// A receiver of the servers' notifications for the gateway's hosts, from now on.
+    pub(crate) fn upstream_notices(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<crate::provider::UpstreamNotice> {
+        self.upstream_notices.resubscribe()
     }
 
     /// The services over `provider` with default options, authenticating with `tokens`: what
@@ -243,6 +252,7 @@ impl ServicesBuilder {
             telemetry,
         } = self;
         let catalog_changes = provider.changes();
+        let upstream_notices = provider.notices();
         let sessions = Arc::new(Sessions::new(options.sessions));
         observers.push(sessions.observer());
         let counters = Arc::new(CallMetrics::default());
@@ -315,6 +325,7 @@ impl ServicesBuilder {
             secrets,
             telemetry,
             catalog_changes,
+            upstream_notices,
         })
     }
 }

@@ -15,7 +15,8 @@
 //! call's progress, the server's log messages and its elicitation questions before the call's
 //! answer; the host's answers to the questions come back as POSTs, and its
 //! `notifications/cancelled` stops the call. A host's `GET` opens the session's standalone
-//! stream (`notices.rs`), which tells it when its `tools/list` changed.
+//! stream (`notices.rs`), which tells it when its `tools/list` changed, when a server's
+//! resources or prompts changed, and when a resource it subscribed to was updated.
 
 mod messages;
 mod notices;
@@ -392,8 +393,10 @@ impl Endpoint {
                 // The standalone stream tells a pass-through host when its list changed; the
                 // meta-tools never do.
                 "tools": {"listChanged": mode == Mode::PassThrough},
-                "resources": {"listChanged": false},
-                "prompts": {"listChanged": false},
+                // Told on the standalone stream (`notices.rs`), as are the updates of a
+                // subscribed resource.
+                "resources": {"listChanged": true, "subscribe": true},
+                "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
             },

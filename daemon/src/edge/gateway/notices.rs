@@ -9,6 +9,12 @@
 //! stood for, so a scoped token hears only of changes in its scope and a server's status flap
 //! that leaves the listing alone says nothing. A progressive session's listing is the six
 //! meta-tools, which never change, so it is never told.
+//!
+//! It also passes on what the servers in the token's scope say
+//! (`crate::provider::UpstreamNotice`): `notifications/resources/list_changed` and
+//! `notifications/prompts/list_changed` as they come (those listings are asked of the servers
+//! when the host lists, so there is nothing held to compare), and
+//! `notifications/resources/updated` for a URI this session subscribed to at that server.
 
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -16,12 +22,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use hyper::body::{Bytes, Frame};
-use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::sessions::Session;
 use super::{Endpoint, Mode};
 use crate::pipeline::CallContext;
+use crate::provider::UpstreamNotice;
 
 /// How often an idle stream gets a comment line.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -98,6 +105,7 @@ async fn follow(
     mut shutting_down: watch::Receiver<bool>,
     _slot: SlotRelease,
 ) {
+    let mut notices = endpoint.services.upstream_notices();
     let mode = match session.upgrade() {
         Some(session) => session.mode,
         None => return,
@@ -131,6 +139,26 @@ async fn follow(
                     }
                 }
             }
+            notice = notices.recv() => {
+                let notice = match notice {
+                    Ok(notice) => notice,
+                    // Skipped some: the host re-lists or re-reads on the next one it gets.
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    // No server will say anything more (a provider without notices).
+                    Err(broadcast::error::RecvError::Closed) => {
+                        notices = broadcast::channel(1).1;
+                        continue;
+                    }
+                };
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                if let Some(message) = passed_on(&notice, &session, &context)
+                    && send(&frames, event(&message.to_string())).is_err()
+                {
+                    return;
+                }
+            }
             _ = keep_alive.tick() => {
                 if session.strong_count() == 0 || send(&frames, Bytes::from_static(b": keep-alive\n\n")).is_err() {
                     return;
@@ -139,6 +167,25 @@ async fn follow(
             // A dropped sender (no shutdown will come) disables this branch.
             Ok(_) = shutting_down.wait_for(|down| *down) => return,
         }
+    }
+}
+
+/// The notification a server's `notice` becomes for `session`, if its host may hear of it: a
+/// server in the token's scope, and for an update, a URI the session subscribed to there.
+fn passed_on(notice: &UpstreamNotice, session: &Session, context: &CallContext) -> Option<Value> {
+    if !context.grant.scope.permits_server(notice.server()) {
+        return None;
+    }
+    match notice {
+        UpstreamNotice::ResourcesChanged { .. } => Some(
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}),
+        ),
+        UpstreamNotice::PromptsChanged { .. } => Some(
+            json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}),
+        ),
+        UpstreamNotice::ResourceUpdated { server, uri } => session
+            .is_subscribed(uri, server)
+            .then(|| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})),
     }
 }
 
@@ -158,5 +205,62 @@ impl Drop for SlotRelease {
         if let Some(session) = self.0.upgrade() {
             session.close_notice_stream();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Grant;
+    use crate::edge::gateway::sessions::SessionTable;
+    use crate::edge::gateway::stream::HostCapabilities;
+    use crate::policy::Scope;
+
+    fn context(servers: Option<Vec<String>>) -> CallContext {
+        CallContext::new(Grant {
+            token_id: "t".to_owned(),
+            is_owner: servers.is_none(),
+            scope: Arc::new(Scope {
+                servers,
+                ..Scope::unrestricted()
+            }),
+        })
+    }
+
+    #[test]
+    fn a_notice_reaches_its_scope_and_an_update_its_subscribers() {
+        let table = SessionTable::default();
+        let id = table.open("t", Mode::PassThrough, HostCapabilities::default());
+        let session = table.get(&id, "t").expect("open");
+        let owner = context(None);
+        let scoped = context(Some(vec!["alpha".to_owned()]));
+        let changed = |server: &str| UpstreamNotice::ResourcesChanged {
+            server: server.to_owned(),
+        };
+        let method = |notice: Option<Value>| notice.map(|notice| notice["method"].clone());
+        assert_eq!(
+            method(passed_on(&changed("beta"), &session, &owner)),
+            Some(json!("notifications/resources/list_changed"))
+        );
+        assert_eq!(passed_on(&changed("beta"), &session, &scoped), None);
+        let prompts = UpstreamNotice::PromptsChanged {
+            server: "alpha".to_owned(),
+        };
+        assert_eq!(
+            method(passed_on(&prompts, &session, &scoped)),
+            Some(json!("notifications/prompts/list_changed"))
+        );
+        let updated = |server: &str| UpstreamNotice::ResourceUpdated {
+            server: server.to_owned(),
+            uri: "demo://a".to_owned(),
+        };
+        // Not subscribed: nothing; subscribed at alpha: alpha's update only; unsubscribed: nothing.
+        assert_eq!(passed_on(&updated("alpha"), &session, &owner), None);
+        session.note_subscription("demo://a", "alpha", true);
+        let update = passed_on(&updated("alpha"), &session, &owner).expect("subscribed");
+        assert_eq!(update["params"]["uri"], "demo://a");
+        assert_eq!(passed_on(&updated("beta"), &session, &owner), None);
+        session.note_subscription("demo://a", "alpha", false);
+        assert_eq!(passed_on(&updated("alpha"), &session, &owner), None);
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct Session {
     /// `notifications/cancelled`.
     calls: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     next_relay: AtomicU64,
+    /// The resource URIs it subscribed to, with the server of each.
+    subscribed: Mutex<HashMap<String, String>>,
     /// Whether its standalone stream (`GET`) is open: one at a time.
     notice_stream: AtomicBool,
 }
@@ -147,6 +149,27 @@ impl Session {
         }
     }
 
+    /// Notes a subscription to `uri` at `server` (`subscribe`) or its end.
+    pub(crate) fn note_subscription(&self, uri: &str, server: &str, subscribe: bool) {
+        let mut subscribed = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
+        if subscribe {
+            if subscribed.len() < MAX_DESCRIBED {
+                subscribed.insert(uri.to_owned(), server.to_owned());
+            }
+        } else {
+            subscribed.remove(uri);
+        }
+    }
+
+    /// Whether it subscribed to `uri` at `server`.
+    pub(crate) fn is_subscribed(&self, uri: &str, server: &str) -> bool {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uri)
+            .is_some_and(|subscribed| subscribed == server)
+    }
+
     /// Takes the session's one standalone stream slot; `false` when a stream holds it.
     pub(crate) fn open_notice_stream(&self) -> bool {
         !self.notice_stream.swap(true, Ordering::AcqRel)
@@ -190,6 +213,7 @@ impl SessionTable {
             relays: Mutex::default(),
             calls: Mutex::default(),
             next_relay: AtomicU64::new(1),
+            subscribed: Mutex::default(),
             notice_stream: AtomicBool::new(false),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
