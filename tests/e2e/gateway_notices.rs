@@ -16,7 +16,7 @@
 //!   ends every open stream (the daemon exits, the streams close):
 //!   `a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams`
 //! - `GET` without `Accept: text/event-stream` (406), without a session (400), with an unknown
-//!   session (404), a second stream of one session (409):
+//!   session (404), a second stream of one session (409); a deleted session's stream ends:
 //!   `a_get_without_accept_or_session_or_a_second_one_is_refused`
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -383,11 +383,27 @@ fn a_get_without_accept_or_session_or_a_second_one_is_refused() {
         .status,
         404
     );
-    let _open = open_stream(&daemon, &daemon.token, &session);
+    let mut open = open_stream(&daemon, &daemon.token, &session);
     let refused = get(&[accept, named]);
     assert_eq!(refused.status, 409);
     assert!(
         String::from_utf8_lossy(&refused.body).contains("one GET stream per session"),
         "{refused:?}"
     );
+    // Ending the session ends its stream.
+    let deleted = raw_http_exchange(
+        daemon.port,
+        &http_request_bytes(
+            "DELETE",
+            "/mcp",
+            &[headers(&host, &bearer), vec![named]].concat(),
+            b"",
+        ),
+    )
+    .expect("an HTTP answer");
+    assert_eq!(deleted.status, 200);
+    let mut rest = String::new();
+    open.read_to_string(&mut rest)
+        .expect("the stream closes with its session rather than stalls");
+    assert!(!rest.contains("list_changed"), "{rest}");
 }

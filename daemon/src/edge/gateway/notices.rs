@@ -106,8 +106,8 @@ async fn follow(
     _slot: SlotRelease,
 ) {
     let mut notices = endpoint.services.upstream_notices();
-    let mode = match session.upgrade() {
-        Some(session) => session.mode,
+    let (mode, mut ended) = match session.upgrade() {
+        Some(session) => (session.mode, session.ended()),
         None => return,
     };
     let listing =
@@ -166,6 +166,8 @@ async fn follow(
             }
             // A dropped sender (no shutdown will come) disables this branch.
             Ok(_) = shutting_down.wait_for(|down| *down) => return,
+            // The host deleted its session, or it was evicted; the stream ends with it.
+            _ = ended.wait_for(|ended| *ended) => return,
         }
     }
 }

@@ -50,6 +50,8 @@ pub(crate) struct Session {
     subscribed: Mutex<HashMap<String, String>>,
     /// Whether its standalone stream (`GET`) is open: one at a time.
     notice_stream: AtomicBool,
+    /// Turns `true` when the session ends (deleted or evicted), which ends its stream.
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 impl Session {
@@ -170,6 +172,16 @@ impl Session {
             .is_some_and(|subscribed| subscribed == server)
     }
 
+    /// Marks the session ended, for its stream.
+    fn end(&self) {
+        self.ended.send_replace(true);
+    }
+
+    /// A receiver that turns `true` when the session ends.
+    pub(crate) fn ended(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.ended.subscribe()
+    }
+
     /// Takes the session's one standalone stream slot; `false` when a stream holds it.
     pub(crate) fn open_notice_stream(&self) -> bool {
         !self.notice_stream.swap(true, Ordering::AcqRel)
@@ -215,16 +227,24 @@ impl SessionTable {
             next_relay: AtomicU64::new(1),
             subscribed: Mutex::default(),
             notice_stream: AtomicBool::new(false),
+            ended: tokio::sync::watch::Sender::new(false),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, session| now.duration_since(session.last_used()) < IDLE_TTL);
+        sessions.retain(|_, session| {
+            let keep = now.duration_since(session.last_used()) < IDLE_TTL;
+            if !keep {
+                session.end();
+            }
+            keep
+        });
         if sessions.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions
                 .iter()
                 .min_by_key(|(_, session)| session.last_used())
                 .map(|(id, _)| id.clone())
+            && let Some(evicted) = sessions.remove(&oldest)
         {
-            sessions.remove(&oldest);
+            evicted.end();
         }
         sessions.insert(id.clone(), session);
         id
@@ -249,7 +269,9 @@ impl SessionTable {
             .get(id)
             .is_some_and(|session| session.token_id == token_id)
         {
-            sessions.remove(id);
+            if let Some(session) = sessions.remove(id) {
+                session.end();
+            }
             true
         } else {
             false
@@ -279,7 +301,10 @@ mod tests {
         assert!(session.was_described("a__b"));
         assert!(!session.was_described("a__c"));
         assert!(!table.remove(&id, "other"));
+        let ended = session.ended();
+        assert!(!*ended.borrow());
         assert!(table.remove(&id, "owner"));
+        assert!(*ended.borrow(), "its stream is told the session ended");
         assert!(table.get(&id, "owner").is_none());
     }
 }
