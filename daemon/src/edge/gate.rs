@@ -1,7 +1,8 @@
 //! The request gate: every check that needs only the request head, in one tower layer, before
 //! any body is read.
 //!
-//! In order: only `POST` (`GET` for `/metrics`, the Prometheus page); a `Host` naming this daemon (loopback or `localhost` with our port, or
+//! In order: only `POST` (`GET` for `/metrics`, the Prometheus page; `GET` and `DELETE` at the MCP
+//! gateway too); a `Host` naming this daemon (loopback or `localhost` with our port, or
 //! a name given with `--allow-host`), which stops DNS rebinding, and the same for the authority
 //! of an absolute-form target (`POST http://evil.example/`); no foreign `Origin` (a browser
 //! page); no transfer coding but `chunked` (a `gzip` we would silently ignore is refused); no

@@ -127,7 +127,8 @@ async fn follow(
                 }
                 if let Some(previous) = listed.as_mut() {
                     let now = listing();
-                    if now != *previous {
+                    // The same cached answer when the catalogs did not move: no byte compare.
+                    if !Arc::ptr_eq(&now, previous) && now != *previous {
                         *previous = now;
                         let notice = json!({
                             "jsonrpc": "2.0",
