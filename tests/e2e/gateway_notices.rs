@@ -13,7 +13,8 @@
 //!   the server's resource list changes (a resource its `gzip-file-as-resource` makes):
 //!   `the_python_sdk_hears_resource_updates_and_list_changes`
 //! - a scoped token's stream hears nothing of another server's change, and daemon shutdown
-//!   ends every open stream (the daemon exits, the streams close):
+//!   ends every open stream (the daemon exits, the streams close); a progressive session's
+//!   stream is never told (its meta-tools do not change):
 //!   `a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams`
 //! - `GET` without `Accept: text/event-stream` (406), without a session (400), with an unknown
 //!   session (404), a second stream of one session (409); a deleted session's stream ends:
@@ -229,6 +230,11 @@ fn headers<'a>(host: &'a str, bearer: &'a str) -> Vec<(&'a str, &'a str)> {
 
 /// Opens a session for `token` over raw HTTP; its id.
 fn open_session(daemon: &Daemon, token: &str) -> String {
+    open_session_at(daemon, token, "/mcp")
+}
+
+/// [`open_session`] at `target` (`/mcp?mode=progressive`).
+fn open_session_at(daemon: &Daemon, token: &str, target: &str) -> String {
     let host = format!("127.0.0.1:{}", daemon.port);
     let bearer = format!("Bearer {token}");
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -238,7 +244,7 @@ fn open_session(daemon: &Daemon, token: &str) -> String {
         daemon.port,
         &http_request_bytes(
             "POST",
-            "/mcp",
+            target,
             &headers(&host, &bearer),
             initialize.to_string().as_bytes(),
         ),
@@ -309,8 +315,12 @@ fn a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams() {
     let scoped_session = open_session(&daemon, &scoped);
     let mut owner = open_stream(&daemon, &daemon.token, &owner_session);
     let mut scoped_stream = open_stream(&daemon, &scoped, &scoped_session);
-    assert!(eventually(WAIT, || streams_opened(&daemon) >= 2));
+    // A progressive session's six meta-tools never change: it is never told.
+    let progressive_session = open_session_at(&daemon, &daemon.token, "/mcp?mode=progressive");
+    let mut progressive = open_stream(&daemon, &daemon.token, &progressive_session);
+    assert!(eventually(WAIT, || streams_opened(&daemon) >= 3));
     let (mut owner_seen, mut scoped_seen) = (String::new(), String::new());
+    let mut progressive_seen = String::new();
 
     // beta's change: the owner hears it; alpha's next: both do.
     daemon.call_tool("beta", "change_tools", json!({"add": "beta_new"}));
@@ -326,6 +336,7 @@ fn a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams() {
     for (stream, seen) in [
         (&mut owner, &mut owner_seen),
         (&mut scoped_stream, &mut scoped_seen),
+        (&mut progressive, &mut progressive_seen),
     ] {
         let mut rest = String::new();
         stream
@@ -346,6 +357,10 @@ fn a_scoped_stream_hears_only_its_scope_and_shutdown_ends_the_streams() {
             .count(),
         2,
         "{owner_seen}"
+    );
+    assert!(
+        !progressive_seen.contains("list_changed"),
+        "{progressive_seen}"
     );
 }
 
