@@ -11,7 +11,10 @@
 //! not a JSON-RPC message. A `tools/call` the gateway answers with an SSE stream (the server's
 //! progress, log messages and questions, then the answer) is written a line per event as each
 //! arrives, so the host can answer a question while its call waits (its answer is one more
-//! stdin line, relayed like any other). When the daemon no longer knows the session (it was restarted), the
+//! stdin line, relayed like any other). Once a session is open the relay also holds the
+//! session's standalone stream (`GET /mcp`) on a connection of its own and writes what comes
+//! on it (`notifications/tools/list_changed`, …) as lines too, reopening it for each new
+//! session. When the daemon no longer knows the session (it was restarted), the
 //! relay opens a new one with the host's own `initialize` and sends the message again, once. It
 //! does not start a daemon (auto-start is a later item): with none
 //! running it exits at once with an error saying how to start one.
@@ -46,6 +49,8 @@ struct Relay {
     idle: Mutex<Vec<DaemonLink>>,
     /// The gateway session, once `initialize` answered.
     session: Mutex<Option<String>>,
+    /// The same session id, watched by the standalone stream's follower.
+    sessions: tokio::sync::watch::Sender<Option<String>>,
     /// The protocol version `initialize` agreed.
     version: Mutex<Option<String>>,
     /// The host's `initialize`, to open a new session with when the daemon lost ours.
@@ -69,6 +74,7 @@ pub(crate) async fn run(
         progressive,
         idle: Mutex::new(Vec::new()),
         session: Mutex::new(None),
+        sessions: tokio::sync::watch::Sender::new(None),
         version: Mutex::new(None),
         initialize: Mutex::new(None),
         stdout: Mutex::new(tokio::io::stdout()),
@@ -76,6 +82,7 @@ pub(crate) async fn run(
     // Reach the daemon before the host sends anything: no daemon is an error at once.
     let first = relay.connect().await.inspect_err(|_| say_not_running())?;
     relay.idle.lock().await.push(first);
+    let notices = tokio::spawn(Arc::clone(&relay).follow_notices());
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut tasks = tokio::task::JoinSet::new();
     let mut line = Vec::new();
@@ -105,6 +112,7 @@ pub(crate) async fn run(
         }
     }
     while tasks.join_next().await.is_some() {}
+    notices.abort();
     relay.end_session().await;
     Ok(())
 }
@@ -256,6 +264,7 @@ impl Relay {
             .and_then(|value| value.to_str().ok())
         {
             *self.session.lock().await = Some(session.to_owned());
+            self.sessions.send_replace(Some(session.to_owned()));
             let agreed = serde_json::from_slice::<Value>(body)
                 .ok()
                 .and_then(|answer| {
@@ -269,6 +278,47 @@ impl Relay {
         Ok(answered)
     }
 
+    /// Holds each session's standalone stream open and writes its messages, until the relay
+    /// ends: a stream that ends (the daemon went, or refused it) is reopened only for a new
+    /// session, which is when the daemon can have one for us again.
+    async fn follow_notices(self: Arc<Self>) {
+        let mut sessions = self.sessions.subscribe();
+        loop {
+            let session = sessions.borrow_and_update().clone();
+            if let Some(session) = session {
+                self.notice_stream(session).await;
+            }
+            if sessions.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// One standalone stream of `session`, relayed until it ends.
+    async fn notice_stream(&self, session: String) {
+        let Ok(mut link) = self.connect().await else {
+            return;
+        };
+        let mut headers = vec![("mcp-session-id", session)];
+        if let Some(version) = self.version.lock().await.clone() {
+            headers.push(("mcp-protocol-version", version));
+        }
+        match link
+            .exchange_streamed(Method::GET, GATEWAY_PATH, &headers, Vec::new())
+            .await
+        {
+            Ok((status, _, body)) if status == StatusCode::OK => {
+                self.relay_events(body).await;
+            }
+            Ok((status, _, _)) => {
+                eprintln!("tool-cli mcp: the daemon refused the session's event stream ({status})");
+            }
+            Err(error) => {
+                eprintln!("tool-cli mcp: cannot open the session's event stream: {error}");
+            }
+        }
+    }
+
     /// Opens a new gateway session with the host's `initialize`; whether it worked.
     async fn reinitialize(&self) -> bool {
         let Some(initialize) = self.initialize.lock().await.clone() else {
@@ -276,6 +326,7 @@ impl Relay {
         };
         *self.session.lock().await = None;
         *self.version.lock().await = None;
+        self.sessions.send_replace(None);
         let opened = self.send(initialize).await;
         if !matches!(&opened, Ok((status, _, _)) if status.is_success())
             || self.session.lock().await.is_none()

@@ -510,7 +510,8 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
         exchange(&daemon, "POST", "/mcp", &stolen, &list).status,
         404
     );
-    // The gate: a foreign Origin, no token, GET, a query other than the mode.
+    // The gate: a foreign Origin, no token, GET without Accept: text/event-stream (406; the
+    // standalone stream is `gateway_notices.rs`'s), a query other than the mode.
     let foreign = [bearer, ("Origin", "http://evil.example")];
     assert_eq!(
         exchange(&daemon, "POST", "/mcp", &foreign, &initialize_body()).status,
@@ -536,7 +537,7 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
     );
     assert_eq!(
         exchange(&daemon, "GET", "/mcp", &[bearer], &Value::Null).status,
-        405
+        406
     );
     let token_in_url = format!("/mcp?token={}", daemon.token);
     assert_eq!(

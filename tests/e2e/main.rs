@@ -31,6 +31,7 @@ mod failures;
 mod fast_path;
 mod first_hour;
 mod gateway;
+mod gateway_notices;
 mod gateway_stream;
 mod handle_scope;
 mod hardening;

@@ -1,7 +1,8 @@
 //! The request gate: every check that needs only the request head, in one tower layer, before
 //! any body is read.
 //!
-//! In order: only `POST` (`GET` for `/metrics`, the Prometheus page); a `Host` naming this daemon (loopback or `localhost` with our port, or
+//! In order: only `POST` (`GET` for `/metrics`, the Prometheus page; `GET` and `DELETE` at the MCP
+//! gateway too); a `Host` naming this daemon (loopback or `localhost` with our port, or
 //! a name given with `--allow-host`), which stops DNS rebinding, and the same for the authority
 //! of an absolute-form target (`POST http://evil.example/`); no foreign `Origin` (a browser
 //! page); no transfer coding but `chunked` (a `gzip` we would silently ignore is refused); no
@@ -127,12 +128,13 @@ impl Gate {
     ) -> Result<Pass, StatusCode> {
         // `/metrics` is read with GET (what Prometheus sends); everything else is a POST.
         let metrics = uri.path() == METRICS_PATH;
-        // The MCP gateway also takes `DELETE` (a host ending its session).
+        // The MCP gateway also takes `DELETE` (a host ending its session) and `GET` (its
+        // standalone stream of server notifications).
         let mcp = self.mcp.is_some() && uri.path() == crate::edge::gateway::PATH;
         let method_ok = if metrics {
             method == Method::GET
         } else if mcp {
-            method == Method::POST || method == Method::DELETE
+            method == Method::POST || method == Method::DELETE || method == Method::GET
         } else {
             method == Method::POST
         };

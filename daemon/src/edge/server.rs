@@ -116,6 +116,9 @@ pub async fn run(
         Listener::Unix(_) => (Vec::new(), Vec::new()),
     };
     let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
+    // Turns `true` as soon as shutdown starts: the gateway's standalone streams end at once
+    // (a connection drains only when its response ends, and those never would by themselves).
+    let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
     let gate = Arc::new(Gate {
         tokens: Arc::clone(services.tokens()),
         hosts,
@@ -131,6 +134,7 @@ pub async fn run(
         mcp: Some(Arc::new(crate::edge::gateway::Endpoint::new(
             Arc::clone(&services),
             grace_over_receiver.clone(),
+            shutting_down_receiver,
             options.grace.as_millis() as u64,
         ))),
     });
@@ -304,6 +308,7 @@ pub async fn run(
     }
 
     tracing::info!("shutting down: no new requests; draining those in flight");
+    let _ = shutting_down.send(true);
     if options.hold_port_until_exit {
         // Refuse what still arrives by closing it; the task (and the socket) ends with the
         // runtime, when the process exits.

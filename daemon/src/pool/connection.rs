@@ -113,6 +113,9 @@ struct PoolClient {
     config: ClientConfig,
     tools_changed: Arc<Notify>,
     requests: Arc<super::server_requests::ServerRequests>,
+    /// Its name, and where its notifications for the gateway's hosts go.
+    server: String,
+    notices: tokio::sync::broadcast::Sender<crate::provider::UpstreamNotice>,
 }
 
 #[allow(deprecated)] // Roots, sampling and logging: see the import above.
@@ -124,6 +127,36 @@ impl ClientHandler for PoolClient {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // A stored permit: a burst of notifications wakes the refresher once.
         self.tools_changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // No receiver (no gateway stream open) is not an error.
+        let _ = self
+            .notices
+            .send(crate::provider::UpstreamNotice::ResourcesChanged {
+                server: self.server.clone(),
+            });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self
+            .notices
+            .send(crate::provider::UpstreamNotice::PromptsChanged {
+                server: self.server.clone(),
+            });
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self
+            .notices
+            .send(crate::provider::UpstreamNotice::ResourceUpdated {
+                server: self.server.clone(),
+                uri: params.uri,
+            });
     }
 
     async fn list_roots(
@@ -249,6 +282,8 @@ where
         config: client_config(published.server_requests.advertises_sampling()),
         tools_changed: Arc::clone(&tools_changed),
         requests: Arc::clone(&published.server_requests),
+        server: name.to_owned(),
+        notices: published.notices.clone(),
     };
     // Numbers the notifications rmcp hands our handler on tasks of their own, so a watched
     // call can wait for those sent before its answer.

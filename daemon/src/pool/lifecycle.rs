@@ -126,6 +126,7 @@ impl Pool {
             config,
             secrets,
             Arc::clone(&self.changes),
+            self.notices.clone(),
             self.options.sampler.clone(),
             self.options.pins.clone(),
         );

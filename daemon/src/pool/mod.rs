@@ -130,6 +130,8 @@ pub struct Pool {
     supervisors: Mutex<tokio::task::JoinSet<()>>,
     /// Bumped on every status or catalog change of any server.
     changes: Arc<watch::Sender<u64>>,
+    /// The servers' notifications for the gateway's hosts.
+    notices: tokio::sync::broadcast::Sender<crate::provider::UpstreamNotice>,
     /// The OAuth state of the remote servers.
     remote_auth: Arc<RemoteAuth>,
 }
@@ -164,9 +166,15 @@ pub struct Server {
 
 /// What a server publishes beyond its status: its catalog, kept across restarts, and the pool's
 /// change counter, bumped with every change so subscribers (tool search) rebuild.
+/// Most server notifications held for a slow gateway stream; past it the stream skips the
+/// oldest (a list change carries no data; an update is re-read by the host anyway).
+const NOTICE_QUEUE: usize = 256;
+
 pub(crate) struct Published {
     catalog: watch::Sender<Arc<Catalog>>,
     changes: Arc<watch::Sender<u64>>,
+    /// Where its notifications for the gateway's hosts go (the pool's, shared).
+    pub(crate) notices: tokio::sync::broadcast::Sender<crate::provider::UpstreamNotice>,
     /// The config's overrides of this server's tools.
     overrides: Arc<BTreeMap<String, ToolOverride>>,
     /// Overrides refused (or unused) when the catalog was last built.
@@ -251,6 +259,7 @@ impl Pool {
     /// A pool for `config`; nothing is started until [`Pool::start`].
     pub fn new(config: &Config, options: PoolOptions) -> Arc<Pool> {
         let changes = Arc::new(watch::Sender::new(0));
+        let notices = tokio::sync::broadcast::Sender::new(NOTICE_QUEUE);
         let secrets = Arc::new(crate::config::secrets_of(config));
         let servers = config
             .servers
@@ -260,6 +269,7 @@ impl Pool {
                     server,
                     Arc::clone(&secrets),
                     Arc::clone(&changes),
+                    notices.clone(),
                     options.sampler.clone(),
                     options.pins.clone(),
                 )
@@ -277,6 +287,7 @@ impl Pool {
             shutdown: watch::Sender::new(false),
             supervisors: Mutex::new(tokio::task::JoinSet::new()),
             changes,
+            notices,
         })
     }
 
@@ -341,6 +352,10 @@ impl ToolProvider for Pool {
     fn changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
+
+    fn notices(&self) -> tokio::sync::broadcast::Receiver<crate::provider::UpstreamNotice> {
+        self.notices.subscribe()
+    }
 }
 
 /// The pipeline's view of a configured server.
@@ -370,6 +385,7 @@ impl Server {
         config: &ServerConfig,
         secrets: Arc<Secrets>,
         changes: Arc<watch::Sender<u64>>,
+        notices: tokio::sync::broadcast::Sender<crate::provider::UpstreamNotice>,
         sampler: Option<Arc<crate::sampling::Sampler>>,
         pins: Option<Arc<pins::PinGuard>>,
     ) -> Arc<Server> {
@@ -386,6 +402,7 @@ impl Server {
             published: Arc::new(Published {
                 catalog: watch::Sender::new(Arc::new(Catalog::default())),
                 changes,
+                notices,
                 overrides: Arc::clone(&config.tool_overrides),
                 problems: Mutex::new(Vec::new()),
                 server_requests: Arc::new(server_requests::ServerRequests::new(

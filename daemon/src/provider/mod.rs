@@ -52,6 +52,35 @@ pub trait ToolProvider: Send + Sync + 'static {
     fn changes(&self) -> watch::Receiver<u64> {
         watch::channel(0).1
     }
+
+    /// The servers' notifications that hosts of the MCP gateway are told of (a resource or
+    /// prompt list changed, a subscribed resource was updated). A provider whose servers say
+    /// none may keep the default, a channel that is closed already.
+    fn notices(&self) -> tokio::sync::broadcast::Receiver<UpstreamNotice> {
+        tokio::sync::broadcast::channel(1).1
+    }
+}
+
+/// A server's notification that the MCP gateway passes on to its hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamNotice {
+    /// `notifications/resources/list_changed` from `server`.
+    ResourcesChanged { server: String },
+    /// `notifications/prompts/list_changed` from `server`.
+    PromptsChanged { server: String },
+    /// `notifications/resources/updated` for `uri` from `server`.
+    ResourceUpdated { server: String, uri: String },
+}
+
+impl UpstreamNotice {
+    /// The server that sent it.
+    pub fn server(&self) -> &str {
+        match self {
+            UpstreamNotice::ResourcesChanged { server }
+            | UpstreamNotice::PromptsChanged { server }
+            | UpstreamNotice::ResourceUpdated { server, .. } => server,
+        }
+    }
 }
 
 /// One server of a provider.

@@ -80,9 +80,27 @@ pub struct Services {
     secrets: SharedSecrets,
     /// OpenTelemetry export (off unless configured).
     telemetry: Telemetry,
+    /// The provider's change counter (a server's status or catalog changed), for the
+    /// gateway's standalone stream.
+    catalog_changes: tokio::sync::watch::Receiver<u64>,
+    /// The provider's server notifications, for the gateway's standalone stream.
+    upstream_notices: tokio::sync::broadcast::Receiver<crate::provider::UpstreamNotice>,
 }
 
 impl Services {
+    /// A receiver of the provider's change counter: it moves whenever a server's status or
+    /// catalog changes.
+    pub(crate) fn catalog_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.catalog_changes.clone()
+    }
+
+    /// A receiver of the servers' notifications for the gateway's hosts, from now on.
+    pub(crate) fn upstream_notices(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<crate::provider::UpstreamNotice> {
+        self.upstream_notices.resubscribe()
+    }
+
     /// The services over `provider` with default options, authenticating with `tokens`: what
     /// a harness embedding the daemon needs (see [`ServicesBuilder`] for the rest).
     pub fn new(provider: Arc<dyn ToolProvider>, tokens: Arc<TokenStore>) -> Arc<Services> {
@@ -233,6 +251,8 @@ impl ServicesBuilder {
             secrets,
             telemetry,
         } = self;
+        let catalog_changes = provider.changes();
+        let upstream_notices = provider.notices();
         let sessions = Arc::new(Sessions::new(options.sessions));
         observers.push(sessions.observer());
         let counters = Arc::new(CallMetrics::default());
@@ -304,6 +324,8 @@ impl ServicesBuilder {
             events,
             secrets,
             telemetry,
+            catalog_changes,
+            upstream_notices,
         })
     }
 }

@@ -14,10 +14,12 @@
 //! `text/event-stream`: that one is answered with an SSE stream (`stream.rs`) carrying the
 //! call's progress, the server's log messages and its elicitation questions before the call's
 //! answer; the host's answers to the questions come back as POSTs, and its
-//! `notifications/cancelled` stops the call. There is no standalone `GET` stream yet (405,
-//! which the transport allows), so `list_changed` is not forwarded.
+//! `notifications/cancelled` stops the call. A host's `GET` opens the session's standalone
+//! stream (`notices.rs`), which tells it when its `tools/list` changed, when a server's
+//! resources or prompts changed, and when a resource it subscribed to was updated.
 
 mod messages;
+mod notices;
 mod pass_through;
 mod progressive;
 mod resources;
@@ -58,7 +60,7 @@ pub(crate) const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "202
 pub(crate) struct GatewayRequest {
     /// Its caller.
     pub(crate) grant: Grant,
-    /// `POST` or `DELETE`.
+    /// `POST`, `GET` or `DELETE`.
     pub(crate) method: Method,
     /// The query, if any (`mode=…`).
     pub(crate) query: Option<String>,
@@ -77,6 +79,8 @@ pub(crate) struct Endpoint {
     /// Turns `true` when the shutdown grace period is over: a request still running then is
     /// answered with a shutdown error (its call cancelled), as on the JSON-RPC endpoint.
     grace_over: tokio::sync::watch::Receiver<bool>,
+    /// Turns `true` when shutdown starts: standalone streams end at once.
+    shutting_down: tokio::sync::watch::Receiver<bool>,
     /// The grace period, for that error.
     grace_ms: u64,
 }
@@ -91,6 +95,7 @@ impl Endpoint {
     pub(crate) fn new(
         services: Arc<Services>,
         grace_over: tokio::sync::watch::Receiver<bool>,
+        shutting_down: tokio::sync::watch::Receiver<bool>,
         grace_ms: u64,
     ) -> Endpoint {
         Endpoint {
@@ -98,6 +103,7 @@ impl Endpoint {
             sessions: SessionTable::default(),
             lists: pass_through::ListCache::default(),
             grace_over,
+            shutting_down,
             grace_ms,
         }
     }
@@ -126,6 +132,9 @@ impl Endpoint {
                 }
                 _ => status_answer(StatusCode::NOT_FOUND),
             };
+        }
+        if request.method == Method::GET {
+            return self.notice_stream(&request, session_id.as_deref());
         }
         if let Some(version) = request
             .headers
@@ -230,6 +239,68 @@ impl Endpoint {
             .expect("static response parts are valid")
     }
 
+    /// `GET`: the session's standalone stream, if the host accepts one and names a session of
+    /// its token that has none open.
+    fn notice_stream(
+        self: &Arc<Self>,
+        request: &GatewayRequest,
+        session_id: Option<&str>,
+    ) -> HttpResponse {
+        if !accepts_event_stream(&request.headers) {
+            return error_answer(
+                StatusCode::NOT_ACCEPTABLE,
+                None,
+                RpcError::invalid_request(
+                    "GET /mcp opens the session's event stream: send Accept: text/event-stream"
+                        .to_owned(),
+                ),
+            );
+        }
+        let Some(session_id) = session_id else {
+            return error_answer(
+                StatusCode::BAD_REQUEST,
+                None,
+                RpcError::invalid_request(
+                    "no Mcp-Session-Id header: GET /mcp opens the event stream of a session; \
+                     send initialize first and then the session id it answered with"
+                        .to_owned(),
+                ),
+            );
+        };
+        let Some(session) = self.sessions.get(session_id, &request.grant.token_id) else {
+            return error_answer(
+                StatusCode::NOT_FOUND,
+                None,
+                RpcError::invalid_request(
+                    "unknown or expired Mcp-Session-Id; initialize a new session".to_owned(),
+                ),
+            );
+        };
+        if !session.open_notice_stream() {
+            return error_answer(
+                StatusCode::CONFLICT,
+                None,
+                RpcError::invalid_request(
+                    "this session's event stream is open already; one GET stream per session"
+                        .to_owned(),
+                ),
+            );
+        }
+        let context = crate::pipeline::CallContext::new(request.grant.clone());
+        let stream = notices::NoticeStream::open(
+            Arc::clone(self),
+            &session,
+            context,
+            self.shutting_down.clone(),
+        );
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(HttpBody::new(stream))
+            .expect("static response parts are valid")
+    }
+
     /// A `tools/call` answered with an SSE stream: the call runs in a task of its own, whose
     /// relay sends the host what the server says meanwhile; the stream ends with the answer.
     fn stream_call(
@@ -319,9 +390,13 @@ impl Endpoint {
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": {
-                "tools": {"listChanged": false},
-                "resources": {"listChanged": false},
-                "prompts": {"listChanged": false},
+                // The standalone stream tells a pass-through host when its list changed; the
+                // meta-tools never do.
+                "tools": {"listChanged": mode == Mode::PassThrough},
+                // Told on the standalone stream (`notices.rs`), as are the updates of a
+                // subscribed resource.
+                "resources": {"listChanged": true, "subscribe": true},
+                "prompts": {"listChanged": true},
                 "logging": {},
                 "completions": {},
             },

@@ -202,11 +202,14 @@ pub(super) async fn subscription(
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params(format!("{method} needs \"uri\", a string")))?;
     let server = server_of_uri(services, session, uri, context).await?;
-    services
+    let answer = services
         .discovery
         .pass_request(&server, method, params, Some(uri), context)
         .await
-        .map_err(|error| daemon_error(services, error))
+        .map_err(|error| daemon_error(services, error))?;
+    // The standalone stream passes on the server's updates of the URIs subscribed to.
+    session.note_subscription(uri, &server, method == "resources/subscribe");
+    Ok(answer)
 }
 
 /// `completion/complete`: a prompt's argument (`ref/prompt` with its gateway name, which the

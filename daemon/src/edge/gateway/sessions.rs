@@ -5,7 +5,7 @@
 //! a session idle for [`IDLE_TTL`] expires (MCP hosts start a new one on a 404).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,12 @@ pub(crate) struct Session {
     /// `notifications/cancelled`.
     calls: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     next_relay: AtomicU64,
+    /// The resource URIs it subscribed to, with the server of each.
+    subscribed: Mutex<HashMap<String, String>>,
+    /// Whether its standalone stream (`GET`) is open: one at a time.
+    notice_stream: AtomicBool,
+    /// Turns `true` when the session ends (deleted or evicted), which ends its stream.
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 impl Session {
@@ -145,6 +151,47 @@ impl Session {
         }
     }
 
+    /// Notes a subscription to `uri` at `server` (`subscribe`) or its end.
+    pub(crate) fn note_subscription(&self, uri: &str, server: &str, subscribe: bool) {
+        let mut subscribed = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
+        if subscribe {
+            if subscribed.len() < MAX_DESCRIBED {
+                subscribed.insert(uri.to_owned(), server.to_owned());
+            }
+        } else {
+            subscribed.remove(uri);
+        }
+    }
+
+    /// Whether it subscribed to `uri` at `server`.
+    pub(crate) fn is_subscribed(&self, uri: &str, server: &str) -> bool {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uri)
+            .is_some_and(|subscribed| subscribed == server)
+    }
+
+    /// Marks the session ended, for its stream.
+    fn end(&self) {
+        self.ended.send_replace(true);
+    }
+
+    /// A receiver that turns `true` when the session ends.
+    pub(crate) fn ended(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.ended.subscribe()
+    }
+
+    /// Takes the session's one standalone stream slot; `false` when a stream holds it.
+    pub(crate) fn open_notice_stream(&self) -> bool {
+        !self.notice_stream.swap(true, Ordering::AcqRel)
+    }
+
+    /// Frees the standalone stream slot.
+    pub(crate) fn close_notice_stream(&self) {
+        self.notice_stream.store(false, Ordering::Release);
+    }
+
     /// The server that listed `uri` in this session's last `resources/list`.
     pub(crate) fn resource_server(&self, uri: &str) -> Option<String> {
         self.resource_servers
@@ -178,16 +225,26 @@ impl SessionTable {
             relays: Mutex::default(),
             calls: Mutex::default(),
             next_relay: AtomicU64::new(1),
+            subscribed: Mutex::default(),
+            notice_stream: AtomicBool::new(false),
+            ended: tokio::sync::watch::Sender::new(false),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, session| now.duration_since(session.last_used()) < IDLE_TTL);
+        sessions.retain(|_, session| {
+            let keep = now.duration_since(session.last_used()) < IDLE_TTL;
+            if !keep {
+                session.end();
+            }
+            keep
+        });
         if sessions.len() >= MAX_SESSIONS
             && let Some(oldest) = sessions
                 .iter()
                 .min_by_key(|(_, session)| session.last_used())
                 .map(|(id, _)| id.clone())
+            && let Some(evicted) = sessions.remove(&oldest)
         {
-            sessions.remove(&oldest);
+            evicted.end();
         }
         sessions.insert(id.clone(), session);
         id
@@ -212,7 +269,9 @@ impl SessionTable {
             .get(id)
             .is_some_and(|session| session.token_id == token_id)
         {
-            sessions.remove(id);
+            if let Some(session) = sessions.remove(id) {
+                session.end();
+            }
             true
         } else {
             false
@@ -242,7 +301,10 @@ mod tests {
         assert!(session.was_described("a__b"));
         assert!(!session.was_described("a__c"));
         assert!(!table.remove(&id, "other"));
+        let ended = session.ended();
+        assert!(!*ended.borrow());
         assert!(table.remove(&id, "owner"));
+        assert!(*ended.borrow(), "its stream is told the session ended");
         assert!(table.get(&id, "owner").is_none());
     }
 }
