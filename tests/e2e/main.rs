@@ -43,6 +43,7 @@ mod peers_more;
 mod pins_live;
 mod progress;
 mod prompts;
+mod record;
 mod remote;
 mod replay;
 mod resilience;
