@@ -307,3 +307,45 @@ fn the_daemon_stopping_mid_recording_leaves_a_recording_that_replays() {
     assert_eq!(answer_text(&[replay]), answer_text(&[recorded]));
     stop(replaying);
 }
+
+#[test]
+fn http_servers_and_servers_recorded_by_their_config_are_refused_with_the_reason() {
+    let dir = scratch();
+    let peer = tool_cli_tests::HttpPeer::everything();
+    let mut configured = everything_stdio();
+    configured["record"] = json!(dir.path().join("by-config.ndjson"));
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "remote": peer.server_config(),
+        "configured": configured,
+    }}));
+    let out = dir.path().join("rec.ndjson");
+    let text = error_text(
+        &daemon,
+        name::START_RECORDING,
+        json!({"server": "remote", "out": out}),
+    );
+    assert!(text.contains("stdio servers only"), "{text}");
+    let text = error_text(
+        &daemon,
+        name::START_RECORDING,
+        json!({"server": "configured", "out": out}),
+    );
+    assert!(text.contains("through tool-cli-replay already"), "{text}");
+    // The CLI shows the daemon's reason and fails.
+    let cli = daemon.run_client(
+        &[
+            "record",
+            "--server",
+            "remote",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!cli.status.success());
+    assert!(
+        String::from_utf8_lossy(&cli.stderr).contains("stdio servers only"),
+        "{cli:?}"
+    );
+    stop(daemon);
+}
