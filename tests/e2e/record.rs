@@ -309,28 +309,26 @@ fn the_daemon_stopping_mid_recording_leaves_a_recording_that_replays() {
 }
 
 #[test]
-fn http_servers_and_servers_recorded_by_their_config_are_refused_with_the_reason() {
+fn servers_recorded_by_their_config_are_refused_with_the_reason() {
     let dir = scratch();
     let peer = tool_cli_tests::HttpPeer::everything();
     let mut configured = everything_stdio();
     configured["record"] = json!(dir.path().join("by-config.ndjson"));
+    let mut remote = peer.server_config();
+    remote["record"] = json!(dir.path().join("remote-by-config.ndjson"));
     let daemon = Daemon::start(json!({"mcpServers": {
-        "remote": peer.server_config(),
         "configured": configured,
+        "remote": remote,
     }}));
     let out = dir.path().join("rec.ndjson");
-    let text = error_text(
-        &daemon,
-        name::START_RECORDING,
-        json!({"server": "remote", "out": out}),
-    );
-    assert!(text.contains("stdio servers only"), "{text}");
-    let text = error_text(
-        &daemon,
-        name::START_RECORDING,
-        json!({"server": "configured", "out": out}),
-    );
-    assert!(text.contains("through tool-cli-replay already"), "{text}");
+    for server in ["configured", "remote"] {
+        let text = error_text(
+            &daemon,
+            name::START_RECORDING,
+            json!({"server": server, "out": out}),
+        );
+        assert!(text.contains("already"), "{server}: {text}");
+    }
     // The CLI shows the daemon's reason and fails.
     let cli = daemon.run_client(
         &[
@@ -344,8 +342,82 @@ fn http_servers_and_servers_recorded_by_their_config_are_refused_with_the_reason
     );
     assert!(!cli.status.success());
     assert!(
-        String::from_utf8_lossy(&cli.stderr).contains("stdio servers only"),
+        String::from_utf8_lossy(&cli.stderr).contains("records it already"),
         "{cli:?}"
     );
     stop(daemon);
+}
+
+/// A Streamable HTTP server recorded through the HTTP client's tap: secrets in its headers
+/// (`${VAR}`) are in no line of the file, and the recording replays through the daemon with
+/// the same answers.
+#[test]
+fn tool_cli_record_records_a_streamable_http_server() {
+    let dir = scratch();
+    let file = dir.path().join("remote.ndjson");
+    let secrets = seeded_secrets();
+    let peer = tool_cli_tests::HttpPeer::everything();
+    let mut remote = peer.server_config();
+    remote["headers"] = json!({
+        "Authorization": "Bearer ${RECORD_SECRET_0}",
+        "X-Api-Key": "${RECORD_SECRET_1}",
+        "X-Tenant": "${RECORD_SECRET_2}-${RECORD_SECRET_3}-${RECORD_SECRET_4}",
+    });
+    let daemon = Daemon::start_with(
+        json!({"mcpServers": {"remote": remote}}),
+        DaemonOptions {
+            env: secrets
+                .iter()
+                .enumerate()
+                .map(|(index, secret)| (format!("RECORD_SECRET_{index}"), secret.clone()))
+                .collect(),
+            ..Default::default()
+        },
+    );
+    let started = daemon.call(
+        name::START_RECORDING,
+        json!({"server": "remote", "out": file}),
+    );
+    assert_eq!(started["state"], "ready", "{started:#}");
+    let echo = json!({"message": format!("echo {}", secrets[1])});
+    let recorded = [
+        daemon.call_tool("remote", "echo", echo),
+        daemon.call_tool("remote", "get-sum", json!({"a": 20, "b": 22})),
+    ];
+    assert!(
+        recorded[0].to_string().contains("echo"),
+        "{:#}",
+        recorded[0]
+    );
+    let stopped = daemon.call(name::STOP_RECORDING, json!({"server": "remote"}));
+    assert_eq!(stopped["complete"], true, "{stopped:#}");
+    stop(daemon);
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    let leaked: Vec<&String> = secrets
+        .iter()
+        .filter(|secret| text.contains(secret.as_str()))
+        .collect();
+    assert!(leaked.is_empty(), "0 of 5 secrets in the file: {leaked:?}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("\"transport\":\"http\"")
+    );
+    assert!(text.lines().last().unwrap().contains("\"end\":true"));
+
+    let replaying = Daemon::start(json!({"mcpServers": {"remote": {"replay": file}}}));
+    let echo_redacted = json!({"message": "echo [redacted]"});
+    let replay = [
+        replaying.call_tool("remote", "echo", echo_redacted),
+        replaying.call_tool("remote", "get-sum", json!({"a": 20, "b": 22})),
+    ];
+    assert_eq!(answer_text(&replay[1..]), answer_text(&recorded[1..]));
+    assert!(
+        replay[0].to_string().contains("[redacted]"),
+        "{:#}",
+        replay[0]
+    );
+    stop(replaying);
 }

@@ -1,5 +1,6 @@
-//! `startRecording` and `stopRecording`: a configured stdio server restarted under the bundled
-//! recording proxy (`config/recording.rs`), so that every caller's traffic to it (the CLI,
+//! `startRecording` and `stopRecording`: a configured server restarted recording (a stdio one
+//! under the bundled recording proxy, an http one with the HTTP client's tap:
+//! `config/recording.rs`), so that every caller's traffic to it (the CLI,
 //! scripts, the agent, the gateway: they all go through the pool) is written to an NDJSON file,
 //! and restarted unrecorded when the recording stops. The restart is an ordinary replacement
 //! (`ServerManager::apply`): the old connection drains and stops, the new one starts with a
@@ -73,8 +74,7 @@ impl ServerManager {
         let created = prepare_file(&out)
             .map_err(|why| Error::invalid_params(method, format!("out {}: {why}", params.out)))?;
         let recorded = ServerConfig {
-            transport: recorded_transport(&params.server, &params.out, None, recorded)
-                .map_err(|refused| Error::invalid_params(method, refused.to_string()))?,
+            transport: recorded_transport(&params.server, &params.out, None, recorded),
             ..configured.clone()
         };
         let secrets = Arc::new(crate::config::secrets_of(&running));
@@ -194,12 +194,13 @@ fn recordable(server: &ServerConfig) -> Result<TransportConfig, String> {
              member); its recording is the file that member names"
                 .to_owned(),
         ),
-        TransportConfig::Stdio { .. } => Ok(server.transport.clone()),
-        _ => Err(
-            "recording works for stdio servers only; an http server can be recorded by \
-                  running `tool-cli-replay record` in front of a stdio bridge to it"
+        TransportConfig::Http { remote, .. } if remote.record.is_some() => Err(
+            "its config's \"record\" member records it already, to the file that member names"
                 .to_owned(),
         ),
+        TransportConfig::Stdio { .. } | TransportConfig::Http { .. } => {
+            Ok(server.transport.clone())
+        }
     }
 }
 
