@@ -1,5 +1,5 @@
 //! Params and results of runtime server management: `addServer`, `removeServer`,
-//! `reloadConfig` (owner token only; ours).
+//! `reloadConfig`, `startRecording`, `stopRecording` (owner token only; ours).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -143,4 +143,54 @@ pub struct PinListingResult {
     /// Every tool the pin check covers (all but those the config hides), held back or not,
     /// each exactly as `describeTool` would give it, in the server's order.
     pub tools: Vec<Value>,
+}
+
+/// Params of `startRecording`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartRecordingParams {
+    /// The server to record (a configured stdio server, not recorded already).
+    pub server: String,
+    /// The NDJSON file to write, an absolute path in an existing, writable directory; created
+    /// (or truncated) readable by its owner only.
+    pub out: String,
+}
+
+/// Result of `startRecording`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartRecordingResult {
+    /// The server, restarted under the recording proxy.
+    pub server: String,
+    /// The file it records to.
+    pub out: String,
+    /// Its connection state after the restart (`ready`; a server that does not come back is
+    /// restarted unrecorded and the method fails).
+    pub state: ServerState,
+}
+
+/// Params of `stopRecording`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopRecordingParams {
+    /// The server being recorded.
+    pub server: String,
+}
+
+/// Result of `stopRecording`: the server runs unrecorded again and the file is finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopRecordingResult {
+    /// The server.
+    pub server: String,
+    /// The file written.
+    pub out: String,
+    /// Its lines (header, messages, end marker).
+    pub lines: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The MCP messages recorded (both directions).
+    pub messages: u64,
+    /// Whether the file ends with its end marker (a replay refuses one without).
+    pub complete: bool,
 }

@@ -89,6 +89,10 @@ pub mod name {
     /// Every tool of a server the pins are checked on, held back or not, as it lists it now
     /// (owner token only; ours): what `tool-cli pin` records and diffs.
     pub const PIN_LISTING: &str = "pinListing";
+    /// `startRecording` (owner token only; ours): restart a server under the recording proxy.
+    pub const START_RECORDING: &str = "startRecording";
+    /// `stopRecording` (owner token only; ours): end a recording, restart the server unrecorded.
+    pub const STOP_RECORDING: &str = "stopRecording";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -130,6 +134,8 @@ pub mod name {
         RELOAD_CONFIG,
         RELOAD_PINS,
         PIN_LISTING,
+        START_RECORDING,
+        STOP_RECORDING,
     ];
 }
 

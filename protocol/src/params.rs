@@ -18,7 +18,9 @@ use serde_json::{Map, Value};
 
 use crate::agent::{AgentEventsParams, CancelAgentParams, RunAgentParams};
 use crate::elicitation::AnswerElicitationParams;
-use crate::manage::{AddServerParams, RemoveServerParams};
+use crate::manage::{
+    AddServerParams, RemoveServerParams, StartRecordingParams, StopRecordingParams,
+};
 use crate::methods::{
     CallEventsParams, CallToolParams, DescribeToolParams, GetPromptParams, HealthParams,
     ListPromptsParams, MintTokenParams, ReadResourceParams, ReadSpilledParams, RevokeTokenParams,
@@ -132,6 +134,8 @@ shapes! {
     AnswerElicitationParams: r#"{"progressId": string, "elicitationId": string, "action": "accept" | "decline" | "cancel", "content"?: object}"#, checked = &["content"];
     AddServerParams: r#"{"name": string, "config": {"command": string, "args"?: [string], "env"?: object} | {"url": string, "headers"?: object}}"#;
     RemoveServerParams: r#"{"name": string}"#;
+    StartRecordingParams: r#"{"server": string, "out": string}"#;
+    StopRecordingParams: r#"{"server": string}"#;
 }
 
 /// Holds `P::SHAPE` against `P`: the members it names are the type's members; a value made
@@ -571,6 +575,8 @@ mod tests {
             ),
             ("AddServerParams", check_shape::<AddServerParams>),
             ("RemoveServerParams", check_shape::<RemoveServerParams>),
+            ("StartRecordingParams", check_shape::<StartRecordingParams>),
+            ("StopRecordingParams", check_shape::<StopRecordingParams>),
         ];
         let failures: Vec<String> = checks
             .iter()

@@ -202,7 +202,7 @@ fn the_config_records_a_server_and_replays_the_recording() {
     assert!(replayed[3].to_string().contains("[REDACTED]"));
     stop(replaying);
 
-    // `record` on an http server, or `replay` beside a command, is refused with the reason.
+    // `replay` beside a command is refused with the reason.
     let refused = Daemon::try_start_with(
         json!({"mcpServers": {"everything": {"replay": file, "command": "npx"}}}),
         tool_cli_tests::DaemonOptions::default(),
@@ -211,16 +211,6 @@ fn the_config_records_a_server_and_replays_the_recording() {
     .expect("refused");
     assert!(
         refused.contains("\"replay\" without \"command\""),
-        "{refused}"
-    );
-    let refused = Daemon::try_start_with(
-        json!({"mcpServers": {"remote": {"url": "http://127.0.0.1:9/mcp", "record": "x.ndjson"}}}),
-        tool_cli_tests::DaemonOptions::default(),
-    )
-    .err()
-    .expect("refused");
-    assert!(
-        refused.contains("recording works for stdio servers only"),
         "{refused}"
     );
 }

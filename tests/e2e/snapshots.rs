@@ -120,7 +120,9 @@ fn get_bridge_info() {
                 "removeServer",
                 "reloadConfig",
                 "reloadPins",
-                "pinListing"
+                "pinListing",
+                "startRecording",
+                "stopRecording"
               ],
               "capabilities": {
                 "authentication": {

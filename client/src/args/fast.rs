@@ -17,7 +17,7 @@ use super::grammar::Cli;
 
 /// The names that make a first word a subcommand rather than a server (`grammar.rs`); a unit
 /// test checks that this list is clap's.
-pub(super) const SUBCOMMANDS: [&str; 21] = [
+pub(super) const SUBCOMMANDS: [&str; 22] = [
     "resource",
     "prompt",
     "health",
@@ -38,6 +38,7 @@ pub(super) const SUBCOMMANDS: [&str; 21] = [
     "export",
     "pin",
     "skill",
+    "record",
     "help",
 ];
 

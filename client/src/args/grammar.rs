@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 
 use super::help::AFTER_HELP;
 use super::token::TokenAction;
-use super::{agent, auth, call, chain, complete, config, output, prompts, search, server, session};
+use super::{
+    agent, auth, call, chain, complete, config, output, prompts, record, search, server, session,
+};
 
 /// clap's view of the command line; converted to a [`Command`] by [`parse`].
 #[derive(Debug, Parser)]
@@ -29,6 +31,7 @@ use super::{agent, auth, call, chain, complete, config, output, prompts, search,
                       tool-cli token <mint|list|revoke> [OPTIONS]\n       \
                       tool-cli daemon <start|stop|status> [OPTIONS]\n       \
                       tool-cli server <add|remove|list|restart|reload> [OPTIONS]\n       \
+                      tool-cli record --server S --out FILE [--calls N | --for SECS]\n       \
                       tool-cli config import --from CLIENT [--path FILE] [--write]\n       \
                       tool-cli auth <login|status|logout> [SERVER]\n       \
                       tool-cli traces report [OPTIONS]\n       \
@@ -157,6 +160,10 @@ pub(super) enum TopSubcommand {
         #[command(subcommand)]
         action: server::ServerAction,
     },
+    /// Record a server's MCP exchange, every caller's, to the --out FILE until Ctrl-C (or
+    /// --calls N, --for SECS); replay it with {"replay": FILE} (wins over a server named
+    /// `record`)
+    Record(record::RecordArgs),
     /// Import other clients' MCP servers into tool-cli's config (wins over a server named
     /// `config`)
     Config {

@@ -128,6 +128,12 @@ Servers (with the daemon's own token):
   tool-cli server list                  the servers (as `tool-cli` alone)
   tool-cli server reload                read the config file again (as SIGHUP): unchanged servers
                                         keep running, changed ones restart, removed ones drain
+  tool-cli record --server S --out FILE [--calls N | --for SECS]
+                                        restart S under the recorder: every caller's calls to it
+                                        go to FILE (NDJSON, secrets redacted) until Ctrl-C, N
+                                        answered tool calls or SECS; then S runs unrecorded
+                                        again; replay FILE with {\"replay\": FILE} in the config
+  tool-cli record --server S --stop     end a recording whose `tool-cli record` is gone
 
 Config import (no daemon needed; see docs/config-import.md):
   tool-cli config import --from CLIENT [--path FILE] [--config FILE] [--write]

@@ -26,6 +26,7 @@ pub(crate) mod one_shot;
 mod output;
 mod progress;
 mod prompts;
+pub(crate) mod record;
 pub(crate) mod search;
 mod server;
 pub(crate) mod session;
@@ -155,6 +156,8 @@ pub(crate) enum Command {
     RestartServer { server: String },
     /// `tool-cli server add|remove|reload`.
     ManageServers(ServerCommand),
+    /// `tool-cli record --server S --out FILE`: startRecording, wait, stopRecording.
+    Record(record::RecordCommand),
     /// `tool-cli config import ...`: run without a daemon.
     ConfigImport(ConfigImport),
     /// `tool-cli traces report ...`: from the daemon, or from `--file` without one.
@@ -391,6 +394,10 @@ fn interpret(
             Command::TracesReport(crate::traces::request(action).map_err(usage)?)
         }
         Some(TopSubcommand::Config { action }) => Command::ConfigImport(config::command(action)),
+        Some(TopSubcommand::Record(args)) => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            Command::Record(record::command(args, cli.global.out.as_deref(), &cwd).map_err(usage)?)
+        }
         Some(TopSubcommand::Server { action }) => match server::command(action).map_err(usage)? {
             server::Parsed::Manage(command) => Command::ManageServers(command),
             server::Parsed::Restart(name) => Command::RestartServer { server: name },

@@ -27,6 +27,7 @@ mod pin;
 pub(crate) mod plain;
 mod progress;
 mod prompts;
+mod record;
 mod resources;
 mod search;
 mod servers;
@@ -220,6 +221,11 @@ async fn run_command(
             chain::run(client, &mut output, command, flags).await
         }
         Command::Skill { server } => skill::run(client, &mut output, server).await,
+        Command::Record(command) => {
+            // `--out` names the recording here, not a file for the summary.
+            output.out = None;
+            record::run(client, &mut output, command).await
+        }
         Command::Daemon(_)
         | Command::Mcp { .. }
         | Command::Completions(_)

@@ -301,8 +301,7 @@ fn parse_server(
         (None, kind) => parse_transport(&raw, kind, env)?,
     };
     let transport = match &raw.record {
-        Some(file) => recording::recorded_transport(name, file, config_dir, transport)
-            .map_err(|refused| (Some("record".to_owned()), refused.to_string()))?,
+        Some(file) => recording::recorded_transport(name, file, config_dir, transport),
         None => transport,
     };
 

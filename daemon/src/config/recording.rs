@@ -1,8 +1,9 @@
-//! A server entry's `record` and `replay` members (docs/record-replay.md): recording a stdio
-//! server's MCP exchange to an NDJSON file, and serving such a file as a server, both through
-//! the bundled `tool-cli-replay` (its `record` proxy, and its stdio replay). Pure: the entry
-//! becomes an ordinary stdio transport whose command is [`REPLAY_COMMAND`], which the pool runs
-//! from beside the daemon's own executable (`pool/child.rs`).
+//! A server entry's `record` and `replay` members (docs/record-replay.md): recording a server's
+//! MCP exchange to an NDJSON file, and serving such a file as a server. Pure: a recorded stdio
+//! entry and a replayed one become stdio transports whose command is [`REPLAY_COMMAND`] (its
+//! `record` proxy, its stdio replay), which the pool runs from beside the daemon's own
+//! executable (`pool/child.rs`); a recorded http entry keeps its transport with the file named
+//! in its options, which the HTTP client's tap writes (`pool/http_tap.rs`).
 //!
 //! ```json
 //! "everything": { "command": "npx", "args": ["…"], "record": "everything.ndjson" }
@@ -46,34 +47,33 @@ pub(crate) fn replay_transport(
     }
 }
 
-/// Why a server's `record` cannot be honoured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum RecordingError {
-    /// The proxy records stdio only.
-    #[error(
-        "recording works for stdio servers only; to record an http server, run \
-         `tool-cli-replay record` in front of a stdio bridge to it, or leave \"record\" out"
-    )]
-    NotStdio,
-}
-
-/// `transport` run through the recording proxy, writing to `file`; refused for a transport
-/// that is not stdio (the message says what would work).
+/// `transport` recording to `file`: a stdio server run through the recording proxy, an http
+/// server with the HTTP client's tap (`pool/http_tap.rs`).
 pub(crate) fn recorded_transport(
     name: &str,
     file: &str,
     config_dir: Option<&Path>,
     transport: TransportConfig,
-) -> Result<TransportConfig, RecordingError> {
-    let TransportConfig::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = transport
-    else {
-        return Err(RecordingError::NotStdio);
+) -> TransportConfig {
+    let (command, args, env, cwd) = match transport {
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => (command, args, env, cwd),
+        TransportConfig::Http {
+            url,
+            headers,
+            mut remote,
+        } => {
+            remote.record = Some(resolve(file, config_dir).into());
+            return TransportConfig::Http {
+                url,
+                headers,
+                remote,
+            };
+        }
     };
     let mut proxy = vec![
         "record".to_owned(),
@@ -89,12 +89,12 @@ pub(crate) fn recorded_transport(
     proxy.push("--".to_owned());
     proxy.push(command);
     proxy.extend(args);
-    Ok(TransportConfig::Stdio {
+    TransportConfig::Stdio {
         command: REPLAY_COMMAND.to_owned(),
         args: proxy,
         env,
         cwd,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -113,7 +113,7 @@ mod tests {
         };
         let TransportConfig::Stdio {
             command, args, env, ..
-        } = recorded_transport("s", "rec.ndjson", Some(Path::new("/etc/tc")), transport).unwrap()
+        } = recorded_transport("s", "rec.ndjson", Some(Path::new("/etc/tc")), transport)
         else {
             panic!("stdio");
         };
@@ -135,6 +135,25 @@ mod tests {
             ]
         );
         assert_eq!(env["API_KEY"], "k", "the server still gets its environment");
+    }
+
+    #[test]
+    fn a_recorded_http_server_keeps_its_transport_with_the_file_in_its_options() {
+        let transport = TransportConfig::Http {
+            url: "https://example.test/mcp".to_owned(),
+            headers: BTreeMap::new(),
+            remote: Default::default(),
+        };
+        let TransportConfig::Http { url, remote, .. } =
+            recorded_transport("s", "rec.ndjson", Some(Path::new("/etc/tc")), transport)
+        else {
+            panic!("http");
+        };
+        assert_eq!(url, "https://example.test/mcp");
+        assert_eq!(
+            remote.record.as_deref(),
+            Some(Path::new("/etc/tc/rec.ndjson"))
+        );
     }
 
     #[test]

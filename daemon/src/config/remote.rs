@@ -15,6 +15,9 @@ pub struct RemoteOptions {
     pub ca_file: Option<PathBuf>,
     /// Whether and how to authorize with OAuth 2.1 when the server answers 401.
     pub oauth: OAuthSettings,
+    /// Record the MCP exchange to this NDJSON file (`"record"`, or `startRecording`), through
+    /// the HTTP client's tap (`pool/http_tap.rs`).
+    pub record: Option<PathBuf>,
 }
 
 /// The `oauth` field of a remote server.
@@ -170,7 +173,11 @@ pub(crate) fn parse(
             ));
         }
     };
-    Ok(RemoteOptions { ca_file, oauth })
+    Ok(RemoteOptions {
+        ca_file,
+        oauth,
+        record: None,
+    })
 }
 
 /// A client ID metadata document's URL must be `https://` with a path (it is the client id; the

@@ -30,12 +30,14 @@ use rmcp::transport::streamable_http_client::{
 
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
+use super::http_tap::HttpTap;
 use super::oversized::OversizedAnswers;
 use super::raw_results::id_key;
 use super::tls;
 use crate::config::RemoteOptions;
 use crate::oauth::{BearerError, ServerAuth};
 use rmcp::transport::streamable_http_client::AuthRequiredError;
+use tool_cli_replay::recording::Sender;
 
 /// rmcp's reqwest client, noting which response streams ended for being too large, sending the
 /// server's current OAuth access token with every request, and keeping the reason of the last
@@ -51,6 +53,8 @@ struct SizeWatchingClient {
     auth_refused: Arc<AtomicBool>,
     /// The `Mcp-Session-Id` last sent, for the spans' `mcp.session.id`.
     session: Arc<Mutex<Option<Arc<str>>>>,
+    /// The recording, when the server is recorded (`http_tap.rs`).
+    tap: Option<Arc<HttpTap>>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -151,11 +155,15 @@ impl StreamableHttpClient for SizeWatchingClient {
         self.note_session(session_id.as_ref());
         let mut custom_headers = custom_headers;
         add_trace_headers(&message, &mut custom_headers);
+        if let Some(tap) = &self.tap {
+            tap.record(Sender::Client, &message);
+        }
         let result = self
             .inner
             .post_message(uri, message, session_id, auth_header, custom_headers)
             .await;
-        self.inspect(result).await
+        let response = self.inspect(result).await?;
+        Ok(self.tap_response(response))
     }
 
     fn post_message_with_max_sse_event_size(
@@ -176,6 +184,9 @@ impl StreamableHttpClient for SizeWatchingClient {
         let mut custom_headers = custom_headers;
         add_trace_headers(&message, &mut custom_headers);
         self.note_session(session_id.as_ref());
+        if let Some(tap) = &self.tap {
+            tap.record(Sender::Client, &message);
+        }
         async move {
             let auth_header = self.auth_header(auth_header).await?;
             let result = self
@@ -189,7 +200,7 @@ impl StreamableHttpClient for SizeWatchingClient {
                     max_sse_event_size,
                 )
                 .await;
-            let response = self.inspect(result).await?;
+            let response = self.tap_response(self.inspect(result).await?);
             Ok(match (response, request_id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let oversized = Arc::clone(&self.oversized);
@@ -226,7 +237,7 @@ impl StreamableHttpClient for SizeWatchingClient {
             .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await;
-        self.inspect(result).await
+        Ok(self.tap_stream(self.inspect(result).await?))
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -250,7 +261,43 @@ impl StreamableHttpClient for SizeWatchingClient {
                 max_sse_event_size,
             )
             .await;
-        self.inspect(result).await
+        Ok(self.tap_stream(self.inspect(result).await?))
+    }
+}
+
+impl SizeWatchingClient {
+    /// Records what the server answered a POST with (a JSON message, or each event of its
+    /// stream as it is read), when the server is recorded.
+    fn tap_response(&self, response: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+        let Some(tap) = &self.tap else {
+            return response;
+        };
+        match response {
+            StreamableHttpPostResponse::Json(message, session) => {
+                tap.record(Sender::Server, &message);
+                StreamableHttpPostResponse::Json(message, session)
+            }
+            StreamableHttpPostResponse::Sse(stream, session) => {
+                StreamableHttpPostResponse::Sse(self.tap_stream(stream), session)
+            }
+            accepted => accepted,
+        }
+    }
+
+    /// Records each event of a server's SSE stream as it is read, when the server is recorded.
+    fn tap_stream(&self, stream: BoxedSseResponse) -> BoxedSseResponse {
+        let Some(tap) = self.tap.clone() else {
+            return stream;
+        };
+        stream
+            .inspect(move |item| {
+                if let Ok(event) = item
+                    && let Some(data) = &event.data
+                {
+                    tap.record_text(data);
+                }
+            })
+            .boxed()
     }
 }
 
@@ -287,6 +334,8 @@ pub(crate) struct Remote<'a> {
     pub(crate) options: &'a RemoteOptions,
     /// Its OAuth state (`None` for a server the daemon has no state for).
     pub(crate) auth: Option<Arc<ServerAuth>>,
+    /// The config's secrets, redacted in a recording.
+    pub(crate) secrets: Arc<crate::redact::Secrets>,
 }
 
 /// Connects to a Streamable HTTP server: the MCP handshake, then its tool list.
@@ -327,7 +376,26 @@ pub(crate) async fn connect(
     let failure = Arc::new(Mutex::new(None));
     let auth_refused = Arc::new(AtomicBool::new(false));
     let session = Arc::new(Mutex::new(None));
+    let tap = match &remote.options.record {
+        Some(path) => Some(Arc::new(
+            HttpTap::open(
+                path,
+                name,
+                remote.url,
+                remote.headers.keys().cloned().collect(),
+                Arc::clone(&remote.secrets),
+            )
+            .map_err(|error| {
+                format!(
+                    "the recording {} cannot be written: {error}",
+                    path.display()
+                )
+            })?,
+        )),
+        None => None,
+    };
     let client = SizeWatchingClient {
+        tap,
         session: Arc::clone(&session),
         inner,
         oversized: Arc::clone(&oversized),

@@ -21,6 +21,7 @@ mod child;
 mod connection;
 mod direct;
 mod http;
+mod http_tap;
 mod lifecycle;
 mod lines;
 mod log_budget;

@@ -231,6 +231,7 @@ impl Pool {
                         headers,
                         options: remote,
                         auth: self.remote_auth.server(&server.config.name),
+                        secrets: Arc::clone(&server.secrets),
                     },
                     self.options.max_message_bytes,
                 )

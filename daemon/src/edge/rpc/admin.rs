@@ -1,5 +1,6 @@
 //! The owner token's methods (a scoped token is refused before its params are read): server
-//! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`), pins
+//! management (`restartServer`, `addServer`, `removeServer`, `reloadConfig`,
+//! `startRecording`, `stopRecording`), pins
 //! (`reloadPins`, `pinListing`), tokens
 //! (`mintToken`, `revokeToken`, `listTokens`) and `tracesReport`, answered by the admin
 //! service.
@@ -20,6 +21,12 @@ pub(super) fn register(methods: &mut Methods) {
     });
     methods.add(name::REMOVE_SERVER, Owner, |s, p, c| async move {
         s.admin.remove_server(p, &c).await
+    });
+    methods.add(name::START_RECORDING, Owner, |s, p, c| async move {
+        s.admin.start_recording(p, &c).await
+    });
+    methods.add(name::STOP_RECORDING, Owner, |s, p, c| async move {
+        s.admin.stop_recording(p, &c).await
     });
     methods.add(name::RELOAD_CONFIG, Owner, |s, _: NoParams, c| async move {
         s.admin.reload_config(&c).await

@@ -173,6 +173,8 @@ async fn the_owners_methods_are_registered_owner_only() {
         name::RELOAD_CONFIG,
         name::RELOAD_PINS,
         name::PIN_LISTING,
+        name::START_RECORDING,
+        name::STOP_RECORDING,
         name::MINT_TOKEN,
         name::REVOKE_TOKEN,
         name::LIST_TOKENS,

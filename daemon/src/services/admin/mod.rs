@@ -1,6 +1,6 @@
 //! The admin service: the owner token's methods. Servers at run time (`addServer`,
 //! `removeServer`, `reloadConfig` and SIGHUP, through the [`ServerManager`] of `servers.rs`;
-//! `restartServer`), tokens (`mintToken`, `revokeToken`, `listTokens`), the trace report
+//! `restartServer`; `startRecording`/`stopRecording`, in `servers/recording.rs`), tokens (`mintToken`, `revokeToken`, `listTokens`), the trace report
 //! (`traces.rs`), signing in to remote servers (`remote.rs`) and the pin check (`pins.rs`:
 //! `reloadPins`, `pinListing`).
 //!
@@ -19,6 +19,7 @@ use std::time::SystemTime;
 
 use tool_cli_protocol::manage::{
     AddServerParams, AddServerResult, ReloadConfigResult, RemoveServerParams, RemoveServerResult,
+    StartRecordingParams, StartRecordingResult, StopRecordingParams, StopRecordingResult,
 };
 use tool_cli_protocol::methods::{
     ListTokensResult, MintTokenParams, MintTokenResult, RestartServerResult, RevokeTokenParams,
@@ -150,6 +151,28 @@ impl Admin {
     ) -> Result<ReloadConfigResult, Error> {
         self.manager(name::RELOAD_CONFIG)?
             .reload_config(&self.followers())
+            .await
+    }
+
+    /// `startRecording`: restarts a stdio server under the recording proxy writing a file.
+    pub(crate) async fn start_recording(
+        &self,
+        params: StartRecordingParams,
+        _context: &CallContext,
+    ) -> Result<StartRecordingResult, Error> {
+        self.manager(name::START_RECORDING)?
+            .start_recording(params, &self.followers())
+            .await
+    }
+
+    /// `stopRecording`: restarts the recorded server unrecorded and sums up the file.
+    pub(crate) async fn stop_recording(
+        &self,
+        params: StopRecordingParams,
+        _context: &CallContext,
+    ) -> Result<StopRecordingResult, Error> {
+        self.manager(name::STOP_RECORDING)?
+            .stop_recording(params, &self.followers())
             .await
     }
 

@@ -13,6 +13,7 @@
 //! makes the running set match the file again.
 
 mod diff;
+mod recording;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub struct ServerManager {
     running: tokio::sync::Mutex<Config>,
     /// The secrets the log and the edge clean of, replaced as the servers change.
     secrets: SharedSecrets,
+    /// The servers running under the recording proxy (`startRecording`), with their files.
+    recordings: std::sync::Mutex<std::collections::BTreeMap<String, PathBuf>>,
 }
 
 impl ServerManager {
@@ -78,6 +81,7 @@ impl ServerManager {
             env,
             running: tokio::sync::Mutex::new(config),
             secrets,
+            recordings: std::sync::Mutex::default(),
         }
     }
 }
