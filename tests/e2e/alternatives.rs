@@ -82,8 +82,10 @@ fn recorded(daemon: &Daemon, server: &str, tool: &str) -> usize {
 fn trace_lines(daemon: &Daemon, path: &Path) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let lines: Vec<Value> = std::fs::read_to_string(path)
-            .unwrap_or_default()
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // Only whole lines: the daemon may be writing the next one as this reads the file.
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        let lines: Vec<Value> = whole
             .lines()
             .map(|line| serde_json::from_str(line).expect("a JSON trace line"))
             .collect();
