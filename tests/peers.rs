@@ -405,3 +405,39 @@ impl HttpPeer {
         })
     }
 }
+
+/// The Python of the peers' venv (`.peers/venv`), which has the official MCP SDK the client
+/// drivers under `tests/fixtures/` use.
+pub fn peer_python() -> String {
+    let path = repo_root().join(".peers/venv/bin/python");
+    assert!(
+        path.exists(),
+        "the Python peer venv is missing: run scripts/install-peers.sh"
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// Runs the client driver `tests/fixtures/{fixture}` with `args` and `env` under the peers'
+/// Python, for at most `timeout`, and returns the one JSON report it prints on stdout; a driver
+/// that fails, or prints something else, fails the test with its output.
+pub fn python_driver_report(
+    fixture: &str,
+    args: &[String],
+    env: &[(&str, String)],
+    timeout: Duration,
+) -> Value {
+    let mut command = Command::new(peer_python());
+    command
+        .arg(repo_root().join("tests/fixtures").join(fixture))
+        .args(args)
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())));
+    let output = crate::run_with_timeout(command, timeout);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the driver {fixture} failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+}

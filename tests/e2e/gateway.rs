@@ -42,30 +42,12 @@ use tool_cli_tests::{
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn python() -> String {
-    let path = repo_root().join(".peers/venv/bin/python");
-    assert!(
-        path.exists(),
-        "the Python peer venv is missing: run scripts/install-peers.sh"
-    );
-    path.to_string_lossy().into_owned()
+    tool_cli_tests::peer_python()
 }
 
 /// Runs the SDK driver with `args` and returns its JSON report.
 fn sdk(args: &[String], env: &[(&str, String)]) -> Value {
-    let mut command = Command::new(python());
-    command
-        .arg(repo_root().join("tests/fixtures/mcp_gateway_client.py"))
-        .args(args)
-        .envs(env.iter().map(|(name, value)| (*name, value.as_str())));
-    let output = run_with_timeout(command, SCENARIO_TIMEOUT);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the SDK driver failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+    tool_cli_tests::python_driver_report("mcp_gateway_client.py", args, env, SCENARIO_TIMEOUT)
 }
 
 fn over_http(daemon: &Daemon, token: &str, headers: &[&str], calls: &Value) -> Value {

@@ -37,15 +37,6 @@ const WAIT: Duration = Duration::from_secs(30);
 /// What the daemon logs when a standalone stream opens.
 const OPENED: &str = "gateway standalone stream opened";
 
-fn python() -> String {
-    let path = repo_root().join(".peers/venv/bin/python");
-    assert!(
-        path.exists(),
-        "the Python peer venv is missing: run scripts/install-peers.sh"
-    );
-    path.to_string_lossy().into_owned()
-}
-
 /// How many standalone streams the daemon has opened so far.
 fn streams_opened(daemon: &Daemon) -> usize {
     daemon.stderr().matches(OPENED).count()
@@ -59,7 +50,7 @@ struct Driver {
 
 impl Driver {
     fn start(args: &[String], env: &[(&str, String)]) -> Driver {
-        let mut child = Command::new(python())
+        let mut child = Command::new(tool_cli_tests::peer_python())
             .arg(repo_root().join("tests/fixtures/mcp_gateway_notices_client.py"))
             .args(args)
             .envs(env.iter().map(|(name, value)| (*name, value.as_str())))

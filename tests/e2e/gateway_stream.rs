@@ -24,13 +24,12 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
     Daemon, HttpPeer, client_bin, count_recorded, everything_stdio, fault_server_recording,
-    http_request_bytes, raw_http_exchange, repo_root, run_with_timeout,
+    http_request_bytes, raw_http_exchange, repo_root,
 };
 
 /// How long one SDK run may take.
@@ -40,12 +39,7 @@ const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 const WAIT: Duration = Duration::from_secs(30);
 
 fn python() -> String {
-    let path = repo_root().join(".peers/venv/bin/python");
-    assert!(
-        path.exists(),
-        "the Python peer venv is missing: run scripts/install-peers.sh"
-    );
-    path.to_string_lossy().into_owned()
+    tool_cli_tests::peer_python()
 }
 
 /// everything and the conformance upstream, both allowed to ask the caller.
@@ -67,20 +61,12 @@ fn asking_servers(dir: &Path) -> Value {
 }
 
 fn stream_client(args: &[String], env: &[(&str, String)]) -> Value {
-    let mut command = Command::new(python());
-    command
-        .arg(repo_root().join("tests/fixtures/mcp_gateway_stream_client.py"))
-        .args(args)
-        .envs(env.iter().map(|(name, value)| (*name, value.as_str())));
-    let output = run_with_timeout(command, SCENARIO_TIMEOUT);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the SDK driver failed: {}\nstdout: {stdout}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
+    tool_cli_tests::python_driver_report(
+        "mcp_gateway_stream_client.py",
+        args,
+        env,
+        SCENARIO_TIMEOUT,
+    )
 }
 
 fn over_http(daemon: &Daemon, extra: &[&str], calls: &Value) -> Value {
