@@ -12,9 +12,9 @@
 //! `--idle-shutdown-secs` (default [`DEFAULT_IDLE_SECS`], `TOOL_CLI_AUTOSTART_IDLE_SECS`, `0`
 //! keeps it running), so a daemon nobody asked for by name does not outlive its use.
 
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,9 @@ use tool_cli_protocol::env;
 use tool_cli_protocol::runtime::RUNTIME_FILE_NAME;
 
 use crate::error::Error;
-use crate::run::daemon::{is_daemon, log_tail, read_runtime_file, spawn_detached};
+use crate::run::daemon::{
+    create_runtime_dir, is_daemon, log_tail, read_runtime_file, spawn_detached,
+};
 
 use env::{AUTOSTART_IDLE_SECS, NO_AUTOSTART};
 
@@ -84,14 +86,7 @@ pub(crate) fn ensure_daemon(runtime_dir: &Path, environment: &AutostartEnv) -> R
     if daemon_is_running(&runtime_file) {
         return Ok(false);
     }
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(runtime_dir)
-        .map_err(|source| Error::Io {
-            action: format!("create the runtime directory {}", runtime_dir.display()),
-            source,
-        })?;
+    create_runtime_dir(runtime_dir)?;
     let _lock = lock(&runtime_dir.join(LOCK_FILE_NAME))?;
     // Another first call may have started it while this one waited for the lock.
     if daemon_is_running(&runtime_file) {

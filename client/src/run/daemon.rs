@@ -330,6 +330,18 @@ async fn start(
     report(&running, runtime_dir, None, output).await
 }
 
+/// Creates the runtime directory (owner-only) with its parents, if it is not there yet.
+pub(crate) fn create_runtime_dir(runtime_dir: &Path) -> Result<(), Error> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(runtime_dir)
+        .map_err(|source| Error::Io {
+            action: format!("create the runtime directory {}", runtime_dir.display()),
+            source,
+        })
+}
+
 /// Runs `tool-cli-daemon` detached (a new session, stdin and stdout on `/dev/null`, stderr
 /// appended to `daemon.log` in `runtime_dir`) with the runtime directory `runtime_dir`; answers
 /// the child, the log's path and where this start's lines begin in it. Shared by `daemon start`
@@ -340,14 +352,7 @@ pub(crate) fn spawn_detached(
     daemon_args: &[String],
 ) -> Result<(std::process::Child, PathBuf, u64), Error> {
     let binary = daemon_binary()?;
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(runtime_dir)
-        .map_err(|source| Error::Io {
-            action: format!("create the runtime directory {}", runtime_dir.display()),
-            source,
-        })?;
+    create_runtime_dir(runtime_dir)?;
     let log_path = runtime_dir.join(LOG_FILE_NAME);
     let log = OpenOptions::new()
         .create(true)
