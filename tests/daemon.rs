@@ -348,6 +348,16 @@ impl Daemon {
         let child = self.child.as_mut()?;
         wait_timeout(child, timeout)
     }
+
+    /// Stops the daemon as a user would (SIGTERM) and waits for it to exit, so what it writes
+    /// on its way out (trace lines, a recording's end) is on disk when this returns.
+    pub fn stop_gracefully(mut self) {
+        self.signal(libc::SIGTERM);
+        assert!(
+            self.wait_for_exit(Duration::from_secs(30)).is_some(),
+            "the daemon stops on SIGTERM"
+        );
+    }
 }
 
 impl Drop for Daemon {

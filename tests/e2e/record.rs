@@ -77,14 +77,6 @@ fn calls(daemon: &Daemon) -> Vec<Value> {
     ]
 }
 
-fn stop(mut daemon: Daemon) {
-    daemon.signal(libc::SIGTERM);
-    assert!(
-        daemon.wait_for_exit(Duration::from_secs(30)).is_some(),
-        "the daemon stops on SIGTERM"
-    );
-}
-
 fn error_text(daemon: &Daemon, method: &str, params: Value) -> String {
     let error = daemon.call_err(method, params);
     format!(
@@ -185,7 +177,7 @@ fn tool_cli_record_records_every_callers_calls_and_the_recording_replays() {
     let after = daemon.call_tool("everything", "echo", json!({"message": "after the stop"}));
     assert!(after.to_string().contains("after the stop"));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
-    stop(daemon);
+    daemon.stop_gracefully();
 
     let replaying = replayed(&file);
     let replay = calls(&replaying);
@@ -199,7 +191,7 @@ fn tool_cli_record_records_every_callers_calls_and_the_recording_replays() {
         "{:#}",
         replay[3]
     );
-    stop(replaying);
+    replaying.stop_gracefully();
 }
 
 #[test]
@@ -281,7 +273,7 @@ fn recording_refuses_bad_input_and_stops_from_the_cli() {
     let usage = daemon.run_client(&["record", "--server", "everything"], &[]);
     assert_eq!(usage.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&usage.stderr).contains("--out FILE"));
-    stop(daemon);
+    daemon.stop_gracefully();
 }
 
 #[test]
@@ -294,7 +286,7 @@ fn the_daemon_stopping_mid_recording_leaves_a_recording_that_replays() {
         json!({"server": "everything", "out": file}),
     );
     let recorded = daemon.call_tool("everything", "get-sum", json!({"a": 1, "b": 2}));
-    stop(daemon);
+    daemon.stop_gracefully();
 
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
@@ -305,7 +297,7 @@ fn the_daemon_stopping_mid_recording_leaves_a_recording_that_replays() {
     let replaying = replayed(&file);
     let replay = replaying.call_tool("everything", "get-sum", json!({"a": 1, "b": 2}));
     assert_eq!(answer_text(&[replay]), answer_text(&[recorded]));
-    stop(replaying);
+    replaying.stop_gracefully();
 }
 
 #[test]
@@ -345,7 +337,7 @@ fn servers_recorded_by_their_config_are_refused_with_the_reason() {
         String::from_utf8_lossy(&cli.stderr).contains("records it already"),
         "{cli:?}"
     );
-    stop(daemon);
+    daemon.stop_gracefully();
 }
 
 /// A Streamable HTTP server recorded through the HTTP client's tap: secrets in its headers
@@ -391,7 +383,7 @@ fn tool_cli_record_records_a_streamable_http_server() {
     );
     let stopped = daemon.call(name::STOP_RECORDING, json!({"server": "remote"}));
     assert_eq!(stopped["complete"], true, "{stopped:#}");
-    stop(daemon);
+    daemon.stop_gracefully();
 
     let text = std::fs::read_to_string(&file).unwrap();
     let leaked: Vec<&String> = secrets
@@ -419,5 +411,5 @@ fn tool_cli_record_records_a_streamable_http_server() {
         "{:#}",
         replay[0]
     );
-    stop(replaying);
+    replaying.stop_gracefully();
 }

@@ -4,8 +4,6 @@
 //! cannot tell: the same tools, the same answers, a clear error for what was never recorded, and
 //! no secret of the server's environment in the file.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tool_cli_tests::{Daemon, everything_stdio, replay_bin, scratch};
 
@@ -62,14 +60,6 @@ fn calls(daemon: &Daemon) -> Vec<Value> {
     ]
 }
 
-fn stop(mut daemon: Daemon) {
-    daemon.signal(libc::SIGTERM);
-    assert!(
-        daemon.wait_for_exit(Duration::from_secs(30)).is_some(),
-        "the daemon stops on SIGTERM"
-    );
-}
-
 #[test]
 fn a_session_recorded_through_the_daemon_replays_through_the_daemon() {
     let dir = scratch();
@@ -95,7 +85,7 @@ fn a_session_recorded_through_the_daemon_replays_through_the_daemon() {
         "get-env shows the live secret to the caller: {:#}",
         recorded[3]
     );
-    stop(recording);
+    recording.stop_gracefully();
 
     let text = std::fs::read_to_string(&file).expect("the recording was written");
     assert!(
@@ -138,7 +128,7 @@ fn a_session_recorded_through_the_daemon_replays_through_the_daemon() {
     };
     assert!(text.contains("not in the recording"), "{text}");
     assert!(text.contains("never recorded"), "{text}");
-    stop(replaying);
+    replaying.stop_gracefully();
 }
 
 /// The daemon's own `record` and `replay` members (no proxy on the command line): five secrets
@@ -181,7 +171,7 @@ fn the_config_records_a_server_and_replays_the_recording() {
             recorded[3]
         );
     }
-    stop(recording);
+    recording.stop_gracefully();
 
     let text = std::fs::read_to_string(&file).expect("the daemon wrote the recording");
     let leaked: Vec<&String> = secrets
@@ -200,7 +190,7 @@ fn the_config_records_a_server_and_replays_the_recording() {
         "byte-identical answers"
     );
     assert!(replayed[3].to_string().contains("[REDACTED]"));
-    stop(replaying);
+    replaying.stop_gracefully();
 
     // `replay` beside a command is refused with the reason.
     let refused = Daemon::try_start_with(
@@ -223,7 +213,7 @@ fn a_recording_of_another_server_is_refused_when_the_daemon_starts_it() {
         json!({"mcpServers": {"everything": recording_server(&file, "sk-unused-1234")}}),
     );
     recording.call_tool("everything", "echo", json!({"message": "x"}));
-    stop(recording);
+    recording.stop_gracefully();
 
     let daemon = Daemon::start(json!({"mcpServers": {"memory": {
         "command": replay_bin(),
@@ -372,7 +362,7 @@ fn an_agent_run_recorded_through_llm_record_replays_identically_100_times() {
         "agentEvents",
         json!({"runId": "recorded", "after": 0, "waitMs": 0}),
     );
-    stop(recording_daemon);
+    recording_daemon.stop_gracefully();
     assert_eq!(recorder.stop(), Some(0));
     assert_eq!(llm.requests().len(), 3);
     drop(llm);
@@ -402,7 +392,7 @@ fn an_agent_run_recorded_through_llm_record_replays_identically_100_times() {
             "run {index}"
         );
     }
-    stop(daemon);
+    daemon.stop_gracefully();
 }
 
 /// `agent_config` needs a scripted server only for its URL, which the test replaces.
