@@ -296,12 +296,9 @@ fn daemon_with_llm(llm: &ScriptedLlm, rate: f64) -> Daemon {
     )
 }
 
-const SCRIPTED_KEY: &str = "sk-scripted-e2e-5c1f0a";
-
-#[test]
-fn the_cost_ceiling_halts_a_run_before_it_could_be_passed() {
-    // The model calls a tool and reports 8,500 input and 100 output tokens at $10 per million:
-    // $0.086 of a $0.10 ceiling. The next call's worst case does not fit, so it is never made.
+/// A model that calls `describe_schema` once and reports 8,500 input and 100 output tokens, and a
+/// daemon pricing them at $10 per million: the call costs $0.086.
+fn one_describe_call_at_ten_dollars() -> (ScriptedLlm, Daemon) {
     let llm = ScriptedLlm::start(vec![LlmReply::Stream(tool_call_turn(
         "describe_schema",
         &json!({}),
@@ -309,6 +306,16 @@ fn the_cost_ceiling_halts_a_run_before_it_could_be_passed() {
         100,
     ))]);
     let daemon = daemon_with_llm(&llm, 10.0);
+    (llm, daemon)
+}
+
+const SCRIPTED_KEY: &str = "sk-scripted-e2e-5c1f0a";
+
+#[test]
+fn the_cost_ceiling_halts_a_run_before_it_could_be_passed() {
+    // The model calls a tool and reports 8,500 input and 100 output tokens at $10 per million:
+    // $0.086 of a $0.10 ceiling. The next call's worst case does not fit, so it is never made.
+    let (llm, daemon) = one_describe_call_at_ten_dollars();
     let result = daemon.call(
         "runAgent",
         json!({"task": "Describe the shop's tables", "costCeilingUsd": 0.10,
@@ -502,13 +509,7 @@ fn round_trip<T: Serialize + DeserializeOwned>(wire: &Value) -> T {
 fn agent_results_and_events_read_back_through_the_protocol_types_unchanged() {
     // A scripted model's run halted by the cost ceiling (priced calls, an error event, a halt
     // with its detail), and offline runs: one completed, one dry-run, one out of steps.
-    let llm = ScriptedLlm::start(vec![LlmReply::Stream(tool_call_turn(
-        "describe_schema",
-        &json!({}),
-        8_500,
-        100,
-    ))]);
-    let daemon = daemon_with_llm(&llm, 10.0);
+    let (_llm, daemon) = one_describe_call_at_ten_dollars();
     let task = "Which customer has the most completed orders, and what is their completed total?";
     let runs = [
         json!({"task": "Describe the shop's tables", "costCeilingUsd": 0.10,

@@ -49,6 +49,36 @@ fn call_traced(daemon: &Daemon, method: &str, params: Value) -> Value {
     answer["result"].clone()
 }
 
+/// A daemon exporting to a local OTLP receiver, with one stdio server `alpha` (the fault server)
+/// recording every message it receives to `record`.
+struct TracedStdioServer {
+    receiver: OtlpReceiver,
+    record: std::path::PathBuf,
+    daemon: Daemon,
+    _dir: tempfile::TempDir,
+}
+
+impl TracedStdioServer {
+    fn start() -> Self {
+        let receiver = OtlpReceiver::start();
+        let dir = scratch();
+        let record = dir.path().join("received.jsonl");
+        let daemon = Daemon::start_with(
+            json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
+            DaemonOptions {
+                env: otel_env(&receiver),
+                ..DaemonOptions::default()
+            },
+        );
+        Self {
+            receiver,
+            record,
+            daemon,
+            _dir: dir,
+        }
+    }
+}
+
 fn client_span<'a>(spans: &'a [ProtoSpan], name: &str) -> &'a ProtoSpan {
     spans
         .iter()
@@ -162,24 +192,16 @@ fn every_upstream_operation_of_an_http_server_is_a_client_span_with_its_session(
 
 #[test]
 fn a_stdio_calls_span_names_the_request_id_the_server_received_and_the_version() {
-    let receiver = OtlpReceiver::start();
-    let dir = scratch();
-    let record = dir.path().join("received.jsonl");
-    let daemon = Daemon::start_with(
-        json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
-        DaemonOptions {
-            env: otel_env(&receiver),
-            ..DaemonOptions::default()
-        },
-    );
+    let traced = TracedStdioServer::start();
+    let (receiver, record, daemon) = (&traced.receiver, &traced.record, &traced.daemon);
     call_traced(
-        &daemon,
+        daemon,
         "callTool",
         json!({"server": "alpha", "tool": "echo", "arguments": {"nonce": "n"}}),
     );
     let spans = receiver.wait_for_spans(2, WAIT);
     let client = client_span(&spans, "tools/call echo");
-    let messages = tool_cli_tests::recorded_messages(&record);
+    let messages = tool_cli_tests::recorded_messages(record);
     let initialize = messages
         .iter()
         .find(|message| message["method"] == "initialize")
@@ -211,16 +233,8 @@ fn a_stdio_calls_span_names_the_request_id_the_server_received_and_the_version()
 /// to the MCP server. A malformed `TRACEPARENT` is named on stderr and not sent; the call works.
 #[test]
 fn the_cli_continues_the_trace_in_traceparent_through_the_daemon_to_the_server() {
-    let receiver = OtlpReceiver::start();
-    let dir = scratch();
-    let record = dir.path().join("received.jsonl");
-    let daemon = Daemon::start_with(
-        json!({"mcpServers": {"alpha": fault_server_recording(&record, &[])}}),
-        DaemonOptions {
-            env: otel_env(&receiver),
-            ..DaemonOptions::default()
-        },
-    );
+    let traced = TracedStdioServer::start();
+    let (receiver, record, daemon) = (&traced.receiver, &traced.record, &traced.daemon);
     let script_span = "5e1f2c3d4b5a6978";
     let traceparent = format!("00-{CALLER_TRACE_ID}-{script_span}-01");
     let output = daemon.run_client(
@@ -251,7 +265,7 @@ fn the_cli_continues_the_trace_in_traceparent_through_the_daemon_to_the_server()
     assert_eq!(hex(&server.trace_id), CALLER_TRACE_ID);
     assert_eq!(hex(&server.parent_span_id), script_span);
     assert_eq!(server.trace_state, "ci=build-42");
-    let calls: Vec<Value> = tool_cli_tests::recorded_messages(&record)
+    let calls: Vec<Value> = tool_cli_tests::recorded_messages(record)
         .into_iter()
         .filter(|message| message["method"] == "tools/call")
         .collect();

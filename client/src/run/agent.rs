@@ -430,6 +430,16 @@ mod tests {
         (events, result)
     }
 
+    /// Output to a buffer, not a terminal, as plain text or `--json`.
+    fn output_to(stdout: &mut Vec<u8>, json: bool) -> Output<'_> {
+        Output {
+            json,
+            out: None,
+            stdout,
+            terminal: false,
+        }
+    }
+
     #[test]
     fn a_typed_run_is_followed_and_finished_by_its_status() {
         let (events, result) = halted_run();
@@ -441,12 +451,7 @@ mod tests {
         assert!(!follower.display.progress.unpriced);
 
         let mut stdout = Vec::new();
-        let mut output = Output {
-            json: false,
-            out: None,
-            stdout: &mut stdout,
-            terminal: false,
-        };
+        let mut output = output_to(&mut stdout, false);
         let stopped = finish(&mut output, "r1", result.clone()).unwrap_err();
         let Error::AgentStopped {
             status,
@@ -468,12 +473,7 @@ mod tests {
 
         // `--json` shows the result as the daemon sent it, members this client does not know too.
         let mut stdout = Vec::new();
-        let mut output = Output {
-            json: true,
-            out: None,
-            stdout: &mut stdout,
-            terminal: false,
-        };
+        let mut output = output_to(&mut stdout, true);
         let _ = finish(&mut output, "r1", result.clone());
         let shown: Value = serde_json::from_slice(&stdout).expect("JSON on stdout");
         assert_eq!(shown, result);
@@ -484,12 +484,7 @@ mod tests {
         let (_, mut result) = halted_run();
         result["status"] = json!("completed");
         let mut stdout = Vec::new();
-        let mut output = Output {
-            json: false,
-            out: None,
-            stdout: &mut stdout,
-            terminal: false,
-        };
+        let mut output = output_to(&mut stdout, false);
         assert!(finish(&mut output, "r1", result.clone()).is_ok());
         result["status"] = json!("finished-somehow");
         let error = finish(&mut output, "r1", result).unwrap_err();

@@ -307,34 +307,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_store_is_found_from_the_flag_the_environment_or_home() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, value)| (*value).to_owned())
-            }
-        };
+    fn the_store_is_the_flag_else_the_protocols_lookup_else_a_usage_error() {
+        // The lookup's order (TOOL_CLI_PINS, XDG, HOME) is tested in `tool_cli_protocol::runtime`.
+        let home_only = |name: &str| (name == "HOME").then(|| "/h".to_owned());
         let given = Path::new("/tmp/p.json");
-        assert_eq!(store_path(Some(given), env(&[])).unwrap(), given);
+        assert_eq!(store_path(Some(given), home_only).unwrap(), given);
         assert_eq!(
-            store_path(
-                None,
-                env(&[("TOOL_CLI_PINS", "/a/pins.json"), ("HOME", "/h")])
-            )
-            .unwrap(),
-            Path::new("/a/pins.json")
-        );
-        assert_eq!(
-            store_path(None, env(&[("XDG_CONFIG_HOME", "/c"), ("HOME", "/h")])).unwrap(),
-            Path::new("/c/tool-cli/pins.json")
-        );
-        // A relative XDG_CONFIG_HOME is ignored, as the XDG spec says.
-        assert_eq!(
-            store_path(None, env(&[("XDG_CONFIG_HOME", "c"), ("HOME", "/h")])).unwrap(),
+            store_path(None, home_only).unwrap(),
             Path::new("/h/.config/tool-cli/pins.json")
         );
-        assert!(store_path(None, env(&[])).is_err());
+        let error = store_path(None, |_: &str| None).unwrap_err();
+        assert!(error.to_string().contains("--pins"), "{error}");
     }
 }
