@@ -19,7 +19,6 @@
 //! dev requests plain BM25 ranks first and ours does not, `--explain "QUERY"` our top ten for
 //! one query with the parts of their scores.
 
-mod abstention;
 mod train;
 
 use std::path::PathBuf;
@@ -596,11 +595,7 @@ fn measure_abstention(
     dump_file: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let mut dump = dump_file.as_ref().map(|_| String::new());
-    let mut rows: Vec<(
-        String,
-        abstention::Abstention,
-        Option<abstention::Abstention>,
-    )> = Vec::new();
+    let mut rows: Vec<(String, eval::Abstention, Option<eval::Abstention>)> = Vec::new();
     for dir in data_dirs {
         let (docs, dev, test) = load_set(dir)?;
         let index = match minilm_dir {
@@ -611,18 +606,18 @@ fn measure_abstention(
             None => eval::build_index(&docs),
         };
         let mut set_dump = dump.as_ref().map(|_| String::new());
-        let dev_figures = abstention::measure(&index, &dev, &mut set_dump);
+        let dev_figures = eval::abstention(&index, &dev, &mut set_dump);
         if let (Some(dump), Some(set_dump)) = (dump.as_mut(), set_dump) {
             for line in set_dump.lines() {
                 dump.push_str(&format!("{}\t{line}\n", set_name(dir)));
             }
         }
-        let test_figures = with_test.then(|| abstention::measure(&index, &test, &mut None));
+        let test_figures = with_test.then(|| eval::abstention(&index, &test, &mut None));
         rows.push((set_name(dir), dev_figures, test_figures));
     }
-    let mean = |figures: Vec<abstention::Abstention>| {
+    let mean = |figures: Vec<eval::Abstention>| {
         let n = figures.len().max(1) as f64;
-        abstention::Abstention {
+        eval::Abstention {
             claimed: figures.iter().map(|f| f.claimed).sum::<f64>() / n,
             precision: figures.iter().map(|f| f.precision).sum::<f64>() / n,
             unsure_right: figures.iter().map(|f| f.unsure_right).sum::<f64>() / n,
@@ -731,6 +726,7 @@ fn main() -> anyhow::Result<()> {
         };
         if let Some(text) = explain {
             let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
+            println!("confidence: {}", outcome.confidence.as_str());
             for hit in outcome.hits {
                 println!(
                     "{:>6.3}  lexical {:>6.2}  semantic {:>5.2}  rerank {:>4.2}{}  {}/{}",

@@ -1,24 +1,25 @@
 //! Abstention: does the search know when it does not know? Each dev request is searched twice,
 //! once over the whole catalog and once with its answer hidden (a catalog that cannot answer
 //! it); the first is judged by whether a hit claimed `Confident` is right, the second by how
-//! often its best hit is still claimed `Confident` (every such claim is wrong).
+//! often its best hit is still claimed `Confident` (every such claim is wrong). `search-eval
+//! --abstention` prints these figures per set; `tests/eval.rs` guards them on our set.
 
-use tool_cli_search::eval::Request;
-use tool_cli_search::index::Index;
-use tool_cli_search::search::{Confidence, MAX_LIMIT, Query, SearchOutcome};
+use super::Request;
+use crate::index::Index;
+use crate::search::{Confidence, Query, SearchOutcome};
 
-/// The figures of one set (or their macro-average).
+/// The abstention figures of one set (or their macro-average), each a share in [0, 1].
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Abstention {
+pub struct Abstention {
     /// With the answer present: the share of requests whose best hit is claimed confident.
-    pub(crate) claimed: f64,
+    pub claimed: f64,
     /// Of those, the share whose best hit is right.
-    pub(crate) precision: f64,
+    pub precision: f64,
     /// R@1 of the requests not claimed confident.
-    pub(crate) unsure_right: f64,
+    pub unsure_right: f64,
     /// With the answer hidden: the share of requests whose (necessarily wrong) best hit is
     /// still claimed confident.
-    pub(crate) false_confidence: f64,
+    pub false_confidence: f64,
 }
 
 fn search(index: &Index, text: &str, hidden: Option<&[(String, String)]>) -> Option<SearchOutcome> {
@@ -26,7 +27,7 @@ fn search(index: &Index, text: &str, hidden: Option<&[(String, String)]>) -> Opt
         hidden.is_none_or(|hidden| !hidden.iter().any(|(s, t)| s == server && t == tool))
     };
     let query = Query {
-        limit: MAX_LIMIT.min(10),
+        limit: 10,
         visible: hidden.map(|_| &visible as &dyn Fn(&str, &str) -> bool),
         ..Query::new(text)
     };
@@ -36,11 +37,7 @@ fn search(index: &Index, text: &str, hidden: Option<&[(String, String)]>) -> Opt
 /// The abstention figures of `requests` over `index`; with `dump`, one line per request and
 /// condition (`present|hidden`, right at 1, the confidence, the best hit's cosine and score,
 /// the second's score) for choosing the rule's thresholds.
-pub(crate) fn measure(
-    index: &Index,
-    requests: &[Request],
-    dump: &mut Option<String>,
-) -> Abstention {
+pub fn abstention(index: &Index, requests: &[Request], dump: &mut Option<String>) -> Abstention {
     let mut claimed = 0usize;
     let mut claimed_right = 0usize;
     let mut unsure = 0usize;
