@@ -561,12 +561,19 @@ fn with_priors<'a>(
 /// best one's cosine (`semantic`, by global position): what `confidence::assess` reads. The
 /// priors are left out: they say what the session did, not whether the request was understood.
 fn leaders(scored: &[(f32, u32)], semantic: &[f32]) -> Option<Leaders> {
-    let by_score = |a: &&(f32, u32), b: &&(f32, u32)| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1));
-    let best = scored.iter().max_by(by_score)?;
-    let second = scored
-        .iter()
-        .filter(|entry| entry.1 != best.1)
-        .max_by(by_score);
+    // One pass, no allocation: at 10,000 tools `scored` can hold thousands of entries.
+    let ahead = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).is_gt();
+    let mut best: Option<&(f32, u32)> = None;
+    let mut second: Option<&(f32, u32)> = None;
+    for entry in scored {
+        if best.is_none_or(|b| ahead(entry, b)) {
+            second = best;
+            best = Some(entry);
+        } else if second.is_none_or(|s| ahead(entry, s)) {
+            second = Some(entry);
+        }
+    }
+    let best = best?;
     Some(Leaders {
         best_score: best.0,
         best_cosine: semantic[best.1 as usize],
