@@ -41,6 +41,24 @@ pub struct SearchToolsResult {
     /// (`pending`).
     #[serde(default)]
     pub semantic: SemanticRanking,
+    /// Whether the best hit is what was asked for, as far as the search can tell. Absent from
+    /// older daemons' answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SearchConfidence>,
+}
+
+/// How sure a `searchTools` answer is that its best hit is what was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SearchConfidence {
+    /// The best hit leads the others clearly and is close to the request in meaning.
+    Confident,
+    /// Another tool scores nearly as well: the request does not say which.
+    Ambiguous,
+    /// The best hit leads but is far from the request in meaning: there may be no tool for it.
+    Weak,
+    /// No tool matched.
+    NoMatch,
 }
 
 /// Which embedding ranked a `searchTools` answer.

@@ -13,6 +13,9 @@ use crate::doc::ToolDoc;
 use crate::index::Index;
 use crate::search::{MAX_LIMIT, Query, Signals};
 
+mod abstention;
+pub use abstention::{Abstention, abstention};
+
 /// A catalog file: a list of servers.
 #[derive(Debug, Deserialize)]
 pub struct CatalogServer {

@@ -15,6 +15,8 @@
 //! few that can still reach the top, then sort and cut to `limit`. `catalog_size` counts the
 //! visible tools. Which steps run is `Query::signals`.
 
+mod confidence;
+mod feedback;
 mod learned;
 mod lexical;
 mod stages;
@@ -27,6 +29,7 @@ use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use stages::{FirstStage, Fusion, RequestIntent, Retrieved, SemanticQuery};
 
+pub use confidence::{CONFIDENT_COSINE, CONFIDENT_MARGIN, Confidence, Leaders, assess};
 pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
 /// The default number of hits.
@@ -115,6 +118,9 @@ pub struct Signals {
     /// (`late_interaction.rs`). Measured and not adopted (docs/search.md: within noise on the
     /// five dev halves), so off in `ALL`; the evaluation measures it beside the default.
     pub late_interaction: bool,
+    /// Pseudo-relevance feedback in the embedding space over the best `RERANK_DEPTH`
+    /// (`search/feedback.rs`).
+    pub feedback: bool,
 }
 
 impl Signals {
@@ -128,6 +134,7 @@ impl Signals {
         deprecation: true,
         rerank: true,
         late_interaction: false,
+        feedback: false,
     };
 
     /// No signal beyond BM25F over name, title and description.
@@ -140,6 +147,7 @@ impl Signals {
         deprecation: false,
         rerank: false,
         late_interaction: false,
+        feedback: false,
     };
 }
 
@@ -205,6 +213,9 @@ pub struct SearchOutcome {
     /// Which embedding ranked: the model, or the index's embedder (no model, or some tool
     /// still without a model vector).
     pub semantic: SemanticRanking,
+    /// Whether the best hit is what was asked for, as far as the search can tell
+    /// (`confidence::assess`): `Unsure` when it matches little of the request.
+    pub confidence: Confidence,
 }
 
 /// One tool found.
@@ -546,6 +557,30 @@ fn with_priors<'a>(
         .collect()
 }
 
+/// The best two of `scored` (textual score after the rerank stage, global position) and the
+/// best one's cosine (`semantic`, by global position): what `confidence::assess` reads. The
+/// priors are left out: they say what the session did, not whether the request was understood.
+fn leaders(scored: &[(f32, u32)], semantic: &[f32]) -> Option<Leaders> {
+    // One pass, no allocation: at 10,000 tools `scored` can hold thousands of entries.
+    let ahead = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).is_gt();
+    let mut best: Option<&(f32, u32)> = None;
+    let mut second: Option<&(f32, u32)> = None;
+    for entry in scored {
+        if best.is_none_or(|b| ahead(entry, b)) {
+            second = best;
+            best = Some(entry);
+        } else if second.is_none_or(|s| ahead(entry, s)) {
+            second = Some(entry);
+        }
+    }
+    let best = best?;
+    Some(Leaders {
+        best_score: best.0,
+        best_cosine: semantic[best.1 as usize],
+        second_score: second.map(|entry| entry.0),
+    })
+}
+
 impl Index {
     /// Finds the tools that best match `query`. A catalog of zero tools, or a query with nothing
     /// searchable in it (only stop words, emoji or punctuation), gives no hits, not an error.
@@ -585,6 +620,7 @@ impl Index {
             hits: Vec::new(),
             catalog_size,
             semantic: ranking,
+            confidence: Confidence::NoMatch,
         };
         if catalog_size == 0 {
             return Ok(nothing());
@@ -622,7 +658,7 @@ impl Index {
         let lift = stages::lift_bounds(signals, fusion.lexical_share());
         let Retrieved {
             mut scored,
-            semantic,
+            mut semantic,
         } = self.retrieve(&FirstStage {
             candidate: &candidate,
             matches: &matches,
@@ -635,6 +671,16 @@ impl Index {
         });
         if scored.is_empty() {
             return Ok(nothing());
+        }
+        if signals.feedback && signals.embedding {
+            self.feedback(
+                &mut scored,
+                &mut semantic,
+                &semantic_query,
+                query_vector.values(),
+                fusion.semantic_share,
+                feedback::Feedback::default(),
+            );
         }
         // Rerank (or capture its features), then the priors and the cut.
         let evidence = EvidenceSource {
@@ -690,11 +736,13 @@ impl Index {
             semantic: &semantic,
             rerank: &rerank_bonus,
         };
+        let confidence = assess(leaders(&scored, &semantic));
         let hits = with_priors(query, &mut scored, &parts, |global| self.locate(global));
         Ok(SearchOutcome {
             hits,
             catalog_size,
             semantic: ranking,
+            confidence,
         })
     }
 

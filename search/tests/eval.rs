@@ -17,6 +17,11 @@ struct Recorded {
     /// On the requests that do not name their server (`eval::names_its_server`).
     unnamed_recall_at_1: f64,
     unnamed_mrr: f64,
+    /// Abstention (`eval::abstention`): the share of requests whose best hit is claimed
+    /// confident and right, and the share whose best hit is still claimed confident when their
+    /// answer is hidden from the catalog (every such claim is wrong).
+    confident_and_right: f64,
+    hidden_still_confident: f64,
 }
 
 /// The figures of `cargo run --release -p tool-cli-search --bin search-eval`.
@@ -36,6 +41,10 @@ const RECORDED: [Recorded; 2] = [
         // MetaTool and 2 of 251 on Azure MCP (docs/search.md, "public sets").
         unnamed_recall_at_1: 0.577,
         unnamed_mrr: 0.651,
+        // 56 of 303 (60 claimed); 19 of 303 with the answer hidden (docs/search.md,
+        // "Abstention"). Before the confidence every answer was implicitly confident: 1.0.
+        confident_and_right: 0.185,
+        hidden_still_confident: 0.063,
     },
     Recorded {
         split: "test",
@@ -51,6 +60,9 @@ const RECORDED: [Recorded; 2] = [
         // request of 149); MRR 0.517 before the rerank stage.
         unnamed_recall_at_1: 0.443,
         unnamed_mrr: 0.541,
+        // 64 of 303 (72 claimed); 26 of 303 with the answer hidden.
+        confident_and_right: 0.211,
+        hidden_still_confident: 0.086,
     },
 ];
 
@@ -101,6 +113,23 @@ fn ranking_quality_does_not_regress_and_beats_bm25() {
         assert!(
             ours.recall_at_1 >= bm25.recall_at_1 + 0.15 && ours.mrr >= bm25.mrr + 0.15,
             "{split}: ours {ours:?} no longer clearly beats BM25 {bm25:?}"
+        );
+
+        // Knowing when it does not know: fewer right answers claimed, or more claims with the
+        // answer gone, is a regression.
+        let abstention = eval::abstention(&index, &requests, &mut None);
+        let confident_and_right = abstention.claimed * abstention.precision;
+        eprintln!("{split}: abstention {abstention:?}");
+        assert!(
+            confident_and_right >= recorded.confident_and_right - TOLERANCE,
+            "{split}: confident and right fell to {confident_and_right:.3} from the recorded {:.3}",
+            recorded.confident_and_right
+        );
+        assert!(
+            abstention.false_confidence <= recorded.hidden_still_confident + TOLERANCE,
+            "{split}: with the answer hidden, {:.3} still claimed confident (recorded {:.3})",
+            abstention.false_confidence,
+            recorded.hidden_still_confident
         );
 
         // The requests that do not name their server, where server names cannot help.

@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_protocol::search::SearchToolsResult;
+use tool_cli_protocol::search::{SearchConfidence, SearchToolsResult};
 use tool_cli_protocol::{ErrorData, code};
 use tool_cli_tests::{
     Daemon, demo_server, error_data, eventually, everything_stdio, fault_server, filesystem_server,
@@ -127,7 +127,24 @@ fn search_finds_the_right_tool_across_real_peers() {
         }
         assert!(found.results[0].why.lexical > 0.0 || found.results[0].why.semantic > 0.0);
         assert!(found.results.iter().all(|hit| hit.input_schema.is_none()));
+        // Every answer says how sure it is of its best hit.
+        assert!(
+            matches!(
+                found.confidence,
+                Some(
+                    SearchConfidence::Confident
+                        | SearchConfidence::Ambiguous
+                        | SearchConfidence::Weak
+                )
+            ),
+            "{request:?}: {:?}",
+            found.confidence
+        );
     }
+    // Nothing matched is said as such, not as a confident empty answer.
+    let nothing = search(&daemon, json!({"query": "who are you"}));
+    assert!(nothing.results.is_empty(), "{:?}", hits(&nothing));
+    assert_eq!(nothing.confidence, Some(SearchConfidence::NoMatch));
     let best = search(&daemon, json!({"query": "the current time in Tokyo"}));
     assert_eq!(hits(&best)[0], "time/get_current_time", "{:?}", hits(&best));
 

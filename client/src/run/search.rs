@@ -5,7 +5,7 @@
 //! with `--explain` what each score is made of. The rendering is pure and unit-tested below.
 
 use tool_cli_protocol::methods::name;
-use tool_cli_protocol::search::{SearchHit, SearchToolsResult};
+use tool_cli_protocol::search::{SearchConfidence, SearchHit, SearchToolsResult};
 
 use super::Output;
 use crate::args::search::SearchRequest;
@@ -88,6 +88,21 @@ pub(crate) fn render(query: &str, found: &SearchToolsResult, explain: bool) -> S
             best.tool,
             others.join(", ")
         ));
+    }
+    // What the daemon said about its own answer: an agent or a person should not take the first
+    // line as the answer when the search itself is not sure of it.
+    match found.confidence {
+        Some(SearchConfidence::Ambiguous) if ties.is_empty() => text.push_str(&format!(
+            "\nnot sure: other tools score nearly as well as {}/{}; choose by the descriptions, \
+             or narrow with --server\n",
+            best.server, best.tool
+        )),
+        Some(SearchConfidence::Weak) => text.push_str(&format!(
+            "\nnot sure: {}/{} matches the request only loosely; there may be no tool for it \
+             among those this token can see, try other words\n",
+            best.server, best.tool
+        )),
+        _ => {}
     }
     text.truncate(text.trim_end().len());
     text
@@ -194,6 +209,7 @@ mod tests {
             catalog_size: 12,
             took_us: 40,
             semantic: Default::default(),
+            confidence: None,
         };
         let text = render("read a file", &found, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -207,6 +223,7 @@ mod tests {
             catalog_size: 1,
             took_us: 1,
             semantic: Default::default(),
+            confidence: None,
         };
         assert_eq!(
             render("x", &found, false).lines().next(),
@@ -231,6 +248,7 @@ mod tests {
             catalog_size: 40,
             took_us: 1,
             semantic: Default::default(),
+            confidence: None,
         };
         let text = render("post a message", &found, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -264,6 +282,7 @@ mod tests {
             catalog_size: 2,
             took_us: 1,
             semantic: Default::default(),
+            confidence: None,
         };
         let text = render("time", &found, true);
         assert!(
@@ -276,12 +295,54 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_the_daemon_is_not_sure_of_says_so_under_the_hits() {
+        let found = |confidence| SearchToolsResult {
+            results: vec![
+                hit(
+                    "time",
+                    "convert_time",
+                    "Convert time between timezones",
+                    0.95,
+                ),
+                hit("time", "get_current_time", "Get the current time", 0.8),
+            ],
+            catalog_size: 2,
+            took_us: 1,
+            semantic: Default::default(),
+            confidence,
+        };
+        let ambiguous = render(
+            "time in Tokyo",
+            &found(Some(SearchConfidence::Ambiguous)),
+            false,
+        );
+        assert!(
+            ambiguous.ends_with(
+                "not sure: other tools score nearly as well as time/convert_time; choose by the \
+                 descriptions, or narrow with --server"
+            ),
+            "{ambiguous}"
+        );
+        let weak = render("time in Tokyo", &found(Some(SearchConfidence::Weak)), false);
+        assert!(
+            weak.contains("not sure: time/convert_time matches the request only loosely"),
+            "{weak}"
+        );
+        // Confident, or an older daemon that does not say: no note.
+        for confidence in [Some(SearchConfidence::Confident), None] {
+            let text = render("time in Tokyo", &found(confidence), false);
+            assert!(!text.contains("not sure"), "{text}");
+        }
+    }
+
+    #[test]
     fn no_hits_says_so_with_the_catalog_size() {
         let found = SearchToolsResult {
             results: Vec::new(),
             catalog_size: 7,
             took_us: 1,
             semantic: Default::default(),
+            confidence: None,
         };
         let text = render("who are you", &found, false);
         assert!(

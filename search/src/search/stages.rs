@@ -105,6 +105,27 @@ impl<'a> SemanticQuery<'a> {
         }
     }
 
+    /// The vector the cosine compares for the tool at `local` of the shard at `position`
+    /// (`shard`), dequantised; `None` when nothing is compared or the tool has no model vector.
+    pub(super) fn tool_vector(
+        &self,
+        position: usize,
+        shard: &Shard,
+        local: usize,
+    ) -> Option<Vec<f32>> {
+        if self.scale <= 0.0 {
+            return None;
+        }
+        if self.by_model {
+            return self.model_rows[position]?
+                .vector(local)
+                .map(|vector| vector.values().to_vec());
+        }
+        let row = &shard.embeddings[local * self.dimensions..(local + 1) * self.dimensions];
+        let scale = shard.embedding_scales[local];
+        Some(row.iter().map(|&q| f32::from(q) * scale).collect())
+    }
+
     /// The cosine of the tool at `local` of the shard at `position` (`shard`) with the query.
     pub(super) fn cosine(&self, position: usize, shard: &Shard, local: usize) -> f32 {
         if self.by_model && self.scale > 0.0 {
@@ -245,6 +266,11 @@ pub(super) fn lift_bounds(signals: Signals, lexical_share: f32) -> Lift {
     let mut lift = rerank_lift(signals, lexical_share);
     if signals.late_interaction {
         lift.max += crate::late_interaction::WEIGHT * lexical_share;
+    }
+    if signals.feedback && signals.embedding {
+        // The feedback moves a cosine in [0, 1] times σ = 1 − lexical share, either way.
+        lift.max += 1.0 - lexical_share;
+        lift.min -= 1.0 - lexical_share;
     }
     lift
 }

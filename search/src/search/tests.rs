@@ -567,7 +567,12 @@ fn skipping_weak_lexical_matches_never_changes_the_hits() {
             late_interaction: true,
             ..Signals::ALL
         };
-        for signals in [Signals::ALL, late] {
+        // And with the measured-only feedback, whose lift (either way) is in the bounds too.
+        let feedback = Signals {
+            feedback: true,
+            ..Signals::ALL
+        };
+        for signals in [Signals::ALL, late, feedback] {
             let all = index
                 .search(&Query {
                     limit: MAX_LIMIT,
@@ -842,5 +847,80 @@ fn the_rerank_stage_adds_the_share_of_the_name_the_request_covers() {
     };
     assert!(
         (score(&outcome, "get_issue") - score(&without, "get_issue") - weight / 2.0).abs() < 1e-5
+    );
+}
+
+#[test]
+fn feedback_is_off_by_default_and_moves_only_the_cosine_share_of_the_reranked_tools() {
+    const { assert!(!Signals::ALL.feedback) };
+    let index = sample();
+    let search = |signals| {
+        index
+            .search(&Query {
+                signals,
+                ..Query::new("post something in a chat room")
+            })
+            .unwrap()
+    };
+    let default = search(Signals::ALL);
+    let moved = search(Signals {
+        feedback: true,
+        ..Signals::ALL
+    });
+    assert_eq!(moved.hits[0].tool, "send_message");
+    for hit in &moved.hits {
+        let before = default.hits.iter().find(|h| h.tool == hit.tool).unwrap();
+        // The score moves by σ times the change of the cosine, σ ≤ 1.
+        assert!(
+            (hit.score - before.score).abs()
+                <= (hit.why.semantic - before.why.semantic).abs() + 1e-5,
+            "{}: {} -> {}",
+            hit.tool,
+            before.score,
+            hit.score
+        );
+    }
+}
+
+#[test]
+fn a_request_the_catalog_cannot_answer_is_not_claimed_confidently() {
+    let index = sample();
+    let text = "weather forecast for paris";
+    let answered = index.search(&Query::new(text)).unwrap();
+    assert_eq!(answered.hits[0].tool, "get_forecast");
+    assert_eq!(answered.confidence, Confidence::Confident);
+    // The same request over a catalog without the forecast: the nearest tools are near misses,
+    // and the search says it is not sure rather than offering one as the answer.
+    let hidden = |server: &str, _tool: &str| server != "weather";
+    let unanswerable = index
+        .search(&Query {
+            visible: Some(&hidden),
+            ..Query::new(text)
+        })
+        .unwrap();
+    assert!(
+        matches!(
+            unanswerable.confidence,
+            Confidence::Weak | Confidence::Ambiguous | Confidence::NoMatch
+        ),
+        "{:?}: {:?}",
+        unanswerable.confidence,
+        unanswerable.hits.first().map(|h| &h.tool)
+    );
+    // Nothing at all matched: said as such.
+    let nothing = index.search(&Query::new("who are you")).unwrap();
+    assert_eq!(nothing.confidence, Confidence::NoMatch);
+}
+
+#[test]
+fn near_twins_are_ambiguous_not_confident() {
+    let index = near_twins();
+    let outcome = index.search(&Query::new("send a message")).unwrap();
+    assert!(outcome.hits.len() >= 2);
+    assert_eq!(
+        outcome.confidence,
+        Confidence::Ambiguous,
+        "{:?}",
+        outcome.hits
     );
 }

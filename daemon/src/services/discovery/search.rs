@@ -8,10 +8,10 @@ use tool_cli_agent::host::ToolInfo;
 use tool_cli_protocol::methods::{ListToolsResult, ToolSummary};
 use tool_cli_protocol::search::SemanticRanking as WireRanking;
 use tool_cli_protocol::search::{
-    ListToolsParams, SearchHit, SearchToolsParams, SearchToolsResult, SearchWhy,
+    ListToolsParams, SearchConfidence, SearchHit, SearchToolsParams, SearchToolsResult, SearchWhy,
 };
 use tool_cli_search::priors::ToolRef;
-use tool_cli_search::search::{DEFAULT_LIMIT, MAX_LIMIT, Query};
+use tool_cli_search::search::{Confidence, DEFAULT_LIMIT, MAX_LIMIT, Query};
 use tool_cli_search::semantic::SemanticRanking;
 
 use super::Discovery;
@@ -93,6 +93,7 @@ impl Discovery {
                 catalog_size: 0,
                 took_us,
                 semantic: self.search.idle_ranking(&index),
+                confidence: Some(SearchConfidence::NoMatch),
             });
         };
         let results = outcome
@@ -124,11 +125,18 @@ impl Discovery {
             SemanticRanking::Hashing if !self.search.is_loading() => WireRanking::Hashing,
             _ => WireRanking::Pending,
         };
+        let confidence = match outcome.confidence {
+            Confidence::Confident => SearchConfidence::Confident,
+            Confidence::Ambiguous => SearchConfidence::Ambiguous,
+            Confidence::Weak => SearchConfidence::Weak,
+            Confidence::NoMatch => SearchConfidence::NoMatch,
+        };
         Ok(SearchToolsResult {
             results,
             catalog_size: outcome.catalog_size,
             took_us,
             semantic,
+            confidence: Some(confidence),
         })
     }
 

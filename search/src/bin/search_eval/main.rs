@@ -326,6 +326,15 @@ fn variants(with_model: bool) -> Vec<Variant> {
         hashing: false,
     });
     rows.push(Variant {
+        label: "ours + feedback".to_owned(),
+        signals: Signals {
+            feedback: true,
+            ..Signals::ALL
+        },
+        model: false,
+        hashing: false,
+    });
+    rows.push(Variant {
         label: "ours, hashing embedder".to_owned(),
         signals: Signals::ALL,
         model: false,
@@ -365,6 +374,15 @@ fn variants(with_model: bool) -> Vec<Variant> {
             label: "ours + model + late int.".to_owned(),
             signals: Signals {
                 late_interaction: true,
+                ..Signals::ALL
+            },
+            model: true,
+            hashing: false,
+        });
+        rows.push(Variant {
+            label: "ours + model + feedback".to_owned(),
+            signals: Signals {
+                feedback: true,
                 ..Signals::ALL
             },
             model: true,
@@ -565,6 +583,73 @@ fn train_on_dev_halves(
     Ok(())
 }
 
+/// `--abstention`: per set and half, with the answer present how many best hits are claimed
+/// confident and how many of those are right, and with the answer hidden how many are still
+/// claimed confident; the macro-average over the sets. `--abstention-dump FILE` also writes
+/// the per-request evidence (dev halves) the thresholds are chosen from.
+fn measure_abstention(
+    data_dirs: &[PathBuf],
+    minilm_dir: Option<&std::path::Path>,
+    max_tokens: Option<usize>,
+    with_test: bool,
+    dump_file: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let mut dump = dump_file.as_ref().map(|_| String::new());
+    let mut rows: Vec<(String, eval::Abstention, Option<eval::Abstention>)> = Vec::new();
+    for dir in data_dirs {
+        let (docs, dev, test) = load_set(dir)?;
+        let index = match minilm_dir {
+            Some(model_dir) => {
+                let embedder = load_minilm(model_dir, max_tokens)?;
+                build_model_index(&docs, &embedder)?
+            }
+            None => eval::build_index(&docs),
+        };
+        let mut set_dump = dump.as_ref().map(|_| String::new());
+        let dev_figures = eval::abstention(&index, &dev, &mut set_dump);
+        if let (Some(dump), Some(set_dump)) = (dump.as_mut(), set_dump) {
+            for line in set_dump.lines() {
+                dump.push_str(&format!("{}\t{line}\n", set_name(dir)));
+            }
+        }
+        let test_figures = with_test.then(|| eval::abstention(&index, &test, &mut None));
+        rows.push((set_name(dir), dev_figures, test_figures));
+    }
+    let mean = |figures: Vec<eval::Abstention>| {
+        let n = figures.len().max(1) as f64;
+        eval::Abstention {
+            claimed: figures.iter().map(|f| f.claimed).sum::<f64>() / n,
+            precision: figures.iter().map(|f| f.precision).sum::<f64>() / n,
+            unsure_right: figures.iter().map(|f| f.unsure_right).sum::<f64>() / n,
+            false_confidence: figures.iter().map(|f| f.false_confidence).sum::<f64>() / n,
+        }
+    };
+    let macro_row = (
+        "macro".to_owned(),
+        mean(rows.iter().map(|row| row.1).collect()),
+        with_test.then(|| mean(rows.iter().filter_map(|row| row.2).collect())),
+    );
+    rows.push(macro_row);
+    println!(
+        "\n| set | half | claimed confident | right when confident | R@1 when unsure | answer hidden, still confident |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (name, dev, test) in &rows {
+        for (half, figures) in [("dev", Some(*dev)), ("test", *test)] {
+            if let Some(f) = figures {
+                println!(
+                    "| {name} | {half} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                    f.claimed, f.precision, f.unsure_right, f.false_confidence
+                );
+            }
+        }
+    }
+    if let (Some(file), Some(dump)) = (dump_file, dump) {
+        std::fs::write(&file, dump).with_context(|| format!("cannot write {}", file.display()))?;
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let mut data_dirs: Vec<PathBuf> = Vec::new();
     let mut show_misses = None;
@@ -575,6 +660,7 @@ fn main() -> anyhow::Result<()> {
     let mut with_test = true;
     let mut train_weights = false;
     let mut l2 = 1e-3;
+    let mut abstention_dump: Option<Option<PathBuf>> = None;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -583,6 +669,10 @@ fn main() -> anyhow::Result<()> {
             "--dev-losses" => show_losses = true,
             "--dev-only" => with_test = false,
             "--train" => train_weights = true,
+            "--abstention" => abstention_dump = Some(None),
+            "--abstention-dump" => {
+                abstention_dump = Some(arguments.next().map(PathBuf::from));
+            }
             "--l2" => {
                 let value = arguments.next().unwrap_or_default();
                 l2 = value
@@ -602,7 +692,7 @@ fn main() -> anyhow::Result<()> {
                 })?);
             }
             other if other.starts_with("--") => anyhow::bail!(
-                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE"
+                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --abstention, --abstention-dump FILE, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE"
             ),
             other => data_dirs.push(PathBuf::from(other)),
         }
@@ -613,6 +703,15 @@ fn main() -> anyhow::Result<()> {
 
     if train_weights {
         return train_on_dev_halves(&data_dirs, minilm_dir.as_deref(), max_tokens, l2);
+    }
+    if let Some(dump) = abstention_dump {
+        return measure_abstention(
+            &data_dirs,
+            minilm_dir.as_deref(),
+            max_tokens,
+            with_test,
+            dump,
+        );
     }
 
     if explain.is_some() || show_misses.is_some() || show_losses {
@@ -627,6 +726,7 @@ fn main() -> anyhow::Result<()> {
         };
         if let Some(text) = explain {
             let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
+            println!("confidence: {}", outcome.confidence.as_str());
             for hit in outcome.hits {
                 println!(
                     "{:>6.3}  lexical {:>6.2}  semantic {:>5.2}  rerank {:>4.2}{}  {}/{}",
