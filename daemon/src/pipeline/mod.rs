@@ -35,6 +35,7 @@ mod resolve;
 pub(crate) mod routing;
 pub mod span;
 mod stats;
+pub(crate) mod tasks;
 
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, RwLock};
@@ -118,6 +119,8 @@ pub struct Pipeline {
     observers: Vec<Arc<dyn CallObserver>>,
     wants_payloads: bool,
     options: PipelineOptions,
+    /// Which caller owns which MCP task (`tasks/`).
+    tasks: tasks::TaskRegistry,
 }
 
 /// What the session store (or any caller) supplies for one call beyond the request: routing
@@ -155,6 +158,7 @@ impl Pipeline {
             observers,
             wants_payloads,
             options,
+            tasks: tasks::TaskRegistry::default(),
         }
     }
 
@@ -353,6 +357,7 @@ impl Pipeline {
                 progress_resets_timeout: request.progress_resets_timeout,
                 dry_run: request.dry_run,
                 guard,
+                task: request.task,
             },
         );
         if request.dry_run {
@@ -373,12 +378,27 @@ impl Pipeline {
             exchange: record.span.as_ref().and_then(|span| span.exchange.clone()),
             ..context.ticket()
         };
+        // A task the call creates is its caller's (`tasks/`), noted as soon as it exists.
+        let owner = tasks::owner(context);
+        let task_id = std::sync::Mutex::new(None::<String>);
+        let created = |upstream_id: &str| {
+            let public = self.tasks.register(
+                &owner,
+                tasks::TaskEntry {
+                    server: plan.resolved.slot.upstream.info().name.clone(),
+                    upstream_id: upstream_id.to_owned(),
+                    tool: plan.resolved.tool.name().to_owned(),
+                },
+            );
+            *task_id.lock().unwrap() = Some(public);
+        };
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = execute::execute(&plan, &self.options.retry, &ticket, sent).await;
+        } = execute::execute(&plan, &self.options.retry, &ticket, sent, &created).await;
+        record.task_id = task_id.into_inner().unwrap();
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -387,7 +407,16 @@ impl Pipeline {
         record.attempts = attempts;
         record.retry_reason = retry_reason;
         record.degraded = degraded.is_some();
-        let result = result?;
+        let mut result = result?;
+        if let Some(public) = &record.task_id {
+            match plan.task {
+                plan::TaskMode::Follow(_) => match result.get_mut("task") {
+                    Some(task) => tasks::wire::set_task_id(task, public),
+                    None => return Err(Error::internal("a created task lost its \"task\"")),
+                },
+                _ => tasks::wire::set_related_task_id(&mut result, public),
+            }
+        }
         let is_error = answer::is_tool_error(&result);
         Ok(CallAnswer::Ran(RanCall {
             result,

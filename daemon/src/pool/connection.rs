@@ -38,6 +38,7 @@ use tokio::sync::{Notify, watch};
 mod callers;
 mod errors;
 mod requests;
+mod tasks;
 
 use super::MCP_PROTOCOL_VERSION;
 use super::Published;
