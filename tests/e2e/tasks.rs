@@ -6,15 +6,19 @@
 //! - a caller may follow a task itself (`callTool` with `task`, then `getTask`,
 //!   `getTaskResult`, `listTasks`, `cancelTask`), and no other token or session finds it;
 //! - a deadline that expires while the task runs cancels it at the server (one answer, one
-//!   trace line), and a server dying mid-task is one clear error.
+//!   trace line), as does Ctrl-C of the CLI, and a server dying mid-task is one clear error;
+//! - a caller following progress sees the task's status as it changes;
+//! - the same over Streamable HTTP (server-everything in `streamableHttp` mode).
 
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
-use tool_cli_tests::{Daemon, eventually_some, everything_stdio};
+use tool_cli_tests::{Daemon, HttpPeer, eventually_some, everything_stdio};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(30);
@@ -282,4 +286,131 @@ fn a_server_dying_mid_task_is_one_clear_error_and_one_trace_line() {
     })
     .expect("the server restarted");
     assert_eq!(echoed["content"][0]["text"], "Echo: back");
+}
+
+#[test]
+fn ctrl_c_of_the_cli_mid_task_cancels_the_task_at_the_server() {
+    let daemon = traced_everything();
+    let mut command = daemon.client_command();
+    command
+        .args([
+            "everything",
+            "simulate-research-query",
+            r#"{"topic":"interrupted"}"#,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut client = command.spawn().expect("spawn tool-cli");
+    let task_id = eventually_some(WAIT, || {
+        let listed = daemon.call(name::LIST_TASKS, json!({}));
+        listed["tasks"][0]["taskId"].as_str().map(str::to_owned)
+    })
+    .expect("the task was created");
+    // SAFETY: kill(2) has no memory-safety preconditions; the pid is our unreaped child.
+    let rc = unsafe { libc::kill(client.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let status = eventually_some(WAIT, || client.try_wait().expect("try_wait"))
+        .expect("tool-cli exited after SIGINT");
+    assert!(
+        status.signal() == Some(libc::SIGINT) || status.code() == Some(130),
+        "interrupted, not finished: {status:?}"
+    );
+    wait_for_listed_status(&daemon, &task_id, "cancelled");
+    let lines = trace_lines(&daemon, 1);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["error"]["kind"], "cancelled", "{lines:#?}");
+    assert_eq!(lines[0]["taskId"], task_id.as_str());
+}
+
+#[test]
+fn a_caller_following_progress_sees_the_tasks_status_as_it_changes() {
+    let daemon = traced_everything();
+    let (result, events) = std::thread::scope(|scope| {
+        let poller = scope.spawn(|| {
+            let mut after = 0;
+            let mut events = Vec::new();
+            loop {
+                let page = daemon.call(
+                    name::CALL_EVENTS,
+                    json!({"progressId": "research-1", "after": after, "waitMs": 20000}),
+                );
+                for event in page["events"].as_array().unwrap() {
+                    after = event["seq"].as_u64().unwrap();
+                    events.push(event.clone());
+                }
+                if page["done"] == true {
+                    return events;
+                }
+            }
+        });
+        let result = daemon.call(
+            name::CALL_TOOL,
+            json!({"server": "everything", "tool": "simulate-research-query",
+                   "arguments": {"topic": "progress"},
+                   "progress": true, "progressId": "research-1"}),
+        );
+        (result, poller.join().unwrap())
+    });
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Research Report: progress"), "{result:#}");
+    let messages: Vec<&str> = events
+        .iter()
+        .filter(|event| event["type"] == "progress")
+        .filter_map(|event| event["message"].as_str())
+        .collect();
+    assert!(
+        messages
+            .first()
+            .is_some_and(|first| first.starts_with("task working: ")),
+        "{events:#?}"
+    );
+    // Four stages of a second each, polled every second: more than one status is seen.
+    assert!(messages.len() >= 2, "{messages:#?}");
+    let mut distinct = messages.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct, messages,
+        "only changes are reported: {messages:#?}"
+    );
+}
+
+#[test]
+fn tasks_run_the_same_over_streamable_http() {
+    let upstream = HttpPeer::everything();
+    let daemon = Daemon::start(json!({"mcpServers": {"remote": upstream.server_config()}}));
+    let result = daemon.call_tool(
+        "remote",
+        "simulate-research-query",
+        json!({"topic": "http"}),
+    );
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Research Report: http"), "{result:#}");
+
+    let created = daemon.call(
+        name::CALL_TOOL,
+        json!({"server": "remote", "tool": "simulate-research-query",
+               "arguments": {"topic": "followed"}, "task": {}}),
+    );
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    assert!(task_id.starts_with("remote:"), "{created:#}");
+    let status = daemon.call(name::GET_TASK, json!({"taskId": task_id}));
+    assert_eq!(status["taskId"], task_id.as_str(), "{status:#}");
+    assert!(
+        status["createdAt"].is_string(),
+        "the task whole: {status:#}"
+    );
+    let cancelled = daemon.call(name::CANCEL_TASK, json!({"taskId": task_id}));
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled:#}");
+    let listed = daemon.call(name::LIST_TASKS, json!({}));
+    let statuses: Vec<&str> = listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|task| task["status"].as_str())
+        .collect();
+    assert_eq!(statuses, vec!["completed", "cancelled"], "{listed:#}");
 }

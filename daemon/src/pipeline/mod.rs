@@ -37,7 +37,6 @@ pub mod span;
 mod stats;
 pub(crate) mod tasks;
 
-use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -56,7 +55,7 @@ use crate::policy::Denial;
 use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
-use abandoned::PendingRecord;
+use abandoned::{CallMarks, PendingRecord};
 use execute::{Bounds, CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
@@ -215,8 +214,8 @@ impl Pipeline {
             // Dropped before the answer (the client went away), it records the call as
             // abandoned: every call still produces exactly one record.
             let mut pending = PendingRecord::new(self, context.arrived, record);
-            let (record, sent) = pending.parts();
-            let answer = self.run_once(context, request, extras, record, sent).await;
+            let (record, marks) = pending.parts();
+            let answer = self.run_once(context, request, extras, record, marks).await;
             let mut record = pending.answered();
             record.finished_at = SystemTime::now();
             record.latency = context.arrived.elapsed();
@@ -255,10 +254,10 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-        sent: &AtomicU32,
+        marks: &CallMarks,
     ) -> Result<CallAnswer, Error> {
         let Some(key) = request.idempotency_key.clone().filter(|_| !request.dry_run) else {
-            return self.run(context, request, extras, record, sent).await;
+            return self.run(context, request, extras, record, marks).await;
         };
         let fingerprint = idempotency::fingerprint(
             record.requested_server.as_deref(),
@@ -278,7 +277,7 @@ impl Pipeline {
                     // The first call stored nothing: this one runs (or waits for whoever does).
                 }
                 Begin::Run(ticket) => {
-                    let answer = self.run(context, request, extras, record, sent).await;
+                    let answer = self.run(context, request, extras, record, marks).await;
                     ticket.finish(&answer, record.executed);
                     return answer;
                 }
@@ -292,7 +291,7 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-        sent: &AtomicU32,
+        marks: &CallMarks,
     ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
@@ -380,7 +379,6 @@ impl Pipeline {
         };
         // A task the call creates is its caller's (`tasks/`), noted as soon as it exists.
         let owner = tasks::owner(context);
-        let task_id = std::sync::Mutex::new(None::<String>);
         let created = |upstream_id: &str| {
             let public = self.tasks.register(
                 &owner,
@@ -390,15 +388,15 @@ impl Pipeline {
                     tool: plan.resolved.tool.name().to_owned(),
                 },
             );
-            *task_id.lock().unwrap() = Some(public);
+            *marks.task_id.lock().unwrap() = Some(public);
         };
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = execute::execute(&plan, &self.options.retry, &ticket, sent, &created).await;
-        record.task_id = task_id.into_inner().unwrap();
+        } = execute::execute(&plan, &self.options.retry, &ticket, &marks.sent, &created).await;
+        record.task_id = marks.task_id.lock().unwrap().clone();
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
