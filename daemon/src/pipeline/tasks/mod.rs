@@ -212,3 +212,6 @@ fn excerpt(text: &str) -> String {
     }
     cut
 }
+
+#[cfg(test)]
+mod tests;
