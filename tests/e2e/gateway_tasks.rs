@@ -7,7 +7,8 @@
 //!   SDK's `callToolStream` creates the task, polls `tasks/get` and reads `tasks/result`
 //!   through it; a second task is listed and cancelled, a finished one refuses cancellation;
 //! - another session of the same token finds none of the first session's tasks, and an unknown
-//!   id is not found, in the same words: `a_host_runs_tasks_through_the_gateway_with_the_typescript_sdk`
+//!   id is not found, in the same words; the server's `notifications/tasks/status` reach the
+//!   owning session's standalone stream only: `a_host_runs_tasks_through_the_gateway_with_the_typescript_sdk`
 //! - a `task` that is not an object is a JSON-RPC error saying what would be right:
 //!   `a_malformed_task_member_is_refused_with_what_would_be_right`
 
@@ -128,6 +129,22 @@ fn a_host_runs_tasks_through_the_gateway_with_the_typescript_sdk() {
         json!([]),
         "{report:#}"
     );
+
+    // The server's status notifications reached the session that owns the task, by its id,
+    // on its standalone stream, and the other session none of them.
+    assert_eq!(report["heardCompleted"], true, "{report:#}");
+    let notices = report["statusNotices"].as_array().expect("notices");
+    let completed = notices
+        .iter()
+        .any(|notice| notice["taskId"] == task_id && notice["status"] == "completed");
+    assert!(completed, "{notices:#?}");
+    assert!(
+        notices
+            .iter()
+            .all(|notice| notice["taskId"] == task_id || notice["taskId"] == second),
+        "{notices:#?}"
+    );
+    assert_eq!(report["otherStatusNotices"], json!([]), "{report:#}");
 }
 
 #[test]

@@ -72,6 +72,9 @@ pub enum UpstreamNotice {
     PromptsChanged { server: String },
     /// `notifications/resources/updated` for `uri` from `server`.
     ResourceUpdated { server: String, uri: String },
+    /// `notifications/tasks/status` from `server` (MCP 2025-11-25 tasks): the task as
+    /// `tasks/get` would answer it, with the server's own task id.
+    TaskStatus { server: String, task: Value },
 }
 
 impl UpstreamNotice {
@@ -80,7 +83,8 @@ impl UpstreamNotice {
         match self {
             UpstreamNotice::ResourcesChanged { server }
             | UpstreamNotice::PromptsChanged { server }
-            | UpstreamNotice::ResourceUpdated { server, .. } => server,
+            | UpstreamNotice::ResourceUpdated { server, .. }
+            | UpstreamNotice::TaskStatus { server, .. } => server,
         }
     }
 }

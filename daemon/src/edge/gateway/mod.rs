@@ -289,7 +289,9 @@ impl Endpoint {
                 ),
             );
         }
-        let context = crate::pipeline::CallContext::new(request.grant.clone());
+        let mut context = crate::pipeline::CallContext::new(request.grant.clone());
+        // The status of the session's own MCP tasks comes on its stream (`tasks.rs`).
+        context.mcp_session = Some(session_id.to_owned());
         let stream = notices::NoticeStream::open(
             Arc::clone(self),
             &session,

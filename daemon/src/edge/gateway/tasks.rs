@@ -4,9 +4,9 @@
 //! session: its `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` reach the right
 //! server (`pipeline/tasks/`), and another session's or token's task id is not found.
 //!
-//! The capability is advertised when a tool the token may see takes tasks. The servers'
-//! `notifications/tasks/status` are not forwarded (a host polls `tasks/get`, as the spec lets
-//! it).
+//! The capability is advertised when a tool the token may see takes tasks. A server's
+//! `notifications/tasks/status` for a task goes to the standalone stream of the session that
+//! created it (`notices.rs`), with the session's task id.
 
 use serde_json::{Value, json};
 use tool_cli_protocol::methods::{CallToolParams, ListTasksParams};
@@ -76,6 +76,21 @@ pub(super) async fn create(
         )),
         Err(error) => Err(super::resources::daemon_error(services, error)),
     }
+}
+
+/// The `notifications/tasks/status` a server's status of `task` becomes for the session of
+/// `context`, if the session created that task.
+pub(super) fn status_notice(
+    services: &Services,
+    server: &str,
+    task: &Value,
+    context: &CallContext,
+) -> Option<Value> {
+    let upstream_id = task.get("taskId").and_then(Value::as_str)?;
+    let public = services.calls.own_task_id(context, server, upstream_id)?;
+    let mut params = task.clone();
+    params["taskId"] = Value::String(public);
+    Some(json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": params}))
 }
 
 /// Answers one task method for the host's session (`context.mcp_session`).

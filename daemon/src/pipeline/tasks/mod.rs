@@ -121,6 +121,17 @@ impl Pipeline {
         Ok(answer)
     }
 
+    /// The id `context`'s caller knows task `upstream_id` of `server` by, if it created it.
+    pub(crate) fn own_task_id(
+        &self,
+        context: &CallContext,
+        server: &str,
+        upstream_id: &str,
+    ) -> Option<String> {
+        let public = TaskRegistry::public_id(server, upstream_id);
+        self.tasks.lookup(&owner(context), &public).map(|_| public)
+    }
+
     /// The tasks the caller created that their servers still know, oldest first, each as
     /// `tasks/get` would answer it (with the caller's id): `{"tasks": [...]}`. A task its
     /// server no longer lists (its `ttl` ran out) is forgotten.

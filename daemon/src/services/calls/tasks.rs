@@ -68,6 +68,16 @@ impl Calls {
             .await
     }
 
+    /// The id `context`'s caller knows task `upstream_id` of `server` by, if it created it.
+    pub(crate) fn own_task_id(
+        &self,
+        context: &CallContext,
+        server: &str,
+        upstream_id: &str,
+    ) -> Option<String> {
+        self.pipeline.own_task_id(context, server, upstream_id)
+    }
+
     /// `listTasks`: the caller's tasks their servers still know.
     pub async fn list_tasks(
         &self,
