@@ -7,7 +7,8 @@
 //!   `getTaskResult`, `listTasks`, `cancelTask`), and no other token or session finds it;
 //! - a deadline that expires while the task runs cancels it at the server (one answer, one
 //!   trace line), as does Ctrl-C of the CLI, and a server dying mid-task is one clear error;
-//! - a caller following progress sees the task's status as it changes;
+//! - a caller following progress sees the task's status as it changes; a task that asks a
+//!   question mid-way (elicitation through `tasks/result`) is declined with a reason and finishes;
 //! - the same over Streamable HTTP (server-everything in `streamableHttp` mode).
 
 use std::os::unix::process::ExitStatusExt as _;
@@ -413,4 +414,22 @@ fn tasks_run_the_same_over_streamable_http() {
         .filter_map(|task| task["status"].as_str())
         .collect();
     assert_eq!(statuses, vec!["completed", "cancelled"], "{listed:#}");
+}
+
+#[test]
+fn a_task_that_asks_a_question_mid_way_gets_the_daemons_answer_and_finishes() {
+    // An ambiguous query makes the task ask (elicitation, delivered through `tasks/result`);
+    // without a watcher the daemon declines with a reason, and the task goes on with its default.
+    let daemon = traced_everything();
+    let result = daemon.call_tool(
+        "everything",
+        "simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+    );
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Research Report: python"), "{result:#}");
+    assert!(
+        text.contains("**Clarification**: User declined - using default interpretation"),
+        "{result:#}"
+    );
 }
