@@ -316,6 +316,7 @@ impl Client {
             progress_id: call.progress_id.clone(),
             reset_timeout_on_progress: None,
             max_total_timeout_ms: None,
+            task: None,
         })?;
         self.handshake().await?;
         // The margin lets our daemon's own deadline error (naming the server and tool) arrive

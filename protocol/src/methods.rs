@@ -93,6 +93,14 @@ pub mod name {
     pub const START_RECORDING: &str = "startRecording";
     /// `stopRecording` (owner token only; ours): end a recording, restart the server unrecorded.
     pub const STOP_RECORDING: &str = "stopRecording";
+    /// The status of an MCP task a `callTool` with `task` created (`tasks/get`).
+    pub const GET_TASK: &str = "getTask";
+    /// The result of an MCP task, once it is terminal (`tasks/result`).
+    pub const GET_TASK_RESULT: &str = "getTaskResult";
+    /// The MCP tasks the caller created that their servers still know (`tasks/list`).
+    pub const LIST_TASKS: &str = "listTasks";
+    /// Cancel an MCP task (`tasks/cancel`).
+    pub const CANCEL_TASK: &str = "cancelTask";
 
     /// Every method the daemon serves, as listed in `getBridgeInfo.operations`.
     pub const ALL: &[&str] = &[
@@ -136,6 +144,10 @@ pub mod name {
         PIN_LISTING,
         START_RECORDING,
         STOP_RECORDING,
+        GET_TASK,
+        GET_TASK_RESULT,
+        LIST_TASKS,
+        CANCEL_TASK,
     ];
 }
 
@@ -216,6 +228,33 @@ pub struct CallToolParams {
     /// (default and at most the protocol's maximum timeout, 300000 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_timeout_ms: Option<u64>,
+    /// Run the call as an MCP task (protocol 2025-11-25, experimental there) that the caller
+    /// follows itself: sent to the server as the call's `task` (`{"ttl"?: ms}`); the result is
+    /// the server's `CreateTaskResult` (`{task: {taskId, status, ...}}`) with a `taskId` the
+    /// task methods (`getTask`, `getTaskResult`, `listTasks`, `cancelTask`) take. Without it, a
+    /// tool that runs only as a task is run as one and its final result returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Map<String, Value>>,
+}
+
+/// Params of `getTask`, `getTaskResult` and `cancelTask`: a task the caller created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskParams {
+    /// The task's id, as the `callTool` that created it answered it (`server:id`).
+    pub task_id: String,
+    /// The session the task was created in, if it was created in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Params of `listTasks`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksParams {
+    /// The session whose tasks to list; omitted, those created outside any session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// Params of `callEvents`.

@@ -23,8 +23,8 @@ use crate::manage::{
 };
 use crate::methods::{
     CallEventsParams, CallToolParams, DescribeToolParams, GetPromptParams, HealthParams,
-    ListPromptsParams, MintTokenParams, ReadResourceParams, ReadSpilledParams, RevokeTokenParams,
-    ServerParams,
+    ListPromptsParams, ListTasksParams, MintTokenParams, ReadResourceParams, ReadSpilledParams,
+    RevokeTokenParams, ServerParams, TaskParams,
 };
 use crate::orchestration::{CallChainParams, CallManyParams, OpenSessionParams, SessionParams};
 use crate::remote_auth::{AuthCompleteParams, AuthLoginParams};
@@ -108,8 +108,10 @@ macro_rules! shapes {
 shapes! {
     ServerParams: r#"{"server": string}"#;
     DescribeToolParams: r#"{"server": string, "tool": string}"#;
-    CallToolParams: r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string, "resetTimeoutOnProgress"?: boolean, "maxTotalTimeoutMs"?: integer}"#;
+    CallToolParams: r#"{"server"?: string, "tool": string, "arguments"?: object, "timeoutMs"?: integer, "confirm"?: boolean, "dryRun"?: boolean, "hint"?: string, "sessionId"?: string, "idempotencyKey"?: string, "alternatives"?: boolean, "progress"?: boolean, "progressId"?: string, "resetTimeoutOnProgress"?: boolean, "maxTotalTimeoutMs"?: integer, "task"?: object}"#;
     CallEventsParams: r#"{"progressId": string, "after"?: integer, "waitMs"?: integer}"#;
+    TaskParams: r#"{"taskId": string, "sessionId"?: string}"#;
+    ListTasksParams: r#"{"sessionId"?: string}"#, absent = default;
     MintTokenParams: r#"{"servers"?: [glob], "tools"?: ["server/tool" glob], "resources"?: ["server/uri" glob], "prompts"?: ["server/prompt" glob], "readOnly"?: boolean, "ttlSeconds"?: integer, "label"?: string, "gatewayMode"?: "pass-through" | "progressive"}"#, absent = default;
     ReadSpilledParams: r#"{"id": string, "offset"?: integer, "length"?: integer}"#;
     RevokeTokenParams: r#"{"tokenId": string}"#;
@@ -549,6 +551,8 @@ mod tests {
             ("ServerParams", check_shape::<ServerParams>),
             ("DescribeToolParams", check_shape::<DescribeToolParams>),
             ("CallToolParams", check_shape::<CallToolParams>),
+            ("TaskParams", check_shape::<TaskParams>),
+            ("ListTasksParams", check_shape::<ListTasksParams>),
             ("CallEventsParams", check_shape::<CallEventsParams>),
             ("MintTokenParams", check_shape::<MintTokenParams>),
             ("ReadSpilledParams", check_shape::<ReadSpilledParams>),

@@ -89,6 +89,12 @@ pub struct TraceLine {
     /// `invalidArguments`, and this one has other arguments (S0's `corrective_retry`).
     #[serde(default)]
     pub corrective_retry: bool,
+    /// The MCP task the call created (2025-11-25 tasks), as its caller knows it: the call ran
+    /// as a task, either because its caller asked (`task`) or because the tool runs only as
+    /// one. The line is written once, when the call answered: for a task the daemon waited
+    /// for, after its result; for one the caller asked for, at its creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// The error the caller got, if any (a tool's own `isError` result is not one).
     #[serde(default)]
     pub error: Option<TraceError>,

@@ -548,7 +548,7 @@ fn the_endpoint_holds_its_sessions_and_the_gate() {
     let answer: Value = serde_json::from_slice(&batch.body).unwrap();
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
     // An unknown method.
-    let unknown = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list"});
+    let unknown = json!({"jsonrpc": "2.0", "id": 3, "method": "roots/list"});
     let answer: Value =
         serde_json::from_slice(&exchange(&daemon, "POST", "/mcp", &with_session, &unknown).body)
             .unwrap();

@@ -33,6 +33,7 @@ mod first_hour;
 mod gateway;
 mod gateway_notices;
 mod gateway_stream;
+mod gateway_tasks;
 mod handle_scope;
 mod hardening;
 mod lifecycle;

@@ -122,7 +122,11 @@ fn get_bridge_info() {
                 "reloadPins",
                 "pinListing",
                 "startRecording",
-                "stopRecording"
+                "stopRecording",
+                "getTask",
+                "getTaskResult",
+                "listTasks",
+                "cancelTask"
               ],
               "capabilities": {
                 "authentication": {

@@ -276,6 +276,7 @@ impl SkimmedLine {
             retries: self.retries,
             retry_reason: self.retry_reason,
             corrective_retry: self.corrective_retry,
+            task_id: None,
             error: self.error,
             degraded: self.degraded,
             tokens_in: self.tokens_in,

@@ -493,6 +493,7 @@ mod tests {
             progress_id: Some("p".into()),
             reset_timeout_on_progress: Some(true),
             max_total_timeout_ms: Some(1),
+            task: None,
         };
         let step = ChainStep {
             server: Some("s".into()),

@@ -22,10 +22,12 @@ use serde_json::value::RawValue;
 
 pub(crate) mod overrides;
 pub mod pin_hold;
+mod task_support;
 pub(crate) mod validate;
 mod validator_cache;
 
 use overrides::ToolOverride;
+pub use task_support::TaskSupport;
 use validate::{ArgumentValidator, InvalidSchema};
 use validator_cache::ValidatorCache;
 
@@ -53,9 +55,10 @@ pub struct CatalogTool {
     pub has_output_schema: bool,
     /// Its behaviour hints, from `annotations`.
     pub hints: ToolHints,
-    /// It runs only as an MCP task (`execution.taskSupport: "required"`), which the daemon does
-    /// not run: calls are refused with that reason before anything is sent.
-    pub task_required: bool,
+    /// Whether it runs as an MCP task (`execution.taskSupport`): a required one the pipeline
+    /// runs as a task and waits for (`pipeline/tasks/`), a forbidden one refuses a caller's
+    /// `task` before anything is sent.
+    pub task_support: TaskSupport,
     /// Left out of listings, search and routing by a config override.
     pub hidden: bool,
     /// A config override changed it (its JSON carries `_meta["tool-cli/overridden"]`).
@@ -139,7 +142,7 @@ struct Facts {
     description: Span,
     has_output_schema: bool,
     hints: ToolHints,
-    task_required: bool,
+    task_support: TaskSupport,
     hidden: bool,
     overridden: bool,
     priority: Option<i64>,
@@ -283,10 +286,7 @@ impl Catalog {
                     description: description_at,
                     has_output_schema: raw.get("outputSchema").is_some_and(Value::is_object),
                     hints,
-                    task_required: raw
-                        .pointer("/execution/taskSupport")
-                        .and_then(Value::as_str)
-                        == Some("required"),
+                    task_support: TaskSupport::of(raw.pointer("/execution/taskSupport")),
                     hidden,
                     overridden: raw.pointer("/_meta/tool-cli~1overridden").is_some(),
                     priority,
@@ -312,7 +312,7 @@ impl Catalog {
                 name: facts.name,
                 has_output_schema: facts.has_output_schema,
                 hints: facts.hints,
-                task_required: facts.task_required,
+                task_support: facts.task_support,
                 hidden: facts.hidden,
                 overridden: facts.overridden,
                 priority: facts.priority,

@@ -25,8 +25,18 @@ pub(super) struct PendingRecord<'a> {
     arrived: Instant,
     /// `None` once the call answered (the pipeline records it itself then).
     record: Option<CallRecord>,
-    /// Attempts the breakers let through so far (the execute stage counts them as it goes).
-    sent: AtomicU32,
+    /// What the stages note as they go, known even if the call is dropped.
+    marks: CallMarks,
+}
+
+/// What the execute stage notes while a call runs, so that a call dropped mid-way is recorded
+/// with it.
+#[derive(Default)]
+pub(super) struct CallMarks {
+    /// Attempts the breakers let through so far.
+    pub(super) sent: AtomicU32,
+    /// The MCP task the call created, by the id its caller knows (`tasks/`).
+    pub(super) task_id: std::sync::Mutex<Option<String>>,
 }
 
 impl<'a> PendingRecord<'a> {
@@ -35,17 +45,17 @@ impl<'a> PendingRecord<'a> {
             pipeline,
             arrived,
             record: Some(record),
-            sent: AtomicU32::new(0),
+            marks: CallMarks::default(),
         }
     }
 
-    /// The record for the stages to fill in, and the counter of attempts sent.
-    pub(super) fn parts(&mut self) -> (&mut CallRecord, &AtomicU32) {
+    /// The record for the stages to fill in, and what the execute stage notes as it goes.
+    pub(super) fn parts(&mut self) -> (&mut CallRecord, &CallMarks) {
         (
             self.record
                 .as_mut()
                 .expect("a pending record is answered once, after its stages"),
-            &self.sent,
+            &self.marks,
         )
     }
 
@@ -62,7 +72,10 @@ impl Drop for PendingRecord<'_> {
         let Some(mut record) = self.record.take() else {
             return;
         };
-        let sent = self.sent.load(Ordering::Relaxed);
+        let sent = self.marks.sent.load(Ordering::Relaxed);
+        if record.task_id.is_none() {
+            record.task_id = self.marks.task_id.lock().unwrap().take();
+        }
         record.attempts = record.attempts.max(sent);
         record.executed |= sent > 0;
         record.finished_at = SystemTime::now();

@@ -54,6 +54,9 @@ pub struct CallContext {
     pub relay: Option<Arc<dyn EventRelay>>,
     /// Where the call sits in a trace (OpenTelemetry): the span it belongs under.
     pub trace: CallTrace,
+    /// The MCP gateway session the request came in on, if it did: MCP tasks created under it
+    /// are that session's alone (`pipeline/tasks/`).
+    pub mcp_session: Option<String>,
 }
 
 impl fmt::Debug for CallContext {
@@ -85,6 +88,7 @@ impl CallContext {
             arrived: Instant::now(),
             relay: None,
             trace: CallTrace::default(),
+            mcp_session: None,
         }
     }
 
@@ -120,6 +124,7 @@ impl CallContext {
                 span: self.trace.span.clone(),
                 tool_call: None,
             },
+            mcp_session: self.mcp_session.clone(),
         }
     }
 }
@@ -146,4 +151,7 @@ pub struct CallRequest {
     /// `resetTimeoutOnProgress`: when set, the timeout restarts at each progress notification of
     /// the call, and this is the most the call may take in all.
     pub progress_resets_timeout: Option<Duration>,
+    /// Run it as an MCP task the caller follows itself: the `task` member to send (`{ttl?}`),
+    /// and the answer is the server's `CreateTaskResult` (`pipeline/tasks/`).
+    pub task: Option<Value>,
 }

@@ -21,10 +21,11 @@ use tool_cli_protocol::ErrorData;
 use super::Slot;
 use super::answer::Degraded;
 use super::guards::Admissions;
+use super::plan::TaskMode;
 use super::plan::{CallPlan, circuit_open};
 use super::progress_timeout::{self, Bounded};
 use crate::error::Error;
-use crate::provider::{CallTicket, ResourceListKind};
+use crate::provider::{CallTicket, ResourceListKind, TaskRequest};
 use crate::resilience::backoff::random_jitter;
 use crate::resilience::breaker::Outcome;
 use crate::resilience::cache::CacheKey;
@@ -65,6 +66,15 @@ pub(crate) enum Operation<'a> {
     /// A request passed on unread for the MCP gateway (`completion/complete`,
     /// `resources/subscribe`, `resources/unsubscribe`; each safe to re-send).
     Pass { method: &'a str, params: &'a Value },
+    /// One MCP task request (`tasks/`): a task-augmented `tools/call`, or `tasks/*`.
+    Task { request: TaskRequest<'a> },
+    /// A tool that runs only as a task, run as one and waited for (`tasks/run.rs`); `created`
+    /// is told the server's task id.
+    RunAsTask {
+        tool: &'a str,
+        arguments: &'a Map<String, Value>,
+        created: &'a (dyn Fn(&str) + Send + Sync),
+    },
 }
 
 impl Operation<'_> {
@@ -82,6 +92,8 @@ impl Operation<'_> {
             } => "resources/templates/list",
             Operation::ListPrompts => "prompts/list",
             Operation::Pass { method, .. } => method,
+            Operation::Task { request } => request.label(),
+            Operation::RunAsTask { tool, .. } => tool,
         }
     }
 }
@@ -115,15 +127,19 @@ impl Bounds {
 /// Carries out an unblocked plan for the caller `ticket` names; `sent` counts the attempts the
 /// breakers let through as they go, so that a caller whose future is dropped mid-call (the
 /// client went away) still knows whether anything reached the server.
+/// A call that creates an MCP task tells `created` the server's task id as soon as it exists.
 pub(crate) async fn execute(
     plan: &CallPlan,
     retry: &RetryPolicy,
     ticket: &CallTicket,
     sent: &AtomicU32,
+    created: &(dyn Fn(&str) + Send + Sync),
 ) -> CallOutcome {
     let slot = &plan.resolved.slot;
     let tool = &plan.resolved.tool;
-    let cache_key = (slot.guards.cache.is_some() && tool.hints.cacheable()).then(|| {
+    // A task's handle is no result to serve again; a task's result is the task's alone.
+    let plain = plan.task == TaskMode::Plain;
+    let cache_key = (plain && slot.guards.cache.is_some() && tool.hints.cacheable()).then(|| {
         CacheKey::new(
             ticket.caller.as_deref().unwrap_or(""),
             &slot.upstream.info().name,
@@ -131,9 +147,23 @@ pub(crate) async fn execute(
             &Value::Object(plan.arguments.clone()),
         )
     });
-    let operation = Operation::CallTool {
-        tool: tool.name(),
-        arguments: &plan.arguments,
+    let operation = match &plan.task {
+        TaskMode::Plain => Operation::CallTool {
+            tool: tool.name(),
+            arguments: &plan.arguments,
+        },
+        TaskMode::Follow(task) => Operation::Task {
+            request: TaskRequest::Create {
+                tool: tool.name(),
+                arguments: &plan.arguments,
+                task,
+            },
+        },
+        TaskMode::Await => Operation::RunAsTask {
+            tool: tool.name(),
+            arguments: &plan.arguments,
+            created,
+        },
     };
     let bounds = Bounds {
         timeout: plan.timeout,
@@ -150,6 +180,12 @@ pub(crate) async fn execute(
         sent,
     )
     .await;
+    if matches!(plan.task, TaskMode::Follow(_)) {
+        let server = &slot.upstream.info().name;
+        outcome.result = outcome.result.and_then(|answer| {
+            super::tasks::announce_created(answer, server, tool.name(), created)
+        });
+    }
 
     let Some(cache) = &slot.guards.cache else {
         return outcome;
@@ -386,6 +422,24 @@ async fn attempt(
                 slot.upstream
                     .pass_request(method, params, deadline, ticket)
                     .await
+            }
+            Operation::Task { request } => {
+                slot.upstream.task_request(*request, deadline, ticket).await
+            }
+            Operation::RunAsTask {
+                tool,
+                arguments,
+                created,
+            } => {
+                super::tasks::run::run_to_completion(
+                    &slot.upstream,
+                    tool,
+                    arguments,
+                    deadline,
+                    ticket,
+                    *created,
+                )
+                .await
             }
         }
     };

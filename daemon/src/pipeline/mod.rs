@@ -35,8 +35,8 @@ mod resolve;
 pub(crate) mod routing;
 pub mod span;
 mod stats;
+pub(crate) mod tasks;
 
-use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -55,7 +55,7 @@ use crate::policy::Denial;
 use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
-use abandoned::PendingRecord;
+use abandoned::{CallMarks, PendingRecord};
 use execute::{Bounds, CallOutcome, Operation};
 pub(crate) use guards::ServerGuards;
 use idempotency::{Begin, IdempotencyStore};
@@ -118,6 +118,8 @@ pub struct Pipeline {
     observers: Vec<Arc<dyn CallObserver>>,
     wants_payloads: bool,
     options: PipelineOptions,
+    /// Which caller owns which MCP task (`tasks/`).
+    tasks: tasks::TaskRegistry,
 }
 
 /// What the session store (or any caller) supplies for one call beyond the request: routing
@@ -155,6 +157,7 @@ impl Pipeline {
             observers,
             wants_payloads,
             options,
+            tasks: tasks::TaskRegistry::default(),
         }
     }
 
@@ -211,8 +214,8 @@ impl Pipeline {
             // Dropped before the answer (the client went away), it records the call as
             // abandoned: every call still produces exactly one record.
             let mut pending = PendingRecord::new(self, context.arrived, record);
-            let (record, sent) = pending.parts();
-            let answer = self.run_once(context, request, extras, record, sent).await;
+            let (record, marks) = pending.parts();
+            let answer = self.run_once(context, request, extras, record, marks).await;
             let mut record = pending.answered();
             record.finished_at = SystemTime::now();
             record.latency = context.arrived.elapsed();
@@ -251,10 +254,10 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-        sent: &AtomicU32,
+        marks: &CallMarks,
     ) -> Result<CallAnswer, Error> {
         let Some(key) = request.idempotency_key.clone().filter(|_| !request.dry_run) else {
-            return self.run(context, request, extras, record, sent).await;
+            return self.run(context, request, extras, record, marks).await;
         };
         let fingerprint = idempotency::fingerprint(
             record.requested_server.as_deref(),
@@ -274,7 +277,7 @@ impl Pipeline {
                     // The first call stored nothing: this one runs (or waits for whoever does).
                 }
                 Begin::Run(ticket) => {
-                    let answer = self.run(context, request, extras, record, sent).await;
+                    let answer = self.run(context, request, extras, record, marks).await;
                     ticket.finish(&answer, record.executed);
                     return answer;
                 }
@@ -288,7 +291,7 @@ impl Pipeline {
         request: CallRequest,
         extras: CallExtras,
         record: &mut CallRecord,
-        sent: &AtomicU32,
+        marks: &CallMarks,
     ) -> Result<CallAnswer, Error> {
         let slots = self.slots();
         let server = request.server.as_deref().filter(|name| *name != "*");
@@ -353,6 +356,7 @@ impl Pipeline {
                 progress_resets_timeout: request.progress_resets_timeout,
                 dry_run: request.dry_run,
                 guard,
+                task: request.task,
             },
         );
         if request.dry_run {
@@ -373,12 +377,26 @@ impl Pipeline {
             exchange: record.span.as_ref().and_then(|span| span.exchange.clone()),
             ..context.ticket()
         };
+        // A task the call creates is its caller's (`tasks/`), noted as soon as it exists.
+        let owner = tasks::owner(context);
+        let created = |upstream_id: &str| {
+            let public = self.tasks.register(
+                &owner,
+                tasks::TaskEntry {
+                    server: plan.resolved.slot.upstream.info().name.clone(),
+                    upstream_id: upstream_id.to_owned(),
+                    tool: plan.resolved.tool.name().to_owned(),
+                },
+            );
+            *marks.task_id.lock().unwrap() = Some(public);
+        };
         let CallOutcome {
             result,
             attempts,
             retry_reason,
             degraded,
-        } = execute::execute(&plan, &self.options.retry, &ticket, sent).await;
+        } = execute::execute(&plan, &self.options.retry, &ticket, &marks.sent, &created).await;
+        record.task_id = marks.task_id.lock().unwrap().clone();
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -387,7 +405,16 @@ impl Pipeline {
         record.attempts = attempts;
         record.retry_reason = retry_reason;
         record.degraded = degraded.is_some();
-        let result = result?;
+        let mut result = result?;
+        if let Some(public) = &record.task_id {
+            match plan.task {
+                plan::TaskMode::Follow(_) => match result.get_mut("task") {
+                    Some(task) => tasks::wire::set_task_id(task, public),
+                    None => return Err(Error::internal("a created task lost its \"task\"")),
+                },
+                _ => tasks::wire::set_related_task_id(&mut result, public),
+            }
+        }
         let is_error = answer::is_tool_error(&result);
         Ok(CallAnswer::Ran(RanCall {
             result,

@@ -79,6 +79,8 @@ impl Operation<'_> {
                 "resources/unsubscribe" => "resources/unsubscribe",
                 _ => "passed",
             },
+            Operation::Task { request } => request.method(),
+            Operation::RunAsTask { .. } => "tools/call",
         }
     }
 

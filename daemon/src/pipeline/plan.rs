@@ -19,6 +19,7 @@ use tool_cli_protocol::orchestration::{
 use super::guards::Refused;
 use super::resolve::Resolved;
 use super::routing::Selection;
+use crate::catalog::TaskSupport;
 use crate::error::Error;
 use crate::policy::{Denial, check_call};
 use crate::resilience::breaker::Refusal;
@@ -37,8 +38,22 @@ pub(crate) struct CallPlan {
     /// With `resetTimeoutOnProgress`, the most the call may take in all: `timeout` is then an
     /// idle timeout, restarted by each progress notification of the call, within `deadline`.
     pub(crate) progress_resets_timeout: Option<Duration>,
+    /// Whether it runs as an MCP task, and for whom.
+    pub(crate) task: TaskMode,
     /// Why the call may not go ahead, when it may not.
     pub(crate) blocked: Option<Error>,
+}
+
+/// How a call runs with respect to MCP tasks (`pipeline/tasks/`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TaskMode {
+    /// A plain `tools/call`.
+    Plain,
+    /// As a task the caller follows itself: this `task` member is sent, and the answer is the
+    /// server's `CreateTaskResult`.
+    Follow(Value),
+    /// As a task the daemon waits for (the tool runs only as one): the answer is its result.
+    Await,
 }
 
 /// What the plan stage needs to know besides the resolved call.
@@ -60,6 +75,8 @@ pub(crate) struct PlanInput<'a> {
     /// A guard's refusal (call depth, the session's loop detector or budget), decided by the
     /// caller before planning.
     pub(crate) guard: Option<Error>,
+    /// The `task` member the caller asked to send (run as a task it follows itself).
+    pub(crate) task: Option<Value>,
 }
 
 /// When a call that arrived at `arrived` must be answered by on a server whose call timeout is
@@ -85,12 +102,18 @@ pub(crate) fn plan(resolved: Resolved, input: PlanInput<'_>) -> CallPlan {
         info.settings.call_timeout,
     );
     let blocked = check(&resolved, &input).err();
+    let task = match (input.task, resolved.tool.task_support) {
+        (Some(task), _) => TaskMode::Follow(task),
+        (None, TaskSupport::Required) => TaskMode::Await,
+        (None, _) => TaskMode::Plain,
+    };
     CallPlan {
         resolved,
         arguments: input.arguments,
         timeout,
         deadline,
         progress_resets_timeout: input.progress_resets_timeout,
+        task,
         blocked,
     }
 }
@@ -120,15 +143,17 @@ fn check(resolved: &Resolved, input: &PlanInput<'_>) -> Result<(), Error> {
     if let Some(refusal) = super::resolve::pin_refusal(&resolved.slot, tool) {
         return Err(refusal);
     }
-    // MCP tasks are not run (yet): say so rather than let the server answer with a riddle.
-    if tool.task_required {
+    // A task asked of a tool that does not run as one: say so rather than let the server
+    // answer with a riddle. (A tool that runs only as a task is run as one: `TaskMode::Await`.)
+    if input.task.is_some() && !tool.task_support.takes_tasks() {
         return Err(Error::invalid_params(
             "callTool",
             format!(
-                "tool \"{}\" of server \"{}\" runs only as an MCP task (execution.taskSupport \
-                 \"required\"), and this daemon does not run MCP tasks; nothing was sent",
+                "tool \"{}\" of server \"{}\" does not run as an MCP task (its \
+                 execution.taskSupport is \"{}\"); call it without \"task\"; nothing was sent",
                 tool.name(),
-                info.name
+                info.name,
+                tool.task_support.as_str()
             ),
         ));
     }

@@ -56,6 +56,8 @@ pub struct CallRecord {
     /// Sent again in its session after a validation refusal of the same tool, with other
     /// arguments (the session decided it before the call: `sessions::store::Advice`).
     pub corrective_retry: bool,
+    /// The MCP task it ran as, by the id its caller knows (`pipeline/tasks/`).
+    pub task_id: Option<String>,
     /// The error, as the caller saw it: JSON-RPC code, kind and message.
     pub error: Option<RecordedError>,
     /// A cached result was served instead of a live one.
@@ -108,6 +110,7 @@ impl CallRecord {
             attempts: 0,
             retry_reason: None,
             corrective_retry: false,
+            task_id: None,
             error: None,
             degraded: false,
             tokens_in: 0,

@@ -38,6 +38,7 @@ use tokio::sync::{Notify, watch};
 mod callers;
 mod errors;
 mod requests;
+mod tasks;
 
 use super::MCP_PROTOCOL_VERSION;
 use super::Published;
@@ -157,6 +158,25 @@ impl ClientHandler for PoolClient {
                 server: self.server.clone(),
                 uri: params.uri,
             });
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // MCP 2025-11-25's task status (rmcp 3.9 models only the 2026 extension's): passed to
+        // the gateway, which tells the session that owns the task.
+        if notification.method == "notifications/tasks/status"
+            && let Some(task) = notification.params.filter(serde_json::Value::is_object)
+        {
+            let _ = self
+                .notices
+                .send(crate::provider::UpstreamNotice::TaskStatus {
+                    server: self.server.clone(),
+                    task,
+                });
+        }
     }
 
     async fn list_roots(

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt as _;
 use hyper::http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
@@ -32,7 +32,7 @@ use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
 use super::http_tap::HttpTap;
 use super::oversized::OversizedAnswers;
-use super::raw_results::id_key;
+use super::raw_results::{RawResults, id_key};
 use super::tls;
 use crate::config::RemoteOptions;
 use crate::oauth::{BearerError, ServerAuth};
@@ -55,6 +55,11 @@ struct SizeWatchingClient {
     session: Arc<Mutex<Option<Arc<str>>>>,
     /// The recording, when the server is recorded (`http_tap.rs`).
     tap: Option<Arc<HttpTap>>,
+    /// Raw results of the requests whose answers pass through unnarrowed (listings, MCP
+    /// tasks), read from SSE answers; rmcp's typed results drop members it does not model (a
+    /// tool's `execution`, a 2025 task). A plain JSON answer arrives typed already and is not
+    /// kept raw.
+    raw: Arc<RawResults>,
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
@@ -181,6 +186,19 @@ impl StreamableHttpClient for SizeWatchingClient {
             JsonRpcMessage::Request(request) => Some(id_key(&request.id)),
             _ => None,
         };
+        let wants_raw = match &message {
+            JsonRpcMessage::Request(request) => matches!(
+                request.request,
+                ClientRequest::ListToolsRequest(_)
+                    | ClientRequest::ListResourcesRequest(_)
+                    | ClientRequest::ListResourceTemplatesRequest(_)
+                    | ClientRequest::CustomRequest(_)
+            ),
+            _ => false,
+        };
+        if wants_raw && let Some(id) = &request_id {
+            self.raw.want(id.clone());
+        }
         let mut custom_headers = custom_headers;
         add_trace_headers(&message, &mut custom_headers);
         self.note_session(session_id.as_ref());
@@ -204,7 +222,12 @@ impl StreamableHttpClient for SizeWatchingClient {
             Ok(match (response, request_id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let oversized = Arc::clone(&self.oversized);
-                    StreamableHttpPostResponse::Sse(watch_sizes(stream, id, oversized), session)
+                    let stream = watch_sizes(stream, id, oversized);
+                    let stream = match wants_raw {
+                        true => keep_raw(stream, Arc::clone(&self.raw)),
+                        false => stream,
+                    };
+                    StreamableHttpPostResponse::Sse(stream, session)
                 }
                 (response, _) => response,
             })
@@ -301,6 +324,33 @@ impl SizeWatchingClient {
     }
 }
 
+/// Passes a response stream through, keeping the raw `result` of each answer `raw` wants.
+fn keep_raw(stream: BoxedSseResponse, raw: Arc<RawResults>) -> BoxedSseResponse {
+    stream
+        .inspect(move |item| {
+            let Ok(event) = item else {
+                return;
+            };
+            let Some(data) = &event.data else {
+                return;
+            };
+            let Ok(serde_json::Value::Object(mut message)) = serde_json::from_str(data) else {
+                return;
+            };
+            if message.contains_key("method") {
+                return;
+            }
+            let (Some(id), Some(result)) = (message.remove("id"), message.remove("result")) else {
+                return;
+            };
+            let key = id.to_string();
+            if raw.is_wanted(&key) {
+                raw.offer(key, result);
+            }
+        })
+        .boxed()
+}
+
 /// Passes a response stream through, noting request `id` if the stream fails for size.
 fn watch_sizes(
     stream: BoxedSseResponse,
@@ -394,8 +444,10 @@ pub(crate) async fn connect(
         )),
         None => None,
     };
+    let raw = Arc::new(RawResults::default());
     let client = SizeWatchingClient {
         tap,
+        raw: Arc::clone(&raw),
         session: Arc::clone(&session),
         inner,
         oversized: Arc::clone(&oversized),
@@ -415,6 +467,7 @@ pub(crate) async fn connect(
             auth_refused: Some(auth_refused),
             address: crate::provider::address_of(remote.url),
             session: Some(session),
+            raw: Some(raw),
             ..Default::default()
         },
     )

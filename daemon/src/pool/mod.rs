@@ -733,6 +733,19 @@ impl Upstream for Server {
         }))
     }
 
+    fn task_request<'a>(
+        &'a self,
+        request: crate::provider::TaskRequest<'a>,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        Box::pin(self.request(deadline, move |connection| async move {
+            connection
+                .task_request(request, remaining(deadline), ticket)
+                .await
+        }))
+    }
+
     fn get_prompt<'a>(
         &'a self,
         name: &'a str,

@@ -444,6 +444,9 @@ impl Transport<RoleClient> for StdioTransport {
                     | ClientRequest::ListResourcesRequest(_)
                     | ClientRequest::ListResourceTemplatesRequest(_)
                     | ClientRequest::ReadResourceRequest(_)
+                    // Passed on unread (completions, subscriptions, MCP tasks): rmcp's typed
+                    // results would narrow what the server said.
+                    | ClientRequest::CustomRequest(_)
             )
         {
             self.raw.want(id_key(&request.id));

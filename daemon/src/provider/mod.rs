@@ -14,9 +14,11 @@
 //! where its events go, what LLM usage it causes.
 
 mod exchange;
+mod tasks;
 mod ticket;
 
 pub use exchange::{ExchangeFacts, ExchangeNote, address_of};
+pub use tasks::TaskRequest;
 pub use ticket::{
     CALLER_META_KEY, CallTicket, EventRelay, RelayedAnswer, UsageMeter, UsageTotals, caller_key,
 };
@@ -70,6 +72,9 @@ pub enum UpstreamNotice {
     PromptsChanged { server: String },
     /// `notifications/resources/updated` for `uri` from `server`.
     ResourceUpdated { server: String, uri: String },
+    /// `notifications/tasks/status` from `server` (MCP 2025-11-25 tasks): the task as
+    /// `tasks/get` would answer it, with the server's own task id.
+    TaskStatus { server: String, task: Value },
 }
 
 impl UpstreamNotice {
@@ -78,7 +83,8 @@ impl UpstreamNotice {
         match self {
             UpstreamNotice::ResourcesChanged { server }
             | UpstreamNotice::PromptsChanged { server }
-            | UpstreamNotice::ResourceUpdated { server, .. } => server,
+            | UpstreamNotice::ResourceUpdated { server, .. }
+            | UpstreamNotice::TaskStatus { server, .. } => server,
         }
     }
 }
@@ -191,6 +197,29 @@ pub trait Upstream: Send + Sync + 'static {
                 server,
                 code: tool_cli_protocol::code::METHOD_NOT_FOUND.into(),
                 message: format!("this server does not take {method}"),
+                data: None,
+            }
+            .into())
+        })
+    }
+
+    /// Sends one MCP task request (`provider/tasks.rs`) for the caller `ticket` names; answers
+    /// the server's result as JSON, unnarrowed. A provider whose servers run no tasks keeps the
+    /// default, which says so.
+    fn task_request<'a>(
+        &'a self,
+        request: TaskRequest<'a>,
+        deadline: Instant,
+        ticket: &'a CallTicket,
+    ) -> BoxFuture<'a, Result<Value, Error>> {
+        let _ = (deadline, ticket);
+        let server = self.info().name.clone();
+        let method = request.method();
+        Box::pin(async move {
+            Err(ErrorData::Upstream {
+                server,
+                code: tool_cli_protocol::code::METHOD_NOT_FOUND.into(),
+                message: format!("this server runs no MCP tasks, so {method} cannot be sent"),
                 data: None,
             }
             .into())

@@ -58,6 +58,7 @@ pub fn trace_line(record: &CallRecord) -> TraceLine {
         retries: record.retries(),
         retry_reason: record.retry_reason.clone(),
         corrective_retry: record.corrective_retry,
+        task_id: record.task_id.clone(),
         error: record.error.as_ref().map(|error| TraceError {
             code: error.code,
             kind: error.kind.to_owned(),
@@ -101,6 +102,7 @@ pub(crate) fn summary_line(summary: &Summary, capacity: u64, now: SystemTime) ->
         retries: 0,
         retry_reason: None,
         corrective_retry: false,
+        task_id: None,
         error: Some(TraceError {
             code: summary.code,
             kind: SUMMARY_KIND.to_owned(),

@@ -85,7 +85,8 @@ impl RpcError {
                 "method {:?} is not served by this gateway; it serves initialize, ping, \
                  tools/list, tools/call, resources/list, resources/templates/list, \
                  resources/read, resources/subscribe, resources/unsubscribe, prompts/list, \
-                 prompts/get, completion/complete and logging/setLevel",
+                 prompts/get, completion/complete, logging/setLevel, tasks/get, \
+                 tasks/result, tasks/list and tasks/cancel",
                 excerpt(method)
             ),
             data: None,

@@ -25,6 +25,7 @@ mod progressive;
 mod resources;
 mod sessions;
 mod stream;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -227,7 +228,9 @@ impl Endpoint {
                 ),
             );
         };
-        let context = crate::pipeline::CallContext::new(request.grant.clone());
+        let mut context = crate::pipeline::CallContext::new(request.grant.clone());
+        // The MCP tasks a request creates are its session's (`tasks.rs`).
+        context.mcp_session = Some(session_id);
         if method == "tools/call" && accepts_event_stream(&request.headers) {
             return self.stream_call(session, id, params, context);
         }
@@ -286,7 +289,9 @@ impl Endpoint {
                 ),
             );
         }
-        let context = crate::pipeline::CallContext::new(request.grant.clone());
+        let mut context = crate::pipeline::CallContext::new(request.grant.clone());
+        // The status of the session's own MCP tasks comes on its stream (`tasks.rs`).
+        context.mcp_session = Some(session_id.to_owned());
         let stream = notices::NoticeStream::open(
             Arc::clone(self),
             &session,
@@ -406,6 +411,12 @@ impl Endpoint {
                 "version": env!("CARGO_PKG_VERSION"),
             },
         });
+        if let Some(tasks) = tasks::capability(
+            &self.services,
+            &crate::pipeline::CallContext::new(grant.clone()),
+        ) {
+            result["capabilities"]["tasks"] = tasks;
+        }
         if mode == Mode::Progressive {
             result["instructions"] = json!(tool_cli_gateway_core::meta_tools::INSTRUCTIONS);
         }
@@ -487,6 +498,9 @@ impl Endpoint {
             ("completion/complete", _) => resources::complete(services, params, context).await,
             ("resources/subscribe" | "resources/unsubscribe", _) => {
                 resources::subscription(services, session, method, params, context).await
+            }
+            (method, _) if tasks::is_task_method(method) => {
+                tasks::answer(services, method, params, context).await
             }
             (other, _) => Err(RpcError::method_not_found(other)),
         }

@@ -14,7 +14,8 @@
 //! (`crate::provider::UpstreamNotice`): `notifications/resources/list_changed` and
 //! `notifications/prompts/list_changed` as they come (those listings are asked of the servers
 //! when the host lists, so there is nothing held to compare), and
-//! `notifications/resources/updated` for a URI this session subscribed to at that server.
+//! `notifications/resources/updated` for a URI this session subscribed to at that server, and
+//! `notifications/tasks/status` for a task this session created (`tasks.rs`).
 
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -154,7 +155,13 @@ async fn follow(
                 let Some(session) = session.upgrade() else {
                     return;
                 };
-                if let Some(message) = passed_on(&notice, &session, &context)
+                let message = match &notice {
+                    UpstreamNotice::TaskStatus { server, task } => {
+                        super::tasks::status_notice(&endpoint.services, server, task, &context)
+                    }
+                    _ => passed_on(&notice, &session, &context),
+                };
+                if let Some(message) = message
                     && send(&frames, event(&message.to_string())).is_err()
                 {
                     return;
@@ -189,6 +196,8 @@ fn passed_on(notice: &UpstreamNotice, session: &Session, context: &CallContext) 
         UpstreamNotice::ResourceUpdated { server, uri } => session
             .is_subscribed(uri, server)
             .then(|| json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})),
+        // Told only to the session that owns the task (`tasks.rs`).
+        UpstreamNotice::TaskStatus { .. } => None,
     }
 }
 

@@ -119,6 +119,17 @@ pub(super) async fn call(
     let address = names
         .resolve(name)
         .map_err(|error| RpcError::invalid_params(error.to_string()))?;
+    if let Some(task) = super::tasks::requested(params)? {
+        return super::tasks::create(
+            services,
+            &address.server,
+            &address.tool,
+            arguments,
+            task,
+            context,
+        )
+        .await;
+    }
     let outcome = run(services, &address.server, &address.tool, arguments, context).await;
     Ok(outcome.unwrap_or_else(|error| error_result(services, error)))
 }

@@ -374,7 +374,7 @@ fn prompt_names(prompts: &[tool_cli_protocol::methods::ServerPrompt]) -> Gateway
 }
 
 /// A daemon error as a JSON-RPC error, cleaned of the configured secrets.
-fn daemon_error(services: &Services, error: crate::error::Error) -> RpcError {
+pub(super) fn daemon_error(services: &Services, error: crate::error::Error) -> RpcError {
     if let crate::error::Error::Internal(detail) = &error {
         tracing::error!(%detail, "internal error in the gateway");
     }

@@ -17,7 +17,7 @@ pub(super) fn register(methods: &mut Methods) {
     use Access::Anyone;
     methods.add(name::CALL_TOOL, Anyone, |s, p, c| async move {
         match p {
-            CallToolInput::Call(params) => s.calls.call_tool(params, &c).await,
+            CallToolInput::Call(params) => s.calls.call_tool(*params, &c).await,
             CallToolInput::NonObjectArguments {
                 server,
                 tool,
@@ -27,6 +27,18 @@ pub(super) fn register(methods: &mut Methods) {
                 .refuse_non_object_arguments(server, &tool, &arguments, &c)
                 .await),
         }
+    });
+    methods.add(name::GET_TASK, Anyone, |s, p, c| async move {
+        s.calls.get_task(p, &c).await
+    });
+    methods.add(name::GET_TASK_RESULT, Anyone, |s, p, c| async move {
+        s.calls.get_task_result(p, &c).await
+    });
+    methods.add(name::LIST_TASKS, Anyone, |s, p, c| async move {
+        s.calls.list_tasks(p, &c).await
+    });
+    methods.add(name::CANCEL_TASK, Anyone, |s, p, c| async move {
+        s.calls.cancel_task(p, &c).await
     });
     methods.add_answering(name::CALL_CHAIN, Anyone, |s, p: CallChainParams, c, a| {
         // Built as the steps end, within the budget: a result that does not fit is spilled,
@@ -63,7 +75,7 @@ pub(super) fn register(methods: &mut Methods) {
 /// object (nor null): those get the error the reference bridge gives, `invalidArguments` with
 /// ajv's "must be object", once the tool is known to exist.
 enum CallToolInput {
-    Call(CallToolParams),
+    Call(Box<CallToolParams>),
     NonObjectArguments {
         server: Option<String>,
         tool: String,
@@ -85,7 +97,7 @@ impl FromParams for CallToolInput {
                             <CallToolParams as tool_cli_protocol::params::MethodParams>::SHAPE
                         ),
                     )),
-                    None => Ok(CallToolInput::Call(parsed)),
+                    None => Ok(CallToolInput::Call(Box::new(parsed))),
                 };
             }
             Err(error) => error,
@@ -133,6 +145,7 @@ const CALL_TOOL_MEMBERS: &[&str] = &[
     "progressId",
     "resetTimeoutOnProgress",
     "maxTotalTimeoutMs",
+    "task",
 ];
 
 /// The first member of a `callTool`'s params that is not one it knows but is so close to one

@@ -166,7 +166,7 @@ impl Connection {
     /// Sends one request around rmcp (`direct.rs`): the line `line` makes of its id is written
     /// from this task, and the stdout reader hands the answer back. Errors are the ones
     /// [`Connection::request`] gives for the same outcomes.
-    async fn direct_request(
+    pub(super) async fn direct_request(
         &self,
         direct: &Arc<DirectRequests>,
         line: impl FnOnce(i64) -> Vec<u8>,

@@ -75,6 +75,7 @@ impl ToolHost for PipelineHost {
                 hint: call.hint,
                 idempotency_key: None,
                 progress_resets_timeout: None,
+                task: None,
             };
             let started = Instant::now();
             let answer = self.calls.call(&context, request).await;

@@ -410,6 +410,7 @@ mod tests {
             tool: "look".into(),
             timeout: timeout.map(Duration::from_millis),
             progress_resets_timeout: progress.map(Duration::from_millis),
+            task: None,
             ..CallRequest::default()
         };
         let failed_timeout = Duration::from_millis(5_000);

@@ -144,6 +144,7 @@ impl Calls {
                         hint: step.hint,
                         idempotency_key: None,
                         progress_resets_timeout: None,
+                        task: None,
                     };
                     if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                         Err(Error::timeout(

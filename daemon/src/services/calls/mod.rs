@@ -9,6 +9,7 @@
 
 mod alternatives;
 mod chain;
+mod tasks;
 
 pub(crate) use chain::{Room, Step, StepSink};
 
@@ -202,5 +203,6 @@ pub(crate) fn call_request(params: CallToolParams) -> Result<CallRequest, Error>
             params.reset_timeout_on_progress,
             params.max_total_timeout_ms,
         )?,
+        task: params.task.map(serde_json::Value::Object),
     })
 }
