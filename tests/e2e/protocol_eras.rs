@@ -14,6 +14,10 @@
 //!   pipeline (validation, traces) to a 2025 peer and to a 2026-only upstream, a missing
 //!   resource as `-32602`; progressive mode describes then calls across stateless requests:
 //!   `a_2026_host_is_answered_statelessly_through_the_pipeline`
+//! - the pool over Streamable HTTP with `protocol: "2026-07-28"`, its upstream another daemon's
+//!   gateway (so both ends of the stateless HTTP exchange are tested against each other); under
+//!   `auto` the same upstream is reached with the handshake:
+//!   `the_pool_reaches_a_stateless_http_server_another_daemons_gateway`
 //! - raw HTTP: a 2026 request naming a 2025 session, a 2025 header on a 2026 request, a 2026
 //!   header without the `_meta`, a session-less 2025 request, an unknown version; the 2025
 //!   session still serves: `requests_mixing_the_eras_are_refused_with_what_would_be_right`
@@ -382,4 +386,37 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
     assert_eq!(status, 200, "{answer}");
     assert!(answer["result"].get("resultType").is_none(), "{answer}");
     assert!(answer.to_string().contains("demo__sql_query"), "{answer}");
+}
+
+#[test]
+fn the_pool_reaches_a_stateless_http_server_another_daemons_gateway() {
+    let upstream = Daemon::start_demo();
+    wait_ready(&upstream, &["demo"]);
+    let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let authorization = format!("Bearer {}", upstream.token);
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "stateless": {"url": url, "headers": {"Authorization": authorization},
+                      "protocol": "2026-07-28"},
+        "auto": {"url": url, "headers": {"Authorization": authorization}},
+    }}));
+    wait_ready(&daemon, &["stateless", "auto"]);
+    for name in ["stateless", "auto"] {
+        let tools = daemon
+            .call("listTools", json!({"server": name}))
+            .to_string();
+        assert!(tools.contains("demo__sql_query"), "{name}: {tools}");
+        let answer = daemon.call_tool(
+            name,
+            "demo__sql_query",
+            json!({"sql": "SELECT 41 + 1 AS answer"}),
+        );
+        assert!(answer.to_string().contains("42"), "{name}: {answer}");
+        assert_ne!(answer["isError"], true, "{name}: {answer}");
+    }
+    // The stateless one went without a session (its answers carried resultType); the auto one
+    // used the handshake, so the upstream gave it plain 2025 results.
+    let stateless = daemon.call_tool("stateless", "demo__sql_query", json!({"sql": "SELECT 1"}));
+    assert_eq!(stateless["resultType"], "complete", "{stateless}");
+    let auto = daemon.call_tool("auto", "demo__sql_query", json!({"sql": "SELECT 1"}));
+    assert!(auto.get("resultType").is_none(), "{auto}");
 }
