@@ -5,7 +5,8 @@
 //! the version, client info and capabilities in the request's own `_meta`, as a 2026-only
 //! server does.
 //!
-//! Tools: `add` (two numbers; structured result), `echo` (text back) and `request_meta`
+//! Tools: `add` (two numbers; structured result), `echo` (text back), `ask_name` (asks for
+//! input the 2026 way: an `input_required` result with an `elicitation/create`) and `request_meta`
 //! (what the request's `_meta` said: the protocol version and whether the client declared
 //! elicitation), which is how a test sees that the pool carries the per-request metadata.
 
@@ -64,6 +65,11 @@ impl ServerHandler for StatelessServer {
                 })),
             ),
             Tool::new(
+                "ask_name",
+                "Ask the user's name before answering (input_required)",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
                 "request_meta",
                 "Tell what this request's _meta carried",
                 schema(json!({"type": "object", "properties": {}})),
@@ -90,6 +96,28 @@ impl ServerHandler for StatelessServer {
             "echo" => {
                 let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
                 CallToolResult::success(vec![ContentBlock::text(text.to_owned())])
+            }
+            "ask_name" => {
+                // The 2026 way for a server to ask during a call: answer `input_required`, and
+                // the client retries with the answers.
+                let asked = serde_json::from_value(json!({
+                    "resultType": "input_required",
+                    "requestState": "asked-once",
+                    "inputRequests": {"name": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "What is your name?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"name": {"type": "string"}},
+                                "required": ["name"]
+                            }
+                        }
+                    }}
+                }))
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                return Ok(CallToolResponse::InputRequired(asked));
             }
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());

@@ -7,7 +7,8 @@
 //! - a 2026-only server under `protocol: auto` (the default) and under `"2026-07-28"`,
 //!   listed and called with the version and our capabilities in each request's `_meta`, beside
 //!   the demo server and server-everything (2025 era, still connected by the handshake);
-//!   the same server forced to `"2025-11-25"` is down with the server's refusal:
+//!   a call answered `input_required` refused with the reason; the same server forced to
+//!   `"2025-11-25"` is down with the server's refusal:
 //!   `the_pool_connects_stateless_servers_beside_todays_peers`
 //! - rmcp's client in discover mode (`daemon/examples/stateless_host.rs`) against `/mcp`:
 //!   discover, tools, resources, prompts and calls answered without a session, through the
@@ -121,6 +122,13 @@ fn the_pool_connects_stateless_servers_beside_todays_peers() {
         );
         assert!(refused.message.contains("b"), "{name}: {refused:?}");
     }
+    // A server asking for input the 2026 way is not answered yet: the call says so.
+    let asked = daemon.call_err(
+        "callTool",
+        json!({"server": "modern", "tool": "ask_name", "arguments": {}}),
+    );
+    assert!(asked.message.contains("input_required"), "{asked:?}");
+    assert!(asked.message.contains("elicitation/create"), "{asked:?}");
     // Today's peers are untouched: the handshake, as before.
     let echoed = daemon.call_tool("everything", "echo", json!({"message": "both eras"}));
     assert!(echoed.to_string().contains("both eras"), "{echoed}");
