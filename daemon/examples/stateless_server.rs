@@ -5,8 +5,10 @@
 //! the version, client info and capabilities in the request's own `_meta`, as a 2026-only
 //! server does.
 //!
-//! Tools: `add` (two numbers; structured result), `echo` (text back), `ask_name` (asks for
-//! input the 2026 way: an `input_required` result with an `elicitation/create`) and `request_meta`
+//! Tools: `add` (two numbers; structured result), `echo` (text back), `ask_name` and `roots`
+//! (ask for input the 2026 way: an `input_required` result with an `elicitation/create` or a
+//! `roots/list`, then answer with what the retry carried), `ask_forever` (asks at every round)
+//! and `request_meta`
 //! (what the request's `_meta` said: the protocol version and whether the client declared
 //! elicitation), which is how a test sees that the pool carries the per-request metadata.
 
@@ -70,6 +72,16 @@ impl ServerHandler for StatelessServer {
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
+                "ask_forever",
+                "Ask for input at every round (never completes)",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "roots",
+                "Ask for the client's roots (input_required) and answer them",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
                 "request_meta",
                 "Tell what this request's _meta carried",
                 schema(json!({"type": "object", "properties": {}})),
@@ -97,13 +109,23 @@ impl ServerHandler for StatelessServer {
                 let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
                 CallToolResult::success(vec![ContentBlock::text(text.to_owned())])
             }
-            "ask_name" => {
+            "ask_name" | "ask_forever" => {
                 // The 2026 way for a server to ask during a call: answer `input_required`, and
-                // the client retries with the answers.
-                let asked = serde_json::from_value(json!({
-                    "resultType": "input_required",
-                    "requestState": "asked-once",
-                    "inputRequests": {"name": {
+                // the client sends the call again with the answers and the state.
+                let answered = request.input_responses.as_ref().and_then(|r| r.get("name"));
+                if let Some(answer) = answered
+                    && request.name == "ask_name"
+                    && request.request_state.as_deref() == Some("asked-once")
+                {
+                    let action = answer
+                        .get("action")
+                        .and_then(Value::as_str)
+                        .unwrap_or("none");
+                    CallToolResult::structured(
+                        json!({"action": action, "content": answer.get("content")}),
+                    )
+                } else {
+                    return input_required(json!({"name": {
                         "method": "elicitation/create",
                         "params": {
                             "mode": "form",
@@ -114,11 +136,17 @@ impl ServerHandler for StatelessServer {
                                 "required": ["name"]
                             }
                         }
-                    }}
-                }))
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-                return Ok(CallToolResponse::InputRequired(asked));
+                    }}));
+                }
             }
+            "roots" => match request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("roots"))
+            {
+                Some(answer) => CallToolResult::structured(answer.clone()),
+                None => return input_required(json!({"roots": {"method": "roots/list"}})),
+            },
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());
                 let capabilities = context.meta.client_capabilities();
@@ -139,6 +167,17 @@ impl ServerHandler for StatelessServer {
         };
         Ok(result.into())
     }
+}
+
+/// An `input_required` answer asking `requests`.
+fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
+    let asked = serde_json::from_value(json!({
+        "resultType": "input_required",
+        "requestState": "asked-once",
+        "inputRequests": requests,
+    }))
+    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    Ok(CallToolResponse::InputRequired(asked))
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -7,7 +7,8 @@
 //! - a 2026-only server under `protocol: auto` (the default) and under `"2026-07-28"`,
 //!   listed and called with the version and our capabilities in each request's `_meta`, beside
 //!   the demo server and server-everything (2025 era, still connected by the handshake);
-//!   a call answered `input_required` refused with the reason; the same server forced to
+//!   `input_required` rounds answered (elicitation declined, the config's roots) and a server
+//!   asking at every round refused after the last; the same server forced to
 //!   `"2025-11-25"` is down with the server's refusal:
 //!   `the_pool_connects_stateless_servers_beside_todays_peers`
 //! - rmcp's client in discover mode (`daemon/examples/stateless_host.rs`) against `/mcp`:
@@ -85,7 +86,7 @@ fn the_pool_connects_stateless_servers_beside_todays_peers() {
         json!({"mcpServers": {
             "demo": demo_server(dir),
             "everything": everything_stdio(),
-            "modern": {"command": stateless_server()},
+            "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
             "pinned": {"command": stateless_server(), "protocol": "2026-07-28"},
             "forced": {"command": stateless_server(), "protocol": "2025-11-25"},
         }})
@@ -122,13 +123,22 @@ fn the_pool_connects_stateless_servers_beside_todays_peers() {
         );
         assert!(refused.message.contains("b"), "{name}: {refused:?}");
     }
-    // A server asking for input the 2026 way is not answered yet: the call says so.
-    let asked = daemon.call_err(
+    // A server asking for input the 2026 way gets the answers a 2025 server's requests get
+    // (elicitation declined with the reason, the config's roots) in the call sent again.
+    let asked = daemon.call_tool("modern", "ask_name", json!({}));
+    assert_eq!(asked["structuredContent"]["action"], "decline", "{asked}");
+    let roots = daemon.call_tool("modern", "roots", json!({}));
+    assert!(roots.to_string().contains("/srv/era"), "{roots}");
+    // One that keeps asking is refused once the rounds run out.
+    let endless = daemon.call_err(
         "callTool",
-        json!({"server": "modern", "tool": "ask_name", "arguments": {}}),
+        json!({"server": "modern", "tool": "ask_forever", "arguments": {}}),
     );
-    assert!(asked.message.contains("input_required"), "{asked:?}");
-    assert!(asked.message.contains("elicitation/create"), "{asked:?}");
+    assert!(endless.message.contains("still asking"), "{endless:?}");
+    assert!(
+        endless.message.contains("elicitation/create"),
+        "{endless:?}"
+    );
     // Today's peers are untouched: the handshake, as before.
     let echoed = daemon.call_tool("everything", "echo", json!({"message": "both eras"}));
     assert!(echoed.to_string().contains("both eras"), "{echoed}");

@@ -38,6 +38,8 @@ use tokio::sync::{Notify, watch};
 
 mod callers;
 mod errors;
+mod input_rounds;
+pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 
 use super::MCP_PROTOCOL_VERSION;

@@ -22,12 +22,14 @@ pub(crate) enum MalformedResult {
          tasks; the call was not completed"
     )]
     Task,
-    /// A 2026-07-28 server asking for input first (`resultType: "input_required"`, the
-    /// multi-round-trip flow that replaced a server's requests during a call).
+    /// A 2026-07-28 server still asking for input (`resultType: "input_required"`, the
+    /// multi-round-trip flow that replaced a server's requests during a call) after the rounds
+    /// the pool answers (`connection/input_rounds.rs`).
     #[error(
-        "it asked for input first ({0}) through the 2026-07-28 multi-round-trip flow \
-         (`resultType: input_required`), which this daemon does not answer yet; the call was not \
-         completed"
+        "it was still asking for input ({0}) through the 2026-07-28 multi-round-trip flow \
+         (`resultType: input_required`) after the daemon answered {rounds} rounds; the call was not \
+         completed",
+        rounds = crate::pool::connection::MAX_INPUT_ROUNDS
     )]
     InputRequired(String),
     /// No `content` member.
@@ -151,9 +153,9 @@ mod tests {
             (
                 json!({"resultType": "input_required", "requestState": "s",
                        "inputRequests": {"who": {"method": "elicitation/create", "params": {}}}}),
-                "it asked for input first (elicitation/create) through the 2026-07-28 \
-                 multi-round-trip flow (`resultType: input_required`), which this daemon does not \
-                 answer yet; the call was not completed",
+                "it was still asking for input (elicitation/create) through the 2026-07-28 \
+                 multi-round-trip flow (`resultType: input_required`) after the daemon answered 8 \
+                 rounds; the call was not completed",
             ),
             (json!({}), "it has no `content` array"),
             (
