@@ -3,7 +3,9 @@
 //! request's `_meta`) talking to a gateway over Streamable HTTP. The e2e tests
 //! (`tests/e2e/protocol_eras.rs`) run it against the daemon's `/mcp` endpoint.
 //!
-//! `stateless_host URL TOKEN [CALL…]`, each CALL `tool={json arguments}`: it discovers,
+//! `stateless_host URL TOKEN [CALL…]`, each CALL `tool={json arguments}`, or
+//! `stateless_host stdio TOOL_CLI [CALL…]` to talk through `TOOL_CLI mcp` (launched as a host
+//! launches it, with the environment it was given) over stdio: it discovers,
 //! lists tools, resources and prompts, reads the first resource, makes the calls in order
 //! and prints one JSON report on stdout (a failed step is reported as `{"error": …}`, not
 //! an exit, so a test can assert on refusals too).
@@ -36,14 +38,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
         })
         .collect();
-    // The workspace's reqwest has rustls without a provider chosen: ring, as the daemon's.
-    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    let transport = StreamableHttpClientTransport::from_config(config);
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    let client = match ().serve_with_lifecycle(transport, lifecycle).await {
+    // `tool-cli mcp`, when it is the way in: held until the end (dropping it kills it).
+    let mut relay_process = None;
+    let started = if url == "stdio" {
+        let mut relay = tokio::process::Command::new(&token)
+            .arg("mcp")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = relay.stdout.take().ok_or("no stdout")?;
+        let stdin = relay.stdin.take().ok_or("no stdin")?;
+        relay_process = Some(relay);
+        ().serve_with_lifecycle((stdout, stdin), lifecycle).await
+    } else {
+        // The workspace's reqwest has rustls without a provider chosen: ring, as the daemon's.
+        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        ().serve_with_lifecycle(transport, lifecycle).await
+    };
+    let client = match started {
         Ok(client) => client,
         Err(error) => {
             println!("{}", json!({"discover": {"error": error.to_string()}}));
@@ -89,5 +107,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     out["calls"] = Value::Array(answers);
     println!("{out}");
     let _ = client.cancel().await;
+    if let Some(mut relay) = relay_process {
+        // Its stdin is closed with the client: it ends on its own; wait for it.
+        let _ = relay.wait().await;
+    }
     Ok(())
 }

@@ -14,7 +14,8 @@
 //! - rmcp's client in discover mode (`daemon/examples/stateless_host.rs`) against `/mcp`:
 //!   discover, tools, resources, prompts and calls answered without a session, through the
 //!   pipeline (validation, traces) to a 2025 peer and to a 2026-only upstream, a missing
-//!   resource as `-32602`; progressive mode describes then calls across stateless requests:
+//!   resource as `-32602`; the same host over stdio through `tool-cli mcp`; progressive mode
+//!   describes then calls across stateless requests:
 //!   `a_2026_host_is_answered_statelessly_through_the_pipeline`
 //! - the pool over Streamable HTTP with `protocol: "2026-07-28"`, its upstream another daemon's
 //!   gateway (so both ends of the stateless HTTP exchange are tested against each other); under
@@ -56,6 +57,28 @@ fn stateless_host(daemon: &Daemon, query: &str, calls: &[String]) -> Value {
         .arg(format!("http://127.0.0.1:{}/mcp{query}", daemon.port))
         .arg(&daemon.token)
         .args(calls);
+    let output = run_with_timeout(command, CLIENT_TIMEOUT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the host failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("not a report: {stdout}"))
+}
+
+/// Runs the 2026-era host through `tool-cli mcp` over stdio (launched with the environment
+/// that finds `daemon`); its JSON report.
+fn stateless_host_over_stdio(daemon: &Daemon, calls: &[String]) -> Value {
+    let client = daemon.client_command();
+    let mut command = std::process::Command::new(example("stateless_host"));
+    command.arg("stdio").arg(client.get_program()).args(calls);
+    for (name, value) in client.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
     let output = run_with_timeout(command, CLIENT_TIMEOUT);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -253,6 +276,15 @@ fn a_2026_host_is_answered_statelessly_through_the_pipeline() {
                 .is_ok_and(|text| text.contains("\"modern\"") && text.contains("\"add\""))
         }),
         "no trace line for modern add"
+    );
+
+    // The same host launching `tool-cli mcp`, as a desktop host does: no session either.
+    let report =
+        stateless_host_over_stdio(&daemon, &[call("modern__add", json!({"a": 40, "b": 2}))]);
+    assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
+    assert_eq!(
+        report["calls"][0]["structuredContent"]["sum"], 42.0,
+        "{report}"
     );
 
     // Progressive: describe in one stateless request, call in the next.
