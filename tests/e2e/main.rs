@@ -46,6 +46,7 @@ mod peers_more;
 mod pins_live;
 mod progress;
 mod prompts;
+mod protocol_eras;
 mod record;
 mod remote;
 mod replay;

@@ -102,6 +102,7 @@ pub fn bundled_default(self_exe: &Path) -> Config {
             tool_overrides: Arc::default(),
             substituted: Vec::new(),
             server_requests: Default::default(),
+            protocol: Default::default(),
         }],
         agent: AgentConfig::default(),
         traces: TracesConfig::default(),

@@ -27,6 +27,7 @@ mod secrets;
 pub(crate) mod server_requests;
 pub mod telemetry;
 pub mod traces;
+mod upstream_protocol;
 mod variables;
 
 pub use load::{bundled_default, bundled_default_text, load, locate};
@@ -35,6 +36,7 @@ pub(crate) use paths::config_path;
 pub use paths::{PrivateFileError, check_private, state_dir};
 pub use remote::{OAuthSettings, RemoteOptions};
 pub use secrets::{config_secrets, secrets_of};
+pub use upstream_protocol::UpstreamProtocol;
 pub use variables::substitute;
 
 use std::collections::BTreeMap;
@@ -153,6 +155,8 @@ pub struct ServerConfig {
     pub substituted: Vec<String>,
     /// What it gets when it asks the daemon something (roots, elicitation, sampling).
     pub server_requests: crate::config::server_requests::ServerRequestSettings,
+    /// Which MCP lifecycle the pool opens with it (`protocol`; `upstream_protocol.rs`).
+    pub protocol: UpstreamProtocol,
 }
 
 /// Default `maxConcurrent` of a Streamable HTTP server (and of an in-process provider): each

@@ -54,6 +54,8 @@ struct RawServer {
     record: Option<String>,
     /// Serve this recording as the server, instead of a command or a URL.
     replay: Option<String>,
+    /// Which MCP lifecycle to open with it (`upstream_protocol.rs`).
+    protocol: Option<String>,
     // Read by `overrides::parse`.
     #[serde(rename = "tools")]
     _tools: Option<Value>,
@@ -267,7 +269,7 @@ fn parse_server(
              description, tags, \
              enabled, timeoutMs, maxConcurrent, maxQueued, cacheTtlMs, priority, tools, \
              allowTools, denyTools, destructiveTools, confirmDestructive, roots, elicitation, \
-             elicitationTimeoutMs, allowSampling, record, replay"
+             elicitationTimeoutMs, allowSampling, record, replay, protocol"
         } else {
             ""
         };
@@ -325,6 +327,11 @@ fn parse_server(
         Some(n) => n,
         None => transport.default_max_concurrent(),
     };
+    let protocol = match raw.protocol.as_deref() {
+        None => super::UpstreamProtocol::default(),
+        Some(text) => super::UpstreamProtocol::parse(text)
+            .map_err(|message| (Some("protocol".to_owned()), message))?,
+    };
     let enabled = raw.enabled.unwrap_or(true) && !raw.disabled_flag.unwrap_or(false);
     let server = ServerConfig {
         name: name.to_owned(),
@@ -344,6 +351,7 @@ fn parse_server(
         tool_overrides: Arc::new(tool_overrides),
         substituted: looked_up.into_inner(),
         server_requests,
+        protocol,
     };
     Ok((server, notes))
 }

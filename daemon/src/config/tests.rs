@@ -394,3 +394,27 @@ fn the_traces_section_is_read_beside_the_servers_and_its_errors_name_the_path() 
         "{text}"
     );
 }
+
+#[test]
+fn a_servers_protocol_is_read_defaults_to_auto_and_a_wrong_one_is_named() {
+    let config = parse_json(json!({"mcpServers": {
+        "new": {"command": "x", "protocol": "2026-07-28"},
+        "old": {"url": "http://127.0.0.1:1/mcp", "protocol": "2025-11-25"},
+        "any": {"command": "x"},
+    }}))
+    .unwrap();
+    let protocol_of = |name: &str| {
+        config
+            .servers
+            .iter()
+            .find(|server| server.name == name)
+            .map(|server| server.protocol)
+    };
+    assert_eq!(protocol_of("new"), Some(UpstreamProtocol::Stateless));
+    assert_eq!(protocol_of("old"), Some(UpstreamProtocol::Session));
+    assert_eq!(protocol_of("any"), Some(UpstreamProtocol::Auto));
+    let error =
+        parse_json(json!({"mcpServers": {"s": {"command": "x", "protocol": "2026"}}})).unwrap_err();
+    assert_eq!(error.field.as_deref(), Some("protocol"), "{error}");
+    assert!(error.to_string().contains("\"2026-07-28\""), "{error}");
+}

@@ -31,12 +31,15 @@ use rmcp::model::{
     LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
     SamplingCapability,
 };
+use rmcp::service::ClientServiceExt as _;
 use rmcp::service::{NotificationContext, RequestContext, RunningServiceCancellationToken};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
+use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::sync::{Notify, watch};
 
 mod callers;
 mod errors;
+mod input_rounds;
+pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 mod tasks;
 
@@ -312,15 +315,47 @@ where
         inner: rmcp::transport::IntoTransport::into_transport(transport),
         order: Arc::clone(&order),
     };
-    let service = tokio::time::timeout(CONNECT_TIMEOUT, client.serve(transport))
-        .await
-        .map_err(|_| {
-            format!(
-                "no answer to the MCP initialize request within {} s",
-                CONNECT_TIMEOUT.as_secs()
-            )
-        })?
-        .map_err(|err| errors::handshake_error(&err))?;
+    let lifecycle = super::era::Lifecycle::choose(
+        published.protocol,
+        published
+            .learned_stateless
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let started = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        client.serve_with_lifecycle(transport, lifecycle.rmcp_mode()),
+    )
+    .await
+    .map_err(|_| {
+        let request = match lifecycle {
+            super::era::Lifecycle::Handshake => "initialize",
+            super::era::Lifecycle::Discover => "server/discover",
+        };
+        format!(
+            "no answer to the MCP {request} request within {} s",
+            CONNECT_TIMEOUT.as_secs()
+        )
+    })?;
+    let service = match started {
+        Ok(service) => service,
+        Err(rmcp::service::ClientInitializeError::JsonRpcError(refusal))
+            if lifecycle == super::era::Lifecycle::Handshake
+                && published.protocol == crate::config::UpstreamProtocol::Auto
+                && super::era::refuses_handshake_for_stateless(&refusal) =>
+        {
+            // The supervisor reconnects at once, this time with `server/discover`.
+            published
+                .learned_stateless
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(format!(
+                "the server speaks only {} (it refused the initialize handshake: {}); \
+                 reconnecting with server/discover",
+                super::era::STATELESS_VERSION,
+                refusal.message
+            ));
+        }
+        Err(err) => return Err(errors::handshake_error(&err)),
+    };
     let peer = service.peer().clone();
     let info = peer.peer_info();
     let supports_resources = info
@@ -495,8 +530,18 @@ impl Connection {
 
     /// Whether the server answers a `ping` within `timeout`.
     pub(crate) async fn is_responsive(&self, timeout: Duration) -> bool {
-        let ping = ClientRequest::PingRequest(PingRequest::default());
-        self.request(ping, "ping", timeout, &CallTicket::default())
+        // The stateless revision has no `ping`; `server/discover` is its cheapest request.
+        let stateless = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| !info.protocol_version.has_initialize());
+        let (probe, name) = if stateless {
+            let discover = rmcp::model::DiscoverRequest::new(rmcp::model::DiscoverRequestParams {});
+            (ClientRequest::DiscoverRequest(discover), "server/discover")
+        } else {
+            (ClientRequest::PingRequest(PingRequest::default()), "ping")
+        };
+        self.request(probe, name, timeout, &CallTicket::default())
             .await
             .is_ok()
     }

@@ -20,6 +20,7 @@
 mod child;
 mod connection;
 mod direct;
+mod era;
 mod http;
 mod http_tap;
 mod lifecycle;
@@ -184,6 +185,11 @@ pub(crate) struct Published {
     pub(crate) server_requests: Arc<server_requests::ServerRequests>,
     /// The pin store each new catalog is checked against.
     pins: Option<Arc<pins::PinGuard>>,
+    /// The config's `protocol` for it.
+    pub(crate) protocol: crate::config::UpstreamProtocol,
+    /// Set once it refused the handshake for the stateless revision (`era.rs`): its later
+    /// connections open with `server/discover` at once.
+    pub(crate) learned_stateless: AtomicBool,
 }
 
 impl Published {
@@ -412,6 +418,8 @@ impl Server {
                     sampler,
                 )),
                 pins,
+                protocol: config.protocol,
+                learned_stateless: AtomicBool::new(false),
             }),
             restarts: AtomicU32::new(0),
             ready_since: Mutex::new(None),

@@ -22,6 +22,16 @@ pub(crate) enum MalformedResult {
          tasks; the call was not completed"
     )]
     Task,
+    /// A 2026-07-28 server still asking for input (`resultType: "input_required"`, the
+    /// multi-round-trip flow that replaced a server's requests during a call) after the rounds
+    /// the pool answers (`connection/input_rounds.rs`).
+    #[error(
+        "it was still asking for input ({0}) through the 2026-07-28 multi-round-trip flow \
+         (`resultType: input_required`) after the daemon answered {rounds} rounds; the call was not \
+         completed",
+        rounds = crate::pool::connection::MAX_INPUT_ROUNDS
+    )]
+    InputRequired(String),
     /// No `content` member.
     #[error("it has no `content` array")]
     NoContent,
@@ -56,6 +66,9 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), MalformedResu
     let Some(object) = result.as_object() else {
         return Err(MalformedResult::NotAnObject(kind(result)));
     };
+    if object.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        return Err(MalformedResult::InputRequired(asked_for(object)));
+    }
     match object.get("content") {
         None if object.contains_key("task") => return Err(MalformedResult::Task),
         None => return Err(MalformedResult::NoContent),
@@ -90,6 +103,26 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), MalformedResu
     Ok(())
 }
 
+/// The methods an `input_required` result asks for, in key order (`elicitation/create`, …), or
+/// what it holds when it names none.
+fn asked_for(result: &serde_json::Map<String, Value>) -> String {
+    let methods: Vec<&str> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .map(|requests| {
+            requests
+                .values()
+                .filter_map(|request| request.get("method").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    if methods.is_empty() {
+        "no request named, only its request state".to_owned()
+    } else {
+        methods.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -116,6 +149,13 @@ mod tests {
                 json!({"task": {"taskId": "t1", "status": "working"}}),
                 "it answered with an MCP task (a CreateTaskResult), and this daemon does not poll \
                  MCP tasks; the call was not completed",
+            ),
+            (
+                json!({"resultType": "input_required", "requestState": "s",
+                       "inputRequests": {"who": {"method": "elicitation/create", "params": {}}}}),
+                "it was still asking for input (elicitation/create) through the 2026-07-28 \
+                 multi-round-trip flow (`resultType: input_required`) after the daemon answered 8 \
+                 rounds; the call was not completed",
             ),
             (json!({}), "it has no `content` array"),
             (

@@ -196,7 +196,27 @@ impl Pool {
         }
     }
 
+    /// Connects once; a server that has just refused the handshake for the stateless
+    /// revision (`era.rs`) is connected again at once with `server/discover`, not after a
+    /// restart delay: nothing failed, the pool learned the server's era.
     async fn connect(
+        &self,
+        server: &Server,
+    ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {
+        let known_stateless = server.published.learned_stateless.load(Ordering::Relaxed);
+        match self.connect_once(server).await {
+            Err(why)
+                if !known_stateless
+                    && server.published.learned_stateless.load(Ordering::Relaxed) =>
+            {
+                tracing::info!(%why, "server speaks only the stateless protocol");
+                self.connect_once(server).await
+            }
+            done => done,
+        }
+    }
+
+    async fn connect_once(
         &self,
         server: &Server,
     ) -> Result<(Arc<Connection>, connection::ServiceDone), String> {

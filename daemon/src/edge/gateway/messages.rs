@@ -208,6 +208,36 @@ pub(crate) fn excerpt(text: &str) -> String {
     kept
 }
 
+/// The mode asked for by the query (`mode=progressive|pass-through`) or the mode header; `None`
+/// when neither names one.
+pub(super) fn requested_mode(
+    query: Option<&str>,
+    headers: &hyper::header::HeaderMap,
+) -> Result<Option<Mode>, String> {
+    if let Some(query) = query {
+        let mut mode = None;
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            match pair.split_once('=') {
+                Some(("mode", value)) => mode = Some(Mode::parse(value)?),
+                _ => {
+                    return Err(format!(
+                        "unexpected query {:?}; the gateway takes only mode=progressive or \
+                         mode=pass-through",
+                        excerpt(pair)
+                    ));
+                }
+            }
+        }
+        if mode.is_some() {
+            return Ok(mode);
+        }
+    }
+    match headers.get(super::MODE_HEADER) {
+        None => Ok(None),
+        Some(value) => Mode::parse(value.to_str().unwrap_or("?")).map(Some),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +298,28 @@ mod tests {
         assert!(Mode::parse("x".repeat(500).as_str()).unwrap_err().len() < 200);
         assert!(no_cursor(&json!({})).is_ok());
         assert_eq!(no_cursor(&json!({"cursor": "x"})).unwrap_err().code, -32602);
+    }
+
+    #[test]
+    fn the_mode_comes_from_the_query_then_the_header() {
+        let mut headers = hyper::header::HeaderMap::new();
+        assert_eq!(requested_mode(None, &headers), Ok(None));
+        assert_eq!(
+            requested_mode(Some("mode=progressive"), &headers),
+            Ok(Some(Mode::Progressive))
+        );
+        headers.insert(
+            super::super::MODE_HEADER,
+            hyper::header::HeaderValue::from_static("progressive"),
+        );
+        assert_eq!(requested_mode(None, &headers), Ok(Some(Mode::Progressive)));
+        assert_eq!(
+            requested_mode(Some("mode=pass-through"), &headers),
+            Ok(Some(Mode::PassThrough))
+        );
+        let refused = requested_mode(Some("token=abc"), &headers).unwrap_err();
+        assert!(refused.contains("mode=progressive"), "{refused}");
+        let refused = requested_mode(Some("mode=fast"), &headers).unwrap_err();
+        assert!(refused.contains("\"fast\""), "{refused}");
     }
 }

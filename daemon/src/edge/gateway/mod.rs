@@ -24,6 +24,7 @@ mod pass_through;
 mod progressive;
 mod resources;
 mod sessions;
+mod stateless;
 mod stream;
 mod tasks;
 
@@ -38,7 +39,7 @@ use serde_json::{Value, json};
 use crate::auth::Grant;
 use crate::services::Services;
 pub(crate) use messages::Mode;
-use messages::{Incoming, RpcError};
+use messages::{Incoming, RpcError, requested_mode};
 use sessions::{Session, SessionTable};
 
 /// Where the gateway is served.
@@ -77,6 +78,8 @@ pub(crate) struct Endpoint {
     sessions: SessionTable,
     /// Recent pass-through `tools/list` answers, encoded.
     lists: pass_through::ListCache,
+    /// What progressive mode remembers for 2026-07-28 (stateless) requests.
+    stateless: stateless::Stateless,
     /// Turns `true` when the shutdown grace period is over: a request still running then is
     /// answered with a shutdown error (its call cancelled), as on the JSON-RPC endpoint.
     grace_over: tokio::sync::watch::Receiver<bool>,
@@ -103,6 +106,7 @@ impl Endpoint {
             services,
             sessions: SessionTable::default(),
             lists: pass_through::ListCache::default(),
+            stateless: stateless::Stateless::default(),
             grace_over,
             shutting_down,
             grace_ms,
@@ -142,13 +146,15 @@ impl Endpoint {
             .get(PROTOCOL_VERSION_HEADER)
             .and_then(|value| value.to_str().ok())
             && !PROTOCOL_VERSIONS.contains(&version)
+            && version != stateless::STATELESS_VERSION
         {
             return error_answer(
                 StatusCode::BAD_REQUEST,
                 None,
                 RpcError::invalid_request(format!(
-                    "unsupported MCP-Protocol-Version {:?}; this gateway speaks {}",
+                    "unsupported MCP-Protocol-Version {:?}; this gateway speaks {}, {}",
                     messages::excerpt(version),
+                    stateless::STATELESS_VERSION,
                     PROTOCOL_VERSIONS.join(", ")
                 )),
             );
@@ -195,6 +201,17 @@ impl Endpoint {
             }
             Incoming::Request { id, method, params } => (id, method, params),
         };
+        // A 2026-07-28 request is answered without a session (`stateless.rs`).
+        let has_session = session_id.is_some();
+        match stateless::classify_request(&request.headers, has_session, &method, &params) {
+            Err(refusal) => return error_answer(refusal.status, Some(id), refusal.error),
+            Ok(stateless::Era::Stateless) => {
+                return self
+                    .answer_stateless(&request, mode, id, &method, &params)
+                    .await;
+            }
+            Ok(stateless::Era::Session) => {}
+        }
         if method == "initialize" {
             // The URL or header, else the mode the token was minted with, else pass-through.
             let mode = mode
@@ -213,7 +230,8 @@ impl Endpoint {
                 Some(id),
                 RpcError::invalid_request(format!(
                     "no Mcp-Session-Id header: send initialize first and then the session id it \
-                     answered with every request ({method})"
+                     answered with every request ({method}), or {}",
+                    stateless::STATELESS_HINT
                 )),
             );
         };
@@ -353,10 +371,30 @@ impl Endpoint {
         context: &crate::pipeline::CallContext,
         id: &Value,
     ) -> String {
+        let answer = self.settle(session, method, params, context).await;
+        match answer {
+            Ok(Reply::Json(result)) => {
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+            }
+            Ok(Reply::Encoded(result)) => {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+            }
+            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}).to_string(),
+        }
+    }
+
+    /// The result of one request, or the shutdown error when the grace period ends first.
+    async fn settle(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        context: &crate::pipeline::CallContext,
+    ) -> Result<Reply, RpcError> {
         // Boxed: a call's future holds the whole pipeline's state.
         let work = Box::pin(self.dispatch(session, method, params, context));
         let mut grace_over = self.grace_over.clone();
-        let answer = tokio::select! {
+        tokio::select! {
             answer = work => answer,
             // A dropped sender (no shutdown will come) disables this branch.
             Ok(_) = grace_over.wait_for(|over| *over) => Err(RpcError {
@@ -368,15 +406,6 @@ impl Endpoint {
                 ),
                 data: None,
             }),
-        };
-        match answer {
-            Ok(Reply::Json(result)) => {
-                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
-            }
-            Ok(Reply::Encoded(result)) => {
-                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
-            }
-            Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()}).to_string(),
         }
     }
 
@@ -513,33 +542,6 @@ enum Reply {
     Encoded(Arc<str>),
 }
 
-/// The mode asked for by the query (`mode=progressive|pass-through`) or the mode header; `None`
-/// when neither names one.
-fn requested_mode(query: Option<&str>, headers: &HeaderMap) -> Result<Option<Mode>, String> {
-    if let Some(query) = query {
-        let mut mode = None;
-        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
-            match pair.split_once('=') {
-                Some(("mode", value)) => mode = Some(Mode::parse(value)?),
-                _ => {
-                    return Err(format!(
-                        "unexpected query {:?}; the gateway takes only mode=progressive or \
-                         mode=pass-through",
-                        messages::excerpt(pair)
-                    ));
-                }
-            }
-        }
-        if mode.is_some() {
-            return Ok(mode);
-        }
-    }
-    match headers.get(MODE_HEADER) {
-        None => Ok(None),
-        Some(value) => Mode::parse(value.to_str().unwrap_or("?")).map(Some),
-    }
-}
-
 /// Whether the host accepts an SSE answer (`Accept: …, text/event-stream`).
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
     headers
@@ -569,29 +571,4 @@ fn status_answer(code: StatusCode) -> HttpResponse {
         .status(code)
         .body(HttpBody::empty())
         .expect("static response parts are valid")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_mode_comes_from_the_query_then_the_header() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(requested_mode(None, &headers), Ok(None));
-        assert_eq!(
-            requested_mode(Some("mode=progressive"), &headers),
-            Ok(Some(Mode::Progressive))
-        );
-        headers.insert(MODE_HEADER, HeaderValue::from_static("progressive"));
-        assert_eq!(requested_mode(None, &headers), Ok(Some(Mode::Progressive)));
-        assert_eq!(
-            requested_mode(Some("mode=pass-through"), &headers),
-            Ok(Some(Mode::PassThrough))
-        );
-        let refused = requested_mode(Some("token=abc"), &headers).unwrap_err();
-        assert!(refused.contains("mode=progressive"), "{refused}");
-        let refused = requested_mode(Some("mode=fast"), &headers).unwrap_err();
-        assert!(refused.contains("\"fast\""), "{refused}");
-    }
 }

@@ -282,8 +282,33 @@ impl Connection {
                 if !meta.is_empty() {
                     params.meta = Some(meta);
                 }
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                self.request(request, tool, timeout, ticket).await?
+                // A stateless server may ask for input first: answered, and the call sent
+                // again, within the call's one timeout (`input_rounds.rs`).
+                let deadline = std::time::Instant::now() + timeout;
+                let mut rounds = 0;
+                loop {
+                    let request =
+                        ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    let result = self.request(request, tool, left, ticket).await?;
+                    if rounds == super::input_rounds::MAX_INPUT_ROUNDS
+                        || !super::input_rounds::is_input_required(&result)
+                    {
+                        break result;
+                    }
+                    let withdrawn = tokio_util::sync::CancellationToken::new();
+                    let (responses, state) = self
+                        .answer_input_requests(&result, &withdrawn)
+                        .await
+                        .map_err(|message| ErrorData::InvalidResult {
+                            server: self.server.clone(),
+                            method: tool.to_owned(),
+                            message,
+                        })?;
+                    params.input_responses = Some(responses);
+                    params.request_state = state;
+                    rounds += 1;
+                }
             }
         };
         if let Err(malformed) = super::super::result_check::check_call_tool_result(&result) {

@@ -1,0 +1,189 @@
+//! An MCP server that speaks only the stateless revision 2026-07-28, over stdio: the upstream
+//! the e2e tests connect the pool to (`tests/e2e/protocol_eras.rs`). Built on rmcp's server with
+//! its supported versions narrowed to 2026-07-28, so it answers `initialize` with `-32022`
+//! (unsupported protocol version, `supported: ["2026-07-28"]`) and everything else only with
+//! the version, client info and capabilities in the request's own `_meta`, as a 2026-only
+//! server does.
+//!
+//! Tools: `add` (two numbers; structured result), `echo` (text back), `ask_name` and `roots`
+//! (ask for input the 2026 way: an `input_required` result with an `elicitation/create` or a
+//! `roots/list`, then answer with what the retry carried), `ask_forever` (asks at every round)
+//! and `request_meta`
+//! (what the request's `_meta` said: the protocol version and whether the client declared
+//! elicitation), which is how a test sees that the pool carries the per-request metadata.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct StatelessServer;
+
+fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+impl ServerHandler for StatelessServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        config.instructions = Some("a 2026-07-28 test server".to_owned());
+        config
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(vec![ProtocolVersion::V_2026_07_28])
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                "add",
+                "Add two numbers",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"],
+                    "additionalProperties": false
+                })),
+            ),
+            Tool::new(
+                "echo",
+                "Say the text back",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                    "required": ["text"]
+                })),
+            ),
+            Tool::new(
+                "ask_name",
+                "Ask the user's name before answering (input_required)",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "ask_forever",
+                "Ask for input at every round (never completes)",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "roots",
+                "Ask for the client's roots (input_required) and answer them",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "request_meta",
+                "Tell what this request's _meta carried",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "add" => {
+                let number = |name: &str| arguments.get(name).and_then(Value::as_f64);
+                let (Some(a), Some(b)) = (number("a"), number("b")) else {
+                    return Err(ErrorData::invalid_params("a and b must be numbers", None));
+                };
+                let mut result = CallToolResult::structured(json!({"sum": a + b}));
+                result.content = vec![ContentBlock::text(format!("{}", a + b))];
+                result
+            }
+            "echo" => {
+                let text = arguments.get("text").and_then(Value::as_str).unwrap_or("");
+                CallToolResult::success(vec![ContentBlock::text(text.to_owned())])
+            }
+            "ask_name" | "ask_forever" => {
+                // The 2026 way for a server to ask during a call: answer `input_required`, and
+                // the client sends the call again with the answers and the state.
+                let answered = request.input_responses.as_ref().and_then(|r| r.get("name"));
+                if let Some(answer) = answered
+                    && request.name == "ask_name"
+                    && request.request_state.as_deref() == Some("asked-once")
+                {
+                    let action = answer
+                        .get("action")
+                        .and_then(Value::as_str)
+                        .unwrap_or("none");
+                    CallToolResult::structured(
+                        json!({"action": action, "content": answer.get("content")}),
+                    )
+                } else {
+                    return input_required(json!({"name": {
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "What is your name?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": {"name": {"type": "string"}},
+                                "required": ["name"]
+                            }
+                        }
+                    }}));
+                }
+            }
+            "roots" => match request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("roots"))
+            {
+                Some(answer) => CallToolResult::structured(answer.clone()),
+                None => return input_required(json!({"roots": {"method": "roots/list"}})),
+            },
+            "request_meta" => {
+                let version = context.meta.protocol_version().map(|v| v.to_string());
+                let capabilities = context.meta.client_capabilities();
+                let client = context.meta.client_info().map(|info| info.name);
+                CallToolResult::structured(json!({
+                    "protocolVersion": version,
+                    "clientName": client,
+                    "elicitation": capabilities.as_ref().is_some_and(|c| c.elicitation.is_some()),
+                    "capabilitiesSent": capabilities.is_some(),
+                }))
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no tool {other:?}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// An `input_required` answer asking `requests`.
+fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
+    let asked = serde_json::from_value(json!({
+        "resultType": "input_required",
+        "requestState": "asked-once",
+        "inputRequests": requests,
+    }))
+    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+    Ok(CallToolResponse::InputRequired(asked))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let transport = (tokio::io::stdin(), tokio::io::stdout());
+    let service = StatelessServer.serve(transport).await?;
+    service.waiting().await?;
+    Ok(())
+}
