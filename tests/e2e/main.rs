@@ -42,6 +42,7 @@ mod orchestration;
 mod peer_fetch;
 mod peers;
 mod peers_more;
+mod pins_items_live;
 mod pins_live;
 mod progress;
 mod prompts;

@@ -22,6 +22,7 @@ use serde_json::value::RawValue;
 
 pub(crate) mod overrides;
 pub mod pin_hold;
+pub mod pin_items;
 pub(crate) mod validate;
 mod validator_cache;
 
