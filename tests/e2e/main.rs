@@ -56,6 +56,7 @@ mod search_model;
 mod security;
 mod server_requests;
 mod servers;
+mod session_caps_config;
 mod snapshots;
 mod tasks;
 mod telemetry;

@@ -183,6 +183,11 @@ pub fn parse(
                 .map_err(|(field, message)| error(None, Some(&field), message))?
         }
     };
+    let sessions = match root.get("sessions") {
+        None | Some(Value::Null) => Default::default(),
+        Some(section) => crate::config::sessions::parse(section)
+            .map_err(|(field, message)| error(None, Some(&field), message))?,
+    };
     let telemetry = match root.get("telemetry") {
         None | Some(Value::Null) => None,
         Some(section) => Some(
@@ -196,6 +201,7 @@ pub fn parse(
         agent,
         traces,
         search,
+        sessions,
         telemetry,
         notes,
     })
