@@ -5,6 +5,7 @@
 //!
 //! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
+mod add_server_cancelled;
 mod agent;
 mod agent_planner;
 mod alternatives;
