@@ -31,6 +31,7 @@ mod embedded;
 mod failures;
 mod fast_path;
 mod first_hour;
+mod flags_live;
 mod gateway;
 mod gateway_notices;
 mod gateway_stream;

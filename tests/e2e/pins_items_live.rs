@@ -88,7 +88,7 @@ fn server_entry(daemon: &Daemon) -> Value {
 
 /// One MCP session on the daemon's gateway: `initialize`, then each request in turn; the
 /// answers to the requests.
-fn gateway(daemon: &Daemon, requests: &[Value]) -> Vec<Value> {
+pub(crate) fn gateway(daemon: &Daemon, requests: &[Value]) -> Vec<Value> {
     let host = format!("127.0.0.1:{}", daemon.port);
     let auth = format!("Bearer {}", daemon.token);
     let post = |session: Option<&str>, body: &Value| {

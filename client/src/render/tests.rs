@@ -120,6 +120,7 @@ fn tools_are_one_line_each_and_mark_structured_output() {
             ToolSummary {
                 server: None,
                 overridden: false,
+                flags: Vec::new(),
                 name: "sql_query".into(),
                 description: "Run one read-only SQL query. Returns rows.".into(),
                 has_structured_output: true,
@@ -127,6 +128,7 @@ fn tools_are_one_line_each_and_mark_structured_output() {
             ToolSummary {
                 server: None,
                 overridden: false,
+                flags: Vec::new(),
                 name: "describe_schema".into(),
                 description: "".into(),
                 has_structured_output: false,
@@ -297,6 +299,7 @@ fn server_help_says_how_to_go_on_then_lists_the_tools() {
         tools: vec![ToolSummary {
             server: None,
             overridden: false,
+            flags: Vec::new(),
             name: "echo".into(),
             description: "Echoes.".into(),
             has_structured_output: false,

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+pub mod flags;
 pub(crate) mod overrides;
 pub mod pin_hold;
 pub mod pin_items;

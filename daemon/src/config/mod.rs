@@ -69,6 +69,8 @@ pub struct Config {
     pub traces: TracesConfig,
     /// The `search` section: the sentence-embedding model (`config_search.rs`).
     pub search: crate::config::search::SearchConfig,
+    /// `flags.gateway`: what the gateway does with a tool the detectors flag (hold by default).
+    pub gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
     /// The `sessions` section: the session watchdog's default caps (none when absent).
     pub sessions: crate::config::sessions::SessionsConfig,
     /// The `telemetry` section (OpenTelemetry export); `None` when the file has none.

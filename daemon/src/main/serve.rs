@@ -143,6 +143,7 @@ pub(crate) async fn serve(
             max_wall: config.sessions.max_wall,
             ..Default::default()
         },
+        gateway_flags: config.gateway_flags,
         agent: config.agent.clone(),
         search: tool_cli_daemon::config::search::SearchSettings::resolve(&config.search, &|name| {
             std::env::var(name).ok()

@@ -65,6 +65,8 @@ pub struct ServiceOptions {
     pub agent: AgentConfig,
     /// Tool search's model and vector cache (the config's `search` key).
     pub search: SearchSettings,
+    /// What the gateway does with a tool the detectors flag (the config's `flags.gateway`).
+    pub gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
 }
 
 /// Every service of one daemon, over one provider.
@@ -284,6 +286,7 @@ impl ServicesBuilder {
             search,
             traces.clone(),
             telemetry.clone(),
+            options.gateway_flags,
         ));
         let events = Arc::new(Events::default());
         let calls = Arc::new(Calls::new(
