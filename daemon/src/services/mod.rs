@@ -288,6 +288,12 @@ impl ServicesBuilder {
             telemetry.clone(),
             options.gateway_flags,
         ));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(discovery::follow_flags(
+                Arc::downgrade(&discovery),
+                provider.changes(),
+            ));
+        }
         let events = Arc::new(Events::default());
         let calls = Arc::new(Calls::new(
             Arc::clone(&pipeline),

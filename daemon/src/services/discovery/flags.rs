@@ -1,10 +1,12 @@
 //! The detectors' flags over the tools the daemon holds (`catalog/flags.rs`, pure), computed once
-//! per set of catalogs: the first listing after a change scans every server's tools (shadowing
-//! is across servers, so one server's new listing can flag another's tools), later ones read the
-//! result. `listTools` and `describeTool` show a tool's flags; the gateway holds flagged tools
+//! per set of catalogs, every server's tools at once (shadowing is across servers, so one
+//! server's new listing can flag another's tools): in the background after each change
+//! ([`follow_flags`]), so listings read the result; a listing that comes first computes it. `listTools` and `describeTool` show a tool's flags; the gateway holds flagged tools
 //! back or only warns, by the `flags.gateway` policy.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::watch;
 
 use super::{CatalogVersion, Discovery};
 use crate::catalog::flags::{ToolFlags, flag_tools};
@@ -52,5 +54,20 @@ impl Discovery {
             .get(&(server.to_owned(), tool.to_owned()))
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// Computes the flags again after each change of the provider's catalogs, off the async
+/// threads, until the discovery service is gone: a listing then finds them ready rather than
+/// scanning every tool itself.
+pub(crate) async fn follow_flags(discovery: Weak<Discovery>, mut changes: watch::Receiver<u64>) {
+    while changes.changed().await.is_ok() {
+        let Some(discovery) = discovery.upgrade() else {
+            break;
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            discovery.tool_flags();
+        })
+        .await;
     }
 }

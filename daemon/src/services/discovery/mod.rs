@@ -33,6 +33,7 @@ use crate::paging::{MAX_PAGE, Page};
 use crate::pipeline::{CallContext, Pipeline, listed, resolve_server};
 use crate::tool_search::ToolSearch;
 use crate::trace::Traces;
+pub(crate) use flags::follow_flags;
 pub(crate) use gateway::{CatalogVersion, VisibleTool};
 
 /// How many tool names `listServers` gives as examples.
