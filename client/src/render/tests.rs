@@ -147,6 +147,32 @@ next: `tool-cli demo TOOL` shows a tool's parameters and an example call
 }
 
 #[test]
+fn flagged_tools_are_marked_and_their_flags_listed_after_the_tools() {
+    let result = ListToolsResult {
+        next_cursor: None,
+        tool_count: None,
+        server: "notes".into(),
+        tools: vec![ToolSummary {
+            server: None,
+            overridden: false,
+            flags: vec!["/description: prompt markup (\"<important>\") in \"…\"".into()],
+            name: "find".into(),
+            description: "Finds notes.".into(),
+            has_structured_output: false,
+        }],
+    };
+    let text = tools(&result);
+    assert!(
+        text.starts_with("find  Finds notes.  [flagged]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flagged: find /description: prompt markup"),
+        "{text}"
+    );
+}
+
+#[test]
 fn one_line_takes_the_first_sentence_and_truncates_at_a_word() {
     assert_eq!(one_line("First. Second.", 100), "First.");
     assert_eq!(
