@@ -75,8 +75,13 @@ fn a_description_turned_into_a_hidden_instruction_is_flagged_and_held_from_the_g
     assert!(!names.contains(&"flaky__echo".to_owned()), "{names:?}");
     assert!(names.contains(&"other__echo".to_owned()), "{names:?}");
     assert!(names.contains(&"flaky__sleep".to_owned()), "{names:?}");
-    // Our own clients still reach it: the flag is for a person to review.
+    // Our own clients still reach it: the flag is for a person to review, and the CLI shows it.
     daemon.call_tool("flaky", "echo", json!({"nonce": "n"}));
+    let output = daemon.run_client(&["flaky"], &[]);
+    let listing = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{listing}");
+    assert!(listing.contains("[flagged]"), "{listing}");
+    assert!(listing.contains("flagged: echo /description"), "{listing}");
 }
 
 #[test]
