@@ -307,13 +307,17 @@ pub enum ErrorData {
         /// helps.
         message: String,
     },
-    /// Pinning holds the tool back (`docs/pinning.md`): it changed or appeared since its server
-    /// was pinned, or the pin store cannot be trusted. Nothing was sent.
+    /// Pinning holds the tool (or prompt, or resource template) back (`docs/pinning.md`): it
+    /// changed or appeared since its server was pinned, or the pin store cannot be trusted.
+    /// Nothing was sent.
     PinRefused {
         /// The server.
         server: String,
-        /// The tool held back.
+        /// The tool held back; for a prompt or resource template, its name or `uriTemplate`.
         tool: String,
+        /// What is held back when it is not a tool: `prompt` or `resourceTemplate`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        item: Option<String>,
         /// Why: `changed`, `new` or `storeUntrusted`.
         reason: String,
         /// The pinned fields that differ now (`description`, `inputSchema`, …); empty unless

@@ -134,7 +134,8 @@ pub struct HeldTool {
     pub message: String,
 }
 
-/// Result of `pinListing`: a server's tools as the pin check reads them.
+/// Result of `pinListing`: a server's tools, instructions, prompts and resource templates as the
+/// pin check reads them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PinListingResult {
@@ -143,6 +144,19 @@ pub struct PinListingResult {
     /// Every tool the pin check covers (all but those the config hides), held back or not,
     /// each exactly as `describeTool` would give it, in the server's order.
     pub tools: Vec<Value>,
+    /// The `instructions` the server sent in its handshake, held back or not (absent when it
+    /// sent none, or is not connected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Every prompt, held back or not, as `prompts/list` gave it.
+    #[serde(default)]
+    pub prompts: Vec<Value>,
+    /// Every resource template, held back or not, as `resources/templates/list` gave it.
+    #[serde(default)]
+    pub resource_templates: Vec<Value>,
+    /// What could not be listed (the prompts, the templates) and why: nothing of it is pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Params of `startRecording`.

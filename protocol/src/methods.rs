@@ -840,6 +840,10 @@ pub struct ToolSummary {
     /// in `_meta["tool-cli/overridden"]`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub overridden: bool,
+    /// What the detectors flag in it (hidden instructions, another server's tools named), one
+    /// line each, for a person to review (`docs/pinning.md`); absent when nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
 }
 
 /// Result of `listResources`.

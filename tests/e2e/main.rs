@@ -5,6 +5,7 @@
 //!
 //! Build the binaries first (`cargo build --workspace`), or point `TOOL_CLI_BIN_DIR` at them.
 
+mod add_server_cancelled;
 mod agent;
 mod agent_planner;
 mod alternatives;
@@ -30,6 +31,7 @@ mod embedded;
 mod failures;
 mod fast_path;
 mod first_hour;
+mod flags_live;
 mod gateway;
 mod gateway_notices;
 mod gateway_stream;
@@ -43,6 +45,7 @@ mod orchestration;
 mod peer_fetch;
 mod peers;
 mod peers_more;
+mod pins_items_live;
 mod pins_live;
 mod progress;
 mod prompts;
@@ -57,6 +60,7 @@ mod search_model;
 mod security;
 mod server_requests;
 mod servers;
+mod session_caps_config;
 mod snapshots;
 mod tasks;
 mod telemetry;

@@ -140,8 +140,18 @@ pub(crate) fn tools(result: &ListToolsResult) -> String {
         if tool.has_structured_output {
             line.push_str("  [structured output]");
         }
+        if !tool.flags.is_empty() {
+            line.push_str("  [flagged]");
+        }
         text.push_str(line.trim_end());
         text.push('\n');
+    }
+    // What the daemon's detectors found (hidden instructions, another server's tools named):
+    // for the person reading, since a model would read the description as it is.
+    for (tool, name) in result.tools.iter().zip(&names) {
+        for flag in &tool.flags {
+            let _ = writeln!(text, "flagged: {name} {}", sanitize::line(flag));
+        }
     }
     let _ = write!(
         text,

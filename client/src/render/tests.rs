@@ -120,6 +120,7 @@ fn tools_are_one_line_each_and_mark_structured_output() {
             ToolSummary {
                 server: None,
                 overridden: false,
+                flags: Vec::new(),
                 name: "sql_query".into(),
                 description: "Run one read-only SQL query. Returns rows.".into(),
                 has_structured_output: true,
@@ -127,6 +128,7 @@ fn tools_are_one_line_each_and_mark_structured_output() {
             ToolSummary {
                 server: None,
                 overridden: false,
+                flags: Vec::new(),
                 name: "describe_schema".into(),
                 description: "".into(),
                 has_structured_output: false,
@@ -141,6 +143,32 @@ describe_schema
 
 next: `tool-cli demo TOOL` shows a tool's parameters and an example call
 "
+    );
+}
+
+#[test]
+fn flagged_tools_are_marked_and_their_flags_listed_after_the_tools() {
+    let result = ListToolsResult {
+        next_cursor: None,
+        tool_count: None,
+        server: "notes".into(),
+        tools: vec![ToolSummary {
+            server: None,
+            overridden: false,
+            flags: vec!["/description: prompt markup (\"<important>\") in \"…\"".into()],
+            name: "find".into(),
+            description: "Finds notes.".into(),
+            has_structured_output: false,
+        }],
+    };
+    let text = tools(&result);
+    assert!(
+        text.starts_with("find  Finds notes.  [flagged]\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flagged: find /description: prompt markup"),
+        "{text}"
     );
 }
 
@@ -297,6 +325,7 @@ fn server_help_says_how_to_go_on_then_lists_the_tools() {
         tools: vec![ToolSummary {
             server: None,
             overridden: false,
+            flags: Vec::new(),
             name: "echo".into(),
             description: "Echoes.".into(),
             has_structured_output: false,

@@ -49,6 +49,7 @@ mod tests {
                     description: String::new(),
                     has_structured_output: false,
                     overridden: false,
+                    flags: Vec::new(),
                 })
                 .collect(),
             next_cursor: None,

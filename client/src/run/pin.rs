@@ -1,7 +1,6 @@
 //! `tool-cli pin [SERVER]`, `pin diff [SERVER]` and `pin verify [--lock]`: pinning against rug
 //! pulls (`docs/pinning.md`) from the client, over `tool_cli_gateway_core::pin`. The listings
-//! come from the daemon (`pinListing`, `listPrompts`, `listResourceTemplates`); `pinListing` is
-//! the owner token's. The store is a JSON file
+//! come from the daemon (`pinListing`, the owner token's). The store is a JSON file
 //! (`--pins PATH`, else `$TOOL_CLI_PINS`, else `$XDG_CONFIG_HOME/tool-cli/pins.json`, else
 //! `~/.config/tool-cli/pins.json`), written 0600 and read failing closed.
 //!
@@ -10,12 +9,11 @@
 //!
 //! The daemon checks every listing against the same store (`TOOL_CLI_PINS` or the default
 //! location) and holds back changed tools; after writing the store this sends `reloadPins` so
-//! the change takes effect at once. Not yet: the servers' `instructions` (the daemon's protocol
-//! does not carry them, so they are not pinned here).
+//! the change takes effect at once.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tool_cli_gateway_core::pin::lock::{LockOptions, verify_lock};
 use tool_cli_gateway_core::pin::store::PinStore;
 use tool_cli_gateway_core::pin::{ItemKey, ServerListing, ServerPins, detect, diff};
@@ -251,9 +249,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
             (Ok(a), Ok(b)) if a == b)
 }
 
-/// What `server` shows now: every tool the daemon's pin check covers, held back or not
-/// (`pinListing`: a person must see what changed to approve it), its prompts and its resource
-/// templates.
+/// What `server` shows now, held back or not (`pinListing`: a person must see what changed to
+/// approve it): every tool the daemon's pin check covers, its instructions, its prompts and its
+/// resource templates.
 async fn listing(client: &mut Client, server: &str) -> Result<ServerListing, Error> {
     let listed: PinListingResult = parse_result(
         name::PIN_LISTING,
@@ -261,44 +259,15 @@ async fn listing(client: &mut Client, server: &str) -> Result<ServerListing, Err
             .call(name::PIN_LISTING, Some(json!({"server": server})))
             .await?,
     )?;
-    let tools = listed.tools;
-    let prompts = client
-        .call(name::LIST_PROMPTS, Some(json!({"server": server})))
-        .await
-        .map(|answer| {
-            answer["prompts"]
-                .as_array()
-                .map(|prompts| {
-                    prompts
-                        .iter()
-                        .map(|entry| entry["prompt"].clone())
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-        .unwrap_or_else(|error| {
-            note(&format!("server {server}: prompts not pinned ({error})"));
-            Vec::new()
-        });
-    let resource_templates = client
-        .call(
-            name::LIST_RESOURCE_TEMPLATES,
-            Some(json!({"server": server})),
-        )
-        .await
-        .map(|answer| answer["templates"].as_array().cloned().unwrap_or_default())
-        .unwrap_or_else(|error| {
-            note(&format!(
-                "server {server}: resource templates not pinned ({error})"
-            ));
-            Vec::<Value>::new()
-        });
+    for problem in &listed.notes {
+        note(&format!("server {server}: {problem}; none pinned"));
+    }
     Ok(ServerListing {
         server: server.to_owned(),
-        instructions: None,
-        tools,
-        prompts,
-        resource_templates,
+        instructions: listed.instructions,
+        tools: listed.tools,
+        prompts: listed.prompts,
+        resource_templates: listed.resource_templates,
     })
 }
 

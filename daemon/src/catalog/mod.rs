@@ -20,8 +20,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+pub mod flags;
 pub(crate) mod overrides;
 pub mod pin_hold;
+pub mod pin_items;
 mod task_support;
 pub(crate) mod validate;
 mod validator_cache;

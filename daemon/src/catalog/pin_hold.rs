@@ -101,6 +101,7 @@ impl PinHold {
         Some(ErrorData::PinRefused {
             server: server.to_owned(),
             tool: tool.to_owned(),
+            item: None,
             reason: held.reason.word().to_owned(),
             changed_fields: held.changed_fields.clone(),
             message: held.message.clone(),

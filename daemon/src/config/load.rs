@@ -107,6 +107,8 @@ pub fn bundled_default(self_exe: &Path) -> Config {
         agent: AgentConfig::default(),
         traces: TracesConfig::default(),
         search: Default::default(),
+        gateway_flags: Default::default(),
+        sessions: Default::default(),
         telemetry: None,
         notes: Vec::new(),
     }

@@ -25,6 +25,7 @@ pub(crate) mod remote;
 pub mod search;
 mod secrets;
 pub(crate) mod server_requests;
+pub mod sessions;
 pub mod telemetry;
 pub mod traces;
 mod upstream_protocol;
@@ -70,6 +71,10 @@ pub struct Config {
     pub traces: TracesConfig,
     /// The `search` section: the sentence-embedding model (`config_search.rs`).
     pub search: crate::config::search::SearchConfig,
+    /// `flags.gateway`: what the gateway does with a tool the detectors flag (hold by default).
+    pub gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
+    /// The `sessions` section: the session watchdog's default caps (none when absent).
+    pub sessions: crate::config::sessions::SessionsConfig,
     /// The `telemetry` section (OpenTelemetry export); `None` when the file has none.
     pub telemetry: Option<tool_cli_telemetry::settings::TelemetryConfig>,
     /// Fields written for other MCP clients that were translated or ignored; the daemon logs

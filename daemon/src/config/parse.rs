@@ -185,6 +185,13 @@ pub fn parse(
                 .map_err(|(field, message)| error(None, Some(&field), message))?
         }
     };
+    let sessions = match root.get("sessions") {
+        None | Some(Value::Null) => Default::default(),
+        Some(section) => crate::config::sessions::parse(section)
+            .map_err(|(field, message)| error(None, Some(&field), message))?,
+    };
+    let gateway_flags = parse_flags(root.get("flags"))
+        .map_err(|(field, message)| error(None, Some(&field), message))?;
     let telemetry = match root.get("telemetry") {
         None | Some(Value::Null) => None,
         Some(section) => Some(
@@ -198,9 +205,44 @@ pub fn parse(
         agent,
         traces,
         search,
+        gateway_flags,
+        sessions,
         telemetry,
         notes,
     })
+}
+
+/// The `flags` section: `{"gateway": "hold" | "warn"}` (`catalog/flags.rs`).
+fn parse_flags(
+    value: Option<&Value>,
+) -> Result<crate::catalog::flags::GatewayFlagPolicy, (String, String)> {
+    use crate::catalog::flags::GatewayFlagPolicy;
+    let Some(value) = value.filter(|value| !value.is_null()) else {
+        return Ok(GatewayFlagPolicy::default());
+    };
+    let expected = "expected {\"gateway\": \"hold\"} (flagged tools left out of the gateway, the \
+                    default) or {\"gateway\": \"warn\"} (listed, flags in listTools only)";
+    let Some(section) = value.as_object() else {
+        return Err(("flags".to_owned(), expected.to_owned()));
+    };
+    if let Some(unknown) = section.keys().find(|key| *key != "gateway") {
+        return Err((
+            format!("flags.{unknown}"),
+            format!("unknown member; {expected}"),
+        ));
+    }
+    match section.get("gateway") {
+        None | Some(Value::Null) => Ok(GatewayFlagPolicy::default()),
+        Some(word) => word
+            .as_str()
+            .and_then(GatewayFlagPolicy::from_word)
+            .ok_or_else(|| {
+                (
+                    "flags.gateway".to_owned(),
+                    format!("{expected}, not {word}"),
+                )
+            }),
+    }
 }
 
 type FieldError = (Option<String>, String);

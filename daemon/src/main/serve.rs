@@ -138,6 +138,12 @@ pub(crate) async fn serve(
         Arc::new(TokenStore::new(token.clone())),
     )
     .options(ServiceOptions {
+        sessions: tool_cli_daemon::services::SessionLimits {
+            max_calls: config.sessions.max_calls,
+            max_wall: config.sessions.max_wall,
+            ..Default::default()
+        },
+        gateway_flags: config.gateway_flags,
         agent: config.agent.clone(),
         search: tool_cli_daemon::config::search::SearchSettings::resolve(&config.search, &|name| {
             std::env::var(name).ok()

@@ -527,23 +527,7 @@ impl Pipeline {
         let slots = self.slots();
         let slot = resolve_server(&slots, server, &context.grant, None)?;
         let name = slot.upstream.info().name.clone();
-        let timeout = slot.upstream.info().settings.call_timeout;
-        let deadline = context.arrived + timeout;
-        slot.upstream.wait_ready(deadline).await?;
-        if !context.grant.scope.permits_any_resource(&name) {
-            return Ok((name, Vec::new()));
-        }
-        // Through the same protection as a call: a slot, the breakers, retries, statistics.
-        let outcome = self
-            .protected_operation(
-                context,
-                slot,
-                &Operation::ListResources { kind },
-                Bounds::fixed(timeout, deadline),
-                false,
-            )
-            .await;
-        let items = listed_items(outcome.result?);
+        let items = self.resource_items(context, slot, kind).await?;
         let items = match kind {
             ResourceListKind::Resources => items
                 .into_iter()
@@ -554,10 +538,58 @@ impl Pipeline {
                 })
                 .collect(),
             // A template is not a URI: show it when the scope reaches any resource of the server;
-            // reads of what it expands to are checked one by one.
-            ResourceListKind::Templates => items,
+            // reads of what it expands to are checked one by one. One the pin check holds back
+            // is not listed (`docs/pinning.md`).
+            ResourceListKind::Templates => {
+                use tool_cli_gateway_core::pin::ItemKind;
+                slot.upstream
+                    .pin_item_hold(ItemKind::ResourceTemplate, &items)
+                    .retain_admitted(ItemKind::ResourceTemplate, items)
+            }
         };
         Ok((name, items))
+    }
+
+    /// Every resource template of `slot`'s server, those the pin check holds back included
+    /// (`pinListing`: a person must see what changed to approve it).
+    pub(crate) async fn templates_for_pins(
+        &self,
+        context: &CallContext,
+        slot: &Slot,
+    ) -> Result<Vec<Value>, Error> {
+        self.resource_items(context, slot, ResourceListKind::Templates)
+            .await
+    }
+
+    /// Every item of a resource list of `slot`'s server (none when the grant reaches none of
+    /// its resources), through the same protection as a call: a slot, the breakers, retries,
+    /// statistics.
+    async fn resource_items(
+        &self,
+        context: &CallContext,
+        slot: &Slot,
+        kind: ResourceListKind,
+    ) -> Result<Vec<Value>, Error> {
+        let timeout = slot.upstream.info().settings.call_timeout;
+        let deadline = context.arrived + timeout;
+        slot.upstream.wait_ready(deadline).await?;
+        if !context
+            .grant
+            .scope
+            .permits_any_resource(&slot.upstream.info().name)
+        {
+            return Ok(Vec::new());
+        }
+        let outcome = self
+            .protected_operation(
+                context,
+                slot,
+                &Operation::ListResources { kind },
+                Bounds::fixed(timeout, deadline),
+                false,
+            )
+            .await;
+        Ok(listed_items(outcome.result?))
     }
 }
 

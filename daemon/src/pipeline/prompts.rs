@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use serde_json::{Map, Value};
+use tool_cli_gateway_core::pin::ItemKind;
 use tool_cli_protocol::ErrorData;
 use tool_cli_protocol::methods::{ListPromptsResult, ServerPrompt, UnavailableServer, name};
 
@@ -45,7 +46,12 @@ impl Pipeline {
             if !grant.scope.permits_any_prompt(&name) {
                 return (name, Ok(Vec::new()));
             }
-            let listed = self.list_of(context, slot).await;
+            // A prompt the pin check holds back is not listed (`docs/pinning.md`).
+            let listed = self.list_of(context, slot).await.map(|prompts| {
+                slot.upstream
+                    .pin_item_hold(ItemKind::Prompt, &prompts)
+                    .retain_admitted(ItemKind::Prompt, prompts)
+            });
             (name, listed)
         });
         let mut result = ListPromptsResult {
@@ -95,6 +101,11 @@ impl Pipeline {
         else {
             return Err(unknown_prompt(server, prompt, &declared, grant));
         };
+        // Held back by its pin: refused before anything is sent, naming the approve command.
+        let hold = slot.upstream.pin_item_hold(ItemKind::Prompt, &declared);
+        if let Some(refusal) = hold.refusal(server, ItemKind::Prompt, prompt) {
+            return Err(refusal.into());
+        }
         check_arguments(declaration, arguments)
             .map_err(|message| Error::invalid_params(name::GET_PROMPT, message))?;
         let arguments: Map<String, Value> = arguments
@@ -115,6 +126,16 @@ impl Pipeline {
             )
             .await;
         outcome.result
+    }
+
+    /// Every prompt `slot`'s server declares, those the pin check holds back included
+    /// (`pinListing`: a person must see what changed to approve it).
+    pub(crate) async fn prompts_for_pins(
+        &self,
+        context: &CallContext,
+        slot: &Slot,
+    ) -> Result<Vec<Value>, Error> {
+        self.list_of(context, slot).await
     }
 
     /// Every prompt a server declares, within its call timeout, through the same protection as

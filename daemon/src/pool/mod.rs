@@ -610,15 +610,17 @@ impl Upstream for Server {
 
     fn status(&self) -> UpstreamStatus {
         let status = self.current_status();
+        // Instructions the pin check holds back are not relayed, only warned of.
+        let instructions = self.handshake_instructions();
+        let instructions_held = self
+            .published
+            .instructions_hold(&self.info.name, instructions.as_deref());
         UpstreamStatus {
             state: status.state(),
             error: status.error().map(str::to_owned),
             restarts: self.restarts(),
             uptime: self.uptime(),
-            instructions: match &status {
-                Status::Ready(connection) => connection.instructions.clone(),
-                _ => None,
-            },
+            instructions: instructions.filter(|_| instructions_held.is_none()),
             warnings: self
                 .published
                 .problems
@@ -627,6 +629,9 @@ impl Upstream for Server {
                 .iter()
                 .map(|problem| format!("config: {problem}"))
                 .chain(self.catalog().pin_hold().warnings(&self.info.name))
+                .chain(instructions_held.map(|held| {
+                    crate::catalog::pin_items::instructions_warning(&self.info.name, &held)
+                }))
                 .collect(),
             sampling: self
                 .published
@@ -638,6 +643,21 @@ impl Upstream for Server {
 
     fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&self.published.catalog.borrow())
+    }
+
+    fn pin_item_hold(
+        &self,
+        kind: tool_cli_gateway_core::pin::ItemKind,
+        items: &[Value],
+    ) -> crate::catalog::pin_items::ItemHold {
+        self.published.item_hold(&self.info.name, kind, items)
+    }
+
+    fn handshake_instructions(&self) -> Option<String> {
+        match self.current_status() {
+            Status::Ready(connection) => connection.instructions.clone(),
+            _ => None,
+        }
     }
 
     fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {

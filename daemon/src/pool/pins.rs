@@ -12,10 +12,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
+use serde_json::Value;
+use tool_cli_gateway_core::pin::ItemKind;
 use tool_cli_gateway_core::pin::store::PinStore;
 
 use crate::catalog::Catalog;
-use crate::catalog::pin_hold::{PinSource, decide};
+use crate::catalog::pin_hold::{HeldBack, PinSource, decide};
+use crate::catalog::pin_items::{ItemHold, decide_instructions, decide_items};
 
 /// What the store said when it was last read.
 #[derive(Debug)]
@@ -78,14 +81,7 @@ impl PinGuard {
     /// whether the server is under the check (pinned, or every server when the store cannot be
     /// trusted).
     pub fn check(server: &str, catalog: &Catalog, state: &StoreState) -> bool {
-        let source = match state {
-            StoreState::Absent => PinSource::NotPinned,
-            StoreState::Loaded(store) => match store.server(server) {
-                Some(pins) => PinSource::Pinned(pins),
-                None => PinSource::NotPinned,
-            },
-            StoreState::Untrusted(why) => PinSource::Untrusted(why),
-        };
+        let source = Self::source(server, state);
         let checked = !matches!(source, PinSource::NotPinned);
         let tools = if checked {
             catalog.pin_checked_tools()
@@ -106,6 +102,55 @@ impl PinGuard {
         }
         catalog.apply_pin_hold(hold);
         checked
+    }
+}
+
+impl PinGuard {
+    /// What `state` says of `server`.
+    pub fn source<'a>(server: &str, state: &'a StoreState) -> PinSource<'a> {
+        match state {
+            StoreState::Absent => PinSource::NotPinned,
+            StoreState::Loaded(store) => match store.server(server) {
+                Some(pins) => PinSource::Pinned(pins),
+                None => PinSource::NotPinned,
+            },
+            StoreState::Untrusted(why) => PinSource::Untrusted(why),
+        }
+    }
+}
+
+impl super::Published {
+    /// What the pin check holds back of the `items` of `kind` (prompts or resource templates)
+    /// `server` just listed, against the store as it was last read (each catalog build and
+    /// `reloadPins` read it: prompts are listed on every request, too often to read it each
+    /// time).
+    pub(crate) fn item_hold(&self, server: &str, kind: ItemKind, items: &[Value]) -> ItemHold {
+        let Some(guard) = &self.pins else {
+            return ItemHold::default();
+        };
+        let state = guard.state();
+        let hold = decide_items(server, kind, items, PinGuard::source(server, &state));
+        for (name, held) in hold.held_items() {
+            tracing::warn!(
+                server,
+                item = name,
+                kind = kind.word(),
+                reason = held.reason.word(),
+                "held back by its pin"
+            );
+        }
+        hold
+    }
+
+    /// Whether the pin check holds back the `instructions` `server` sent in its handshake.
+    pub(crate) fn instructions_hold(
+        &self,
+        server: &str,
+        instructions: Option<&str>,
+    ) -> Option<HeldBack> {
+        let guard = self.pins.as_ref()?;
+        let state = guard.state();
+        decide_instructions(server, instructions, PinGuard::source(server, &state))
     }
 }
 

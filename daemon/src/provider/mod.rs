@@ -102,6 +102,23 @@ pub trait Upstream: Send + Sync + 'static {
     /// Its tools: the current catalog, or the last one known while it is not connected.
     fn catalog(&self) -> Arc<Catalog>;
 
+    /// What the pin check holds back of the `items` of `kind` (prompts or resource templates)
+    /// it just listed (`docs/pinning.md`); nothing unless its provider checks pins.
+    fn pin_item_hold(
+        &self,
+        kind: tool_cli_gateway_core::pin::ItemKind,
+        items: &[Value],
+    ) -> crate::catalog::pin_items::ItemHold {
+        let _ = (kind, items);
+        crate::catalog::pin_items::ItemHold::default()
+    }
+
+    /// The `instructions` of its handshake as it sent them, held back by the pin check or not
+    /// (`pinListing`, for `tool-cli pin`); `status` gives them only when they may be relayed.
+    fn handshake_instructions(&self) -> Option<String> {
+        self.status().instructions
+    }
+
     /// Waits until it can take a call (connected), at most until `deadline`.
     fn wait_ready(&self, deadline: Instant) -> BoxFuture<'_, Result<(), Error>> {
         let _ = deadline;

@@ -65,6 +65,8 @@ pub struct ServiceOptions {
     pub agent: AgentConfig,
     /// Tool search's model and vector cache (the config's `search` key).
     pub search: SearchSettings,
+    /// What the gateway does with a tool the detectors flag (the config's `flags.gateway`).
+    pub gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
 }
 
 /// Every service of one daemon, over one provider.
@@ -284,7 +286,14 @@ impl ServicesBuilder {
             search,
             traces.clone(),
             telemetry.clone(),
+            options.gateway_flags,
         ));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(discovery::follow_flags(
+                Arc::downgrade(&discovery),
+                provider.changes(),
+            ));
+        }
         let events = Arc::new(Events::default());
         let calls = Arc::new(Calls::new(
             Arc::clone(&pipeline),

@@ -347,13 +347,35 @@ pub(super) async fn get_prompt(
     };
     let listed = all_prompts(services, context).await?;
     let names = prompt_names(&listed.prompts);
-    let address = names.resolve(name).map_err(|_| {
-        RpcError::invalid_params(format!(
+    let Ok(address) = names.resolve(name) else {
+        // A prompt its pin holds back is not listed, so its name does not resolve: its
+        // refusal (naming the approve command) says more than "no such prompt".
+        if let Some((server, prompt)) = name.split_once("__") {
+            let params = GetPromptParams {
+                server: server.to_owned(),
+                name: prompt.to_owned(),
+                arguments: arguments.clone(),
+            };
+            match services.discovery.get_prompt(params, context).await {
+                // Listed late (its server was slow to list): rendered as asked.
+                Ok(rendered) => return Ok(rendered),
+                Err(error)
+                    if matches!(
+                        error.data(),
+                        Some(tool_cli_protocol::ErrorData::PinRefused { .. })
+                    ) =>
+                {
+                    return Err(daemon_error(services, error));
+                }
+                Err(_) => {}
+            }
+        }
+        return Err(RpcError::invalid_params(format!(
             "no prompt is named {:?} in this gateway; prompts/list gives the current names \
              (server__prompt)",
             excerpt(name)
-        ))
-    })?;
+        )));
+    };
     let params = GetPromptParams {
         server: address.server.clone(),
         name: address.tool.clone(),

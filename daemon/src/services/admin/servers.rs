@@ -190,6 +190,15 @@ impl ServerManager {
         let mut next = running.clone();
         next.servers.push(server.clone());
         let secrets = Arc::new(crate::config::secrets_of(&next));
+        // From here the server is in the pool before `running` knows it: if the request is
+        // dropped (its caller hung up) before the end, the guard takes it back out.
+        let mut rollback = AddRollback {
+            manager,
+            followers,
+            name,
+            secrets_before: self.secrets.current(),
+            armed: true,
+        };
         self.secrets.set(Arc::clone(&secrets));
         self.apply(
             name::ADD_SERVER,
@@ -243,6 +252,7 @@ impl ServerManager {
                 ),
             ));
         }
+        rollback.armed = false;
         *running = next;
         tracing::info!(server = %name, "server added");
         Ok(AddServerResult {
@@ -253,7 +263,48 @@ impl ServerManager {
             notes: parsed.notes.iter().map(ToString::to_string).collect(),
         })
     }
+}
 
+/// Undoes an `addServer` that did not finish: takes its server out of the pool (if it is still
+/// there), lets routing and search follow, stops it in the background, and puts the secrets back.
+/// Armed until `add_server` records the server in the running config; dropped armed when the
+/// request ends early, by an error or by being cancelled (its caller hung up mid-start). The
+/// pool's `take_out` is synchronous, so the server is gone before the drop returns; its drain
+/// and stop (`retire`, async) run on a task of their own.
+struct AddRollback<'a> {
+    manager: &'a ServerManager,
+    followers: &'a Followers<'a>,
+    name: &'a str,
+    secrets_before: Option<Arc<Secrets>>,
+    armed: bool,
+}
+
+impl Drop for AddRollback<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Some(secrets) = self.secrets_before.take() {
+            self.manager.secrets.set(secrets);
+        }
+        let pool = &self.manager.pool;
+        let Some(server) = pool.take_out(self.name) else {
+            return;
+        };
+        tracing::warn!(server = %self.name, "addServer did not finish; the server is taken out again");
+        self.followers.pipeline.follow_servers(pool.as_ref());
+        pool.announce();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let pool = Arc::clone(pool);
+            let drain = server.config.call_timeout;
+            runtime.spawn(async move {
+                pool.retire(server, drain).await;
+            });
+        }
+    }
+}
+
+impl ServerManager {
     /// `removeServer`: takes `name` out at once (no new calls reach it), lets its calls finish
     /// (at most its call timeout), then stops it.
     pub(crate) async fn remove_server(

@@ -62,6 +62,10 @@ impl Discovery {
     pub(crate) fn visible_tools(&self, context: &CallContext) -> Vec<VisibleTool> {
         let grant = &context.grant;
         let mut tools = Vec::new();
+        // A tool the detectors flag is held back from hosts by default: their model reads the
+        // description directly, with nothing to warn it (`flags.gateway`, docs/pinning.md).
+        let held = (self.gateway_flags == crate::catalog::flags::GatewayFlagPolicy::Hold)
+            .then(|| self.tool_flags());
         for slot in self.pipeline.slots().iter() {
             let server = &slot.upstream.info().name;
             if !grant.scope.permits_server(server) {
@@ -73,6 +77,11 @@ impl Discovery {
                     .tools()
                     .iter()
                     .filter(|tool| listed(grant, slot, tool))
+                    .filter(|tool| {
+                        held.as_ref().is_none_or(|flags| {
+                            !flags.contains_key(&(server.clone(), tool.name().to_owned()))
+                        })
+                    })
                     .map(|tool| VisibleTool {
                         server: server.clone(),
                         tool: Arc::clone(tool),

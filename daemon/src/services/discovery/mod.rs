@@ -8,6 +8,7 @@
 //! Resource reads and prompts are the exception: they go to the server through the pipeline's
 //! protection, like a call.
 
+mod flags;
 mod gateway;
 mod health;
 mod prompts;
@@ -32,6 +33,7 @@ use crate::paging::{MAX_PAGE, Page};
 use crate::pipeline::{CallContext, Pipeline, listed, resolve_server};
 use crate::tool_search::ToolSearch;
 use crate::trace::Traces;
+pub(crate) use flags::follow_flags;
 pub(crate) use gateway::{CatalogVersion, VisibleTool};
 
 /// How many tool names `listServers` gives as examples.
@@ -48,6 +50,10 @@ pub(crate) struct Discovery {
     traces: Option<Arc<Traces>>,
     /// OpenTelemetry export: its counts are in the owner's `health` when it is on.
     telemetry: crate::otel::Telemetry,
+    /// The detectors' flags of the tools held now (`flags.rs`).
+    flags: flags::FlagCache,
+    /// What the gateway does with a flagged tool.
+    gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
 }
 
 impl Discovery {
@@ -57,6 +63,7 @@ impl Discovery {
         search: Arc<ToolSearch>,
         traces: Option<Arc<Traces>>,
         telemetry: crate::otel::Telemetry,
+        gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
     ) -> Discovery {
         Discovery {
             pipeline,
@@ -64,6 +71,8 @@ impl Discovery {
             search,
             traces,
             telemetry,
+            flags: flags::FlagCache::default(),
+            gateway_flags,
         }
     }
 
@@ -184,12 +193,18 @@ impl Discovery {
         let slot = resolve_server(&slots, server, grant, None)?;
         wait_until_known(slot).await?;
         let catalog = slot.upstream.catalog();
+        let server_name = &slot.upstream.info().name;
+        let flags = self.tool_flags();
         let summary = |tool: &CatalogTool| ToolSummary {
             server: None,
             name: tool.name().to_owned(),
             description: tool.description().to_owned(),
             has_structured_output: tool.has_output_schema,
             overridden: tool.overridden,
+            flags: flags
+                .get(&(server_name.clone(), tool.name().to_owned()))
+                .cloned()
+                .unwrap_or_default(),
         };
         let visible = catalog
             .tools()
@@ -233,6 +248,22 @@ impl Discovery {
         // how to review it (`tool-cli pin diff` reads it through `pinListing`).
         if let Some(refusal) = crate::pipeline::pin_refusal(slot, &tool) {
             return Err(refusal);
+        }
+        let flags = self.flags_of(&slot.upstream.info().name, tool.name());
+        if !flags.is_empty() {
+            // Flagged by the detectors: said in `_meta`, the rest exactly as listed.
+            let mut json: serde_json::Value = serde_json::from_str(tool.raw_json().get())
+                .map_err(|error| Error::Internal(format!("a catalog tool's JSON: {error}")))?;
+            if let Some(object) = json.as_object_mut() {
+                let meta = object
+                    .entry("_meta")
+                    .or_insert_with(|| serde_json::json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("tool-cli/flags".to_owned(), serde_json::json!(flags));
+                }
+            }
+            return serde_json::value::to_raw_value(&json)
+                .map_err(|error| Error::Internal(format!("a flagged tool's JSON: {error}")));
         }
         // The text the catalog keeps, copied as it is: no tree to build and encode again.
         Ok(tool.raw_json().to_owned())

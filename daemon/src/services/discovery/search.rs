@@ -215,6 +215,7 @@ impl Discovery {
         let mut tools = Vec::new();
         let mut position = 0;
         let mut more = false;
+        let flags = self.tool_flags();
         'servers: for slot in self.pipeline.slots().iter() {
             let server = &slot.upstream.info().name;
             if !grant.scope.permits_server(server) {
@@ -235,6 +236,10 @@ impl Discovery {
                         description: tool.description().to_owned(),
                         has_structured_output: tool.has_output_schema,
                         overridden: tool.overridden,
+                        flags: flags
+                            .get(&(server.clone(), tool.name().to_owned()))
+                            .cloned()
+                            .unwrap_or_default(),
                     });
                 }
                 position += 1;

@@ -78,25 +78,13 @@ impl ServerManager {
             ..configured.clone()
         };
         let secrets = Arc::new(crate::config::secrets_of(&running));
-        self.apply(
-            method,
-            followers,
-            std::slice::from_ref(&recorded),
-            &[],
-            Arc::clone(&secrets),
-        )
-        .await?;
+        self.restart_as(method, followers, &recorded, Arc::clone(&secrets))
+            .await?;
         let status = self.status_of(&params.server);
         if configured.enabled && status.0 != ServerState::Ready {
             // Put the server back as it was, so a failed recording costs the callers nothing.
-            self.apply(
-                method,
-                followers,
-                std::slice::from_ref(&configured),
-                &[],
-                secrets,
-            )
-            .await?;
+            self.restart_as(method, followers, &configured, secrets)
+                .await?;
             if created {
                 let _ = std::fs::remove_file(&out);
             }
@@ -146,14 +134,8 @@ impl ServerManager {
             .cloned()
         {
             let secrets = Arc::new(crate::config::secrets_of(&running));
-            self.apply(
-                method,
-                followers,
-                std::slice::from_ref(&configured),
-                &[],
-                secrets,
-            )
-            .await?;
+            self.restart_as(method, followers, &configured, secrets)
+                .await?;
         }
         tracing::info!(server = %params.server, "recording stopped");
         let summary = summarise(&out).map_err(|error| {
@@ -170,6 +152,26 @@ impl ServerManager {
             messages: summary.messages,
             complete: summary.complete,
         })
+    }
+
+    /// Restarts the running server `server.name` as `server` (recorded, or as configured): an
+    /// ordinary replacement, the old connection drained and stopped, the new one started.
+    async fn restart_as(
+        &self,
+        method: &str,
+        followers: &Followers<'_>,
+        server: &ServerConfig,
+        secrets: Arc<crate::redact::Secrets>,
+    ) -> Result<(), Error> {
+        self.apply(
+            method,
+            followers,
+            std::slice::from_ref(server),
+            &[],
+            secrets,
+        )
+        .await
+        .map(|_abandoned_calls| ())
     }
 
     /// The state of the running server `name`, and its error.
