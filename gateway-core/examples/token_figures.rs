@@ -81,6 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "find the right tool",
         &entries,
         tools.len(),
+        None,
         SEARCH_TOKEN_BUDGET,
         &Estimate,
     );

@@ -205,6 +205,7 @@ fn the_python_sdk_finds_describes_and_calls_in_progressive_mode() {
         {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "{\"nope\": 1}"}},
         {"name": "call_read_only_tool", "arguments": {"tool": "demo__sql_query", "arguments": "[1]"}},
         {"name": "delete_everything", "arguments": {}},
+        {"name": "search_tools", "arguments": {"query": "search the web", "server": ""}},
     ]);
     let report = over_http(
         &daemon,
@@ -254,6 +255,10 @@ fn the_python_sdk_finds_describes_and_calls_in_progressive_mode() {
     assert_eq!(calls[6]["isError"], true, "{}", calls[6]);
     assert!(text_of(&calls[6]).contains("JSON object"), "{}", calls[6]);
     assert_eq!(calls[7]["error"]["code"], -32602, "{}", calls[7]);
+    // No tool searches the web: the best hit is shown, and the search says it is not sure.
+    let loose = text_of(&calls[8]);
+    assert!(loose.contains("Not sure"), "{loose}");
+    assert!(!found.contains("Not sure"), "{found}");
 }
 
 #[test]

@@ -86,6 +86,16 @@ pub struct SearchAnswer {
     pub tokens: usize,
 }
 
+/// Why a search is not sure of its best hit (the daemon's `searchTools` confidence when it is
+/// neither confident nor empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doubt {
+    /// Other tools score nearly as well as the first.
+    Ambiguous,
+    /// The first tool leads but is far from the request in meaning.
+    Weak,
+}
+
 /// How long descriptions may be, tried in turn until the answer fits its budget.
 const DESCRIPTION_CUTS: &[usize] = &[240, 160, 110, 70, 40, 0];
 
@@ -98,6 +108,7 @@ pub fn search_results(
     query: &str,
     entries: &[SearchEntry<'_>],
     catalog_size: usize,
+    doubt: Option<Doubt>,
     budget: usize,
     counter: &dyn TokenCounter,
 ) -> SearchAnswer {
@@ -119,7 +130,14 @@ pub fn search_results(
     let mut last = None;
     for shown in (1..=entries.len()).rev() {
         for &cut in DESCRIPTION_CUTS {
-            let text = search_text(&query, &entries[..shown], entries.len(), catalog_size, cut);
+            let text = search_text(
+                &query,
+                &entries[..shown],
+                entries.len(),
+                catalog_size,
+                doubt,
+                cut,
+            );
             let tokens = counter.count(&text);
             if tokens <= budget {
                 return SearchAnswer {
@@ -144,6 +162,7 @@ fn search_text(
     entries: &[SearchEntry<'_>],
     found: usize,
     catalog_size: usize,
+    doubt: Option<Doubt>,
     description_cut: usize,
 ) -> String {
     let mut out = String::new();
@@ -166,6 +185,19 @@ fn search_text(
             "({} more not shown; search with more words or a server.)",
             found - entries.len()
         );
+    }
+    // The search's own doubt, so an agent does not take the first line as the answer when the
+    // search is not sure of it (the same rule `tool-cli search` prints as "not sure").
+    match doubt {
+        Some(Doubt::Ambiguous) => out.push_str(
+            "Not sure: the first tools score nearly alike; compare them with describe_tool \
+             before calling.\n",
+        ),
+        Some(Doubt::Weak) => out.push_str(
+            "Not sure: the best tool matches the request only loosely; there may be no tool \
+             for it here.\n",
+        ),
+        None => {}
     }
     out.push_str("describe_tool NAME gives a tool's schema.");
     out
@@ -314,7 +346,14 @@ mod tests {
                 description: "Permanently delete a repository.",
             },
         ];
-        let answer = search_results("open a bug", &entries, 2042, SEARCH_TOKEN_BUDGET, &Estimate);
+        let answer = search_results(
+            "open a bug",
+            &entries,
+            2042,
+            None,
+            SEARCH_TOKEN_BUDGET,
+            &Estimate,
+        );
         assert_eq!(
             answer.text,
             "2 of 2042 tools for \"open a bug\", best first:\n\
@@ -323,6 +362,65 @@ mod tests {
              describe_tool NAME gives a tool's schema."
         );
         assert_eq!(answer.shown, 2);
+    }
+
+    #[test]
+    fn a_search_that_is_not_sure_says_so_within_the_budget() {
+        let entries = [
+            SearchEntry {
+                gateway_name: "time__convert_time",
+                access: Access::ReadOnly,
+                description: "Convert time between timezones.",
+            },
+            SearchEntry {
+                gateway_name: "time__get_current_time",
+                access: Access::ReadOnly,
+                description: "Get the current time in a timezone.",
+            },
+        ];
+        let sure = search_results("time in Tokyo", &entries, 40, None, 700, &Estimate);
+        assert!(!sure.text.contains("Not sure"), "{}", sure.text);
+        let ambiguous = search_results(
+            "time in Tokyo",
+            &entries,
+            40,
+            Some(Doubt::Ambiguous),
+            700,
+            &Estimate,
+        );
+        assert!(
+            ambiguous.text.ends_with(
+                "Not sure: the first tools score nearly alike; compare them with describe_tool \
+                 before calling.\ndescribe_tool NAME gives a tool's schema."
+            ),
+            "{}",
+            ambiguous.text
+        );
+        let weak = search_results(
+            "time in Tokyo",
+            &entries,
+            40,
+            Some(Doubt::Weak),
+            700,
+            &Estimate,
+        );
+        assert!(
+            weak.text.contains("matches the request only loosely"),
+            "{}",
+            weak.text
+        );
+        // The note is counted against the budget and never dropped: a budget that fits the sure
+        // answer exactly makes the doubtful one cut descriptions or entries instead.
+        let tight = search_results(
+            "time in Tokyo",
+            &entries,
+            40,
+            Some(Doubt::Weak),
+            sure.tokens,
+            &Estimate,
+        );
+        assert!(tight.text.contains("Not sure"), "{tight:?}");
+        assert!(tight.text.len() < weak.text.len(), "{tight:?}");
     }
 
     #[test]
@@ -337,20 +435,20 @@ mod tests {
                 description: &long,
             })
             .collect();
-        let roomy = search_results("q", &entries, 100, 10_000, &Estimate);
-        let tight = search_results("q", &entries, 100, 150, &Estimate);
+        let roomy = search_results("q", &entries, 100, None, 10_000, &Estimate);
+        let tight = search_results("q", &entries, 100, None, 150, &Estimate);
         assert_eq!(roomy.shown, 8);
         assert_eq!(tight.shown, 8);
         assert!(tight.tokens <= 150, "{}", tight.tokens);
         assert!(tight.text.len() < roomy.text.len());
-        let tiny = search_results("q", &entries, 100, 60, &Estimate);
+        let tiny = search_results("q", &entries, 100, None, 60, &Estimate);
         assert!(tiny.shown < 8 && tiny.tokens <= 60, "{tiny:?}");
         assert!(tiny.text.contains("more not shown"), "{}", tiny.text);
     }
 
     #[test]
     fn no_results_say_what_to_try() {
-        let answer = search_results("zzz", &[], 5, 700, &Estimate);
+        let answer = search_results("zzz", &[], 5, None, 700, &Estimate);
         assert_eq!(
             answer.text,
             "No tool matches \"zzz\" among 5 tools. Try other words, or list_servers to see what there is."

@@ -151,6 +151,7 @@ fn search_answers_fit_700_tokens_with_either_counter() {
             "find what I need",
             &entries,
             2042,
+            None,
             SEARCH_TOKEN_BUDGET,
             &o200k,
         );
@@ -167,6 +168,7 @@ fn search_answers_fit_700_tokens_with_either_counter() {
             "find what I need",
             &entries,
             2042,
+            None,
             SEARCH_TOKEN_BUDGET,
             &Estimate,
         );

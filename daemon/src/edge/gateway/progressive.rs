@@ -6,14 +6,14 @@
 
 use serde_json::{Value, json};
 use tool_cli_gateway_core::meta_tools::render::{
-    SEARCH_TOKEN_BUDGET, SearchEntry, ServerSummary, description, search_results, server_list,
-    validation_refusal,
+    Doubt, SEARCH_TOKEN_BUDGET, SearchEntry, ServerSummary, description, search_results,
+    server_list, validation_refusal,
 };
 use tool_cli_gateway_core::meta_tools::{
     Access, MetaToolCall, MetaToolError, SEARCH_RESULTS, check_access,
 };
 use tool_cli_gateway_core::tokens::Estimate;
-use tool_cli_protocol::search::SearchToolsParams;
+use tool_cli_protocol::search::{SearchConfidence, SearchToolsParams};
 
 use super::messages::RpcError;
 use super::pass_through::{error_result, is_invalid_arguments, names_of, run};
@@ -161,10 +161,16 @@ fn search(
             description,
         })
         .collect();
+    let doubt = match found.confidence {
+        Some(SearchConfidence::Ambiguous) => Some(Doubt::Ambiguous),
+        Some(SearchConfidence::Weak) => Some(Doubt::Weak),
+        Some(SearchConfidence::Confident | SearchConfidence::NoMatch) | None => None,
+    };
     let answer = search_results(
         query,
         &entries,
         found.catalog_size,
+        doubt,
         SEARCH_TOKEN_BUDGET,
         &Estimate,
     );
