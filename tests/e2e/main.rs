@@ -34,6 +34,7 @@ mod gateway;
 mod gateway_notices;
 mod gateway_socket;
 mod gateway_stream;
+mod gateway_stream_reads;
 mod handle_scope;
 mod hardening;
 mod lifecycle;
