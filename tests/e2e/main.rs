@@ -32,6 +32,7 @@ mod fast_path;
 mod first_hour;
 mod gateway;
 mod gateway_notices;
+mod gateway_resume;
 mod gateway_socket;
 mod gateway_stream;
 mod gateway_stream_reads;

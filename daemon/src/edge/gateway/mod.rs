@@ -23,6 +23,7 @@ mod messages;
 mod notices;
 mod pass_through;
 mod progressive;
+mod replay;
 mod resources;
 mod sessions;
 mod stream;
@@ -282,22 +283,29 @@ impl Endpoint {
                 ),
             );
         };
-        if !session.open_notice_stream() {
+        let last_event_id = match notices::resumption(&request.headers, &session) {
+            Ok(last_event_id) => last_event_id,
+            Err(refused) => return *refused,
+        };
+        let Some(generation) = session.notices.open(last_event_id.is_some()) else {
             return error_answer(
                 StatusCode::CONFLICT,
                 None,
                 RpcError::invalid_request(
-                    "this session's event stream is open already; one GET stream per session"
+                    "this session's event stream is open already; one GET stream per session \
+                     (a reconnect sends Last-Event-ID to take it over)"
                         .to_owned(),
                 ),
             );
-        }
+        };
         let context = crate::pipeline::CallContext::new(request.grant.clone());
         let stream = notices::NoticeStream::open(
             Arc::clone(self),
             &session,
             context,
             self.shutting_down.clone(),
+            generation,
+            last_event_id,
         );
         Response::builder()
             .status(StatusCode::OK)
