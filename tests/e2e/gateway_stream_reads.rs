@@ -11,13 +11,24 @@
 //!   as one JSON body: `reads_and_prompts_stream_what_the_server_says`
 //! - a streamed read the host drops, a streamed prompt the host cancels with
 //!   `notifications/cancelled`: `a_dropped_or_cancelled_read_cancels_it_at_the_server`
+//!
+//! And URL-mode elicitation on a call's stream (`url_elicitation.rs`), with
+//! `@modelcontextprotocol/server-everything`'s `trigger-url-elicitation` (offered only to a
+//! client that declares URL mode: the daemon does so for a server with `"elicitation": "ask"`
+//! alone): a host that declared `elicitation.url` is asked and its accept reaches the server; a
+//! form-only host is not asked, the server is told it was declined (with the reason), and the
+//! URL comes back in the call's result:
+//! `url_elicitation_asks_a_url_host_and_comes_back_in_a_form_only_hosts_result`
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, HttpResponse, http_request_bytes, raw_http_exchange, repo_root};
+use tool_cli_tests::{
+    Daemon, HttpResponse, eventually, everything_stdio, http_request_bytes, raw_http_exchange,
+    repo_root,
+};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(30);
@@ -54,8 +65,13 @@ fn post(daemon: &Daemon, headers: &[(&str, &str)], body: &Value) -> HttpResponse
 
 /// Opens a session whose host shows forms; its id.
 fn open_session(daemon: &Daemon) -> String {
+    open_session_with(daemon, json!({"elicitation": {}}))
+}
+
+/// Opens a session whose host declared `capabilities`; its id.
+fn open_session_with(daemon: &Daemon, capabilities: Value) -> String {
     let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
         "clientInfo": {"name": "raw", "version": "1"}}});
     let answer = post(daemon, &[], &initialize);
     answer
@@ -303,5 +319,112 @@ fn a_dropped_or_cancelled_read_cancels_it_at_the_server() {
     assert_eq!(
         post(&daemon, &[("Mcp-Session-Id", session.as_str())], &ping).status,
         200
+    );
+}
+
+/// The gateway names of the tools a session lists.
+fn listed_tools(daemon: &Daemon, session: &str) -> Vec<String> {
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    let answer = post(daemon, &[("Mcp-Session-Id", session)], &list);
+    let answer: Value = serde_json::from_slice(&answer.body).expect("a JSON answer");
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {answer}"))
+        .iter()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The texts of a `tools/call` answer's content.
+fn texts(answer: &Value) -> Vec<String> {
+    answer["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content: {answer}"))
+        .iter()
+        .filter_map(|item| item["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn url_elicitation_asks_a_url_host_and_comes_back_in_a_form_only_hosts_result() {
+    let mut asking = everything_stdio();
+    asking["elicitation"] = json!("ask");
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "asking": asking,
+        "plain": everything_stdio(),
+    }}));
+    let url_host = open_session_with(&daemon, json!({"elicitation": {"form": {}, "url": {}}}));
+    // Offered only to the server whose questions reach the caller (the tool registers itself
+    // once the server saw URL mode declared, and may be listed a moment later).
+    assert!(
+        eventually(WAIT, || listed_tools(&daemon, &url_host)
+            .iter()
+            .any(|name| name == "asking__trigger-url-elicitation")),
+        "{:?}",
+        listed_tools(&daemon, &url_host)
+    );
+    assert!(
+        !listed_tools(&daemon, &url_host)
+            .iter()
+            .any(|name| name == "plain__trigger-url-elicitation"),
+        "a server whose questions are declined is not offered URL mode"
+    );
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "asking__trigger-url-elicitation",
+            "arguments": {"url": "https://example.com/sign-in", "message": "Sign in to continue"}}})
+    };
+
+    // A host that opens pages is asked as the server asked; its accept reaches the server.
+    let mut stream = start_streamed(&daemon, &url_host, &call(1));
+    let asked = messages_until(&mut stream, |message| {
+        message["method"] == "elicitation/create"
+    });
+    let question = asked.last().expect("a question");
+    assert_eq!(question["params"]["mode"], "url", "{question}");
+    assert_eq!(question["params"]["url"], "https://example.com/sign-in");
+    assert_eq!(question["params"]["message"], "Sign in to continue");
+    answer_question(&daemon, &url_host, question, json!({"action": "accept"}));
+    let rest = messages_until(&mut stream, |_| false);
+    let answer = rest.last().expect("an answer");
+    assert_eq!(answer["id"], 1, "{rest:?}");
+    let said = texts(answer).join("\n");
+    assert!(
+        said.contains("User completed the URL elicitation flow"),
+        "{said}"
+    );
+    assert!(answer["result"]["_meta"]["tool-cli/urlElicitations"].is_null());
+
+    // A form-only host is not asked; the server hears it was declined, and why; the host gets
+    // the page in the call's result.
+    let form_host = open_session_with(&daemon, json!({"elicitation": {"form": {}}}));
+    let mut stream = start_streamed(&daemon, &form_host, &call(2));
+    let messages = messages_until(&mut stream, |_| false);
+    assert!(
+        of_method(&messages, "elicitation/create").is_empty(),
+        "{messages:?}"
+    );
+    let answer = messages.last().expect("an answer");
+    assert_eq!(answer["id"], 2, "{messages:?}");
+    let said = texts(answer);
+    assert!(
+        said[0].contains("User declined to open the URL"),
+        "the server's own answer first: {said:?}"
+    );
+    assert!(
+        said.iter().any(|text| text.contains("cannot ask about")),
+        "the server was told why: {said:?}"
+    );
+    let page = said.last().expect("our text last");
+    assert!(
+        page.contains("https://example.com/sign-in") && page.contains("Sign in to continue"),
+        "{page}"
+    );
+    let named = &answer["result"]["_meta"]["tool-cli/urlElicitations"];
+    assert_eq!(named[0]["url"], "https://example.com/sign-in", "{answer}");
+    assert!(
+        named[0]["elicitationId"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
     );
 }

@@ -32,7 +32,7 @@ use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 use crate::config::server_requests::{
     Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
 };
-use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
+use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UrlQuestion, UrlRelay, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
 
 mod host;
@@ -159,6 +159,12 @@ impl ServerRequests {
     /// `allowSampling` (answered by the backend, or declined with a reason when there is none).
     pub(crate) fn advertises_sampling(&self) -> bool {
         self.settings.allow_sampling
+    }
+
+    /// Whether the server is told, in the handshake, that it may ask for URL-mode elicitation:
+    /// only when its questions go to the caller (`"elicitation": "ask"`).
+    pub(crate) fn advertises_url_elicitation(&self) -> bool {
+        self.settings.elicitation == ElicitationPolicy::Ask
     }
 
     /// What its sampling requests have cost so far.
@@ -303,24 +309,6 @@ impl ServerRequests {
         request: &ElicitRequestParams,
         withdrawn: &CancellationToken,
     ) -> Result<ElicitResult, String> {
-        let (message, schema) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (
-                message,
-                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-            ),
-            _ => {
-                return Err(format!(
-                    "declined by the tool-cli daemon: server \"{}\" asked for a URL \
-                     elicitation (sending the user to a web page), which the daemon does not \
-                     relay; only form elicitations are",
-                    self.server
-                ));
-            }
-        };
         let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
             .in_flight
             .lock()
@@ -333,13 +321,82 @@ impl ServerRequests {
             tracing::info!(server = %self.server, %reason, "elicitation declined");
             reason
         })?;
-        let mut event = serde_json::Map::new();
-        event.insert("type".to_owned(), json!(ELICITATION_EVENT));
-        event.insert("server".to_owned(), json!(self.server));
-        event.insert("message".to_owned(), json!(clip(message)));
-        event.insert("requestedSchema".to_owned(), schema.clone());
-        let (id, mut answer) = log.ask(schema, event);
+        let (id, answer) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+                let mut event = serde_json::Map::new();
+                event.insert("type".to_owned(), json!(ELICITATION_EVENT));
+                event.insert("server".to_owned(), json!(self.server));
+                event.insert("message".to_owned(), json!(clip(message)));
+                event.insert("requestedSchema".to_owned(), schema.clone());
+                log.ask(schema, event)
+            }
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                ..
+            } => {
+                let question = UrlQuestion {
+                    message: clip(message),
+                    url: url.clone(),
+                    elicitation_id: elicitation_id.clone(),
+                };
+                match log.ask_url(&question) {
+                    UrlRelay::Asked(id, answer) => (id, answer),
+                    outcome => return Err(self.url_not_asked(&question, &outcome)),
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "declined by the tool-cli daemon: server \"{}\" asked for an elicitation \
+                     of a mode the daemon does not know",
+                    self.server
+                ));
+            }
+        };
         tracing::info!(server = %self.server, elicitation_id = %id, "elicitation relayed to the caller");
+        self.await_answer(log.as_ref(), id, answer, withdrawn).await
+    }
+
+    /// Why a URL-mode elicitation was declined without a question (the reason sent back to
+    /// the server, and logged).
+    fn url_not_asked(&self, question: &UrlQuestion, outcome: &UrlRelay) -> String {
+        let reason = match outcome {
+            UrlRelay::InResult => format!(
+                "declined by the tool-cli daemon: server \"{}\" asked to send the user to a web \
+                 page, which the caller's MCP host cannot ask about (it declared form \
+                 elicitation only); the URL was given to the host in the call's result instead",
+                self.server
+            ),
+            _ => format!(
+                "declined by the tool-cli daemon: server \"{}\" asked to send the user to a web \
+                 page, which its caller cannot show (only an MCP host through the gateway can)",
+                self.server
+            ),
+        };
+        tracing::info!(
+            server = %self.server,
+            elicitation_id = %clip(&question.elicitation_id),
+            %reason,
+            "URL elicitation declined"
+        );
+        reason
+    }
+
+    /// Waits for the caller's answer to question `id` (up to `elicitationTimeoutMs`, while the
+    /// call runs and the server still asks); `Err` is the reason to decline with.
+    async fn await_answer(
+        &self,
+        log: &dyn EventRelay,
+        id: String,
+        mut answer: tokio::sync::oneshot::Receiver<RelayedAnswer>,
+        withdrawn: &CancellationToken,
+    ) -> Result<ElicitResult, String> {
         let timeout = self.settings.elicitation_timeout;
         let closing = tokio::select! {
             answered = &mut answer => match answered {

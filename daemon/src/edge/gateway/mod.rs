@@ -27,6 +27,7 @@ mod replay;
 mod resources;
 mod sessions;
 mod stream;
+mod url_elicitation;
 
 use std::sync::Arc;
 

@@ -27,11 +27,15 @@ use tokio::task::JoinHandle;
 use tool_cli_protocol::elicitation::ElicitationAnswer;
 
 use crate::elicitation::{Book, Refusal};
-use crate::provider::{BoxFuture, EventRelay, RelayedAnswer};
+use crate::provider::{BoxFuture, EventRelay, RelayedAnswer, UrlQuestion, UrlRelay};
 
 /// Most messages waiting to be written to a slow host; past that, progress and log messages
 /// are dropped (and counted), never the call's answer.
 const QUEUE: usize = 256;
+
+/// Most URL-mode elicitations one call's result names (a server asking more is declined all
+/// the same, unnamed).
+const MAX_SHOWN_URLS: usize = 8;
 
 /// MCP's log levels, least severe first.
 const LOG_LEVELS: [&str; 8] = [
@@ -61,6 +65,12 @@ pub(crate) struct HostRelay {
     elicitation: bool,
     /// Whether the host declared the `sampling` capability.
     sampling: bool,
+    /// Whether the host declared URL-mode elicitation (`elicitation.url`).
+    url_elicitation: bool,
+    /// The questions of ours that are URL-mode elicitations (their answers carry no content).
+    url_questions: Mutex<Vec<String>>,
+    /// URL-mode elicitations the host could not be asked about, for the call's result.
+    shown_urls: Mutex<Vec<UrlQuestion>>,
     /// Our `sampling/createMessage` requests waiting for the host, by id.
     samples: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_sample: AtomicU64,
@@ -79,21 +89,25 @@ pub(crate) struct HostCapabilities {
     pub(crate) elicitation: bool,
     /// It answers `sampling/createMessage`.
     pub(crate) sampling: bool,
+    /// It sends its user to a web page a server names (`elicitation.url`).
+    pub(crate) url_elicitation: bool,
 }
 
 impl HostCapabilities {
     /// From `initialize`'s `capabilities`.
     pub(crate) fn of(capabilities: Option<&Value>) -> HostCapabilities {
-        let elicitation = capabilities
+        let modes = capabilities
             .and_then(|capabilities| capabilities.get("elicitation"))
-            .and_then(Value::as_object)
-            .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+            .and_then(Value::as_object);
+        let elicitation = modes.is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+        let url_elicitation = modes.is_some_and(|modes| modes.contains_key("url"));
         let sampling = capabilities
             .and_then(|capabilities| capabilities.get("sampling"))
             .is_some_and(Value::is_object);
         HostCapabilities {
             elicitation,
             sampling,
+            url_elicitation,
         }
     }
 }
@@ -125,6 +139,9 @@ impl HostRelay {
             progress_token,
             elicitation: host.elicitation,
             sampling: host.sampling,
+            url_elicitation: host.url_elicitation,
+            url_questions: Mutex::default(),
+            shown_urls: Mutex::default(),
             samples: Mutex::default(),
             next_sample: AtomicU64::new(1),
             log_level,
@@ -193,9 +210,17 @@ impl HostRelay {
                 return Answered::Declined(reason);
             }
         };
+        let url_question = self
+            .url_questions
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|asked| asked == question);
         let mut questions = self.questions.lock().unwrap();
         match questions.answer(question, action, result.get("content")) {
             Ok((waiter, content)) => {
+                // A URL-mode answer carries no content (the user's data went to the page).
+                let content = content.filter(|_| !url_question);
                 if waiter.send((action, content)).is_err() {
                     let reason = "the server's request ended before the answer arrived";
                     questions.mark_closed(question, reason);
@@ -222,11 +247,46 @@ impl HostRelay {
     pub(crate) fn finish(&self) {
         self.done.send_replace(true);
     }
+
+    /// The call's encoded answer with the URL-mode elicitations the host could not be asked
+    /// about put in its result (`url_elicitation.rs`).
+    fn with_shown_urls(&self, answer: String) -> String {
+        let shown = std::mem::take(&mut *self.shown_urls.lock().unwrap());
+        super::url_elicitation::with_urls(answer, &shown)
+    }
 }
 
 impl EventRelay for HostRelay {
     fn is_followed(&self) -> bool {
-        self.elicitation || self.sampling
+        self.elicitation || self.url_elicitation || self.sampling
+    }
+
+    fn ask_url(&self, question: &UrlQuestion) -> UrlRelay {
+        if !self.url_elicitation {
+            // A form-only host cannot be asked to open a page; its user still gets the URL,
+            // in the call's result.
+            let mut shown = self.shown_urls.lock().unwrap();
+            if shown.len() < MAX_SHOWN_URLS {
+                shown.push(question.clone());
+            }
+            return UrlRelay::InResult;
+        }
+        let (sender, receiver) = oneshot::channel();
+        let no_fields = json!({"type": "object", "properties": {}});
+        let id = self.questions.lock().unwrap().open(no_fields, sender);
+        self.url_questions.lock().unwrap().push(id.clone());
+        self.send(json!({
+            "jsonrpc": "2.0",
+            "id": self.request_id(&id),
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": question.message,
+                "url": question.url,
+                "elicitationId": question.elicitation_id,
+            },
+        }));
+        UrlRelay::Asked(id, receiver)
     }
 
     fn push(&self, event: Map<String, Value>) {
@@ -417,7 +477,7 @@ impl hyper::body::Body for EventStream {
                     // A call the host cancelled has no answer (MCP: none is sent); a task that
                     // panicked gets an internal error, so the request still has its one answer.
                     this.answer = match outcome {
-                        Ok(answer) => answer,
+                        Ok(answer) => answer.map(|answer| this.relay.with_shown_urls(answer)),
                         Err(error) if error.is_cancelled() => None,
                         Err(_) => Some(
                             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603,
