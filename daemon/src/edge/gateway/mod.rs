@@ -26,6 +26,7 @@ mod progressive;
 mod replay;
 mod resources;
 mod sessions;
+mod sse;
 mod stream;
 mod url_elicitation;
 
@@ -300,7 +301,7 @@ impl Endpoint {
             );
         };
         let context = crate::pipeline::CallContext::new(request.grant.clone());
-        let stream = notices::NoticeStream::open(
+        let stream = notices::open(
             Arc::clone(self),
             &session,
             context,
@@ -349,9 +350,7 @@ impl Endpoint {
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
-            .body(HttpBody::new(stream::EventStream::new(
-                messages, call, relay,
-            )))
+            .body(HttpBody::new(stream::event_stream(messages, call, relay)))
             .expect("static response parts are valid")
     }
 

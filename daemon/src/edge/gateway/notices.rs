@@ -20,16 +20,15 @@
 //! `Last-Event-ID` takes the session's slot over (the stream it replaces ends), gets the
 //! messages it missed, and hears of a tool list that changed while no stream was open.
 
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::body::{Bytes, Frame};
+use hyper::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::sessions::Session;
+use super::sse::SseBody;
 use super::{Endpoint, Mode};
 use crate::pipeline::CallContext;
 use crate::provider::UpstreamNotice;
@@ -41,66 +40,39 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// the next one anyway: list_changed carries no data).
 const QUEUE: usize = 16;
 
-/// The body of a standalone stream: frames written by its follower task, which it aborts when
-/// the host drops it.
-pub(super) struct NoticeStream {
-    frames: mpsc::Receiver<Bytes>,
-    follower: tokio::task::JoinHandle<()>,
-}
-
-impl NoticeStream {
-    /// Opens the stream of `session` (whose slot the caller took), following the catalogs
-    /// with `context`'s grant until the host goes, the session ends or `shutting_down` turns.
-    ///
-    /// `generation` is the slot's owner (`NoticeLog::open`); `resume_after`, a `Last-Event-ID`
-    /// the caller checked: the events after it are sent first, and a pass-through listing that
-    /// changed since the last stream stood for it is told at once.
-    pub(super) fn open(
-        endpoint: Arc<Endpoint>,
-        session: &Arc<Session>,
-        context: CallContext,
-        shutting_down: watch::Receiver<bool>,
-        generation: u64,
-        resume_after: Option<String>,
-    ) -> NoticeStream {
-        let (sender, frames) = mpsc::channel(QUEUE);
-        // Made here, not in the task: an unpolled task's arguments are dropped with it too.
-        let slot = SlotRelease(Arc::downgrade(session), generation);
-        let changes = endpoint.services.catalog_changes();
-        let follower = tokio::spawn(follow(
-            endpoint,
-            Follower {
-                session: Arc::downgrade(session),
-                generation,
-                frames: sender,
-            },
-            context,
-            changes,
-            shutting_down,
-            (slot, resume_after),
-        ));
-        NoticeStream { frames, follower }
-    }
-}
-
-impl Drop for NoticeStream {
-    fn drop(&mut self) {
-        self.follower.abort();
-    }
-}
-
-impl hyper::body::Body for NoticeStream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.frames
-            .poll_recv(cx)
-            .map(|frame| frame.map(|bytes| Ok(Frame::data(bytes))))
-    }
+/// Opens the standalone stream of `session` (whose slot the caller took): the frames its
+/// follower task writes, in the gateway's SSE body (`sse.rs`), which aborts the follower when
+/// the host drops it. The follower follows the catalogs with `context`'s grant until the host
+/// goes, the session ends or `shutting_down` turns.
+///
+/// `generation` is the slot's owner (`NoticeLog::open`); `resume_after`, a `Last-Event-ID` the
+/// caller checked: the events after it are sent first, and a pass-through listing that changed
+/// since the last stream stood for it is told at once.
+pub(super) fn open(
+    endpoint: Arc<Endpoint>,
+    session: &Arc<Session>,
+    context: CallContext,
+    shutting_down: watch::Receiver<bool>,
+    generation: u64,
+    resume_after: Option<String>,
+) -> SseBody {
+    let (sender, frames) = mpsc::channel(QUEUE);
+    // Made here, not in the task: an unpolled task's arguments are dropped with it too.
+    let slot = SlotRelease(Arc::downgrade(session), generation);
+    let changes = endpoint.services.catalog_changes();
+    let follower = tokio::spawn(follow(
+        endpoint,
+        Follower {
+            session: Arc::downgrade(session),
+            generation,
+            frames: sender,
+        },
+        context,
+        changes,
+        shutting_down,
+        (slot, resume_after),
+    ));
+    SseBody::new(frames, follower)
 }
 
 /// The `Last-Event-ID` of a reconnect to `session`'s stream (`None`: a new stream), or the 400
@@ -132,7 +104,7 @@ pub(super) fn resumption(
 
 /// One SSE event carrying `message`, with its event id.
 fn event(id: &str, message: &str) -> Bytes {
-    Bytes::from(format!("id: {id}\nevent: message\ndata: {message}\n\n"))
+    super::sse::event(Some(id), message)
 }
 
 /// What a stream's follower writes to, and as which owner of the session's slot.

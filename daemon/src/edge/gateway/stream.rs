@@ -10,22 +10,22 @@
 //! [`HostRelay`] is the call's [`EventRelay`]: the pool pushes progress and log events into it
 //! and asks it questions, as it does the events buffer of a `callTool` with a `progressId`, so
 //! the same routing rules hold (a question goes to the one call in flight of its server, or is
-//! declined with the reason). [`EventStream`] is the response body: it owns the call's task, so
-//! a host that drops the stream mid-call cancels the call (traced as cancelled, its upstream
+//! declined with the reason). [`event_stream`] makes the response body (`sse.rs`, shared with
+//! the standalone stream): it owns the call's task, so a host that drops the stream mid-call
+//! cancels the call (traced as cancelled, its upstream
 //! request cancelled) instead of leaving it to run for no one.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use hyper::body::{Bytes, Frame};
+use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tool_cli_protocol::elicitation::ElicitationAnswer;
 
+use super::sse::{SseBody, event};
 use crate::elicitation::{Book, Refusal};
 use crate::provider::{BoxFuture, EventRelay, RelayedAnswer, UrlQuestion, UrlRelay};
 
@@ -426,81 +426,84 @@ impl EventRelay for HostRelay {
     }
 }
 
-/// The SSE body of a streamed call: the messages its relay sends, then the call's answer (the
-/// task's output, one JSON-RPC response), then the end. Dropped (the host went away), it
-/// aborts the call's task.
-pub(crate) struct EventStream {
+/// Frames on their way to the host. What is dropped for a slow host is decided by the relay's
+/// own queue ([`QUEUE`]); this one only hands frames over, and the answer waits for room.
+const FRAMES: usize = 16;
+
+/// The SSE body of a streamed call (`sse.rs`): the messages its relay sends, then the call's
+/// answer (the task's output, one JSON-RPC response), then the end. Dropped (the host went
+/// away), it aborts its writer, which aborts the call's task.
+pub(crate) fn event_stream(
     messages: mpsc::Receiver<Value>,
-    call: Option<JoinHandle<Option<String>>>,
-    answer: Option<String>,
+    call: JoinHandle<Option<String>>,
+    relay: Arc<HostRelay>,
+) -> SseBody {
+    let (frames, receiver) = mpsc::channel(FRAMES);
+    let writer = tokio::spawn(write_call_stream(messages, call, relay, frames));
+    SseBody::new(receiver, writer)
+}
+
+/// Writes a call's stream: each message its relay sends while it runs, then what it sent just
+/// before its answer, then the answer.
+async fn write_call_stream(
+    mut messages: mpsc::Receiver<Value>,
+    mut call: JoinHandle<Option<String>>,
+    relay: Arc<HostRelay>,
+    frames: mpsc::Sender<Bytes>,
+) {
+    // However this ends (the host dropping the body aborts it here), the call goes with it.
+    let _guard = CallGuard {
+        call: call.abort_handle(),
+        relay: Arc::clone(&relay),
+    };
+    let outcome = loop {
+        tokio::select! {
+            // What the server said before the call ended goes first.
+            biased;
+            Some(message) = messages.recv() => {
+                if frames.send(event(None, &message.to_string())).await.is_err() {
+                    return;
+                }
+            }
+            outcome = &mut call => break outcome,
+        }
+    };
+    relay.finish();
+    // A call the host cancelled has no answer (MCP: none is sent); a task that panicked gets
+    // an internal error, so the request still has its one answer.
+    let answer = match outcome {
+        Ok(answer) => answer.map(|answer| relay.with_shown_urls(answer)),
+        Err(error) if error.is_cancelled() => None,
+        Err(_) => Some(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603,
+                "message": "the gateway failed while answering this call"}})
+            .to_string(),
+        ),
+    };
+    while let Ok(message) = messages.try_recv() {
+        if frames
+            .send(event(None, &message.to_string()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    if let Some(answer) = answer {
+        let _ = frames.send(event(None, &answer)).await;
+    }
+}
+
+/// Ends a streamed call with its stream: aborts its task (cancelling the upstream request when
+/// it still runs), closes the relay's questions, and counts what a slow host did not read.
+struct CallGuard {
+    call: tokio::task::AbortHandle,
     relay: Arc<HostRelay>,
 }
 
-impl EventStream {
-    pub(crate) fn new(
-        messages: mpsc::Receiver<Value>,
-        call: JoinHandle<Option<String>>,
-        relay: Arc<HostRelay>,
-    ) -> EventStream {
-        EventStream {
-            messages,
-            call: Some(call),
-            answer: None,
-            relay,
-        }
-    }
-}
-
-/// One SSE event carrying one JSON-RPC message.
-fn event(message: &str) -> Frame<Bytes> {
-    Frame::data(Bytes::from(format!("event: message\ndata: {message}\n\n")))
-}
-
-impl hyper::body::Body for EventStream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = &mut *self;
-        if let Some(call) = this.call.as_mut() {
-            if let Poll::Ready(Some(message)) = this.messages.poll_recv(cx) {
-                return Poll::Ready(Some(Ok(event(&message.to_string()))));
-            }
-            match Pin::new(call).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(outcome) => {
-                    this.call = None;
-                    this.relay.finish();
-                    // A call the host cancelled has no answer (MCP: none is sent); a task that
-                    // panicked gets an internal error, so the request still has its one answer.
-                    this.answer = match outcome {
-                        Ok(answer) => answer.map(|answer| this.relay.with_shown_urls(answer)),
-                        Err(error) if error.is_cancelled() => None,
-                        Err(_) => Some(
-                            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603,
-                                "message": "the gateway failed while answering this call"}})
-                            .to_string(),
-                        ),
-                    };
-                }
-            }
-        }
-        // The call has ended: what it sent before its answer, then the answer.
-        if let Ok(message) = this.messages.try_recv() {
-            return Poll::Ready(Some(Ok(event(&message.to_string()))));
-        }
-        Poll::Ready(this.answer.take().map(|answer| Ok(event(&answer))))
-    }
-}
-
-impl Drop for EventStream {
+impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Some(call) = &self.call {
-            call.abort();
-        }
+        self.call.abort();
         self.relay.finish();
         let dropped = self.relay.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
