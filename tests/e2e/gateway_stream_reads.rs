@@ -17,7 +17,8 @@
 //! client that declares URL mode: the daemon does so for a server with `"elicitation": "ask"`
 //! alone): a host that declared `elicitation.url` is asked and its accept reaches the server; a
 //! form-only host is not asked, the server is told it was declined (with the reason), and the
-//! URL comes back in the call's result:
+//! URL comes back in the call's result; the same tool's error path (`-32042`) goes back to a URL
+//! host as that error, and names its pages in a form-only host's result:
 //! `url_elicitation_asks_a_url_host_and_comes_back_in_a_form_only_hosts_result`
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -426,5 +427,38 @@ fn url_elicitation_asks_a_url_host_and_comes_back_in_a_form_only_hosts_result() 
         named[0]["elicitationId"]
             .as_str()
             .is_some_and(|id| !id.is_empty())
+    );
+
+    // The error path (`-32042`, the pages to open before asking again): a URL host gets the
+    // error as the server sent it, a form-only host the pages in its result. (Each call names
+    // its own URL: everything treats a second call with the same one as the retry.)
+    let by_error = |id: u64, url: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "asking__trigger-url-elicitation",
+            "arguments": {"url": url, "errorPath": true}}})
+    };
+    let mut stream = start_streamed(&daemon, &url_host, &by_error(3, "https://example.com/a"));
+    let messages = messages_until(&mut stream, |_| false);
+    let answer = messages.last().expect("an answer");
+    assert_eq!(answer["id"], 3, "{messages:?}");
+    assert_eq!(answer["error"]["code"], -32042, "{answer}");
+    let pages = &answer["error"]["data"]["elicitations"];
+    assert_eq!(pages[0]["mode"], "url", "{answer}");
+    let prerequisite = pages[0]["url"].as_str().expect("a page").to_owned();
+
+    let mut stream = start_streamed(&daemon, &form_host, &by_error(4, "https://example.com/b"));
+    let messages = messages_until(&mut stream, |_| false);
+    let answer = messages.last().expect("an answer");
+    assert_eq!(answer["id"], 4, "{messages:?}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        texts(answer)
+            .iter()
+            .any(|text| text.contains(&prerequisite)),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["result"]["_meta"]["tool-cli/urlElicitations"][0]["url"],
+        prerequisite.as_str()
     );
 }

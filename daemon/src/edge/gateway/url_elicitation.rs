@@ -7,7 +7,14 @@
 //! not wait for a consent that cannot come), and the URL goes back to the host in the call's
 //! result, never silently dropped: a text item naming the page in a `tools/call` result (what
 //! a model and its user read), and every such request under `_meta["tool-cli/urlElicitations"]`
-//! of any result (what a program reads). This module is that rewrite, pure and unit-tested.
+//! of any result (what a program reads).
+//!
+//! A server may also ask by error: `-32042` (`URLElicitationRequiredError`), whose
+//! `data.elicitations` lists the pages to open before the request is sent again. The pool turns
+//! an upstream error into an `isError` result with the error under `_meta["tool-cli/error"]`;
+//! [`settle`] gives a host that declared URL mode the JSON-RPC error back, as its SDK expects,
+//! and puts the pages in a form-only host's result as above. These are rewrites of a call
+//! stream's answer, pure and unit-tested here.
 
 use serde_json::{Value, json};
 
@@ -15,6 +22,68 @@ use crate::provider::UrlQuestion;
 
 /// Where a result lists the URL-mode elicitations its host could not be asked about.
 pub(crate) const META_KEY: &str = "tool-cli/urlElicitations";
+
+/// MCP's `URLElicitationRequiredError` code.
+const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// Most pages named from one `-32042` error.
+const MAX_ERROR_URLS: usize = 8;
+
+/// A call stream's `answer` settled for its host: a server's `-32042` error given back as that
+/// error to a host that opens URLs (`host_opens_urls`), its pages put in the result of one that
+/// does not, and the URL-mode elicitations the host could not be asked about (`shown`) put in
+/// the result ([`with_urls`]).
+pub(crate) fn settle(answer: String, shown: &[UrlQuestion], host_opens_urls: bool) -> String {
+    let Some((id, error)) = url_elicitation_error(&answer) else {
+        return with_urls(answer, shown);
+    };
+    if host_opens_urls {
+        return json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string();
+    }
+    let mut urls = shown.to_vec();
+    urls.extend(
+        error
+            .pointer("/data/elicitations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|elicitation| elicitation["mode"] == "url")
+            .filter_map(|elicitation| {
+                Some(UrlQuestion {
+                    url: elicitation.get("url")?.as_str()?.to_owned(),
+                    message: elicitation
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    elicitation_id: elicitation
+                        .get("elicitationId")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+            })
+            .take(MAX_ERROR_URLS),
+    );
+    with_urls(answer, &urls)
+}
+
+/// The id of `answer` and the server's `-32042` error it carries as an `isError` result (the
+/// code, the message and the data, as the server sent them), if it does.
+fn url_elicitation_error(answer: &str) -> Option<(Value, Value)> {
+    let response: Value = serde_json::from_str(answer).ok()?;
+    let error = response.pointer("/result/_meta/tool-cli~1error")?;
+    if error.get("kind")? != "upstream" || error.get("code")?.as_i64()? != URL_ELICITATION_REQUIRED
+    {
+        return None;
+    }
+    let data = error
+        .get("data")
+        .filter(|data| data.get("elicitations").is_some())?;
+    let message = error.get("message").cloned().unwrap_or_else(|| json!(""));
+    let error = json!({"code": URL_ELICITATION_REQUIRED, "message": message, "data": data});
+    Some((response.get("id").cloned().unwrap_or(Value::Null), error))
+}
 
 /// `answer` (one encoded JSON-RPC response) with `urls` put in its result; unchanged when there
 /// are none, or when it is an error or not a response.
@@ -93,6 +162,62 @@ mod tests {
                     "elicitationId": "e-42"}])
         );
         assert_eq!(rewritten["id"], 3);
+    }
+
+    /// What the pool makes of a server's `-32042` answer to a `tools/call`.
+    fn required_by_error() -> String {
+        json!({"jsonrpc": "2.0", "id": 5, "result": {
+        "content": [{"type": "text", "text": "server \"a\" returned an error"}],
+        "isError": true,
+        "_meta": {"tool-cli/error": {"kind": "upstream", "server": "a", "code": -32042,
+            "message": "This request requires browser-based authorization.",
+            "data": {"elicitations": [
+                {"mode": "url", "url": "https://example.com/auth", "message": "Authorize",
+                 "elicitationId": "e-9"},
+                {"mode": "form", "message": "not a page"},
+            ]}}}}})
+        .to_string()
+    }
+
+    #[test]
+    fn a_url_required_error_goes_back_as_the_error_to_a_url_host() {
+        let settled: Value = serde_json::from_str(&settle(required_by_error(), &[], true)).unwrap();
+        assert_eq!(settled["id"], 5);
+        assert!(settled.get("result").is_none(), "{settled}");
+        assert_eq!(settled["error"]["code"], -32042);
+        assert_eq!(
+            settled["error"]["message"],
+            "This request requires browser-based authorization."
+        );
+        assert_eq!(
+            settled["error"]["data"]["elicitations"][0]["url"],
+            "https://example.com/auth"
+        );
+    }
+
+    #[test]
+    fn a_url_required_error_names_its_pages_in_a_form_only_hosts_result() {
+        let settled: Value =
+            serde_json::from_str(&settle(required_by_error(), &[sign_in()], false)).unwrap();
+        assert_eq!(settled["result"]["isError"], true, "still the error it was");
+        let texts: Vec<&str> = settled["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|item| item["text"].as_str())
+            .collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert!(texts[2].contains("https://example.com/auth"), "{texts:?}");
+        let named = &settled["result"]["_meta"][META_KEY];
+        assert_eq!(
+            named.as_array().unwrap().len(),
+            2,
+            "a form entry is no page"
+        );
+        assert_eq!(named[1]["elicitationId"], "e-9");
+        // Other upstream errors and plain results pass as they are.
+        let other = required_by_error().replace("-32042", "-32000");
+        assert_eq!(settle(other.clone(), &[], true), other);
     }
 
     #[test]
