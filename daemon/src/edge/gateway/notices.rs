@@ -179,8 +179,9 @@ async fn follow(
         else {
             return;
         };
+        // Waiting for room: the replay may be longer than the queue, and none of it may drop.
         for (id, message) in replayed {
-            if send(frames, event(&id, &message)).is_err() {
+            if frames.send(event(&id, &message)).await.is_err() {
                 return;
             }
         }
