@@ -45,8 +45,10 @@ pub struct DaemonOptions {
 /// A running `tool-cli-daemon`, stopped with SIGTERM (then SIGKILL) on drop.
 pub struct Daemon {
     child: Option<Child>,
-    /// The daemon's TCP port, from its `export TOOL_CLI_PORT=` line.
+    /// The daemon's TCP port, from its `export TOOL_CLI_PORT=` line (0 on a Unix socket).
     pub port: u16,
+    /// Its Unix socket, from its `export TOOL_CLI_SOCKET=` line (started with `--socket`).
+    pub socket: Option<PathBuf>,
     /// The bearer token, from its `export TOOL_CLI_TOKEN=` line.
     pub token: String,
     /// Its `TOOL_CLI_RUNTIME_DIR`.
@@ -144,6 +146,7 @@ impl Daemon {
         let mut daemon = Daemon {
             child: Some(child),
             port: 0,
+            socket: None,
             token: String::new(),
             runtime_dir,
             config_path,
@@ -152,9 +155,10 @@ impl Daemon {
             dir,
         };
         let mut port = None;
+        let mut socket = None;
         let mut token = None;
         let deadline = Instant::now() + STARTUP_TIMEOUT;
-        while port.is_none() || token.is_none() {
+        while (port.is_none() && socket.is_none()) || token.is_none() {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(remaining.min(Duration::from_millis(100))) {
                 Ok(line) => {
@@ -165,6 +169,9 @@ impl Daemon {
                                 .parse::<u16>()
                                 .unwrap_or_else(|err| panic!("bad port line {line:?}: {err}")),
                         );
+                    } else if let Some(value) = line.strip_prefix("export TOOL_CLI_SOCKET=") {
+                        // Shell-quoted: `'PATH'` (the test paths hold no quote).
+                        socket = Some(PathBuf::from(value.trim().trim_matches('\'')));
                     } else if let Some(value) = line.strip_prefix("export TOOL_CLI_TOKEN=") {
                         token = Some(value.trim().to_owned());
                     }
@@ -193,7 +200,8 @@ impl Daemon {
                 );
             }
         }
-        daemon.port = port.expect("port");
+        daemon.port = port.unwrap_or(0);
+        daemon.socket = socket;
         daemon.token = token.expect("token");
         Ok(daemon)
     }

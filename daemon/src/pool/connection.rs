@@ -236,14 +236,20 @@ impl ClientHandler for PoolClient {
 }
 
 /// Our identity and capabilities as an MCP client; `sampling` only for a server with
-/// `allowSampling`, so the others do not offer tools that need it.
-pub(crate) fn client_config(sampling: bool) -> ClientConfig {
+/// `allowSampling`, so the others do not offer tools that need it, and URL-mode elicitation
+/// (`url_elicitation`) only for a server whose questions go to the caller (`"elicitation":
+/// "ask"`), the only ones a web page to open can reach a user from.
+pub(crate) fn client_config(sampling: bool, url_elicitation: bool) -> ClientConfig {
     // Roots (from the config) and elicitation are declared so servers may ask: the answers are
     // the config's roots and reasoned declines (`requests.rs`), never silence.
     let mut capabilities = ClientCapabilities::default();
     capabilities.roots = Some(RootsCapabilities::default());
-    capabilities.elicitation =
-        Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+    let mut elicitation =
+        ElicitationCapability::new().with_form(FormElicitationCapability::default());
+    if url_elicitation {
+        elicitation = elicitation.with_url(rmcp::model::UrlElicitationCapability::new());
+    }
+    capabilities.elicitation = Some(elicitation);
     if sampling {
         capabilities.sampling = Some(SamplingCapability::default());
     }
@@ -302,7 +308,10 @@ where
     } = extras;
     let tools_changed = Arc::new(Notify::new());
     let client = PoolClient {
-        config: client_config(published.server_requests.advertises_sampling()),
+        config: client_config(
+            published.server_requests.advertises_sampling(),
+            published.server_requests.advertises_url_elicitation(),
+        ),
         tools_changed: Arc::clone(&tools_changed),
         requests: Arc::clone(&published.server_requests),
         server: name.to_owned(),

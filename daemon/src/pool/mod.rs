@@ -790,9 +790,10 @@ impl Upstream for Server {
 }
 
 /// Our identity and capabilities as an MCP client, for `getBridgeInfo.upstreamMcp`: as a server
-/// with `allowSampling` sees them (the others are not offered `sampling`).
+/// with `allowSampling` sees them (the others are not offered `sampling`; URL-mode elicitation
+/// is offered only to servers with `"elicitation": "ask"`, and not shown here).
 pub(crate) fn client_capabilities_json() -> Value {
-    serde_json::to_value(connection::client_config(true).capabilities).unwrap_or(Value::Null)
+    serde_json::to_value(connection::client_config(true, false).capabilities).unwrap_or(Value::Null)
 }
 
 /// When [`Pool::start_until`] returns (`--ready-when`): the daemon is ready, and `--print-env`

@@ -27,14 +27,14 @@ use rmcp::model::{
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
 use crate::config::server_requests::{
     Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
 };
-use crate::provider::{CallTicket, EventRelay, RelayedAnswer, UsageMeter};
+use crate::provider::{CallTicket, EventRelay, UsageMeter};
 use crate::sampling::{Sampler, SamplingBill};
 
+mod elicit;
 mod host;
 
 /// The `_meta` key of a declined elicitation that says why.
@@ -159,6 +159,12 @@ impl ServerRequests {
     /// `allowSampling` (answered by the backend, or declined with a reason when there is none).
     pub(crate) fn advertises_sampling(&self) -> bool {
         self.settings.allow_sampling
+    }
+
+    /// Whether the server is told, in the handshake, that it may ask for URL-mode elicitation:
+    /// only when its questions go to the caller (`"elicitation": "ask"`).
+    pub(crate) fn advertises_url_elicitation(&self) -> bool {
+        self.settings.elicitation == ElicitationPolicy::Ask
     }
 
     /// What its sampling requests have cost so far.
@@ -292,95 +298,6 @@ impl ServerRequests {
         };
         let mut result = ElicitResult::new(ElicitationAction::Decline);
         result.meta = serde_json::from_value(json!({ REASON_META: reason })).ok();
-        result
-    }
-
-    /// Relays a question to the caller of the server's one watched call in flight and waits
-    /// (up to `elicitationTimeoutMs`, while the call runs and the server still asks) for the
-    /// answer; `Err` is the reason to decline with.
-    async fn relay(
-        &self,
-        request: &ElicitRequestParams,
-        withdrawn: &CancellationToken,
-    ) -> Result<ElicitResult, String> {
-        let (message, schema) = match request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => (
-                message,
-                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-            ),
-            _ => {
-                return Err(format!(
-                    "declined by the tool-cli daemon: server \"{}\" asked for a URL \
-                     elicitation (sending the user to a web page), which the daemon does not \
-                     relay; only form elicitations are",
-                    self.server
-                ));
-            }
-        };
-        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
-            .in_flight
-            .lock()
-            .unwrap()
-            .values()
-            .map(|caller| caller.watcher.clone())
-            .collect();
-        let log = crate::elicitation::route(&watchers).map_err(|no_route| {
-            let reason = no_route.reason(&self.server);
-            tracing::info!(server = %self.server, %reason, "elicitation declined");
-            reason
-        })?;
-        let mut event = serde_json::Map::new();
-        event.insert("type".to_owned(), json!(ELICITATION_EVENT));
-        event.insert("server".to_owned(), json!(self.server));
-        event.insert("message".to_owned(), json!(clip(message)));
-        event.insert("requestedSchema".to_owned(), schema.clone());
-        let (id, mut answer) = log.ask(schema, event);
-        tracing::info!(server = %self.server, elicitation_id = %id, "elicitation relayed to the caller");
-        let timeout = self.settings.elicitation_timeout;
-        let closing = tokio::select! {
-            answered = &mut answer => match answered {
-                Ok(answered) => return Ok(self.answered(&id, answered)),
-                Err(_) => "its answer reached nobody".to_owned(),
-            },
-            () = tokio::time::sleep(timeout) => format!(
-                "no answer came within {} ms (the server's elicitationTimeoutMs)",
-                timeout.as_millis()
-            ),
-            () = log.ended() => "the call ended before an answer came".to_owned(),
-            () = withdrawn.cancelled() => "the server withdrew its request".to_owned(),
-        };
-        if !log.close_question(&id, &closing)
-            && let Ok(answered) = answer.try_recv()
-        {
-            // Answered in the same instant it was given up on: the answer wins.
-            return Ok(self.answered(&id, answered));
-        }
-        tracing::info!(server = %self.server, elicitation_id = %id, reason = %closing, "elicitation declined");
-        Err(format!(
-            "declined by the tool-cli daemon: server \"{}\" asked the caller (elicitation \
-             \"{id}\"), but {closing}",
-            self.server
-        ))
-    }
-
-    /// The result for the server of the caller's answer (never logged: it is the user's).
-    fn answered(&self, id: &str, (action, content): RelayedAnswer) -> ElicitResult {
-        tracing::info!(
-            server = %self.server,
-            elicitation_id = %id,
-            action = action.as_str(),
-            "elicitation answered by the caller"
-        );
-        let mut result = ElicitResult::new(match action {
-            ElicitationAnswer::Accept => ElicitationAction::Accept,
-            ElicitationAnswer::Decline => ElicitationAction::Decline,
-            ElicitationAnswer::Cancel => ElicitationAction::Cancel,
-        });
-        result.content = content.map(Value::Object);
         result
     }
 

@@ -68,6 +68,32 @@ impl std::fmt::Debug for CallTicket {
 /// checked fields.
 pub type RelayedAnswer = (ElicitationAnswer, Option<Map<String, Value>>);
 
+/// A server's URL-mode elicitation: it asks that the user be sent to a web page (a sign-in, a
+/// payment), whose data never passes through the client.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UrlQuestion {
+    /// What the server says about it.
+    pub message: String,
+    /// The page.
+    pub url: String,
+    /// The server's id of this elicitation.
+    pub elicitation_id: String,
+}
+
+/// What a caller did with a [`UrlQuestion`].
+#[derive(Debug)]
+pub enum UrlRelay {
+    /// Asked as its own question (`id`); the receiver gets the caller's answer (accept,
+    /// decline or cancel; no content), dropped when the question is closed.
+    Asked(String, oneshot::Receiver<RelayedAnswer>),
+    /// The caller cannot put a URL in front of its user as a question (an MCP host that
+    /// declared form elicitation only), but the URL goes back to it in the call's result.
+    InResult,
+    /// The caller has no way to show it.
+    Unsupported,
+}
+
 /// Where a call's events go while it runs: its progress and log notifications, and a server's
 /// questions (`"elicitation": "ask"`) when a caller reads them.
 pub trait EventRelay: Send + Sync + 'static {
@@ -97,6 +123,13 @@ pub trait EventRelay: Send + Sync + 'static {
     /// Changes at each progress notification of the call, for a timeout that restarts on
     /// progress.
     fn progress_beats(&self) -> watch::Receiver<u64>;
+
+    /// Relays a server's URL-mode elicitation (`"elicitation": "ask"`), as far as the caller
+    /// can show one.
+    fn ask_url(&self, question: &UrlQuestion) -> UrlRelay {
+        let _ = question;
+        UrlRelay::Unsupported
+    }
 
     /// Whether the caller answers a server's `sampling/createMessage` itself (an MCP host
     /// behind the gateway that declared `sampling`).

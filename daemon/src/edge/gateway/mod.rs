@@ -10,23 +10,27 @@
 //! Every tool call goes through the calls service (the one pipeline); listings read the
 //! catalogs the daemon already holds and never wait for a server.
 //!
-//! Answers are single JSON bodies, except a `tools/call` from a host that accepts
-//! `text/event-stream`: that one is answered with an SSE stream (`stream.rs`) carrying the
-//! call's progress, the server's log messages and its elicitation questions before the call's
-//! answer; the host's answers to the questions come back as POSTs, and its
-//! `notifications/cancelled` stops the call. A host's `GET` opens the session's standalone
-//! stream (`notices.rs`), which tells it when its `tools/list` changed, when a server's
-//! resources or prompts changed, and when a resource it subscribed to was updated.
+//! Answers are single JSON bodies, except a `tools/call`, `resources/read` or `prompts/get` from
+//! a host that accepts `text/event-stream`: that one is answered with an SSE stream
+//! (`stream.rs`) carrying the request's progress, the server's log messages and its
+//! elicitation questions before its answer; the host's answers to the questions come back as
+//! POSTs, and its `notifications/cancelled` (or a dropped stream) stops the request upstream. A
+//! host's `GET` opens the session's standalone stream (`notices.rs`), which tells it when its
+//! `tools/list` changed, when a server's resources or prompts changed, and when a resource it
+//! subscribed to was updated.
 
 mod messages;
 mod notices;
 mod pass_through;
 mod progressive;
+mod replay;
 mod resources;
 mod sessions;
+mod sse;
 mod stateless;
 mod stream;
 mod tasks;
+mod url_elicitation;
 
 use std::sync::Arc;
 
@@ -53,6 +57,11 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 /// MCP's protocol version header, sent by hosts after `initialize`.
 const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// The requests answered with an SSE stream when the host accepts one: those during which a
+/// server may report progress, log, or ask the host (a server may ask while it reads a resource
+/// or renders a prompt as well as while it runs a tool).
+const STREAMED_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 
 /// The protocol revisions answered, newest first; the first is offered to a host asking for
 /// any other.
@@ -249,8 +258,8 @@ impl Endpoint {
         let mut context = crate::pipeline::CallContext::new(request.grant.clone());
         // The MCP tasks a request creates are its session's (`tasks.rs`).
         context.mcp_session = Some(session_id);
-        if method == "tools/call" && accepts_event_stream(&request.headers) {
-            return self.stream_call(session, id, params, context);
+        if STREAMED_METHODS.contains(&method.as_str()) && accepts_event_stream(&request.headers) {
+            return self.stream_call(session, id, method, params, context);
         }
         let body = self.answer(&session, &method, &params, &context, &id).await;
         Response::builder()
@@ -297,24 +306,31 @@ impl Endpoint {
                 ),
             );
         };
-        if !session.open_notice_stream() {
+        let last_event_id = match notices::resumption(&request.headers, &session) {
+            Ok(last_event_id) => last_event_id,
+            Err(refused) => return *refused,
+        };
+        let Some(generation) = session.notices.open(last_event_id.is_some()) else {
             return error_answer(
                 StatusCode::CONFLICT,
                 None,
                 RpcError::invalid_request(
-                    "this session's event stream is open already; one GET stream per session"
+                    "this session's event stream is open already; one GET stream per session \
+                     (a reconnect sends Last-Event-ID to take it over)"
                         .to_owned(),
                 ),
             );
-        }
+        };
         let mut context = crate::pipeline::CallContext::new(request.grant.clone());
         // The status of the session's own MCP tasks comes on its stream (`tasks.rs`).
         context.mcp_session = Some(session_id.to_owned());
-        let stream = notices::NoticeStream::open(
+        let stream = notices::open(
             Arc::clone(self),
             &session,
             context,
             self.shutting_down.clone(),
+            generation,
+            last_event_id,
         );
         Response::builder()
             .status(StatusCode::OK)
@@ -324,12 +340,14 @@ impl Endpoint {
             .expect("static response parts are valid")
     }
 
-    /// A `tools/call` answered with an SSE stream: the call runs in a task of its own, whose
-    /// relay sends the host what the server says meanwhile; the stream ends with the answer.
+    /// A request of [`STREAMED_METHODS`] answered with an SSE stream: it runs in a task of its
+    /// own, whose relay sends the host what the server says meanwhile; the stream ends with the
+    /// answer.
     fn stream_call(
         self: &Arc<Self>,
         session: Arc<Session>,
         id: Value,
+        method: String,
         params: Value,
         mut context: crate::pipeline::CallContext,
     ) -> HttpResponse {
@@ -345,7 +363,7 @@ impl Endpoint {
         let call_id = id.clone();
         let call = tokio::spawn(async move {
             let answer = endpoint
-                .answer(&call_session, "tools/call", &params, &context, &call_id)
+                .answer(&call_session, &method, &params, &context, &call_id)
                 .await;
             call_session.call_ended(&call_id);
             Some(answer)
@@ -355,9 +373,7 @@ impl Endpoint {
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
-            .body(HttpBody::new(stream::EventStream::new(
-                messages, call, relay,
-            )))
+            .body(HttpBody::new(stream::event_stream(messages, call, relay)))
             .expect("static response parts are valid")
     }
 

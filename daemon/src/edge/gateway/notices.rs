@@ -16,17 +16,20 @@
 //! when the host lists, so there is nothing held to compare), and
 //! `notifications/resources/updated` for a URI this session subscribed to at that server, and
 //! `notifications/tasks/status` for a task this session created (`tasks.rs`).
+//!
+//! Every message carries an event id (`replay.rs`): a host that reconnects with
+//! `Last-Event-ID` takes the session's slot over (the stream it replaces ends), gets the
+//! messages it missed, and hears of a tool list that changed while no stream was open.
 
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::body::{Bytes, Frame};
+use hyper::body::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::sessions::Session;
+use super::sse::SseBody;
 use super::{Endpoint, Mode};
 use crate::pipeline::CallContext;
 use crate::provider::UpstreamNotice;
@@ -38,83 +41,160 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// the next one anyway: list_changed carries no data).
 const QUEUE: usize = 16;
 
-/// The body of a standalone stream: frames written by its follower task, which it aborts when
-/// the host drops it.
-pub(super) struct NoticeStream {
-    frames: mpsc::Receiver<Bytes>,
-    follower: tokio::task::JoinHandle<()>,
+/// Opens the standalone stream of `session` (whose slot the caller took): the frames its
+/// follower task writes, in the gateway's SSE body (`sse.rs`), which aborts the follower when
+/// the host drops it. The follower follows the catalogs with `context`'s grant until the host
+/// goes, the session ends or `shutting_down` turns.
+///
+/// `generation` is the slot's owner (`NoticeLog::open`); `resume_after`, a `Last-Event-ID` the
+/// caller checked: the events after it are sent first, and a pass-through listing that changed
+/// since the last stream stood for it is told at once.
+pub(super) fn open(
+    endpoint: Arc<Endpoint>,
+    session: &Arc<Session>,
+    context: CallContext,
+    shutting_down: watch::Receiver<bool>,
+    generation: u64,
+    resume_after: Option<String>,
+) -> SseBody {
+    let (sender, frames) = mpsc::channel(QUEUE);
+    // Made here, not in the task: an unpolled task's arguments are dropped with it too.
+    let slot = SlotRelease(Arc::downgrade(session), generation);
+    let changes = endpoint.services.catalog_changes();
+    let follower = tokio::spawn(follow(
+        endpoint,
+        Follower {
+            session: Arc::downgrade(session),
+            generation,
+            frames: sender,
+        },
+        context,
+        changes,
+        shutting_down,
+        (slot, resume_after),
+    ));
+    SseBody::new(frames, follower)
 }
 
-impl NoticeStream {
-    /// Opens the stream of `session` (whose slot the caller took), following the catalogs
-    /// with `context`'s grant until the host goes, the session ends or `shutting_down` turns.
-    pub(super) fn open(
-        endpoint: Arc<Endpoint>,
-        session: &Arc<Session>,
-        context: CallContext,
-        shutting_down: watch::Receiver<bool>,
-    ) -> NoticeStream {
-        let (sender, frames) = mpsc::channel(QUEUE);
-        // Made here, not in the task: an unpolled task's arguments are dropped with it too.
-        let slot = SlotRelease(Arc::downgrade(session));
-        let changes = endpoint.services.catalog_changes();
-        let follower = tokio::spawn(follow(
-            endpoint,
-            Arc::downgrade(session),
-            context,
-            sender,
-            changes,
-            shutting_down,
-            slot,
-        ));
-        NoticeStream { frames, follower }
+/// The `Last-Event-ID` of a reconnect to `session`'s stream (`None`: a new stream), or the 400
+/// saying why the stream cannot resume from it (not one of its ids, or what came after it is
+/// no longer held).
+pub(super) fn resumption(
+    headers: &hyper::HeaderMap,
+    session: &Session,
+) -> Result<Option<String>, Box<jsonrpsee::server::HttpResponse>> {
+    let Some(last_event_id) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let checked = match last_event_id.to_str() {
+        Ok(text) => session
+            .notices
+            .after(text)
+            .map(|_| text.to_owned())
+            .map_err(|refusal| refusal.to_string()),
+        Err(_) => Err("Last-Event-ID is not text; open the stream without it".to_owned()),
+    };
+    checked.map(Some).map_err(|why| {
+        Box::new(super::error_answer(
+            hyper::StatusCode::BAD_REQUEST,
+            None,
+            super::messages::RpcError::invalid_request(why),
+        ))
+    })
+}
+
+/// One SSE event carrying `message`, with its event id.
+fn event(id: &str, message: &str) -> Bytes {
+    super::sse::event(Some(id), message)
+}
+
+/// What a stream's follower writes to, and as which owner of the session's slot.
+struct Follower {
+    session: Weak<Session>,
+    generation: u64,
+    frames: mpsc::Sender<Bytes>,
+}
+
+impl Follower {
+    /// Records `message` in the session's replay buffer (with the `listing` a `list_changed`
+    /// tells of) and sends it with its event id; `Err` when the stream should end (the host is
+    /// gone, the session ended, or a reconnect took the slot over and will send it).
+    fn emit(&self, message: &Value, listing: Option<Arc<str>>) -> Result<(), ()> {
+        let session = self.session.upgrade().ok_or(())?;
+        let text: Arc<str> = Arc::from(message.to_string());
+        let id = session
+            .notices
+            .record(self.generation, Arc::clone(&text), listing)
+            .ok_or(())?;
+        send(&self.frames, event(&id, &text))
     }
 }
 
-impl Drop for NoticeStream {
-    fn drop(&mut self) {
-        self.follower.abort();
-    }
+/// A `notifications/tools/list_changed`.
+fn list_changed() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 }
 
-impl hyper::body::Body for NoticeStream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.frames
-            .poll_recv(cx)
-            .map(|frame| frame.map(|bytes| Ok(Frame::data(bytes))))
-    }
-}
-
-/// One SSE event carrying `message`.
-fn event(message: &str) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
-}
-
-/// Writes the stream until it should end; the session's slot is freed when it does (`_slot`).
+/// Writes the stream until it should end; the session's slot is freed when it does (`slot`).
 async fn follow(
     endpoint: Arc<Endpoint>,
-    session: Weak<Session>,
+    follower: Follower,
     context: CallContext,
-    frames: mpsc::Sender<Bytes>,
     mut changes: watch::Receiver<u64>,
     mut shutting_down: watch::Receiver<bool>,
-    _slot: SlotRelease,
+    (_slot, resume_after): (SlotRelease, Option<String>),
 ) {
     let mut notices = endpoint.services.upstream_notices();
-    let (mode, mut ended) = match session.upgrade() {
-        Some(session) => (session.mode, session.ended()),
+    let session = follower.session.clone();
+    let (mode, mut ended, mut owner, last_listing) = match session.upgrade() {
+        Some(session) => (
+            session.mode,
+            session.ended(),
+            session.notices.owner(),
+            session.notices.last_listing(),
+        ),
         None => return,
     };
+    let generation = follower.generation;
+    let frames = &follower.frames;
     let listing =
         || super::pass_through::list_encoded(&endpoint.services, &endpoint.lists, &context);
-    let mut listed = (mode == Mode::PassThrough).then(listing);
-    tracing::info!(?mode, "gateway standalone stream opened");
+    let mut listed = None;
+    let mut missed_a_change = false;
+    if mode == Mode::PassThrough {
+        let now = listing();
+        // A reconnect is told of a change it missed while no stream was open.
+        missed_a_change = resume_after.is_some() && last_listing.is_some_and(|last| last != now);
+        // A missed change notes the listing with its notice (below), so that a reconnect
+        // coming between the two cannot see the one without the other.
+        if !missed_a_change && let Some(session) = session.upgrade() {
+            session.notices.note_listing(Arc::clone(&now));
+        }
+        listed = Some(now);
+    }
+    if let Some(last_event_id) = &resume_after {
+        // Checked by the caller; it fails here only if a burst evicted it meanwhile.
+        let Some(replayed) = session
+            .upgrade()
+            .and_then(|session| session.notices.after(last_event_id).ok())
+        else {
+            return;
+        };
+        // Waiting for room: the replay may be longer than the queue, and none of it may drop.
+        for (id, message) in replayed {
+            if frames.send(event(&id, &message)).await.is_err() {
+                return;
+            }
+        }
+    }
+    if missed_a_change && follower.emit(&list_changed(), listed.clone()).is_err() {
+        return;
+    }
+    tracing::info!(
+        ?mode,
+        resumed = resume_after.is_some(),
+        "gateway standalone stream opened"
+    );
     let mut keep_alive =
         tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
     loop {
@@ -130,12 +210,8 @@ async fn follow(
                     let now = listing();
                     // The same cached answer when the catalogs did not move: no byte compare.
                     if !Arc::ptr_eq(&now, previous) && now != *previous {
-                        *previous = now;
-                        let notice = json!({
-                            "jsonrpc": "2.0",
-                            "method": "notifications/tools/list_changed",
-                        });
-                        if send(&frames, event(&notice.to_string())).is_err() {
+                        *previous = Arc::clone(&now);
+                        if follower.emit(&list_changed(), Some(now)).is_err() {
                             return;
                         }
                     }
@@ -162,16 +238,19 @@ async fn follow(
                     _ => passed_on(&notice, &session, &context),
                 };
                 if let Some(message) = message
-                    && send(&frames, event(&message.to_string())).is_err()
+                    && follower.emit(&message, None).is_err()
                 {
                     return;
                 }
             }
             _ = keep_alive.tick() => {
-                if session.strong_count() == 0 || send(&frames, Bytes::from_static(b": keep-alive\n\n")).is_err() {
+                if session.strong_count() == 0 || send(frames, Bytes::from_static(b": keep-alive\n\n")).is_err() {
                     return;
                 }
             }
+            // A reconnect with Last-Event-ID took the session's slot over: this stream's
+            // connection is most likely dead; the new one carries on.
+            _ = owner.wait_for(|owner| *owner != generation) => return,
             // A dropped sender (no shutdown will come) disables this branch.
             Ok(_) = shutting_down.wait_for(|down| *down) => return,
             // The host deleted its session, or it was evicted; the stream ends with it.
@@ -209,13 +288,14 @@ fn send(frames: &mpsc::Sender<Bytes>, frame: Bytes) -> Result<(), ()> {
     }
 }
 
-/// Frees the session's stream slot when the follower ends, however it ends.
-struct SlotRelease(Weak<Session>);
+/// Frees the session's stream slot (if this stream, the generation, still holds it) when the
+/// follower ends, however it ends.
+struct SlotRelease(Weak<Session>, u64);
 
 impl Drop for SlotRelease {
     fn drop(&mut self) {
         if let Some(session) = self.0.upgrade() {
-            session.close_notice_stream();
+            session.notices.close(self.1);
         }
     }
 }

@@ -5,7 +5,7 @@
 //! a session idle for [`IDLE_TTL`] expires (MCP hosts start a new one on a 404).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,8 @@ pub(crate) struct Session {
     next_relay: AtomicU64,
     /// The resource URIs it subscribed to, with the server of each.
     subscribed: Mutex<HashMap<String, String>>,
-    /// Whether its standalone stream (`GET`) is open: one at a time.
-    notice_stream: AtomicBool,
+    /// Its standalone stream (`GET`): one at a time, its events held for a reconnect.
+    pub(crate) notices: super::replay::NoticeLog,
     /// Turns `true` when the session ends (deleted or evicted), which ends its stream.
     ended: tokio::sync::watch::Sender<bool>,
 }
@@ -182,16 +182,6 @@ impl Session {
         self.ended.subscribe()
     }
 
-    /// Takes the session's one standalone stream slot; `false` when a stream holds it.
-    pub(crate) fn open_notice_stream(&self) -> bool {
-        !self.notice_stream.swap(true, Ordering::AcqRel)
-    }
-
-    /// Frees the standalone stream slot.
-    pub(crate) fn close_notice_stream(&self) {
-        self.notice_stream.store(false, Ordering::Release);
-    }
-
     /// The server that listed `uri` in this session's last `resources/list`.
     pub(crate) fn resource_server(&self, uri: &str) -> Option<String> {
         self.resource_servers
@@ -226,7 +216,7 @@ impl SessionTable {
             calls: Mutex::default(),
             next_relay: AtomicU64::new(1),
             subscribed: Mutex::default(),
-            notice_stream: AtomicBool::new(false),
+            notices: super::replay::NoticeLog::default(),
             ended: tokio::sync::watch::Sender::new(false),
         });
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());

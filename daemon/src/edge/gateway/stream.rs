@@ -10,28 +10,32 @@
 //! [`HostRelay`] is the call's [`EventRelay`]: the pool pushes progress and log events into it
 //! and asks it questions, as it does the events buffer of a `callTool` with a `progressId`, so
 //! the same routing rules hold (a question goes to the one call in flight of its server, or is
-//! declined with the reason). [`EventStream`] is the response body: it owns the call's task, so
-//! a host that drops the stream mid-call cancels the call (traced as cancelled, its upstream
+//! declined with the reason). [`event_stream`] makes the response body (`sse.rs`, shared with
+//! the standalone stream): it owns the call's task, so a host that drops the stream mid-call
+//! cancels the call (traced as cancelled, its upstream
 //! request cancelled) instead of leaving it to run for no one.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use hyper::body::{Bytes, Frame};
+use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tool_cli_protocol::elicitation::ElicitationAnswer;
 
+use super::sse::{SseBody, event};
 use crate::elicitation::{Book, Refusal};
-use crate::provider::{BoxFuture, EventRelay, RelayedAnswer};
+use crate::provider::{BoxFuture, EventRelay, RelayedAnswer, UrlQuestion, UrlRelay};
 
 /// Most messages waiting to be written to a slow host; past that, progress and log messages
 /// are dropped (and counted), never the call's answer.
 const QUEUE: usize = 256;
+
+/// Most URL-mode elicitations one call's result names (a server asking more is declined all
+/// the same, unnamed).
+const MAX_SHOWN_URLS: usize = 8;
 
 /// MCP's log levels, least severe first.
 const LOG_LEVELS: [&str; 8] = [
@@ -61,6 +65,12 @@ pub(crate) struct HostRelay {
     elicitation: bool,
     /// Whether the host declared the `sampling` capability.
     sampling: bool,
+    /// Whether the host declared URL-mode elicitation (`elicitation.url`).
+    url_elicitation: bool,
+    /// The questions of ours that are URL-mode elicitations (their answers carry no content).
+    url_questions: Mutex<Vec<String>>,
+    /// URL-mode elicitations the host could not be asked about, for the call's result.
+    shown_urls: Mutex<Vec<UrlQuestion>>,
     /// Our `sampling/createMessage` requests waiting for the host, by id.
     samples: Mutex<HashMap<String, oneshot::Sender<Result<Value, Value>>>>,
     next_sample: AtomicU64,
@@ -79,21 +89,25 @@ pub(crate) struct HostCapabilities {
     pub(crate) elicitation: bool,
     /// It answers `sampling/createMessage`.
     pub(crate) sampling: bool,
+    /// It sends its user to a web page a server names (`elicitation.url`).
+    pub(crate) url_elicitation: bool,
 }
 
 impl HostCapabilities {
     /// From `initialize`'s `capabilities`.
     pub(crate) fn of(capabilities: Option<&Value>) -> HostCapabilities {
-        let elicitation = capabilities
+        let modes = capabilities
             .and_then(|capabilities| capabilities.get("elicitation"))
-            .and_then(Value::as_object)
-            .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+            .and_then(Value::as_object);
+        let elicitation = modes.is_some_and(|modes| modes.is_empty() || modes.contains_key("form"));
+        let url_elicitation = modes.is_some_and(|modes| modes.contains_key("url"));
         let sampling = capabilities
             .and_then(|capabilities| capabilities.get("sampling"))
             .is_some_and(Value::is_object);
         HostCapabilities {
             elicitation,
             sampling,
+            url_elicitation,
         }
     }
 }
@@ -125,6 +139,9 @@ impl HostRelay {
             progress_token,
             elicitation: host.elicitation,
             sampling: host.sampling,
+            url_elicitation: host.url_elicitation,
+            url_questions: Mutex::default(),
+            shown_urls: Mutex::default(),
             samples: Mutex::default(),
             next_sample: AtomicU64::new(1),
             log_level,
@@ -193,9 +210,17 @@ impl HostRelay {
                 return Answered::Declined(reason);
             }
         };
+        let url_question = self
+            .url_questions
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|asked| asked == question);
         let mut questions = self.questions.lock().unwrap();
         match questions.answer(question, action, result.get("content")) {
             Ok((waiter, content)) => {
+                // A URL-mode answer carries no content (the user's data went to the page).
+                let content = content.filter(|_| !url_question);
                 if waiter.send((action, content)).is_err() {
                     let reason = "the server's request ended before the answer arrived";
                     questions.mark_closed(question, reason);
@@ -222,11 +247,47 @@ impl HostRelay {
     pub(crate) fn finish(&self) {
         self.done.send_replace(true);
     }
+
+    /// The call's encoded answer settled for the host's URL handling (`url_elicitation.rs`):
+    /// the URL-mode elicitations it could not be asked about put in its result, and a server's
+    /// `-32042` error given back as that error or as pages in the result.
+    fn with_shown_urls(&self, answer: String) -> String {
+        let shown = std::mem::take(&mut *self.shown_urls.lock().unwrap());
+        super::url_elicitation::settle(answer, &shown, self.url_elicitation)
+    }
 }
 
 impl EventRelay for HostRelay {
     fn is_followed(&self) -> bool {
-        self.elicitation || self.sampling
+        self.elicitation || self.url_elicitation || self.sampling
+    }
+
+    fn ask_url(&self, question: &UrlQuestion) -> UrlRelay {
+        if !self.url_elicitation {
+            // A form-only host cannot be asked to open a page; its user still gets the URL,
+            // in the call's result.
+            let mut shown = self.shown_urls.lock().unwrap();
+            if shown.len() < MAX_SHOWN_URLS {
+                shown.push(question.clone());
+            }
+            return UrlRelay::InResult;
+        }
+        let (sender, receiver) = oneshot::channel();
+        let no_fields = json!({"type": "object", "properties": {}});
+        let id = self.questions.lock().unwrap().open(no_fields, sender);
+        self.url_questions.lock().unwrap().push(id.clone());
+        self.send(json!({
+            "jsonrpc": "2.0",
+            "id": self.request_id(&id),
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": question.message,
+                "url": question.url,
+                "elicitationId": question.elicitation_id,
+            },
+        }));
+        UrlRelay::Asked(id, receiver)
     }
 
     fn push(&self, event: Map<String, Value>) {
@@ -366,81 +427,84 @@ impl EventRelay for HostRelay {
     }
 }
 
-/// The SSE body of a streamed call: the messages its relay sends, then the call's answer (the
-/// task's output, one JSON-RPC response), then the end. Dropped (the host went away), it
-/// aborts the call's task.
-pub(crate) struct EventStream {
+/// Frames on their way to the host. What is dropped for a slow host is decided by the relay's
+/// own queue ([`QUEUE`]); this one only hands frames over, and the answer waits for room.
+const FRAMES: usize = 16;
+
+/// The SSE body of a streamed call (`sse.rs`): the messages its relay sends, then the call's
+/// answer (the task's output, one JSON-RPC response), then the end. Dropped (the host went
+/// away), it aborts its writer, which aborts the call's task.
+pub(crate) fn event_stream(
     messages: mpsc::Receiver<Value>,
-    call: Option<JoinHandle<Option<String>>>,
-    answer: Option<String>,
+    call: JoinHandle<Option<String>>,
+    relay: Arc<HostRelay>,
+) -> SseBody {
+    let (frames, receiver) = mpsc::channel(FRAMES);
+    let writer = tokio::spawn(write_call_stream(messages, call, relay, frames));
+    SseBody::new(receiver, writer)
+}
+
+/// Writes a call's stream: each message its relay sends while it runs, then what it sent just
+/// before its answer, then the answer.
+async fn write_call_stream(
+    mut messages: mpsc::Receiver<Value>,
+    mut call: JoinHandle<Option<String>>,
+    relay: Arc<HostRelay>,
+    frames: mpsc::Sender<Bytes>,
+) {
+    // However this ends (the host dropping the body aborts it here), the call goes with it.
+    let _guard = CallGuard {
+        call: call.abort_handle(),
+        relay: Arc::clone(&relay),
+    };
+    let outcome = loop {
+        tokio::select! {
+            // What the server said before the call ended goes first.
+            biased;
+            Some(message) = messages.recv() => {
+                if frames.send(event(None, &message.to_string())).await.is_err() {
+                    return;
+                }
+            }
+            outcome = &mut call => break outcome,
+        }
+    };
+    relay.finish();
+    // A call the host cancelled has no answer (MCP: none is sent); a task that panicked gets
+    // an internal error, so the request still has its one answer.
+    let answer = match outcome {
+        Ok(answer) => answer.map(|answer| relay.with_shown_urls(answer)),
+        Err(error) if error.is_cancelled() => None,
+        Err(_) => Some(
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603,
+                "message": "the gateway failed while answering this call"}})
+            .to_string(),
+        ),
+    };
+    while let Ok(message) = messages.try_recv() {
+        if frames
+            .send(event(None, &message.to_string()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    if let Some(answer) = answer {
+        let _ = frames.send(event(None, &answer)).await;
+    }
+}
+
+/// Ends a streamed call with its stream: aborts its task (cancelling the upstream request when
+/// it still runs), closes the relay's questions, and counts what a slow host did not read.
+struct CallGuard {
+    call: tokio::task::AbortHandle,
     relay: Arc<HostRelay>,
 }
 
-impl EventStream {
-    pub(crate) fn new(
-        messages: mpsc::Receiver<Value>,
-        call: JoinHandle<Option<String>>,
-        relay: Arc<HostRelay>,
-    ) -> EventStream {
-        EventStream {
-            messages,
-            call: Some(call),
-            answer: None,
-            relay,
-        }
-    }
-}
-
-/// One SSE event carrying one JSON-RPC message.
-fn event(message: &str) -> Frame<Bytes> {
-    Frame::data(Bytes::from(format!("event: message\ndata: {message}\n\n")))
-}
-
-impl hyper::body::Body for EventStream {
-    type Data = Bytes;
-    type Error = std::convert::Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = &mut *self;
-        if let Some(call) = this.call.as_mut() {
-            if let Poll::Ready(Some(message)) = this.messages.poll_recv(cx) {
-                return Poll::Ready(Some(Ok(event(&message.to_string()))));
-            }
-            match Pin::new(call).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(outcome) => {
-                    this.call = None;
-                    this.relay.finish();
-                    // A call the host cancelled has no answer (MCP: none is sent); a task that
-                    // panicked gets an internal error, so the request still has its one answer.
-                    this.answer = match outcome {
-                        Ok(answer) => answer,
-                        Err(error) if error.is_cancelled() => None,
-                        Err(_) => Some(
-                            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32603,
-                                "message": "the gateway failed while answering this call"}})
-                            .to_string(),
-                        ),
-                    };
-                }
-            }
-        }
-        // The call has ended: what it sent before its answer, then the answer.
-        if let Ok(message) = this.messages.try_recv() {
-            return Poll::Ready(Some(Ok(event(&message.to_string()))));
-        }
-        Poll::Ready(this.answer.take().map(|answer| Ok(event(&answer))))
-    }
-}
-
-impl Drop for EventStream {
+impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Some(call) = &self.call {
-            call.abort();
-        }
+        self.call.abort();
         self.relay.finish();
         let dropped = self.relay.dropped.load(Ordering::Relaxed);
         if dropped > 0 {

@@ -9,6 +9,7 @@ fn relay(
     let host = HostCapabilities {
         elicitation: true,
         sampling: true,
+        url_elicitation: false,
     };
     HostRelay::new(7, progress, host, log_level)
 }
@@ -118,10 +119,78 @@ fn host_capabilities_come_from_initialize() {
     assert_eq!(HostCapabilities::of(None), HostCapabilities::default());
     let both = HostCapabilities::of(Some(&json!({"elicitation": {}, "sampling": {}})));
     assert!(both.elicitation && both.sampling);
+    assert!(
+        !both.url_elicitation,
+        "an empty elicitation object is forms only"
+    );
     let url_only = HostCapabilities::of(Some(&json!({"elicitation": {"url": {}}})));
-    assert!(!url_only.elicitation);
+    assert!(!url_only.elicitation && url_only.url_elicitation);
     let form = HostCapabilities::of(Some(&json!({"elicitation": {"form": {}, "url": {}}})));
-    assert!(form.elicitation && !form.sampling);
+    assert!(form.elicitation && form.url_elicitation && !form.sampling);
+}
+
+fn sign_in() -> crate::provider::UrlQuestion {
+    crate::provider::UrlQuestion {
+        message: "Sign in".to_owned(),
+        url: "https://example.com/sign-in".to_owned(),
+        elicitation_id: "e-1".to_owned(),
+    }
+}
+
+#[test]
+fn a_url_question_goes_to_a_url_host_and_into_a_form_only_hosts_result() {
+    use crate::provider::UrlRelay;
+    // A host that opens pages is asked, and its accept reaches the server without content.
+    let host = HostCapabilities {
+        elicitation: true,
+        sampling: false,
+        url_elicitation: true,
+    };
+    let (relay, mut sent) = HostRelay::new(3, None, host, None);
+    let UrlRelay::Asked(_, mut answer) = relay.ask_url(&sign_in()) else {
+        panic!("a URL host is asked");
+    };
+    let asked = sent.try_recv().unwrap();
+    assert_eq!(asked["method"], "elicitation/create");
+    assert_eq!(asked["params"]["mode"], "url");
+    assert_eq!(asked["params"]["url"], "https://example.com/sign-in");
+    assert_eq!(asked["params"]["elicitationId"], "e-1");
+    assert_eq!(
+        relay.answer(&asked["id"], &Ok(json!({"action": "accept"}))),
+        Answered::Delivered
+    );
+    assert_eq!(
+        answer.try_recv().unwrap(),
+        (
+            tool_cli_protocol::elicitation::ElicitationAnswer::Accept,
+            None
+        )
+    );
+
+    // A form-only host is not asked; the URL goes into the call's result.
+    let (relay, mut sent) = relay_for_forms();
+    assert!(matches!(relay.ask_url(&sign_in()), UrlRelay::InResult));
+    assert!(sent.try_recv().is_err(), "nothing is sent to the host");
+    let answer =
+        relay.with_shown_urls(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#.to_owned());
+    assert!(answer.contains("https://example.com/sign-in"), "{answer}");
+    assert_eq!(
+        relay.with_shown_urls(answer.clone()),
+        answer,
+        "named once, in the one answer"
+    );
+}
+
+fn relay_for_forms() -> (
+    std::sync::Arc<HostRelay>,
+    tokio::sync::mpsc::Receiver<Value>,
+) {
+    let host = HostCapabilities {
+        elicitation: true,
+        sampling: false,
+        url_elicitation: false,
+    };
+    HostRelay::new(4, None, host, None)
 }
 
 #[test]
