@@ -185,17 +185,7 @@ fn a_malformed_task_member_is_refused_with_what_would_be_right() {
             "name": "everything__simulate-research-query",
             "arguments": {"topic": "x"}, "task": 60000}}),
     );
-    let text = String::from_utf8_lossy(&answer.body);
-    let body: Value = serde_json::from_str(&text)
-        .or_else(|_| {
-            // An SSE answer: its one data line.
-            let data = text
-                .lines()
-                .find_map(|line| line.strip_prefix("data: "))
-                .unwrap_or_default();
-            serde_json::from_str(data)
-        })
-        .unwrap_or_else(|error| panic!("{error}: {text}"));
+    let body = tool_cli_tests::mcp_answer(&answer.body);
     assert_eq!(body["error"]["code"], -32602, "{body:#}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(

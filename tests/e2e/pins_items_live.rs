@@ -119,7 +119,7 @@ pub(crate) fn gateway(daemon: &Daemon, requests: &[Value]) -> Vec<Value> {
         .to_owned();
     requests
         .iter()
-        .map(|request| serde_json::from_slice(&post(Some(&session), request).body).unwrap())
+        .map(|request| tool_cli_tests::mcp_answer(&post(Some(&session), request).body))
         .collect()
 }
 
