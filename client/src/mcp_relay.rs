@@ -16,8 +16,8 @@
 //! on it (`notifications/tools/list_changed`, …) as lines too, reopening it for each new
 //! session. When the daemon no longer knows the session (it was restarted), the
 //! relay opens a new one with the host's own `initialize` and sends the message again, once. It
-//! does not start a daemon (auto-start is a later item): with none
-//! running it exits at once with an error saying how to start one.
+//! starts a daemon when none runs and none was named by hand (`autostart.rs`, called before
+//! the relay); when none is reachable it exits at once with an error saying how to start one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,8 +121,9 @@ pub(crate) async fn run(
 /// running daemon, before the error itself is reported.
 pub(crate) fn say_not_running() {
     eprintln!(
-        "tool-cli mcp: the MCP gateway is served by a running tool-cli daemon, and tool-cli mcp \
-         does not start it yet"
+        "tool-cli mcp: the MCP gateway is served by a tool-cli daemon, and none was reachable or \
+         started (tool-cli mcp starts one only when TOOL_CLI_PORT, TOOL_CLI_TOKEN and \
+         TOOL_CLI_SOCKET are unset and TOOL_CLI_NO_AUTOSTART is not 1)"
     );
 }
 

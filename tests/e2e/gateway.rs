@@ -625,7 +625,7 @@ fn tool_cli_mcp_without_a_daemon_says_how_to_start_one() {
     assert!(output.stdout.is_empty(), "nothing for the host on stdout");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("tool-cli daemon start"), "{stderr}");
-    assert!(stderr.contains("does not start it yet"), "{stderr}");
+    assert!(stderr.contains("none was reachable or started"), "{stderr}");
     assert_eq!(output.status.code(), Some(3), "{stderr}");
 }
 
