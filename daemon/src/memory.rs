@@ -147,13 +147,11 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn the_allocator_state_counts_a_live_allocation() {
-        let before = allocator_state();
+        // Absolute, not a difference from before: other tests of this process allocate and free
+        // at the same time, so only "at least the live block" holds whatever they do.
         let block = vec![1u8; 32 << 20];
         let during = allocator_state();
-        assert!(
-            during.in_use >= before.in_use + (28 << 20),
-            "{before:?} then {during:?}"
-        );
+        assert!(during.in_use >= 32 << 20, "{during:?}");
         assert!(during.resident.is_some_and(|resident| resident >= 28 << 20));
         drop(block);
         release_freed("a test");
