@@ -26,7 +26,7 @@ use tool_cli_protocol::ErrorData;
 pub(crate) use registry::{TaskEntry, TaskRegistry};
 
 use super::execute::{Bounds, Operation};
-use super::{CallContext, Pipeline, resolve_server};
+use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::error::Error;
 use crate::provider::{TaskRequest, caller_key};
 
@@ -103,17 +103,7 @@ impl Pipeline {
             TaskFollowUp::Result { .. } => TaskRequest::Result { task_id },
             TaskFollowUp::Cancel { .. } => TaskRequest::Cancel { task_id },
         };
-        let timeout = slot.upstream.info().settings.call_timeout;
-        let outcome = self
-            .protected_operation(
-                context,
-                slot,
-                &Operation::Task { request },
-                Bounds::fixed(timeout, context.arrived + timeout),
-                true,
-            )
-            .await;
-        let mut answer = outcome.result?;
+        let mut answer = self.send_task_request(context, slot, request).await?;
         match follow_up {
             TaskFollowUp::Result { .. } => wire::set_related_task_id(&mut answer, public),
             _ => wire::set_task_id(&mut answer, public),
@@ -147,23 +137,13 @@ impl Pipeline {
             let Ok(slot) = resolve_server(&slots, server, &context.grant, None) else {
                 continue;
             };
-            let timeout = slot.upstream.info().settings.call_timeout;
             let mut known: BTreeMap<String, Value> = BTreeMap::new();
             let mut cursor: Option<String> = None;
             for _ in 0..MAX_LIST_PAGES {
                 let request = TaskRequest::List {
                     cursor: cursor.as_deref(),
                 };
-                let outcome = self
-                    .protected_operation(
-                        context,
-                        slot,
-                        &Operation::Task { request },
-                        Bounds::fixed(timeout, context.arrived + timeout),
-                        true,
-                    )
-                    .await;
-                let mut page = outcome.result?;
+                let mut page = self.send_task_request(context, slot, request).await?;
                 if let Some(Value::Array(tasks)) = page.get_mut("tasks").map(Value::take) {
                     for task in tasks {
                         if let Ok(id) = wire::task_id(&task) {
@@ -198,6 +178,27 @@ impl Pipeline {
             }
         }
         Ok(json!({"tasks": listed}))
+    }
+
+    /// Sends task `request` to `slot`'s server for `context`'s caller, through the execute
+    /// stage's protection like a resource read, within the server's call timeout: every
+    /// follow-up and every page of a listing is bounded the same way.
+    async fn send_task_request(
+        &self,
+        context: &CallContext,
+        slot: &Slot,
+        request: TaskRequest<'_>,
+    ) -> Result<Value, Error> {
+        let timeout = slot.upstream.info().settings.call_timeout;
+        self.protected_operation(
+            context,
+            slot,
+            &Operation::Task { request },
+            Bounds::fixed(timeout, context.arrived + timeout),
+            true,
+        )
+        .await
+        .result
     }
 }
 
