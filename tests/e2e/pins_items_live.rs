@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{
-    Daemon, eventually, http_request_bytes, peer_python, raw_http_exchange, repo_root,
-};
+use tool_cli_tests::{Daemon, eventually, peer_python, repo_root};
 
 const INSTRUCTIONS: &str = "Use echo to repeat text.";
 const PROMPT_DESCRIPTION: &str = "Summarizes a topic.";
@@ -89,37 +87,13 @@ fn server_entry(daemon: &Daemon) -> Value {
 /// One MCP session on the daemon's gateway: `initialize`, then each request in turn; the
 /// answers to the requests.
 pub(crate) fn gateway(daemon: &Daemon, requests: &[Value]) -> Vec<Value> {
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let post = |session: Option<&str>, body: &Value| {
-        let mut headers = vec![
-            ("Host", host.as_str()),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", auth.as_str()),
-        ];
-        if let Some(session) = session {
-            headers.push(("Mcp-Session-Id", session));
-        }
-        raw_http_exchange(
-            daemon.port,
-            &http_request_bytes("POST", "/mcp", &headers, body.to_string().as_bytes()),
-        )
-        .expect("an answer")
-    };
-    let opened = post(
-        None,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    let session = opened
-        .header("mcp-session-id")
-        .expect("a session")
-        .to_owned();
+    let session = daemon.open_mcp_session();
     requests
         .iter()
-        .map(|request| serde_json::from_slice(&post(Some(&session), request).body).unwrap())
+        .map(|request| {
+            let answer = daemon.post_mcp(&[("Mcp-Session-Id", session.as_str())], request);
+            serde_json::from_slice(&answer.body).unwrap()
+        })
         .collect()
 }
 

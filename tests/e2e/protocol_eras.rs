@@ -30,8 +30,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    CLIENT_TIMEOUT, Daemon, bin_dir, demo_server, eventually, everything_stdio, http_request_bytes,
-    raw_http_exchange, run_with_timeout,
+    CLIENT_TIMEOUT, Daemon, bin_dir, demo_server, eventually, everything_stdio, run_with_timeout,
 };
 
 /// One of the daemon's examples (built with the workspace's examples).
@@ -320,17 +319,7 @@ fn a_2026_host_is_answered_statelessly_through_the_pipeline() {
 
 /// One raw POST to `/mcp` with the daemon's token.
 fn post(daemon: &Daemon, headers: &[(&str, &str)], body: &Value) -> (u16, Value, Option<String>) {
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let mut all = vec![
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    all.extend_from_slice(headers);
-    let request = http_request_bytes("POST", "/mcp", &all, body.to_string().as_bytes());
-    let response = raw_http_exchange(daemon.port, &request).expect("an answer");
+    let response = daemon.post_mcp(headers, body);
     let session = response.header("mcp-session-id").map(str::to_owned);
     let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
     (response.status, body, session)
