@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, eventually, peer_python, repo_root};
+use tool_cli_tests::{Daemon, assert_pin_refused_changed, eventually, peer_python, repo_root};
 
 const INSTRUCTIONS: &str = "Use echo to repeat text.";
 const PROMPT_DESCRIPTION: &str = "Summarizes a topic.";
@@ -129,18 +129,12 @@ fn a_changed_prompt_and_template_are_held_back_from_listings_and_refused_until_a
         "getPrompt",
         json!({"server": "shifting", "name": "summarize", "arguments": {"topic": "pins"}}),
     );
-    assert_eq!(refused.code, -32012, "{refused:?}");
-    let data = refused.data.clone().unwrap();
-    assert_eq!(data["kind"], "pinRefused", "{data}");
-    assert_eq!(data["item"], "prompt", "{data}");
-    assert_eq!(data["reason"], "changed", "{data}");
-    assert_eq!(data["changedFields"], json!(["description"]), "{data}");
-    assert!(
-        refused
-            .message
-            .contains("`tool-cli pin approve shifting --prompt summarize`"),
-        "{refused:?}"
+    let data = assert_pin_refused_changed(
+        &refused,
+        json!(["description"]),
+        "`tool-cli pin approve shifting --prompt summarize`",
     );
+    assert_eq!(data["item"], "prompt", "{data}");
     // The unchanged prompt still renders.
     let greeting = daemon.call("getPrompt", json!({"server": "shifting", "name": "greet"}));
     assert!(greeting.to_string().contains("Hello."), "{greeting}");

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, eventually, fault_server};
+use tool_cli_tests::{Daemon, assert_pin_refused_changed, eventually, fault_server};
 
 /// The fault server's `echo` description, as it lists it.
 const ECHO_DESCRIPTION: &str =
@@ -127,16 +127,10 @@ fn a_pinned_tool_that_changes_by_one_zero_width_space_is_held_back_until_approve
         "callTool",
         json!({"server": "flaky", "tool": "echo", "arguments": {"nonce": "n"}}),
     );
-    assert_eq!(refused.code, -32012, "{refused:?}");
-    let data = refused.data.clone().unwrap();
-    assert_eq!(data["kind"], "pinRefused", "{data}");
-    assert_eq!(data["reason"], "changed", "{data}");
-    assert_eq!(data["changedFields"], json!(["description"]), "{data}");
-    assert!(
-        refused
-            .message
-            .contains("`tool-cli pin approve flaky --tool echo`"),
-        "{refused:?}"
+    assert_pin_refused_changed(
+        &refused,
+        json!(["description"]),
+        "`tool-cli pin approve flaky --tool echo`",
     );
     let output = daemon.run_client(&["flaky", "echo", "nonce=n"], &[]);
     assert_eq!(output.status.code(), Some(9), "{}", text(&output));
