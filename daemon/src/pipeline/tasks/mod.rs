@@ -28,6 +28,7 @@ pub(crate) use registry::{TaskEntry, TaskRegistry};
 use super::execute::{Bounds, Operation};
 use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::error::Error;
+use crate::paging::next_upstream_cursor;
 use crate::provider::{TaskRequest, caller_key};
 
 /// Most pages of one server's `tasks/list` read for one listing.
@@ -151,15 +152,10 @@ impl Pipeline {
                         }
                     }
                 }
-                let next = page
-                    .get("nextCursor")
-                    .and_then(Value::as_str)
-                    .filter(|next| !next.is_empty())
-                    .map(str::to_owned);
-                if next.is_none() || next == cursor {
-                    break;
+                match next_upstream_cursor(&page, cursor.as_deref()) {
+                    Some(next) => cursor = Some(next),
+                    None => break,
                 }
-                cursor = next;
             }
             let mut gone = HashSet::new();
             for (public, entry) in entries {
