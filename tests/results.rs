@@ -33,3 +33,30 @@ pub fn redact(mut value: Value, pointers: &[&str]) -> Value {
     }
     value
 }
+
+/// Asserts `refused` is the pipeline's typed pin refusal (-32012, `pinRefused`) of an item
+/// whose pinned `changed_fields` differ, its message naming the `approve` command that would
+/// let it through; its `data`, for the checks particular to a test.
+pub fn assert_pin_refused_changed(
+    refused: &ErrorObject,
+    changed_fields: Value,
+    approve: &str,
+) -> Value {
+    assert_eq!(refused.code, -32012, "{refused:?}");
+    let data = refused.data.clone().unwrap();
+    assert_eq!(data["kind"], "pinRefused", "{data}");
+    assert_eq!(data["reason"], "changed", "{data}");
+    assert_eq!(data["changedFields"], changed_fields, "{data}");
+    assert!(refused.message.contains(approve), "{refused:?}");
+    data
+}
+
+/// Asserts `refused` is a session's typed budget refusal (-32009, `budgetExceeded`) for
+/// `budget` (`calls`, `wallTimeMs`, …) at `limit`.
+pub fn assert_budget_exceeded(refused: &ErrorObject, budget: &str, limit: u64) {
+    assert_eq!(refused.code, -32009, "{refused:?}");
+    let data = refused.data.clone().unwrap();
+    assert_eq!(data["kind"], "budgetExceeded", "{data}");
+    assert_eq!(data["budget"], budget, "{data}");
+    assert_eq!(data["limit"], limit, "{data}");
+}

@@ -1,8 +1,11 @@
 //! `listTools` pages: what `limit` and `cursor` ask for, checked, and the cursor of the next page.
+//! Also, the other way round, following a server's pages: the cursor of the page after one of
+//! its list answers.
 //!
 //! Pure. A cursor is `at:N`, the position of the page's first tool among those the caller may
 //! see; the daemon hands it out in `nextCursor` and accepts only that shape back.
 
+use serde_json::Value;
 use tool_cli_protocol::search::ListToolsParams;
 
 use crate::error::Error;
@@ -71,9 +74,39 @@ impl Page {
     }
 }
 
+/// The cursor to ask a server for after its list answer `page` (tools, resources, prompts,
+/// tasks…) asked for with `previous`: its non-empty `nextCursor`, or `None` when `page` is the
+/// last one. A cursor equal to `previous` also ends the listing: a server that hands back the
+/// cursor it was given would otherwise be asked for the same page again and again.
+pub(crate) fn next_upstream_cursor(page: &Value, previous: Option<&str>) -> Option<String> {
+    page.get("nextCursor")
+        .and_then(Value::as_str)
+        .filter(|next| !next.is_empty() && Some(*next) != previous)
+        .map(str::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    #[test]
+    fn a_servers_pages_end_at_no_empty_or_repeated_cursor() {
+        let page = json!({"tools": [], "nextCursor": "b"});
+        assert_eq!(next_upstream_cursor(&page, None).as_deref(), Some("b"));
+        assert_eq!(next_upstream_cursor(&page, Some("a")).as_deref(), Some("b"));
+        assert_eq!(next_upstream_cursor(&page, Some("b")), None);
+        assert_eq!(next_upstream_cursor(&json!({"tools": []}), None), None);
+        assert_eq!(
+            next_upstream_cursor(&json!({"tools": [], "nextCursor": ""}), Some("a")),
+            None
+        );
+        assert_eq!(
+            next_upstream_cursor(&json!({"tools": [], "nextCursor": 7}), None),
+            None
+        );
+    }
 
     fn params(cursor: Option<&str>, limit: Option<i64>) -> ListToolsParams {
         ListToolsParams {

@@ -16,9 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{
-    Daemon, everything_stdio, http_request_bytes, raw_http_exchange, repo_root, run_with_timeout,
-};
+use tool_cli_tests::{Daemon, everything_stdio, repo_root, run_with_timeout};
 
 /// How long the SDK scenario may take (two tasks of four one-second stages each, at most).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
@@ -150,38 +148,10 @@ fn a_host_runs_tasks_through_the_gateway_with_the_typescript_sdk() {
 #[test]
 fn a_malformed_task_member_is_refused_with_what_would_be_right() {
     let daemon = everything_daemon();
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let post = |session: Option<&str>, body: Value| {
-        let mut headers = vec![
-            ("Host", host.as_str()),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", auth.as_str()),
-        ];
-        if let Some(session) = session {
-            headers.push(("Mcp-Session-Id", session));
-        }
-        let bytes = body.to_string().into_bytes();
-        raw_http_exchange(
-            daemon.port,
-            &http_request_bytes("POST", "/mcp", &headers, &bytes),
-        )
-        .expect("an answer")
-    };
-    let opened = post(
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    let session = opened
-        .header("mcp-session-id")
-        .expect("a session")
-        .to_owned();
-    let answer = post(
-        Some(&session),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+    let session = daemon.open_mcp_session();
+    let answer = daemon.post_mcp(
+        &[("Mcp-Session-Id", session.as_str())],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "everything__simulate-research-query",
             "arguments": {"topic": "x"}, "task": 60000}}),
     );

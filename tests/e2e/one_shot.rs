@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, HttpFaultServer, eventually, fault_server_bin};
+use tool_cli_tests::{
+    Daemon, HttpFaultServer, assert_budget_exceeded, eventually, fault_server_bin,
+};
 
 fn text(output: &std::process::Output) -> String {
     format!(
@@ -157,12 +159,7 @@ fn a_sessions_own_watchdog_caps_refuse_its_calls_live() {
     daemon.call("openSession", json!({"sessionId": "capped", "maxCalls": 2}));
     assert!(echo("capped").is_ok());
     assert!(echo("capped").is_ok());
-    let refused = echo("capped").unwrap_err();
-    assert_eq!(refused.code, -32009, "{refused:?}");
-    let data = refused.data.unwrap();
-    assert_eq!(data["kind"], "budgetExceeded", "{data}");
-    assert_eq!(data["budget"], "calls", "{data}");
-    assert_eq!(data["limit"], 2, "{data}");
+    assert_budget_exceeded(&echo("capped").unwrap_err(), "calls", 2);
     // Another session is not capped.
     daemon.call("openSession", json!({"sessionId": "free"}));
     for _ in 0..3 {

@@ -12,9 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{
-    Daemon, eventually, http_request_bytes, peer_python, raw_http_exchange, repo_root,
-};
+use tool_cli_tests::{Daemon, assert_pin_refused_changed, eventually, peer_python, repo_root};
 
 const INSTRUCTIONS: &str = "Use echo to repeat text.";
 const PROMPT_DESCRIPTION: &str = "Summarizes a topic.";
@@ -89,37 +87,13 @@ fn server_entry(daemon: &Daemon) -> Value {
 /// One MCP session on the daemon's gateway: `initialize`, then each request in turn; the
 /// answers to the requests.
 pub(crate) fn gateway(daemon: &Daemon, requests: &[Value]) -> Vec<Value> {
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let post = |session: Option<&str>, body: &Value| {
-        let mut headers = vec![
-            ("Host", host.as_str()),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", auth.as_str()),
-        ];
-        if let Some(session) = session {
-            headers.push(("Mcp-Session-Id", session));
-        }
-        raw_http_exchange(
-            daemon.port,
-            &http_request_bytes("POST", "/mcp", &headers, body.to_string().as_bytes()),
-        )
-        .expect("an answer")
-    };
-    let opened = post(
-        None,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    let session = opened
-        .header("mcp-session-id")
-        .expect("a session")
-        .to_owned();
+    let session = daemon.open_mcp_session();
     requests
         .iter()
-        .map(|request| tool_cli_tests::mcp_answer(&post(Some(&session), request).body))
+        .map(|request| {
+            let answer = daemon.post_mcp(&[("Mcp-Session-Id", session.as_str())], request);
+            tool_cli_tests::mcp_answer(&answer.body)
+        })
         .collect()
 }
 
@@ -155,18 +129,12 @@ fn a_changed_prompt_and_template_are_held_back_from_listings_and_refused_until_a
         "getPrompt",
         json!({"server": "shifting", "name": "summarize", "arguments": {"topic": "pins"}}),
     );
-    assert_eq!(refused.code, -32012, "{refused:?}");
-    let data = refused.data.clone().unwrap();
-    assert_eq!(data["kind"], "pinRefused", "{data}");
-    assert_eq!(data["item"], "prompt", "{data}");
-    assert_eq!(data["reason"], "changed", "{data}");
-    assert_eq!(data["changedFields"], json!(["description"]), "{data}");
-    assert!(
-        refused
-            .message
-            .contains("`tool-cli pin approve shifting --prompt summarize`"),
-        "{refused:?}"
+    let data = assert_pin_refused_changed(
+        &refused,
+        json!(["description"]),
+        "`tool-cli pin approve shifting --prompt summarize`",
     );
+    assert_eq!(data["item"], "prompt", "{data}");
     // The unchanged prompt still renders.
     let greeting = daemon.call("getPrompt", json!({"server": "shifting", "name": "greet"}));
     assert!(greeting.to_string().contains("Hello."), "{greeting}");

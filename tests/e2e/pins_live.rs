@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, eventually, fault_server, http_request_bytes, raw_http_exchange};
+use tool_cli_tests::{Daemon, assert_pin_refused_changed, eventually, fault_server};
 
 /// The fault server's `echo` description, as it lists it.
 const ECHO_DESCRIPTION: &str =
@@ -46,35 +46,10 @@ fn warnings(daemon: &Daemon, server: &str) -> String {
 
 /// The gateway's `tools/list` names, over a fresh session.
 fn gateway_names(daemon: &Daemon) -> Vec<String> {
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let post = |headers: &[(&str, &str)], body: Value| {
-        let mut all = vec![
-            ("Host", host.as_str()),
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("Authorization", auth.as_str()),
-        ];
-        all.extend_from_slice(headers);
-        raw_http_exchange(
-            daemon.port,
-            &http_request_bytes("POST", "/mcp", &all, body.to_string().as_bytes()),
-        )
-        .expect("an answer")
-    };
-    let opened = post(
-        &[],
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"}}}),
-    );
-    let session = opened
-        .header("mcp-session-id")
-        .expect("a session")
-        .to_owned();
-    let listed = post(
+    let session = daemon.open_mcp_session();
+    let listed = daemon.post_mcp(
         &[("Mcp-Session-Id", session.as_str())],
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     );
     let answer: Value = serde_json::from_slice(&listed.body).unwrap();
     answer["result"]["tools"]
@@ -152,16 +127,10 @@ fn a_pinned_tool_that_changes_by_one_zero_width_space_is_held_back_until_approve
         "callTool",
         json!({"server": "flaky", "tool": "echo", "arguments": {"nonce": "n"}}),
     );
-    assert_eq!(refused.code, -32012, "{refused:?}");
-    let data = refused.data.clone().unwrap();
-    assert_eq!(data["kind"], "pinRefused", "{data}");
-    assert_eq!(data["reason"], "changed", "{data}");
-    assert_eq!(data["changedFields"], json!(["description"]), "{data}");
-    assert!(
-        refused
-            .message
-            .contains("`tool-cli pin approve flaky --tool echo`"),
-        "{refused:?}"
+    assert_pin_refused_changed(
+        &refused,
+        json!(["description"]),
+        "`tool-cli pin approve flaky --tool echo`",
     );
     let output = daemon.run_client(&["flaky", "echo", "nonce=n"], &[]);
     assert_eq!(output.status.code(), Some(9), "{}", text(&output));

@@ -30,8 +30,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    CLIENT_TIMEOUT, Daemon, bin_dir, demo_server, eventually, everything_stdio, http_request_bytes,
-    raw_http_exchange, run_with_timeout,
+    CLIENT_TIMEOUT, Daemon, bin_dir, demo_server, eventually, everything_stdio, run_with_timeout,
 };
 
 /// One of the daemon's examples (built with the workspace's examples).
@@ -320,17 +319,7 @@ fn a_2026_host_is_answered_statelessly_through_the_pipeline() {
 
 /// One raw POST to `/mcp` with the daemon's token.
 fn post(daemon: &Daemon, headers: &[(&str, &str)], body: &Value) -> (u16, Value, Option<String>) {
-    let host = format!("127.0.0.1:{}", daemon.port);
-    let auth = format!("Bearer {}", daemon.token);
-    let mut all = vec![
-        ("Host", host.as_str()),
-        ("Authorization", auth.as_str()),
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    all.extend_from_slice(headers);
-    let request = http_request_bytes("POST", "/mcp", &all, body.to_string().as_bytes());
-    let response = raw_http_exchange(daemon.port, &request).expect("an answer");
+    let response = daemon.post_mcp(headers, body);
     let session = response.header("mcp-session-id").map(str::to_owned);
     let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
     (response.status, body, session)
@@ -357,18 +346,18 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
         "{answer}"
     );
     let session = session.expect("a session id");
+    // The headers each era's requests carry: the 2025 session's, and the bare version headers.
+    let on_the_session = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let header_2025 = [("MCP-Protocol-Version", "2025-11-25")];
+    let header_2026 = [("MCP-Protocol-Version", "2026-07-28")];
     let list_2026 = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
                            "params": {"_meta": meta_2026()}});
 
     // A 2026-era request on the 2025 session.
-    let (status, answer, _) = post(
-        &daemon,
-        &[
-            ("Mcp-Session-Id", &session),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ],
-        &list_2026,
-    );
+    let (status, answer, _) = post(&daemon, &on_the_session, &list_2026);
     assert_eq!(status, 400, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("without Mcp-Session-Id"), "{answer}");
@@ -377,28 +366,16 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
     // The reverse: a 2025 request (header, no 2026 `_meta`) with no session, and a 2025 header
     // on a 2026 request.
     let list_2025 = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
-    let (status, answer, _) = post(
-        &daemon,
-        &[("MCP-Protocol-Version", "2025-11-25")],
-        &list_2025,
-    );
+    let (status, answer, _) = post(&daemon, &header_2025, &list_2025);
     assert_eq!(status, 400, "{answer}");
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("send initialize first"), "{answer}");
     assert!(message.contains("stateless 2026-07-28"), "{answer}");
-    let (status, answer, _) = post(
-        &daemon,
-        &[("MCP-Protocol-Version", "2025-11-25")],
-        &list_2026,
-    );
+    let (status, answer, _) = post(&daemon, &header_2025, &list_2026);
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["error"]["code"], -32020, "{answer}");
     // A 2026 header without the `_meta` the revision requires.
-    let (status, answer, _) = post(
-        &daemon,
-        &[("MCP-Protocol-Version", "2026-07-28")],
-        &list_2025,
-    );
+    let (status, answer, _) = post(&daemon, &header_2026, &list_2025);
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     // A revision we do not speak.
@@ -413,11 +390,7 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
     );
 
     // Right, each way: the 2026 request alone, and the session with its own.
-    let (status, answer, session_header) = post(
-        &daemon,
-        &[("MCP-Protocol-Version", "2026-07-28")],
-        &list_2026,
-    );
+    let (status, answer, session_header) = post(&daemon, &header_2026, &list_2026);
     assert_eq!(status, 200, "{answer}");
     assert!(
         session_header.is_none(),
@@ -425,14 +398,7 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
     );
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert!(answer.to_string().contains("demo__sql_query"), "{answer}");
-    let (status, answer, _) = post(
-        &daemon,
-        &[
-            ("Mcp-Session-Id", &session),
-            ("MCP-Protocol-Version", "2025-11-25"),
-        ],
-        &list_2025,
-    );
+    let (status, answer, _) = post(&daemon, &on_the_session, &list_2025);
     assert_eq!(status, 200, "{answer}");
     assert!(answer["result"].get("resultType").is_none(), "{answer}");
     assert!(answer.to_string().contains("demo__sql_query"), "{answer}");

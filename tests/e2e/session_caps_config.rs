@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tool_cli_tests::{Daemon, DaemonOptions, eventually, fault_server};
+use tool_cli_tests::{Daemon, DaemonOptions, assert_budget_exceeded, eventually, fault_server};
 
 #[test]
 fn the_configs_session_caps_refuse_calls_unless_a_session_sets_its_own() {
@@ -36,12 +36,7 @@ fn the_configs_session_caps_refuse_calls_unless_a_session_sets_its_own() {
     );
     assert!(echo("long").is_ok());
     assert!(echo("long").is_ok());
-    let refused = echo("long").unwrap_err();
-    assert_eq!(refused.code, -32009, "{refused:?}");
-    let data = refused.data.unwrap();
-    assert_eq!(data["kind"], "budgetExceeded", "{data}");
-    assert_eq!(data["budget"], "calls", "{data}");
-    assert_eq!(data["limit"], 2, "{data}");
+    assert_budget_exceeded(&echo("long").unwrap_err(), "calls", 2);
 
     // And its own call cap replaces the config's.
     daemon.call(

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
-use tool_cli_gateway_core::pin::verify::{ItemStatus, NewItems, ServerVerdict, verify};
+use tool_cli_gateway_core::pin::verify::{ItemStatus, NewItems, PinRefusal, ServerVerdict, verify};
 use tool_cli_gateway_core::pin::{ItemKind, ServerListing, ServerPins};
 use tool_cli_protocol::ErrorData;
 
@@ -63,6 +63,24 @@ pub struct HeldBack {
     pub changed_fields: Vec<String>,
     /// The refusal, naming the review and approve commands (or how to restore the store).
     pub message: String,
+}
+
+impl HeldBack {
+    /// The hold for one item the pin check refused: new when no pinned field differs (it was
+    /// never pinned), else changed, with the refusal's words. Tools, prompts, templates and
+    /// instructions are held back alike.
+    pub(crate) fn of_refusal(refusal: &PinRefusal) -> HeldBack {
+        let reason = if refusal.changed_fields.is_empty() {
+            HoldReason::New
+        } else {
+            HoldReason::Changed
+        };
+        HeldBack {
+            reason,
+            changed_fields: refusal.changed_fields.clone(),
+            message: refusal.to_string(),
+        }
+    }
 }
 
 /// What the pin check holds back of one server.
@@ -196,21 +214,7 @@ fn hold_of(verdict: &ServerVerdict) -> PinHold {
     let admission = verdict.admission(NewItems::Hold);
     let held = admission
         .refused()
-        .map(|refusal| {
-            let reason = if refusal.changed_fields.is_empty() {
-                HoldReason::New
-            } else {
-                HoldReason::Changed
-            };
-            (
-                refusal.key.name.clone(),
-                HeldBack {
-                    reason,
-                    changed_fields: refusal.changed_fields.clone(),
-                    message: refusal.to_string(),
-                },
-            )
-        })
+        .map(|refusal| (refusal.key.name.clone(), HeldBack::of_refusal(refusal)))
         .collect();
     let vanished = verdict
         .items

@@ -173,21 +173,7 @@ fn held_of(
         .admission(NewItems::Hold)
         .refused()
         .filter(|refusal| refusal.key.kind == kind)
-        .map(|refusal| {
-            let reason = if refusal.changed_fields.is_empty() {
-                HoldReason::New
-            } else {
-                HoldReason::Changed
-            };
-            (
-                refusal.key.name.clone(),
-                HeldBack {
-                    reason,
-                    changed_fields: refusal.changed_fields.clone(),
-                    message: refusal.to_string(),
-                },
-            )
-        })
+        .map(|refusal| (refusal.key.name.clone(), HeldBack::of_refusal(refusal)))
         .collect()
 }
 

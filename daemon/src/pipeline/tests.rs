@@ -248,7 +248,7 @@ impl ToolProvider for FakeProvider {
 
 /// Remembers every record.
 #[derive(Default)]
-struct Recorder(Mutex<Vec<CallRecord>>);
+pub(crate) struct Recorder(pub(crate) Mutex<Vec<CallRecord>>);
 
 impl CallObserver for Recorder {
     fn observe(&self, record: &CallRecord) {
@@ -292,9 +292,15 @@ fn scoped(tools: &[&str]) -> Grant {
 }
 
 fn pipeline(servers: Vec<Arc<FakeServer>>) -> (Pipeline, Arc<Recorder>) {
+    recorded_pipeline(&FakeProvider(servers))
+}
+
+/// A pipeline over `provider`'s servers with the default options, and the recorder of its
+/// records: the setup of the pipeline's tests and of its parts' (tasks…).
+pub(crate) fn recorded_pipeline(provider: &dyn ToolProvider) -> (Pipeline, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let pipeline = Pipeline::new(
-        &FakeProvider(servers),
+        provider,
         PipelineOptions::default(),
         vec![Arc::clone(&recorder) as Arc<dyn CallObserver>],
     );

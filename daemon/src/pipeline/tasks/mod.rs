@@ -26,8 +26,9 @@ use tool_cli_protocol::ErrorData;
 pub(crate) use registry::{TaskEntry, TaskRegistry};
 
 use super::execute::{Bounds, Operation};
-use super::{CallContext, Pipeline, resolve_server};
+use super::{CallContext, Pipeline, Slot, resolve_server};
 use crate::error::Error;
+use crate::paging::next_upstream_cursor;
 use crate::provider::{TaskRequest, caller_key};
 
 /// Most pages of one server's `tasks/list` read for one listing.
@@ -103,17 +104,7 @@ impl Pipeline {
             TaskFollowUp::Result { .. } => TaskRequest::Result { task_id },
             TaskFollowUp::Cancel { .. } => TaskRequest::Cancel { task_id },
         };
-        let timeout = slot.upstream.info().settings.call_timeout;
-        let outcome = self
-            .protected_operation(
-                context,
-                slot,
-                &Operation::Task { request },
-                Bounds::fixed(timeout, context.arrived + timeout),
-                true,
-            )
-            .await;
-        let mut answer = outcome.result?;
+        let mut answer = self.send_task_request(context, slot, request).await?;
         match follow_up {
             TaskFollowUp::Result { .. } => wire::set_related_task_id(&mut answer, public),
             _ => wire::set_task_id(&mut answer, public),
@@ -147,23 +138,13 @@ impl Pipeline {
             let Ok(slot) = resolve_server(&slots, server, &context.grant, None) else {
                 continue;
             };
-            let timeout = slot.upstream.info().settings.call_timeout;
             let mut known: BTreeMap<String, Value> = BTreeMap::new();
             let mut cursor: Option<String> = None;
             for _ in 0..MAX_LIST_PAGES {
                 let request = TaskRequest::List {
                     cursor: cursor.as_deref(),
                 };
-                let outcome = self
-                    .protected_operation(
-                        context,
-                        slot,
-                        &Operation::Task { request },
-                        Bounds::fixed(timeout, context.arrived + timeout),
-                        true,
-                    )
-                    .await;
-                let mut page = outcome.result?;
+                let mut page = self.send_task_request(context, slot, request).await?;
                 if let Some(Value::Array(tasks)) = page.get_mut("tasks").map(Value::take) {
                     for task in tasks {
                         if let Ok(id) = wire::task_id(&task) {
@@ -171,15 +152,10 @@ impl Pipeline {
                         }
                     }
                 }
-                let next = page
-                    .get("nextCursor")
-                    .and_then(Value::as_str)
-                    .filter(|next| !next.is_empty())
-                    .map(str::to_owned);
-                if next.is_none() || next == cursor {
-                    break;
+                match next_upstream_cursor(&page, cursor.as_deref()) {
+                    Some(next) => cursor = Some(next),
+                    None => break,
                 }
-                cursor = next;
             }
             let mut gone = HashSet::new();
             for (public, entry) in entries {
@@ -198,6 +174,27 @@ impl Pipeline {
             }
         }
         Ok(json!({"tasks": listed}))
+    }
+
+    /// Sends task `request` to `slot`'s server for `context`'s caller, through the execute
+    /// stage's protection like a resource read, within the server's call timeout: every
+    /// follow-up and every page of a listing is bounded the same way.
+    async fn send_task_request(
+        &self,
+        context: &CallContext,
+        slot: &Slot,
+        request: TaskRequest<'_>,
+    ) -> Result<Value, Error> {
+        let timeout = slot.upstream.info().settings.call_timeout;
+        self.protected_operation(
+            context,
+            slot,
+            &Operation::Task { request },
+            Bounds::fixed(timeout, context.arrived + timeout),
+            true,
+        )
+        .await
+        .result
     }
 }
 

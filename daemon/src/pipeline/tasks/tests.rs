@@ -12,10 +12,8 @@ use tokio::time::Instant;
 use super::TaskFollowUp;
 use crate::catalog::Catalog;
 use crate::error::Error;
-use crate::pipeline::tests::owner;
-use crate::pipeline::{
-    CallAnswer, CallContext, CallObserver, CallRecord, CallRequest, Pipeline, PipelineOptions,
-};
+use crate::pipeline::tests::{Recorder, owner, recorded_pipeline};
+use crate::pipeline::{CallAnswer, CallContext, CallRequest, Pipeline};
 use crate::provider::{
     BoxFuture, CallTicket, ServerInfo, ServerSettings, TaskRequest, ToolProvider, Upstream,
 };
@@ -112,23 +110,8 @@ impl ToolProvider for Provider {
     }
 }
 
-#[derive(Default)]
-struct Recorder(Mutex<Vec<CallRecord>>);
-
-impl CallObserver for Recorder {
-    fn observe(&self, record: &CallRecord) {
-        self.0.lock().unwrap().push(record.clone());
-    }
-}
-
 fn pipeline(server: &Arc<TaskServer>) -> (Pipeline, Arc<Recorder>) {
-    let recorder = Arc::new(Recorder::default());
-    let pipeline = Pipeline::new(
-        &Provider(Arc::clone(server)),
-        PipelineOptions::default(),
-        vec![Arc::clone(&recorder) as Arc<dyn CallObserver>],
-    );
-    (pipeline, recorder)
+    recorded_pipeline(&Provider(Arc::clone(server)))
 }
 
 fn request(tool: &str, task: Option<Value>) -> CallRequest {

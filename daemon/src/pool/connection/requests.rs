@@ -20,6 +20,7 @@ use super::super::direct::{Answer, CallToolParams, DirectRequests, ProgressMeta,
 use super::super::raw_results::{RawResults, id_key};
 use super::{Connection, ListKind, MAX_PAGES};
 use crate::error::Error;
+use crate::paging::next_upstream_cursor;
 use crate::provider::{CALLER_META_KEY, CallTicket, ExchangeFacts};
 
 /// Forgets a tapped raw result when the request is abandoned (timeout, client gone).
@@ -395,15 +396,10 @@ impl Connection {
             {
                 items.extend(page_items);
             }
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .filter(|next| !next.is_empty())
-                .map(str::to_owned);
-            if next.is_none() || next == cursor {
-                return Ok(items);
+            match next_upstream_cursor(&page, cursor.as_deref()) {
+                Some(next) => cursor = Some(next),
+                None => return Ok(items),
             }
-            cursor = next;
         }
         Err(ErrorData::Upstream {
             server: self.server.clone(),
