@@ -137,21 +137,6 @@ pub fn read_http_response(reader: &mut impl BufRead) -> std::io::Result<HttpResp
     })
 }
 
-/// The JSON-RPC answer in a `/mcp` POST's body: the body itself when it is JSON, else (an SSE
-/// answer, which a host accepting `text/event-stream` may get) its last `data:` event that is an
-/// answer (has `result` or `error`; the events before it are progress, logs or questions).
-pub fn mcp_answer(body: &[u8]) -> serde_json::Value {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(answer) = serde_json::from_str(&text) {
-        return answer;
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data.trim()).ok())
-        .rfind(|event| event.get("result").is_some() || event.get("error").is_some())
-        .unwrap_or_else(|| panic!("no JSON-RPC answer in the body: {text}"))
-}
-
 /// The bytes of one HTTP/1.1 request with exactly `headers` plus `Content-Length` (the body's)
 /// and `Connection: close`: no `Host`, no `Content-Type` unless given, so a test of the HTTP gate
 /// controls every header the daemon sees.

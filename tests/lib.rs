@@ -22,6 +22,7 @@ pub mod scripted_llm;
 pub use daemon::*;
 pub use http::*;
 pub use locations::*;
+pub use mcp_gateway::*;
 pub use peers::*;
 pub use processes::*;
 pub use results::*;

@@ -42,3 +42,18 @@ impl Daemon {
             .to_owned()
     }
 }
+
+/// The JSON-RPC answer in a `/mcp` POST's body: the body itself when it is JSON, else (an SSE
+/// answer, which a host accepting `text/event-stream` may get) its last `data:` event that is an
+/// answer (has `result` or `error`; the events before it are progress, logs or questions).
+pub fn mcp_answer(body: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(body);
+    if let Ok(answer) = serde_json::from_str(&text) {
+        return answer;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .rfind(|event| event.get("result").is_some() || event.get("error").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer in the body: {text}"))
+}
