@@ -5,9 +5,11 @@
 //! answer to `tools/call` and follows it with `tasks/get` until the task ends.
 //!
 //! Input → test:
-//! - a task tool from the CLI prints the tool's result, and the server saw the task complete:
+//! - a task tool from the CLI prints the tool's result, with one trace line naming the task,
+//!   and the server saw the task complete:
 //!   `a_2026_task_runs_from_the_cli_and_prints_its_result`
-//! - a deadline passing while the task works: one timeout answer, the task cancelled at the
+//! - a deadline passing while the task works: one timeout answer and trace line, the task
+//!   cancelled at the
 //!   server: `a_deadline_passing_mid_task_cancels_it_at_the_server`
 //! - Ctrl-C of the CLI while the task works cancels it at the server:
 //!   `ctrl_c_of_the_cli_mid_task_cancels_the_2026_task_at_the_server`
@@ -38,9 +40,14 @@ fn stateless_server() -> PathBuf {
     example
 }
 
-/// A daemon with the 2026-only server as `modern`, once it is ready.
+/// A daemon with the 2026-only server as `modern`, tracing to a file in its dir, once ready.
 fn modern_daemon() -> Daemon {
-    let daemon = Daemon::start(json!({"mcpServers": {"modern": {"command": stateless_server()}}}));
+    let daemon = Daemon::start_with_dir(|dir| {
+        json!({
+            "mcpServers": {"modern": {"command": stateless_server()}},
+            "traces": {"path": dir.join("traces.jsonl")},
+        })
+    });
     eventually_some(WAIT, || {
         let servers = daemon.call(name::LIST_SERVERS, Value::Null);
         servers["servers"]
@@ -51,6 +58,20 @@ fn modern_daemon() -> Daemon {
     })
     .expect("the 2026 server became ready");
     daemon
+}
+
+/// The trace file's lines once the writer says it wrote `count`.
+fn trace_lines(daemon: &Daemon, count: u64) -> Vec<Value> {
+    eventually_some(WAIT, || {
+        let health = daemon.call(name::HEALTH, Value::Null);
+        (health["traces"]["written"] == count).then_some(())
+    })
+    .expect("never happened: the trace writer wrote the lines");
+    std::fs::read_to_string(daemon.dir().join("traces.jsonl"))
+        .expect("read the trace file")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect()
 }
 
 /// The server's own account of its tasks' statuses, by task id.
@@ -87,6 +108,12 @@ fn a_2026_task_runs_from_the_cli_and_prints_its_result() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("42"), "{stdout}");
+    // One call, one line, naming the task it ran as.
+    let lines = trace_lines(&daemon, 1);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["tool"], "slow_sum");
+    assert_eq!(lines[0]["success"], true, "{lines:#?}");
+    assert_eq!(lines[0]["taskId"], "modern:task-1", "{lines:#?}");
     // It ran as a task (the server refuses the tool without the extension declared).
     assert_eq!(server_task_log(&daemon), json!({"task-1": "completed"}));
     // And through JSON-RPC the result is the tool's, structured content included.
@@ -115,6 +142,10 @@ fn a_deadline_passing_mid_task_cancels_it_at_the_server() {
         json!({"server": "modern", "tool": "wait_forever", "arguments": {}, "timeoutMs": 1000}),
     );
     assert_eq!(error.code, code::TIMEOUT, "{error:?}");
+    let lines = trace_lines(&daemon, 1);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["error"]["kind"], "timeout", "{lines:#?}");
+    assert_eq!(lines[0]["taskId"], "modern:task-1", "{lines:#?}");
     wait_for_server_status(&daemon, "task-1", "cancelled");
 }
 

@@ -151,6 +151,9 @@ impl Connection {
             .ok_or_else(|| invalid("the server's task has no \"taskId\" string".to_owned()))?
             .to_owned();
         tracing::info!(server = %self.server, tool, task_id, "the call runs as a task");
+        if let Some(note) = &ticket.task {
+            note.note(&task_id);
+        }
         let mut cancel = CancelOnDrop {
             peer: Some(self.peer.clone()),
             server: self.server.clone(),
