@@ -15,7 +15,7 @@
 //! Tasks (the `io.modelcontextprotocol/tasks` extension of 2026-07-28, rmcp's server side):
 //! `slow_sum` answers `resultType: "task"` and completes after `ms` milliseconds, or refuses
 //! with `-32021` when the request did not declare the extension; `wait_forever` is a task that
-//! only ends when cancelled; `lost_task` announces a task `tasks/get` does not know; `task_log`
+//! only ends when cancelled; `failing_task` fails with a JSON-RPC error; `lost_task` announces a task `tasks/get` does not know; `task_log`
 //! tells every task's status (how a test sees that a task was cancelled at the server).
 
 use std::borrow::Cow;
@@ -65,9 +65,9 @@ fn now_iso8601() -> String {
 }
 
 impl StatelessServer {
-    /// Creates a task in `working`; `finish`, when given, completes it with that result after
+    /// Creates a task in `working`; `finish`, when given, ends it with that payload after
     /// `after` unless it was cancelled first.
-    fn start_task(&self, finish: Option<(Duration, CallToolResult)>) -> CreateTaskResult {
+    fn start_task(&self, finish: Option<(Duration, TaskPayload)>) -> CreateTaskResult {
         let mut tasks = self
             .tasks
             .lock()
@@ -78,7 +78,7 @@ impl StatelessServer {
             .with_ttl_ms(60_000)
             .with_poll_interval_ms(50);
         tasks.insert(task_id.clone(), (task.clone(), TaskPayload::Working));
-        if let Some((after, result)) = finish {
+        if let Some((after, end)) = finish {
             let tasks = Arc::clone(&self.tasks);
             tokio::spawn(async move {
                 tokio::time::sleep(after).await;
@@ -86,12 +86,8 @@ impl StatelessServer {
                 if let Some((task, payload)) = tasks.get_mut(&task_id)
                     && matches!(payload, TaskPayload::Working)
                 {
-                    let result = serde_json::to_value(result)
-                        .ok()
-                        .and_then(|value| value.as_object().cloned())
-                        .unwrap_or_default();
-                    *payload = TaskPayload::Completed { result };
-                    task.status = TaskStatus::Completed;
+                    task.status = end.status();
+                    *payload = end;
                     task.last_updated_at = now_iso8601();
                 }
             });
@@ -178,6 +174,11 @@ impl ServerHandler for StatelessServer {
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
+                "failing_task",
+                "A task that fails with a JSON-RPC error",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
                 "lost_task",
                 "Announce a task the server does not know",
                 schema(json!({"type": "object", "properties": {}})),
@@ -253,7 +254,7 @@ impl ServerHandler for StatelessServer {
                 Some(answer) => CallToolResult::structured(answer.clone()),
                 None => return input_required(json!({"roots": {"method": "roots/list"}})),
             },
-            "slow_sum" | "wait_forever" | "lost_task" => {
+            "slow_sum" | "wait_forever" | "lost_task" | "failing_task" => {
                 let declared = context
                     .client_capabilities()
                     .is_some_and(|capabilities| capabilities.supports_tasks());
@@ -271,7 +272,20 @@ impl ServerHandler for StatelessServer {
                         let after = arguments.get("ms").and_then(Value::as_u64).unwrap_or(100);
                         let mut result = CallToolResult::structured(json!({"sum": a + b}));
                         result.content = vec![ContentBlock::text(format!("{}", a + b))];
-                        Some((Duration::from_millis(after), result))
+                        let result = serde_json::to_value(result)
+                            .ok()
+                            .and_then(|value| value.as_object().cloned())
+                            .unwrap_or_default();
+                        Some((
+                            Duration::from_millis(after),
+                            TaskPayload::Completed { result },
+                        ))
+                    }
+                    "failing_task" => {
+                        let error =
+                            json!({"code": -32000, "message": "the task failed on purpose"});
+                        let error = error.as_object().cloned().unwrap_or_default();
+                        Some((Duration::from_millis(50), TaskPayload::Failed { error }))
                     }
                     _ => None,
                 };

@@ -13,6 +13,8 @@
 //!   server: `a_deadline_passing_mid_task_cancels_it_at_the_server`
 //! - Ctrl-C of the CLI while the task works cancels it at the server:
 //!   `ctrl_c_of_the_cli_mid_task_cancels_the_2026_task_at_the_server`
+//! - a task that fails: the call's error is the task's:
+//!   `a_failed_task_answers_its_error`
 //! - a task id the server then does not know: one clear error naming it, and the daemon
 //!   keeps serving: `a_task_id_the_server_does_not_know_is_one_clear_error`
 
@@ -192,4 +194,19 @@ fn a_task_id_the_server_does_not_know_is_one_clear_error() {
         json!({"server": "modern", "tool": "echo", "arguments": {"text": "still here"}}),
     );
     assert_eq!(echoed["content"][0]["text"], "still here");
+}
+
+#[test]
+fn a_failed_task_answers_its_error() {
+    let daemon = modern_daemon();
+    let error = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "modern", "tool": "failing_task", "arguments": {}}),
+    );
+    assert_eq!(error.code, code::UPSTREAM_ERROR, "{error:?}");
+    assert!(
+        error.message.contains("the task failed on purpose"),
+        "{error:?}"
+    );
+    assert_eq!(server_task_log(&daemon), json!({"task-1": "failed"}));
 }
