@@ -11,20 +11,90 @@
 //! and `request_meta`
 //! (what the request's `_meta` said: the protocol version and whether the client declared
 //! elicitation), which is how a test sees that the pool carries the per-request metadata.
+//!
+//! Tasks (the `io.modelcontextprotocol/tasks` extension of 2026-07-28, rmcp's server side):
+//! `slow_sum` answers `resultType: "task"` and completes after `ms` milliseconds, or refuses
+//! with `-32021` when the request did not declare the extension; `wait_forever` is a task that
+//! only ends when cancelled; `failing_task` fails with a JSON-RPC error; `lost_task` announces a task `tasks/get` does not know; `task_log`
+//! tells every task's status (how a test sees that a task was cancelled at the server).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rmcp::model::TaskStatus;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Task, TaskPayload,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 
-#[derive(Clone)]
-struct StatelessServer;
+#[derive(Clone, Default)]
+struct StatelessServer {
+    /// The tasks created so far, by id, with their current payload.
+    tasks: Arc<Mutex<BTreeMap<String, (Task, TaskPayload)>>>,
+}
+
+/// Now as ISO 8601 (seconds), for a task's timestamps.
+fn now_iso8601() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+impl StatelessServer {
+    /// Creates a task in `working`; `finish`, when given, ends it with that payload after
+    /// `after` unless it was cancelled first.
+    fn start_task(&self, finish: Option<(Duration, TaskPayload)>) -> CreateTaskResult {
+        let mut tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let task_id = format!("task-{}", tasks.len() + 1);
+        let now = now_iso8601();
+        let task = Task::new(&task_id, TaskStatus::Working, &now, &now)
+            .with_ttl_ms(60_000)
+            .with_poll_interval_ms(50);
+        tasks.insert(task_id.clone(), (task.clone(), TaskPayload::Working));
+        if let Some((after, end)) = finish {
+            let tasks = Arc::clone(&self.tasks);
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let mut tasks = tasks.lock().unwrap_or_else(|poison| poison.into_inner());
+                if let Some((task, payload)) = tasks.get_mut(&task_id)
+                    && matches!(payload, TaskPayload::Working)
+                {
+                    task.status = end.status();
+                    *payload = end;
+                    task.last_updated_at = now_iso8601();
+                }
+            });
+        }
+        CreateTaskResult::new(task)
+    }
+}
 
 fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
     Arc::new(value.as_object().cloned().unwrap_or_default())
@@ -32,7 +102,12 @@ fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
 
 impl ServerHandler for StatelessServer {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        );
         config.instructions = Some("a 2026-07-28 test server".to_owned());
         config
     }
@@ -79,6 +154,38 @@ impl ServerHandler for StatelessServer {
             Tool::new(
                 "roots",
                 "Ask for the client's roots (input_required) and answer them",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "slow_sum",
+                "Add two numbers as a task that completes after ms milliseconds",
+                schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "number"}, "b": {"type": "number"},
+                        "ms": {"type": "integer"}
+                    },
+                    "required": ["a", "b"]
+                })),
+            ),
+            Tool::new(
+                "wait_forever",
+                "A task that ends only when cancelled",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "failing_task",
+                "A task that fails with a JSON-RPC error",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "lost_task",
+                "Announce a task the server does not know",
+                schema(json!({"type": "object", "properties": {}})),
+            ),
+            Tool::new(
+                "task_log",
+                "Every task's status so far",
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
@@ -147,6 +254,62 @@ impl ServerHandler for StatelessServer {
                 Some(answer) => CallToolResult::structured(answer.clone()),
                 None => return input_required(json!({"roots": {"method": "roots/list"}})),
             },
+            "slow_sum" | "wait_forever" | "lost_task" | "failing_task" => {
+                let declared = context
+                    .client_capabilities()
+                    .is_some_and(|capabilities| capabilities.supports_tasks());
+                if !declared {
+                    return Err(ErrorData::missing_required_client_capability(
+                        ClientCapabilities::builder().enable_tasks().build(),
+                    ));
+                }
+                let finish = match request.name.as_ref() {
+                    "slow_sum" => {
+                        let number = |name: &str| arguments.get(name).and_then(Value::as_f64);
+                        let (Some(a), Some(b)) = (number("a"), number("b")) else {
+                            return Err(ErrorData::invalid_params("a and b must be numbers", None));
+                        };
+                        let after = arguments.get("ms").and_then(Value::as_u64).unwrap_or(100);
+                        let mut result = CallToolResult::structured(json!({"sum": a + b}));
+                        result.content = vec![ContentBlock::text(format!("{}", a + b))];
+                        let result = serde_json::to_value(result)
+                            .ok()
+                            .and_then(|value| value.as_object().cloned())
+                            .unwrap_or_default();
+                        Some((
+                            Duration::from_millis(after),
+                            TaskPayload::Completed { result },
+                        ))
+                    }
+                    "failing_task" => {
+                        let error =
+                            json!({"code": -32000, "message": "the task failed on purpose"});
+                        let error = error.as_object().cloned().unwrap_or_default();
+                        Some((Duration::from_millis(50), TaskPayload::Failed { error }))
+                    }
+                    _ => None,
+                };
+                let mut created = self.start_task(finish);
+                if request.name == "lost_task" {
+                    self.tasks
+                        .lock()
+                        .unwrap_or_else(|poison| poison.into_inner())
+                        .remove(&created.task.task_id);
+                    created.task.task_id = "forgotten".to_owned();
+                }
+                return Ok(CallToolResponse::Task(created));
+            }
+            "task_log" => {
+                let tasks = self
+                    .tasks
+                    .lock()
+                    .unwrap_or_else(|poison| poison.into_inner());
+                let statuses: serde_json::Map<String, Value> = tasks
+                    .iter()
+                    .map(|(id, (task, _))| (id.clone(), json!(task.status)))
+                    .collect();
+                CallToolResult::structured(json!({"tasks": statuses}))
+            }
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());
                 let capabilities = context.meta.client_capabilities();
@@ -167,6 +330,50 @@ impl ServerHandler for StatelessServer {
         };
         Ok(result.into())
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let Some((task, payload)) = tasks.get(&request.task_id) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown task id {:?}", request.task_id),
+                None,
+            ));
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(
+            task.clone(),
+            payload.clone(),
+        )))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let Some((task, payload)) = tasks.get_mut(&request.task_id) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown task id {:?}", request.task_id),
+                None,
+            ));
+        };
+        if !task.status.is_terminal() {
+            *payload = TaskPayload::Cancelled;
+            task.status = TaskStatus::Cancelled;
+            task.last_updated_at = now_iso8601();
+        }
+        Ok(())
+    }
 }
 
 /// An `input_required` answer asking `requests`.
@@ -183,7 +390,7 @@ fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let transport = (tokio::io::stdin(), tokio::io::stdout());
-    let service = StatelessServer.serve(transport).await?;
+    let service = StatelessServer::default().serve(transport).await?;
     service.waiting().await?;
     Ok(())
 }

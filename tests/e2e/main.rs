@@ -66,6 +66,7 @@ mod servers;
 mod session_caps_config;
 mod snapshots;
 mod tasks;
+mod tasks_2026;
 mod telemetry;
 mod telemetry_operations;
 mod toolkit;

@@ -103,6 +103,7 @@ impl CallContext {
             // request's span; a tool call's is set by the pipeline.
             trace: self.trace.span.upstream_context().cloned(),
             exchange: None,
+            task: None,
         }
     }
 

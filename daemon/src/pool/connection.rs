@@ -307,11 +307,19 @@ where
         session,
     } = extras;
     let tools_changed = Arc::new(Notify::new());
+    let lifecycle = super::era::Lifecycle::choose(
+        published.protocol,
+        published
+            .learned_stateless
+            .load(std::sync::atomic::Ordering::Relaxed),
+    );
+    let mut config = client_config(
+        published.server_requests.advertises_sampling(),
+        published.server_requests.advertises_url_elicitation(),
+    );
+    lifecycle.declare_extensions(&mut config.capabilities);
     let client = PoolClient {
-        config: client_config(
-            published.server_requests.advertises_sampling(),
-            published.server_requests.advertises_url_elicitation(),
-        ),
+        config,
         tools_changed: Arc::clone(&tools_changed),
         requests: Arc::clone(&published.server_requests),
         server: name.to_owned(),
@@ -324,12 +332,6 @@ where
         inner: rmcp::transport::IntoTransport::into_transport(transport),
         order: Arc::clone(&order),
     };
-    let lifecycle = super::era::Lifecycle::choose(
-        published.protocol,
-        published
-            .learned_stateless
-            .load(std::sync::atomic::Ordering::Relaxed),
-    );
     let started = tokio::time::timeout(
         CONNECT_TIMEOUT,
         client.serve_with_lifecycle(transport, lifecycle.rmcp_mode()),

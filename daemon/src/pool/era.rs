@@ -10,7 +10,7 @@
 //! 2025 server a request it does not know before `initialize`, which today's conformance
 //! scenarios and some servers do not accept (docs/peers.md).
 
-use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion};
+use rmcp::model::{ClientCapabilities, ErrorCode, ErrorData, ProtocolVersion, TASKS_EXTENSION_ID};
 use rmcp::service::ClientLifecycleMode;
 
 use crate::config::UpstreamProtocol;
@@ -36,6 +36,20 @@ impl Lifecycle {
             UpstreamProtocol::Stateless => Lifecycle::Discover,
             UpstreamProtocol::Auto if learned_stateless => Lifecycle::Discover,
             UpstreamProtocol::Auto => Lifecycle::Handshake,
+        }
+    }
+
+    /// Declares the extensions the pool follows in this lifecycle: for 2026-07-28, tasks
+    /// (`connection/tasks.rs`), sent in every request's `_meta` client capabilities; a server
+    /// answers a call it would run as a task with `-32021` to a client without it. Nothing for
+    /// the handshake: 2025-11-25 tasks are a capability of their own, and the pool asks for
+    /// them per call (`provider/tasks.rs`).
+    pub(crate) fn declare_extensions(self, capabilities: &mut ClientCapabilities) {
+        if self == Lifecycle::Discover {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
         }
     }
 
@@ -86,6 +100,16 @@ mod tests {
         assert_eq!(Lifecycle::choose(Auto, true), Lifecycle::Discover);
         assert_eq!(Lifecycle::choose(Session, true), Lifecycle::Handshake);
         assert_eq!(Lifecycle::choose(Stateless, false), Lifecycle::Discover);
+    }
+
+    #[test]
+    fn only_the_stateless_lifecycle_declares_the_tasks_extension() {
+        let mut discover = ClientCapabilities::default();
+        Lifecycle::Discover.declare_extensions(&mut discover);
+        assert!(discover.supports_tasks());
+        let mut handshake = ClientCapabilities::default();
+        Lifecycle::Handshake.declare_extensions(&mut handshake);
+        assert_eq!(handshake, ClientCapabilities::default());
     }
 
     fn refusal(code: i32, data: Option<serde_json::Value>) -> ErrorData {

@@ -20,8 +20,8 @@ mod ticket;
 pub use exchange::{ExchangeFacts, ExchangeNote, address_of};
 pub use tasks::TaskRequest;
 pub use ticket::{
-    CALLER_META_KEY, CallTicket, EventRelay, RelayedAnswer, UrlQuestion, UrlRelay, UsageMeter,
-    UsageTotals, caller_key,
+    CALLER_META_KEY, CallTicket, EventRelay, RelayedAnswer, TaskNote, UrlQuestion, UrlRelay,
+    UsageMeter, UsageTotals, caller_key,
 };
 
 use std::future::Future;

@@ -50,6 +50,25 @@ pub struct CallTicket {
     /// negotiated version, the HTTP session), for the request's span; `None` when no span
     /// wants them.
     pub exchange: Option<Arc<ExchangeNote>>,
+    /// Where the pool notes the id of the task a 2026-07-28 server ran the call as
+    /// (`pool/connection/tasks.rs`), for the call's record; `None` when no record wants it.
+    pub task: Option<Arc<TaskNote>>,
+}
+
+/// The server's id of the task a call ran as, noted by the pool while the call runs.
+#[derive(Debug, Default)]
+pub struct TaskNote(Mutex<Option<String>>);
+
+impl TaskNote {
+    /// Notes the server's task id.
+    pub fn note(&self, task_id: &str) {
+        *self.0.lock().unwrap() = Some(task_id.to_owned());
+    }
+
+    /// The noted task id, if any.
+    pub fn task_id(&self) -> Option<String> {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 impl std::fmt::Debug for CallTicket {
@@ -60,6 +79,7 @@ impl std::fmt::Debug for CallTicket {
             .field("usage", &self.usage)
             .field("trace", &self.trace)
             .field("exchange", &self.exchange)
+            .field("task", &self.task)
             .finish()
     }
 }

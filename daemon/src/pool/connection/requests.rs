@@ -287,7 +287,7 @@ impl Connection {
                 // again, within the call's one timeout (`input_rounds.rs`).
                 let deadline = std::time::Instant::now() + timeout;
                 let mut rounds = 0;
-                loop {
+                let result = loop {
                     let request =
                         ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -309,6 +309,13 @@ impl Connection {
                     params.input_responses = Some(responses);
                     params.request_state = state;
                     rounds += 1;
+                };
+                // A 2026 server may run the call as a task (`tasks.rs`).
+                if super::tasks::is_task_handle(&result) {
+                    self.follow_task(&result, tool, (deadline, timeout), ticket)
+                        .await?
+                } else {
+                    result
                 }
             }
         };
