@@ -92,12 +92,16 @@ fn a_progress_flood_is_bounded_and_does_not_hold_the_call() {
         last_seq,
         "every event is returned or counted"
     );
-    // How many of the 5000 are relayed depends on scheduling: notifications handled after the
-    // call's answer has gone, or overtaken by a later one, are not relayed. That at least the
-    // buffer's 256 were is asserted above; the count itself is not.
+    // How many of the 5000 are relayed depends on scheduling (a step whose turn does not come
+    // within its wait is relayed out of order and then dropped as stale); that at least the
+    // buffer's 256 were is asserted above; the count itself is not (the log holds other events
+    // beside the progress steps, so `seq` may pass 5000).
     assert!(
-        last_seq <= 5000,
-        "no more events than notifications: {last_seq}"
+        events
+            .iter()
+            .filter_map(|event| event["progress"].as_f64())
+            .all(|progress| (1.0..=5000.0).contains(&progress)),
+        "only steps the server sent"
     );
     // However the notifications were scheduled on the way in, the relayed progress never goes
     // backwards (a stale one arriving late is not relayed).

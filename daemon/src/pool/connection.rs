@@ -219,6 +219,7 @@ impl ClientHandler for PoolClient {
         params: ProgressNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        super::notification_order::in_turn(&context.extensions).await;
         self.requests.progress(&params);
         // Its extensions hold the mark that tells a watched call this step is relayed
         // (`notification_order.rs`): dropped only now, after the relay.
@@ -230,6 +231,7 @@ impl ClientHandler for PoolClient {
         params: LoggingMessageNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        super::notification_order::in_turn(&context.extensions).await;
         self.requests.log(&params);
         drop(context);
     }

@@ -40,6 +40,14 @@ impl Concerns {
             Concerns::Every => true,
         }
     }
+
+    /// Whether a call could see both: two notifications whose relative order a host could see.
+    fn overlaps(&self, other: &Concerns) -> bool {
+        match (self, other) {
+            (Concerns::Call(one), Concerns::Call(other)) => one == other,
+            _ => true,
+        }
+    }
 }
 
 /// One connection's numbered notifications not handled yet, and a wake-up for calls waiting on
@@ -57,6 +65,14 @@ struct Outstanding {
 }
 
 impl Outstanding {
+    /// Whether a notification numbered below `sequence` that a call could see beside one that
+    /// concerns `concerns` is still pending.
+    fn overlapping_before(&self, concerns: &Concerns, sequence: u64) -> bool {
+        self.pending
+            .range(..sequence)
+            .any(|(_, earlier)| earlier.overlaps(concerns))
+    }
+
     /// Whether a notification numbered below `horizon` that concerns `token` is still pending.
     fn pending_before(&self, token: &ProgressToken, horizon: u64) -> bool {
         self.pending
@@ -69,6 +85,7 @@ impl Outstanding {
 struct Handed {
     order: Arc<NotificationOrder>,
     sequence: u64,
+    concerns: Concerns,
 }
 
 impl Drop for Handed {
@@ -87,7 +104,35 @@ impl Drop for Handed {
 /// number is handled once the last copy is dropped.
 #[derive(Clone)]
 pub(crate) struct HandedMark {
-    _handed: Arc<Handed>,
+    handed: Arc<Handed>,
+}
+
+impl HandedMark {
+    /// Waits until every notification received before this one that a call could see beside it
+    /// is handled, or until `deadline`: rmcp hands each notification to the handler on a task
+    /// of its own, so without this wait progress 2 could be relayed before progress 1 (and 1
+    /// then dropped as not moving forward) or a log line after the step the server sent after
+    /// it. The earliest pending notification never waits, so the wait always ends.
+    pub(crate) async fn in_turn(&self, deadline: Instant) {
+        let order = &self.handed.order;
+        loop {
+            let handled = order.handled.notified();
+            tokio::pin!(handled);
+            handled.as_mut().enable();
+            if !order
+                .inner
+                .lock()
+                .unwrap()
+                .overlapping_before(&self.handed.concerns, self.handed.sequence)
+            {
+                return;
+            }
+            tokio::select! {
+                () = handled => {}
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
 }
 
 impl NotificationOrder {
@@ -97,11 +142,12 @@ impl NotificationOrder {
         let mut inner = self.inner.lock().unwrap();
         let sequence = inner.next;
         inner.next += 1;
-        inner.pending.insert(sequence, concerns);
+        inner.pending.insert(sequence, concerns.clone());
         HandedMark {
-            _handed: Arc::new(Handed {
+            handed: Arc::new(Handed {
                 order: Arc::clone(self),
                 sequence,
+                concerns,
             }),
         }
     }
@@ -139,6 +185,18 @@ impl NotificationOrder {
     #[cfg(test)]
     fn pending(&self) -> usize {
         self.inner.lock().unwrap().pending.len()
+    }
+}
+
+/// Longest a handler waits for its notification's turn ([`HandedMark::in_turn`]); past it the
+/// notification is relayed out of order rather than held (an earlier one's handler is stuck).
+const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits for the turn of the notification that came with `extensions` (a handler calls it before
+/// relaying); at once for a notification that was not numbered.
+pub(crate) async fn in_turn(extensions: &rmcp::model::Extensions) {
+    if let Some(mark) = extensions.get::<HandedMark>() {
+        mark.in_turn(Instant::now() + TURN_WAIT).await;
     }
 }
 
@@ -253,6 +311,42 @@ mod tests {
                 .handled_before(&token(1), horizon, Instant::now())
                 .await
         );
+    }
+
+    #[tokio::test]
+    async fn a_step_waits_for_the_steps_and_lines_received_before_it_and_no_others() {
+        let order = Arc::new(NotificationOrder::default());
+        let first_step = order.number(Concerns::Call(token(1)));
+        let other_call = order.number(Concerns::Call(token(2)));
+        let line = order.number(Concerns::Every);
+        let second_step = order.number(Concerns::Call(token(1)));
+        // Call 2's step waits for nothing of call 1's.
+        other_call.in_turn(far()).await;
+        let waiting = {
+            let second_step = second_step.clone();
+            tokio::spawn(async move { second_step.in_turn(far()).await })
+        };
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !waiting.is_finished(),
+            "step 2 waits for step 1 and the line"
+        );
+        drop(first_step);
+        drop(other_call);
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!waiting.is_finished(), "and still for the line");
+        drop(line);
+        waiting.await.unwrap();
+        // A wait that cannot end in time ends at its deadline.
+        let stuck = order.number(Concerns::Every);
+        let after = order.number(Concerns::Call(token(3)));
+        after.in_turn(Instant::now()).await;
+        drop((stuck, after, second_step));
+        assert_eq!(order.pending(), 0);
     }
 
     #[tokio::test]
