@@ -194,6 +194,8 @@ impl ClientHandler for PoolClient {
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
+        // The host hears what the server said before it asked, before the question.
+        super::notification_order::in_turn(&context.extensions).await;
         Ok(self.requests.elicit(&request, &context.ct).await)
     }
 
@@ -202,6 +204,7 @@ impl ClientHandler for PoolClient {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        super::notification_order::in_turn(&context.extensions).await;
         // A server that cancels its request (or goes away) stops the backend request with it,
         // so nothing more is billed for an answer nobody reads.
         tokio::select! {

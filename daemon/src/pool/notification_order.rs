@@ -135,6 +135,39 @@ impl HandedMark {
     }
 }
 
+/// Travels with a server's request (elicitation, sampling, roots) in its rmcp extensions: the
+/// notifications received before it, which a host should see before the question. Not a mark
+/// of its own: a question may wait minutes for a person, and nothing after it waits for it.
+#[derive(Clone)]
+pub(crate) struct RequestTurn {
+    order: Arc<NotificationOrder>,
+    horizon: u64,
+}
+
+impl RequestTurn {
+    /// Waits until every notification received before the request is handled, or `deadline`.
+    async fn wait(&self, deadline: Instant) {
+        loop {
+            let handled = self.order.handled.notified();
+            tokio::pin!(handled);
+            handled.as_mut().enable();
+            if !self
+                .order
+                .inner
+                .lock()
+                .unwrap()
+                .overlapping_before(&Concerns::Every, self.horizon)
+            {
+                return;
+            }
+            tokio::select! {
+                () = handled => {}
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+}
+
 impl NotificationOrder {
     /// Numbers a notification that concerns `concerns`; handled when the mark (and every clone)
     /// is dropped.
@@ -197,6 +230,8 @@ const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) async fn in_turn(extensions: &rmcp::model::Extensions) {
     if let Some(mark) = extensions.get::<HandedMark>() {
         mark.in_turn(Instant::now() + TURN_WAIT).await;
+    } else if let Some(turn) = extensions.get::<RequestTurn>() {
+        turn.wait(Instant::now() + TURN_WAIT).await;
     }
 }
 
@@ -241,6 +276,12 @@ where
         {
             let mark = self.order.number(concerns);
             notification.notification.extensions_mut().insert(mark);
+        } else if let JsonRpcMessage::Request(request) = &mut message {
+            let turn = RequestTurn {
+                order: Arc::clone(&self.order),
+                horizon: self.order.horizon(),
+            };
+            request.request.extensions_mut().insert(turn);
         }
         Some(message)
     }
@@ -347,6 +388,36 @@ mod tests {
         after.in_turn(Instant::now()).await;
         drop((stuck, after, second_step));
         assert_eq!(order.pending(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_question_waits_for_what_came_before_it_and_nothing_waits_for_the_question() {
+        let order = Arc::new(NotificationOrder::default());
+        let before = order.number(Concerns::Call(token(1)));
+        let turn = RequestTurn {
+            order: Arc::clone(&order),
+            horizon: order.horizon(),
+        };
+        let after = order.number(Concerns::Call(token(2)));
+        let waiting = {
+            let turn = turn.clone();
+            tokio::spawn(async move { turn.wait(far()).await })
+        };
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !waiting.is_finished(),
+            "the question waits for the step before it"
+        );
+        // The line after the question is not held by it (a question may wait for a person).
+        after
+            .in_turn(Instant::now() + Duration::from_secs(3600))
+            .await;
+        assert!(!waiting.is_finished());
+        drop(before);
+        waiting.await.unwrap();
+        drop(after);
     }
 
     #[tokio::test]
