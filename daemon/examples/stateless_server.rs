@@ -11,15 +11,19 @@
 //! and `request_meta`
 //! (what the request's `_meta` said: the protocol version and whether the client declared
 //! elicitation), which is how a test sees that the pool carries the per-request metadata.
+//! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
+//! change on every open `subscriptions/listen` stream (the revision's only way to notify),
+//! which is how a test sees that the pool hears a stateless server's changes.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 
@@ -32,7 +36,11 @@ fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
 
 impl ServerHandler for StatelessServer {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut config = ServerConfig::new(capabilities);
         config.instructions = Some("a 2026-07-28 test server".to_owned());
         config
     }
@@ -41,12 +49,25 @@ impl ServerHandler for StatelessServer {
         Cow::Owned(vec![ProtocolVersion::V_2026_07_28])
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp narrows it to what `get_info` advertises: the tool list's changes.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        growing::listen(context).await;
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
+        Ok(ListToolsResult::with_all_items(growing::with_grown(vec![
             Tool::new(
                 "add",
                 "Add two numbers",
@@ -82,11 +103,20 @@ impl ServerHandler for StatelessServer {
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
+                "grow_tools",
+                "Add a tool named `name` to the tool list and announce the change",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                })),
+            ),
+            Tool::new(
                 "request_meta",
                 "Tell what this request's _meta carried",
                 schema(json!({"type": "object", "properties": {}})),
             ),
-        ]))
+        ])))
     }
 
     async fn call_tool(
@@ -147,6 +177,7 @@ impl ServerHandler for StatelessServer {
                 Some(answer) => CallToolResult::structured(answer.clone()),
                 None => return input_required(json!({"roots": {"method": "roots/list"}})),
             },
+            "grow_tools" => growing::grow(&arguments).await?,
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());
                 let capabilities = context.meta.client_capabilities();
@@ -178,6 +209,65 @@ fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
     }))
     .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
     Ok(CallToolResponse::InputRequired(asked))
+}
+
+/// The tools `grow_tools` added and the listen streams to tell: one process serves one
+/// client, so the state is the process's.
+mod growing {
+    use std::sync::{Arc, Mutex};
+
+    use rmcp::ErrorData;
+    use rmcp::model::{CallToolResult, Tool};
+    use rmcp::service::{SubscriptionContext, SubscriptionSink};
+    use serde_json::{Map, Value, json};
+
+    static GROWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    static LISTENERS: Mutex<Vec<SubscriptionSink>> = Mutex::new(Vec::new());
+
+    /// `tools` and the tools added so far.
+    pub(super) fn with_grown(mut tools: Vec<Tool>) -> Vec<Tool> {
+        let grown = GROWN.lock().map(|grown| grown.clone()).unwrap_or_default();
+        tools.extend(grown.into_iter().map(|name| {
+            let schema = json!({"type": "object", "properties": {}});
+            Tool::new(
+                name,
+                "Added by grow_tools",
+                Arc::new(schema.as_object().cloned().unwrap_or_default()),
+            )
+        }));
+        tools
+    }
+
+    /// Keeps a listen stream open until the client cancels it.
+    pub(super) async fn listen(context: SubscriptionContext) {
+        if let Ok(mut listeners) = LISTENERS.lock() {
+            listeners.push(context.sink().clone());
+        }
+        context.cancelled().await;
+    }
+
+    /// Adds the tool and tells every open stream.
+    pub(super) async fn grow(arguments: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+        let Some(name) = arguments.get("name").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("name must be a string", None));
+        };
+        if let Ok(mut grown) = GROWN.lock() {
+            grown.push(name.to_owned());
+        }
+        let listeners = LISTENERS
+            .lock()
+            .map(|listeners| listeners.clone())
+            .unwrap_or_default();
+        let mut told = 0;
+        for listener in listeners {
+            if listener.notify_tool_list_changed().await.is_ok() {
+                told += 1;
+            }
+        }
+        Ok(CallToolResult::structured(
+            json!({"added": name, "told": told}),
+        ))
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]

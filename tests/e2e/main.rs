@@ -65,6 +65,7 @@ mod server_requests;
 mod servers;
 mod session_caps_config;
 mod snapshots;
+mod stateless_listen;
 mod tasks;
 mod telemetry;
 mod telemetry_operations;

@@ -39,6 +39,7 @@ use tokio::sync::{Notify, watch};
 mod callers;
 mod errors;
 mod input_rounds;
+mod listen;
 pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 mod tasks;
@@ -413,6 +414,32 @@ where
         instructions,
         facts,
     });
+    // A stateless server announces changes only on a `subscriptions/listen` stream, opened
+    // before the first listing so a change made between the two is heard.
+    let subscription = match info
+        .as_ref()
+        .and_then(|info| listen::filter_for(&info.capabilities))
+    {
+        Some(filter) if lifecycle == super::era::Lifecycle::Discover => {
+            listen::open(&connection.peer, name, &filter)
+                .await
+                .map(|subscription| (filter, subscription))
+        }
+        _ => None,
+    };
+    if let Some((filter, subscription)) = subscription {
+        tokio::spawn(listen::hear(
+            connection.peer.clone(),
+            filter,
+            subscription,
+            listen::Listeners {
+                server: name.to_owned(),
+                tools_changed: Arc::clone(&tools_changed),
+                notices: connection.published.notices.clone(),
+            },
+            connection.ended.clone(),
+        ));
+    }
     if supports_tools {
         if let Err(err) = connection.refresh_catalog().await {
             connection.close().await;

@@ -1,0 +1,120 @@
+//! A 2026-07-28 server's changes reach the pool: a stateless server notifies only on a
+//! `subscriptions/listen` stream, which the pool opens for what the server announces
+//! (`daemon/src/pool/connection/listen.rs`). The server is `daemon/examples/stateless_server.rs`,
+//! whose `grow_tools` adds a tool and announces it on every open stream.
+//!
+//! Input → test:
+//! - a tool added on a 2026-only server: the server had one listener to tell (the pool's
+//!   stream), a 2025 host's standalone gateway stream carries `tools/list_changed`, the
+//!   catalog lists the new tool, and the server was not reconnected for it:
+//!   `a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts`
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_cli_tests::{Daemon, bin_dir, eventually, http_request_bytes};
+
+/// Longest wait for any one event.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn stateless_server() -> PathBuf {
+    let example = bin_dir().join("examples").join("stateless_server");
+    assert!(
+        example.exists(),
+        "{} is built with the workspace's examples (`cargo build --examples`)",
+        example.display()
+    );
+    example
+}
+
+fn health_of(daemon: &Daemon, name: &str) -> Value {
+    daemon.call("health", Value::Null)["servers"]
+        .as_array()
+        .expect("a health list")
+        .iter()
+        .find(|server| server["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} has no health entry"))
+}
+
+/// Opens `session`'s standalone stream on `/mcp`; the connection, its head read.
+fn open_stream(daemon: &Daemon, session: &str) -> BufReader<TcpStream> {
+    let host = format!("127.0.0.1:{}", daemon.port);
+    let bearer = format!("Bearer {}", daemon.token);
+    let headers = [
+        ("Host", host.as_str()),
+        ("Authorization", bearer.as_str()),
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session),
+    ];
+    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("a read timeout");
+    stream
+        .write_all(&http_request_bytes("GET", "/mcp", &headers, b""))
+        .expect("the GET is sent");
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).expect("a status line");
+    assert!(status.contains(" 200 "), "{status}");
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a header line");
+        if line == "\r\n" {
+            return reader;
+        }
+    }
+}
+
+#[test]
+fn a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts() {
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "modern": {"command": stateless_server()},
+    }}));
+    assert!(
+        eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),
+        "modern never became ready: {}",
+        health_of(&daemon, "modern")
+    );
+    let restarts = health_of(&daemon, "modern")["restarts"].clone();
+    let listed = daemon
+        .call("listTools", json!({"server": "modern"}))
+        .to_string();
+    assert!(listed.contains("\"grow_tools\""), "{listed}");
+    assert!(!listed.contains("\"sprouted\""), "{listed}");
+
+    // A 2025 host's standalone stream, open before the change.
+    let session = daemon.open_mcp_session();
+    let mut stream = open_stream(&daemon, &session);
+    assert!(
+        eventually(WAIT, || daemon
+            .stderr()
+            .contains("gateway standalone stream opened")),
+        "the stream never opened"
+    );
+
+    let grown = daemon.call_tool("modern", "grow_tools", json!({"name": "sprouted"}));
+    // The pool's listen stream is the one the server had to tell.
+    assert_eq!(grown["structuredContent"]["told"], 1, "{grown}");
+
+    // The host is told; by then the catalog has the tool (the notice follows the catalog).
+    let mut seen = String::new();
+    while !seen.contains("notifications/tools/list_changed") {
+        let mut line = String::new();
+        let read = stream
+            .read_line(&mut line)
+            .expect("a notice within the wait");
+        assert!(read > 0, "the stream ended early: {seen}");
+        seen.push_str(&line);
+    }
+    let listed = daemon
+        .call("listTools", json!({"server": "modern"}))
+        .to_string();
+    assert!(listed.contains("\"sprouted\""), "{listed}");
+    // Heard on the live connection: nothing reconnected to read it.
+    let health = health_of(&daemon, "modern");
+    assert_eq!(health["restarts"], restarts, "{health}");
+    assert_eq!(health["state"], "ready", "{health}");
+}
