@@ -14,14 +14,19 @@
 //! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
 //! change on every open `subscriptions/listen` stream (the revision's only way to notify),
 //! which is how a test sees that the pool hears a stateless server's changes.
+//!
+//! Prompts and resources ask for input the same way: the prompt `ask_name` (an elicitation; its
+//! message says what the answer was), the resources `era://roots` (the client's roots) and
+//! `era://forever` (asks at every round).
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -39,6 +44,8 @@ impl ServerHandler for StatelessServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_resources()
             .build();
         let mut config = ServerConfig::new(capabilities);
         config.instructions = Some("a 2026-07-28 test server".to_owned());
@@ -60,6 +67,38 @@ impl ServerHandler for StatelessServer {
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         growing::listen(context).await;
         Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        asking::prompts()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        asking::get_prompt(request)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        asking::resources()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        asking::read_resource(request)
     }
 
     async fn list_tools(
@@ -209,6 +248,105 @@ fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
     }))
     .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
     Ok(CallToolResponse::InputRequired(asked))
+}
+
+/// The prompt and resources that ask for input before answering (2026-07-28's
+/// `input_required` results on `prompts/get` and `resources/read`).
+mod asking {
+    use rmcp::ErrorData;
+    use rmcp::model::{
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
+        ListPromptsResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult,
+    };
+    use serde::de::DeserializeOwned;
+    use serde_json::{Value, json};
+
+    fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+        serde_json::from_value(value)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    fn asking(requests: Value) -> Result<InputRequiredResult, ErrorData> {
+        decode(json!({
+            "resultType": "input_required",
+            "requestState": "asked-once",
+            "inputRequests": requests,
+        }))
+    }
+
+    pub(super) fn prompts() -> Result<ListPromptsResult, ErrorData> {
+        decode(json!({"prompts": [
+            {"name": "ask_name", "description": "Greets the user, asking their name first"}
+        ]}))
+    }
+
+    pub(super) fn get_prompt(
+        request: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "ask_name" {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt {:?}", request.name),
+                None,
+            ));
+        }
+        let answered = request.input_responses.as_ref().and_then(|r| r.get("name"));
+        match answered {
+            Some(answer) if request.request_state.as_deref() == Some("asked-once") => {
+                let action = answer
+                    .get("action")
+                    .and_then(Value::as_str)
+                    .unwrap_or("none");
+                decode::<GetPromptResult>(json!({"messages": [{"role": "user", "content": {
+                    "type": "text", "text": format!("greet the user (asked their name: {action})")
+                }}]}))
+                .map(GetPromptResponse::Complete)
+            }
+            _ => asking(json!({"name": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "What is your name?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"]
+                    }
+                }
+            }}))
+            .map(GetPromptResponse::InputRequired),
+        }
+    }
+
+    pub(super) fn resources() -> Result<ListResourcesResult, ErrorData> {
+        decode(json!({"resources": [
+            {"uri": "era://roots", "name": "roots", "description": "The client's roots, asked for"},
+            {"uri": "era://forever", "name": "forever", "description": "Asks at every round"}
+        ]}))
+    }
+
+    pub(super) fn read_resource(
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let roots = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get("roots"));
+        match (request.uri.as_str(), roots) {
+            ("era://roots", Some(roots)) => decode::<ReadResourceResult>(json!({"contents": [
+                {"uri": "era://roots", "mimeType": "application/json", "text": roots.to_string()}
+            ]}))
+            .map(ReadResourceResponse::Complete),
+            ("era://roots" | "era://forever", _) => {
+                asking(json!({"roots": {"method": "roots/list"}}))
+                    .map(ReadResourceResponse::InputRequired)
+            }
+            (other, _) => Err(ErrorData::resource_not_found(
+                format!("no resource {other:?}"),
+                None,
+            )),
+        }
+    }
 }
 
 /// The tools `grow_tools` added and the listen streams to tell: one process serves one

@@ -65,7 +65,7 @@ mod server_requests;
 mod servers;
 mod session_caps_config;
 mod snapshots;
-mod stateless_listen;
+mod stateless_upstreams;
 mod tasks;
 mod telemetry;
 mod telemetry_operations;

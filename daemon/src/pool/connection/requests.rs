@@ -285,31 +285,12 @@ impl Connection {
                 }
                 // A stateless server may ask for input first: answered, and the call sent
                 // again, within the call's one timeout (`input_rounds.rs`).
-                let deadline = std::time::Instant::now() + timeout;
-                let mut rounds = 0;
-                loop {
-                    let request =
-                        ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    let result = self.request(request, tool, left, ticket).await?;
-                    if rounds == super::input_rounds::MAX_INPUT_ROUNDS
-                        || !super::input_rounds::is_input_required(&result)
-                    {
-                        break result;
-                    }
-                    let withdrawn = tokio_util::sync::CancellationToken::new();
-                    let (responses, state) = self
-                        .answer_input_requests(&result, &withdrawn)
-                        .await
-                        .map_err(|message| ErrorData::InvalidResult {
-                            server: self.server.clone(),
-                            method: tool.to_owned(),
-                            message,
-                        })?;
-                    params.input_responses = Some(responses);
+                self.request_answering_input(tool, timeout, ticket, |responses, state| {
+                    params.input_responses = responses;
                     params.request_state = state;
-                    rounds += 1;
-                }
+                    ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()))
+                })
+                .await?
             }
         };
         if let Err(malformed) = super::super::result_check::check_call_tool_result(&result) {
@@ -334,11 +315,16 @@ impl Connection {
     ) -> Result<Value, Error> {
         let mut params = ReadResourceRequestParams::new(uri);
         params.meta = trace_meta(ticket);
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
-        self.request(request, "resources/read", timeout, ticket)
-            .await
+        let result = self
+            .request_answering_input("resources/read", timeout, ticket, |responses, state| {
+                params.input_responses = responses;
+                params.request_state = state;
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params.clone()))
+            })
+            .await?;
+        self.input_answered(result, "resources/read")
     }
 
     /// Sends a request passed on unread (`completion/complete`, `resources/subscribe`,
@@ -366,10 +352,29 @@ impl Connection {
     ) -> Result<Value, Error> {
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         params.meta = trace_meta(ticket);
-        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
-        self.request(request, "prompts/get", timeout, ticket).await
+        let result = self
+            .request_answering_input("prompts/get", timeout, ticket, |responses, state| {
+                params.input_responses = responses;
+                params.request_state = state;
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(params.clone()))
+            })
+            .await?;
+        self.input_answered(result, "prompts/get")
+    }
+
+    /// `result`, unless it is still asking for input after the last round.
+    fn input_answered(&self, result: Value, method: &str) -> Result<Value, Error> {
+        match super::super::result_check::check_input_answered(&result) {
+            Ok(()) => Ok(result),
+            Err(asking) => Err(ErrorData::InvalidResult {
+                server: self.server.clone(),
+                method: method.to_owned(),
+                message: asking.to_string(),
+            }
+            .into()),
+        }
     }
 
     /// Fetches every page of a list, following `nextCursor`; each page's request carries the

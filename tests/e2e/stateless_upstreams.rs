@@ -1,13 +1,18 @@
-//! A 2026-07-28 server's changes reach the pool: a stateless server notifies only on a
-//! `subscriptions/listen` stream, which the pool opens for what the server announces
-//! (`daemon/src/pool/connection/listen.rs`). The server is `daemon/examples/stateless_server.rs`,
-//! whose `grow_tools` adds a tool and announces it on every open stream.
+//! What a 2026-07-28 server does beyond answering: its changes reach the pool (a stateless
+//! server notifies only on a `subscriptions/listen` stream, which the pool opens for what the
+//! server announces, `daemon/src/pool/connection/listen.rs`), and its prompts and resources may
+//! ask for input first (`input_required`, answered by `connection/input_rounds.rs`). The server
+//! is `daemon/examples/stateless_server.rs`, whose `grow_tools` adds a tool and announces it on
+//! every open stream, and whose prompt and resources ask before answering.
 //!
 //! Input → test:
 //! - a tool added on a 2026-only server: the server had one listener to tell (the pool's
 //!   stream), a 2025 host's standalone gateway stream carries `tools/list_changed`, the
 //!   catalog lists the new tool, and the server was not reconnected for it:
 //!   `a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts`
+//! - a prompt asking for an elicitation (declined, as the config says), a resource asking for
+//!   the roots (the config's), and a resource asking at every round (refused once the rounds
+//!   run out, naming what it asked): `prompts_and_resources_that_ask_for_input_are_answered`
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
@@ -117,4 +122,44 @@ fn a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts() {
     let health = health_of(&daemon, "modern");
     assert_eq!(health["restarts"], restarts, "{health}");
     assert_eq!(health["state"], "ready", "{health}");
+}
+
+#[test]
+fn prompts_and_resources_that_ask_for_input_are_answered() {
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
+    }}));
+    assert!(
+        eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),
+        "modern never became ready: {}",
+        health_of(&daemon, "modern")
+    );
+    // The elicitation is declined (no `elicitation: "ask"`), and the prompt is rendered with
+    // that answer in the request sent again.
+    let prompt = daemon.call("getPrompt", json!({"server": "modern", "name": "ask_name"}));
+    let text = prompt["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        text, "greet the user (asked their name: decline)",
+        "{prompt}"
+    );
+    // The roots asked for are the config's.
+    let read = daemon.call(
+        "readResource",
+        json!({"server": "modern", "uri": "era://roots"}),
+    );
+    let contents = read["contents"][0]["text"].as_str().unwrap_or_default();
+    assert!(contents.contains("/srv/era"), "{read}");
+    assert_eq!(read["contents"][0]["uri"], "era://roots", "{read}");
+    // One that keeps asking is refused, not passed on as if it were the resource.
+    let endless = daemon.call_err(
+        "readResource",
+        json!({"server": "modern", "uri": "era://forever"}),
+    );
+    assert!(endless.message.contains("still asking"), "{endless:?}");
+    assert!(endless.message.contains("roots/list"), "{endless:?}");
+    // The connection served on.
+    let sum = daemon.call_tool("modern", "add", json!({"a": 1, "b": 2}));
+    assert_eq!(sum["structuredContent"]["sum"], 3.0, "{sum}");
 }
