@@ -414,31 +414,10 @@ where
         instructions,
         facts,
     });
-    // A stateless server announces changes only on a `subscriptions/listen` stream, opened
-    // before the first listing so a change made between the two is heard.
-    let subscription = match info
-        .as_ref()
-        .and_then(|info| listen::filter_for(&info.capabilities))
-    {
-        Some(filter) if lifecycle == super::era::Lifecycle::Discover => {
-            listen::open(&connection.peer, name, &filter)
-                .await
-                .map(|subscription| (filter, subscription))
-        }
-        _ => None,
-    };
-    if let Some((filter, subscription)) = subscription {
-        tokio::spawn(listen::hear(
-            connection.peer.clone(),
-            filter,
-            subscription,
-            listen::Listeners {
-                server: name.to_owned(),
-                tools_changed: Arc::clone(&tools_changed),
-                notices: connection.published.notices.clone(),
-            },
-            connection.ended.clone(),
-        ));
+    // A stateless server announces changes only on `subscriptions/listen`: opened before the
+    // first listing, so a change made between the two is heard (`listen.rs`).
+    if lifecycle == super::era::Lifecycle::Discover {
+        listen::start(&connection, Arc::clone(&tools_changed)).await;
     }
     if supports_tools {
         if let Err(err) = connection.refresh_catalog().await {

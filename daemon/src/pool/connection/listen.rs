@@ -77,10 +77,10 @@ pub(super) fn after_end(end: Option<&SubscriptionEnd>) -> AfterEnd {
 const MAX_REOPENS: usize = 8;
 
 /// Where the notifications of one server's subscription go.
-pub(super) struct Listeners {
-    pub(super) server: String,
-    pub(super) tools_changed: Arc<Notify>,
-    pub(super) notices: broadcast::Sender<UpstreamNotice>,
+struct Listeners {
+    server: String,
+    tools_changed: Arc<Notify>,
+    notices: broadcast::Sender<UpstreamNotice>,
 }
 
 impl Listeners {
@@ -114,8 +114,34 @@ impl Listeners {
     }
 }
 
+/// Opens `connection`'s subscription for what its server announces and hears it on a task of
+/// its own; nothing when the server announces nothing or refuses to listen.
+pub(super) async fn start(connection: &super::Connection, tools_changed: Arc<Notify>) {
+    let Some(filter) = connection
+        .peer
+        .peer_info()
+        .and_then(|info| filter_for(&info.capabilities))
+    else {
+        return;
+    };
+    let Some(subscription) = open(&connection.peer, &connection.server, &filter).await else {
+        return;
+    };
+    tokio::spawn(hear(
+        connection.peer.clone(),
+        filter,
+        subscription,
+        Listeners {
+            server: connection.server.clone(),
+            tools_changed,
+            notices: connection.published.notices.clone(),
+        },
+        connection.ended.clone(),
+    ));
+}
+
 /// Opens the subscription; `None` (logged) when the server refuses it.
-pub(super) async fn open(
+async fn open(
     peer: &Peer<RoleClient>,
     server: &str,
     filter: &SubscriptionFilter,
@@ -134,7 +160,7 @@ pub(super) async fn open(
 }
 
 /// Reads the subscription until the connection ends, reopening it when [`after_end`] says so.
-pub(super) async fn hear(
+async fn hear(
     peer: Peer<RoleClient>,
     filter: SubscriptionFilter,
     mut subscription: Subscription,
