@@ -13,7 +13,8 @@
 //! elicitation), which is how a test sees that the pool carries the per-request metadata.
 //! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
 //! change on every open `subscriptions/listen` stream (the revision's only way to notify),
-//! which is how a test sees that the pool hears a stateless server's changes.
+//! which is how a test sees that the pool hears a stateless server's changes; `touch_resource`
+//! announces an update of the resource `uri` on the streams that subscribed to it.
 //!
 //! Prompts and resources ask for input the same way: the prompt `ask_name` (an elicitation; its
 //! message says what the answer was), the resources `era://roots` (the client's roots) and
@@ -46,6 +47,7 @@ impl ServerHandler for StatelessServer {
             .enable_tool_list_changed()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
             .build();
         let mut config = ServerConfig::new(capabilities);
         config.instructions = Some("a 2026-07-28 test server".to_owned());
@@ -151,6 +153,15 @@ impl ServerHandler for StatelessServer {
                 })),
             ),
             Tool::new(
+                "touch_resource",
+                "Announce that the resource `uri` was updated",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"uri": {"type": "string"}},
+                    "required": ["uri"]
+                })),
+            ),
+            Tool::new(
                 "request_meta",
                 "Tell what this request's _meta carried",
                 schema(json!({"type": "object", "properties": {}})),
@@ -217,6 +228,7 @@ impl ServerHandler for StatelessServer {
                 None => return input_required(json!({"roots": {"method": "roots/list"}})),
             },
             "grow_tools" => growing::grow(&arguments).await?,
+            "touch_resource" => growing::touch(&arguments).await?,
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());
                 let capabilities = context.meta.client_capabilities();
@@ -404,6 +416,27 @@ mod growing {
         }
         Ok(CallToolResult::structured(
             json!({"added": name, "told": told}),
+        ))
+    }
+
+    /// Tells the streams subscribed to `uri` that it was updated.
+    pub(super) async fn touch(arguments: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+        let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("uri must be a string", None));
+        };
+        let listeners = LISTENERS
+            .lock()
+            .map(|listeners| listeners.clone())
+            .unwrap_or_default();
+        let mut told = 0;
+        for listener in listeners {
+            // A stream that did not subscribe to it, or has ended, refuses.
+            if listener.notify_resource_updated(uri).await.is_ok() {
+                told += 1;
+            }
+        }
+        Ok(CallToolResult::structured(
+            json!({"touched": uri, "told": told}),
         ))
     }
 }

@@ -10,6 +10,11 @@
 //!   stream), a 2025 host's standalone gateway stream carries `tools/list_changed`, the
 //!   catalog lists the new tool, and the server was not reconnected for it:
 //!   `a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts`
+//! - a 2025 host subscribes to a 2026-only server's resource through the gateway: the URI joins
+//!   the pool's listen stream (the server tells exactly one stream of that URI and none of
+//!   another), the host's stream carries `notifications/resources/updated`, and after its
+//!   unsubscribe the server has no stream to tell:
+//!   `a_hosts_resource_subscription_reaches_a_stateless_server`
 //! - a prompt asking for an elicitation (declined, as the config says), a resource asking for
 //!   the roots (the config's), and a resource asking at every round (refused once the rounds
 //!   run out, naming what it asked): `prompts_and_resources_that_ask_for_input_are_answered`
@@ -162,4 +167,72 @@ fn prompts_and_resources_that_ask_for_input_are_answered() {
     // The connection served on.
     let sum = daemon.call_tool("modern", "add", json!({"a": 1, "b": 2}));
     assert_eq!(sum["structuredContent"]["sum"], 3.0, "{sum}");
+}
+
+/// One JSON-RPC request to `/mcp` in `session`; its answer.
+fn mcp_request(daemon: &Daemon, session: &str, method: &str, params: Value) -> Value {
+    let answer = daemon.post_mcp(
+        &[("Mcp-Session-Id", session)],
+        &json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
+    );
+    tool_cli_tests::mcp_answer(&answer.body)
+}
+
+#[test]
+fn a_hosts_resource_subscription_reaches_a_stateless_server() {
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
+    }}));
+    assert!(
+        eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),
+        "modern never became ready: {}",
+        health_of(&daemon, "modern")
+    );
+    let touch = |uri: &str| {
+        let touched = daemon.call_tool("modern", "touch_resource", json!({"uri": uri}));
+        touched["structuredContent"]["told"].clone()
+    };
+    // Nobody has subscribed: no stream names the URI.
+    assert_eq!(touch("era://roots"), 0);
+
+    let session = daemon.open_mcp_session();
+    let subscribed = mcp_request(
+        &daemon,
+        &session,
+        "resources/subscribe",
+        json!({"uri": "era://roots"}),
+    );
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let mut stream = open_stream(&daemon, &session);
+    assert!(
+        eventually(WAIT, || daemon
+            .stderr()
+            .contains("gateway standalone stream opened")),
+        "the stream never opened"
+    );
+    // The pool's stream now names the URI (and only it).
+    assert_eq!(touch("era://roots"), 1);
+    assert_eq!(touch("era://forever"), 0);
+    let mut seen = String::new();
+    while !seen.contains("notifications/resources/updated") {
+        let mut line = String::new();
+        let read = stream
+            .read_line(&mut line)
+            .expect("a notice within the wait");
+        assert!(read > 0, "the stream ended early: {seen}");
+        seen.push_str(&line);
+    }
+    assert!(seen.contains("era://roots"), "{seen}");
+
+    let unsubscribed = mcp_request(
+        &daemon,
+        &session,
+        "resources/unsubscribe",
+        json!({"uri": "era://roots"}),
+    );
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed}");
+    assert_eq!(touch("era://roots"), 0);
+    // The tool list's changes are still heard on the stream that replaced it.
+    let grown = daemon.call_tool("modern", "grow_tools", json!({"name": "later"}));
+    assert_eq!(grown["structuredContent"]["told"], 1, "{grown}");
 }

@@ -9,15 +9,128 @@
 //! The request is opened before the first tool listing, so a change made between the two is
 //! not lost. A server that advertises changes but refuses to listen keeps its connection: its
 //! catalog is then read at each connect, as before.
+//!
+//! The revision has no `resources/subscribe`: a host's subscription to a resource of such a
+//! server (passed on by the gateway) becomes its URI in the stream's filter, and the stream is
+//! opened again with the new filter ([`Control`]); the host is answered once the server has
+//! acknowledged it. URIs are counted, so one host's unsubscribe leaves another's in place.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{ServerCapabilities, ServerNotification, SubscriptionFilter};
 use rmcp::service::{Subscription, SubscriptionEnd};
 use rmcp::{Peer, RoleClient};
-use tokio::sync::{Notify, broadcast, watch};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 
+use crate::error::Error;
 use crate::provider::UpstreamNotice;
+use tool_cli_protocol::ErrorData;
+
+/// A stateless connection's resource subscriptions, shared between the requests that change
+/// them and the task reading the stream.
+pub(super) struct Control {
+    /// Whether the server announces resource updates (`resources.subscribe`).
+    subscribe: bool,
+    /// The list changes asked for whatever the resources.
+    announced: SubscriptionFilter,
+    /// How many subscriptions each URI has.
+    uris: tokio::sync::Mutex<BTreeMap<String, usize>>,
+    /// To the reading task: open the stream again with this filter, then say how it went.
+    refilter: mpsc::Sender<(SubscriptionFilter, oneshot::Sender<Result<(), String>>)>,
+}
+
+/// Counts one subscription (`subscribe`) or unsubscription of `uri`; whether the set of URIs
+/// changed (its first subscription or its last unsubscription).
+pub(super) fn count(uris: &mut BTreeMap<String, usize>, uri: &str, subscribe: bool) -> bool {
+    if subscribe {
+        let held = uris.entry(uri.to_owned()).or_insert(0);
+        *held += 1;
+        return *held == 1;
+    }
+    match uris.get_mut(uri) {
+        Some(held) if *held > 1 => {
+            *held -= 1;
+            false
+        }
+        Some(_) => {
+            uris.remove(uri);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The stream's filter: the list changes announced and the URIs subscribed to; `None` when
+/// that is nothing (no stream is kept open then).
+fn with_uris(
+    announced: &SubscriptionFilter,
+    uris: &BTreeMap<String, usize>,
+) -> Option<SubscriptionFilter> {
+    let mut filter = announced.clone();
+    if !uris.is_empty() {
+        filter.resource_subscriptions = Some(uris.keys().cloned().collect());
+    }
+    (filter != SubscriptionFilter::default()).then_some(filter)
+}
+
+impl Control {
+    /// `resources/subscribe` or `resources/unsubscribe` (`method`) of `params["uri"]`, the
+    /// 2026 way; the empty result a 2025 server gives.
+    pub(super) async fn subscription(
+        &self,
+        server: &str,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, Error> {
+        let refused = |code: i32, message: String| -> Error {
+            ErrorData::Upstream {
+                server: server.to_owned(),
+                code: code.into(),
+                message,
+                data: None,
+            }
+            .into()
+        };
+        if !self.subscribe {
+            return Err(refused(
+                tool_cli_protocol::code::METHOD_NOT_FOUND,
+                format!("this server does not take {method} (it announces no resource updates)"),
+            ));
+        }
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(refused(
+                tool_cli_protocol::code::INVALID_PARAMS,
+                format!("{method} needs \"uri\", a string"),
+            ));
+        };
+        // Held across the reopening, so two changes do not race each other's filters.
+        let mut uris = self.uris.lock().await;
+        if !count(&mut uris, uri, method == "resources/subscribe") {
+            return Ok(json!({}));
+        }
+        let filter = with_uris(&self.announced, &uris).unwrap_or_default();
+        let (done, reopened) = oneshot::channel();
+        let outcome = match self.refilter.send((filter, done)).await {
+            Ok(()) => reopened
+                .await
+                .unwrap_or_else(|_| Err("the connection ended".to_owned())),
+            Err(_) => Err("the connection ended".to_owned()),
+        };
+        match outcome {
+            Ok(()) => Ok(json!({})),
+            Err(message) => {
+                // Not held: counted back.
+                count(&mut uris, uri, method != "resources/subscribe");
+                Err(refused(
+                    tool_cli_protocol::code::INTERNAL_ERROR,
+                    format!("{method} as a subscriptions/listen stream failed: {message}"),
+                ))
+            }
+        }
+    }
+}
 
 /// The change categories to ask a server for: those its capabilities say it announces;
 /// `None` when it announces none (then nothing is opened).
@@ -115,22 +228,38 @@ impl Listeners {
 }
 
 /// Opens `connection`'s subscription for what its server announces and hears it on a task of
-/// its own; nothing when the server announces nothing or refuses to listen.
-pub(super) async fn start(connection: &super::Connection, tools_changed: Arc<Notify>) {
-    let Some(filter) = connection
+/// its own; answers the [`Control`] of its resource subscriptions. A server that announces
+/// nothing has no stream until a host subscribes to one of its resources.
+pub(super) async fn start(connection: &super::Connection, tools_changed: Arc<Notify>) -> Control {
+    let capabilities = connection
         .peer
         .peer_info()
-        .and_then(|info| filter_for(&info.capabilities))
-    else {
-        return;
+        .map(|info| info.capabilities.clone())
+        .unwrap_or_default();
+    let announced = filter_for(&capabilities).unwrap_or_default();
+    let subscribe = capabilities
+        .resources
+        .as_ref()
+        .is_some_and(|resources| resources.subscribe == Some(true));
+    let (refilter, requests) = mpsc::channel(1);
+    let control = Control {
+        subscribe,
+        announced: announced.clone(),
+        uris: tokio::sync::Mutex::new(BTreeMap::new()),
+        refilter,
     };
-    let Some(subscription) = open(&connection.peer, &connection.server, &filter).await else {
-        return;
+    let opened = if announced == SubscriptionFilter::default() {
+        None
+    } else {
+        open(&connection.peer, &connection.server, &announced).await
     };
+    if opened.is_none() && !subscribe {
+        return control;
+    }
     tokio::spawn(hear(
         connection.peer.clone(),
-        filter,
-        subscription,
+        opened.map(|subscription| (announced, subscription)),
+        requests,
         Listeners {
             server: connection.server.clone(),
             tools_changed,
@@ -138,6 +267,7 @@ pub(super) async fn start(connection: &super::Connection, tools_changed: Arc<Not
         },
         connection.ended.clone(),
     ));
+    control
 }
 
 /// Opens the subscription; `None` (logged) when the server refuses it.
@@ -159,19 +289,45 @@ async fn open(
     }
 }
 
-/// Reads the subscription until the connection ends, reopening it when [`after_end`] says so.
+/// Reads the subscription until the connection ends, reopening it when [`after_end`] says so
+/// or a [`Control`] asks with a new filter.
 async fn hear(
     peer: Peer<RoleClient>,
-    filter: SubscriptionFilter,
-    mut subscription: Subscription,
+    mut current: Option<(SubscriptionFilter, Subscription)>,
+    mut requests: mpsc::Receiver<(SubscriptionFilter, oneshot::Sender<Result<(), String>>)>,
     listeners: Listeners,
     mut ended: watch::Receiver<bool>,
 ) {
     let mut reopens = 0;
     loop {
+        let next = async {
+            match current.as_mut() {
+                Some((_, subscription)) => subscription.next().await,
+                None => std::future::pending().await,
+            }
+        };
         let next = tokio::select! {
-            next = subscription.next() => next,
-            _ = ended.wait_for(|ended| *ended) => return,
+            next = next => next,
+            request = requests.recv() => {
+                let Some((filter, done)) = request else { return };
+                let outcome = if filter == SubscriptionFilter::default() {
+                    current = None;
+                    Ok(())
+                } else {
+                    match peer.listen(filter.clone()).await {
+                        // The old stream is cancelled as it is dropped, after the new one is
+                        // acknowledged: no gap.
+                        Ok(subscription) => {
+                            current = Some((filter, subscription));
+                            Ok(())
+                        }
+                        Err(error) => Err(error.to_string()),
+                    }
+                };
+                let _ = done.send(outcome);
+                continue;
+            }
+            () = async { let _ = ended.wait_for(|ended| *ended).await; } => return,
         };
         match next {
             Ok(Some(notification)) => {
@@ -183,6 +339,9 @@ async fn hear(
                 tracing::warn!(server = %listeners.server, %error, "the subscriptions/listen stream failed");
             }
         }
+        let Some((filter, subscription)) = current.take() else {
+            continue;
+        };
         if after_end(subscription.end()) == AfterEnd::Stop || reopens == MAX_REOPENS {
             return;
         }
@@ -190,7 +349,7 @@ async fn hear(
         let Some(reopened) = open(&peer, &listeners.server, &filter).await else {
             return;
         };
-        subscription = reopened;
+        current = Some((filter, reopened));
         // What changed while no subscription was open was not heard.
         listeners.tools_changed.notify_one();
     }
@@ -223,6 +382,32 @@ mod tests {
                 json!({"tools": {}, "prompts": {"listChanged": false}})
             )),
             None
+        );
+    }
+
+    #[test]
+    fn uris_are_counted_so_one_unsubscribe_keeps_anothers_subscription() {
+        let mut uris = BTreeMap::new();
+        assert!(
+            count(&mut uris, "a://x", true),
+            "the first subscription changes the set"
+        );
+        assert!(!count(&mut uris, "a://x", true), "a second one does not");
+        assert!(!count(&mut uris, "a://x", false), "one left");
+        assert!(count(&mut uris, "a://x", false), "the last one goes");
+        assert!(
+            !count(&mut uris, "a://x", false),
+            "an unknown URI changes nothing"
+        );
+        assert!(uris.is_empty());
+        let announced = SubscriptionFilter::builder().tools_list_changed().build();
+        assert_eq!(with_uris(&SubscriptionFilter::default(), &uris), None);
+        count(&mut uris, "a://y", true);
+        let filter = with_uris(&announced, &uris).expect("a filter");
+        assert_eq!(filter.tools_list_changed, Some(true));
+        assert_eq!(
+            filter.resource_subscriptions,
+            Some(vec!["a://y".to_owned()])
         );
     }
 

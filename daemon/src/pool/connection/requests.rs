@@ -336,6 +336,12 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
+        // The 2026 revision subscribes on its listen stream (`listen.rs`).
+        if let Some(control) = self.listen.get()
+            && matches!(method, "resources/subscribe" | "resources/unsubscribe")
+        {
+            return control.subscription(&self.server, method, &params).await;
+        }
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         self.request(request, method, timeout, ticket).await
