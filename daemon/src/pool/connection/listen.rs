@@ -83,6 +83,7 @@ impl Control {
         server: &str,
         method: &str,
         params: &Value,
+        timeout: std::time::Duration,
     ) -> Result<Value, Error> {
         let refused = |code: i32, message: String| -> Error {
             ErrorData::Upstream {
@@ -113,9 +114,13 @@ impl Control {
         let filter = with_uris(&self.announced, &uris).unwrap_or_default();
         let (done, reopened) = oneshot::channel();
         let outcome = match self.refilter.send((filter, done)).await {
-            Ok(()) => reopened
-                .await
-                .unwrap_or_else(|_| Err("the connection ended".to_owned())),
+            Ok(()) => match tokio::time::timeout(timeout, reopened).await {
+                Ok(answered) => answered.unwrap_or_else(|_| Err("the connection ended".to_owned())),
+                Err(_) => Err(format!(
+                    "the server did not acknowledge the new stream within {} ms",
+                    timeout.as_millis()
+                )),
+            },
             Err(_) => Err("the connection ended".to_owned()),
         };
         match outcome {
@@ -314,14 +319,19 @@ async fn hear(
                     current = None;
                     Ok(())
                 } else {
-                    match peer.listen(filter.clone()).await {
+                    // Bounded, so a server that never acknowledges does not stop the old
+                    // stream's notifications for long.
+                    let listened =
+                        tokio::time::timeout(super::CONNECT_TIMEOUT, peer.listen(filter.clone()));
+                    match listened.await {
                         // The old stream is cancelled as it is dropped, after the new one is
                         // acknowledged: no gap.
-                        Ok(subscription) => {
+                        Ok(Ok(subscription)) => {
                             current = Some((filter, subscription));
                             Ok(())
                         }
-                        Err(error) => Err(error.to_string()),
+                        Ok(Err(error)) => Err(error.to_string()),
+                        Err(_) => Err("no acknowledgment of subscriptions/listen".to_owned()),
                     }
                 };
                 let _ = done.send(outcome);

@@ -340,7 +340,9 @@ impl Connection {
         if let Some(control) = self.listen.get()
             && matches!(method, "resources/subscribe" | "resources/unsubscribe")
         {
-            return control.subscription(&self.server, method, &params).await;
+            return control
+                .subscription(&self.server, method, &params, timeout)
+                .await;
         }
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
