@@ -17,6 +17,15 @@
 //! with `-32021` when the request did not declare the extension; `wait_forever` is a task that
 //! only ends when cancelled; `failing_task` fails with a JSON-RPC error; `lost_task` announces a task `tasks/get` does not know; `task_log`
 //! tells every task's status (how a test sees that a task was cancelled at the server).
+//!
+//! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
+//! change on every open `subscriptions/listen` stream (the revision's only way to notify),
+//! which is how a test sees that the pool hears a stateless server's changes; `touch_resource`
+//! announces an update of the resource `uri` on the streams that subscribed to it.
+//!
+//! Prompts and resources ask for input the same way: the prompt `ask_name` (an elicitation; its
+//! message says what the answer was), the resources `era://roots` (the client's roots) and
+//! `era://forever` (asks at every round).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -26,11 +35,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rmcp::model::TaskStatus;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Task, TaskPayload,
-    Tool,
+    ContentBlock, CreateTaskResult, DetailedTask, GetPromptRequestParams, GetPromptResponse,
+    GetTaskParams, GetTaskResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Task, TaskPayload, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 
@@ -102,12 +112,15 @@ fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
 
 impl ServerHandler for StatelessServer {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tasks()
-                .build(),
-        );
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .build();
+        let mut config = ServerConfig::new(capabilities);
         config.instructions = Some("a 2026-07-28 test server".to_owned());
         config
     }
@@ -116,12 +129,57 @@ impl ServerHandler for StatelessServer {
         Cow::Owned(vec![ProtocolVersion::V_2026_07_28])
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp narrows it to what `get_info` advertises: the tool list's changes.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        growing::listen(context).await;
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        asking::prompts()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        asking::get_prompt(request)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        asking::resources()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        asking::read_resource(request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![
+        Ok(ListToolsResult::with_all_items(growing::with_grown(vec![
             Tool::new(
                 "add",
                 "Add two numbers",
@@ -189,11 +247,29 @@ impl ServerHandler for StatelessServer {
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
+                "grow_tools",
+                "Add a tool named `name` to the tool list and announce the change",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                })),
+            ),
+            Tool::new(
+                "touch_resource",
+                "Announce that the resource `uri` was updated",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"uri": {"type": "string"}},
+                    "required": ["uri"]
+                })),
+            ),
+            Tool::new(
                 "request_meta",
                 "Tell what this request's _meta carried",
                 schema(json!({"type": "object", "properties": {}})),
             ),
-        ]))
+        ])))
     }
 
     async fn call_tool(
@@ -310,6 +386,8 @@ impl ServerHandler for StatelessServer {
                     .collect();
                 CallToolResult::structured(json!({"tasks": statuses}))
             }
+            "grow_tools" => growing::grow(&arguments).await?,
+            "touch_resource" => growing::touch(&arguments).await?,
             "request_meta" => {
                 let version = context.meta.protocol_version().map(|v| v.to_string());
                 let capabilities = context.meta.client_capabilities();
@@ -385,6 +463,185 @@ fn input_required(requests: Value) -> Result<CallToolResponse, ErrorData> {
     }))
     .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
     Ok(CallToolResponse::InputRequired(asked))
+}
+
+/// The prompt and resources that ask for input before answering (2026-07-28's
+/// `input_required` results on `prompts/get` and `resources/read`).
+mod asking {
+    use rmcp::ErrorData;
+    use rmcp::model::{
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
+        ListPromptsResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult,
+    };
+    use serde::de::DeserializeOwned;
+    use serde_json::{Value, json};
+
+    fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+        serde_json::from_value(value)
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    fn asking(requests: Value) -> Result<InputRequiredResult, ErrorData> {
+        decode(json!({
+            "resultType": "input_required",
+            "requestState": "asked-once",
+            "inputRequests": requests,
+        }))
+    }
+
+    pub(super) fn prompts() -> Result<ListPromptsResult, ErrorData> {
+        decode(json!({"prompts": [
+            {"name": "ask_name", "description": "Greets the user, asking their name first"}
+        ]}))
+    }
+
+    pub(super) fn get_prompt(
+        request: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "ask_name" {
+            return Err(ErrorData::invalid_params(
+                format!("no prompt {:?}", request.name),
+                None,
+            ));
+        }
+        let answered = request.input_responses.as_ref().and_then(|r| r.get("name"));
+        match answered {
+            Some(answer) if request.request_state.as_deref() == Some("asked-once") => {
+                let action = answer
+                    .get("action")
+                    .and_then(Value::as_str)
+                    .unwrap_or("none");
+                decode::<GetPromptResult>(json!({"messages": [{"role": "user", "content": {
+                    "type": "text", "text": format!("greet the user (asked their name: {action})")
+                }}]}))
+                .map(GetPromptResponse::Complete)
+            }
+            _ => asking(json!({"name": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "What is your name?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"]
+                    }
+                }
+            }}))
+            .map(GetPromptResponse::InputRequired),
+        }
+    }
+
+    pub(super) fn resources() -> Result<ListResourcesResult, ErrorData> {
+        decode(json!({"resources": [
+            {"uri": "era://roots", "name": "roots", "description": "The client's roots, asked for"},
+            {"uri": "era://forever", "name": "forever", "description": "Asks at every round"}
+        ]}))
+    }
+
+    pub(super) fn read_resource(
+        request: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let roots = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get("roots"));
+        match (request.uri.as_str(), roots) {
+            ("era://roots", Some(roots)) => decode::<ReadResourceResult>(json!({"contents": [
+                {"uri": "era://roots", "mimeType": "application/json", "text": roots.to_string()}
+            ]}))
+            .map(ReadResourceResponse::Complete),
+            ("era://roots" | "era://forever", _) => {
+                asking(json!({"roots": {"method": "roots/list"}}))
+                    .map(ReadResourceResponse::InputRequired)
+            }
+            (other, _) => Err(ErrorData::resource_not_found(
+                format!("no resource {other:?}"),
+                None,
+            )),
+        }
+    }
+}
+
+/// The tools `grow_tools` added and the listen streams to tell: one process serves one
+/// client, so the state is the process's.
+mod growing {
+    use std::sync::{Arc, Mutex};
+
+    use rmcp::ErrorData;
+    use rmcp::model::{CallToolResult, Tool};
+    use rmcp::service::{SubscriptionContext, SubscriptionSink};
+    use serde_json::{Map, Value, json};
+
+    static GROWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    static LISTENERS: Mutex<Vec<SubscriptionSink>> = Mutex::new(Vec::new());
+
+    /// `tools` and the tools added so far.
+    pub(super) fn with_grown(mut tools: Vec<Tool>) -> Vec<Tool> {
+        let grown = GROWN.lock().map(|grown| grown.clone()).unwrap_or_default();
+        tools.extend(grown.into_iter().map(|name| {
+            let schema = json!({"type": "object", "properties": {}});
+            Tool::new(
+                name,
+                "Added by grow_tools",
+                Arc::new(schema.as_object().cloned().unwrap_or_default()),
+            )
+        }));
+        tools
+    }
+
+    /// Keeps a listen stream open until the client cancels it.
+    pub(super) async fn listen(context: SubscriptionContext) {
+        if let Ok(mut listeners) = LISTENERS.lock() {
+            listeners.push(context.sink().clone());
+        }
+        context.cancelled().await;
+    }
+
+    /// Adds the tool and tells every open stream.
+    pub(super) async fn grow(arguments: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+        let Some(name) = arguments.get("name").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("name must be a string", None));
+        };
+        if let Ok(mut grown) = GROWN.lock() {
+            grown.push(name.to_owned());
+        }
+        let listeners = LISTENERS
+            .lock()
+            .map(|listeners| listeners.clone())
+            .unwrap_or_default();
+        let mut told = 0;
+        for listener in listeners {
+            if listener.notify_tool_list_changed().await.is_ok() {
+                told += 1;
+            }
+        }
+        Ok(CallToolResult::structured(
+            json!({"added": name, "told": told}),
+        ))
+    }
+
+    /// Tells the streams subscribed to `uri` that it was updated.
+    pub(super) async fn touch(arguments: &Map<String, Value>) -> Result<CallToolResult, ErrorData> {
+        let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("uri must be a string", None));
+        };
+        let listeners = LISTENERS
+            .lock()
+            .map(|listeners| listeners.clone())
+            .unwrap_or_default();
+        let mut told = 0;
+        for listener in listeners {
+            // A stream that did not subscribe to it, or has ended, refuses.
+            if listener.notify_resource_updated(uri).await.is_ok() {
+                told += 1;
+            }
+        }
+        Ok(CallToolResult::structured(
+            json!({"touched": uri, "told": told}),
+        ))
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -39,6 +39,7 @@ use tokio::sync::{Notify, watch};
 mod callers;
 mod errors;
 mod input_rounds;
+mod listen;
 pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 mod tasks;
@@ -87,6 +88,8 @@ pub(crate) struct Connection {
     cancel: Mutex<Option<RunningServiceCancellationToken>>,
     /// Becomes true once the connection's service loop has ended.
     ended: watch::Receiver<bool>,
+    /// A stateless connection's resource subscriptions (`listen.rs`).
+    listen: std::sync::OnceLock<listen::Control>,
     /// Which relayed notifications rmcp has received and not yet handed to the relay, so a
     /// watched call ends only after those sent before its answer (`notification_order.rs`).
     order: Arc<NotificationOrder>,
@@ -418,8 +421,15 @@ where
         supports_resources,
         supports_prompts,
         instructions,
+        listen: std::sync::OnceLock::new(),
         facts,
     });
+    // A stateless server announces changes only on `subscriptions/listen`: opened before the
+    // first listing, so a change made between the two is heard (`listen.rs`).
+    if lifecycle == super::era::Lifecycle::Discover {
+        let control = listen::start(&connection, Arc::clone(&tools_changed)).await;
+        let _ = connection.listen.set(control);
+    }
     if supports_tools {
         if let Err(err) = connection.refresh_catalog().await {
             connection.close().await;

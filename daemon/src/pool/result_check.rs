@@ -103,6 +103,19 @@ pub(crate) fn check_call_tool_result(result: &Value) -> Result<(), MalformedResu
     Ok(())
 }
 
+/// Whether a `prompts/get` or `resources/read` result is still an `input_required` one after
+/// the rounds the pool answers (their other members are passed on as the server sent them).
+pub(crate) fn check_input_answered(result: &Value) -> Result<(), MalformedResult> {
+    match result.as_object() {
+        Some(object)
+            if object.get("resultType").and_then(Value::as_str) == Some("input_required") =>
+        {
+            Err(MalformedResult::InputRequired(asked_for(object)))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The methods an `input_required` result asks for, in key order (`elicitation/create`, …), or
 /// what it holds when it names none.
 fn asked_for(result: &serde_json::Map<String, Value>) -> String {
@@ -194,5 +207,20 @@ mod tests {
                 "{result}"
             );
         }
+    }
+
+    #[test]
+    fn a_prompt_or_resource_result_is_refused_only_while_still_asking() {
+        let asking = json!({"resultType": "input_required",
+                            "inputRequests": {"roots": {"method": "roots/list"}}});
+        assert_eq!(
+            check_input_answered(&asking),
+            Err(MalformedResult::InputRequired("roots/list".to_owned()))
+        );
+        assert_eq!(check_input_answered(&json!({"messages": []})), Ok(()));
+        assert_eq!(
+            check_input_answered(&json!({"resultType": "complete", "contents": []})),
+            Ok(())
+        );
     }
 }

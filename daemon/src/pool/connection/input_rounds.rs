@@ -1,16 +1,22 @@
 //! The 2026-07-28 multi-round-trip flow: a stateless server that needs something from us
-//! during a call (an elicitation, a sampling request, the roots) answers `tools/call` with
-//! `resultType: "input_required"`, its `inputRequests` and an opaque `requestState`; we answer
+//! during a request (an elicitation, a sampling request, the roots) answers `tools/call`,
+//! `prompts/get` or `resources/read` with `resultType: "input_required"`, its `inputRequests` and an opaque `requestState`; we answer
 //! each request as we answer a 2025 server's requests (`server_requests.rs`: the config's roots,
 //! elicitation declined or relayed to the caller, sampling by the caller's host or the agent
-//! backend) and send the call again with `inputResponses` and the state echoed back. At most
-//! [`MAX_INPUT_ROUNDS`] rounds; a server still asking then is refused (`result_check.rs`).
+//! backend) and send the request again with `inputResponses` and the state echoed back, all
+//! within the request's one timeout. At most [`MAX_INPUT_ROUNDS`] rounds; a server still asking
+//! then is refused (`result_check.rs`).
 
-use rmcp::model::{InputRequest, InputRequests, InputResponses};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ClientRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Connection;
+use crate::error::Error;
+use crate::provider::CallTicket;
+use tool_cli_protocol::ErrorData;
 
 /// How many `input_required` rounds one call answers.
 pub(crate) const MAX_INPUT_ROUNDS: usize = 8;
@@ -21,6 +27,42 @@ pub(super) fn is_input_required(result: &Value) -> bool {
 }
 
 impl Connection {
+    /// Sends the request `build` makes (from the answers and the state of the round before,
+    /// none at first) until its result is not `input_required` or the rounds run out; the last
+    /// result, which the caller checks. `label` names the request in errors (the tool's name for
+    /// a call, else the method).
+    pub(super) async fn request_answering_input(
+        &self,
+        label: &str,
+        timeout: Duration,
+        ticket: &CallTicket,
+        mut build: impl FnMut(Option<InputResponses>, Option<String>) -> ClientRequest,
+    ) -> Result<Value, Error> {
+        let deadline = Instant::now() + timeout;
+        let (mut responses, mut state) = (None, None);
+        let mut rounds = 0;
+        loop {
+            let request = build(responses.take(), state.take());
+            let left = deadline.saturating_duration_since(Instant::now());
+            let result = self.request(request, label, left, ticket).await?;
+            if rounds == MAX_INPUT_ROUNDS || !is_input_required(&result) {
+                return Ok(result);
+            }
+            let withdrawn = CancellationToken::new();
+            let (answered, echoed) = self
+                .answer_input_requests(&result, &withdrawn)
+                .await
+                .map_err(|message| ErrorData::InvalidResult {
+                    server: self.server.clone(),
+                    method: label.to_owned(),
+                    message,
+                })?;
+            responses = Some(answered);
+            state = echoed;
+            rounds += 1;
+        }
+    }
+
     /// The answers to an `input_required` result's requests, keyed as the server keyed them,
     /// and the state to send back; an error when a request cannot be read or answered.
     #[allow(deprecated)] // Roots and sampling: see the imports of `connection.rs`.

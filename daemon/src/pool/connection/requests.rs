@@ -286,30 +286,13 @@ impl Connection {
                 // A stateless server may ask for input first: answered, and the call sent
                 // again, within the call's one timeout (`input_rounds.rs`).
                 let deadline = std::time::Instant::now() + timeout;
-                let mut rounds = 0;
-                let result = loop {
-                    let request =
-                        ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    let result = self.request(request, tool, left, ticket).await?;
-                    if rounds == super::input_rounds::MAX_INPUT_ROUNDS
-                        || !super::input_rounds::is_input_required(&result)
-                    {
-                        break result;
-                    }
-                    let withdrawn = tokio_util::sync::CancellationToken::new();
-                    let (responses, state) = self
-                        .answer_input_requests(&result, &withdrawn)
-                        .await
-                        .map_err(|message| ErrorData::InvalidResult {
-                            server: self.server.clone(),
-                            method: tool.to_owned(),
-                            message,
-                        })?;
-                    params.input_responses = Some(responses);
-                    params.request_state = state;
-                    rounds += 1;
-                };
+                let result = self
+                    .request_answering_input(tool, timeout, ticket, |responses, state| {
+                        params.input_responses = responses;
+                        params.request_state = state;
+                        ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()))
+                    })
+                    .await?;
                 // A 2026 server may run the call as a task (`tasks.rs`).
                 if super::tasks::is_task_handle(&result) {
                     self.follow_task(&result, tool, (deadline, timeout), ticket)
@@ -341,11 +324,16 @@ impl Connection {
     ) -> Result<Value, Error> {
         let mut params = ReadResourceRequestParams::new(uri);
         params.meta = trace_meta(ticket);
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
-        self.request(request, "resources/read", timeout, ticket)
-            .await
+        let result = self
+            .request_answering_input("resources/read", timeout, ticket, |responses, state| {
+                params.input_responses = responses;
+                params.request_state = state;
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params.clone()))
+            })
+            .await?;
+        self.input_answered(result, "resources/read")
     }
 
     /// Sends a request passed on unread (`completion/complete`, `resources/subscribe`,
@@ -357,6 +345,14 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
+        // The 2026 revision subscribes on its listen stream (`listen.rs`).
+        if let Some(control) = self.listen.get()
+            && matches!(method, "resources/subscribe" | "resources/unsubscribe")
+        {
+            return control
+                .subscription(&self.server, method, &params, timeout)
+                .await;
+        }
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         self.request(request, method, timeout, ticket).await
@@ -373,10 +369,29 @@ impl Connection {
     ) -> Result<Value, Error> {
         let mut params = GetPromptRequestParams::new(name).with_arguments(arguments);
         params.meta = trace_meta(ticket);
-        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         let _caller_in_flight = self.callers.enter(ticket.caller.clone());
         let _in_flight = self.published.server_requests.calling(ticket);
-        self.request(request, "prompts/get", timeout, ticket).await
+        let result = self
+            .request_answering_input("prompts/get", timeout, ticket, |responses, state| {
+                params.input_responses = responses;
+                params.request_state = state;
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(params.clone()))
+            })
+            .await?;
+        self.input_answered(result, "prompts/get")
+    }
+
+    /// `result`, unless it is still asking for input after the last round.
+    fn input_answered(&self, result: Value, method: &str) -> Result<Value, Error> {
+        match super::super::result_check::check_input_answered(&result) {
+            Ok(()) => Ok(result),
+            Err(asking) => Err(ErrorData::InvalidResult {
+                server: self.server.clone(),
+                method: method.to_owned(),
+                message: asking.to_string(),
+            }
+            .into()),
+        }
     }
 
     /// Fetches every page of a list, following `nextCursor`; each page's request carries the
