@@ -19,6 +19,8 @@ const MAX_LINE_BYTES: usize = 4096;
 pub(crate) struct StderrRing {
     server: String,
     lines: Mutex<Ring>,
+    /// `true` once the pipe has closed and every line in it was kept.
+    drained: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -32,6 +34,7 @@ impl StderrRing {
         StderrRing {
             server: server.to_owned(),
             lines: Mutex::new(Ring::default()),
+            drained: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -42,7 +45,10 @@ impl StderrRing {
         loop {
             buf.clear();
             match reader.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => {
+                    self.drained.send_replace(true);
+                    return;
+                }
                 Ok(_) => {
                     let text = String::from_utf8_lossy(&buf[..buf.len().min(MAX_LINE_BYTES)]);
                     let text = text.trim_end();
@@ -63,6 +69,13 @@ impl StderrRing {
             };
             ring.bytes -= old.len();
         }
+    }
+
+    /// Waits until the pipe has closed and all of it was read, or `timeout` (a grandchild may
+    /// hold the pipe open): the lines of a child that just exited are then all in the ring.
+    pub(crate) async fn drained_within(&self, timeout: std::time::Duration) {
+        let mut drained = self.drained.subscribe();
+        let _ = tokio::time::timeout(timeout, drained.wait_for(|drained| *drained)).await;
     }
 
     /// The last `count` lines, oldest first.
@@ -96,5 +109,32 @@ mod tests {
             .drain(&b"first\nsecond\nno newline"[..])
             .await;
         assert_eq!(ring.tail(5), vec!["first", "second", "no newline"]);
+    }
+
+    #[tokio::test]
+    async fn a_reader_waits_for_the_lines_still_in_the_pipe() {
+        let ring = std::sync::Arc::new(StderrRing::new("s"));
+        let (mut writer, reader) = tokio::io::duplex(64);
+        let draining = tokio::spawn(std::sync::Arc::clone(&ring).drain(reader));
+        let waiting = {
+            let ring = std::sync::Arc::clone(&ring);
+            tokio::spawn(async move {
+                ring.drained_within(std::time::Duration::from_secs(3600))
+                    .await;
+                ring.tail(5)
+            })
+        };
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"cannot start: no such file\n")
+            .await
+            .unwrap();
+        drop(writer);
+        assert_eq!(waiting.await.unwrap(), vec!["cannot start: no such file"]);
+        draining.await.unwrap();
+        // A pipe some grandchild keeps open: the wait ends at its timeout.
+        let open = std::sync::Arc::new(StderrRing::new("t"));
+        let (_writer, reader) = tokio::io::duplex(64);
+        tokio::spawn(std::sync::Arc::clone(&open).drain(reader));
+        open.drained_within(std::time::Duration::from_millis(1))
+            .await;
     }
 }

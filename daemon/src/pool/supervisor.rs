@@ -320,6 +320,11 @@ impl Pool {
                 // Say how the child ended if that is why the handshake failed.
                 let exit = process.wait_exit(Duration::from_millis(300)).await;
                 process.stop().await;
+                // Its last lines may still be on their way through the pipe.
+                process
+                    .stderr
+                    .drained_within(Duration::from_millis(300))
+                    .await;
                 // Under the subreaper, a command that cannot be run is reported on stderr.
                 if let Some(line) = process
                     .stderr
