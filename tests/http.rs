@@ -137,6 +137,34 @@ pub fn read_http_response(reader: &mut impl BufRead) -> std::io::Result<HttpResp
     })
 }
 
+/// Sends one HTTP request whose answer is a stream (an SSE answer, the standalone `GET` stream)
+/// and reads its head, asserting a 200; the open connection, positioned at the body, with reads
+/// bounded by `wait`, and whether the answer's `Content-Type` is `text/event-stream`.
+pub fn open_http_stream(
+    port: u16,
+    request: &[u8],
+    wait: std::time::Duration,
+) -> (BufReader<TcpStream>, bool) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(wait)).unwrap();
+    stream.write_all(request).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    let mut event_stream = false;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        event_stream |= line
+            .to_ascii_lowercase()
+            .starts_with("content-type: text/event-stream");
+        if line == "\r\n" || line.is_empty() {
+            return (reader, event_stream);
+        }
+    }
+}
+
 /// The bytes of one HTTP/1.1 request with exactly `headers` plus `Content-Length` (the body's)
 /// and `Connection: close`: no `Host`, no `Content-Type` unless given, so a test of the HTTP gate
 /// controls every header the daemon sees.

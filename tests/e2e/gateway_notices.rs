@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_cli_tests::{
     Daemon, DaemonOptions, client_bin, eventually, everything_stdio, fault_server,
-    http_request_bytes, raw_http_exchange, repo_root,
+    http_request_bytes, open_http_stream, raw_http_exchange, repo_root,
 };
 
 /// Longest wait for any one event.
@@ -254,22 +254,8 @@ fn open_stream(daemon: &Daemon, token: &str, session: &str) -> BufReader<TcpStre
     let mut all = headers(&host, &bearer);
     all.push(("Accept", "text/event-stream"));
     all.push(("Mcp-Session-Id", session));
-    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    stream
-        .write_all(&http_request_bytes("GET", "/mcp", &all, b""))
-        .unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status = String::new();
-    reader.read_line(&mut status).unwrap();
-    assert!(status.contains(" 200 "), "{status}");
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if line == "\r\n" {
-            return reader;
-        }
-    }
+    let request = http_request_bytes("GET", "/mcp", &all, b"");
+    open_http_stream(daemon.port, &request, WAIT).0
 }
 
 /// Reads `stream` until it has carried `count` list_changed notices in all (`seen` holds

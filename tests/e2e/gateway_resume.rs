@@ -12,13 +12,14 @@
 //!   gets all 64 held events in order:
 //!   `a_last_event_id_that_cannot_be_resumed_is_refused_with_the_reason`
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, HttpResponse, eventually, fault_server, http_request_bytes, raw_http_exchange,
+    Daemon, HttpResponse, eventually, fault_server, http_request_bytes, open_http_stream,
+    raw_http_exchange,
 };
 
 /// Longest wait for any one event.
@@ -89,22 +90,8 @@ fn open_stream(
     if let Some(last_event_id) = last_event_id {
         all.push(("Last-Event-ID", last_event_id));
     }
-    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    stream
-        .write_all(&http_request_bytes("GET", "/mcp", &all, b""))
-        .unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status = String::new();
-    reader.read_line(&mut status).unwrap();
-    assert!(status.contains(" 200 "), "{status}");
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if line == "\r\n" {
-            break;
-        }
-    }
+    let request = http_request_bytes("GET", "/mcp", &all, b"");
+    let (reader, _) = open_http_stream(daemon.port, &request, WAIT);
     assert!(
         eventually(WAIT, || streams_opened(daemon) > opened_before),
         "the daemon opened the stream"

@@ -21,7 +21,7 @@
 //!   cancelled; a host answer on an unknown session is 404:
 //!   `a_dropped_stream_or_a_cancelled_call_cancels_the_upstream_call`
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tool_cli_tests::{
     Daemon, HttpPeer, client_bin, count_recorded, everything_stdio, fault_server_recording,
-    http_request_bytes, raw_http_exchange, repo_root,
+    http_request_bytes, open_http_stream, raw_http_exchange, repo_root,
 };
 
 /// How long one SDK run may take.
@@ -296,34 +296,8 @@ fn start_streamed_sleep(daemon: &Daemon, session: &str, id: u64) -> BufReader<Tc
         ("Authorization", bearer.as_str()),
         ("Mcp-Session-Id", session),
     ];
-    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    stream
-        .write_all(&http_request_bytes(
-            "POST",
-            "/mcp",
-            &headers,
-            call.as_bytes(),
-        ))
-        .unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status = String::new();
-    reader.read_line(&mut status).unwrap();
-    assert!(status.contains(" 200 "), "{status}");
-    let mut event_stream = false;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if line
-            .to_ascii_lowercase()
-            .starts_with("content-type: text/event-stream")
-        {
-            event_stream = true;
-        }
-        if line == "\r\n" {
-            break;
-        }
-    }
+    let request = http_request_bytes("POST", "/mcp", &headers, call.as_bytes());
+    let (reader, event_stream) = open_http_stream(daemon.port, &request, WAIT);
     assert!(event_stream, "a streamed answer");
     reader
 }

@@ -21,14 +21,14 @@
 //! host as that error, and names its pages in a form-only host's result:
 //! `url_elicitation_asks_a_url_host_and_comes_back_in_a_form_only_hosts_result`
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, HttpResponse, eventually, everything_stdio, http_request_bytes, raw_http_exchange,
-    repo_root,
+    Daemon, HttpResponse, eventually, everything_stdio, http_request_bytes, open_http_stream,
+    raw_http_exchange, repo_root,
 };
 
 /// Longest wait for any one event.
@@ -93,31 +93,9 @@ fn start_streamed(daemon: &Daemon, session: &str, request: &Value) -> BufReader<
         ("Authorization", bearer.as_str()),
         ("Mcp-Session-Id", session),
     ];
-    let mut stream = TcpStream::connect(("127.0.0.1", daemon.port)).expect("connect");
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    stream
-        .write_all(&http_request_bytes(
-            "POST",
-            "/mcp",
-            &headers,
-            request.to_string().as_bytes(),
-        ))
-        .unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut status = String::new();
-    reader.read_line(&mut status).unwrap();
-    assert!(status.contains(" 200 "), "{status}");
-    let mut event_stream = false;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        event_stream |= line
-            .to_ascii_lowercase()
-            .starts_with("content-type: text/event-stream");
-        if line == "\r\n" {
-            break;
-        }
-    }
+    let request_bytes =
+        http_request_bytes("POST", "/mcp", &headers, request.to_string().as_bytes());
+    let (reader, event_stream) = open_http_stream(daemon.port, &request_bytes, WAIT);
     assert!(event_stream, "a streamed answer to {request}");
     reader
 }
