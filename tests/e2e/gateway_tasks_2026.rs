@@ -14,6 +14,11 @@
 //! - a host that does not declare the extension: the task-only tool is `-32021` with the
 //!   capability it needs, the task methods too, and a plain tool still answers:
 //!   `a_host_without_the_extension_is_told_what_to_declare`
+//! - rmcp's client in discover mode with the extension declared
+//!   (`daemon/examples/stateless_host.rs --tasks`) reads the gateway's handles and `tasks/get`
+//!   answers with its own types: a 2025 server's task and a 2026 server's run completed with
+//!   their results, a run cancelled, a plain tool answered at once; without the extension the
+//!   task-only tool is refused: `rmcps_client_follows_the_gateways_tasks_of_both_eras`
 //! - progressive mode: `call_write_tool` of the task-only tool, by a host with the extension,
 //!   runs it as a task waited for within the call's deadline and answers the tool's result,
 //!   no handle: `progressive_call_tool_waits_for_a_task_only_tool`
@@ -461,4 +466,104 @@ fn a_2026_host_runs_a_2026_servers_task_through_the_gateway() {
         plain["result"]["structuredContent"]["sum"], 5.0,
         "{plain:#}"
     );
+}
+
+/// Runs rmcp's 2026-era client (`stateless_host`, `--tasks` or not) against `/mcp` with `calls`;
+/// its JSON report.
+fn rmcp_host(daemon: &Daemon, tasks: bool, calls: &[(&str, Value)]) -> Value {
+    let mut command = std::process::Command::new(bin_dir().join("examples").join("stateless_host"));
+    command
+        .arg(format!("http://127.0.0.1:{}/mcp", daemon.port))
+        .arg(&daemon.token);
+    if tasks {
+        command.arg("--tasks");
+    }
+    command.args(
+        calls
+            .iter()
+            .map(|(tool, arguments)| format!("{tool}={arguments}")),
+    );
+    let output = tool_cli_tests::run_with_timeout(command, WAIT);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the host failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("not a report: {stdout}"))
+}
+
+#[test]
+fn rmcps_client_follows_the_gateways_tasks_of_both_eras() {
+    let server = bin_dir().join("examples").join("stateless_server");
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "everything": everything_stdio(),
+        "modern": {"command": server},
+    }}));
+    eventually_some(WAIT, || {
+        let servers = daemon.call("listServers", Value::Null);
+        let ready = servers["servers"]
+            .as_array()?
+            .iter()
+            .all(|s| s["state"] == "ready");
+        ready.then_some(())
+    })
+    .expect("both servers became ready");
+    let report = rmcp_host(
+        &daemon,
+        true,
+        &[
+            (
+                "everything__simulate-research-query",
+                json!({"topic": "rmcp"}),
+            ),
+            ("modern__slow_sum", json!({"a": 4, "b": 5, "ms": 30})),
+            ("cancel:modern__wait_forever", json!({})),
+            ("everything__echo", json!({"message": "at once"})),
+        ],
+    );
+    let calls = report["calls"].as_array().expect("calls");
+    let research = &calls[0];
+    assert!(
+        research["task"]["taskId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("everything:")),
+        "{research:#}"
+    );
+    assert_eq!(research["final"]["status"], "completed", "{research:#}");
+    assert!(
+        research["final"]["result"]
+            .to_string()
+            .contains("Research Report: rmcp"),
+        "{research:#}"
+    );
+    let summed = &calls[1];
+    assert!(
+        summed["task"]["taskId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("modern:run-")),
+        "{summed:#}"
+    );
+    assert_eq!(summed["final"]["status"], "completed", "{summed:#}");
+    assert_eq!(summed["final"]["result"]["structuredContent"]["sum"], 9.0);
+    let cancelled = &calls[2];
+    assert!(cancelled["cancel"].get("error").is_none(), "{cancelled:#}");
+    assert_eq!(cancelled["final"]["status"], "cancelled", "{cancelled:#}");
+    assert_eq!(
+        calls[3]["content"][0]["text"], "Echo: at once",
+        "{report:#}"
+    );
+
+    // Without the extension: the task-only tool is refused, the plain one answered.
+    let plain = rmcp_host(
+        &daemon,
+        false,
+        &[
+            ("everything__simulate-research-query", json!({"topic": "x"})),
+            ("everything__echo", json!({"message": "plain"})),
+        ],
+    );
+    let refused = plain["calls"][0]["error"].as_str().unwrap_or_default();
+    assert!(refused.contains("runs only as a task"), "{plain:#}");
+    assert_eq!(plain["calls"][1]["content"][0]["text"], "Echo: plain");
 }
