@@ -8,7 +8,8 @@
 //!   `server/discover` declares the extension; the call answers the extension's handle with
 //!   the daemon's id (`everything:…`), `tasks/get` is polled to `completed` with the tool's
 //!   result folded in, `tasks/list` lists it, a second task is cancelled (`tasks/cancel`
-//!   acknowledged, the upstream's status `cancelled`), `tasks/update` is refused; an unknown
+//!   acknowledged, the upstream's status `cancelled`), `tasks/update` is refused, arguments the
+//!   schema refuses are a tool error and no task; an unknown
 //!   id and another token's id are refused in the same words:
 //!   `a_2026_host_runs_a_2025_servers_task_through_the_gateway`
 //! - a host that does not declare the extension: the task-only tool is `-32021` with the
@@ -148,6 +149,23 @@ fn a_2026_host_runs_a_2025_servers_task_through_the_gateway() {
     );
     let task_id = handle["taskId"].as_str().expect("a task id").to_owned();
     assert!(task_id.starts_with("everything:"), "{task_id}");
+
+    // Arguments the schema refuses: a tool error saying so, as for any call, and no task.
+    let invalid = post(
+        &daemon,
+        &daemon.token,
+        "tools/call",
+        json!({"name": "everything__simulate-research-query", "arguments": {}}),
+        true,
+    );
+    assert_eq!(invalid["result"]["isError"], true, "{invalid:#}");
+    assert!(invalid["result"].get("taskId").is_none(), "{invalid:#}");
+    assert!(
+        invalid["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("topic")),
+        "{invalid:#}"
+    );
 
     // Polled to the end: the tool's own result comes with the completed task.
     let done = wait_for_status(&daemon, &task_id, "completed");

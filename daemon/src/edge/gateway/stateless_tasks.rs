@@ -182,16 +182,33 @@ pub(super) async fn call(
                 context,
             )
             .await;
-            Some(created.and_then(|created| {
-                handle(&created).ok_or_else(|| {
-                    RpcError::invalid_params(format!(
+            // The host made a plain `tools/call`: a refusal before any task exists (invalid
+            // arguments, policy, a server down) is a tool error its model can act on, as for
+            // any call (`pass_through::error_result`), not a JSON-RPC error.
+            Some(Ok(match created {
+                Ok(created) => handle(&created).unwrap_or_else(|| {
+                    refusal_result(RpcError::invalid_params(format!(
                         "the server of {:?} answered the task's creation without a task",
                         excerpt(name)
-                    ))
-                })
+                    )))
+                }),
+                Err(refused) => refusal_result(refused),
             }))
         }
     }
+}
+
+/// A refusal as a tool result with `isError: true`: its message as text and the daemon's error
+/// object in `_meta["tool-cli/error"]`, as `pass_through::error_result` words one.
+fn refusal_result(refused: RpcError) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": refused.message}],
+        "isError": true,
+    });
+    if let Some(data) = refused.data {
+        result["_meta"] = json!({"tool-cli/error": data});
+    }
+    result
 }
 
 /// A 2025 task's members as the extension's `Task` names them: `ttl` → `ttlMs` (`null` is
