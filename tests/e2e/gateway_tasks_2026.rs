@@ -19,7 +19,8 @@
 //!   (`daemon/examples/stateless_host.rs --tasks`) reads the gateway's handles and `tasks/get`
 //!   answers with its own types: a 2025 server's task and a 2026 server's run completed with
 //!   their results, a run cancelled, a plain tool answered at once; without the extension the
-//!   task-only tool is refused: `rmcps_client_follows_the_gateways_tasks_of_both_eras`
+//!   task-only tool is refused; the same host through `tool-cli mcp` over stdio follows a run:
+//!   `rmcps_client_follows_the_gateways_tasks_of_both_eras`
 //! - progressive mode: `call_write_tool` of the task-only tool, by a host with the extension,
 //!   runs it as a task waited for within the call's deadline and answers the tool's result,
 //!   no handle: `progressive_call_tool_waits_for_a_task_only_tool`
@@ -493,6 +494,29 @@ fn rmcp_host(daemon: &Daemon, tasks: bool, calls: &[(&str, Value)]) -> Value {
     command
         .arg(format!("http://127.0.0.1:{}/mcp", daemon.port))
         .arg(&daemon.token);
+    rmcp_host_report(command, tasks, calls)
+}
+
+/// The same host talking through `tool-cli mcp` over stdio, launched with the environment
+/// that finds `daemon`.
+fn rmcp_host_over_stdio(daemon: &Daemon, calls: &[(&str, Value)]) -> Value {
+    let client = daemon.client_command();
+    let mut command = std::process::Command::new(bin_dir().join("examples").join("stateless_host"));
+    command.arg("stdio").arg(client.get_program());
+    for (name, value) in client.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    rmcp_host_report(command, true, calls)
+}
+
+fn rmcp_host_report(
+    mut command: std::process::Command,
+    tasks: bool,
+    calls: &[(&str, Value)],
+) -> Value {
     if tasks {
         command.arg("--tasks");
     }
@@ -571,6 +595,15 @@ fn rmcps_client_follows_the_gateways_tasks_of_both_eras() {
         calls[3]["content"][0]["text"], "Echo: at once",
         "{report:#}"
     );
+
+    // The same through `tool-cli mcp` over stdio, as a host launches it.
+    let relayed = rmcp_host_over_stdio(
+        &daemon,
+        &[("modern__slow_sum", json!({"a": 1, "b": 1, "ms": 10}))],
+    );
+    let relayed = &relayed["calls"][0];
+    assert_eq!(relayed["final"]["status"], "completed", "{relayed:#}");
+    assert_eq!(relayed["final"]["result"]["structuredContent"]["sum"], 2.0);
 
     // Without the extension: the task-only tool is refused, the plain one answered.
     let plain = rmcp_host(
