@@ -21,6 +21,9 @@
 //!   their results, a run cancelled, a plain tool answered at once; without the extension the
 //!   task-only tool is refused; the same host through `tool-cli mcp` over stdio follows a run:
 //!   `rmcps_client_follows_the_gateways_tasks_of_both_eras`
+//! - a 2025 session's `tasks/list` is paged too: a page without `nextCursor` when all fit, the
+//!   last task's id as a cursor giving the empty rest, a cursor naming no task or not a string
+//!   refused with what would be right: `a_2025_sessions_task_list_takes_the_gateways_cursor`
 //! - progressive mode: `call_write_tool` of the task-only tool, by a host with the extension,
 //!   runs it as a task waited for within the call's deadline and answers the tool's result,
 //!   no handle: `progressive_call_tool_waits_for_a_task_only_tool`
@@ -617,4 +620,54 @@ fn rmcps_client_follows_the_gateways_tasks_of_both_eras() {
     let refused = plain["calls"][0]["error"].as_str().unwrap_or_default();
     assert!(refused.contains("runs only as a task"), "{plain:#}");
     assert_eq!(plain["calls"][1]["content"][0]["text"], "Echo: plain");
+}
+
+#[test]
+fn a_2025_sessions_task_list_takes_the_gateways_cursor() {
+    let daemon = Daemon::start(json!({"mcpServers": {"everything": everything_stdio()}}));
+    let session = daemon.open_mcp_session();
+    let in_session = |id: u32, method: &str, params: Value| {
+        let answer = daemon.post_mcp(
+            &[("Mcp-Session-Id", session.as_str())],
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        mcp_answer(&answer.body)
+    };
+    let created = in_session(
+        2,
+        "tools/call",
+        json!({"name": "everything__simulate-research-query",
+            "arguments": {"topic": "paging"}, "task": {"ttl": 60000}}),
+    );
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created:#}"))
+        .to_owned();
+    let first = in_session(3, "tasks/list", json!({}));
+    assert_eq!(
+        first["result"]["tasks"][0]["taskId"],
+        task_id.as_str(),
+        "{first:#}"
+    );
+    assert!(first["result"].get("nextCursor").is_none(), "{first:#}");
+    let rest = in_session(4, "tasks/list", json!({"cursor": task_id}));
+    assert_eq!(rest["result"]["tasks"], json!([]), "{rest:#}");
+    let stale = in_session(5, "tasks/list", json!({"cursor": "everything:gone"}));
+    assert_eq!(stale["error"]["code"], -32602, "{stale:#}");
+    assert!(
+        stale["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("without a cursor")),
+        "{stale:#}"
+    );
+    let number = in_session(6, "tasks/list", json!({"cursor": 3}));
+    assert_eq!(number["error"]["code"], -32602, "{number:#}");
+    assert!(
+        number["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("nextCursor")),
+        "{number:#}"
+    );
+    let cancelled = in_session(7, "tasks/cancel", json!({"taskId": task_id}));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled:#}");
 }
