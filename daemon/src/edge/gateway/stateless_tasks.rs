@@ -161,13 +161,9 @@ pub(super) async fn call(
     };
     match route(support, stateless, declares_tasks(params)) {
         CallRoute::Plain => None,
-        CallRoute::Run => Some(Ok(runs.start(
-            services,
-            &address.server,
-            &address.tool,
-            arguments,
-            context,
-        ))),
+        CallRoute::Run => Some(Ok(runs
+            .start(services, &address.server, &address.tool, arguments, context)
+            .unwrap_or_else(refusal_result))),
         CallRoute::Refuse => Some(Err(missing_extension(&format!(
             "tool {:?} runs only as a task, so calling it",
             excerpt(name)

@@ -9,8 +9,9 @@
 //!
 //! A run's id is `server:run-N`, in the daemon's `server:id` form, owned by the token that
 //! started it; anyone else asking for it is answered as for an id never issued (by the
-//! daemon's task registry, `pipeline/tasks/`). At most [`MAX_RUNS`] are kept, the oldest
-//! forgotten first.
+//! daemon's task registry, `pipeline/tasks/`). At most [`MAX_RUNS`] are kept: the oldest that
+//! ended is forgotten for a new one, and when all still work a new one is refused as busy
+//! (a working run, maybe another token's, is never stopped to make room).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -81,6 +82,13 @@ fn now() -> String {
     tool_cli_trace_report::time::format_millis(millis)
 }
 
+/// The oldest of `runs` (id, still working), oldest first, that ended: the one to forget for
+/// room. `None` when every run still works.
+fn oldest_ended<'a>(mut runs: impl Iterator<Item = (&'a str, bool)>) -> Option<String> {
+    runs.find(|(_, working)| !working)
+        .map(|(task_id, _)| task_id.to_owned())
+}
+
 /// A run's `tasks/get` answer (the extension's `DetailedTask`), pure.
 pub(super) fn detailed(task_id: &str, created_at: &str, state: &RunState, updated: &str) -> Value {
     let mut task = json!({
@@ -109,10 +117,33 @@ impl TaskRuns {
         tool: &str,
         arguments: Map<String, Value>,
         context: &CallContext,
-    ) -> Value {
+    ) -> Result<Value, RpcError> {
         let created_at = now();
         let progress = Arc::new(Mutex::new((RunState::Working, created_at.clone())));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        // Room is made by forgetting the oldest run that ended, never by stopping one that
+        // works (it may be another token's).
+        if inner.runs.len() >= MAX_RUNS {
+            let ended = inner.order.iter().map(|task_id| {
+                let working = inner.runs.get(task_id).is_some_and(|run| {
+                    let progress = run.progress.lock().unwrap_or_else(|e| e.into_inner());
+                    progress.0 == RunState::Working
+                });
+                (task_id.as_str(), working)
+            });
+            let Some(oldest) = oldest_ended(ended) else {
+                return Err(RpcError {
+                    code: i64::from(tool_cli_protocol::code::BUSY),
+                    message: format!(
+                        "the gateway already runs {MAX_RUNS} tasks, all still working; cancel \
+                         one (tasks/cancel) or wait for one to end, then call again"
+                    ),
+                    data: None,
+                });
+            };
+            inner.runs.remove(&oldest);
+            inner.order.retain(|task_id| *task_id != oldest);
+        }
         inner.next += 1;
         let task_id = format!("{server}:run-{}", inner.next);
         let work = {
@@ -147,16 +178,9 @@ impl TaskRuns {
             },
         );
         inner.order.push_back(task_id.clone());
-        while inner.order.len() > MAX_RUNS {
-            if let Some(oldest) = inner.order.pop_front()
-                && let Some(run) = inner.runs.remove(&oldest)
-            {
-                run.abort.abort();
-            }
-        }
         let mut handle = detailed(&task_id, &created_at, &RunState::Working, &created_at);
         handle["resultType"] = json!("task");
-        handle
+        Ok(handle)
     }
 
     /// Whether `task_id` is a run `context`'s token started.
@@ -251,6 +275,15 @@ mod tests {
             answer,
             rmcp::model::ServerResult::CreateTaskResult(_)
         ));
+    }
+
+    #[test]
+    fn room_is_made_from_the_oldest_run_that_ended_never_a_working_one() {
+        let runs = [("s:run-1", true), ("s:run-2", false), ("s:run-3", false)];
+        assert_eq!(oldest_ended(runs.into_iter()), Some("s:run-2".to_owned()));
+        let working = [("s:run-1", true), ("s:run-2", true)];
+        assert_eq!(oldest_ended(working.into_iter()), None);
+        assert_eq!(oldest_ended(std::iter::empty()), None);
     }
 
     #[test]
