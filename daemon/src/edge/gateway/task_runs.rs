@@ -11,7 +11,8 @@
 //! started it; anyone else asking for it is answered as for an id never issued (by the
 //! daemon's task registry, `pipeline/tasks/`). At most [`MAX_RUNS`] are kept: the oldest that
 //! ended is forgotten for a new one, and when all still work a new one is refused as busy
-//! (a working run, maybe another token's, is never stopped to make room).
+//! (a working run, maybe another token's, is never stopped to make room); one token may have
+//! at most [`MAX_WORKING_PER_TOKEN`] working.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,20 @@ use crate::services::Services;
 
 /// Most runs remembered across every token.
 pub(super) const MAX_RUNS: usize = 1024;
+
+/// Most runs one token may have working at once, so one host cannot take every slot.
+pub(super) const MAX_WORKING_PER_TOKEN: usize = 256;
+
+/// The refusal of a new run for want of room: `why`, and what to do.
+fn busy(why: String) -> RpcError {
+    RpcError {
+        code: i64::from(tool_cli_protocol::code::BUSY),
+        message: format!(
+            "{why}; cancel one (tasks/cancel) or wait for one to end, then call again"
+        ),
+        data: None,
+    }
+}
 
 /// How often a host is told to poll a run (ms).
 const POLL_INTERVAL_MS: u64 = 250;
@@ -121,6 +136,21 @@ impl TaskRuns {
         let created_at = now();
         let progress = Arc::new(Mutex::new((RunState::Working, created_at.clone())));
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let owner = &context.grant.token_id;
+        let working_for_owner = inner
+            .runs
+            .values()
+            .filter(|run| &run.owner == owner)
+            .filter(|run| {
+                let progress = run.progress.lock().unwrap_or_else(|e| e.into_inner());
+                progress.0 == RunState::Working
+            })
+            .count();
+        if working_for_owner >= MAX_WORKING_PER_TOKEN {
+            return Err(busy(format!(
+                "this token already has {MAX_WORKING_PER_TOKEN} tasks working"
+            )));
+        }
         // Room is made by forgetting the oldest run that ended, never by stopping one that
         // works (it may be another token's).
         if inner.runs.len() >= MAX_RUNS {
@@ -132,14 +162,9 @@ impl TaskRuns {
                 (task_id.as_str(), working)
             });
             let Some(oldest) = oldest_ended(ended) else {
-                return Err(RpcError {
-                    code: i64::from(tool_cli_protocol::code::BUSY),
-                    message: format!(
-                        "the gateway already runs {MAX_RUNS} tasks, all still working; cancel \
-                         one (tasks/cancel) or wait for one to end, then call again"
-                    ),
-                    data: None,
-                });
+                return Err(busy(format!(
+                    "the gateway already runs {MAX_RUNS} tasks, all still working"
+                )));
             };
             inner.runs.remove(&oldest);
             inner.order.retain(|task_id| *task_id != oldest);
