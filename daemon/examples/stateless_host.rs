@@ -3,14 +3,22 @@
 //! request's `_meta`) talking to a gateway over Streamable HTTP. The e2e tests
 //! (`tests/e2e/protocol_eras.rs`) run it against the daemon's `/mcp` endpoint.
 //!
-//! `stateless_host URL TOKEN [CALL…]`, each CALL `tool={json arguments}`, or
-//! `stateless_host stdio TOOL_CLI [CALL…]` to talk through `TOOL_CLI mcp` (launched as a host
-//! launches it, with the environment it was given) over stdio: it discovers,
+//! `stateless_host URL TOKEN [--tasks] [CALL…]`, each CALL `tool={json arguments}`, or
+//! `stateless_host stdio TOOL_CLI [--tasks] [CALL…]` to talk through `TOOL_CLI mcp` (launched
+//! as a host launches it, with the environment it was given) over stdio: it discovers,
 //! lists tools, resources and prompts, reads the first resource, makes the calls in order
 //! and prints one JSON report on stdout (a failed step is reported as `{"error": …}`, not
 //! an exit, so a test can assert on refusals too).
+//!
+//! With `--tasks` it declares the tasks extension (`io.modelcontextprotocol/tasks`) in its
+//! capabilities and follows a call answered with a task as rmcp's client does: `tasks/get`
+//! until the task ends, reported as `{"task": handle, "final": last tasks/get}`; a CALL
+//! written `cancel:tool={…}` cancels its task (`tasks/cancel`) as soon as it is created.
 
-use rmcp::model::{CallToolRequestParams, ProtocolVersion, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, ProtocolVersion, ReadResourceRequestParams,
+};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -27,8 +35,14 @@ fn report<T: serde::Serialize, E: std::fmt::Display>(answer: Result<T, E>) -> Va
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (Some(url), Some(token)) = (args.next(), args.next()) else {
-        return Err("usage: stateless_host URL TOKEN [tool={arguments}]…".into());
+        return Err("usage: stateless_host URL TOKEN [--tasks] [tool={arguments}]…".into());
     };
+    let mut args = args.peekable();
+    let tasks = args.next_if(|arg| arg == "--tasks").is_some();
+    let mut host = ClientConfig::default();
+    if tasks {
+        host.capabilities = ClientCapabilities::builder().enable_tasks().build();
+    }
     let calls: Vec<(String, Value)> = args
         .map(|call| {
             let (name, arguments) = call.split_once('=').unwrap_or((&call, "{}"));
@@ -53,13 +67,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let stdout = relay.stdout.take().ok_or("no stdout")?;
         let stdin = relay.stdin.take().ok_or("no stdin")?;
         relay_process = Some(relay);
-        ().serve_with_lifecycle((stdout, stdin), lifecycle).await
+        host.serve_with_lifecycle((stdout, stdin), lifecycle).await
     } else {
         // The workspace's reqwest has rustls without a provider chosen: ring, as the daemon's.
         let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
         let transport = StreamableHttpClientTransport::from_config(config);
-        ().serve_with_lifecycle(transport, lifecycle).await
+        host.serve_with_lifecycle(transport, lifecycle).await
     };
     let client = match started {
         Ok(client) => client,
@@ -98,11 +112,55 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     out["prompts"] = report(client.list_prompts(None).await);
     let mut answers = Vec::new();
     for (name, arguments) in calls {
+        let (name, cancel) = match name.strip_prefix("cancel:") {
+            Some(name) => (name.to_owned(), true),
+            None => (name, false),
+        };
         let mut params = CallToolRequestParams::new(name);
         if let Value::Object(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
-        answers.push(report(client.call_tool(params).await));
+        if !tasks {
+            answers.push(report(client.call_tool(params).await));
+            continue;
+        }
+        let handle = match client.call_tool_once(params).await {
+            Ok(CallToolResponse::Task(handle)) => handle,
+            Ok(CallToolResponse::Complete(result)) => {
+                answers.push(report(Ok::<_, String>(result)));
+                continue;
+            }
+            Ok(other) => {
+                answers.push(json!({"error": format!("not a result or a task: {other:?}")}));
+                continue;
+            }
+            Err(error) => {
+                answers.push(report(Err::<(), _>(error)));
+                continue;
+            }
+        };
+        let task_id = handle.task.task_id.clone();
+        let mut answer = json!({"task": report(Ok::<_, String>(&handle))});
+        if cancel {
+            let cancelled = client.cancel_task(CancelTaskParams::new(&task_id)).await;
+            answer["cancel"] = report(cancelled);
+        }
+        // Polled as the handle asks (within bounds), until the task ends or an error.
+        let poll = std::time::Duration::from_millis(
+            handle.task.poll_interval_ms.unwrap_or(200).clamp(20, 1000),
+        );
+        loop {
+            match client.get_task(GetTaskParams::new(&task_id)).await {
+                Ok(got) if !got.task.status().is_terminal() => {
+                    tokio::time::sleep(poll).await;
+                }
+                other => {
+                    answer["final"] = report(other);
+                    break;
+                }
+            }
+        }
+        answers.push(answer);
     }
     out["calls"] = Value::Array(answers);
     println!("{out}");

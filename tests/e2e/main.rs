@@ -39,6 +39,7 @@ mod gateway_socket;
 mod gateway_stream;
 mod gateway_stream_reads;
 mod gateway_tasks;
+mod gateway_tasks_2026;
 mod handle_scope;
 mod hardening;
 mod lifecycle;

@@ -608,6 +608,11 @@ impl Upstream for Server {
         &self.info
     }
 
+    fn speaks_stateless(&self) -> bool {
+        let learned = self.published.learned_stateless.load(Ordering::Relaxed);
+        era::Lifecycle::choose(self.published.protocol, learned) == era::Lifecycle::Discover
+    }
+
     fn status(&self) -> UpstreamStatus {
         let status = self.current_status();
         // Instructions the pin check holds back are not relayed, only warned of.

@@ -103,6 +103,13 @@ pub trait Upstream: Send + Sync + 'static {
     /// Its tools: the current catalog, or the last one known while it is not connected.
     fn catalog(&self) -> Arc<Catalog>;
 
+    /// Whether it speaks the stateless revision 2026-07-28, whose tools declare no task
+    /// support: any call may run as a task there (the tasks extension), which the provider
+    /// follows to its result. The MCP gateway offers such calls to its hosts as tasks.
+    fn speaks_stateless(&self) -> bool {
+        false
+    }
+
     /// What the pin check holds back of the `items` of `kind` (prompts or resource templates)
     /// it just listed (`docs/pinning.md`); nothing unless its provider checks pins.
     fn pin_item_hold(

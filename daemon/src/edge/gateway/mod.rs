@@ -28,7 +28,9 @@ mod resources;
 mod sessions;
 mod sse;
 mod stateless;
+mod stateless_tasks;
 mod stream;
+mod task_runs;
 mod tasks;
 mod url_elicitation;
 

@@ -58,6 +58,14 @@ impl Discovery {
         CatalogVersion { slots, catalogs }
     }
 
+    /// Whether `server` speaks the stateless revision (`Upstream::speaks_stateless`).
+    pub(crate) fn speaks_stateless(&self, server: &str) -> bool {
+        self.pipeline
+            .slots()
+            .iter()
+            .any(|slot| slot.upstream.info().name == server && slot.upstream.speaks_stateless())
+    }
+
     /// Every tool `context`'s grant lists, server by server, from the held catalogs.
     pub(crate) fn visible_tools(&self, context: &CallContext) -> Vec<VisibleTool> {
         let grant = &context.grant;
