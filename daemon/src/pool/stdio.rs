@@ -9,6 +9,7 @@
 //! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
 //! Reading lines within the size limit is `lines.rs`; the tapped results wait in `raw_results.rs`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,6 +53,10 @@ pub(crate) struct StdioTransport {
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     raw: Arc<RawResults>,
     direct: Arc<DirectRequests>,
+    /// The `tasks` client capability to write into `initialize` (`connection/client_tasks.rs`).
+    client_tasks: Option<Value>,
+    /// Set once it has been: from then on task-augmented requests are marked for the handler.
+    tasks_declared: Arc<AtomicBool>,
 }
 
 /// The pipes and bookkeeping a [`StdioTransport`] runs over.
@@ -99,6 +104,8 @@ impl StdioTransport {
         let (in_tx, in_rx) = mpsc::channel(256);
         let reader_raw = Arc::clone(&raw);
         let reader_direct = Arc::clone(&direct);
+        let tasks_declared = Arc::new(AtomicBool::new(false));
+        let reader_tasks_declared = Arc::clone(&tasks_declared);
         let server = server.to_owned();
         tokio::spawn(async move {
             let reason = read_messages(
@@ -109,6 +116,7 @@ impl StdioTransport {
                     raw: &reader_raw,
                     direct: &reader_direct,
                     oversized: &oversized,
+                    tasks_declared: &reader_tasks_declared,
                 },
                 &in_tx,
                 exited,
@@ -124,7 +132,15 @@ impl StdioTransport {
             incoming: in_rx,
             raw,
             direct,
+            client_tasks: None,
+            tasks_declared,
         }
+    }
+
+    /// Declares `capability` as the client's `tasks` in the handshake (rmcp's capabilities have
+    /// no such member), so the server may ask for its requests to run as tasks.
+    pub(crate) fn declare_client_tasks(&mut self, capability: Option<Value>) {
+        self.client_tasks = capability;
     }
 
     /// The requests that go around rmcp on this transport's pipes.
@@ -142,6 +158,8 @@ struct Taps<'a> {
     direct: &'a DirectRequests,
     /// Answers to rmcp's requests that were skipped for their size.
     oversized: &'a OversizedAnswers,
+    /// Whether the `tasks` capability was declared: then a task-augmented request is marked.
+    tasks_declared: &'a AtomicBool,
 }
 
 /// What one step of reading stdout came to.
@@ -387,6 +405,9 @@ fn decode(text: &[u8], taps: Taps<'_>) -> Result<Option<RxJsonRpcMessage<RoleCli
     let Err(mut value) = taps.direct.offer(value) else {
         return Ok(None);
     };
+    if taps.tasks_declared.load(Ordering::Relaxed) {
+        super::connection::mark_task_augmented(&mut value);
+    }
     let raw = taps.raw;
     let tapped = take_wanted_result(&mut value, raw);
     let message = ServerJsonRpcMessage::deserialize(value).map_err(|_| Rejected::NotJsonRpc)?;
@@ -452,7 +473,21 @@ impl Transport<RoleClient> for StdioTransport {
             self.raw.want(id_key(&request.id));
         }
         let stdin = self.stdin.clone();
-        let encoded = serde_json::to_vec(&item).map(|mut bytes| {
+        let declaring = self.client_tasks.as_ref().filter(|_| {
+            matches!(&item, JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_)))
+        });
+        let encoded = match declaring {
+            // Only the handshake goes through a JSON value, to have the declaration written in.
+            Some(capability) => serde_json::to_value(&item).and_then(|mut message| {
+                if super::connection::declare_in_initialize(&mut message, capability) {
+                    self.tasks_declared.store(true, Ordering::Relaxed);
+                }
+                serde_json::to_vec(&message)
+            }),
+            None => serde_json::to_vec(&item),
+        }
+        .map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
@@ -496,6 +531,7 @@ mod tests {
                 raw,
                 direct: &no_direct(),
                 oversized: &OversizedAnswers::new(1024),
+                tasks_declared: &AtomicBool::new(false),
             },
         )
     }
@@ -517,6 +553,7 @@ mod tests {
                 raw: &raw,
                 direct: &direct,
                 oversized: &oversized,
+                tasks_declared: &AtomicBool::new(false),
             };
             read_messages("t", reader, 1024, taps, &sink, exit_rx).await
         });
@@ -557,6 +594,7 @@ mod tests {
                     raw: &raw,
                     direct: &direct,
                     oversized: &oversized,
+                    tasks_declared: &AtomicBool::new(false),
                 };
                 read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
             }
@@ -616,6 +654,7 @@ mod tests {
                 raw: &raw,
                 direct: &direct,
                 oversized: &oversized,
+                tasks_declared: &AtomicBool::new(false),
             };
             read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
         });
@@ -639,6 +678,7 @@ mod tests {
             raw: &raw,
             direct: &direct,
             oversized: &oversized,
+            tasks_declared: &AtomicBool::new(false),
         };
         let reason = read_messages("t", &b""[..], 1024, taps, &sink, exit_rx).await;
         assert_eq!(reason, "the server closed its stdout");

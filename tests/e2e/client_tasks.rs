@@ -1,0 +1,323 @@
+//! Client-side MCP tasks (2025-11-25): server-everything asks the pool, its client, to run a
+//! question (`trigger-elicitation-request-async`) or a sampling request
+//! (`trigger-sampling-request-async`) as a task, and polls the pool with `tasks/get` and
+//! `tasks/result`. The pool declares the capability only where it honours it (the tools exist
+//! only then), answers `CreateTaskResult` at once, relays the question to the caller as any
+//! other, and the server reads the caller's answer (given, declined) from the task; a call whose
+//! deadline passes while the question is open cancels the task and tells the server. Also: a
+//! question a server-side task asks mid-way (`simulate-research-query` with `ambiguous`)
+//! reaches the caller and its answer gets back, from the JSON-RPC API and from the CLI's form.
+
+use std::io::Write as _;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tool_cli_protocol::code;
+use tool_cli_protocol::methods::name;
+use tool_cli_tests::scripted_llm::{LlmReply, ScriptedLlm, agent_config, final_turn};
+use tool_cli_tests::{
+    Daemon, DaemonOptions, eventually, everything_stdio, run_with_timeout, scratch, text_content,
+};
+
+const ASYNC_ELICITATION: &str = "trigger-elicitation-request-async";
+const ASYNC_SAMPLING: &str = "trigger-sampling-request-async";
+
+/// Longest wait for the daemon's log to say something.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// server-everything whose questions go to the caller, with `extra` in its entry and, when
+/// given, the scripted LLM as the agent backend.
+fn daemon_with(extra: Value, llm: Option<&ScriptedLlm>) -> Daemon {
+    let mut entry = everything_stdio();
+    entry["elicitation"] = json!("ask");
+    for (key, value) in extra.as_object().unwrap() {
+        entry[key] = value.clone();
+    }
+    let mut config = json!({"mcpServers": {"everything": entry}});
+    if let Some(llm) = llm {
+        config["agent"] = agent_config(llm, 10.0);
+    }
+    Daemon::start_with(
+        config,
+        DaemonOptions {
+            env: vec![("SCRIPTED_LLM_KEY".into(), "sk-client-tasks-e2e".into())],
+            ..DaemonOptions::default()
+        },
+    )
+}
+
+fn tool_names(daemon: &Daemon) -> Vec<String> {
+    let listed = daemon.call(name::LIST_TOOLS, json!({"server": "everything"}));
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Long-polls the call's events until one of type `kind` arrives.
+fn next_event(daemon: &Daemon, progress_id: &str, after: &mut u64, kind: &str) -> Value {
+    loop {
+        let page = daemon.call(
+            name::CALL_EVENTS,
+            json!({"progressId": progress_id, "after": *after, "waitMs": 20000}),
+        );
+        for event in page["events"].as_array().unwrap() {
+            *after = event["seq"].as_u64().unwrap();
+            if event["type"] == kind {
+                return event.clone();
+            }
+        }
+        assert_eq!(page["done"], false, "the call ended without a {kind} event");
+    }
+}
+
+/// Calls `tool` watched as `progress_id`, answers its one question with `action` (and
+/// `content`), and returns the call's outcome.
+fn call_and_answer(
+    daemon: &Daemon,
+    tool: &str,
+    arguments: Value,
+    progress_id: &str,
+    (action, content): (&str, Option<Value>),
+) -> Result<Value, tool_cli_protocol::ErrorObject> {
+    std::thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            daemon.rpc(
+                name::CALL_TOOL,
+                Some(
+                    json!({"server": "everything", "tool": tool, "arguments": arguments,
+                            "progressId": progress_id}),
+                ),
+            )
+        });
+        let question = next_event(daemon, progress_id, &mut 0, "elicitation");
+        assert_eq!(question["server"], "everything", "{question:#}");
+        let mut params = json!({"progressId": progress_id,
+            "elicitationId": question["elicitationId"], "action": action});
+        if let Some(content) = content {
+            params["content"] = content;
+        }
+        daemon
+            .rpc(name::ANSWER_ELICITATION, Some(params))
+            .expect("the answer is taken");
+        call.join().unwrap()
+    })
+}
+
+#[test]
+fn an_async_question_runs_as_a_client_task_and_the_server_reads_the_answer_from_it() {
+    let daemon = daemon_with(json!({}), None);
+    // Declared for questions (they go to the caller), not for sampling (not allowed).
+    let tools = tool_names(&daemon);
+    assert!(
+        tools.iter().any(|tool| tool == ASYNC_ELICITATION),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|tool| tool == ASYNC_SAMPLING),
+        "{tools:?}"
+    );
+
+    let answered = call_and_answer(
+        &daemon,
+        ASYNC_ELICITATION,
+        json!({}),
+        "async-1",
+        (
+            "accept",
+            Some(json!({"name": "Ada Lovelace", "favoriteColor": "Blue", "agreeToTerms": true})),
+        ),
+    )
+    .expect("the tool answers");
+    let text = text_content(&answered);
+    for expected in [
+        "[COMPLETED] User provided the requested information!",
+        "- Name: Ada Lovelace",
+        "- Favorite Color: Blue",
+        "- Agreed to terms: true",
+        // The server got a task back, not the answer itself, and read the answer from it.
+        "Task created: client-1",
+        "io.modelcontextprotocol/related-task",
+    ] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    assert!(!text.contains("[SYNC]"), "{text}");
+
+    // Declined: the task completes with the decline, which the server reads.
+    let declined = call_and_answer(
+        &daemon,
+        ASYNC_ELICITATION,
+        json!({}),
+        "async-2",
+        ("decline", None),
+    )
+    .expect("the tool answers");
+    let text = text_content(&declined);
+    assert!(text.contains("[DECLINED]"), "{text}");
+    assert!(text.contains("Task created: client-2"), "{text}");
+}
+
+#[test]
+fn a_deadline_passing_while_the_question_is_open_cancels_the_client_task_and_tells_the_server() {
+    let daemon = daemon_with(json!({}), None);
+    let error = std::thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            daemon.rpc(
+                name::CALL_TOOL,
+                Some(json!({"server": "everything", "tool": ASYNC_ELICITATION,
+                            "arguments": {}, "progressId": "late-1", "timeoutMs": 3000})),
+            )
+        });
+        // Asked, and never answered.
+        next_event(&daemon, "late-1", &mut 0, "elicitation");
+        call.join().unwrap().expect_err("the deadline passes")
+    });
+    assert_eq!(error.code, code::TIMEOUT, "{error:?}");
+    let told = "client task ended; telling the server";
+    assert!(
+        eventually(WAIT, || daemon
+            .stderr()
+            .lines()
+            .any(|line| line.contains(told) && line.contains("cancelled"))),
+        "{}",
+        daemon.stderr()
+    );
+    // The connection and the server are fine.
+    let echoed = daemon.call_tool("everything", "echo", json!({"message": "still here"}));
+    assert_eq!(echoed["content"][0]["text"], "Echo: still here");
+}
+
+#[test]
+fn an_async_sampling_request_is_answered_by_the_backend_through_a_client_task() {
+    // One scripted answer; the second request gets HTTP 500 from the script's end.
+    let llm = ScriptedLlm::start(vec![LlmReply::Stream(final_turn(
+        "the scripted completion",
+        30,
+        6,
+    ))]);
+    let daemon = daemon_with(json!({"allowSampling": true}), Some(&llm));
+    let output = daemon.run_client(
+        &["everything", ASYNC_SAMPLING, r#"{"prompt":"hello tasks"}"#],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "[COMPLETED] Async sampling completed!",
+        "Task created: client-1",
+        "the scripted completion",
+        "io.modelcontextprotocol/related-task",
+    ] {
+        assert!(stdout.contains(expected), "{expected}: {stdout}");
+    }
+    let requests = llm.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|request| request.to_string().contains("hello tasks")),
+        "{requests:?}"
+    );
+
+    // The backend failing: the task fails with the reason, which the server reads.
+    let failed = daemon.run_client(
+        &["everything", ASYNC_SAMPLING, r#"{"prompt":"again"}"#],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert!(
+        stdout.contains("[FAILED] sampling failed in the tool-cli daemon"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_cli_answers_an_async_question_from_its_form() {
+    let daemon = daemon_with(json!({}), None);
+    let dir = scratch();
+    let input = dir.path().join("answers");
+    // Answer it; name; favourite colour (the second choice); agree to terms.
+    std::fs::File::create(&input)
+        .unwrap()
+        .write_all(b"y\nGrace Hopper\n2\nyes\n")
+        .unwrap();
+    let mut command = daemon.client_command();
+    command
+        .args([
+            "everything",
+            ASYNC_ELICITATION,
+            "{}",
+            "--elicitation",
+            "ask",
+        ])
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
+    let output = run_with_timeout(command, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("everything asks: Please provide inputs"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("- Name: Grace Hopper"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("Task created: client-1"), "{stdout}");
+}
+
+#[test]
+fn a_question_a_server_task_asks_mid_way_reaches_the_caller_and_the_answer_gets_back() {
+    let daemon = daemon_with(json!({}), None);
+    let answered = call_and_answer(
+        &daemon,
+        "simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+        "mid-1",
+        ("accept", Some(json!({"interpretation": "snake"}))),
+    )
+    .expect("the task finishes");
+    let text = text_content(&answered);
+    assert!(text.contains("Research Report: python (snake)"), "{text}");
+    assert!(text.contains("**Clarification**: snake"), "{text}");
+}
+
+#[test]
+fn the_cli_answers_a_question_a_server_task_asks_mid_way() {
+    let daemon = daemon_with(json!({}), None);
+    let dir = scratch();
+    let input = dir.path().join("answers");
+    // Answer it; the third interpretation.
+    std::fs::File::create(&input)
+        .unwrap()
+        .write_all(b"y\n3\n")
+        .unwrap();
+    let mut command = daemon.client_command();
+    command
+        .args([
+            "everything",
+            "simulate-research-query",
+            r#"{"topic":"python","ambiguous":true}"#,
+            "--elicitation",
+            "ask",
+        ])
+        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
+    let output = run_with_timeout(command, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("could have multiple interpretations"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("Research Report: python (comedy)"),
+        "{stdout}\n{stderr}"
+    );
+}
