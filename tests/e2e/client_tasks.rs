@@ -321,3 +321,109 @@ fn the_cli_answers_a_question_a_server_task_asks_mid_way() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// The official Python SDK client as a 2025-era MCP host on the gateway (Streamable HTTP, its
+/// questions and sampling over the call's stream), answering questions with `elicit` and, when
+/// given, sampling with `sample`; its report (`tests/fixtures/mcp_gateway_stream_client.py`).
+fn host_calls(daemon: &Daemon, calls: &Value, elicit: &str, sample: Option<&str>) -> Value {
+    let mut args = vec![
+        "--url".to_owned(),
+        format!("http://127.0.0.1:{}/mcp", daemon.port),
+        "--token".to_owned(),
+        daemon.token.clone(),
+        "--calls".to_owned(),
+        calls.to_string(),
+        "--elicit".to_owned(),
+        elicit.to_owned(),
+    ];
+    if let Some(sample) = sample {
+        args.extend(["--sample".to_owned(), sample.to_owned()]);
+    }
+    tool_cli_tests::python_driver_report(
+        "mcp_gateway_stream_client.py",
+        &args,
+        &[],
+        Duration::from_secs(120),
+    )
+}
+
+fn host_text(call: &Value) -> String {
+    call["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content: {call}"))
+        .iter()
+        .filter_map(|item| item["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_gateway_host_answers_async_questions_and_sampling_run_as_client_tasks() {
+    // Sampling allowed, no backend: the host samples.
+    let daemon = daemon_with(json!({"allowSampling": true}), None);
+    let calls = json!([
+        {"name": format!("everything__{ASYNC_ELICITATION}")},
+        {"name": format!("everything__{ASYNC_SAMPLING}"), "arguments": {"prompt": "say hi"}},
+    ]);
+    let report = host_calls(&daemon, &calls, "accept", Some("hello from the host"));
+    let questions = report["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 1, "{report}");
+    assert_eq!(
+        questions[0]["fields"],
+        json!(["agreeToTerms", "favoriteColor", "name"])
+    );
+    let answered = host_text(&report["calls"][0]);
+    for expected in [
+        "[COMPLETED] User provided the requested information!",
+        "- Name: Ada",
+        "- Favorite Color: Red",
+        "Task created: client-1",
+    ] {
+        assert!(answered.contains(expected), "{expected}: {answered}");
+    }
+    let sampled = host_text(&report["calls"][1]);
+    for expected in [
+        "[COMPLETED] Async sampling completed!",
+        "hello from the host",
+        "scripted-host",
+        "Task created: client-2",
+    ] {
+        assert!(sampled.contains(expected), "{expected}: {sampled}");
+    }
+    assert!(
+        report["sampled"][0][0]
+            .as_str()
+            .is_some_and(|asked| asked.contains("say hi")),
+        "{report}"
+    );
+
+    // A host that declines: the task completes with the decline, which the server reads.
+    let calls = json!([{"name": format!("everything__{ASYNC_ELICITATION}")}]);
+    let report = host_calls(&daemon, &calls, "decline", None);
+    assert!(
+        host_text(&report["calls"][0]).contains("[DECLINED]"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_question_a_server_task_asks_mid_way_reaches_a_gateway_host_and_its_answer_gets_back() {
+    let daemon = daemon_with(json!({}), None);
+    let calls = json!([{"name": "everything__simulate-research-query",
+                        "arguments": {"topic": "python", "ambiguous": true}}]);
+    let report = host_calls(&daemon, &calls, "decline", None);
+    let questions = report["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 1, "{report}");
+    assert!(
+        questions[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could have multiple interpretations"),
+        "{report}"
+    );
+    let text = host_text(&report["calls"][0]);
+    assert!(
+        text.contains("Research Report: python (User declined - using default interpretation)"),
+        "{text}"
+    );
+}
