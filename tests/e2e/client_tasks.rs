@@ -427,3 +427,85 @@ fn a_question_a_server_task_asks_mid_way_reaches_a_gateway_host_and_its_answer_g
         "{text}"
     );
 }
+
+/// A daemon serving `tests/fixtures/client_tasks_server.py` as `probe`, its questions asked.
+fn probing_daemon() -> Daemon {
+    let fixture = tool_cli_tests::repo_root().join("tests/fixtures/client_tasks_server.py");
+    Daemon::start(json!({"mcpServers": {"probe": {
+        "command": tool_cli_tests::peer_python(),
+        "args": [fixture],
+        "elicitation": "ask",
+    }}}))
+}
+
+fn report_of(result: &Value) -> Value {
+    serde_json::from_str(&text_content(result)).expect("the fixture reports JSON")
+}
+
+#[test]
+fn a_server_lists_gets_and_cancels_its_client_task_and_is_told_of_the_cancellation() {
+    let daemon = probing_daemon();
+    // Watched, so the question stays open (the task `input_required`) until cancelled.
+    let result = daemon.call(
+        name::CALL_TOOL,
+        json!({"server": "probe", "tool": "probe_cancel", "arguments": {},
+               "progressId": "probe-1"}),
+    );
+    let report = report_of(&result);
+    assert_eq!(
+        report["declared"],
+        json!({"list": {}, "cancel": {}, "requests": {"elicitation": {"create": {}}}}),
+        "sampling is not allowed, so not declared: {report:#}"
+    );
+    let task = &report["created"]["result"]["task"];
+    assert_eq!(task["taskId"], "client-1", "{report:#}");
+    assert_eq!(task["status"], "input_required", "{report:#}");
+    assert_eq!(task["ttl"], 60000, "{report:#}");
+    assert!(task["createdAt"].as_str().unwrap().ends_with('Z'), "{task}");
+    assert_eq!(
+        report["list"]["result"]["tasks"][0]["taskId"], "client-1",
+        "{report:#}"
+    );
+    let cancelled = &report["cancel"]["result"];
+    assert_eq!(cancelled["status"], "cancelled", "{report:#}");
+    assert_eq!(cancelled["statusMessage"], "cancelled by the server");
+    assert_eq!(report["get"]["result"]["status"], "cancelled", "{report:#}");
+    let result_error = report["result"]["error"]["message"].as_str().unwrap();
+    assert!(result_error.contains("was cancelled"), "{report:#}");
+    let again = &report["cancel_again"]["error"];
+    assert_eq!(again["code"], -32602, "{report:#}");
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("has already ended (cancelled)"),
+        "{report:#}"
+    );
+    let unknown = report["unknown"]["error"]["message"].as_str().unwrap();
+    assert!(
+        unknown.contains("no task \"no-such-task\"") && unknown.contains("client-1"),
+        "{unknown}"
+    );
+    assert!(
+        report["statuses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|status| status["taskId"] == "client-1" && status["status"] == "cancelled"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_server_gets_at_most_32_client_tasks_at_once_with_a_reason_for_the_next() {
+    let daemon = probing_daemon();
+    // Unwatched: each question is declined at once, and its finished task is kept for its ttl.
+    let result = daemon.call_tool("probe", "probe_bound", json!({"count": 34}));
+    let report = report_of(&result);
+    assert_eq!(report["created"], 32, "{report:#}");
+    let refused = report["refused"]["message"].as_str().unwrap();
+    assert!(
+        refused.contains("keeps at most 32 tasks for server \"probe\""),
+        "{refused}"
+    );
+}
