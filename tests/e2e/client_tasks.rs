@@ -41,7 +41,14 @@ fn daemon_with(extra: Value, llm: Option<&ScriptedLlm>) -> Daemon {
     Daemon::start_with(
         config,
         DaemonOptions {
-            env: vec![("SCRIPTED_LLM_KEY".into(), "sk-client-tasks-e2e".into())],
+            env: vec![
+                ("SCRIPTED_LLM_KEY".into(), "sk-client-tasks-e2e".into()),
+                // The server's polls, for a test to wait on.
+                (
+                    "RUST_LOG".into(),
+                    "info,tool_cli_daemon::pool::connection::client_tasks=debug".into(),
+                ),
+            ],
             ..DaemonOptions::default()
         },
     )
@@ -146,18 +153,34 @@ fn an_async_question_runs_as_a_client_task_and_the_server_reads_the_answer_from_
     }
     assert!(!text.contains("[SYNC]"), "{text}");
 
-    // Declined: the task completes with the decline, which the server reads.
-    let declined = call_and_answer(
-        &daemon,
-        ASYNC_ELICITATION,
-        json!({}),
-        "async-2",
-        ("decline", None),
-    )
-    .expect("the tool answers");
+    // Declined once the server has polled the open question's task (`input_required`): the
+    // task completes with the decline, which the server reads.
+    let polled = "tasks/get answered server=everything task_id=client-2 status=\"input_required\"";
+    let declined = std::thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            daemon.rpc(
+                name::CALL_TOOL,
+                Some(json!({"server": "everything", "tool": ASYNC_ELICITATION,
+                            "arguments": {}, "progressId": "async-2"})),
+            )
+        });
+        let question = next_event(&daemon, "async-2", &mut 0, "elicitation");
+        assert!(
+            eventually(WAIT, || daemon.stderr().contains(polled)),
+            "{}",
+            daemon.stderr()
+        );
+        let params = json!({"progressId": "async-2",
+            "elicitationId": question["elicitationId"], "action": "decline"});
+        daemon
+            .rpc(name::ANSWER_ELICITATION, Some(params))
+            .expect("the answer is taken");
+        call.join().unwrap().expect("the tool answers")
+    });
     let text = text_content(&declined);
     assert!(text.contains("[DECLINED]"), "{text}");
     assert!(text.contains("Task created: client-2"), "{text}");
+    assert!(text.contains("Poll 1: input_required"), "{text}");
 }
 
 #[test]

@@ -395,7 +395,10 @@ impl ClientTasks {
         let mut tasks = self.tasks.lock().unwrap();
         Self::purge(&mut tasks);
         match tasks.get(id) {
-            Some(entry) => Ok(entry.wire(id)),
+            Some(entry) => {
+                tracing::debug!(server = %self.server, task_id = %id, status = entry.status.as_str(), "tasks/get answered");
+                Ok(entry.wire(id))
+            }
             None => Err(self.unknown(id, &tasks)),
         }
     }
