@@ -18,7 +18,7 @@
 //! [`MAX_CLIENT_TASKS`] live per connection, and they die with it (the store's drop cancels
 //! them).
 //!
-//! The wire shapes and decisions are pure functions at the bottom, unit-tested.
+//! The wire shapes and decisions are pure functions in `client_tasks/wire.rs`, unit-tested.
 
 // Sampling is deprecated by rmcp for the 2026 protocol (SEP-2577); 2025-11-25, where client
 // tasks live, has it.
@@ -35,7 +35,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleClient};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -43,115 +43,15 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::super::server_requests::ServerRequests;
 use crate::provider::EventRelay;
 
-/// Prefix the stdio transport puts on the method of a task-augmented server request, so rmcp
-/// hands it to [`ClientTasks::answer`] as a custom request with its params whole.
-pub(crate) const TASK_AUGMENTED: &str = "tool-cli/task-augmented/";
-
-/// The server requests a client may be asked to run as a task (MCP 2025-11-25).
-const ELICITATION: &str = "elicitation/create";
-const SAMPLING: &str = "sampling/createMessage";
+mod wire;
+use wire::{ELICITATION, Status, TASK_AUGMENTED, honoured_ttl, with_related_task};
+pub(crate) use wire::{capability, declare_in_initialize, mark_task_augmented};
 
 /// How many client tasks one connection keeps at once (live or finished and not yet expired).
 pub(crate) const MAX_CLIENT_TASKS: usize = 32;
 
-/// The `ttl` given when the server asks for none, and the longest honoured.
-const DEFAULT_TTL: Duration = Duration::from_secs(600);
-const MAX_TTL: Duration = Duration::from_secs(3_600);
-
 /// How often the server is told to poll (it may poll less often; the status is also pushed).
 const POLL_INTERVAL_MS: u64 = 1_000;
-
-/// The `_meta` key that ties a task's result to its task.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// Marks a task-augmented `elicitation/create` or `sampling/createMessage` (a request whose
-/// `params.task` is an object) by prefixing its method with [`TASK_AUGMENTED`]; anything else is
-/// left alone. Returns whether it marked.
-pub(crate) fn mark_task_augmented(message: &mut Value) -> bool {
-    let Some(object) = message.as_object_mut() else {
-        return false;
-    };
-    let augmented = object.contains_key("id")
-        && object
-            .get("params")
-            .and_then(|params| params.get("task"))
-            .is_some_and(Value::is_object);
-    match object.get_mut("method") {
-        Some(Value::String(method))
-            if augmented && (method == ELICITATION || method == SAMPLING) =>
-        {
-            method.insert_str(0, TASK_AUGMENTED);
-            true
-        }
-        _ => false,
-    }
-}
-
-/// The `tasks` client capability to declare: which requests the pool runs as tasks, `None`
-/// when neither (a server that may not ask, or whose questions are declined at once).
-pub(crate) fn capability(relays_questions: bool, may_sample: bool) -> Option<Value> {
-    if !relays_questions && !may_sample {
-        return None;
-    }
-    let mut requests = Map::new();
-    if relays_questions {
-        requests.insert("elicitation".to_owned(), json!({"create": {}}));
-    }
-    if may_sample {
-        requests.insert("sampling".to_owned(), json!({"createMessage": {}}));
-    }
-    Some(json!({"list": {}, "cancel": {}, "requests": requests}))
-}
-
-/// Writes `capability` into an `initialize` request's `params.capabilities.tasks`; `false`
-/// (nothing written) for any other message.
-pub(crate) fn declare_in_initialize(message: &mut Value, capability: &Value) -> bool {
-    if message.get("method").and_then(Value::as_str) != Some("initialize") {
-        return false;
-    }
-    let Some(capabilities) = message
-        .pointer_mut("/params/capabilities")
-        .and_then(Value::as_object_mut)
-    else {
-        return false;
-    };
-    capabilities.insert("tasks".to_owned(), capability.clone());
-    true
-}
-
-/// The `ttl` honoured for a requested one (milliseconds; absent or `null` for the default).
-fn honoured_ttl(requested: Option<&Value>) -> Duration {
-    match requested.and_then(Value::as_u64) {
-        Some(ms) => Duration::from_millis(ms).min(MAX_TTL),
-        None => DEFAULT_TTL,
-    }
-}
-
-/// Where a client task stands (MCP 2025-11-25's `TaskStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::Working => "working",
-            Status::InputRequired => "input_required",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-        }
-    }
-
-    fn is_terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
-    }
-}
 
 /// One client task.
 struct Entry {
@@ -249,7 +149,17 @@ impl ClientTasks {
         };
         match request.method.as_str() {
             "tasks/get" => self.get(&task_id()?),
-            "tasks/result" => self.result(&task_id()?).await,
+            // Also ends when the server withdraws the request or the connection goes.
+            "tasks/result" => {
+                let id = task_id()?;
+                tokio::select! {
+                    result = self.result(&id) => result,
+                () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                    "the request was cancelled before the task ended",
+                    None,
+                )),
+                }
+            }
             "tasks/cancel" => self.cancel(&task_id()?, &context.peer),
             "tasks/list" => Ok(self.list()),
             other => Err(ErrorData::new(
@@ -326,14 +236,21 @@ impl ClientTasks {
         };
         // The caller the question goes to: when its call ends first, the task is cancelled.
         let caller = requests.asking_caller();
-        tracing::info!(server = %self.server, task_id = %id, method, ttl_ms = ttl.as_millis() as u64, "client task created");
+        tracing::info!(
+            server = %self.server,
+            task_id = %id,
+            method,
+            ttl_ms = ttl.as_millis() as u64,
+            "client task created"
+        );
+        let bounds = Bounds { stop, caller, ttl };
         tokio::spawn(run(
             Arc::downgrade(self),
             id,
             job,
             Arc::clone(requests),
             peer,
-            (stop, caller, ttl),
+            bounds,
         ));
         Ok(json!({ "task": created }))
     }
@@ -363,7 +280,13 @@ impl ClientTasks {
             entry.wire(id)
         };
         self.changed.send_modify(|version| *version += 1);
-        tracing::info!(server = %self.server, task_id = %id, status = status.as_str(), "client task ended; telling the server");
+        let said = status.as_str();
+        tracing::info!(
+            server = %self.server,
+            task_id = %id,
+            status = said,
+            "client task ended; telling the server"
+        );
         let peer = peer.clone();
         tokio::spawn(async move {
             let notice = CustomNotification::new("notifications/tasks/status", Some(wire));
@@ -396,7 +319,8 @@ impl ClientTasks {
         Self::purge(&mut tasks);
         match tasks.get(id) {
             Some(entry) => {
-                tracing::debug!(server = %self.server, task_id = %id, status = entry.status.as_str(), "tasks/get answered");
+                let status = entry.status.as_str();
+                tracing::debug!(server = %self.server, task_id = %id, status, "tasks/get answered");
                 Ok(entry.wire(id))
             }
             None => Err(self.unknown(id, &tasks)),
@@ -426,9 +350,10 @@ impl ClientTasks {
                     return outcome.clone().map(|result| with_related_task(result, id));
                 }
             }
+            let closed = || ErrorData::internal_error("the connection closed", None);
             tokio::select! {
-                moved = changed.changed() => if moved.is_err() { return Err(ErrorData::internal_error("the connection closed", None)); },
-                () = self.gone.cancelled() => return Err(ErrorData::internal_error("the connection closed", None)),
+                moved = changed.changed() => moved.map_err(|_| closed())?,
+                () = self.gone.cancelled() => return Err(closed()),
             }
         }
     }
@@ -469,15 +394,41 @@ impl ClientTasks {
     }
 }
 
-/// `result` with `_meta["io.modelcontextprotocol/related-task"]` naming task `id`.
-fn with_related_task(mut result: Value, id: &str) -> Value {
-    if let Some(object) = result.as_object_mut() {
-        let meta = object.entry("_meta").or_insert_with(|| json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(RELATED_TASK.to_owned(), json!({ "taskId": id }));
-        }
+/// What ends a task's run besides its request's answer.
+struct Bounds {
+    /// Cancelled by the server's `tasks/cancel`, or with the connection.
+    stop: CancellationToken,
+    /// The caller its question went to: its call ending first cancels the task.
+    caller: Option<Arc<dyn EventRelay>>,
+    ttl: Duration,
+}
+
+/// How a task ended: its status, the status message, and the request's outcome.
+type Ending = (Status, Option<String>, Option<Result<Value, ErrorData>>);
+
+fn call_ended() -> Ending {
+    let why = "the call that caused it ended before an answer came (its deadline passed or it \
+               was cancelled)";
+    (Status::Cancelled, Some(why.to_owned()), None)
+}
+
+fn ttl_passed(ttl: Duration) -> Ending {
+    let why = format!(
+        "its ttl of {} ms passed before an answer came",
+        ttl.as_millis()
+    );
+    (Status::Cancelled, Some(why), None)
+}
+
+fn answered(outcome: Result<Value, ErrorData>) -> Ending {
+    match outcome {
+        Ok(result) => (Status::Completed, None, Some(Ok(result))),
+        Err(error) => (
+            Status::Failed,
+            Some(error.message.to_string()),
+            Some(Err(error)),
+        ),
     }
-    result
 }
 
 /// Runs task `id`'s request through the relay until it ends, its call ends, its `ttl`
@@ -488,7 +439,7 @@ async fn run(
     job: Job,
     requests: Arc<ServerRequests>,
     peer: Peer<RoleClient>,
-    (stop, caller, ttl): (CancellationToken, Option<Arc<dyn EventRelay>>, Duration),
+    Bounds { stop, caller, ttl }: Bounds,
 ) {
     let caller_ended = async {
         match &caller {
@@ -506,94 +457,16 @@ async fn run(
             }),
         }
     };
+    // Biased: a call that ended is why the question closed, not an answer to it.
     let ended = tokio::select! {
         biased;
         () = stop.cancelled() => return,
-        () = caller_ended => (Status::Cancelled, Some("the call that caused it ended before an answer came (its deadline passed or it was cancelled)".to_owned()), None),
-        () = tokio::time::sleep(ttl) => (Status::Cancelled, Some(format!("its ttl of {} ms passed before an answer came", ttl.as_millis())), None),
-        outcome = work => match outcome {
-            Ok(result) => (Status::Completed, None, Some(Ok(result))),
-            Err(error) => (Status::Failed, Some(error.message.to_string()), Some(Err(error))),
-        },
+        () = caller_ended => call_ended(),
+        () = tokio::time::sleep(ttl) => ttl_passed(ttl),
+        outcome = work => answered(outcome),
     };
     if let Some(store) = store.upgrade() {
         let (status, message, outcome) = ended;
         store.finish(&id, status, message, outcome, &peer);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_task_augmented_elicitation_and_sampling_requests_are_marked() {
-        let mut augmented = json!({"jsonrpc": "2.0", "id": 4, "method": "elicitation/create",
-            "params": {"task": {"ttl": 600000}, "message": "?"}});
-        assert!(mark_task_augmented(&mut augmented));
-        assert_eq!(
-            augmented["method"],
-            "tool-cli/task-augmented/elicitation/create"
-        );
-        let mut sampling = json!({"id": "s", "method": "sampling/createMessage",
-            "params": {"task": {}, "messages": [], "maxTokens": 5}});
-        assert!(mark_task_augmented(&mut sampling));
-        for mut untouched in [
-            json!({"id": 1, "method": "elicitation/create", "params": {"message": "?"}}),
-            json!({"id": 1, "method": "elicitation/create", "params": {"task": 5}}),
-            json!({"id": 1, "method": "roots/list", "params": {"task": {}}}),
-            json!({"method": "elicitation/create", "params": {"task": {}}}),
-            json!({"id": 1, "result": {"task": {}}}),
-            json!([1, 2]),
-        ] {
-            let before = untouched.clone();
-            assert!(!mark_task_augmented(&mut untouched), "{before}");
-            assert_eq!(untouched, before);
-        }
-    }
-
-    #[test]
-    fn the_capability_names_only_what_is_honoured_and_lands_in_initialize() {
-        assert_eq!(capability(false, false), None);
-        let questions = capability(true, false).unwrap();
-        assert_eq!(
-            questions["requests"],
-            json!({"elicitation": {"create": {}}})
-        );
-        assert_eq!(questions["cancel"], json!({}));
-        let both = capability(true, true).unwrap();
-        assert_eq!(both["requests"]["sampling"], json!({"createMessage": {}}));
-
-        let mut initialize = json!({"id": 0, "method": "initialize",
-            "params": {"capabilities": {"elicitation": {}}, "protocolVersion": "2025-11-25"}});
-        assert!(declare_in_initialize(&mut initialize, &both));
-        assert_eq!(initialize["params"]["capabilities"]["tasks"], both);
-        assert_eq!(
-            initialize["params"]["capabilities"]["elicitation"],
-            json!({})
-        );
-        let mut other = json!({"id": 1, "method": "tools/list", "params": {"capabilities": {}}});
-        assert!(!declare_in_initialize(&mut other, &both));
-        assert_eq!(other["params"]["capabilities"], json!({}));
-    }
-
-    #[test]
-    fn the_ttl_is_the_servers_up_to_an_hour_and_ten_minutes_without_one() {
-        assert_eq!(
-            honoured_ttl(Some(&json!(600_000))),
-            Duration::from_secs(600)
-        );
-        assert_eq!(honoured_ttl(Some(&json!(86_400_000))), MAX_TTL);
-        assert_eq!(honoured_ttl(Some(&Value::Null)), DEFAULT_TTL);
-        assert_eq!(honoured_ttl(None), DEFAULT_TTL);
-        assert_eq!(honoured_ttl(Some(&json!(-5))), DEFAULT_TTL);
-    }
-
-    #[test]
-    fn a_result_names_its_task_and_keeps_its_own_meta() {
-        let result = with_related_task(json!({"action": "accept", "_meta": {"a": 1}}), "client-3");
-        assert_eq!(result["_meta"]["a"], 1);
-        assert_eq!(result["_meta"][RELATED_TASK]["taskId"], "client-3");
-        assert!(Status::Cancelled.is_terminal() && !Status::InputRequired.is_terminal());
     }
 }
