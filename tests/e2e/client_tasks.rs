@@ -532,3 +532,32 @@ fn a_server_gets_at_most_32_client_tasks_at_once_with_a_reason_for_the_next() {
         "{refused}"
     );
 }
+
+#[test]
+fn the_server_hears_its_client_task_cancelled_when_the_calls_deadline_passes() {
+    let daemon = probing_daemon();
+    let record = daemon.dir().join("statuses.jsonl");
+    // Watched, so the question stays open until the deadline passes.
+    let error = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "probe", "tool": "probe_deadline",
+               "arguments": {"record": record}, "progressId": "deadline-1", "timeoutMs": 1500}),
+    );
+    assert_eq!(error.code, code::TIMEOUT, "{error:?}");
+    // What the server was told, as it wrote it down.
+    let told = tool_cli_tests::eventually_some(WAIT, || {
+        let text = std::fs::read_to_string(&record).ok()?;
+        text.lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("a JSON line"))
+            .find(|status| status["status"] == "cancelled")
+    })
+    .expect("the server was told its task was cancelled");
+    assert_eq!(told["taskId"], "client-1", "{told}");
+    assert!(
+        told["statusMessage"]
+            .as_str()
+            .unwrap()
+            .contains("the call that caused it ended before an answer came"),
+        "{told}"
+    );
+}
