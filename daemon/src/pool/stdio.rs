@@ -8,6 +8,9 @@
 //! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know. Answers to
 //! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
 //! Reading lines within the size limit is `lines.rs`; the tapped results wait in `raw_results.rs`.
+//! It also writes the client `tasks` capability into `initialize` (rmcp's types have no such
+//! member) and then hands a server's task-augmented request over whole
+//! (`connection/client_tasks.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -740,6 +743,77 @@ mod tests {
         // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
         let raw = RawResults::default();
         assert!(decode(br#"{"jsonrpc":"2.0","id":"abc","result":{}}"#, &raw).is_ok());
+    }
+
+    #[test]
+    fn a_task_augmented_request_reaches_the_handler_whole_once_tasks_are_declared() {
+        use rmcp::model::ServerRequest;
+        let line = br#"{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"task":{"ttl":1000},"mode":"form","message":"?","requestedSchema":{"type":"object","properties":{}}}}"#;
+        let decoded = |declared: bool| {
+            let message = super::decode(
+                line,
+                Taps {
+                    raw: &RawResults::default(),
+                    direct: &no_direct(),
+                    oversized: &OversizedAnswers::new(1024),
+                    tasks_declared: &AtomicBool::new(declared),
+                },
+            );
+            match message {
+                Ok(Some(JsonRpcMessage::Request(request))) => request.request,
+                other => panic!("not a request: {other:?}"),
+            }
+        };
+        match decoded(true) {
+            ServerRequest::CustomRequest(custom) => {
+                assert_eq!(custom.method, "tool-cli/task-augmented/elicitation/create");
+                assert_eq!(custom.params.unwrap()["task"]["ttl"], 1000);
+            }
+            other => panic!("not handed over whole: {other:?}"),
+        }
+        // Not declared (an old connection, a 2026 one): rmcp's own elicitation, `task` unread.
+        assert!(matches!(decoded(false), ServerRequest::ElicitRequest(_)));
+    }
+
+    #[tokio::test]
+    async fn the_handshake_declares_client_tasks_when_asked_to() {
+        use rmcp::model::{ClientRequest, InitializeRequest};
+        use tokio::io::AsyncBufReadExt as _;
+        let (stdin, server_reads) = tokio::io::duplex(4096);
+        let (_server_writes, stdout) = tokio::io::duplex(64);
+        let (_exit_tx, exited) = watch::channel(None);
+        let mut transport = StdioTransport::new(
+            "t",
+            StdioParts {
+                stdout,
+                stdin,
+                max_message_bytes: 1024,
+                raw: Arc::default(),
+                oversized: Arc::new(OversizedAnswers::new(1024)),
+                closed: Arc::default(),
+                exited,
+            },
+        );
+        let capability = serde_json::json!({"requests": {"elicitation": {"create": {}}}});
+        transport.declare_client_tasks(Some(capability.clone()));
+        let config = super::super::connection::client_config(false, true);
+        let initialize = ClientRequest::InitializeRequest(InitializeRequest::new(config));
+        transport
+            .send(JsonRpcMessage::request(
+                initialize,
+                rmcp::model::NumberOrString::Number(0),
+            ))
+            .await
+            .unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(server_reads)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        let sent: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(sent["params"]["capabilities"]["tasks"], capability);
+        assert!(sent["params"]["capabilities"]["elicitation"].is_object());
+        assert!(transport.tasks_declared.load(Ordering::Relaxed));
     }
 
     #[tokio::test]
