@@ -561,3 +561,26 @@ fn the_server_hears_its_client_task_cancelled_when_the_calls_deadline_passes() {
         "{told}"
     );
 }
+
+#[test]
+fn a_streamable_http_server_is_not_offered_client_tasks_it_could_not_ask_for() {
+    // rmcp's HTTP client can neither declare `tasks` nor hand `params.task` over: not offered.
+    let upstream = tool_cli_tests::HttpPeer::everything();
+    let mut server = upstream.server_config();
+    server["elicitation"] = json!("ask");
+    let daemon = Daemon::start(json!({"mcpServers": {"everything": server}}));
+    // The tools it registers once it knows the client's capabilities are there…
+    assert!(
+        eventually(WAIT, || tool_names(&daemon)
+            .iter()
+            .any(|tool| tool == "trigger-elicitation-request")),
+        "{:?}",
+        tool_names(&daemon)
+    );
+    // …but not the one that needs client tasks.
+    let tools = tool_names(&daemon);
+    assert!(
+        !tools.iter().any(|tool| tool == ASYNC_ELICITATION),
+        "{tools:?}"
+    );
+}
