@@ -21,6 +21,7 @@ mod cli_conveniences;
 mod cli_daemon;
 mod cli_orchestration;
 mod cli_plain;
+mod client_tasks;
 mod compat;
 mod concurrency;
 mod config;

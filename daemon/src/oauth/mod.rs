@@ -34,7 +34,7 @@ use crate::config::ServerConfig;
 use crate::error::Error;
 pub(crate) use flow::Step;
 use flow::{Grant, RegisteredClient, StepError};
-pub(crate) use server_auth::{BearerError, ServerAuth};
+pub(crate) use server_auth::{BearerError, ServerAuth, rfc3339};
 use store::{StoredTokens, TokenFiles};
 
 /// How long a started login waits for its redirect.

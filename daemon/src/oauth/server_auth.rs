@@ -325,7 +325,7 @@ impl ServerAuth {
 }
 
 /// Unix seconds as RFC 3339 UTC (civil-from-days, Howard Hinnant's algorithm).
-pub(super) fn rfc3339(secs: u64) -> String {
+pub(crate) fn rfc3339(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rest = secs % 86_400;
     let z = days + 719_468;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, ListPromptsRequest,
+    ClientConfig, ClientRequest, CustomRequest, CustomResult, ListPromptsRequest,
     ListResourceTemplatesRequest, ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
     PingRequest, RequestMetaObject,
 };
@@ -27,9 +27,7 @@ use rmcp::model::{
 #[allow(deprecated)]
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, ListRootsResult,
-    LoggingMessageNotificationParam, ProgressNotificationParam, RootsCapabilities,
-    SamplingCapability,
+    ListRootsResult, LoggingMessageNotificationParam, ProgressNotificationParam,
 };
 use rmcp::service::ClientServiceExt as _;
 use rmcp::service::{NotificationContext, RequestContext, RunningServiceCancellationToken};
@@ -37,6 +35,10 @@ use rmcp::{ClientHandler, Peer, RoleClient};
 use tokio::sync::{Notify, watch};
 
 mod callers;
+mod capabilities;
+pub(crate) use capabilities::{client_config, client_tasks_capability};
+mod client_tasks;
+pub(crate) use client_tasks::{declare_in_initialize, mark_task_augmented};
 mod errors;
 mod input_rounds;
 mod listen;
@@ -44,7 +46,6 @@ pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 mod tasks;
 
-use super::MCP_PROTOCOL_VERSION;
 use super::Published;
 use super::child::ChildProcess;
 use super::direct::DirectRequests;
@@ -123,6 +124,8 @@ struct PoolClient {
     /// Its name, and where its notifications for the gateway's hosts go.
     server: String,
     notices: tokio::sync::broadcast::Sender<crate::provider::UpstreamNotice>,
+    /// The tasks a server asked it to run (`client_tasks.rs`); they die with the connection.
+    client_tasks: Arc<client_tasks::ClientTasks>,
 }
 
 #[allow(deprecated)] // Roots, sampling and logging: see the import above.
@@ -185,6 +188,18 @@ impl ClientHandler for PoolClient {
         }
     }
 
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, rmcp::ErrorData> {
+        let tasks = &self.client_tasks;
+        tasks
+            .answer(request, context, &self.requests)
+            .await
+            .map(CustomResult)
+    }
+
     async fn list_roots(
         &self,
         _context: RequestContext<RoleClient>,
@@ -241,35 +256,6 @@ impl ClientHandler for PoolClient {
         self.requests.log(&params);
         drop(context);
     }
-}
-
-/// Our identity and capabilities as an MCP client; `sampling` only for a server with
-/// `allowSampling`, so the others do not offer tools that need it, and URL-mode elicitation
-/// (`url_elicitation`) only for a server whose questions go to the caller (`"elicitation":
-/// "ask"`), the only ones a web page to open can reach a user from.
-pub(crate) fn client_config(sampling: bool, url_elicitation: bool) -> ClientConfig {
-    // Roots (from the config) and elicitation are declared so servers may ask: the answers are
-    // the config's roots and reasoned declines (`requests.rs`), never silence.
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.roots = Some(RootsCapabilities::default());
-    let mut elicitation =
-        ElicitationCapability::new().with_form(FormElicitationCapability::default());
-    if url_elicitation {
-        elicitation = elicitation.with_url(rmcp::model::UrlElicitationCapability::new());
-    }
-    capabilities.elicitation = Some(elicitation);
-    if sampling {
-        capabilities.sampling = Some(SamplingCapability::default());
-    }
-    let mut config = ClientConfig::new(
-        capabilities,
-        rmcp::model::Implementation::new(
-            tool_cli_protocol::IMPLEMENTATION_NAME,
-            env!("CARGO_PKG_VERSION"),
-        ),
-    );
-    config.protocol_version = MCP_PROTOCOL_VERSION;
-    config
 }
 
 /// What a connection has beyond its rmcp peer, depending on its transport.
@@ -332,6 +318,7 @@ where
         requests: Arc::clone(&published.server_requests),
         server: name.to_owned(),
         notices: published.notices.clone(),
+        client_tasks: Arc::new(client_tasks::ClientTasks::new(name)),
     };
     // Numbers the notifications rmcp hands our handler on tasks of their own, so a watched
     // call can wait for those sent before its answer.

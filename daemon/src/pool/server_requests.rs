@@ -155,6 +155,26 @@ impl ServerRequests {
         })
     }
 
+    /// The caller a question of the server's would go to now (its one watched call in flight),
+    /// for a client task that ends when that call does (`connection/client_tasks.rs`).
+    pub(crate) fn asking_caller(&self) -> Option<Arc<dyn EventRelay>> {
+        crate::elicitation::route(&self.watchers()).ok()
+    }
+
+    /// What reaches the caller of each of its calls in flight, one entry per caller: a call
+    /// following a task has two requests in flight at times (`tasks/get` beside
+    /// `tasks/result`), both its own, so a question asked meanwhile still has one caller.
+    pub(super) fn watchers(&self) -> Vec<Option<Arc<dyn EventRelay>>> {
+        let in_flight: Vec<Option<Arc<dyn EventRelay>>> = self
+            .in_flight
+            .lock()
+            .unwrap()
+            .values()
+            .map(|caller| caller.watcher.clone())
+            .collect();
+        one_per_caller(in_flight)
+    }
+
     /// Whether the server is told, in the handshake, that it may ask for sampling: only with
     /// `allowSampling` (answered by the backend, or declined with a reason when there is none).
     pub(crate) fn advertises_sampling(&self) -> bool {
@@ -395,7 +415,7 @@ impl ServerRequests {
             .values()
             .map(|caller| caller.usage.clone())
             .collect();
-        if let Ok(usage) = crate::elicitation::route(&meters) {
+        if let Ok(usage) = crate::elicitation::route(&one_per_caller(meters)) {
             usage.add(tokens_in, tokens_out, cost_usd);
         }
     }
@@ -482,6 +502,23 @@ impl ServerRequests {
     }
 }
 
+/// `watchers` with each watched caller once (the same events buffer is the same caller); the
+/// unwatched calls stay, each its own.
+fn one_per_caller<T: ?Sized>(watchers: Vec<Option<Arc<T>>>) -> Vec<Option<Arc<T>>> {
+    let mut kept: Vec<Option<Arc<T>>> = Vec::with_capacity(watchers.len());
+    for watcher in watchers {
+        let seen = watcher.as_ref().is_some_and(|watcher| {
+            kept.iter()
+                .flatten()
+                .any(|other| std::ptr::addr_eq(Arc::as_ptr(other), Arc::as_ptr(watcher)))
+        });
+        if !seen {
+            kept.push(watcher);
+        }
+    }
+    kept
+}
+
 /// Upstream text for a log line: control characters out, length capped.
 fn clip(text: &str) -> String {
     let cleaned: String = text
@@ -493,6 +530,28 @@ fn clip(text: &str) -> String {
         format!("{cleaned}…")
     } else {
         cleaned
+    }
+}
+
+#[cfg(test)]
+mod one_per_caller_tests {
+    use std::sync::Arc;
+
+    use super::one_per_caller;
+
+    #[test]
+    fn two_requests_of_one_caller_are_one_caller_and_strangers_stay_apart() {
+        let follower = Arc::new(1);
+        let other = Arc::new(1);
+        let kept = one_per_caller(vec![
+            Some(Arc::clone(&follower)),
+            Some(Arc::clone(&follower)),
+        ]);
+        assert_eq!(kept.len(), 1, "a task's tasks/get beside its tasks/result");
+        let kept = one_per_caller(vec![Some(Arc::clone(&follower)), Some(other)]);
+        assert_eq!(kept.len(), 2, "equal values, different callers");
+        let kept = one_per_caller::<i32>(vec![None, None, Some(follower)]);
+        assert_eq!(kept.len(), 3, "unwatched calls cannot be told apart");
     }
 }
 

@@ -8,7 +8,11 @@
 //! `describeTool` and `callTool` are never narrowed to the fields rmcp's types know. Answers to
 //! the requests sent around rmcp (`direct.rs`, the tool calls) go straight to their callers.
 //! Reading lines within the size limit is `lines.rs`; the tapped results wait in `raw_results.rs`.
+//! It also writes the client `tasks` capability into `initialize` (rmcp's types have no such
+//! member) and then hands a server's task-augmented request over whole
+//! (`connection/client_tasks.rs`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,6 +56,10 @@ pub(crate) struct StdioTransport {
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     raw: Arc<RawResults>,
     direct: Arc<DirectRequests>,
+    /// The `tasks` client capability to write into `initialize` (`connection/client_tasks.rs`).
+    client_tasks: Option<Value>,
+    /// Set once it has been: from then on task-augmented requests are marked for the handler.
+    tasks_declared: Arc<AtomicBool>,
 }
 
 /// The pipes and bookkeeping a [`StdioTransport`] runs over.
@@ -99,6 +107,8 @@ impl StdioTransport {
         let (in_tx, in_rx) = mpsc::channel(256);
         let reader_raw = Arc::clone(&raw);
         let reader_direct = Arc::clone(&direct);
+        let tasks_declared = Arc::new(AtomicBool::new(false));
+        let reader_tasks_declared = Arc::clone(&tasks_declared);
         let server = server.to_owned();
         tokio::spawn(async move {
             let reason = read_messages(
@@ -109,6 +119,7 @@ impl StdioTransport {
                     raw: &reader_raw,
                     direct: &reader_direct,
                     oversized: &oversized,
+                    tasks_declared: &reader_tasks_declared,
                 },
                 &in_tx,
                 exited,
@@ -124,7 +135,15 @@ impl StdioTransport {
             incoming: in_rx,
             raw,
             direct,
+            client_tasks: None,
+            tasks_declared,
         }
+    }
+
+    /// Declares `capability` as the client's `tasks` in the handshake (rmcp's capabilities have
+    /// no such member), so the server may ask for its requests to run as tasks.
+    pub(crate) fn declare_client_tasks(&mut self, capability: Option<Value>) {
+        self.client_tasks = capability;
     }
 
     /// The requests that go around rmcp on this transport's pipes.
@@ -142,6 +161,8 @@ struct Taps<'a> {
     direct: &'a DirectRequests,
     /// Answers to rmcp's requests that were skipped for their size.
     oversized: &'a OversizedAnswers,
+    /// Whether the `tasks` capability was declared: then a task-augmented request is marked.
+    tasks_declared: &'a AtomicBool,
 }
 
 /// What one step of reading stdout came to.
@@ -387,6 +408,9 @@ fn decode(text: &[u8], taps: Taps<'_>) -> Result<Option<RxJsonRpcMessage<RoleCli
     let Err(mut value) = taps.direct.offer(value) else {
         return Ok(None);
     };
+    if taps.tasks_declared.load(Ordering::Relaxed) {
+        super::connection::mark_task_augmented(&mut value);
+    }
     let raw = taps.raw;
     let tapped = take_wanted_result(&mut value, raw);
     let message = ServerJsonRpcMessage::deserialize(value).map_err(|_| Rejected::NotJsonRpc)?;
@@ -452,7 +476,21 @@ impl Transport<RoleClient> for StdioTransport {
             self.raw.want(id_key(&request.id));
         }
         let stdin = self.stdin.clone();
-        let encoded = serde_json::to_vec(&item).map(|mut bytes| {
+        let declaring = self.client_tasks.as_ref().filter(|_| {
+            matches!(&item, JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_)))
+        });
+        let encoded = match declaring {
+            // Only the handshake goes through a JSON value, to have the declaration written in.
+            Some(capability) => serde_json::to_value(&item).and_then(|mut message| {
+                if super::connection::declare_in_initialize(&mut message, capability) {
+                    self.tasks_declared.store(true, Ordering::Relaxed);
+                }
+                serde_json::to_vec(&message)
+            }),
+            None => serde_json::to_vec(&item),
+        }
+        .map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
@@ -496,6 +534,7 @@ mod tests {
                 raw,
                 direct: &no_direct(),
                 oversized: &OversizedAnswers::new(1024),
+                tasks_declared: &AtomicBool::new(false),
             },
         )
     }
@@ -517,6 +556,7 @@ mod tests {
                 raw: &raw,
                 direct: &direct,
                 oversized: &oversized,
+                tasks_declared: &AtomicBool::new(false),
             };
             read_messages("t", reader, 1024, taps, &sink, exit_rx).await
         });
@@ -557,6 +597,7 @@ mod tests {
                     raw: &raw,
                     direct: &direct,
                     oversized: &oversized,
+                    tasks_declared: &AtomicBool::new(false),
                 };
                 read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
             }
@@ -616,6 +657,7 @@ mod tests {
                 raw: &raw,
                 direct: &direct,
                 oversized: &oversized,
+                tasks_declared: &AtomicBool::new(false),
             };
             read_messages("t", reader, LIMIT, taps, &sink, exit_rx).await
         });
@@ -639,6 +681,7 @@ mod tests {
             raw: &raw,
             direct: &direct,
             oversized: &oversized,
+            tasks_declared: &AtomicBool::new(false),
         };
         let reason = read_messages("t", &b""[..], 1024, taps, &sink, exit_rx).await;
         assert_eq!(reason, "the server closed its stdout");
@@ -700,6 +743,77 @@ mod tests {
         // A string id that is not a number cannot be mistaken for ours: rmcp ignores it.
         let raw = RawResults::default();
         assert!(decode(br#"{"jsonrpc":"2.0","id":"abc","result":{}}"#, &raw).is_ok());
+    }
+
+    #[test]
+    fn a_task_augmented_request_reaches_the_handler_whole_once_tasks_are_declared() {
+        use rmcp::model::ServerRequest;
+        let line = br#"{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{"task":{"ttl":1000},"mode":"form","message":"?","requestedSchema":{"type":"object","properties":{}}}}"#;
+        let decoded = |declared: bool| {
+            let message = super::decode(
+                line,
+                Taps {
+                    raw: &RawResults::default(),
+                    direct: &no_direct(),
+                    oversized: &OversizedAnswers::new(1024),
+                    tasks_declared: &AtomicBool::new(declared),
+                },
+            );
+            match message {
+                Ok(Some(JsonRpcMessage::Request(request))) => request.request,
+                other => panic!("not a request: {other:?}"),
+            }
+        };
+        match decoded(true) {
+            ServerRequest::CustomRequest(custom) => {
+                assert_eq!(custom.method, "tool-cli/task-augmented/elicitation/create");
+                assert_eq!(custom.params.unwrap()["task"]["ttl"], 1000);
+            }
+            other => panic!("not handed over whole: {other:?}"),
+        }
+        // Not declared (an old connection, a 2026 one): rmcp's own elicitation, `task` unread.
+        assert!(matches!(decoded(false), ServerRequest::ElicitRequest(_)));
+    }
+
+    #[tokio::test]
+    async fn the_handshake_declares_client_tasks_when_asked_to() {
+        use rmcp::model::{ClientRequest, InitializeRequest};
+        use tokio::io::AsyncBufReadExt as _;
+        let (stdin, server_reads) = tokio::io::duplex(4096);
+        let (_server_writes, stdout) = tokio::io::duplex(64);
+        let (_exit_tx, exited) = watch::channel(None);
+        let mut transport = StdioTransport::new(
+            "t",
+            StdioParts {
+                stdout,
+                stdin,
+                max_message_bytes: 1024,
+                raw: Arc::default(),
+                oversized: Arc::new(OversizedAnswers::new(1024)),
+                closed: Arc::default(),
+                exited,
+            },
+        );
+        let capability = serde_json::json!({"requests": {"elicitation": {"create": {}}}});
+        transport.declare_client_tasks(Some(capability.clone()));
+        let config = super::super::connection::client_config(false, true);
+        let initialize = ClientRequest::InitializeRequest(InitializeRequest::new(config));
+        transport
+            .send(JsonRpcMessage::request(
+                initialize,
+                rmcp::model::NumberOrString::Number(0),
+            ))
+            .await
+            .unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(server_reads)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        let sent: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(sent["params"]["capabilities"]["tasks"], capability);
+        assert!(sent["params"]["capabilities"]["elicitation"].is_object());
+        assert!(transport.tasks_declared.load(Ordering::Relaxed));
     }
 
     #[tokio::test]

@@ -284,7 +284,7 @@ impl Pool {
         let raw = Arc::new(RawResults::default());
         let oversized = Arc::new(OversizedAnswers::new(self.options.max_message_bytes));
         let stream_closed = Arc::new(Mutex::new(None));
-        let transport = StdioTransport::new(
+        let mut transport = StdioTransport::new(
             name,
             StdioParts {
                 stdout,
@@ -296,6 +296,9 @@ impl Pool {
                 exited: process.exit_watch(),
             },
         );
+        transport.declare_client_tasks(connection::client_tasks_capability(
+            &published.server_requests,
+        ));
         let direct = transport.direct();
         let established = connection::establish(
             name,

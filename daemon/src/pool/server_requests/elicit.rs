@@ -3,8 +3,6 @@
 //! (`EventRelay::ask_url`), the answer awaited within `elicitationTimeoutMs` while the call
 //! runs, and the reason to decline with when none can come.
 
-use std::sync::Arc;
-
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -22,13 +20,7 @@ impl ServerRequests {
         request: &ElicitRequestParams,
         withdrawn: &CancellationToken,
     ) -> Result<ElicitResult, String> {
-        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
-            .in_flight
-            .lock()
-            .unwrap()
-            .values()
-            .map(|caller| caller.watcher.clone())
-            .collect();
+        let watchers = self.watchers();
         let log = crate::elicitation::route(&watchers).map_err(|no_route| {
             let reason = no_route.reason(&self.server);
             tracing::info!(server = %self.server, %reason, "elicitation declined");

@@ -15,13 +15,7 @@ impl ServerRequests {
         if !self.settings.allow_sampling {
             return None;
         }
-        let watchers: Vec<Option<Arc<dyn EventRelay>>> = self
-            .in_flight
-            .lock()
-            .unwrap()
-            .values()
-            .map(|caller| caller.watcher.clone())
-            .collect();
+        let watchers = self.watchers();
         crate::elicitation::route(&watchers)
             .ok()
             .filter(|watcher| watcher.can_sample())
