@@ -36,6 +36,7 @@ pub(crate) mod routing;
 pub mod span;
 mod stats;
 pub(crate) mod tasks;
+mod template_pins;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -506,6 +507,8 @@ impl Pipeline {
         let slots = self.slots();
         let slot = resolve_server(&slots, server, &context.grant, None)?;
         check_resource(&context.grant, server, uri)?;
+        self.refuse_read_through_held_template(context, slot, uri)
+            .await?;
         let timeout = slot.upstream.info().settings.call_timeout;
         let outcome = self
             .protected_operation(

@@ -653,6 +653,10 @@ impl Upstream for Server {
         self.published.item_hold(&self.info.name, kind, items)
     }
 
+    fn pins_hold_items(&self) -> bool {
+        self.published.pins_hold_items(&self.info.name)
+    }
+
     fn handshake_instructions(&self) -> Option<String> {
         match self.current_status() {
             Status::Ready(connection) => connection.instructions.clone(),
