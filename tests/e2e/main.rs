@@ -65,6 +65,7 @@ mod server_requests;
 mod servers;
 mod session_caps_config;
 mod snapshots;
+mod stateless_stream;
 mod stateless_upstreams;
 mod tasks;
 mod tasks_2026;

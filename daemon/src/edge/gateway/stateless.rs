@@ -236,8 +236,8 @@ pub(super) fn classify_request(
     )
 }
 
-/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (the revision
-/// tells them on `subscriptions/listen`, which is not served), no `logging`.
+/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (no
+/// `subscriptions/listen` served); `logging`, on a call's SSE answer (`stateless_stream.rs`).
 pub(super) fn discover_result(mode: Mode) -> Value {
     let mut result = json!({
         "resultType": "complete",
@@ -247,6 +247,7 @@ pub(super) fn discover_result(mode: Mode) -> Value {
             "resources": {},
             "prompts": {},
             "completions": {},
+            "logging": {},
         },
         "ttlMs": 0,
         "cacheScope": "private",
@@ -356,10 +357,32 @@ impl Stateless {
     }
 }
 
+/// The JSON-RPC response to one 2026-07-28 request, encoded: results say `"resultType":
+/// "complete"`, errors are worded as the revision words them.
+fn answer_body(answer: Result<super::Reply, RpcError>, id: &Value) -> String {
+    match answer {
+        Ok(super::Reply::Json(mut result)) => {
+            if let Some(members) = result.as_object_mut() {
+                members.entry("resultType").or_insert(json!("complete"));
+            }
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+        }
+        Ok(super::Reply::Encoded(result)) => format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+            complete(&result)
+        ),
+        Err(error) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": error_of_revision(error).to_json()})
+                .to_string()
+        }
+    }
+}
+
 impl super::Endpoint {
-    /// Answers one 2026-07-28 request: no session named, none opened for the host.
+    /// Answers one 2026-07-28 request: no session named, none opened for the host; a call's
+    /// notifications come on its SSE answer when the host accepts one (`stateless_stream.rs`).
     pub(super) async fn answer_stateless(
-        &self,
+        self: &Arc<Self>,
         request: &super::GatewayRequest,
         mode: Option<Mode>,
         id: Value,
@@ -384,26 +407,16 @@ impl super::Endpoint {
                 .stateless
                 .session(&self.sessions, &request.grant.token_id, mode);
             let context = crate::pipeline::CallContext::new(request.grant.clone());
-            self.settle(&session, method, params, &context).await
-        };
-        let body = match answer {
-            Ok(super::Reply::Json(mut result)) => {
-                if let Some(members) = result.as_object_mut() {
-                    members
-                        .entry("resultType")
-                        .or_insert_with(|| json!("complete"));
+            match super::stateless_stream::request_log_level(params) {
+                Err(error) => Err(error),
+                Ok(level) if super::stateless_stream::streams(method, &request.headers) => {
+                    let worded = move |answer| answer_body(answer, &id);
+                    return self.stream_stateless(session, method, params, context, level, worded);
                 }
-                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
-            }
-            Ok(super::Reply::Encoded(result)) => format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                complete(&result)
-            ),
-            Err(error) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": error_of_revision(error).to_json()})
-                    .to_string()
+                Ok(_) => self.settle(&session, method, params, &context).await,
             }
         };
+        let body = answer_body(answer, &id);
         hyper::Response::builder()
             .status(StatusCode::OK)
             .header(hyper::header::CONTENT_TYPE, "application/json")
