@@ -67,6 +67,7 @@ mod session_caps_config;
 mod snapshots;
 mod stateless_stream;
 mod stateless_upstreams;
+mod subscriptions_restart;
 mod tasks;
 mod tasks_2026;
 mod telemetry;
