@@ -9,7 +9,8 @@
 //! Input → test:
 //! - a 2026-only server killed mid-subscription:
 //!   `a_2026_servers_subscription_is_listened_for_again_after_it_is_killed`
-//! - a 2025 server killed mid-subscription, with two hosts subscribed to one URI:
+//! - a 2025 server killed mid-subscription, with two hosts subscribed to one URI (one of them
+//!   twice, which is one subscription):
 //!   `a_2025_servers_subscription_is_sent_again_after_it_is_killed`
 
 use std::io::BufRead as _;
@@ -112,6 +113,8 @@ fn a_2025_servers_subscription_is_sent_again_after_it_is_killed() {
     };
     let (first, second) = (daemon.open_mcp_session(), daemon.open_mcp_session());
     subscribe(&first, "resources/subscribe");
+    // A repeat in one session is one subscription.
+    subscribe(&first, "resources/subscribe");
     subscribe(&second, "resources/subscribe");
     // Counted: the server was told once.
     assert_eq!(count_recorded(&record, "resources/subscribe", None), 1);
@@ -135,6 +138,9 @@ fn a_2025_servers_subscription_is_sent_again_after_it_is_killed() {
     // One host's unsubscribe keeps the other's; the last one reaches the server.
     subscribe(&first, "resources/unsubscribe");
     assert_eq!(count_recorded(&record, "resources/unsubscribe", None), 0);
+    subscribe(&second, "resources/unsubscribe");
+    assert_eq!(count_recorded(&record, "resources/unsubscribe", None), 1);
+    // An unsubscribe of nothing is not passed on.
     subscribe(&second, "resources/unsubscribe");
     assert_eq!(count_recorded(&record, "resources/unsubscribe", None), 1);
 }
