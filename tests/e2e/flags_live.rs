@@ -1,7 +1,8 @@
 //! The detectors on the daemon's own listings, live (`docs/pinning.md`, "Detectors"): a real
 //! server whose tool description turns into a hidden instruction is flagged in `listTools` and
 //! `describeTool` without being pinned first, held back from the gateway's `tools/list` by
-//! default, and only warned of under `"flags": {"gateway": "warn"}`.
+//! default, and only warned of under `"flags": {"gateway": "warn"}`; a `reloadConfig` that
+//! changes `flags.gateway` changes the gateway's next `tools/list`.
 
 use std::time::Duration;
 
@@ -101,4 +102,28 @@ fn under_the_warn_policy_a_flagged_tool_stays_in_the_gateway() {
     .expect("the daemon refuses the config");
     assert!(failure.contains("flags.gateway"), "{failure}");
     assert!(failure.contains("\"warn\""), "{failure}");
+}
+
+#[test]
+fn reloading_the_config_applies_a_changed_gateway_flag_policy() {
+    let servers = json!({"flaky": fault_server(&[])});
+    let daemon = Daemon::start(json!({"mcpServers": servers}));
+    poison(&daemon);
+    assert!(!gateway_tool_names(&daemon).contains(&"flaky__echo".to_owned()));
+
+    let write_config = |config: Value| {
+        std::fs::write(&daemon.config_path, config.to_string()).expect("write the config");
+    };
+    write_config(json!({"mcpServers": servers, "flags": {"gateway": "warn"}}));
+    let reloaded = daemon.call("reloadConfig", Value::Null);
+    assert_eq!(reloaded["unchanged"], json!(["flaky"]), "{reloaded}");
+    assert!(
+        gateway_tool_names(&daemon).contains(&"flaky__echo".to_owned()),
+        "the warn policy from the reloaded file lists the flagged tool"
+    );
+
+    // Back to the default (the key removed): held again.
+    write_config(json!({"mcpServers": servers}));
+    daemon.call("reloadConfig", Value::Null);
+    assert!(!gateway_tool_names(&daemon).contains(&"flaky__echo".to_owned()));
 }

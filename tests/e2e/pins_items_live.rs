@@ -3,7 +3,8 @@
 //! prompt's description by one zero-width space, a resource template's description and its
 //! `instructions`; the daemon hides the prompt and the template from `listPrompts`,
 //! `listResourceTemplates` and the gateway's `prompts/list` and `resources/templates/list`,
-//! refuses `getPrompt` / `prompts/get` with `pinRefused` naming the approve command, stops
+//! refuses `getPrompt` / `prompts/get` and a `readResource` of a URI the held template
+//! expands to with `pinRefused` naming the approve command, stops
 //! relaying the instructions with a warning, lets each through once approved, and fails closed on
 //! a corrupt store.
 
@@ -135,6 +136,18 @@ fn a_changed_prompt_and_template_are_held_back_from_listings_and_refused_until_a
         "`tool-cli pin approve shifting --prompt summarize`",
     );
     assert_eq!(data["item"], "prompt", "{data}");
+    // A read of a URI the held template expands to is refused alike, before it reaches the
+    // server; approved below, it reads.
+    let refused = daemon.call_err(
+        "readResource",
+        json!({"server": "shifting", "uri": "notes://7"}),
+    );
+    let data = assert_pin_refused_changed(
+        &refused,
+        json!(["description"]),
+        "tool-cli pin approve shifting --resource-template",
+    );
+    assert_eq!(data["item"], "resourceTemplate", "{data}");
     // The unchanged prompt still renders.
     let greeting = daemon.call("getPrompt", json!({"server": "shifting", "name": "greet"}));
     assert!(greeting.to_string().contains("Hello."), "{greeting}");
@@ -206,6 +219,11 @@ fn a_changed_prompt_and_template_are_held_back_from_listings_and_refused_until_a
     );
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(template_uris(&daemon), ["notes://{id}"]);
+    let read = daemon.call(
+        "readResource",
+        json!({"server": "shifting", "uri": "notes://7"}),
+    );
+    assert!(read.to_string().contains("note notes://7"), "{read}");
 }
 
 #[test]
@@ -271,6 +289,12 @@ fn a_corrupt_pin_store_hides_every_prompt_template_and_the_instructions() {
     assert!(prompt_names(&daemon).is_empty());
     assert!(template_uris(&daemon).is_empty());
     let refused = daemon.call_err("getPrompt", json!({"server": "shifting", "name": "greet"}));
+    assert_eq!(refused.code, -32012, "{refused:?}");
+    assert_eq!(refused.data.as_ref().unwrap()["reason"], "storeUntrusted");
+    let refused = daemon.call_err(
+        "readResource",
+        json!({"server": "shifting", "uri": "notes://7"}),
+    );
     assert_eq!(refused.code, -32012, "{refused:?}");
     assert_eq!(refused.data.as_ref().unwrap()["reason"], "storeUntrusted");
     let entry = server_entry(&daemon);

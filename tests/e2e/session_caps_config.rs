@@ -1,10 +1,11 @@
 //! The session watchdog's default caps from the config file's `sessions` section, live: every
 //! session is capped by them unless `openSession` gives its own, and a bad section stops the
-//! daemon from starting with the member named.
+//! daemon from starting with the member named; a `reloadConfig` that changes the section
+//! applies the new caps to sessions without their own.
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tool_cli_tests::{Daemon, DaemonOptions, assert_budget_exceeded, eventually, fault_server};
 
 #[test]
@@ -65,4 +66,43 @@ fn a_bad_sessions_section_stops_the_daemon_naming_the_member() {
     .expect("the daemon refuses the config");
     assert!(failure.contains("sessions.maxCalls"), "{failure}");
     assert!(failure.contains("at least 1"), "{failure}");
+}
+
+#[test]
+fn reloading_the_config_applies_changed_session_caps() {
+    let servers = json!({"flaky": fault_server(&[])});
+    let daemon = Daemon::start(json!({"mcpServers": servers}));
+    let echo = |session: &str| {
+        daemon.rpc(
+            "callTool",
+            Some(
+                json!({"server": "flaky", "tool": "echo", "arguments": {"nonce": "n"},
+                        "sessionId": session}),
+            ),
+        )
+    };
+    let reload = |config: Value| {
+        std::fs::write(&daemon.config_path, config.to_string()).expect("write the config");
+        daemon.call("reloadConfig", Value::Null)
+    };
+    // Uncapped at start.
+    for _ in 0..3 {
+        assert!(echo("before").is_ok());
+    }
+
+    let reloaded = reload(json!({"mcpServers": servers, "sessions": {"maxCalls": 2}}));
+    assert_eq!(reloaded["unchanged"], json!(["flaky"]), "{reloaded}");
+    assert!(echo("capped").is_ok());
+    assert!(echo("capped").is_ok());
+    assert_budget_exceeded(&echo("capped").unwrap_err(), "calls", 2);
+    // A session with its own cap keeps it.
+    daemon.call("openSession", json!({"sessionId": "own", "maxCalls": 3}));
+    for _ in 0..3 {
+        assert!(echo("own").is_ok());
+    }
+    assert_budget_exceeded(&echo("own").unwrap_err(), "calls", 3);
+
+    // The section removed: uncapped again.
+    reload(json!({"mcpServers": servers}));
+    assert!(echo("capped").is_ok());
 }

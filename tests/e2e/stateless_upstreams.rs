@@ -30,7 +30,7 @@ use tool_cli_tests::{Daemon, bin_dir, eventually, http_request_bytes};
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(60);
 
-fn stateless_server() -> PathBuf {
+pub(crate) fn stateless_server() -> PathBuf {
     let example = bin_dir().join("examples").join("stateless_server");
     assert!(
         example.exists(),
@@ -40,7 +40,7 @@ fn stateless_server() -> PathBuf {
     example
 }
 
-fn health_of(daemon: &Daemon, name: &str) -> Value {
+pub(crate) fn health_of(daemon: &Daemon, name: &str) -> Value {
     daemon.call("health", Value::Null)["servers"]
         .as_array()
         .expect("a health list")
@@ -51,7 +51,7 @@ fn health_of(daemon: &Daemon, name: &str) -> Value {
 }
 
 /// Opens `session`'s standalone stream on `/mcp`; the connection, its head read.
-fn open_stream(daemon: &Daemon, session: &str) -> BufReader<TcpStream> {
+pub(crate) fn open_stream(daemon: &Daemon, session: &str) -> BufReader<TcpStream> {
     let host = format!("127.0.0.1:{}", daemon.port);
     let bearer = format!("Bearer {}", daemon.token);
     let headers = [
@@ -170,7 +170,7 @@ fn prompts_and_resources_that_ask_for_input_are_answered() {
 }
 
 /// One JSON-RPC request to `/mcp` in `session`; its answer.
-fn mcp_request(daemon: &Daemon, session: &str, method: &str, params: Value) -> Value {
+pub(crate) fn mcp_request(daemon: &Daemon, session: &str, method: &str, params: Value) -> Value {
     let answer = daemon.post_mcp(
         &[("Mcp-Session-Id", session)],
         &json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),

@@ -11,7 +11,8 @@
 //! - a deadline passing while the task works: one timeout answer and trace line, the task
 //!   cancelled at the
 //!   server: `a_deadline_passing_mid_task_cancels_it_at_the_server`
-//! - Ctrl-C of the CLI while the task works cancels it at the server:
+//! - Ctrl-C of the CLI while the task works cancels it at the server, and the call's one
+//!   trace line (abandoned) names the task:
 //!   `ctrl_c_of_the_cli_mid_task_cancels_the_2026_task_at_the_server`
 //! - a task that fails: the call's error is the task's:
 //!   `a_failed_task_answers_its_error`
@@ -172,6 +173,18 @@ fn ctrl_c_of_the_cli_mid_task_cancels_the_2026_task_at_the_server() {
         "interrupted, not finished: {status:?}"
     );
     wait_for_server_status(&daemon, "task-1", "cancelled");
+    // The abandoned call's line names the task the server ran it as (the pool's note, not
+    // only a task the caller created).
+    let abandoned = eventually_some(WAIT, || {
+        let traces = std::fs::read_to_string(daemon.dir().join("traces.jsonl")).ok()?;
+        traces
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("a JSON line"))
+            .find(|line| line["tool"] == "wait_forever")
+    })
+    .expect("the interrupted call was traced");
+    assert_eq!(abandoned["error"]["kind"], "cancelled", "{abandoned:#}");
+    assert_eq!(abandoned["taskId"], "modern:task-1", "{abandoned:#}");
 }
 
 #[test]

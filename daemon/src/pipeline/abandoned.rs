@@ -8,13 +8,16 @@
 //! answered, it finishes the record as abandoned (error kind `cancelled`, with whether anything
 //! reached the server) and records it, so traces, sessions and `health` see the call.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
 use tokio::time::Instant;
 use tool_cli_protocol::code;
 
+use super::tasks::TaskRegistry;
 use super::{CallRecord, Pipeline, RecordedError};
+use crate::provider::TaskNote;
 
 /// The `kind` of an abandoned call's recorded error.
 pub(crate) const ABANDONED_KIND: &str = "cancelled";
@@ -37,6 +40,22 @@ pub(super) struct CallMarks {
     pub(super) sent: AtomicU32,
     /// The MCP task the call created, by the id its caller knows (`tasks/`).
     pub(super) task_id: std::sync::Mutex<Option<String>>,
+    /// The task a 2026-07-28 server ran the call as, which the pool follows itself: noted by
+    /// the pool under the server's id (`pool/connection/tasks.rs`), so a call dropped while
+    /// the task works still names it.
+    pub(super) ran_as_task: Arc<TaskNote>,
+}
+
+impl CallMarks {
+    /// The id of the task the call is known by: the one its caller created, else the one a
+    /// 2026 server ran it as on `server` (under the same public id `tasks/` would give it).
+    pub(super) fn task_id(&self, server: Option<&str>) -> Option<String> {
+        if let Some(created) = self.task_id.lock().unwrap().clone() {
+            return Some(created);
+        }
+        let upstream_id = self.ran_as_task.task_id()?;
+        Some(TaskRegistry::public_id(server?, &upstream_id))
+    }
 }
 
 impl<'a> PendingRecord<'a> {
@@ -74,7 +93,7 @@ impl Drop for PendingRecord<'_> {
         };
         let sent = self.marks.sent.load(Ordering::Relaxed);
         if record.task_id.is_none() {
-            record.task_id = self.marks.task_id.lock().unwrap().take();
+            record.task_id = self.marks.task_id(record.server.as_deref());
         }
         record.attempts = record.attempts.max(sent);
         record.executed |= sent > 0;

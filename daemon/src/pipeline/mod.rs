@@ -36,6 +36,7 @@ pub(crate) mod routing;
 pub mod span;
 mod stats;
 pub(crate) mod tasks;
+mod template_pins;
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
@@ -52,7 +53,7 @@ pub use record::{CallObserver, CallRecord, RecordedError, arguments_hash};
 
 use crate::error::Error;
 use crate::policy::Denial;
-use crate::provider::{CallTicket, ResourceListKind, TaskNote, ToolProvider, Upstream, UsageMeter};
+use crate::provider::{CallTicket, ResourceListKind, ToolProvider, Upstream, UsageMeter};
 use crate::resilience::breaker::BreakerConfig;
 use crate::resilience::retry::RetryPolicy;
 use abandoned::{CallMarks, PendingRecord};
@@ -367,8 +368,6 @@ impl Pipeline {
         }
         // The server's sampling requests during the call are billed to it.
         let usage = Arc::new(UsageMeter::default());
-        // A 2026 server may run the call as a task the pool follows itself: noted for the line.
-        let ran_as_task = Arc::new(TaskNote::default());
         // The upstream span's context goes with the request, so the server joins the trace.
         let ticket = CallTicket {
             usage: Some(Arc::clone(&usage)),
@@ -377,7 +376,9 @@ impl Pipeline {
                 .as_ref()
                 .and_then(|span| span.ids.upstream_context().cloned()),
             exchange: record.span.as_ref().and_then(|span| span.exchange.clone()),
-            task: Some(Arc::clone(&ran_as_task)),
+            // A 2026 server may run the call as a task the pool follows itself: noted for
+            // the line, also when the call is dropped mid-task.
+            task: Some(Arc::clone(&marks.ran_as_task)),
             ..context.ticket()
         };
         // A task the call creates is its caller's (`tasks/`), noted as soon as it exists.
@@ -399,13 +400,7 @@ impl Pipeline {
             retry_reason,
             degraded,
         } = execute::execute(&plan, &self.options.retry, &ticket, &marks.sent, &created).await;
-        record.task_id = marks.task_id.lock().unwrap().clone();
-        if record.task_id.is_none() {
-            let server = &plan.resolved.slot.upstream.info().name;
-            record.task_id = ran_as_task
-                .task_id()
-                .map(|upstream_id| tasks::TaskRegistry::public_id(server, &upstream_id));
-        }
+        record.task_id = marks.task_id(Some(&plan.resolved.slot.upstream.info().name));
         let sampled = usage.totals();
         record.tokens_in += sampled.tokens_in;
         record.tokens_out += sampled.tokens_out;
@@ -512,6 +507,8 @@ impl Pipeline {
         let slots = self.slots();
         let slot = resolve_server(&slots, server, &context.grant, None)?;
         check_resource(&context.grant, server, uri)?;
+        self.refuse_read_through_held_template(context, slot, uri)
+            .await?;
         let timeout = slot.upstream.info().settings.call_timeout;
         let outcome = self
             .protected_operation(

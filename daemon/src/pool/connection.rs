@@ -44,6 +44,7 @@ mod input_rounds;
 mod listen;
 pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
+pub(crate) mod subscribed;
 mod tasks;
 
 use super::Published;
@@ -411,11 +412,13 @@ where
         listen: std::sync::OnceLock::new(),
         facts,
     });
-    // A stateless server announces changes only on `subscriptions/listen`: opened before the
-    // first listing, so a change made between the two is heard (`listen.rs`).
+    // A stateless server announces changes only on `subscriptions/listen`, opened before the
+    // first listing (`listen.rs`); a 2025 one is subscribed again (`subscribed.rs`).
     if lifecycle == super::era::Lifecycle::Discover {
         let control = listen::start(&connection, Arc::clone(&tools_changed)).await;
         let _ = connection.listen.set(control);
+    } else if supports_resources {
+        subscribed::replay(&connection);
     }
     if supports_tools {
         if let Err(err) = connection.refresh_catalog().await {

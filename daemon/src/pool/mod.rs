@@ -190,6 +190,9 @@ pub(crate) struct Published {
     /// Set once it refused the handshake for the stateless revision (`era.rs`): its later
     /// connections open with `server/discover` at once.
     pub(crate) learned_stateless: AtomicBool,
+    /// The hosts' resource subscriptions to it, counted per URI; kept across restarts, so
+    /// each new connection subscribes to them again (`connection/subscribed.rs`).
+    pub(crate) subscribed: connection::subscribed::Subscribed,
 }
 
 impl Published {
@@ -420,6 +423,7 @@ impl Server {
                 pins,
                 protocol: config.protocol,
                 learned_stateless: AtomicBool::new(false),
+                subscribed: connection::subscribed::Subscribed::default(),
             }),
             restarts: AtomicU32::new(0),
             ready_since: Mutex::new(None),
@@ -656,6 +660,10 @@ impl Upstream for Server {
         items: &[Value],
     ) -> crate::catalog::pin_items::ItemHold {
         self.published.item_hold(&self.info.name, kind, items)
+    }
+
+    fn pins_hold_items(&self) -> bool {
+        self.published.pins_hold_items(&self.info.name)
     }
 
     fn handshake_instructions(&self) -> Option<String> {

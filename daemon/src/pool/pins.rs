@@ -142,6 +142,15 @@ impl super::Published {
         hold
     }
 
+    /// Whether the pin check can hold back any of `server`'s prompts or templates: it is
+    /// pinned, or the store cannot be trusted.
+    pub(crate) fn pins_hold_items(&self, server: &str) -> bool {
+        self.pins.as_ref().is_some_and(|guard| {
+            let state = guard.state();
+            !matches!(PinGuard::source(server, &state), PinSource::NotPinned)
+        })
+    }
+
     /// Whether the pin check holds back the `instructions` `server` sent in its handshake.
     pub(crate) fn instructions_hold(
         &self,

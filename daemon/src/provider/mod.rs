@@ -121,6 +121,13 @@ pub trait Upstream: Send + Sync + 'static {
         crate::catalog::pin_items::ItemHold::default()
     }
 
+    /// Whether the pin check can hold back any of its prompts or resource templates (it is
+    /// pinned, or the pin store cannot be trusted): only then is it worth listing them to
+    /// check a use; nothing unless its provider checks pins.
+    fn pins_hold_items(&self) -> bool {
+        false
+    }
+
     /// The `instructions` of its handshake as it sent them, held back by the pin check or not
     /// (`pinListing`, for `tool-cli pin`); `status` gives them only when they may be relayed.
     fn handshake_instructions(&self) -> Option<String> {

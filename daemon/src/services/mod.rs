@@ -164,7 +164,25 @@ impl Services {
         &self,
     ) -> Result<tool_cli_protocol::manage::ReloadConfigResult, crate::error::Error> {
         let context = CallContext::new(self.tokens().owner_grant());
-        self.admin.reload_config(&context).await
+        self.reload_config_as(&context).await
+    }
+
+    /// `reloadConfig` (and SIGHUP): the servers' difference through the admin service, then
+    /// the sections the other services hold: `flags.gateway` for the gateway's listings, the
+    /// `sessions` caps for every session without its own. A file that does not load changes
+    /// none of them.
+    pub(crate) async fn reload_config_as(
+        &self,
+        context: &CallContext,
+    ) -> Result<tool_cli_protocol::manage::ReloadConfigResult, crate::error::Error> {
+        let result = self.admin.reload_config(context).await?;
+        if let Some(settings) = self.admin.service_settings().await {
+            self.discovery.set_gateway_flags(settings.gateway_flags);
+            self.sessions
+                .store()
+                .set_default_caps(settings.sessions.max_calls, settings.sessions.max_wall);
+        }
+        Ok(result)
     }
 }
 

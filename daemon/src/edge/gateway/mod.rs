@@ -28,6 +28,8 @@ mod resources;
 mod sessions;
 mod sse;
 mod stateless;
+mod stateless_answer;
+mod stateless_stream;
 mod stateless_tasks;
 mod stream;
 mod task_runs;
@@ -353,12 +355,7 @@ impl Endpoint {
         params: Value,
         mut context: crate::pipeline::CallContext,
     ) -> HttpResponse {
-        let progress_token = params
-            .get("_meta")
-            .and_then(|meta| meta.get("progressToken"))
-            .filter(|token| token.is_string() || token.is_i64() || token.is_u64())
-            .cloned();
-        let (relay, messages) = session.relay(progress_token);
+        let (relay, messages) = session.relay(stream::progress_token(&params));
         context.relay = Some(Arc::clone(&relay) as Arc<dyn crate::provider::EventRelay>);
         let endpoint = Arc::clone(self);
         let call_session = Arc::clone(&session);

@@ -202,6 +202,11 @@ pub(super) async fn subscription(
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params(format!("{method} needs \"uri\", a string")))?;
     let server = server_of_uri(services, session, uri, context).await?;
+    // One subscription per session and URI: the pool counts subscriptions across sessions
+    // (`pool/connection/subscribed.rs`), so a repeat, or an unsubscribe of nothing, stops here.
+    if session.is_subscribed(uri, &server) == (method == "resources/subscribe") {
+        return Ok(json!({}));
+    }
     let answer = services
         .discovery
         .pass_request(&server, method, params, Some(uri), context)

@@ -84,13 +84,24 @@ impl Session {
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(rank);
     }
 
-    /// A relay for one streamed call (its progress token, if the host gave one).
+    /// A relay for one streamed call (its progress token, if the host gave one), at the
+    /// session's log level.
     pub(crate) fn relay(
         &self,
         progress_token: Option<Value>,
     ) -> (Arc<HostRelay>, tokio::sync::mpsc::Receiver<Value>) {
-        let serial = self.next_relay.fetch_add(1, Ordering::Relaxed);
         let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        self.relay_at(progress_token, level)
+    }
+
+    /// A relay for one streamed call at log level `level` (`None`: every level): a 2026-07-28
+    /// request names its own, there being no `logging/setLevel` in that revision.
+    pub(crate) fn relay_at(
+        &self,
+        progress_token: Option<Value>,
+        level: Option<usize>,
+    ) -> (Arc<HostRelay>, tokio::sync::mpsc::Receiver<Value>) {
+        let serial = self.next_relay.fetch_add(1, Ordering::Relaxed);
         let (relay, receiver) = HostRelay::new(serial, progress_token, self.host, level);
         let mut relays = self.relays.lock().unwrap_or_else(|e| e.into_inner());
         relays.retain(|relay| relay.strong_count() > 0);

@@ -236,8 +236,8 @@ pub(super) fn classify_request(
     )
 }
 
-/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (the revision
-/// tells them on `subscriptions/listen`, which is not served), no `logging`.
+/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (no
+/// `subscriptions/listen` served); `logging`, on a call's SSE answer (`stateless_stream.rs`).
 pub(super) fn discover_result(mode: Mode) -> Value {
     let mut result = json!({
         "resultType": "complete",
@@ -247,6 +247,7 @@ pub(super) fn discover_result(mode: Mode) -> Value {
             "resources": {},
             "prompts": {},
             "completions": {},
+            "logging": {},
         },
         "ttlMs": 0,
         "cacheScope": "private",
@@ -307,28 +308,6 @@ pub(super) fn unserved(method: &str) -> Option<RpcError> {
     })
 }
 
-/// A result as the 2026 revision words it: `"resultType": "complete"` first, unless it has
-/// its `resultType` already (a key twice would make the result unreadable).
-pub(super) fn complete(result: &str) -> String {
-    if result.starts_with(r#"{"resultType":"#) {
-        return result.to_owned();
-    }
-    match result.strip_prefix('{') {
-        Some("}") => r#"{"resultType":"complete"}"#.to_owned(),
-        Some(rest) => format!(r#"{{"resultType":"complete",{rest}"#),
-        // Every result is an object; anything else is passed as it is.
-        None => result.to_owned(),
-    }
-}
-
-/// An error as the 2026 revision words it: resource-not-found is `-32602` (SEP-2164).
-pub(super) fn error_of_revision(mut error: RpcError) -> RpcError {
-    if error.code == -32002 {
-        error.code = -32602;
-    }
-    error
-}
-
 /// What progressive mode remembers for stateless requests, per token and mode: the id of a
 /// session no host names.
 #[derive(Default)]
@@ -360,9 +339,10 @@ impl Stateless {
 }
 
 impl super::Endpoint {
-    /// Answers one 2026-07-28 request: no session named, none opened for the host.
+    /// Answers one 2026-07-28 request: no session named, none opened for the host; a call's
+    /// notifications come on its SSE answer when the host accepts one (`stateless_stream.rs`).
     pub(super) async fn answer_stateless(
-        &self,
+        self: &Arc<Self>,
         request: &super::GatewayRequest,
         mode: Option<Mode>,
         id: Value,
@@ -390,26 +370,16 @@ impl super::Endpoint {
             let session = self
                 .stateless
                 .session(&self.sessions, &request.grant.token_id, mode);
-            self.settle(&session, method, params, &context).await
-        };
-        let body = match answer {
-            Ok(super::Reply::Json(mut result)) => {
-                if let Some(members) = result.as_object_mut() {
-                    members
-                        .entry("resultType")
-                        .or_insert_with(|| json!("complete"));
+            match super::stateless_stream::request_log_level(params) {
+                Err(error) => Err(error),
+                Ok(level) if super::stateless_stream::streams(method, &request.headers) => {
+                    let worded = move |answer| super::stateless_answer::answer_body(answer, &id);
+                    return self.stream_stateless(session, method, params, context, level, worded);
                 }
-                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
-            }
-            Ok(super::Reply::Encoded(result)) => format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-                complete(&result)
-            ),
-            Err(error) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": error_of_revision(error).to_json()})
-                    .to_string()
+                Ok(_) => self.settle(&session, method, params, &context).await,
             }
         };
+        let body = super::stateless_answer::answer_body(answer, &id);
         hyper::Response::builder()
             .status(StatusCode::OK)
             .header(hyper::header::CONTENT_TYPE, "application/json")
@@ -570,16 +540,7 @@ mod tests {
     }
 
     #[test]
-    fn results_and_errors_are_worded_as_the_revision_says() {
-        assert_eq!(complete("{}"), r#"{"resultType":"complete"}"#);
-        let already = r#"{"resultType":"complete","tools":[]}"#;
-        assert_eq!(complete(already), already);
-        assert_eq!(
-            complete(r#"{"tools":[]}"#),
-            r#"{"resultType":"complete","tools":[]}"#
-        );
-        let missing = RpcError::resource_not_found("memo://x");
-        assert_eq!(error_of_revision(missing).code, -32602);
+    fn methods_the_revision_removed_point_to_what_replaces_them() {
         assert!(unserved("tools/call").is_none());
         assert!(
             unserved("ping")

@@ -49,6 +49,21 @@ const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
+/// A least log level no message reaches: what a 2026-07-28 request that names no
+/// `io.modelcontextprotocol/logLevel` gets, since the revision sends log messages only to a
+/// request that asks for them.
+pub(crate) const NO_LOG_MESSAGES: usize = LOG_LEVELS.len();
+
+/// The host's `progressToken` of a request (`params._meta.progressToken`), when it is one
+/// (a string or an integer).
+pub(crate) fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|meta| meta.get("progressToken"))
+        .filter(|token| token.is_string() || token.is_i64() || token.is_u64())
+        .cloned()
+}
+
 /// The rank of an MCP log level (`debug` 0 … `emergency` 7); `None` for anything else.
 pub(crate) fn log_level_rank(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|known| *known == level)

@@ -29,7 +29,7 @@ pub(super) fn register(methods: &mut Methods) {
         s.admin.stop_recording(p, &c).await
     });
     methods.add(name::RELOAD_CONFIG, Owner, |s, _: NoParams, c| async move {
-        s.admin.reload_config(&c).await
+        s.reload_config_as(&c).await
     });
     methods.add(name::RELOAD_PINS, Owner, |s, _: NoParams, c| async move {
         s.admin.reload_pins(&c)

@@ -13,7 +13,9 @@
 //! The revision has no `resources/subscribe`: a host's subscription to a resource of such a
 //! server (passed on by the gateway) becomes its URI in the stream's filter, and the stream is
 //! opened again with the new filter ([`Control`]); the host is answered once the server has
-//! acknowledged it. URIs are counted, so one host's unsubscribe leaves another's in place.
+//! acknowledged it. URIs are counted, so one host's unsubscribe leaves another's in place, and
+//! kept across connections: a restarted server's first stream names them again
+//! (`subscribed.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use rmcp::{Peer, RoleClient};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast, mpsc, oneshot, watch};
 
+use super::subscribed::count;
 use crate::error::Error;
 use crate::provider::UpstreamNotice;
 use tool_cli_protocol::ErrorData;
@@ -35,31 +38,11 @@ pub(super) struct Control {
     subscribe: bool,
     /// The list changes asked for whatever the resources.
     announced: SubscriptionFilter,
-    /// How many subscriptions each URI has.
-    uris: tokio::sync::Mutex<BTreeMap<String, usize>>,
+    /// How many subscriptions each URI has: the server's, kept across its connections
+    /// (`subscribed.rs`), so a new connection opens its stream with them.
+    uris: super::subscribed::Subscribed,
     /// To the reading task: open the stream again with this filter, then say how it went.
     refilter: mpsc::Sender<(SubscriptionFilter, oneshot::Sender<Result<(), String>>)>,
-}
-
-/// Counts one subscription (`subscribe`) or unsubscription of `uri`; whether the set of URIs
-/// changed (its first subscription or its last unsubscription).
-pub(super) fn count(uris: &mut BTreeMap<String, usize>, uri: &str, subscribe: bool) -> bool {
-    if subscribe {
-        let held = uris.entry(uri.to_owned()).or_insert(0);
-        *held += 1;
-        return *held == 1;
-    }
-    match uris.get_mut(uri) {
-        Some(held) if *held > 1 => {
-            *held -= 1;
-            false
-        }
-        Some(_) => {
-            uris.remove(uri);
-            true
-        }
-        None => false,
-    }
 }
 
 /// The stream's filter: the list changes announced and the URIs subscribed to; `None` when
@@ -247,23 +230,25 @@ pub(super) async fn start(connection: &super::Connection, tools_changed: Arc<Not
         .as_ref()
         .is_some_and(|resources| resources.subscribe == Some(true));
     let (refilter, requests) = mpsc::channel(1);
+    let uris = connection.published.subscribed.clone();
+    // The hosts' subscriptions from before a restart are in the first stream's filter.
+    let wanted = with_uris(&announced, &*uris.lock().await);
     let control = Control {
         subscribe,
-        announced: announced.clone(),
-        uris: tokio::sync::Mutex::new(BTreeMap::new()),
+        announced,
+        uris,
         refilter,
     };
-    let opened = if announced == SubscriptionFilter::default() {
-        None
-    } else {
-        open(&connection.peer, &connection.server, &announced).await
+    let opened = match &wanted {
+        None => None,
+        Some(filter) => open(&connection.peer, &connection.server, filter).await,
     };
     if opened.is_none() && !subscribe {
         return control;
     }
     tokio::spawn(hear(
         connection.peer.clone(),
-        opened.map(|subscription| (announced, subscription)),
+        wanted.zip(opened),
         requests,
         Listeners {
             server: connection.server.clone(),

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    CustomRequest, GetPromptRequest, GetPromptRequestParams, ReadResourceRequest,
-    ReadResourceRequestParams,
+    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient};
@@ -345,17 +344,22 @@ impl Connection {
         timeout: Duration,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
-        // The 2026 revision subscribes on its listen stream (`listen.rs`).
-        if let Some(control) = self.listen.get()
-            && matches!(method, "resources/subscribe" | "resources/unsubscribe")
-        {
-            return control
-                .subscription(&self.server, method, &params, timeout)
-                .await;
+        // Subscriptions are counted, to be sent again after a restart (`subscribed.rs`); the
+        // 2026 revision subscribes on its listen stream (`listen.rs`).
+        if matches!(method, "resources/subscribe" | "resources/unsubscribe") {
+            return match self.listen.get() {
+                Some(control) => {
+                    control
+                        .subscription(&self.server, method, &params, timeout)
+                        .await
+                }
+                None => {
+                    self.counted_subscription(method, params, timeout, ticket)
+                        .await
+                }
+            };
         }
-        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        let _caller_in_flight = self.callers.enter(ticket.caller.clone());
-        self.request(request, method, timeout, ticket).await
+        self.send_unread(method, params, timeout, ticket).await
     }
 
     /// Renders a prompt for the caller `ticket` names; the result is the server's complete

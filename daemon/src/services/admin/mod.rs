@@ -12,6 +12,7 @@ mod remote;
 mod servers;
 mod traces;
 
+pub(crate) use servers::ServiceSettings;
 pub use servers::{EnvLookup, ServerManager};
 
 use std::sync::Arc;
@@ -152,6 +153,12 @@ impl Admin {
         self.manager(name::RELOAD_CONFIG)?
             .reload_config(&self.followers())
             .await
+    }
+
+    /// The sections of the running config the other services apply (`flags.gateway`,
+    /// `sessions`); `None` without a server manager (an embedded daemon has no config file).
+    pub(crate) async fn service_settings(&self) -> Option<ServiceSettings> {
+        Some(self.manager.as_ref()?.service_settings().await)
     }
 
     /// `startRecording`: restarts a stdio server under the recording proxy writing a file.

@@ -41,6 +41,16 @@ const FIRST_ATTEMPT_WAIT: Duration = Duration::from_secs(60);
 /// Looks up a variable for `${VAR}` substitution.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// The sections of the config the services hold rather than the pool, for the services to
+/// apply after a reload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceSettings {
+    /// `flags.gateway`.
+    pub(crate) gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
+    /// The `sessions` section: the session watchdog's default caps.
+    pub(crate) sessions: crate::config::sessions::SessionsConfig,
+}
+
 /// Applies server changes to a running daemon's pool.
 pub struct ServerManager {
     pool: Arc<Pool>,
@@ -337,6 +347,16 @@ impl ServerManager {
             server: name.to_owned(),
             abandoned_calls,
         })
+    }
+
+    /// The settings of the running config the services apply themselves (`flags.gateway`, the
+    /// `sessions` caps): after a reload, the file's.
+    pub(crate) async fn service_settings(&self) -> ServiceSettings {
+        let running = self.running.lock().await;
+        ServiceSettings {
+            gateway_flags: running.gateway_flags,
+            sessions: running.sessions.clone(),
+        }
     }
 
     /// `reloadConfig` and SIGHUP: reads the config file again and applies the difference. A

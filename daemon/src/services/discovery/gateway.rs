@@ -24,11 +24,14 @@ pub(crate) struct VisibleTool {
 pub(crate) struct CatalogVersion {
     slots: Arc<Vec<Arc<crate::pipeline::Slot>>>,
     catalogs: Vec<Arc<crate::catalog::Catalog>>,
+    /// The flag policy the listing follows: a reload that changes it changes what is listed.
+    gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
 }
 
 impl PartialEq for CatalogVersion {
     fn eq(&self, other: &CatalogVersion) -> bool {
         Arc::ptr_eq(&self.slots, &other.slots)
+            && self.gateway_flags == other.gateway_flags
             && self.catalogs.len() == other.catalogs.len()
             && self
                 .catalogs
@@ -55,7 +58,11 @@ impl Discovery {
     pub(crate) fn catalog_version(&self) -> CatalogVersion {
         let slots = self.pipeline.slots();
         let catalogs = slots.iter().map(|slot| slot.upstream.catalog()).collect();
-        CatalogVersion { slots, catalogs }
+        CatalogVersion {
+            slots,
+            catalogs,
+            gateway_flags: self.gateway_flags(),
+        }
     }
 
     /// Whether `server` speaks the stateless revision (`Upstream::speaks_stateless`).
@@ -72,7 +79,7 @@ impl Discovery {
         let mut tools = Vec::new();
         // A tool the detectors flag is held back from hosts by default: their model reads the
         // description directly, with nothing to warn it (`flags.gateway`, docs/pinning.md).
-        let held = (self.gateway_flags == crate::catalog::flags::GatewayFlagPolicy::Hold)
+        let held = (self.gateway_flags() == crate::catalog::flags::GatewayFlagPolicy::Hold)
             .then(|| self.tool_flags());
         for slot in self.pipeline.slots().iter() {
             let server = &slot.upstream.info().name;

@@ -52,8 +52,8 @@ pub(crate) struct Discovery {
     telemetry: crate::otel::Telemetry,
     /// The detectors' flags of the tools held now (`flags.rs`).
     flags: flags::FlagCache,
-    /// What the gateway does with a flagged tool.
-    gateway_flags: crate::catalog::flags::GatewayFlagPolicy,
+    /// What the gateway does with a flagged tool; `reloadConfig` may change it.
+    gateway_flags: std::sync::RwLock<crate::catalog::flags::GatewayFlagPolicy>,
 }
 
 impl Discovery {
@@ -72,8 +72,25 @@ impl Discovery {
             traces,
             telemetry,
             flags: flags::FlagCache::default(),
-            gateway_flags,
+            gateway_flags: std::sync::RwLock::new(gateway_flags),
         }
+    }
+
+    /// What the gateway does with a flagged tool now.
+    pub(crate) fn gateway_flags(&self) -> crate::catalog::flags::GatewayFlagPolicy {
+        *self
+            .gateway_flags
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The config's `flags.gateway`, as `reloadConfig` found it: the gateway's next listing
+    /// follows it (a listing's [`CatalogVersion`] names the policy it was made under).
+    pub(crate) fn set_gateway_flags(&self, policy: crate::catalog::flags::GatewayFlagPolicy) {
+        *self
+            .gateway_flags
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = policy;
     }
 
     /// `getBridgeInfo`: the protocol, the implementation, every operation and capability.

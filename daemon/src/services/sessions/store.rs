@@ -73,7 +73,8 @@ const MAX_ID_LEN: usize = 128;
 /// Every live session.
 pub(crate) struct SessionStore {
     sessions: Mutex<HashMap<Key, Arc<Mutex<Session>>>>,
-    limits: SessionLimits,
+    /// Replaced whole when `reloadConfig` brings new default caps (`set_default_caps`).
+    limits: std::sync::RwLock<SessionLimits>,
 }
 
 type Key = (String, String);
@@ -146,8 +147,27 @@ impl SessionStore {
     pub(crate) fn new(limits: SessionLimits) -> SessionStore {
         SessionStore {
             sessions: Mutex::new(HashMap::new()),
-            limits,
+            limits: std::sync::RwLock::new(limits),
         }
+    }
+
+    /// The limits now (a copy: small, and no lock is held while a session is guarded).
+    fn limits(&self) -> SessionLimits {
+        self.limits
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The config's default caps (`sessions` section), as `reloadConfig` found them: every
+    /// session without its own caps is held to them from its next call on.
+    pub(crate) fn set_default_caps(&self, max_calls: Option<u64>, max_wall: Option<Duration>) {
+        let mut limits = self
+            .limits
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        limits.max_calls = max_calls;
+        limits.max_wall = max_wall;
     }
 
     /// `openSession`: a new session of `token_id` (or the existing one of that id, with its
@@ -220,9 +240,10 @@ impl SessionStore {
             return session;
         }
         // Room for one more: forget idle sessions, then the least recently used.
-        let ttl = self.limits.idle_ttl;
+        let limits = self.limits();
+        let ttl = limits.idle_ttl;
         sessions.retain(|_, session| now.duration_since(session.lock().unwrap().last_used) < ttl);
-        while sessions.len() >= self.limits.max_sessions {
+        while sessions.len() >= limits.max_sessions {
             let held: Vec<(&Key, Instant)> = sessions
                 .iter()
                 .map(|(key, session)| (key, session.lock().unwrap().last_used))
@@ -245,7 +266,7 @@ impl SessionStore {
             .get(&key)
             .filter(|session| {
                 Instant::now().duration_since(session.lock().unwrap().last_used)
-                    < self.limits.idle_ttl
+                    < self.limits().idle_ttl
             })
             .cloned()
             .ok_or_else(|| unknown(id))
@@ -261,7 +282,7 @@ impl SessionStore {
         arguments_hash: &str,
     ) -> Advice {
         let session = session.lock().unwrap();
-        let refusal = session.guard(&self.limits, server, tool, arguments_hash);
+        let refusal = session.guard(&self.limits(), server, tool, arguments_hash);
         let key = (server.unwrap_or("*").to_owned(), tool.to_owned());
         Advice {
             task: session.task.clone(),
@@ -313,12 +334,13 @@ impl SessionStore {
     /// `listSessions`: the token's sessions, most recently used first.
     pub(crate) fn list(&self, token_id: &str) -> Vec<SessionInfo> {
         let now = Instant::now();
+        let ttl = self.limits().idle_ttl;
         let sessions = self.sessions.lock().unwrap();
         let mut listed: Vec<(Instant, SessionInfo)> = sessions
             .iter()
             .filter(|((owner, _), _)| owner == token_id)
             .map(|(_, session)| session.lock().unwrap())
-            .filter(|session| now.duration_since(session.last_used) < self.limits.idle_ttl)
+            .filter(|session| now.duration_since(session.last_used) < ttl)
             .map(|session| {
                 (
                     session.last_used,
@@ -365,7 +387,7 @@ impl CallObserver for SessionStore {
                 .cloned()
         };
         if let Some(session) = session {
-            session.lock().unwrap().record(record, &self.limits);
+            session.lock().unwrap().record(record, &self.limits());
         }
     }
 }
