@@ -147,6 +147,10 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
     fn semantic_share_unmatched(&self) -> f32 {
         self.inner.semantic_share_unmatched()
     }
+
+    fn is_sentence_model(&self) -> bool {
+        self.inner.is_sentence_model()
+    }
 }
 
 /// Records the texts the index asks it to embed (answering with zero vectors), so the catalog's
