@@ -98,6 +98,13 @@ pub trait Embedder: Send + Sync {
         self.semantic_share()
     }
 
+    /// Whether this is a sentence-embedding model (all-MiniLM-L6-v2 and its kin), whose cosine
+    /// carries the request's meaning well enough that the confidence rule does not also ask the
+    /// best hit to match most of the request's words (`search::confidence`). False by default.
+    fn is_sentence_model(&self) -> bool {
+        false
+    }
+
     /// `Some` when this embedder is the default `HashEmbedder`, whose vector of a text is the
     /// normalised sum of per-word features: the index then embeds a tool from the words it has
     /// already split for BM25 instead of splitting the text a second time. Other embedders keep

@@ -26,6 +26,7 @@ mod late_interaction;
 #[cfg(feature = "minilm")]
 pub mod minilm;
 pub mod priors;
+pub mod query_adapter;
 pub mod search;
 pub mod semantic;
 pub mod static_embed;

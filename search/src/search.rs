@@ -29,7 +29,10 @@ use crate::priors::{NoPriors, Priors, ToolRef};
 use crate::semantic::{ModelRows, SemanticRanking};
 use stages::{FirstStage, Fusion, RequestIntent, Retrieved, SemanticQuery};
 
-pub use confidence::{CONFIDENT_COSINE, CONFIDENT_MARGIN, Confidence, Leaders, assess};
+pub use confidence::{
+    CONFIDENT_COSINE, CONFIDENT_COSINE_ALONE, CONFIDENT_COVERAGE, CONFIDENT_MARGIN, Confidence,
+    Leaders, assess,
+};
 pub use learned::{FEATURE_NAMES, FEATURES, WEIGHTS};
 
 /// The default number of hits.
@@ -214,8 +217,12 @@ pub struct SearchOutcome {
     /// still without a model vector).
     pub semantic: SemanticRanking,
     /// Whether the best hit is what was asked for, as far as the search can tell
-    /// (`confidence::assess`): `Unsure` when it matches little of the request.
+    /// (`confidence::assess`): not `Confident` when another tool is close, when the best is far
+    /// from the request in meaning, or (without a model) when it matches little of it.
     pub confidence: Confidence,
+    /// What `confidence` was assessed from (`None` when nothing matched), so an evaluation can
+    /// judge other thresholds on the same searches.
+    pub evidence: Option<Leaders>,
 }
 
 /// One tool found.
@@ -557,10 +564,18 @@ fn with_priors<'a>(
         .collect()
 }
 
-/// The best two of `scored` (textual score after the rerank stage, global position) and the
-/// best one's cosine (`semantic`, by global position): what `confidence::assess` reads. The
-/// priors are left out: they say what the session did, not whether the request was understood.
-fn leaders(scored: &[(f32, u32)], semantic: &[f32]) -> Option<Leaders> {
+/// The best two of `scored` (textual score after the rerank stage, global position), the
+/// best one's cosine (`semantic`, by global position) and the share of the request's word
+/// groups it matched (`matched` of `groups`), and whether a sentence model's cosine ranked
+/// (`by_model`): what `confidence::assess` reads. The priors are
+/// left out: they say what the session did, not whether the request was understood.
+fn leaders(
+    scored: &[(f32, u32)],
+    semantic: &[f32],
+    matched: &[u16],
+    groups: usize,
+    by_model: bool,
+) -> Option<Leaders> {
     // One pass, no allocation: at 10,000 tools `scored` can hold thousands of entries.
     let ahead = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)).is_gt();
     let mut best: Option<&(f32, u32)> = None;
@@ -577,7 +592,9 @@ fn leaders(scored: &[(f32, u32)], semantic: &[f32]) -> Option<Leaders> {
     Some(Leaders {
         best_score: best.0,
         best_cosine: semantic[best.1 as usize],
+        best_coverage: f32::from(matched[best.1 as usize]) / groups.max(1) as f32,
         second_score: second.map(|entry| entry.0),
+        by_model,
     })
 }
 
@@ -621,6 +638,7 @@ impl Index {
             catalog_size,
             semantic: ranking,
             confidence: Confidence::NoMatch,
+            evidence: None,
         };
         if catalog_size == 0 {
             return Ok(nothing());
@@ -736,13 +754,21 @@ impl Index {
             semantic: &semantic,
             rerank: &rerank_bonus,
         };
-        let confidence = assess(leaders(&scored, &semantic));
+        let assessed = leaders(
+            &scored,
+            &semantic,
+            &matches.matched,
+            matches.groups,
+            embedder.is_sentence_model(),
+        );
+        let confidence = assess(assessed);
         let hits = with_priors(query, &mut scored, &parts, |global| self.locate(global));
         Ok(SearchOutcome {
             hits,
             catalog_size,
             semantic: ranking,
             confidence,
+            evidence: assessed,
         })
     }
 

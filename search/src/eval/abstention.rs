@@ -58,7 +58,7 @@ pub fn abstention(index: &Index, requests: &[Request], dump: &mut Option<String>
             if let Some(dump) = dump {
                 let best = outcome.hits.first();
                 dump.push_str(&format!(
-                    "{}\t{}\t{:?}\t{:.4}\t{:.4}\t{:.4}\n",
+                    "{}\t{}\t{:?}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\n",
                     if hidden.is_some() {
                         "hidden"
                     } else {
@@ -69,6 +69,7 @@ pub fn abstention(index: &Index, requests: &[Request], dump: &mut Option<String>
                     best.map_or(0.0, |h| h.why.semantic),
                     best.map_or(0.0, |h| h.score),
                     outcome.hits.get(1).map_or(0.0, |h| h.score),
+                    outcome.evidence.map_or(0.0, |e| e.best_coverage),
                 ));
             }
             match (hidden, confident) {

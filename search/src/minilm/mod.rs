@@ -332,4 +332,8 @@ impl Embedder for MiniLmEmbedder {
     fn semantic_share_unmatched(&self) -> f32 {
         0.95
     }
+
+    fn is_sentence_model(&self) -> bool {
+        true
+    }
 }

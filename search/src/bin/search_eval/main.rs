@@ -17,8 +17,12 @@
 //! `--max-tokens N` embeds at most N tokens per text. For the first `DIR` only: `--misses`
 //! (`--dev-misses`) prints every test (dev) request ours does not rank first, `--dev-losses` the
 //! dev requests plain BM25 ranks first and ours does not, `--explain "QUERY"` our top ten for
-//! one query with the parts of their scores.
+//! one query with the parts of their scores. `--export-pairs DIR` writes the dev halves'
+//! request and tool vectors for `scripts/train-query-adapter.py`; `--adapter FILE|DIR` and
+//! `--model-adapter FILE|DIR` add rows ranked with a trained query adapter (a directory: one
+//! adapter per set, `SET.bin`, trained without it; `adapter.rs`).
 
+mod adapter;
 mod train;
 
 use std::path::PathBuf;
@@ -146,6 +150,10 @@ impl tool_cli_search::embed::Embedder for AdjustableShare {
 
     fn semantic_share_unmatched(&self) -> f32 {
         self.inner.semantic_share_unmatched()
+    }
+
+    fn is_sentence_model(&self) -> bool {
+        self.inner.is_sentence_model()
     }
 }
 
@@ -278,11 +286,14 @@ struct Variant {
     /// Ranks with the hashing embedder's index (the default before the built-in static
     /// embeddings), for the before/after comparison.
     hashing: bool,
+    /// Ranks with the requests' vectors through the query adapter (`--adapter`, or
+    /// `--model-adapter` for a model row).
+    adapted: bool,
 }
 
 /// The rows every set is measured with: BM25F alone, each signal alone on top of it, every
 /// signal, every signal but one; then, with a model, the model alone and everything with it.
-fn variants(with_model: bool) -> Vec<Variant> {
+fn variants(with_model: bool, adapters: &Adapters) -> Vec<Variant> {
     type Switch = fn(&mut Signals) -> &mut bool;
     let switches: [(&str, Switch); 8] = [
         ("concepts", |s| &mut s.concepts),
@@ -299,6 +310,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         signals: Signals::NONE,
         model: false,
         hashing: false,
+        adapted: false,
     }];
     for (name, switch) in switches {
         let mut signals = Signals::NONE;
@@ -308,6 +320,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             signals,
             model: false,
             hashing: false,
+            adapted: false,
         });
     }
     rows.push(Variant {
@@ -315,6 +328,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         signals: Signals::ALL,
         model: false,
         hashing: false,
+        adapted: false,
     });
     rows.push(Variant {
         label: "ours + late interaction".to_owned(),
@@ -324,6 +338,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
         },
         model: false,
         hashing: false,
+        adapted: false,
     });
     rows.push(Variant {
         label: "ours + feedback".to_owned(),
@@ -333,12 +348,14 @@ fn variants(with_model: bool) -> Vec<Variant> {
         },
         model: false,
         hashing: false,
+        adapted: false,
     });
     rows.push(Variant {
         label: "ours, hashing embedder".to_owned(),
         signals: Signals::ALL,
         model: false,
         hashing: true,
+        adapted: false,
     });
     // Late interaction is not in `ALL`: its row is "ours + late interaction" above.
     for &(name, switch) in switches
@@ -352,6 +369,25 @@ fn variants(with_model: bool) -> Vec<Variant> {
             signals,
             model: false,
             hashing: false,
+            adapted: false,
+        });
+    }
+    if adapters.default.is_some() {
+        rows.push(Variant {
+            label: "ours + query adapter".to_owned(),
+            signals: Signals::ALL,
+            model: false,
+            hashing: false,
+            adapted: true,
+        });
+    }
+    if with_model && adapters.model.is_some() {
+        rows.push(Variant {
+            label: "ours + model + q. adapter".to_owned(),
+            signals: Signals::ALL,
+            model: true,
+            hashing: false,
+            adapted: true,
         });
     }
     if with_model {
@@ -363,12 +399,14 @@ fn variants(with_model: bool) -> Vec<Variant> {
             },
             model: true,
             hashing: false,
+            adapted: false,
         });
         rows.push(Variant {
             label: "ours + model".to_owned(),
             signals: Signals::ALL,
             model: true,
             hashing: false,
+            adapted: false,
         });
         rows.push(Variant {
             label: "ours + model + late int.".to_owned(),
@@ -378,6 +416,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             },
             model: true,
             hashing: false,
+            adapted: false,
         });
         rows.push(Variant {
             label: "ours + model + feedback".to_owned(),
@@ -387,6 +426,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             },
             model: true,
             hashing: false,
+            adapted: false,
         });
         rows.push(Variant {
             label: "ours + model − rerank".to_owned(),
@@ -396,6 +436,7 @@ fn variants(with_model: bool) -> Vec<Variant> {
             },
             model: true,
             hashing: false,
+            adapted: false,
         });
     }
     rows
@@ -439,19 +480,48 @@ fn load_set(
     Ok((docs, dev, test))
 }
 
+/// `--adapter` and `--model-adapter`: a query adapter file, or a directory of one per set left
+/// out (`adapter.rs`).
+#[derive(Default)]
+struct Adapters {
+    default: Option<PathBuf>,
+    model: Option<PathBuf>,
+}
+
 fn measure_set(
     dir: &std::path::Path,
     variants: &[Variant],
     minilm: Option<(&std::path::Path, Option<usize>)>,
     with_test: bool,
+    adapters: &Adapters,
 ) -> anyhow::Result<SetFigures> {
     let (docs, dev, test) = load_set(dir)?;
     let index = eval::build_index(&docs);
     let hashing_index = eval::build_hashing_index(&docs);
+    let adapted_index = match adapter::adapter_for(adapters.default.as_deref(), &set_name(dir))? {
+        Some(query_adapter) => Some(eval::build_index_with(
+            &docs,
+            adapter::adapted(
+                std::sync::Arc::new(tool_cli_search::static_embed::BuiltInEmbedder),
+                Some(&query_adapter),
+            )?,
+        )),
+        None => None,
+    };
+    let mut adapted_model_index = None;
     let model_index = match minilm {
         Some((model_dir, max_tokens)) => {
             let embedder = load_minilm(model_dir, max_tokens)?;
-            Some(build_model_index(&docs, &embedder)?)
+            let model_index = build_model_index(&docs, &embedder)?;
+            if let Some(query_adapter) =
+                adapter::adapter_for(adapters.model.as_deref(), &set_name(dir))?
+            {
+                adapted_model_index = Some(eval::build_index_with(
+                    &docs,
+                    adapter::adapted(embedder.clone(), Some(&query_adapter))?,
+                ));
+            }
+            Some(model_index)
         }
         None => None,
     };
@@ -496,7 +566,13 @@ fn measure_set(
     let rrf = fused(&dev).zip(fused(&test));
     let measure = |requests: &[Request], variant: &Variant| {
         let index = match (&model_index, variant.model) {
+            (Some(_), true) if variant.adapted => adapted_model_index
+                .as_ref()
+                .expect("an adapted row only with its adapter"),
             (Some(model_index), true) => model_index,
+            _ if variant.adapted => adapted_index
+                .as_ref()
+                .expect("an adapted row only with its adapter"),
             _ if variant.hashing => &hashing_index,
             _ => &index,
         };
@@ -661,6 +737,8 @@ fn main() -> anyhow::Result<()> {
     let mut train_weights = false;
     let mut l2 = 1e-3;
     let mut abstention_dump: Option<Option<PathBuf>> = None;
+    let mut adapters = Adapters::default();
+    let mut export_pairs: Option<PathBuf> = None;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -684,6 +762,9 @@ fn main() -> anyhow::Result<()> {
                 VECTOR_CACHE.get_or_init(|| path);
             }
             "--explain" => explain = arguments.next(),
+            "--adapter" => adapters.default = arguments.next().map(PathBuf::from),
+            "--model-adapter" => adapters.model = arguments.next().map(PathBuf::from),
+            "--export-pairs" => export_pairs = arguments.next().map(PathBuf::from),
             "--minilm" => minilm_dir = arguments.next().map(PathBuf::from),
             "--max-tokens" => {
                 let value = arguments.next().unwrap_or_default();
@@ -692,7 +773,7 @@ fn main() -> anyhow::Result<()> {
                 })?);
             }
             other if other.starts_with("--") => anyhow::bail!(
-                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --abstention, --abstention-dump FILE, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE"
+                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --abstention, --abstention-dump FILE, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE, --adapter FILE|DIR, --model-adapter FILE|DIR, --export-pairs DIR"
             ),
             other => data_dirs.push(PathBuf::from(other)),
         }
@@ -701,6 +782,28 @@ fn main() -> anyhow::Result<()> {
         data_dirs.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval"));
     }
 
+    if let Some(out) = export_pairs {
+        for dir in &data_dirs {
+            let (docs, dev, _) = load_set(dir)?;
+            let set = set_name(dir);
+            adapter::export_pairs(
+                &out.join("static"),
+                &set,
+                &docs,
+                &dev,
+                &tool_cli_search::static_embed::BuiltInEmbedder,
+            )?;
+            if let Some(model_dir) = &minilm_dir {
+                let embedder = load_minilm(model_dir, max_tokens)?;
+                drop(build_model_index(&docs, &embedder)?);
+                adapter::export_pairs(&out.join("minilm"), &set, &docs, &dev, &*embedder)?;
+                if let Some(cache) = &embedder.cache {
+                    embedder.save(cache)?;
+                }
+            }
+        }
+        return Ok(());
+    }
     if train_weights {
         return train_on_dev_halves(&data_dirs, minilm_dir.as_deref(), max_tokens, l2);
     }
@@ -789,7 +892,7 @@ fn main() -> anyhow::Result<()> {
         return Ok(());
     }
 
-    let variants = variants(minilm_dir.is_some());
+    let variants = variants(minilm_dir.is_some(), &adapters);
     let mut labels: Vec<String> = vec!["BM25 (baseline)".to_owned()];
     labels.extend(variants.iter().map(|variant| variant.label.clone()));
     if minilm_dir.is_some() {
@@ -800,7 +903,7 @@ fn main() -> anyhow::Result<()> {
         let minilm = minilm_dir
             .as_deref()
             .map(|model_dir| (model_dir, max_tokens));
-        let figures = measure_set(dir, &variants, minilm, with_test)?;
+        let figures = measure_set(dir, &variants, minilm, with_test, &adapters)?;
         let mut rows = vec![figures.bm25];
         rows.extend(figures.rows.iter().copied());
         print_table(
