@@ -70,6 +70,7 @@ mod snapshots;
 mod stateless_upstreams;
 mod tasks;
 mod tasks_2026;
+mod tasks_2026_input;
 mod telemetry;
 mod telemetry_operations;
 mod toolkit;

@@ -44,6 +44,7 @@ mod input_rounds;
 mod listen;
 pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
+mod task_input;
 mod tasks;
 
 use super::Published;
