@@ -17,6 +17,9 @@
 //!   `a_deadline_passing_while_the_task_asks_cancels_it_at_the_server`
 //! - the CLI's form (`--elicitation ask`) answers a task's question:
 //!   `the_clis_form_answers_a_tasks_question`
+//! - an MCP host through the gateway (the official Python SDK client, its elicitation handler)
+//!   answers a task's question on the call's stream:
+//!   `a_gateway_host_answers_a_tasks_question`
 //! - Ctrl-C of the CLI while its form waits for the answer cancels the task at the server:
 //!   `ctrl_c_of_the_cli_while_the_task_asks_cancels_it_at_the_server`
 
@@ -285,4 +288,34 @@ fn ctrl_c_of_the_cli_while_the_task_asks_cancels_it_at_the_server() {
     drop(client.stdin.take());
     reader.join().unwrap();
     wait_for_server_status(&daemon, "task-1", "cancelled");
+}
+
+#[test]
+fn a_gateway_host_answers_a_tasks_question() {
+    let daemon = asking_daemon();
+    let calls = json!([{"name": "modern__ask_in_task"}]);
+    let report = tool_cli_tests::python_driver_report(
+        "mcp_gateway_stream_client.py",
+        &[
+            "--url".to_owned(),
+            format!("http://127.0.0.1:{}/mcp", daemon.port),
+            "--token".to_owned(),
+            daemon.token.clone(),
+            "--calls".to_owned(),
+            calls.to_string(),
+            "--elicit".to_owned(),
+            "accept".to_owned(),
+        ],
+        &[],
+        Duration::from_secs(120),
+    );
+    // The question reached the SDK's handler (which fills a text field with "Ada"), and its
+    // answer the task.
+    assert_eq!(
+        report["questions"][0]["message"], "What is your name, for the task?",
+        "{report}"
+    );
+    let result = &report["calls"][0]["result"];
+    assert_eq!(result["content"][0]["text"], "hello Ada", "{report}");
+    assert_eq!(server_task_log(&daemon), json!({"task-1": "completed"}));
 }
