@@ -19,7 +19,9 @@
 //! tells every task's status (how a test sees that a task was cancelled at the server).
 //! `ask_in_task` is a task that asks mid-task (`status: "input_required"` with
 //! `inputRequests`): first the user's name (an elicitation), then, once `tasks/update`
-//! answered it, the client's roots; it completes with a greeting shaped by the answers.
+//! answered it, the client's roots; it completes with a greeting shaped by the answers. With
+//! `sample: true` it asks for a sampling (`sampling/createMessage`) instead, and completes with
+//! what the model said.
 //!
 //! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
 //! change on every open `subscriptions/listen` stream (the revision's only way to notify),
@@ -247,8 +249,9 @@ impl ServerHandler for StatelessServer {
             ),
             Tool::new(
                 "ask_in_task",
-                "A task that asks the user's name, then the client's roots, before it greets",
-                schema(json!({"type": "object", "properties": {}})),
+                "A task that asks the user's name, then the client's roots, before it greets \
+                 (or, with sample, asks the client's model)",
+                schema(json!({"type": "object", "properties": {"sample": {"type": "boolean"}}})),
             ),
             Tool::new(
                 "task_log",
@@ -376,7 +379,8 @@ impl ServerHandler for StatelessServer {
                 };
                 let mut created = self.start_task(finish);
                 if request.name == "ask_in_task" {
-                    asking_task::ask_name(&self.tasks, &created.task.task_id);
+                    let sample = arguments.get("sample").and_then(Value::as_bool) == Some(true);
+                    asking_task::ask_first(&self.tasks, &created.task.task_id, sample);
                 }
                 if request.name == "lost_task" {
                     self.tasks
@@ -505,8 +509,20 @@ mod asking_task {
         }
     }
 
-    /// The first question: the user's name.
-    pub(super) fn ask_name(tasks: &Tasks, task_id: &str) {
+    /// The first question: the user's name, or the client's model when `sample`.
+    pub(super) fn ask_first(tasks: &Tasks, task_id: &str, sample: bool) {
+        if sample {
+            let reply = json!({"reply": {
+                "method": "sampling/createMessage",
+                "params": {
+                    "messages": [{"role": "user", "content": {
+                        "type": "text", "text": "say hi from the task"
+                    }}],
+                    "maxTokens": 20
+                }
+            }});
+            return ask(tasks, task_id, reply);
+        }
         ask(
             tasks,
             task_id,
@@ -569,6 +585,11 @@ mod asking_task {
         if !outstanding.iter().all(|key| answers.contains_key(key)) {
             return Ok(());
         }
+        if let Some(reply) = answers.get("reply") {
+            let said = reply.pointer("/content/text").and_then(Value::as_str);
+            let greeting = format!("the model said: {}", said.unwrap_or("nothing"));
+            return complete(tasks, &request.task_id, greeting, &answers);
+        }
         if !answers.contains_key("roots") {
             ask(
                 tasks,
@@ -585,6 +606,16 @@ mod asking_task {
             (Some("accept"), Some(name)) => format!("hello {name}"),
             (action, _) => format!("hello stranger ({})", action.unwrap_or("no action")),
         };
+        complete(tasks, &request.task_id, greeting, &answers)
+    }
+
+    /// Completes task `task_id` with `greeting` and the answers it was given.
+    fn complete(
+        tasks: &Tasks,
+        task_id: &str,
+        greeting: String,
+        answers: &serde_json::Map<String, Value>,
+    ) -> Result<(), ErrorData> {
         let mut result =
             CallToolResult::structured(json!({"greeting": greeting, "answers": answers}));
         result.content = vec![ContentBlock::text(greeting)];
@@ -593,7 +624,7 @@ mod asking_task {
             .and_then(|value| value.as_object().cloned())
             .unwrap_or_default();
         let mut tasks = tasks.lock().unwrap_or_else(|poison| poison.into_inner());
-        if let Some((task, payload)) = tasks.get_mut(&request.task_id)
+        if let Some((task, payload)) = tasks.get_mut(task_id)
             && !task.status.is_terminal()
         {
             task.status = TaskStatus::Completed;

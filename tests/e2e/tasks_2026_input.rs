@@ -20,6 +20,9 @@
 //! - an MCP host through the gateway (the official Python SDK client, its elicitation handler)
 //!   answers a task's question on the call's stream:
 //!   `a_gateway_host_answers_a_tasks_question`
+//! - a task asking for a sampling: answered by the gateway host's model, and, with no host
+//!   model and no backend, the call fails saying why and the task is cancelled at the server:
+//!   `a_tasks_sampling_request_goes_to_the_host_or_fails_the_call_with_the_reason`
 //! - Ctrl-C of the CLI while its form waits for the answer cancels the task at the server:
 //!   `ctrl_c_of_the_cli_while_the_task_asks_cancels_it_at_the_server`
 
@@ -48,12 +51,13 @@ fn stateless_server() -> PathBuf {
     example
 }
 
-/// A daemon with the 2026-only server as `modern` (questions relayed to the caller, roots
-/// configured), once ready.
+/// A daemon with the 2026-only server as `modern` (questions relayed to the caller, sampling
+/// allowed, roots configured), once ready.
 fn asking_daemon() -> Daemon {
     let daemon = Daemon::start(json!({"mcpServers": {"modern": {
         "command": stateless_server(),
         "elicitation": "ask",
+        "allowSampling": true,
         "roots": ["/srv/tasks"],
     }}}));
     eventually_some(WAIT, || {
@@ -290,25 +294,31 @@ fn ctrl_c_of_the_cli_while_the_task_asks_cancels_it_at_the_server() {
     wait_for_server_status(&daemon, "task-1", "cancelled");
 }
 
+/// The official Python SDK client's report of `calls` through the gateway over HTTP, with
+/// its handlers set by `extra`.
+fn host_report(daemon: &Daemon, calls: &Value, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "--url".to_owned(),
+        format!("http://127.0.0.1:{}/mcp", daemon.port),
+        "--token".to_owned(),
+        daemon.token.clone(),
+        "--calls".to_owned(),
+        calls.to_string(),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    tool_cli_tests::python_driver_report(
+        "mcp_gateway_stream_client.py",
+        &args,
+        &[],
+        Duration::from_secs(120),
+    )
+}
+
 #[test]
 fn a_gateway_host_answers_a_tasks_question() {
     let daemon = asking_daemon();
     let calls = json!([{"name": "modern__ask_in_task"}]);
-    let report = tool_cli_tests::python_driver_report(
-        "mcp_gateway_stream_client.py",
-        &[
-            "--url".to_owned(),
-            format!("http://127.0.0.1:{}/mcp", daemon.port),
-            "--token".to_owned(),
-            daemon.token.clone(),
-            "--calls".to_owned(),
-            calls.to_string(),
-            "--elicit".to_owned(),
-            "accept".to_owned(),
-        ],
-        &[],
-        Duration::from_secs(120),
-    );
+    let report = host_report(&daemon, &calls, &["--elicit", "accept"]);
     // The question reached the SDK's handler (which fills a text field with "Ada"), and its
     // answer the task.
     assert_eq!(
@@ -318,4 +328,32 @@ fn a_gateway_host_answers_a_tasks_question() {
     let result = &report["calls"][0]["result"];
     assert_eq!(result["content"][0]["text"], "hello Ada", "{report}");
     assert_eq!(server_task_log(&daemon), json!({"task-1": "completed"}));
+}
+
+#[test]
+fn a_tasks_sampling_request_goes_to_the_host_or_fails_the_call_with_the_reason() {
+    let daemon = asking_daemon();
+    let calls = json!([{"name": "modern__ask_in_task", "arguments": {"sample": true}}]);
+    let report = host_report(&daemon, &calls, &["--sample", "hello from the host"]);
+    let asked = report["sampled"][0][0].as_str().unwrap_or_default();
+    assert_eq!(asked, "say hi from the task", "{report}");
+    let result = &report["calls"][0]["result"];
+    assert_eq!(
+        result["content"][0]["text"], "the model said: hello from the host",
+        "{report}"
+    );
+    // A JSON-RPC caller has no model and the daemon no backend: the task cannot go on, so the
+    // call fails saying why and the task is cancelled at the server.
+    let error = daemon.call_err(
+        name::CALL_TOOL,
+        json!({"server": "modern", "tool": "ask_in_task", "arguments": {"sample": true}}),
+    );
+    assert_eq!(error.code, code::UPSTREAM_ERROR, "{error:?}");
+    assert!(
+        error.message.contains("task \"task-2\" asked for input")
+            && error.message.contains("sampling request \"reply\" failed"),
+        "{error:?}"
+    );
+    wait_for_server_status(&daemon, "task-2", "cancelled");
+    assert_eq!(server_task_log(&daemon)["task-1"], "completed");
 }
