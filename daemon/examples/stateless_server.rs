@@ -17,6 +17,11 @@
 //! with `-32021` when the request did not declare the extension; `wait_forever` is a task that
 //! only ends when cancelled; `failing_task` fails with a JSON-RPC error; `lost_task` announces a task `tasks/get` does not know; `task_log`
 //! tells every task's status (how a test sees that a task was cancelled at the server).
+//! `ask_in_task` is a task that asks mid-task (`status: "input_required"` with
+//! `inputRequests`): first the user's name (an elicitation), then, once `tasks/update`
+//! answered it, the client's roots; it completes with a greeting shaped by the answers. With
+//! `sample: true` it asks for a sampling (`sampling/createMessage`) instead, and completes with
+//! what the model said.
 //!
 //! `grow_tools` adds a tool named by its `name` argument to the tool list and announces the
 //! change on every open `subscriptions/listen` stream (the revision's only way to notify),
@@ -39,6 +44,7 @@ use rmcp::model::{
     GetTaskParams, GetTaskResult, ListPromptsResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SubscriptionFilter, Task, TaskPayload, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -242,6 +248,12 @@ impl ServerHandler for StatelessServer {
                 schema(json!({"type": "object", "properties": {}})),
             ),
             Tool::new(
+                "ask_in_task",
+                "A task that asks the user's name, then the client's roots, before it greets \
+                 (or, with sample, asks the client's model)",
+                schema(json!({"type": "object", "properties": {"sample": {"type": "boolean"}}})),
+            ),
+            Tool::new(
                 "task_log",
                 "Every task's status so far",
                 schema(json!({"type": "object", "properties": {}})),
@@ -330,7 +342,7 @@ impl ServerHandler for StatelessServer {
                 Some(answer) => CallToolResult::structured(answer.clone()),
                 None => return input_required(json!({"roots": {"method": "roots/list"}})),
             },
-            "slow_sum" | "wait_forever" | "lost_task" | "failing_task" => {
+            "slow_sum" | "wait_forever" | "lost_task" | "failing_task" | "ask_in_task" => {
                 let declared = context
                     .client_capabilities()
                     .is_some_and(|capabilities| capabilities.supports_tasks());
@@ -366,6 +378,10 @@ impl ServerHandler for StatelessServer {
                     _ => None,
                 };
                 let mut created = self.start_task(finish);
+                if request.name == "ask_in_task" {
+                    let sample = arguments.get("sample").and_then(Value::as_bool) == Some(true);
+                    asking_task::ask_first(&self.tasks, &created.task.task_id, sample);
+                }
                 if request.name == "lost_task" {
                     self.tasks
                         .lock()
@@ -430,6 +446,14 @@ impl ServerHandler for StatelessServer {
         )))
     }
 
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        asking_task::update(&self.tasks, &request)
+    }
+
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
@@ -449,6 +473,163 @@ impl ServerHandler for StatelessServer {
             *payload = TaskPayload::Cancelled;
             task.status = TaskStatus::Cancelled;
             task.last_updated_at = now_iso8601();
+        }
+        Ok(())
+    }
+}
+
+/// `ask_in_task`: a task that asks for input mid-task (the tasks extension's `input_required`
+/// status with `inputRequests`, answered with `tasks/update`), one question at a time.
+mod asking_task {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use rmcp::ErrorData;
+    use rmcp::model::{
+        CallToolResult, ContentBlock, Task, TaskPayload, TaskStatus, UpdateTaskParams,
+    };
+    use serde_json::{Value, json};
+
+    type Tasks = Mutex<BTreeMap<String, (Task, TaskPayload)>>;
+
+    /// The answers each asking task was given so far, by task id (the greeting is made of them).
+    static ANSWERS: Mutex<BTreeMap<String, serde_json::Map<String, Value>>> =
+        Mutex::new(BTreeMap::new());
+
+    /// Puts task `task_id` in `input_required` with `requests`.
+    fn ask(tasks: &Tasks, task_id: &str, requests: Value) {
+        let Ok(input_requests) = serde_json::from_value(requests) else {
+            return;
+        };
+        let mut tasks = tasks.lock().unwrap_or_else(|poison| poison.into_inner());
+        if let Some((task, payload)) = tasks.get_mut(task_id) {
+            task.status = TaskStatus::InputRequired;
+            task.last_updated_at = super::now_iso8601();
+            *payload = TaskPayload::InputRequired { input_requests };
+        }
+    }
+
+    /// The first question: the user's name, or the client's model when `sample`.
+    pub(super) fn ask_first(tasks: &Tasks, task_id: &str, sample: bool) {
+        if sample {
+            let reply = json!({"reply": {
+                "method": "sampling/createMessage",
+                "params": {
+                    "messages": [{"role": "user", "content": {
+                        "type": "text", "text": "say hi from the task"
+                    }}],
+                    "maxTokens": 20
+                }
+            }});
+            return ask(tasks, task_id, reply);
+        }
+        ask(
+            tasks,
+            task_id,
+            json!({"name": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "What is your name, for the task?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}},
+                        "required": ["name"]
+                    }
+                }
+            }}),
+        );
+    }
+
+    /// `tasks/update`: takes the answers to the outstanding requests (an answer to anything
+    /// else is refused, as the extension says), then asks the next question or completes.
+    pub(super) fn update(tasks: &Tasks, request: &UpdateTaskParams) -> Result<(), ErrorData> {
+        let outstanding: Vec<String> = {
+            let tasks = tasks.lock().unwrap_or_else(|poison| poison.into_inner());
+            match tasks.get(&request.task_id) {
+                Some((_, TaskPayload::InputRequired { input_requests })) => {
+                    input_requests.keys().cloned().collect()
+                }
+                Some(_) => {
+                    return Err(ErrorData::invalid_params(
+                        format!("task {:?} is not waiting for input", request.task_id),
+                        None,
+                    ));
+                }
+                None => {
+                    return Err(ErrorData::invalid_params(
+                        format!("unknown task id {:?}", request.task_id),
+                        None,
+                    ));
+                }
+            }
+        };
+        if let Some(stray) = request
+            .input_responses
+            .keys()
+            .find(|key| !outstanding.contains(key))
+        {
+            return Err(ErrorData::invalid_params(
+                format!("{stray:?} answers no outstanding input request"),
+                None,
+            ));
+        }
+        let answers = {
+            let mut all = ANSWERS.lock().unwrap_or_else(|poison| poison.into_inner());
+            let answers = all.entry(request.task_id.clone()).or_default();
+            for (key, answer) in &request.input_responses {
+                answers.insert(key.clone(), answer.clone());
+            }
+            answers.clone()
+        };
+        if !outstanding.iter().all(|key| answers.contains_key(key)) {
+            return Ok(());
+        }
+        if let Some(reply) = answers.get("reply") {
+            let said = reply.pointer("/content/text").and_then(Value::as_str);
+            let greeting = format!("the model said: {}", said.unwrap_or("nothing"));
+            return complete(tasks, &request.task_id, greeting, &answers);
+        }
+        if !answers.contains_key("roots") {
+            ask(
+                tasks,
+                &request.task_id,
+                json!({"roots": {"method": "roots/list"}}),
+            );
+            return Ok(());
+        }
+        let name = &answers["name"];
+        let greeting = match (
+            name.get("action").and_then(Value::as_str),
+            name.pointer("/content/name").and_then(Value::as_str),
+        ) {
+            (Some("accept"), Some(name)) => format!("hello {name}"),
+            (action, _) => format!("hello stranger ({})", action.unwrap_or("no action")),
+        };
+        complete(tasks, &request.task_id, greeting, &answers)
+    }
+
+    /// Completes task `task_id` with `greeting` and the answers it was given.
+    fn complete(
+        tasks: &Tasks,
+        task_id: &str,
+        greeting: String,
+        answers: &serde_json::Map<String, Value>,
+    ) -> Result<(), ErrorData> {
+        let mut result =
+            CallToolResult::structured(json!({"greeting": greeting, "answers": answers}));
+        result.content = vec![ContentBlock::text(greeting)];
+        let result = serde_json::to_value(result)
+            .ok()
+            .and_then(|value| value.as_object().cloned())
+            .unwrap_or_default();
+        let mut tasks = tasks.lock().unwrap_or_else(|poison| poison.into_inner());
+        if let Some((task, payload)) = tasks.get_mut(task_id)
+            && !task.status.is_terminal()
+        {
+            task.status = TaskStatus::Completed;
+            task.last_updated_at = super::now_iso8601();
+            *payload = TaskPayload::Completed { result };
         }
         Ok(())
     }

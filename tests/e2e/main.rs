@@ -72,6 +72,7 @@ mod stateless_upstreams;
 mod subscriptions_restart;
 mod tasks;
 mod tasks_2026;
+mod tasks_2026_input;
 mod telemetry;
 mod telemetry_operations;
 mod toolkit;

@@ -45,6 +45,7 @@ mod listen;
 pub(crate) use input_rounds::MAX_INPUT_ROUNDS;
 mod requests;
 pub(crate) mod subscribed;
+mod task_input;
 mod tasks;
 
 use super::Published;

@@ -9,7 +9,8 @@
 //! handle (`resultType: "task"`): the call follows it here with `tasks/get` until it ends, and
 //! cancels it with `tasks/cancel` when the call gives up, so a caller sees the tool's result
 //! as from any other call. That era has no `tasks/result`: the result comes with the
-//! completed task.
+//! completed task. A task that asks for input mid-task (`input_required`) is answered with
+//! `tasks/update` and followed on (`task_input.rs`).
 
 use std::time::Duration;
 
@@ -94,8 +95,12 @@ pub(super) enum TaskState {
     Failed(Value),
     /// Cancelled at the server.
     Cancelled,
-    /// It waits for input (`tasks/update`), which the pool does not answer inside a task.
-    InputRequired,
+    /// It waits for the answers to these requests (`inputRequests`, keyed by the server) with
+    /// `tasks/update`; ask again after `poll` when all were answered already.
+    InputRequired {
+        requests: serde_json::Map<String, Value>,
+        poll: Duration,
+    },
 }
 
 /// Reads a `tasks/get` answer (or a `CreateTaskResult`'s seed task): a message saying what
@@ -121,7 +126,19 @@ pub(super) fn task_state(task: &Value) -> Result<TaskState, String> {
         "completed" => TaskState::Completed(object("result")?),
         "failed" => TaskState::Failed(object("error")?),
         "cancelled" => TaskState::Cancelled,
-        "input_required" => TaskState::InputRequired,
+        // A seed task (the `CreateTaskResult`) carries no requests: `tasks/get` brings them.
+        "input_required" => match task.get("inputRequests") {
+            None | Some(Value::Null) => TaskState::Working { poll },
+            Some(Value::Object(requests)) => TaskState::InputRequired {
+                requests: requests.clone(),
+                poll,
+            },
+            Some(_) => {
+                return Err(
+                    "the server's input_required task has no \"inputRequests\" object".to_owned(),
+                );
+            }
+        },
         other => return Err(format!("the server's task has an unknown status {other:?}")),
     })
 }
@@ -160,6 +177,10 @@ impl Connection {
             task_id: task_id.clone(),
         };
         let mut state = task_state(handle).map_err(invalid)?;
+        // The input requests answered so far, by the server's keys (unique over the task's
+        // life), and how many `tasks/update` were sent.
+        let mut answered = std::collections::BTreeSet::new();
+        let mut updates = 0;
         loop {
             match state {
                 TaskState::Working { poll } => {
@@ -197,11 +218,27 @@ impl Connection {
                         "the server cancelled task {task_id:?} before it completed"
                     )));
                 }
-                TaskState::InputRequired => {
-                    return Err(invalid(format!(
-                        "task {task_id:?} asks for input inside the task (tasks/update), which \
-                         tool-cli does not answer yet; it was cancelled"
-                    )));
+                TaskState::InputRequired { ref requests, poll } => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(Error::timeout(
+                            &self.server,
+                            tool,
+                            timeout.as_millis() as u64,
+                        ));
+                    }
+                    let fresh = super::task_input::unanswered(requests, &answered);
+                    if fresh.is_empty() {
+                        // Answered already; the server has not taken the answers in yet.
+                        tokio::time::sleep(poll.min(left)).await;
+                    } else if updates == super::task_input::MAX_TASK_UPDATES {
+                        return Err(invalid(super::task_input::still_asking(&task_id, &fresh)));
+                    } else {
+                        answered.extend(fresh.keys().cloned());
+                        self.answer_task_input(&task_id, fresh, tool, (deadline, timeout), ticket)
+                            .await?;
+                        updates += 1;
+                    }
                 }
             }
             let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -320,9 +357,23 @@ mod tests {
             task_state(&json!({"status": "cancelled"})),
             Ok(TaskState::Cancelled)
         );
+        let requests = json!({"name": {"method": "elicitation/create", "params": {}}});
         assert_eq!(
-            task_state(&json!({"status": "input_required", "inputRequests": {}})),
-            Ok(TaskState::InputRequired)
+            task_state(
+                &json!({"status": "input_required", "inputRequests": requests,
+                               "pollIntervalMs": 40})
+            ),
+            Ok(TaskState::InputRequired {
+                requests: requests.as_object().cloned().unwrap(),
+                poll: Duration::from_millis(40)
+            })
+        );
+        // A seed task asking for input has its requests in the next tasks/get.
+        assert_eq!(
+            task_state(&json!({"status": "input_required", "pollIntervalMs": 40})),
+            Ok(TaskState::Working {
+                poll: Duration::from_millis(40)
+            })
         );
     }
 
@@ -335,6 +386,10 @@ mod tests {
         assert_eq!(
             task_state(&json!({"status": "failed", "error": "boom"})),
             Err("the server's failed task has no \"error\" object".to_owned())
+        );
+        assert_eq!(
+            task_state(&json!({"status": "input_required", "inputRequests": ["name"]})),
+            Err("the server's input_required task has no \"inputRequests\" object".to_owned())
         );
         assert_eq!(
             task_state(&json!({"status": "paused"})),
