@@ -12,14 +12,17 @@
 //! - a 2025 server killed mid-subscription, with two hosts subscribed to one URI (one of them
 //!   twice, which is one subscription):
 //!   `a_2025_servers_subscription_is_sent_again_after_it_is_killed`
+//! - a session `DELETE`d while subscribed releases its subscriptions (the last one reaches the
+//!   server as `resources/unsubscribe`):
+//!   `a_deleted_sessions_subscription_is_released_at_the_server`
 
 use std::io::BufRead as _;
 use std::time::Duration;
 
 use serde_json::json;
 use tool_cli_tests::{
-    Daemon, count_recorded, eventually, fault_server_recording, processes_with_marker,
-    unique_marker,
+    Daemon, count_recorded, eventually, fault_server_recording, http_request_bytes,
+    processes_with_marker, raw_http_exchange, unique_marker,
 };
 
 use crate::stateless_upstreams::{health_of, mcp_request, open_stream, stateless_server};
@@ -143,4 +146,81 @@ fn a_2025_servers_subscription_is_sent_again_after_it_is_killed() {
     // An unsubscribe of nothing is not passed on.
     subscribe(&second, "resources/unsubscribe");
     assert_eq!(count_recorded(&record, "resources/unsubscribe", None), 1);
+}
+
+/// Ends the gateway session `session` with `DELETE /mcp`, as a host does when it closes.
+fn delete_session(daemon: &Daemon, session: &str) {
+    let host = format!("127.0.0.1:{}", daemon.port);
+    let bearer = format!("Bearer {}", daemon.token);
+    let headers = [
+        ("Host", host.as_str()),
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Session-Id", session),
+    ];
+    let deleted = raw_http_exchange(
+        daemon.port,
+        &http_request_bytes("DELETE", "/mcp", &headers, b""),
+    )
+    .expect("an HTTP answer");
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+}
+
+#[test]
+fn a_deleted_sessions_subscription_is_released_at_the_server() {
+    let mut record = std::path::PathBuf::new();
+    let daemon = Daemon::start_with_dir(|dir| {
+        record = dir.join("record.jsonl");
+        json!({"mcpServers": {
+            "fault": fault_server_recording(&record, &["--resource", "fault://watched"]),
+        }})
+    });
+    let _cleanup = tool_cli_tests::KillMarkedOnDrop(record.to_string_lossy().into_owned());
+    wait_restarted(&daemon, "fault", 0);
+    let subscribe = |session: &str| {
+        let answer = mcp_request(
+            &daemon,
+            session,
+            "resources/subscribe",
+            json!({"uri": "fault://watched"}),
+        );
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    };
+    let (first, second) = (daemon.open_mcp_session(), daemon.open_mcp_session());
+    subscribe(&first);
+    subscribe(&second);
+    assert_eq!(count_recorded(&record, "resources/subscribe", None), 1);
+
+    // One session ends without unsubscribing: the other still holds the URI.
+    delete_session(&daemon, &first);
+    // The second session's own unsubscribe is then the last one, and reaches the server; had
+    // the ended session kept its count, the pool would stay subscribed.
+    let answer = mcp_request(
+        &daemon,
+        &second,
+        "resources/unsubscribe",
+        json!({"uri": "fault://watched"}),
+    );
+    assert_eq!(answer["result"], json!({}), "{answer}");
+    assert!(
+        eventually(WAIT, || count_recorded(
+            &record,
+            "resources/unsubscribe",
+            None
+        ) == 1),
+        "the last unsubscribe never reached the server: the deleted session kept its count"
+    );
+
+    // A session deleted while it alone is subscribed: the server is told at once.
+    let third = daemon.open_mcp_session();
+    subscribe(&third);
+    assert_eq!(count_recorded(&record, "resources/subscribe", None), 2);
+    delete_session(&daemon, &third);
+    assert!(
+        eventually(WAIT, || count_recorded(
+            &record,
+            "resources/unsubscribe",
+            None
+        ) == 2),
+        "deleting the only subscribed session never unsubscribed the server"
+    );
 }

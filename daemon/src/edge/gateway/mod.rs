@@ -23,6 +23,7 @@ mod messages;
 mod notices;
 mod pass_through;
 mod progressive;
+mod released;
 mod replay;
 mod resources;
 mod sessions;
@@ -116,8 +117,9 @@ impl Endpoint {
         grace_ms: u64,
     ) -> Endpoint {
         Endpoint {
+            // Before `services` moves in: an ended session's subscriptions are released.
+            sessions: SessionTable::releasing(released::hook(&services)),
             services,
-            sessions: SessionTable::default(),
             lists: pass_through::ListCache::default(),
             stateless: stateless::Stateless::default(),
             grace_over,
@@ -435,7 +437,7 @@ impl Endpoint {
             .find(|version| **version == asked)
             .unwrap_or(&PROTOCOL_VERSIONS[0]);
         let host = stream::HostCapabilities::of(params.get("capabilities"));
-        let session_id = self.sessions.open(&grant.token_id, mode, host);
+        let session_id = self.sessions.open(grant, mode, host);
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": {

@@ -322,7 +322,11 @@ mod tests {
     #[test]
     fn a_notice_reaches_its_scope_and_an_update_its_subscribers() {
         let table = SessionTable::default();
-        let id = table.open("t", Mode::PassThrough, HostCapabilities::default());
+        let id = table.open(
+            &context(None).grant,
+            Mode::PassThrough,
+            HostCapabilities::default(),
+        );
         let session = table.get(&id, "t").expect("open");
         let owner = context(None);
         let scoped = context(Some(vec!["alpha".to_owned()]));

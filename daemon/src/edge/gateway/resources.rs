@@ -204,8 +204,14 @@ pub(super) async fn subscription(
     let server = server_of_uri(services, session, uri, context).await?;
     // One subscription per session and URI: the pool counts subscriptions across sessions
     // (`pool/connection/subscribed.rs`), so a repeat, or an unsubscribe of nothing, stops here.
-    if session.is_subscribed(uri, &server) == (method == "resources/subscribe") {
+    let subscribe = method == "resources/subscribe";
+    if session.is_subscribed(uri, &server) == subscribe {
         return Ok(json!({}));
+    }
+    // Every subscription is recorded, to be released when the session ends: past the cap one
+    // is refused rather than passed on unrecorded.
+    if subscribe {
+        session.may_subscribe().map_err(RpcError::invalid_params)?;
     }
     let answer = services
         .discovery
@@ -213,7 +219,15 @@ pub(super) async fn subscription(
         .await
         .map_err(|error| daemon_error(services, error))?;
     // The standalone stream passes on the server's updates of the URIs subscribed to.
-    session.note_subscription(uri, &server, method == "resources/subscribe");
+    if !session.note_subscription(uri, &server, subscribe) && subscribe {
+        // The session ended while the server subscribed: released at once, as its other
+        // subscriptions were.
+        let released = super::sessions::Released {
+            grant: context.grant.clone(),
+            subscriptions: vec![(uri.to_owned(), server)],
+        };
+        super::released::release(services, released).await;
+    }
     Ok(answer)
 }
 

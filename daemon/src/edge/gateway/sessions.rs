@@ -3,6 +3,11 @@
 //! resource URIs it was shown, the host's log level and its streamed calls in flight (to
 //! cancel them and to route the host's answers to their questions). Bounded: past [`MAX_SESSIONS`] the least recently used goes, and
 //! a session idle for [`IDLE_TTL`] expires (MCP hosts start a new one on a 404).
+//!
+//! However a session ends (`DELETE`, expiry, eviction), its resource subscriptions are handed
+//! to the table's release hook ([`Released`]): the pool counts subscriptions across sessions
+//! (`pool/connection/subscribed.rs`), so a session that ended without unsubscribing would
+//! otherwise keep its server subscribed for as long as the daemon runs.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +20,7 @@ use rand::RngExt as _;
 
 use super::Mode;
 use super::stream::{Answered, HostCapabilities, HostRelay};
+use crate::auth::Grant;
 
 /// Most sessions held at once.
 const MAX_SESSIONS: usize = 4096;
@@ -25,10 +31,26 @@ const IDLE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// Most tools one session remembers as described (more than any host reads).
 const MAX_DESCRIBED: usize = 10_000;
 
+/// Most resource subscriptions one session holds; a subscribe past it is refused (not passed
+/// on unrecorded, which would leave the pool subscribed past the session's end).
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 10_000;
+
+/// The resource subscriptions of a session that ended, to be released at their servers.
+#[derive(Debug)]
+pub(crate) struct Released {
+    /// The grant of the token that opened the session (the unsubscribes are its requests).
+    pub(crate) grant: Grant,
+    /// Each subscribed URI with its server.
+    pub(crate) subscriptions: Vec<(String, String)>,
+}
+
+/// What the table calls with the subscriptions of each session that ends holding some.
+pub(crate) type ReleaseHook = Arc<dyn Fn(Released) + Send + Sync>;
+
 /// One session.
 pub(crate) struct Session {
-    /// The token that opened it: only it may use it.
-    token_id: String,
+    /// The grant of the token that opened it: only that token may use it.
+    grant: Grant,
     /// Its mode, for its whole life.
     pub(crate) mode: Mode,
     /// Gateway names of the tools `describe_tool` showed in this session.
@@ -162,16 +184,38 @@ impl Session {
         }
     }
 
-    /// Notes a subscription to `uri` at `server` (`subscribe`) or its end.
-    pub(crate) fn note_subscription(&self, uri: &str, server: &str, subscribe: bool) {
+    /// Notes a subscription to `uri` at `server` (`subscribe`) or its end; `false` when the
+    /// session ended meanwhile (nothing noted: the caller releases a subscription itself).
+    pub(crate) fn note_subscription(&self, uri: &str, server: &str, subscribe: bool) -> bool {
         let mut subscribed = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
+        // Read under the lock `end` drains under, after it marks the session ended: a
+        // subscription noted here is either drained by `end` or refused.
+        if *self.ended.borrow() {
+            return false;
+        }
         if subscribe {
-            if subscribed.len() < MAX_DESCRIBED {
-                subscribed.insert(uri.to_owned(), server.to_owned());
-            }
+            subscribed.insert(uri.to_owned(), server.to_owned());
         } else {
             subscribed.remove(uri);
         }
+        true
+    }
+
+    /// Whether it may subscribe to one more resource: a clear refusal past
+    /// [`MAX_SUBSCRIPTIONS`].
+    pub(crate) fn may_subscribe(&self) -> Result<(), String> {
+        let held = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        if held >= MAX_SUBSCRIPTIONS {
+            return Err(format!(
+                "this session holds {held} resource subscriptions, the most one session may; \
+                 send resources/unsubscribe for one it no longer needs first"
+            ));
+        }
+        Ok(())
     }
 
     /// Whether it subscribed to `uri` at `server`.
@@ -183,9 +227,19 @@ impl Session {
             .is_some_and(|subscribed| subscribed == server)
     }
 
-    /// Marks the session ended, for its stream.
-    fn end(&self) {
+    /// Marks the session ended, for its stream; its subscriptions, to be released.
+    fn end(&self) -> Option<Released> {
         self.ended.send_replace(true);
+        let subscriptions: Vec<(String, String)> = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .collect();
+        (!subscriptions.is_empty()).then(|| Released {
+            grant: self.grant.clone(),
+            subscriptions,
+        })
     }
 
     /// A receiver that turns `true` when the session ends.
@@ -207,16 +261,35 @@ impl Session {
 #[derive(Default)]
 pub(crate) struct SessionTable {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Told the subscriptions of each session that ends holding some; none: forgotten.
+    release: Option<ReleaseHook>,
 }
 
 impl SessionTable {
-    /// Opens a session for `token_id` and answers its id (128 random bits, hex).
-    pub(crate) fn open(&self, token_id: &str, mode: Mode, host: HostCapabilities) -> String {
+    /// A table that hands the subscriptions of each session that ends to `release`.
+    pub(crate) fn releasing(release: ReleaseHook) -> SessionTable {
+        SessionTable {
+            sessions: Mutex::default(),
+            release: Some(release),
+        }
+    }
+
+    /// Ends `session` and releases its subscriptions.
+    fn end(&self, session: &Session) {
+        if let Some(released) = session.end()
+            && let Some(release) = &self.release
+        {
+            release(released);
+        }
+    }
+
+    /// Opens a session for `grant`'s token and answers its id (128 random bits, hex).
+    pub(crate) fn open(&self, grant: &Grant, mode: Mode, host: HostCapabilities) -> String {
         let bytes: [u8; 16] = rand::rng().random();
         let id: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         let now = Instant::now();
         let session = Arc::new(Session {
-            token_id: token_id.to_owned(),
+            grant: grant.clone(),
             mode,
             described: Mutex::default(),
             resource_servers: Mutex::default(),
@@ -234,7 +307,7 @@ impl SessionTable {
         sessions.retain(|_, session| {
             let keep = now.duration_since(session.last_used()) < IDLE_TTL;
             if !keep {
-                session.end();
+                self.end(session);
             }
             keep
         });
@@ -245,18 +318,28 @@ impl SessionTable {
                 .map(|(id, _)| id.clone())
             && let Some(evicted) = sessions.remove(&oldest)
         {
-            evicted.end();
+            self.end(&evicted);
         }
         sessions.insert(id.clone(), session);
         id
     }
 
-    /// The session `id`, if it is open and `token_id`'s.
+    /// The session `id`, if it is open and `token_id`'s; one found expired is ended.
     pub(crate) fn get(&self, id: &str, token_id: &str) -> Option<Arc<Session>> {
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        self.get_at(id, token_id, Instant::now())
+    }
+
+    /// [`SessionTable::get`] at the instant `now`.
+    fn get_at(&self, id: &str, token_id: &str, now: Instant) -> Option<Arc<Session>> {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         let session = sessions.get(id)?;
-        let now = Instant::now();
-        if session.token_id != token_id || now.duration_since(session.last_used()) >= IDLE_TTL {
+        if session.grant.token_id != token_id {
+            return None;
+        }
+        if now.duration_since(session.last_used()) >= IDLE_TTL {
+            if let Some(expired) = sessions.remove(id) {
+                self.end(&expired);
+            }
             return None;
         }
         *session.last_used.lock().unwrap_or_else(|e| e.into_inner()) = now;
@@ -268,10 +351,10 @@ impl SessionTable {
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if sessions
             .get(id)
-            .is_some_and(|session| session.token_id == token_id)
+            .is_some_and(|session| session.grant.token_id == token_id)
         {
             if let Some(session) = sessions.remove(id) {
-                session.end();
+                self.end(&session);
             }
             true
         } else {
@@ -290,10 +373,32 @@ impl Session {
 mod tests {
     use super::*;
 
+    fn grant(token_id: &str) -> Grant {
+        Grant {
+            token_id: token_id.to_owned(),
+            is_owner: false,
+            scope: Arc::new(crate::policy::Scope::unrestricted()),
+        }
+    }
+
+    /// A table whose release hook records what it is handed.
+    fn recording_table() -> (SessionTable, Arc<Mutex<Vec<Released>>>) {
+        let handed: Arc<Mutex<Vec<Released>>> = Arc::default();
+        let recorder = Arc::clone(&handed);
+        let table = SessionTable::releasing(Arc::new(move |released| {
+            recorder.lock().expect("unpoisoned").push(released);
+        }));
+        (table, handed)
+    }
+
     #[test]
     fn a_session_is_its_tokens_alone() {
         let table = SessionTable::default();
-        let id = table.open("owner", Mode::Progressive, HostCapabilities::default());
+        let id = table.open(
+            &grant("owner"),
+            Mode::Progressive,
+            HostCapabilities::default(),
+        );
         assert_eq!(id.len(), 32);
         assert!(table.get(&id, "other").is_none());
         let session = table.get(&id, "owner").expect("open");
@@ -307,5 +412,73 @@ mod tests {
         assert!(table.remove(&id, "owner"));
         assert!(*ended.borrow(), "its stream is told the session ended");
         assert!(table.get(&id, "owner").is_none());
+    }
+
+    #[test]
+    fn an_ended_sessions_subscriptions_are_handed_to_the_release_hook() {
+        let (table, handed) = recording_table();
+        let host = HostCapabilities::default();
+        // Deleted holding two subscriptions (one undone): the one left is handed over, with
+        // the grant of the token that opened the session.
+        let id = table.open(&grant("owner"), Mode::PassThrough, host);
+        let session = table.get(&id, "owner").expect("open");
+        assert!(session.note_subscription("demo://a", "alpha", true));
+        assert!(session.note_subscription("demo://b", "beta", true));
+        assert!(session.note_subscription("demo://b", "beta", false));
+        assert!(table.remove(&id, "owner"));
+        {
+            let handed = handed.lock().expect("unpoisoned");
+            assert_eq!(handed.len(), 1);
+            assert_eq!(handed[0].grant.token_id, "owner");
+            assert_eq!(
+                handed[0].subscriptions,
+                vec![("demo://a".to_owned(), "alpha".to_owned())]
+            );
+        }
+        // A subscription the server took after the session ended is not noted: the caller
+        // releases it.
+        assert!(!session.note_subscription("demo://c", "alpha", true));
+        assert!(!session.is_subscribed("demo://c", "alpha"));
+
+        // A session without subscriptions hands over nothing.
+        let quiet = table.open(&grant("owner"), Mode::PassThrough, host);
+        assert!(table.remove(&quiet, "owner"));
+        assert_eq!(handed.lock().expect("unpoisoned").len(), 1);
+
+        // Found expired: ended, and its subscriptions handed over.
+        let idle = table.open(&grant("owner"), Mode::PassThrough, host);
+        let session = table.get(&idle, "owner").expect("open");
+        assert!(session.note_subscription("demo://d", "alpha", true));
+        let later = Instant::now() + IDLE_TTL;
+        assert!(table.get_at(&idle, "owner", later).is_none());
+        assert!(*session.ended().borrow(), "the expired session ended");
+        assert!(table.get(&idle, "owner").is_none(), "and is gone");
+        let handed = handed.lock().expect("unpoisoned");
+        assert_eq!(handed.len(), 2);
+        assert_eq!(
+            handed[1].subscriptions,
+            vec![("demo://d".to_owned(), "alpha".to_owned())]
+        );
+    }
+
+    #[test]
+    fn a_subscription_past_the_cap_is_refused() {
+        let table = SessionTable::default();
+        let id = table.open(
+            &grant("owner"),
+            Mode::PassThrough,
+            HostCapabilities::default(),
+        );
+        let session = table.get(&id, "owner").expect("open");
+        for index in 0..MAX_SUBSCRIPTIONS {
+            assert!(session.note_subscription(&format!("demo://{index}"), "alpha", true));
+        }
+        let refusal = session.may_subscribe().expect_err("past the cap");
+        assert!(refusal.contains("resources/unsubscribe"), "{refusal}");
+        assert!(session.note_subscription("demo://0", "alpha", false));
+        assert!(
+            session.may_subscribe().is_ok(),
+            "room again after an unsubscribe"
+        );
     }
 }

@@ -320,7 +320,13 @@ pub(super) struct Stateless {
 impl Stateless {
     /// The session that holds a token's stateless memory in `mode`, opened when it has none
     /// (or its last expired).
-    pub(super) fn session(&self, table: &SessionTable, token_id: &str, mode: Mode) -> Arc<Session> {
+    pub(super) fn session(
+        &self,
+        table: &SessionTable,
+        grant: &crate::auth::Grant,
+        mode: Mode,
+    ) -> Arc<Session> {
+        let token_id = grant.token_id.as_str();
         let key = (token_id.to_owned(), mode == Mode::Progressive);
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(id) = sessions.get(&key)
@@ -329,7 +335,7 @@ impl Stateless {
             return session;
         }
         let host = super::stream::HostCapabilities::of(None);
-        let id = table.open(token_id, mode, host);
+        let id = table.open(grant, mode, host);
         let session = table
             .get(&id, token_id)
             .expect("a session just opened is in the table");
@@ -367,9 +373,7 @@ impl super::Endpoint {
         } else if let Some(error) = unserved(method) {
             Err(error)
         } else {
-            let session = self
-                .stateless
-                .session(&self.sessions, &request.grant.token_id, mode);
+            let session = self.stateless.session(&self.sessions, &request.grant, mode);
             match super::stateless_stream::request_log_level(params) {
                 Err(error) => Err(error),
                 Ok(level) if super::stateless_stream::streams(method, &request.headers) => {
