@@ -40,6 +40,7 @@ mod gateway_stream;
 mod gateway_stream_reads;
 mod gateway_tasks;
 mod gateway_tasks_2026;
+mod gateway_tasks_mixed;
 mod handle_scope;
 mod hardening;
 mod lifecycle;

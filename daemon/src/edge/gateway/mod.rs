@@ -25,6 +25,7 @@ mod pass_through;
 mod progressive;
 mod replay;
 mod resources;
+mod session_runs;
 mod sessions;
 mod sse;
 mod stateless;
@@ -504,6 +505,12 @@ impl Endpoint {
         context: &crate::pipeline::CallContext,
     ) -> Result<Value, RpcError> {
         let services = &self.services;
+        if let Some(answer) = self
+            .answer_session_runs(session.mode, method, params, context)
+            .await
+        {
+            return answer; // A 2026 server's tool run as a 2025 task (`session_runs.rs`).
+        }
         match (method, session.mode) {
             ("ping", _) => Ok(json!({})),
             ("logging/setLevel", _) => {

@@ -65,14 +65,6 @@ pub(super) fn declares_tasks(params: &Value) -> bool {
 /// server declares task support for, or any of a 2026-07-28 server's.
 pub(super) fn offers_tasks(services: &Services, context: &CallContext) -> bool {
     super::tasks::capability(services, context).is_some()
-        || services
-            .discovery
-            .visible_tools(context)
-            .iter()
-            .map(|visible| visible.server.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .any(|server| services.discovery.speaks_stateless(server))
 }
 
 /// Adds the extension to a discover result's capabilities.
