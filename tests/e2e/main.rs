@@ -33,6 +33,7 @@ mod fast_path;
 mod first_hour;
 mod flags_live;
 mod gateway;
+mod gateway_listen;
 mod gateway_notices;
 mod gateway_resume;
 mod gateway_socket;

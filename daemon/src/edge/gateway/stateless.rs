@@ -236,8 +236,8 @@ pub(super) fn classify_request(
     )
 }
 
-/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (the revision
-/// tells them on `subscriptions/listen`, which is not served), no `logging`.
+/// The capabilities a stateless gateway offers: no `subscribe`, no `logging`; `listChanged`
+/// is added where it is answered (`listen.rs`'s `advertise`, from `stateless_tasks.rs`).
 pub(super) fn discover_result(mode: Mode) -> Value {
     let mut result = json!({
         "resultType": "complete",
@@ -378,6 +378,9 @@ impl super::Endpoint {
                     .map(Mode::from)
             })
             .unwrap_or(Mode::PassThrough);
+        if method == "subscriptions/listen" {
+            return self.listen(&request.grant, mode, id, params); // `listen.rs`
+        }
         let context = crate::pipeline::CallContext::new(request.grant.clone());
         // The tasks extension's part (`stateless_tasks.rs`), else as before.
         let answer = if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {

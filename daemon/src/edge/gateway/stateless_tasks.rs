@@ -388,9 +388,13 @@ impl super::Endpoint {
     ) -> Option<Result<super::Reply, RpcError>> {
         let runs = &self.stateless.runs;
         let answer = match method {
-            "server/discover" if offers_tasks(&self.services, context) => {
+            "server/discover" => {
                 let mut discover = super::stateless::discover_result(mode);
-                declare_extension(&mut discover);
+                if offers_tasks(&self.services, context) {
+                    declare_extension(&mut discover);
+                }
+                // What a `subscriptions/listen` stream tells (`listen.rs`).
+                super::listen::advertise(&mut discover, mode);
                 Ok(discover)
             }
             _ if is_task_method(method) => {
