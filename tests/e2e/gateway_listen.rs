@@ -11,6 +11,10 @@
 //!   carrying that id, and the host's next `tools/list` shows it; a listen without
 //!   `notifications` is refused with what would be right:
 //!   `a_2026_host_hears_its_tool_list_change_on_subscriptions_listen`
+//! - rmcp's 2026 client as the host: another daemon's pool, holding this daemon's gateway as a
+//!   `2026-07-28` upstream, opens its own listen stream on it (it does so only for a server that
+//!   advertises `listChanged`) and learns the new tool from it, without reconnecting:
+//!   `a_pool_of_rmcps_client_learns_a_new_tool_from_the_gateways_listen_stream`
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
@@ -151,4 +155,27 @@ fn a_2026_host_hears_its_tool_list_change_on_subscriptions_listen() {
             .is_some_and(|message| message.contains("needs \"notifications\"")),
         "{refused:#}"
     );
+}
+
+#[test]
+fn a_pool_of_rmcps_client_learns_a_new_tool_from_the_gateways_listen_stream() {
+    let upstream = modern_daemon();
+    let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
+    let authorization = format!("Bearer {}", upstream.token);
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "gateway": {"url": url, "headers": {"Authorization": authorization},
+                    "protocol": "2026-07-28"},
+    }}));
+    let tools = || {
+        daemon
+            .call("listTools", json!({"server": "gateway"}))
+            .to_string()
+    };
+    eventually_some(WAIT, || tools().contains("modern__slow_sum").then_some(()))
+        .unwrap_or_else(|| panic!("the gateway's tools were never listed: {}", tools()));
+    // The pool opens its listen stream before its first listing; a new tool is heard on it.
+    let grown = upstream.call_tool("modern", "grow_tools", json!({"name": "relayed"}));
+    assert!(grown.get("error").is_none(), "{grown:#}");
+    eventually_some(WAIT, || tools().contains("modern__relayed").then_some(()))
+        .unwrap_or_else(|| panic!("the new tool never reached the pool: {}", tools()));
 }
