@@ -16,11 +16,18 @@
 //!   another session's and a stateless host's asking for a run are refused in the words an id
 //!   never issued gets; a call without `task` is answered in one call:
 //!   `a_2025_session_runs_a_2026_servers_task_through_the_gateway`
+//! - the official TypeScript SDK client's experimental tasks API
+//!   (`tests/fixtures/mcp_gateway_tasks_client.mjs`, which parses every answer with the SDK's
+//!   schemas) runs `slow_sum` as a task: created, polled, its result read; a second one listed
+//!   and cancelled; a finished one refuses cancellation; another session finds none; the
+//!   owning session hears the run's end as `notifications/tasks/status` on its standalone
+//!   stream, the other session nothing:
+//!   `the_typescript_sdk_runs_a_2026_servers_task_on_a_2025_session`
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, bin_dir, eventually_some, mcp_answer};
+use tool_cli_tests::{Daemon, bin_dir, eventually_some, mcp_answer, repo_root, run_with_timeout};
 
 /// Longest wait for a task to reach a status.
 const WAIT: Duration = Duration::from_secs(60);
@@ -289,4 +296,83 @@ fn a_2025_session_runs_a_2026_servers_task_through_the_gateway() {
         plain["result"]["structuredContent"]["sum"], 5.0,
         "{plain:#}"
     );
+}
+
+#[test]
+fn the_typescript_sdk_runs_a_2026_servers_task_on_a_2025_session() {
+    let daemon = modern_daemon();
+    let mut command = std::process::Command::new(tool_cli_tests::which("node"));
+    command
+        .arg(repo_root().join("tests/fixtures/mcp_gateway_tasks_client.mjs"))
+        .args(["--url", &format!("http://127.0.0.1:{}/mcp", daemon.port)])
+        .args(["--token", &daemon.token])
+        .args(["--tool", "modern__slow_sum"])
+        // Long enough that the second run still works when it is cancelled.
+        .args(["--arguments", r#"{"a":1,"b":2,"ms":3000}"#])
+        .current_dir(repo_root());
+    let output = run_with_timeout(command, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the TypeScript SDK tasks driver failed: {}\nstdout: {stdout}\nstderr: {}\ndaemon:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        daemon.stderr()
+    );
+    let report: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(
+        report["capabilities"]["tasks"]["requests"]["tools"]["call"],
+        json!({}),
+        "{report:#}"
+    );
+    assert_eq!(
+        report["listedExecution"],
+        json!({"taskSupport": "optional"})
+    );
+    let stream = report["stream"].as_array().expect("the stream's messages");
+    let types: Vec<&str> = stream
+        .iter()
+        .map(|message| message["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(types.first(), Some(&"taskCreated"), "{report:#}");
+    assert_eq!(types.last(), Some(&"result"), "{report:#}");
+    let task_id = report["taskId"].as_str().expect("a task id");
+    assert!(task_id.starts_with("modern:run-"), "{task_id}");
+    let result = &stream.last().unwrap()["result"];
+    assert_eq!(result["structuredContent"]["sum"], 3.0, "{report:#}");
+
+    let second = report["secondTaskId"].as_str().expect("a second task");
+    let listed: Vec<&str> = report["listed"]["answer"]["tasks"]
+        .as_array()
+        .expect("listed")
+        .iter()
+        .filter_map(|task| task["taskId"].as_str())
+        .collect();
+    assert_eq!(listed, vec![task_id, second], "{report:#}");
+    assert_eq!(
+        report["cancelSecond"]["answer"]["status"], "cancelled",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["cancelFinished"]["error"]["code"], -32602,
+        "{report:#}"
+    );
+    for step in ["otherGet", "otherResult", "otherCancel"] {
+        assert_eq!(report[step]["error"]["code"], -32602, "{step}: {report:#}");
+    }
+    assert_eq!(
+        report["otherListed"]["answer"]["tasks"],
+        json!([]),
+        "{report:#}"
+    );
+    assert_eq!(report["heardCompleted"], true, "{report:#}");
+    let notices = report["statusNotices"].as_array().expect("notices");
+    assert!(
+        notices
+            .iter()
+            .any(|notice| notice["taskId"] == task_id && notice["status"] == "completed"),
+        "{notices:#?}"
+    );
+    assert_eq!(report["otherStatusNotices"], json!([]), "{report:#}");
 }

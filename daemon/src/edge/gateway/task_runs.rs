@@ -97,10 +97,30 @@ pub(super) struct RunView {
     pub(super) updated_at: String,
 }
 
-/// Every run, by id.
-#[derive(Default)]
+/// Every run, by id, and the news of runs that ended.
 pub(super) struct TaskRuns {
     inner: Mutex<Inner>,
+    ended: tokio::sync::broadcast::Sender<RunEnded>,
+}
+
+impl Default for TaskRuns {
+    fn default() -> TaskRuns {
+        TaskRuns {
+            inner: Mutex::default(),
+            // A listener that lags re-reads with tasks/get; nothing waits on this.
+            ended: tokio::sync::broadcast::channel(64).0,
+        }
+    }
+}
+
+/// A run that ended, told to the standalone stream of the session that started it
+/// (`notices.rs`, as a 2025 `notifications/tasks/status`).
+#[derive(Debug, Clone)]
+pub(super) struct RunEnded {
+    pub(super) token_id: String,
+    pub(super) session: Option<String>,
+    pub(super) task_id: String,
+    pub(super) view: RunView,
 }
 
 #[derive(Default)]
@@ -199,6 +219,12 @@ impl TaskRuns {
             let context = context.clone();
             let progress = Arc::clone(&progress);
             let ended = Arc::clone(&ended);
+            let (news, owner, task_id, created_at) = (
+                self.ended.clone(),
+                (context.grant.token_id.clone(), context.mcp_session.clone()),
+                task_id.clone(),
+                created_at.clone(),
+            );
             async move {
                 let answer =
                     super::pass_through::run(&services, &server, &tool, arguments, &context).await;
@@ -212,6 +238,17 @@ impl TaskRuns {
                 // A cancelled run stays cancelled, whatever the call answered meanwhile.
                 if progress.0 == RunState::Working {
                     *progress = (state, now());
+                    let view = RunView {
+                        state: progress.0.clone(),
+                        created_at,
+                        updated_at: progress.1.clone(),
+                    };
+                    let _ = news.send(RunEnded {
+                        token_id: owner.0,
+                        session: owner.1,
+                        task_id,
+                        view,
+                    });
                 }
                 ended.send_replace(true);
             }
@@ -242,6 +279,11 @@ impl TaskRuns {
             .runs
             .get(task_id)
             .is_some_and(|run| run.is_of(context))
+    }
+
+    /// The news of runs that end from now on.
+    pub(super) fn endings(&self) -> tokio::sync::broadcast::Receiver<RunEnded> {
+        self.ended.subscribe()
     }
 
     /// Where run `task_id` stands now.
@@ -295,6 +337,16 @@ impl TaskRuns {
         run.abort.abort();
         *progress = (RunState::Cancelled, now());
         run.ended.send_replace(true);
+        let _ = self.ended.send(RunEnded {
+            token_id: run.owner.clone(),
+            session: run.session.clone(),
+            task_id: task_id.to_owned(),
+            view: RunView {
+                state: RunState::Cancelled,
+                created_at: run.created_at.clone(),
+                updated_at: progress.1.clone(),
+            },
+        });
         Ok(json!({"resultType": "complete"}))
     }
 
