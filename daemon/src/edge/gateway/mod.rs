@@ -19,6 +19,7 @@
 //! `tools/list` changed, when a server's resources or prompts changed, and when a resource it
 //! subscribed to was updated.
 
+mod listen;
 mod messages;
 mod notices;
 mod pass_through;
@@ -26,6 +27,7 @@ mod progressive;
 mod released;
 mod replay;
 mod resources;
+mod session_runs;
 mod sessions;
 mod sse;
 mod stateless;
@@ -503,6 +505,12 @@ impl Endpoint {
         context: &crate::pipeline::CallContext,
     ) -> Result<Value, RpcError> {
         let services = &self.services;
+        if let Some(answer) = self
+            .answer_session_runs(session.mode, method, params, context)
+            .await
+        {
+            return answer; // A 2026 server's tool run as a 2025 task (`session_runs.rs`).
+        }
         match (method, session.mode) {
             ("ping", _) => Ok(json!({})),
             ("logging/setLevel", _) => {

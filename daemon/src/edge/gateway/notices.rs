@@ -15,7 +15,8 @@
 //! `notifications/prompts/list_changed` as they come (those listings are asked of the servers
 //! when the host lists, so there is nothing held to compare), and
 //! `notifications/resources/updated` for a URI this session subscribed to at that server, and
-//! `notifications/tasks/status` for a task this session created (`tasks.rs`).
+//! `notifications/tasks/status` for a task this session created (`tasks.rs`), and for a run
+//! of a 2026 server's tool it started when the run ends (`session_runs.rs`).
 //!
 //! Every message carries an event id (`replay.rs`): a host that reconnects with
 //! `Last-Event-ID` takes the session's slot over (the stream it replaces ends), gets the
@@ -145,6 +146,7 @@ async fn follow(
     (_slot, resume_after): (SlotRelease, Option<String>),
 ) {
     let mut notices = endpoint.services.upstream_notices();
+    let mut runs_ended = endpoint.stateless.runs.endings();
     let session = follower.session.clone();
     let (mode, mut ended, mut owner, last_listing) = match session.upgrade() {
         Some(session) => (
@@ -240,6 +242,17 @@ async fn follow(
                 if let Some(message) = message
                     && follower.emit(&message, None).is_err()
                 {
+                    return;
+                }
+            }
+            // A run this session started ended (`session_runs.rs`): told as a 2025 task status.
+            Ok(ended) = runs_ended.recv() => {
+                let mine = ended.token_id == context.grant.token_id
+                    && ended.session == context.mcp_session;
+                let task = super::session_runs::task(&ended.task_id, &ended.view);
+                let told = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+                    "params": task});
+                if mine && follower.emit(&told, None).is_err() {
                     return;
                 }
             }

@@ -4,6 +4,12 @@
 //! `tools/list` is the same bytes on every call while the catalogs do not change. A call is
 //! resolved back to its server and tool and made through the calls service; its
 //! `CallToolResult` is passed back unchanged.
+//!
+//! One addition, for a 2025-11-25 session only: a 2026-07-28 server's tools declare no task
+//! support (that revision's server decides per call), and the gateway runs any of them as a
+//! task for such a host (`session_runs.rs`), so they are listed with
+//! `execution.taskSupport: "optional"`. A stateless host reads tasks from the extension
+//! instead and gets them as their server listed them.
 
 use serde_json::{Map, Value, json};
 use tool_cli_gateway_core::names::GatewayNames;
@@ -35,7 +41,13 @@ pub(super) fn list_encoded(
 ) -> Arc<str> {
     // The version is read before the tools: a listing is never labelled newer than it is.
     let version = services.discovery.catalog_version();
-    let token = &context.grant.token_id;
+    // A session's listing and a stateless host's differ (`execution` above): kept apart.
+    let era = if context.mcp_session.is_some() {
+        "session"
+    } else {
+        "stateless"
+    };
+    let token = &format!("{}\n{era}", context.grant.token_id);
     {
         let entries = cache.entries.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, _, encoded)) = entries
@@ -63,17 +75,32 @@ pub(super) fn list(services: &Services, context: &CallContext) -> Value {
         .iter()
         .map(|visible| ((visible.server.as_str(), visible.tool.name()), visible))
         .collect();
+    let runs_as_tasks =
+        |server: &str| context.mcp_session.is_some() && services.discovery.speaks_stateless(server);
     let listed: Vec<Value> = names
         .iter()
         .filter_map(|(name, address)| {
             let visible = by_address.get(&(address.server.as_str(), address.tool.as_str()))?;
             let mut tool: Map<String, Value> =
                 serde_json::from_str(visible.tool.raw_json().get()).ok()?;
+            if !visible.tool.task_support.takes_tasks() && runs_as_tasks(&address.server) {
+                offer_task(&mut tool);
+            }
             tool.insert("name".to_owned(), Value::String(name.to_owned()));
             Some(Value::Object(tool))
         })
         .collect();
     json!({"tools": listed})
+}
+
+/// Marks a listed tool as one that may run as a task (`execution.taskSupport: "optional"`),
+/// keeping anything else its `execution` says.
+pub(super) fn offer_task(tool: &mut Map<String, Value>) {
+    let execution = tool.entry("execution").or_insert_with(|| json!({}));
+    if !execution.is_object() {
+        *execution = json!({});
+    }
+    execution["taskSupport"] = json!("optional");
 }
 
 /// The gateway names of `tools`, with any collision logged (both tools are withheld).

@@ -236,8 +236,9 @@ pub(super) fn classify_request(
     )
 }
 
-/// The capabilities a stateless gateway offers: no `listChanged` or `subscribe` (no
-/// `subscriptions/listen` served); `logging`, on a call's SSE answer (`stateless_stream.rs`).
+/// The capabilities a stateless gateway offers: no `subscribe`; `logging`, on a call's SSE
+/// answer (`stateless_stream.rs`); `listChanged` is added where it is answered (`listen.rs`'s
+/// `advertise`, from `stateless_tasks.rs`).
 pub(super) fn discover_result(mode: Mode) -> Value {
     let mut result = json!({
         "resultType": "complete",
@@ -270,10 +271,13 @@ pub(super) fn discover_result(mode: Mode) -> Value {
 pub(super) fn unserved(method: &str) -> Option<RpcError> {
     let why = match method {
         "ping" => "the 2026-07-28 revision has no ping; server/discover answers the same purpose",
-        "logging/setLevel" => "logging is not part of the 2026-07-28 revision",
-        "resources/subscribe" | "resources/unsubscribe" | "subscriptions/listen" => {
+        "logging/setLevel" => {
+            "the 2026-07-28 revision has no logging/setLevel; name the level a call's log \
+             messages start at in its _meta[\"io.modelcontextprotocol/logLevel\"]"
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
             "resource subscriptions are served to 2025-11-25 sessions only (initialize, then \
-             resources/subscribe)"
+             resources/subscribe); subscriptions/listen gives a 2026-07-28 host list changes"
         }
         "tools/list"
         | "tools/call"
@@ -290,8 +294,8 @@ pub(super) fn unserved(method: &str) -> Option<RpcError> {
                     "method {:?} is not served to {STATELESS_VERSION} requests; they may use \
                      server/discover, tools/list, tools/call, resources/list, \
                      resources/templates/list, resources/read, prompts/list, prompts/get, \
-                     completion/complete and (with the tasks extension) tasks/get, \
-                     tasks/cancel, tasks/update and tasks/list",
+                     completion/complete, subscriptions/listen and (with the tasks \
+                     extension) tasks/get, tasks/cancel, tasks/update and tasks/list",
                     excerpt(method)
                 ),
                 data: None,
@@ -364,6 +368,9 @@ impl super::Endpoint {
                     .map(Mode::from)
             })
             .unwrap_or(Mode::PassThrough);
+        if method == "subscriptions/listen" {
+            return self.listen(&request.grant, mode, id, params); // `listen.rs`
+        }
         let context = crate::pipeline::CallContext::new(request.grant.clone());
         // The tasks extension's part (`stateless_tasks.rs`), else as before.
         let answer = if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {

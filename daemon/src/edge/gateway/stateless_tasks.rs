@@ -65,14 +65,6 @@ pub(super) fn declares_tasks(params: &Value) -> bool {
 /// server declares task support for, or any of a 2026-07-28 server's.
 pub(super) fn offers_tasks(services: &Services, context: &CallContext) -> bool {
     super::tasks::capability(services, context).is_some()
-        || services
-            .discovery
-            .visible_tools(context)
-            .iter()
-            .map(|visible| visible.server.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .any(|server| services.discovery.speaks_stateless(server))
 }
 
 /// Adds the extension to a discover result's capabilities.
@@ -396,9 +388,13 @@ impl super::Endpoint {
     ) -> Option<Result<super::Reply, RpcError>> {
         let runs = &self.stateless.runs;
         let answer = match method {
-            "server/discover" if offers_tasks(&self.services, context) => {
+            "server/discover" => {
                 let mut discover = super::stateless::discover_result(mode);
-                declare_extension(&mut discover);
+                if offers_tasks(&self.services, context) {
+                    declare_extension(&mut discover);
+                }
+                // What a `subscriptions/listen` stream tells (`listen.rs`).
+                super::listen::advertise(&mut discover, mode);
                 Ok(discover)
             }
             _ if is_task_method(method) => {

@@ -7,9 +7,12 @@
 //! the call, which cancels the server's own task with its `tasks/cancel` (the pool does so
 //! for any call that ends without the task's result).
 //!
+//! The same runs serve a 2025-11-25 session's `tools/call` with `task` on a 2026 server's tool
+//! (`session_runs.rs`, which words them as that revision's tasks).
+//!
 //! A run's id is `server:run-N`, in the daemon's `server:id` form, owned by the token that
-//! started it; anyone else asking for it is answered as for an id never issued (by the
-//! daemon's task registry, `pipeline/tasks/`). At most [`MAX_RUNS`] are kept: the oldest that
+//! started it and, for a session's, by that session; anyone else asking for it is answered as
+//! for an id never issued (by the daemon's task registry, `pipeline/tasks/`). At most [`MAX_RUNS`] are kept: the oldest that
 //! ended is forgotten for a new one, and when all still work a new one is refused as busy
 //! (a working run, maybe another token's, is never stopped to make room); one token may have
 //! at most [`MAX_WORKING_PER_TOKEN`] working.
@@ -68,18 +71,56 @@ impl RunState {
     }
 }
 
-/// One run: its owner, its state and when it changed, and how to stop it.
+/// One run: its owner (a token, and the session of a 2025 host), its state and when it
+/// changed, the signal of its end, and how to stop it.
 struct Run {
     owner: String,
+    session: Option<String>,
     created_at: String,
     progress: Arc<Mutex<(RunState, String)>>,
+    ended: Arc<tokio::sync::watch::Sender<bool>>,
     abort: tokio::task::AbortHandle,
 }
 
-/// Every run, by id.
-#[derive(Default)]
+impl Run {
+    /// Whether `context`'s caller started this run: its token, and its session or none.
+    fn is_of(&self, context: &CallContext) -> bool {
+        self.owner == context.grant.token_id && self.session == context.mcp_session
+    }
+}
+
+/// A run as a caller reads it: its state, when it was created and last changed.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct RunView {
+    pub(super) state: RunState,
+    pub(super) created_at: String,
+    pub(super) updated_at: String,
+}
+
+/// Every run, by id, and the news of runs that ended.
 pub(super) struct TaskRuns {
     inner: Mutex<Inner>,
+    ended: tokio::sync::broadcast::Sender<RunEnded>,
+}
+
+impl Default for TaskRuns {
+    fn default() -> TaskRuns {
+        TaskRuns {
+            inner: Mutex::default(),
+            // A listener that lags re-reads with tasks/get; nothing waits on this.
+            ended: tokio::sync::broadcast::channel(64).0,
+        }
+    }
+}
+
+/// A run that ended, told to the standalone stream of the session that started it
+/// (`notices.rs`, as a 2025 `notifications/tasks/status`).
+#[derive(Debug, Clone)]
+pub(super) struct RunEnded {
+    pub(super) token_id: String,
+    pub(super) session: Option<String>,
+    pub(super) task_id: String,
+    pub(super) view: RunView,
 }
 
 #[derive(Default)]
@@ -135,6 +176,7 @@ impl TaskRuns {
     ) -> Result<Value, RpcError> {
         let created_at = now();
         let progress = Arc::new(Mutex::new((RunState::Working, created_at.clone())));
+        let ended = Arc::new(tokio::sync::watch::channel(false).0);
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let owner = &context.grant.token_id;
         let working_for_owner = inner
@@ -176,6 +218,13 @@ impl TaskRuns {
             let (server, tool) = (server.to_owned(), tool.to_owned());
             let context = context.clone();
             let progress = Arc::clone(&progress);
+            let ended = Arc::clone(&ended);
+            let (news, owner, task_id, created_at) = (
+                self.ended.clone(),
+                (context.grant.token_id.clone(), context.mcp_session.clone()),
+                task_id.clone(),
+                created_at.clone(),
+            );
             async move {
                 let answer =
                     super::pass_through::run(&services, &server, &tool, arguments, &context).await;
@@ -189,7 +238,19 @@ impl TaskRuns {
                 // A cancelled run stays cancelled, whatever the call answered meanwhile.
                 if progress.0 == RunState::Working {
                     *progress = (state, now());
+                    let view = RunView {
+                        state: progress.0.clone(),
+                        created_at,
+                        updated_at: progress.1.clone(),
+                    };
+                    let _ = news.send(RunEnded {
+                        token_id: owner.0,
+                        session: owner.1,
+                        task_id,
+                        view,
+                    });
                 }
+                ended.send_replace(true);
             }
         };
         let abort = tokio::spawn(work).abort_handle();
@@ -197,8 +258,10 @@ impl TaskRuns {
             task_id.clone(),
             Run {
                 owner: context.grant.token_id.clone(),
+                session: context.mcp_session.clone(),
                 created_at: created_at.clone(),
                 progress,
+                ended,
                 abort,
             },
         );
@@ -208,13 +271,43 @@ impl TaskRuns {
         Ok(handle)
     }
 
-    /// Whether `task_id` is a run `context`'s token started.
+    /// Whether `task_id` is a run `context`'s caller started (its token, and its session or
+    /// none: a stateless host's runs and a session's are not each other's).
     pub(super) fn owns(&self, task_id: &str, context: &CallContext) -> bool {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner
             .runs
             .get(task_id)
-            .is_some_and(|run| run.owner == context.grant.token_id)
+            .is_some_and(|run| run.is_of(context))
+    }
+
+    /// The news of runs that end from now on.
+    pub(super) fn endings(&self) -> tokio::sync::broadcast::Receiver<RunEnded> {
+        self.ended.subscribe()
+    }
+
+    /// Where run `task_id` stands now.
+    pub(super) fn view(&self, task_id: &str) -> Option<RunView> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let run = inner.runs.get(task_id)?;
+        let progress = run.progress.lock().unwrap_or_else(|e| e.into_inner());
+        Some(RunView {
+            state: progress.0.clone(),
+            created_at: run.created_at.clone(),
+            updated_at: progress.1.clone(),
+        })
+    }
+
+    /// Where run `task_id` stands once it ended (at once if it has); `None` for a run not
+    /// known. The wait lasts as long as the caller's own request: dropped with it.
+    pub(super) async fn ended(&self, task_id: &str) -> Option<RunView> {
+        let mut ended = {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            inner.runs.get(task_id)?.ended.subscribe()
+        };
+        // An error is the run forgotten meanwhile (it had ended): read below as unknown.
+        let _ = ended.wait_for(|ended| *ended).await;
+        self.view(task_id)
     }
 
     /// `tasks/get` of a run the token owns (see [`TaskRuns::owns`]).
@@ -243,11 +336,22 @@ impl TaskRuns {
         }
         run.abort.abort();
         *progress = (RunState::Cancelled, now());
+        run.ended.send_replace(true);
+        let _ = self.ended.send(RunEnded {
+            token_id: run.owner.clone(),
+            session: run.session.clone(),
+            task_id: task_id.to_owned(),
+            view: RunView {
+                state: RunState::Cancelled,
+                created_at: run.created_at.clone(),
+                updated_at: progress.1.clone(),
+            },
+        });
         Ok(json!({"resultType": "complete"}))
     }
 
-    /// The runs `context`'s token started, oldest first, as `tasks/get` answers them (without
-    /// `resultType`).
+    /// The runs `context`'s caller started (see [`TaskRuns::owns`]), oldest first, as
+    /// `tasks/get` answers them (without `resultType`).
     pub(super) fn list(&self, context: &CallContext) -> Vec<Value> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner
@@ -255,7 +359,7 @@ impl TaskRuns {
             .iter()
             .filter_map(|task_id| {
                 let run = inner.runs.get(task_id)?;
-                if run.owner != context.grant.token_id {
+                if !run.is_of(context) {
                     return None;
                 }
                 let progress = run.progress.lock().unwrap_or_else(|e| e.into_inner());

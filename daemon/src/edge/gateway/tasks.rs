@@ -69,13 +69,20 @@ pub(super) fn is_task_method(method: &str) -> bool {
     )
 }
 
-/// The `tasks` server capability, when a tool `context`'s grant may see takes tasks.
+/// The `tasks` server capability, when a tool `context`'s grant may see takes tasks: one a
+/// 2025-era server declares task support for, or any of a 2026-07-28 server's (the gateway
+/// runs those as tasks itself, `session_runs.rs` and `stateless_tasks.rs`).
 pub(super) fn capability(services: &Services, context: &CallContext) -> Option<Value> {
-    let any = services
-        .discovery
-        .visible_tools(context)
+    let tools = services.discovery.visible_tools(context);
+    let any = tools
         .iter()
-        .any(|visible| visible.tool.task_support.takes_tasks());
+        .any(|visible| visible.tool.task_support.takes_tasks())
+        || tools
+            .iter()
+            .map(|visible| visible.server.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .any(|server| services.discovery.speaks_stateless(server));
     any.then(|| json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}))
 }
 
