@@ -15,7 +15,7 @@ use tokio_rustls::rustls::{self, RootCertStore};
 /// Why a server's HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum TlsError {
+pub enum TlsError {
     /// The `caFile` could not be read or holds no certificate.
     #[error("caFile {path}: {reason}; expected a readable PEM file with at least one certificate")]
     CaFile {
@@ -24,7 +24,7 @@ pub(crate) enum TlsError {
         /// What was wrong with it.
         reason: String,
     },
-    /// rustls or reqwest refused the configuration (not expected with the ring provider).
+    /// rustls refused the configuration (not expected with the ring provider).
     #[error("cannot set up TLS: {0}")]
     Setup(String),
 }
@@ -88,11 +88,10 @@ pub(crate) fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConf
 }
 
 /// The HTTP client for one remote server (its MCP traffic and its OAuth requests).
-pub(crate) fn http_client(ca_file: Option<&Path>) -> Result<reqwest::Client, TlsError> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(client_config(ca_file)?)
-        .build()
-        .map_err(|err| TlsError::Setup(err.to_string()))
+pub(crate) fn http_client(
+    ca_file: Option<&Path>,
+) -> Result<super::http_client::HttpClient, TlsError> {
+    super::http_client::HttpClient::new(ca_file)
 }
 
 /// The rustls certificate error somewhere in `error`'s chain, worded for a person, if there is
@@ -105,7 +104,7 @@ pub(crate) fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> 
         {
             return Some(describe(problem));
         }
-        // hyper-util and reqwest box the rustls error inside an io::Error, itself inside another,
+        // hyper-util boxes the rustls error inside an io::Error, itself inside another,
         // and io::Error's `source` skips the error it wraps: look inside each one.
         if let Some(io) = current.downcast_ref::<std::io::Error>()
             && let Some(inner) = io.get_ref()
