@@ -63,8 +63,8 @@ impl ServerAuth {
             return None;
         };
         let parsed = Url::parse(url).ok()?;
-        let client =
-            crate::pool::tls::http_client(remote.ca_file.as_deref()).map_err(|err| err.to_string());
+        let client = crate::pool::http_client::HttpClient::new(remote.ca_file.as_deref())
+            .map_err(|err| err.to_string());
         let tokens = files
             .filter(|_| remote.oauth.enabled)
             .and_then(|files| files.load(&server.name))

@@ -420,7 +420,7 @@ pub(crate) async fn connect(
         Some(Ok(client)) => client.clone(),
         Some(Err(message)) => return Err(message.to_owned()),
         None => {
-            tls::http_client(remote.options.ca_file.as_deref()).map_err(|err| err.to_string())?
+            HttpClient::new(remote.options.ca_file.as_deref()).map_err(|err| err.to_string())?
         }
     };
     let oversized = Arc::new(OversizedAnswers::new(max_message_bytes));

@@ -1,8 +1,9 @@
 //! TLS for `https://` servers: rustls with the ring provider, the platform's root certificates
 //! (webpki-roots when the machine has none), and a server's own `caFile` for a private CA.
 //!
-//! The HTTP client of a remote server (its MCP requests and its OAuth requests alike) is built
-//! here, so every request to that server trusts the same roots. The platform's roots are read once
+//! The HTTP client of a remote server (its MCP requests and its OAuth requests alike,
+//! `http_client/`) is built on this configuration, so every request to that server trusts the
+//! same roots. The platform's roots are read once
 //! per daemon: reading the system bundle costs milliseconds and it does not change under us.
 
 use std::path::{Path, PathBuf};
@@ -85,13 +86,6 @@ pub(crate) fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConf
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(config)
-}
-
-/// The HTTP client for one remote server (its MCP traffic and its OAuth requests).
-pub(crate) fn http_client(
-    ca_file: Option<&Path>,
-) -> Result<super::http_client::HttpClient, TlsError> {
-    super::http_client::HttpClient::new(ca_file)
 }
 
 /// The rustls certificate error somewhere in `error`'s chain, worded for a person, if there is
