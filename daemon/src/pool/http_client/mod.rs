@@ -116,7 +116,7 @@ impl HttpClient {
     }
 
     /// Sends one request (method, URL, headers, body) with a deadline on the whole exchange,
-    /// following redirects as a browser would (at most [`MAX_REDIRECTS`]: a 303, or a 301/302
+    /// following redirects as a browser would (at most 10: a 303, or a 301/302
     /// of a POST, becomes a GET without body; a 307/308 repeats the request), and reads the
     /// answer whole, at most `max_body` bytes. For OAuth's small JSON exchanges.
     pub async fn exchange(
