@@ -69,10 +69,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         relay_process = Some(relay);
         host.serve_with_lifecycle((stdout, stdin), lifecycle).await
     } else {
-        // The workspace's reqwest has rustls without a provider chosen: ring, as the daemon's.
-        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        // The daemon's own HTTP client for remote servers (rustls, the platform's roots).
+        let client = tool_cli_daemon::pool::http_client::HttpClient::new(None)?;
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-        let transport = StreamableHttpClientTransport::from_config(config);
+        let transport = StreamableHttpClientTransport::with_client(client, config);
         host.serve_with_lifecycle(transport, lifecycle).await
     };
     let client = match started {

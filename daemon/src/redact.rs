@@ -2,8 +2,8 @@
 //! errors.
 //!
 //! A server's config carries secrets (an API key in `env`, an `Authorization` header, a token in
-//! the `url`'s query), and they come back in places nobody chose: reqwest's errors print the full
-//! URL, an upstream's HTTP error body may reflect the request headers, a server's stderr may print
+//! the `url`'s query), and they come back in places nobody chose: an HTTP client's errors may print
+//! the full URL, an upstream's HTTP error body may reflect the request headers, a server's stderr may print
 //! its environment. Rather than hope each message is built carefully, [`Secrets`] knows every
 //! configured secret and removes it from any text, and the daemon passes through it what it
 //! logs (a [`tracing`] writer, [`LogWriter`]) and what it tells callers (statuses and errors of

@@ -4,8 +4,13 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::http::{Method, Request, StatusCode};
 use serde_json::json;
 use url::Url;
+
+use crate::pool::http_client::{Exchange, HttpClient, HttpError};
 
 use super::discovery::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::pkce::{self, TokenResponse};
@@ -67,25 +72,37 @@ pub(crate) fn shown(url: &Url) -> String {
     url.to_string()
 }
 
-async fn read_capped(response: reqwest::Response) -> Result<(u16, Vec<u8>), String> {
-    let status = response.status().as_u16();
-    let mut response = response;
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|err| err.to_string())? {
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(format!("the answer is over {MAX_BODY_BYTES} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok((status, body))
+/// One OAuth request, its answer read whole (status and body), or the step's error.
+async fn exchange(
+    client: &HttpClient,
+    step: Step,
+    method: Method,
+    url: &Url,
+    headers: &[(&str, String)],
+    body: Option<String>,
+) -> Result<(u16, Vec<u8>), StepError> {
+    let request = Exchange {
+        method,
+        url: url.as_str(),
+        headers,
+        body: body.map(Bytes::from),
+    };
+    let answer = client
+        .exchange(request, REQUEST_TIMEOUT, MAX_BODY_BYTES)
+        .await
+        .map_err(|err| network(step, url, &err))?;
+    Ok((answer.status.as_u16(), answer.body))
 }
 
-fn network(step: Step, url: &Url, err: &reqwest::Error) -> StepError {
+fn network(step: Step, url: &Url, err: &HttpError) -> StepError {
     let detail = match crate::pool::tls::certificate_problem(err) {
         Some(problem) => crate::pool::tls::untrusted_message(&problem),
         None if err.is_timeout() => format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
         None if err.is_connect() => "cannot connect".to_owned(),
-        None => "the request failed".to_owned(),
+        None => match err {
+            HttpError::TooLarge(_) | HttpError::TooManyRedirects(_) => err.to_string(),
+            _ => "the request failed".to_owned(),
+        },
     };
     fail(step, format!("{}: {detail}", shown(url)))
 }
@@ -93,7 +110,7 @@ fn network(step: Step, url: &Url, err: &reqwest::Error) -> StepError {
 /// Asks the MCP server, without a token, what it wants: the challenge of its 401, or `None` when
 /// it answers without asking for authorization.
 pub(crate) async fn probe(
-    client: &reqwest::Client,
+    client: &HttpClient,
     server: &Url,
 ) -> Result<Option<Challenge>, StepError> {
     let initialize = json!({
@@ -101,16 +118,18 @@ pub(crate) async fn probe(
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "tool-cli", "version": env!("CARGO_PKG_VERSION")}}
     });
-    let response = client
-        .post(server.clone())
+    // Only the answer's head is read: a server that does not ask for authorization may answer
+    // with a stream.
+    let request = Request::post(server.as_str())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(initialize.to_string())
-        .timeout(REQUEST_TIMEOUT)
-        .send()
+        .body(Full::new(Bytes::from(initialize.to_string())))
+        .map_err(|err| fail(Step::Discovery, format!("{}: {err}", shown(server))))?;
+    let response = tokio::time::timeout(REQUEST_TIMEOUT, client.send(request))
         .await
+        .unwrap_or(Err(HttpError::Timeout(REQUEST_TIMEOUT)))
         .map_err(|err| network(Step::Discovery, server, &err))?;
-    if response.status() != reqwest::StatusCode::UNAUTHORIZED {
+    if response.status() != StatusCode::UNAUTHORIZED {
         return Ok(None);
     }
     let header = response
@@ -122,20 +141,12 @@ pub(crate) async fn probe(
 }
 
 async fn get_json<T: serde::de::DeserializeOwned>(
-    client: &reqwest::Client,
+    client: &HttpClient,
     step: Step,
     url: &Url,
 ) -> Result<Option<T>, StepError> {
-    let response = client
-        .get(url.clone())
-        .header("accept", "application/json")
-        .timeout(REQUEST_TIMEOUT)
-        .send()
-        .await
-        .map_err(|err| network(step, url, &err))?;
-    let (status, body) = read_capped(response)
-        .await
-        .map_err(|err| fail(step, format!("{}: {err}", shown(url))))?;
+    let accept = [("accept", "application/json".to_owned())];
+    let (status, body) = exchange(client, step, Method::GET, url, &accept, None).await?;
     if status == 404 || status == 405 {
         return Ok(None);
     }
@@ -159,7 +170,7 @@ pub(crate) struct Discovered {
 /// Finds the authorization server of `server` from its challenge: protected resource metadata
 /// (RFC 9728), then that server's metadata (RFC 8414 / OpenID Connect discovery).
 pub(crate) async fn discover(
-    client: &reqwest::Client,
+    client: &HttpClient,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<Discovered, StepError> {
@@ -258,7 +269,7 @@ pub(crate) async fn discover(
 /// authorization server's metadata at the MCP server's origin, else the default endpoints
 /// `/authorize`, `/token` and `/register` there.
 async fn discover_legacy(
-    client: &reqwest::Client,
+    client: &HttpClient,
     server: &Url,
     challenge: &Challenge,
 ) -> Result<Discovered, StepError> {
@@ -311,7 +322,7 @@ impl std::fmt::Debug for RegisteredClient {
 
 /// Registers tool-cli with the authorization server (RFC 7591) for `redirect_uri`.
 pub(crate) async fn register(
-    client: &reqwest::Client,
+    client: &HttpClient,
     metadata: &ServerMetadata,
     redirect_uri: &str,
     scope: Option<&str>,
@@ -339,18 +350,19 @@ pub(crate) async fn register(
     if let Some(scope) = scope {
         request["scope"] = json!(scope);
     }
-    let response = client
-        .post(url.clone())
-        .header("content-type", "application/json")
-        .header("accept", "application/json")
-        .body(request.to_string())
-        .timeout(REQUEST_TIMEOUT)
-        .send()
-        .await
-        .map_err(|err| network(Step::Registration, &url, &err))?;
-    let (status, body) = read_capped(response)
-        .await
-        .map_err(|err| fail(Step::Registration, err))?;
+    let headers = [
+        ("content-type", "application/json".to_owned()),
+        ("accept", "application/json".to_owned()),
+    ];
+    let (status, body) = exchange(
+        client,
+        Step::Registration,
+        Method::POST,
+        &url,
+        &headers,
+        Some(request.to_string()),
+    )
+    .await?;
     if !(200..300).contains(&status) {
         let reason = serde_json::from_slice::<pkce::ErrorResponse>(&body)
             .map(|error| error.describe())
@@ -427,7 +439,7 @@ fn form_body(grant: &Grant<'_>, registered: &RegisteredClient, resource: &str) -
 
 /// Sends a grant to the token endpoint.
 pub(crate) async fn token(
-    client: &reqwest::Client,
+    client: &HttpClient,
     token_endpoint: &str,
     registered: &RegisteredClient,
     resource: &str,
@@ -440,25 +452,33 @@ pub(crate) async fn token(
     let url = Url::parse(token_endpoint)
         .map_err(|err| fail(step, format!("token_endpoint \"{token_endpoint}\": {err}")))?;
     let body = form_body(&grant, registered, resource);
-    let mut request = client
-        .post(url.clone())
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("accept", "application/json")
-        .timeout(REQUEST_TIMEOUT);
+    let mut headers = vec![
+        (
+            "content-type",
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("accept", "application/json".to_owned()),
+    ];
     if !registered.secret_in_body
         && let Some(secret) = &registered.client_secret
     {
-        request = request.basic_auth(&registered.client_id, Some(secret));
+        headers.push(("authorization", basic_auth(&registered.client_id, secret)));
     }
-    let response = request
-        .body(body)
-        .send()
-        .await
-        .map_err(|err| network(step, &url, &err))?;
-    let (status, body) = read_capped(response).await.map_err(|err| fail(step, err))?;
+    let (status, body) = exchange(client, step, Method::POST, &url, &headers, Some(body)).await?;
     pkce::parse_token_response(status, &body).map_err(|message| StepError {
         step,
         refused: (400..500).contains(&status),
         message: format!("the token endpoint refused: {message}"),
     })
+}
+
+/// HTTP Basic credentials (RFC 7617) for a confidential client at the token endpoint
+/// (`client_secret_basic`, RFC 6749 section 2.3.1).
+fn basic_auth(client_id: &str, secret: &str) -> String {
+    use base64::Engine as _;
+    let pair = format!("{client_id}:{secret}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
 }

@@ -21,7 +21,7 @@ pub(crate) struct ServerAuth {
     /// Its `caFile`, to tell whether a reloaded config changed it.
     pub(super) ca_file: Option<std::path::PathBuf>,
     /// The HTTP client with this server's roots (`caFile`), or why it could not be built.
-    pub(super) client: Result<reqwest::Client, String>,
+    pub(super) client: Result<crate::pool::http_client::HttpClient, String>,
     pub(super) files: Option<TokenFiles>,
     /// The tokens; a tokio mutex because a refresh is held across its request (single-flight).
     pub(super) tokens: tokio::sync::Mutex<Option<StoredTokens>>,
@@ -63,8 +63,8 @@ impl ServerAuth {
             return None;
         };
         let parsed = Url::parse(url).ok()?;
-        let client =
-            crate::pool::tls::http_client(remote.ca_file.as_deref()).map_err(|err| err.to_string());
+        let client = crate::pool::http_client::HttpClient::new(remote.ca_file.as_deref())
+            .map_err(|err| err.to_string());
         let tokens = files
             .filter(|_| remote.oauth.enabled)
             .and_then(|files| files.load(&server.name))
@@ -107,7 +107,7 @@ impl ServerAuth {
     }
 
     /// The HTTP client for this server (its roots), when it could be built.
-    pub(crate) fn client(&self) -> Result<&reqwest::Client, &str> {
+    pub(crate) fn client(&self) -> Result<&crate::pool::http_client::HttpClient, &str> {
         self.client.as_ref().map_err(String::as_str)
     }
 

@@ -62,7 +62,7 @@ fn expiring_auth(token_endpoint: String) -> Arc<ServerAuth> {
         url: Url::parse("http://127.0.0.1:1/mcp").unwrap(),
         settings: OAuthSettings::default(),
         ca_file: None,
-        client: crate::pool::tls::http_client(None).map_err(|err| err.to_string()),
+        client: crate::pool::http_client::HttpClient::new(None).map_err(|err| err.to_string()),
         files: None,
         tokens: tokio::sync::Mutex::new(Some(StoredTokens {
             server_url: "http://127.0.0.1:1/mcp".into(),

@@ -1,11 +1,11 @@
-//! Streamable HTTP servers: rmcp's reqwest client, watched so that an answer too large to accept
-//! is reported as the size error it is.
+//! Streamable HTTP servers: the server's HTTP client (`http_client/`), watched so that an answer
+//! too large to accept is reported as the size error it is.
 //!
-//! rmcp caps each SSE event (`max_sse_event_size`, set to the same `--max-message-bytes` as
-//! stdio) and each plain JSON answer (16 MiB, fixed). Over the SSE cap it ends that response
-//! stream and the request fails as "transport closed", which would read as the server having gone
-//! away and count against its breaker, though the server is fine and answered. So the client
-//! here is rmcp's own reqwest client with one addition: it notes the request id of every response
+//! The client caps each SSE event (`max_sse_event_size`, set to the same `--max-message-bytes` as
+//! stdio) and each plain JSON answer (16 MiB, fixed, as rmcp's own client). Over the SSE cap it
+//! ends that response stream and the request fails as "transport closed", which would read as the
+//! server having gone away and count against its breaker, though the server is fine and answered.
+//! So the client here is wrapped with one addition: it notes the request id of every response
 //! stream that ended for being too large ([`OversizedAnswers`]), and the connection turns that
 //! request's failure into `resultTooLarge` (that request alone; the connection stays).
 //!
@@ -30,6 +30,7 @@ use rmcp::transport::streamable_http_client::{
 
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
+use super::http_client::{HttpClient, HttpError};
 use super::http_tap::HttpTap;
 use super::oversized::OversizedAnswers;
 use super::raw_results::{RawResults, id_key};
@@ -39,12 +40,12 @@ use crate::oauth::{BearerError, ServerAuth};
 use rmcp::transport::streamable_http_client::AuthRequiredError;
 use tool_cli_replay::recording::Sender;
 
-/// rmcp's reqwest client, noting which response streams ended for being too large, sending the
+/// The server's HTTP client, noting which response streams ended for being too large, sending the
 /// server's current OAuth access token with every request, and keeping the reason of the last
 /// failure rmcp would word vaguely (an untrusted certificate, a 401).
 #[derive(Clone)]
 struct SizeWatchingClient {
-    inner: reqwest::Client,
+    inner: HttpClient,
     oversized: Arc<OversizedAnswers>,
     auth: Option<Arc<ServerAuth>>,
     failure: Arc<Mutex<Option<String>>>,
@@ -62,7 +63,7 @@ struct SizeWatchingClient {
     raw: Arc<RawResults>,
 }
 
-type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+type HttpResult<T> = Result<T, StreamableHttpError<HttpError>>;
 
 impl SizeWatchingClient {
     /// The bearer token to send: the server's OAuth token when it holds one (renewed first when
@@ -146,7 +147,7 @@ impl SizeWatchingClient {
 }
 
 impl StreamableHttpClient for SizeWatchingClient {
-    type Error = reqwest::Error;
+    type Error = HttpError;
 
     async fn post_message(
         &self,
@@ -362,7 +363,7 @@ fn watch_sizes(
             if let Err(error) = item
                 && size_limit_in(&error.to_string()).is_some()
             {
-                // rmcp stops reading at the limit: the whole size is not known.
+                // The client stops reading at the limit: the whole size is not known.
                 oversized.record(id.clone(), None);
             }
         })
@@ -419,7 +420,7 @@ pub(crate) async fn connect(
         Some(Ok(client)) => client.clone(),
         Some(Err(message)) => return Err(message.to_owned()),
         None => {
-            tls::http_client(remote.options.ca_file.as_deref()).map_err(|err| err.to_string())?
+            HttpClient::new(remote.options.ca_file.as_deref()).map_err(|err| err.to_string())?
         }
     };
     let oversized = Arc::new(OversizedAnswers::new(max_message_bytes));

@@ -22,6 +22,7 @@ mod connection;
 mod direct;
 mod era;
 mod http;
+pub mod http_client;
 mod http_tap;
 mod lifecycle;
 mod lines;
@@ -35,7 +36,7 @@ mod server_requests;
 mod stderr;
 mod stdio;
 mod supervisor;
-pub(crate) mod tls;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,8 +1,9 @@
 //! TLS for `https://` servers: rustls with the ring provider, the platform's root certificates
 //! (webpki-roots when the machine has none), and a server's own `caFile` for a private CA.
 //!
-//! The HTTP client of a remote server (its MCP requests and its OAuth requests alike) is built
-//! here, so every request to that server trusts the same roots. The platform's roots are read once
+//! The HTTP client of a remote server (its MCP requests and its OAuth requests alike,
+//! `http_client/`) is built on this configuration, so every request to that server trusts the
+//! same roots. The platform's roots are read once
 //! per daemon: reading the system bundle costs milliseconds and it does not change under us.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use tokio_rustls::rustls::{self, RootCertStore};
 /// Why a server's HTTP client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum TlsError {
+pub enum TlsError {
     /// The `caFile` could not be read or holds no certificate.
     #[error("caFile {path}: {reason}; expected a readable PEM file with at least one certificate")]
     CaFile {
@@ -24,7 +25,7 @@ pub(crate) enum TlsError {
         /// What was wrong with it.
         reason: String,
     },
-    /// rustls or reqwest refused the configuration (not expected with the ring provider).
+    /// rustls refused the configuration (not expected with the ring provider).
     #[error("cannot set up TLS: {0}")]
     Setup(String),
 }
@@ -87,14 +88,6 @@ pub(crate) fn client_config(ca_file: Option<&Path>) -> Result<rustls::ClientConf
     Ok(config)
 }
 
-/// The HTTP client for one remote server (its MCP traffic and its OAuth requests).
-pub(crate) fn http_client(ca_file: Option<&Path>) -> Result<reqwest::Client, TlsError> {
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(client_config(ca_file)?)
-        .build()
-        .map_err(|err| TlsError::Setup(err.to_string()))
-}
-
 /// The rustls certificate error somewhere in `error`'s chain, worded for a person, if there is
 /// one: "the certificate is signed by an unknown issuer", for instance.
 pub(crate) fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> Option<String> {
@@ -105,7 +98,7 @@ pub(crate) fn certificate_problem(error: &(dyn std::error::Error + 'static)) -> 
         {
             return Some(describe(problem));
         }
-        // hyper-util and reqwest box the rustls error inside an io::Error, itself inside another,
+        // hyper-util boxes the rustls error inside an io::Error, itself inside another,
         // and io::Error's `source` skips the error it wraps: look inside each one.
         if let Some(io) = current.downcast_ref::<std::io::Error>()
             && let Some(inner) = io.get_ref()

@@ -136,7 +136,7 @@ fn transport_cause(error: &rmcp::transport::DynamicTransportError) -> String {
     // rmcp's HTTP error keeps the client's error without naming it as its source.
     if let Some(StreamableHttpError::Client(client)) = error
         .error
-        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        .downcast_ref::<StreamableHttpError<crate::pool::http_client::HttpError>>()
     {
         next = Some(client);
     }
