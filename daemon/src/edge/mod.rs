@@ -10,7 +10,6 @@
 
 pub(crate) mod answer;
 mod batch;
-mod coarse_timer;
 mod gate;
 mod gateway;
 pub(crate) mod rpc;

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -236,9 +236,6 @@ pub async fn run(
 
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut tasks = tokio::task::JoinSet::new();
-    // Every connection's header-read timeout, without a timer-wheel entry (and a wake-up of
-    // another worker) per request (`coarse_timer.rs`).
-    let header_timer = super::coarse_timer::CoarseTimer::start();
     tokio::pin!(shutdown);
     // Idle shutdown: when the last connection opened or closed, in milliseconds since `started`.
     let started = tokio::time::Instant::now();
@@ -288,7 +285,6 @@ pub async fn run(
         let activity = Arc::clone(&last_activity);
         let since_start = move || started.elapsed().as_millis() as u64;
         activity.store(since_start(), std::sync::atomic::Ordering::Release);
-        let header_timer = header_timer.clone();
         tasks.spawn(async move {
             // Dropped when the connection ends, however it ends: the quiet starts then.
             let _activity = scopeguard_on_drop(move || {
@@ -296,7 +292,7 @@ pub async fn run(
             });
             let _permit = permit;
             let connection = hyper::server::conn::http1::Builder::new()
-                .timer(header_timer)
+                .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
