@@ -288,6 +288,26 @@ impl Daemon {
         })
     }
 
+    /// Waits (at most `wait`) until each of `servers` is `ready` in `listServers`; panics with
+    /// the last list and the daemon's stderr if one is not.
+    pub fn wait_servers_ready(&self, servers: &[&str], wait: Duration) {
+        let mut last = Value::Null;
+        let ready = crate::eventually(wait, || {
+            last = self.call("listServers", Value::Null);
+            let listed = last["servers"].as_array().cloned().unwrap_or_default();
+            servers.iter().all(|name| {
+                listed
+                    .iter()
+                    .any(|server| server["name"] == *name && server["state"] == "ready")
+            })
+        });
+        assert!(
+            ready,
+            "{servers:?} not all ready: {last:#}\ndaemon stderr:\n{}",
+            self.stderr()
+        );
+    }
+
     /// [`Daemon::rpc`] that must fail; returns the error object.
     pub fn call_err(&self, method: &str, params: Value) -> ErrorObject {
         let params = if params.is_null() { None } else { Some(params) };

@@ -48,6 +48,18 @@ pub fn replay_bin() -> PathBuf {
     binary("tool-cli-replay")
 }
 
+/// One of the daemon's examples (`daemon/examples/NAME.rs`: test servers and hosts), built with
+/// the workspace's examples.
+pub fn example_bin(name: &str) -> PathBuf {
+    let path = bin_dir().join("examples").join(name);
+    assert!(
+        path.is_file(),
+        "{} is built with the workspace's examples (`cargo build --workspace --examples`)",
+        path.display()
+    );
+    path
+}
+
 /// The root of the checkout (where `node_modules/` and `.peers/` are installed).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

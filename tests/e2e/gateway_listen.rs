@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    Daemon, bin_dir, eventually_some, http_request_bytes, mcp_answer, open_http_stream,
+    Daemon, eventually_some, example_bin, http_request_bytes, mcp_answer, open_http_stream,
 };
 
 /// Longest wait for any one event.
@@ -79,17 +79,9 @@ fn next_message(stream: &mut BufReader<TcpStream>) -> Value {
 
 /// A daemon whose pool holds the 2026-only example server as `modern`, ready.
 fn modern_daemon() -> Daemon {
-    let server = bin_dir().join("examples").join("stateless_server");
+    let server = example_bin("stateless_server");
     let daemon = Daemon::start(json!({"mcpServers": {"modern": {"command": server}}}));
-    eventually_some(WAIT, || {
-        let servers = daemon.call("listServers", Value::Null);
-        servers["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|server| server["name"] == "modern"))
-            .filter(|server| server["state"] == "ready")
-            .map(|_| ())
-    })
-    .expect("the 2026 server became ready");
+    daemon.wait_servers_ready(&["modern"], WAIT);
     daemon
 }
 

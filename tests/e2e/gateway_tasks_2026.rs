@@ -39,7 +39,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, bin_dir, eventually_some, everything_stdio, mcp_answer};
+use tool_cli_tests::{Daemon, bin_dir, eventually_some, everything_stdio, example_bin, mcp_answer};
 
 /// Longest wait for a task to reach a status.
 const WAIT: Duration = Duration::from_secs(60);
@@ -328,22 +328,9 @@ fn progressive_call_tool_waits_for_a_task_only_tool() {
 
 /// A daemon with the 2026-only test server as `modern`, once it is ready.
 fn modern_daemon() -> Daemon {
-    let server = bin_dir().join("examples").join("stateless_server");
-    assert!(
-        server.exists(),
-        "{} is built with the workspace's examples (`cargo build --examples`)",
-        server.display()
-    );
+    let server = example_bin("stateless_server");
     let daemon = Daemon::start(json!({"mcpServers": {"modern": {"command": server}}}));
-    eventually_some(WAIT, || {
-        let servers = daemon.call("listServers", Value::Null);
-        servers["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|server| server["name"] == "modern"))
-            .filter(|server| server["state"] == "ready")
-            .map(|_| ())
-    })
-    .expect("the 2026 server became ready");
+    daemon.wait_servers_ready(&["modern"], WAIT);
     daemon
 }
 
@@ -540,7 +527,7 @@ fn rmcp_host_report(
 
 #[test]
 fn rmcps_client_follows_the_gateways_tasks_of_both_eras() {
-    let server = bin_dir().join("examples").join("stateless_server");
+    let server = example_bin("stateless_server");
     let daemon = Daemon::start(json!({"mcpServers": {
         "everything": everything_stdio(),
         "modern": {"command": server},

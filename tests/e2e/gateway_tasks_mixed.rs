@@ -27,29 +27,18 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, bin_dir, eventually_some, mcp_answer, repo_root, run_with_timeout};
+use tool_cli_tests::{
+    Daemon, eventually_some, example_bin, mcp_answer, repo_root, run_with_timeout,
+};
 
 /// Longest wait for a task to reach a status.
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A daemon whose pool holds the 2026-only example server as `modern`, ready.
 fn modern_daemon() -> Daemon {
-    let server = bin_dir().join("examples").join("stateless_server");
-    assert!(
-        server.exists(),
-        "{} is built with the workspace's examples (`cargo build --examples`)",
-        server.display()
-    );
+    let server = example_bin("stateless_server");
     let daemon = Daemon::start(json!({"mcpServers": {"modern": {"command": server}}}));
-    eventually_some(WAIT, || {
-        let servers = daemon.call("listServers", Value::Null);
-        servers["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|server| server["name"] == "modern"))
-            .filter(|server| server["state"] == "ready")
-            .map(|_| ())
-    })
-    .expect("the 2026 server became ready");
+    daemon.wait_servers_ready(&["modern"], WAIT);
     daemon
 }
 

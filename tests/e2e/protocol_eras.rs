@@ -25,33 +25,17 @@
 //!   header without the `_meta`, a session-less 2025 request, an unknown version; the 2025
 //!   session still serves: `requests_mixing_the_eras_are_refused_with_what_would_be_right`
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_tests::{
-    CLIENT_TIMEOUT, Daemon, bin_dir, demo_server, eventually, everything_stdio, run_with_timeout,
+    CLIENT_TIMEOUT, Daemon, demo_server, eventually, everything_stdio, example_bin,
+    run_with_timeout,
 };
-
-/// One of the daemon's examples (built with the workspace's examples).
-fn example(name: &str) -> PathBuf {
-    let example = bin_dir().join("examples").join(name);
-    assert!(
-        example.exists(),
-        "{} is built with the workspace's examples (`cargo build --examples`)",
-        example.display()
-    );
-    example
-}
-
-/// The 2026-only test server.
-fn stateless_server() -> PathBuf {
-    example("stateless_server")
-}
 
 /// Runs the 2026-era host against `/mcp{query}` with `calls`; its JSON report.
 fn stateless_host(daemon: &Daemon, query: &str, calls: &[String]) -> Value {
-    let mut command = std::process::Command::new(example("stateless_host"));
+    let mut command = std::process::Command::new(example_bin("stateless_host"));
     command
         .arg(format!("http://127.0.0.1:{}/mcp{query}", daemon.port))
         .arg(&daemon.token)
@@ -70,7 +54,7 @@ fn stateless_host(daemon: &Daemon, query: &str, calls: &[String]) -> Value {
 /// that finds `daemon`); its JSON report.
 fn stateless_host_over_stdio(daemon: &Daemon, calls: &[String]) -> Value {
     let client = daemon.client_command();
-    let mut command = std::process::Command::new(example("stateless_host"));
+    let mut command = std::process::Command::new(example_bin("stateless_host"));
     command.arg("stdio").arg(client.get_program()).args(calls);
     for (name, value) in client.get_envs() {
         match value {
@@ -108,9 +92,9 @@ fn the_pool_connects_stateless_servers_beside_todays_peers() {
         json!({"mcpServers": {
             "demo": demo_server(dir),
             "everything": everything_stdio(),
-            "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
-            "pinned": {"command": stateless_server(), "protocol": "2026-07-28"},
-            "forced": {"command": stateless_server(), "protocol": "2025-11-25"},
+            "modern": {"command": example_bin("stateless_server"), "roots": ["/srv/era"]},
+            "pinned": {"command": example_bin("stateless_server"), "protocol": "2026-07-28"},
+            "forced": {"command": example_bin("stateless_server"), "protocol": "2025-11-25"},
         }})
     });
     for name in ["demo", "everything", "modern", "pinned"] {
@@ -185,29 +169,16 @@ fn demo_everything_and_modern(dir: &std::path::Path) -> Value {
         "mcpServers": {
             "demo": demo_server(dir),
             "everything": everything_stdio(),
-            "modern": {"command": stateless_server()},
+            "modern": {"command": example_bin("stateless_server")},
         },
         "traces": {"path": dir.join("traces.jsonl")},
     })
 }
 
-fn wait_ready(daemon: &Daemon, names: &[&str]) {
-    for name in names {
-        assert!(
-            eventually(
-                Duration::from_secs(60),
-                || server_entry(daemon, name)["state"] == "ready"
-            ),
-            "{name} never became ready: {}",
-            server_entry(daemon, name)
-        );
-    }
-}
-
 #[test]
 fn a_2026_host_is_answered_statelessly_through_the_pipeline() {
     let daemon = Daemon::start_with_dir(demo_everything_and_modern);
-    wait_ready(&daemon, &["demo", "everything", "modern"]);
+    daemon.wait_servers_ready(&["demo", "everything", "modern"], Duration::from_secs(60));
     let report = stateless_host(
         &daemon,
         "",
@@ -407,7 +378,7 @@ fn requests_mixing_the_eras_are_refused_with_what_would_be_right() {
 #[test]
 fn the_pool_reaches_a_stateless_http_server_another_daemons_gateway() {
     let upstream = Daemon::start_demo();
-    wait_ready(&upstream, &["demo"]);
+    upstream.wait_servers_ready(&["demo"], Duration::from_secs(60));
     let url = format!("http://127.0.0.1:{}/mcp", upstream.port);
     let authorization = format!("Bearer {}", upstream.token);
     let daemon = Daemon::start(json!({"mcpServers": {
@@ -415,7 +386,7 @@ fn the_pool_reaches_a_stateless_http_server_another_daemons_gateway() {
                       "protocol": "2026-07-28"},
         "auto": {"url": url, "headers": {"Authorization": authorization}},
     }}));
-    wait_ready(&daemon, &["stateless", "auto"]);
+    daemon.wait_servers_ready(&["stateless", "auto"], Duration::from_secs(60));
     for name in ["stateless", "auto"] {
         let tools = daemon
             .call("listTools", json!({"server": name}))

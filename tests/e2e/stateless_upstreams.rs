@@ -21,24 +21,13 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tool_cli_tests::{Daemon, bin_dir, eventually, http_request_bytes};
+use tool_cli_tests::{Daemon, eventually, example_bin, http_request_bytes};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(60);
-
-pub(crate) fn stateless_server() -> PathBuf {
-    let example = bin_dir().join("examples").join("stateless_server");
-    assert!(
-        example.exists(),
-        "{} is built with the workspace's examples (`cargo build --examples`)",
-        example.display()
-    );
-    example
-}
 
 pub(crate) fn health_of(daemon: &Daemon, name: &str) -> Value {
     daemon.call("health", Value::Null)["servers"]
@@ -81,7 +70,7 @@ pub(crate) fn open_stream(daemon: &Daemon, session: &str) -> BufReader<TcpStream
 #[test]
 fn a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts() {
     let daemon = Daemon::start(json!({"mcpServers": {
-        "modern": {"command": stateless_server()},
+        "modern": {"command": example_bin("stateless_server")},
     }}));
     assert!(
         eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),
@@ -132,7 +121,7 @@ fn a_stateless_servers_new_tool_reaches_the_catalog_and_the_hosts() {
 #[test]
 fn prompts_and_resources_that_ask_for_input_are_answered() {
     let daemon = Daemon::start(json!({"mcpServers": {
-        "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
+        "modern": {"command": example_bin("stateless_server"), "roots": ["/srv/era"]},
     }}));
     assert!(
         eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),
@@ -181,7 +170,7 @@ pub(crate) fn mcp_request(daemon: &Daemon, session: &str, method: &str, params: 
 #[test]
 fn a_hosts_resource_subscription_reaches_a_stateless_server() {
     let daemon = Daemon::start(json!({"mcpServers": {
-        "modern": {"command": stateless_server(), "roots": ["/srv/era"]},
+        "modern": {"command": example_bin("stateless_server"), "roots": ["/srv/era"]},
     }}));
     assert!(
         eventually(WAIT, || health_of(&daemon, "modern")["state"] == "ready"),

@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use serde_json::json;
 use tool_cli_tests::{
-    Daemon, count_recorded, eventually, fault_server_recording, http_request_bytes,
+    Daemon, count_recorded, eventually, example_bin, fault_server_recording, http_request_bytes,
     processes_with_marker, raw_http_exchange, unique_marker,
 };
 
-use crate::stateless_upstreams::{health_of, mcp_request, open_stream, stateless_server};
+use crate::stateless_upstreams::{health_of, mcp_request, open_stream};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(60);
@@ -57,7 +57,7 @@ fn a_2026_servers_subscription_is_listened_for_again_after_it_is_killed() {
     let marker = unique_marker("listen-restart");
     let _cleanup = tool_cli_tests::KillMarkedOnDrop(marker.clone());
     let daemon = Daemon::start(json!({"mcpServers": {
-        "modern": {"command": stateless_server(), "args": [&marker]},
+        "modern": {"command": example_bin("stateless_server"), "args": [&marker]},
     }}));
     wait_restarted(&daemon, "modern", 0);
     let touch = |uri: &str| {

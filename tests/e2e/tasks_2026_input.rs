@@ -28,47 +28,27 @@
 
 use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt as _;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
-use tool_cli_tests::{Daemon, bin_dir, eventually_some, run_with_timeout, scratch};
+use tool_cli_tests::{Daemon, eventually_some, example_bin, run_with_timeout, scratch};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The 2026-only test server (built with the workspace's examples).
-fn stateless_server() -> PathBuf {
-    let example = bin_dir().join("examples").join("stateless_server");
-    assert!(
-        example.exists(),
-        "{} is built with the workspace's examples (`cargo build --examples`)",
-        example.display()
-    );
-    example
-}
 
 /// A daemon with the 2026-only server as `modern` (questions relayed to the caller, sampling
 /// allowed, roots configured), once ready.
 fn asking_daemon() -> Daemon {
     let daemon = Daemon::start(json!({"mcpServers": {"modern": {
-        "command": stateless_server(),
+        "command": example_bin("stateless_server"),
         "elicitation": "ask",
         "allowSampling": true,
         "roots": ["/srv/tasks"],
     }}}));
-    eventually_some(WAIT, || {
-        let servers = daemon.call(name::LIST_SERVERS, Value::Null);
-        servers["servers"]
-            .as_array()
-            .and_then(|servers| servers.iter().find(|server| server["name"] == "modern"))
-            .filter(|server| server["state"] == "ready")
-            .map(|_| ())
-    })
-    .expect("the 2026 server became ready");
+    daemon.wait_servers_ready(&["modern"], WAIT);
     daemon
 }
 
