@@ -6,11 +6,13 @@
 //! a second HTTP client on the same hyper; docs/benchmarks.md, "First build"). What reqwest did
 //! that we still want is here: one connection pool per server, rustls with the server's roots
 //! (`tls.rs`), a deadline on a request, bounded body reads. What it did that we do not need is
-//! not: no proxies from the environment, no compression, no cookie store, and no redirects
+//! not: no compression, no cookie store, and no redirects
 //! followed for MCP traffic (a 3xx is reported as the server's answer, as rmcp's own client does
 //! for any redirect it would not follow); OAuth's metadata and token requests follow a few
-//! redirects, as an OAuth client is expected to.
+//! redirects, as an OAuth client is expected to. Proxies from the environment (`HTTPS_PROXY`,
+//! `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are honoured as reqwest did (`proxy.rs`).
 
+mod proxy;
 mod sse_limit;
 mod streamable;
 
@@ -23,19 +25,32 @@ use http_body_util::{BodyExt as _, BodyStream, Full};
 use hyper::body::Incoming;
 use hyper::http::{Method, Request, Response, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+pub use proxy::{Proxies, ProxyConfigError};
 pub use sse_limit::bounded_sse_stream;
 
 use super::tls::{self, TlsError};
 
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+type Connector = hyper_rustls::HttpsConnector<proxy::ProxyConnector>;
 
 /// The HTTP client of one remote server (cheap to clone: clones share the connection pool).
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Client<Connector, Full<Bytes>>,
+    proxies: Proxies,
+}
+
+/// Why a remote server's HTTP client cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The trust roots could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A proxy variable of the environment cannot be used.
+    #[error(transparent)]
+    Proxy(#[from] ProxyConfigError),
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -87,31 +102,44 @@ impl HttpError {
 const MAX_REDIRECTS: usize = 10;
 
 impl HttpClient {
-    /// A client trusting the platform's roots and `ca_file`'s (`tls.rs`).
-    pub fn new(ca_file: Option<&Path>) -> Result<HttpClient, TlsError> {
-        Ok(HttpClient::with_tls(tls::client_config(ca_file)?))
+    /// A client trusting the platform's roots and `ca_file`'s (`tls.rs`), through the proxies
+    /// of the daemon's environment (`proxy.rs`).
+    pub fn new(ca_file: Option<&Path>) -> Result<HttpClient, ClientError> {
+        let proxies = Proxies::from_process_environment()?;
+        Ok(HttpClient::with_parts(
+            tls::client_config(ca_file)?,
+            proxies,
+        ))
     }
 
-    /// A client with this rustls configuration.
-    pub(crate) fn with_tls(config: tokio_rustls::rustls::ClientConfig) -> HttpClient {
+    /// A client with this rustls configuration and these proxies.
+    pub(crate) fn with_parts(
+        config: tokio_rustls::rustls::ClientConfig,
+        proxies: Proxies,
+    ) -> HttpClient {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_or_http()
             .enable_http1()
-            .build();
+            .wrap_connector(proxy::ProxyConnector::new(proxies.clone()));
         let inner = Client::builder(TokioExecutor::new())
             // Idle connections are closed after the pool's idle timeout (90 s), which needs a
             // timer to be enforced.
             .pool_timer(TokioTimer::new())
             .build(connector);
-        HttpClient { inner }
+        HttpClient { inner, proxies }
     }
 
     /// Sends `request` and returns the answer with its body unread.
     pub async fn send(
         &self,
-        request: Request<Full<Bytes>>,
+        mut request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, HttpError> {
+        if let Some(authorization) = self.proxies.authorization_for_plain_http(request.uri()) {
+            request
+                .headers_mut()
+                .insert(header::PROXY_AUTHORIZATION, authorization);
+        }
         self.inner.request(request).await.map_err(HttpError::Send)
     }
 
