@@ -6,11 +6,13 @@
 //! a second HTTP client on the same hyper; docs/benchmarks.md, "First build"). What reqwest did
 //! that we still want is here: one connection pool per server, rustls with the server's roots
 //! (`tls.rs`), a deadline on a request, bounded body reads. What it did that we do not need is
-//! not: no compression, no cookie store, and no redirects
-//! followed for MCP traffic (a 3xx is reported as the server's answer, as rmcp's own client does
-//! for any redirect it would not follow); OAuth's metadata and token requests follow a few
-//! redirects, as an OAuth client is expected to. Proxies from the environment (`HTTPS_PROXY`,
-//! `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are honoured as reqwest did (`proxy.rs`).
+//! not: no compression and no cookie store. Redirects are followed as reqwest did, at most 10:
+//! OAuth's metadata and token requests as a browser would; MCP traffic only where the request
+//! stays whole (307/308, or 301/302/303 of the stream's GET), never from https:// to http://, and
+//! without the bearer token or configured headers to another origin (`streamable.rs`); another
+//! 3xx is the server's answer, which the transport reports. Proxies from the environment
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are honoured as reqwest did
+//! (`proxy.rs`).
 
 mod proxy;
 mod sse_limit;
@@ -98,7 +100,7 @@ impl HttpError {
     }
 }
 
-/// Redirects an OAuth request follows, as reqwest's default policy did.
+/// Redirects a request follows (OAuth and MCP), as reqwest's default policy did.
 const MAX_REDIRECTS: usize = 10;
 
 impl HttpClient {
