@@ -71,9 +71,14 @@ pub enum HttpError {
     /// The request could not be built (an invalid header, for instance).
     #[error("the request could not be built: {0}")]
     Request(#[source] hyper::http::Error),
-    /// The request could not be sent or its answer's head not read (connect, TLS, reset).
-    #[error("error sending request")]
-    Send(#[source] hyper_util::client::legacy::Error),
+    /// The request could not be sent or its answer's head not read (connect, TLS, reset). The
+    /// URL is shown without userinfo and query, where secrets go.
+    #[error("error sending request for url ({url})")]
+    Send {
+        url: String,
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
     /// The answer's body broke off.
     #[error("error reading the response body")]
     Body(#[source] hyper::Error),
@@ -91,7 +96,7 @@ pub enum HttpError {
 impl HttpError {
     /// The request never reached the server: no connection could be made.
     pub fn is_connect(&self) -> bool {
-        matches!(self, HttpError::Send(error) if error.is_connect())
+        matches!(self, HttpError::Send { source, .. } if source.is_connect())
     }
 
     /// The deadline passed.
@@ -142,7 +147,11 @@ impl HttpClient {
                 .headers_mut()
                 .insert(header::PROXY_AUTHORIZATION, authorization);
         }
-        self.inner.request(request).await.map_err(HttpError::Send)
+        let url = url_without_secrets(request.uri());
+        self.inner
+            .request(request)
+            .await
+            .map_err(|source| HttpError::Send { url, source })
     }
 
     /// Sends one request (method, URL, headers, body) with a deadline on the whole exchange,
@@ -256,6 +265,20 @@ fn resolve(base: &Uri, location: &str) -> Option<Uri> {
     matches!(next.scheme(), "http" | "https")
         .then(|| next.as_str().parse().ok())
         .flatten()
+}
+
+/// A request's URL for an error: scheme, host, port and path, without the userinfo and query
+/// that may hold secrets.
+fn url_without_secrets(uri: &Uri) -> String {
+    let authority = uri.authority().map_or("", |authority| {
+        let text = authority.as_str();
+        text.rsplit_once('@').map_or(text, |(_, host)| host)
+    });
+    format!(
+        "{}://{authority}{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.path()
+    )
 }
 
 /// An absolute `http://` or `https://` URL as hyper takes it.

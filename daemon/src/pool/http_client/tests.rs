@@ -535,3 +535,14 @@ fn which_mcp_redirects_are_followed() {
         None
     );
 }
+
+#[test]
+fn a_send_error_names_the_url_without_its_secrets() {
+    let uri: Uri = "https://user:pw@mcp.example.test:8443/mcp?key=s3cret"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        url_without_secrets(&uri),
+        "https://mcp.example.test:8443/mcp"
+    );
+}
