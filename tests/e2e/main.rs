@@ -59,6 +59,7 @@ mod prompts;
 mod protocol_eras;
 mod record;
 mod remote;
+mod remote_proxy;
 mod replay;
 mod resilience;
 mod sampling;

@@ -6,11 +6,15 @@
 //! a second HTTP client on the same hyper; docs/benchmarks.md, "First build"). What reqwest did
 //! that we still want is here: one connection pool per server, rustls with the server's roots
 //! (`tls.rs`), a deadline on a request, bounded body reads. What it did that we do not need is
-//! not: no proxies from the environment, no compression, no cookie store, and no redirects
-//! followed for MCP traffic (a 3xx is reported as the server's answer, as rmcp's own client does
-//! for any redirect it would not follow); OAuth's metadata and token requests follow a few
-//! redirects, as an OAuth client is expected to.
+//! not: no compression and no cookie store. Redirects are followed as reqwest did, at most 10:
+//! OAuth's metadata and token requests as a browser would; MCP traffic only where the request
+//! stays whole (307/308, or 301/302/303 of the stream's GET), never from https:// to http://, and
+//! without the bearer token or configured headers to another origin (`streamable.rs`); another
+//! 3xx is the server's answer, which the transport reports. Proxies from the environment
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are honoured as reqwest did
+//! (`proxy.rs`).
 
+mod proxy;
 mod sse_limit;
 mod streamable;
 
@@ -23,19 +27,32 @@ use http_body_util::{BodyExt as _, BodyStream, Full};
 use hyper::body::Incoming;
 use hyper::http::{Method, Request, Response, StatusCode, Uri, header};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+pub use proxy::{Proxies, ProxyConfigError};
 pub use sse_limit::bounded_sse_stream;
 
 use super::tls::{self, TlsError};
 
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+type Connector = hyper_rustls::HttpsConnector<proxy::ProxyConnector>;
 
 /// The HTTP client of one remote server (cheap to clone: clones share the connection pool).
 #[derive(Clone)]
 pub struct HttpClient {
     inner: Client<Connector, Full<Bytes>>,
+    proxies: Proxies,
+}
+
+/// Why a remote server's HTTP client cannot be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The trust roots could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// A proxy variable of the environment cannot be used.
+    #[error(transparent)]
+    Proxy(#[from] ProxyConfigError),
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -54,9 +71,14 @@ pub enum HttpError {
     /// The request could not be built (an invalid header, for instance).
     #[error("the request could not be built: {0}")]
     Request(#[source] hyper::http::Error),
-    /// The request could not be sent or its answer's head not read (connect, TLS, reset).
-    #[error("error sending request")]
-    Send(#[source] hyper_util::client::legacy::Error),
+    /// The request could not be sent or its answer's head not read (connect, TLS, reset). The
+    /// URL is shown without userinfo and query, where secrets go.
+    #[error("error sending request for url ({url})")]
+    Send {
+        url: String,
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
     /// The answer's body broke off.
     #[error("error reading the response body")]
     Body(#[source] hyper::Error),
@@ -74,7 +96,7 @@ pub enum HttpError {
 impl HttpError {
     /// The request never reached the server: no connection could be made.
     pub fn is_connect(&self) -> bool {
-        matches!(self, HttpError::Send(error) if error.is_connect())
+        matches!(self, HttpError::Send { source, .. } if source.is_connect())
     }
 
     /// The deadline passed.
@@ -83,36 +105,53 @@ impl HttpError {
     }
 }
 
-/// Redirects an OAuth request follows, as reqwest's default policy did.
+/// Redirects a request follows (OAuth and MCP), as reqwest's default policy did.
 const MAX_REDIRECTS: usize = 10;
 
 impl HttpClient {
-    /// A client trusting the platform's roots and `ca_file`'s (`tls.rs`).
-    pub fn new(ca_file: Option<&Path>) -> Result<HttpClient, TlsError> {
-        Ok(HttpClient::with_tls(tls::client_config(ca_file)?))
+    /// A client trusting the platform's roots and `ca_file`'s (`tls.rs`), through the proxies
+    /// of the daemon's environment (`proxy.rs`).
+    pub fn new(ca_file: Option<&Path>) -> Result<HttpClient, ClientError> {
+        let proxies = Proxies::from_process_environment()?;
+        Ok(HttpClient::with_parts(
+            tls::client_config(ca_file)?,
+            proxies,
+        ))
     }
 
-    /// A client with this rustls configuration.
-    pub(crate) fn with_tls(config: tokio_rustls::rustls::ClientConfig) -> HttpClient {
+    /// A client with this rustls configuration and these proxies.
+    pub(crate) fn with_parts(
+        config: tokio_rustls::rustls::ClientConfig,
+        proxies: Proxies,
+    ) -> HttpClient {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(config)
             .https_or_http()
             .enable_http1()
-            .build();
+            .wrap_connector(proxy::ProxyConnector::new(proxies.clone()));
         let inner = Client::builder(TokioExecutor::new())
             // Idle connections are closed after the pool's idle timeout (90 s), which needs a
             // timer to be enforced.
             .pool_timer(TokioTimer::new())
             .build(connector);
-        HttpClient { inner }
+        HttpClient { inner, proxies }
     }
 
     /// Sends `request` and returns the answer with its body unread.
     pub async fn send(
         &self,
-        request: Request<Full<Bytes>>,
+        mut request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, HttpError> {
-        self.inner.request(request).await.map_err(HttpError::Send)
+        if let Some(authorization) = self.proxies.authorization_for_plain_http(request.uri()) {
+            request
+                .headers_mut()
+                .insert(header::PROXY_AUTHORIZATION, authorization);
+        }
+        let url = url_without_secrets(request.uri());
+        self.inner
+            .request(request)
+            .await
+            .map_err(|source| HttpError::Send { url, source })
     }
 
     /// Sends one request (method, URL, headers, body) with a deadline on the whole exchange,
@@ -226,6 +265,20 @@ fn resolve(base: &Uri, location: &str) -> Option<Uri> {
     matches!(next.scheme(), "http" | "https")
         .then(|| next.as_str().parse().ok())
         .flatten()
+}
+
+/// A request's URL for an error: scheme, host, port and path, without the userinfo and query
+/// that may hold secrets.
+fn url_without_secrets(uri: &Uri) -> String {
+    let authority = uri.authority().map_or("", |authority| {
+        let text = authority.as_str();
+        text.rsplit_once('@').map_or(text, |(_, host)| host)
+    });
+    format!(
+        "{}://{authority}{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.path()
+    )
 }
 
 /// An absolute `http://` or `https://` URL as hyper takes it.

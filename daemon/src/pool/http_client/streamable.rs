@@ -7,6 +7,10 @@
 //! `Retry-After`, a JSON-RPC error in a failed answer is kept, a 404 in a session is an expired
 //! session, a plain JSON answer is read up to 16 MiB and an SSE answer's events are capped at
 //! `max_sse_event_size` (`sse_limit.rs`).
+//!
+//! rmcp's client follows what the reqwest client under it follows, which by default was up to
+//! 10 redirects; `send_mcp` keeps that for the redirects that keep the request whole
+//! (`mcp_redirect`), so a server behind Starlette's `/mcp` -> `/mcp/` 307 still works.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,8 +19,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
-use hyper::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
+use hyper::http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use hyper::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::common::http_header::{
@@ -28,7 +34,10 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpError, StreamableHttpPostResponse,
 };
 
-use super::{HttpClient, HttpError, body_stream, bounded_sse_stream, parse_uri, read_capped};
+use super::{
+    HttpClient, HttpError, MAX_REDIRECTS, body_stream, bounded_sse_stream, parse_uri, read_capped,
+    resolve,
+};
 
 type HttpResult<T> = Result<T, StreamableHttpError<HttpError>>;
 
@@ -55,24 +64,17 @@ struct Outgoing<'a> {
 }
 
 impl HttpClient {
+    /// Sends one of the transport's requests, following a redirect that keeps the request
+    /// whole (`mcp_redirect`), at most 10 as reqwest did. A redirect to another origin carries
+    /// neither the bearer token nor the configured headers (they are the first server's
+    /// credentials); only `MCP-Protocol-Version` goes with it.
     async fn send_mcp(
         &self,
         outgoing: Outgoing<'_>,
         extra: &[(HeaderName, String)],
         body: Option<Bytes>,
     ) -> HttpResult<Response<Incoming>> {
-        let uri = parse_uri(outgoing.uri).map_err(StreamableHttpError::Client)?;
-        let mut builder = Request::builder().method(outgoing.method).uri(uri);
-        for (name, value) in extra {
-            builder = builder.header(name, value.as_str());
-        }
-        if let Some(token) = outgoing.auth_token {
-            builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
-        if let Some(session_id) = outgoing.session_id {
-            builder = builder.header(HEADER_SESSION_ID, session_id);
-        }
-        for (name, value) in outgoing.custom_headers {
+        for name in outgoing.custom_headers.keys() {
             if RESERVED_HEADERS
                 .iter()
                 .any(|reserved| name.as_str().eq_ignore_ascii_case(reserved))
@@ -84,15 +86,105 @@ impl HttpClient {
                     name.to_string(),
                 ));
             }
+        }
+        let first = parse_uri(outgoing.uri).map_err(StreamableHttpError::Client)?;
+        let mut uri = first.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let same_origin = same_origin(&first, &uri);
+            let request = mcp_request(&outgoing, extra, uri.clone(), same_origin, body.clone())
+                .map_err(|error| StreamableHttpError::Client(HttpError::Request(error)))?;
+            let response = self
+                .send(request)
+                .await
+                .map_err(StreamableHttpError::Client)?;
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .and_then(|value| value.to_str().ok());
+            match mcp_redirect(&outgoing.method, response.status(), &uri, location) {
+                Some(next) => uri = next,
+                None => return Ok(response),
+            }
+        }
+        Err(StreamableHttpError::Client(HttpError::TooManyRedirects(
+            MAX_REDIRECTS,
+        )))
+    }
+}
+
+/// One attempt of a transport request at `uri`.
+fn mcp_request(
+    outgoing: &Outgoing<'_>,
+    extra: &[(HeaderName, String)],
+    uri: Uri,
+    same_origin: bool,
+    body: Option<Bytes>,
+) -> Result<Request<Full<Bytes>>, hyper::http::Error> {
+    let mut builder = Request::builder().method(outgoing.method.clone()).uri(uri);
+    for (name, value) in extra {
+        builder = builder.header(name, value.as_str());
+    }
+    if let Some(token) = outgoing.auth_token.as_deref()
+        && same_origin
+    {
+        builder = builder.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    if let Some(session_id) = outgoing.session_id {
+        builder = builder.header(HEADER_SESSION_ID, session_id);
+    }
+    for (name, value) in &outgoing.custom_headers {
+        if same_origin
+            || name
+                .as_str()
+                .eq_ignore_ascii_case(HEADER_MCP_PROTOCOL_VERSION)
+        {
             builder = builder.header(name, value);
         }
-        let request = builder
-            .body(Full::new(body.unwrap_or_default()))
-            .map_err(|error| StreamableHttpError::Client(HttpError::Request(error)))?;
-        self.send(request)
-            .await
-            .map_err(StreamableHttpError::Client)
     }
+    builder.body(Full::new(body.unwrap_or_default()))
+}
+
+/// Where a transport request is redirected to, if the redirect is followed: a 307 or 308
+/// (the method and body are kept, as HTTP says; a POST of a JSON-RPC message stays one), or a
+/// 301, 302 or 303 of the GET that opens the server's stream. A 301/302/303 of a POST or
+/// DELETE is not followed (it would turn the message into a GET without body, which no MCP
+/// server answers), nor is a redirect from https:// to http://: the 3xx is then the answer, and
+/// the transport reports it. Pure, for the tests.
+pub(super) fn mcp_redirect(
+    method: &Method,
+    status: StatusCode,
+    current: &Uri,
+    location: Option<&str>,
+) -> Option<Uri> {
+    let follows = match status {
+        StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT => true,
+        StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER => {
+            *method == Method::GET
+        }
+        _ => false,
+    };
+    if !follows {
+        return None;
+    }
+    let next = resolve(current, location?)?;
+    let downgrade = current.scheme_str() == Some("https") && next.scheme_str() != Some("https");
+    (!downgrade).then_some(next)
+}
+
+/// Two URLs share an origin: scheme, host and port (the scheme's default when absent).
+fn same_origin(first: &Uri, other: &Uri) -> bool {
+    let port = |uri: &Uri| {
+        uri.port_u16().or(match uri.scheme_str() {
+            Some("https") => Some(443),
+            _ => Some(80),
+        })
+    };
+    first.scheme_str() == other.scheme_str()
+        && first
+            .host()
+            .zip(other.host())
+            .is_some_and(|(one, two)| one.eq_ignore_ascii_case(two))
+        && port(first) == port(other)
 }
 
 /// A 401 or 403 that carries a challenge, as rmcp's errors for them.

@@ -399,3 +399,150 @@ async fn a_configured_header_may_not_replace_the_transports_own() {
     );
     assert!(seen.lock().unwrap().is_empty(), "nothing is sent");
 }
+
+/// The JSON answer to the ping, for the redirect tests' final hop.
+fn pong() -> Response<Full<Bytes>> {
+    answer(
+        200,
+        &[("content-type", "application/json")],
+        r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
+    )
+}
+
+fn api_key() -> HashMap<HeaderName, HeaderValue> {
+    HashMap::from([(
+        HeaderName::from_static("x-api-key"),
+        HeaderValue::from_static("k"),
+    )])
+}
+
+#[tokio::test]
+async fn an_mcp_post_follows_a_307_with_its_body_and_credentials_on_the_same_origin() {
+    // Starlette (FastMCP) answers `/mcp` with a 307 to `/mcp/`.
+    let (base, seen) = serve(|request| match request.path.as_str() {
+        "/mcp" => answer(307, &[("location", "/mcp/")], ""),
+        _ => pong(),
+    })
+    .await;
+    let answer = post(&base, None, api_key()).await.unwrap();
+    assert!(
+        matches!(answer, StreamableHttpPostResponse::Json(..)),
+        "{answer:?}"
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        (seen[1].method.as_str(), seen[1].path.as_str()),
+        ("POST", "/mcp/")
+    );
+    assert_eq!(seen[1].body, seen[0].body);
+    assert!(!seen[1].body.is_empty());
+    assert_eq!(seen[1].headers["authorization"], "Bearer secret-token");
+    assert_eq!(seen[1].headers["x-api-key"], "k");
+}
+
+/// Where the cross-origin test's first server sends its client.
+static MOVED_TO: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+#[tokio::test]
+async fn an_mcp_redirect_to_another_origin_carries_no_credentials() {
+    let (other, seen_by_other) = serve(|_| pong()).await;
+    MOVED_TO.set(format!("{other}/moved")).unwrap();
+    let (base, seen) = serve(|_| {
+        let location = MOVED_TO.get().unwrap().as_str();
+        let mut response = answer(308, &[], "");
+        response
+            .headers_mut()
+            .insert("location", HeaderValue::from_str(location).unwrap());
+        response
+    })
+    .await;
+    post(&base, None, api_key()).await.unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    let seen_by_other = seen_by_other.lock().unwrap();
+    assert_eq!(seen_by_other.len(), 1);
+    let request = &seen_by_other[0];
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/moved")
+    );
+    assert!(!request.body.is_empty());
+    assert!(request.headers.get("authorization").is_none());
+    assert!(request.headers.get("x-api-key").is_none());
+}
+
+#[tokio::test]
+async fn an_mcp_post_answered_with_302_is_reported_not_turned_into_a_get() {
+    let (base, seen) = serve(|request| match request.path.as_str() {
+        "/mcp" => answer(302, &[("location", "/elsewhere")], ""),
+        _ => pong(),
+    })
+    .await;
+    let error = post(&base, None, HashMap::new()).await.unwrap_err();
+    assert!(error.to_string().contains("302"), "{error}");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_mcp_redirect_loop_ends_after_ten() {
+    let (base, seen) = serve(|_| answer(307, &[("location", "/mcp")], "")).await;
+    let error = post(&base, None, HashMap::new()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StreamableHttpError::Client(HttpError::TooManyRedirects(10))
+        ),
+        "{error}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 11);
+}
+
+#[test]
+fn which_mcp_redirects_are_followed() {
+    use super::streamable::mcp_redirect;
+    let https: Uri = "https://mcp.example.test/mcp".parse().unwrap();
+    let follow = |method: Method, status: u16, location: &str| {
+        mcp_redirect(
+            &method,
+            StatusCode::from_u16(status).unwrap(),
+            &https,
+            Some(location),
+        )
+        .map(|uri| uri.to_string())
+    };
+    assert_eq!(
+        follow(Method::POST, 308, "/v2/mcp").as_deref(),
+        Some("https://mcp.example.test/v2/mcp")
+    );
+    assert_eq!(
+        follow(Method::DELETE, 307, "/x").as_deref(),
+        Some("https://mcp.example.test/x")
+    );
+    assert_eq!(
+        follow(Method::GET, 302, "/x").as_deref(),
+        Some("https://mcp.example.test/x")
+    );
+    assert_eq!(follow(Method::POST, 301, "/x"), None);
+    assert_eq!(follow(Method::POST, 303, "/x"), None);
+    // Never from https down to plain http.
+    assert_eq!(
+        follow(Method::POST, 307, "http://mcp.example.test/mcp"),
+        None
+    );
+    assert_eq!(follow(Method::POST, 304, "/x"), None);
+    assert_eq!(
+        mcp_redirect(&Method::POST, StatusCode::TEMPORARY_REDIRECT, &https, None),
+        None
+    );
+}
+
+#[test]
+fn a_send_error_names_the_url_without_its_secrets() {
+    let uri: Uri = "https://user:pw@mcp.example.test:8443/mcp?key=s3cret"
+        .parse()
+        .unwrap();
+    assert_eq!(
+        url_without_secrets(&uri),
+        "https://mcp.example.test:8443/mcp"
+    );
+}
