@@ -373,7 +373,9 @@ impl super::Endpoint {
         }
         let context = crate::pipeline::CallContext::new(request.grant.clone());
         // The tasks extension's part (`stateless_tasks.rs`), else as before.
-        let answer = if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {
+        let answer = if let Some(error) = super::input_rounds::unmatched_retry(method, params) {
+            Err(error) // `input_rounds.rs`: no call is held for a retry to continue
+        } else if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {
             answer
         } else if method == "server/discover" {
             Ok(super::Reply::Json(discover_result(mode)))
