@@ -1,5 +1,5 @@
 //! The pure parts of asking a 2026-07-28 host a server's question through multi-round-trip
-//! results (SEP-2322), which the gateway is to use instead of declining the question.
+//! results (SEP-2322).
 //!
 //! The revision has no session to send a server's `elicitation/create` or
 //! `sampling/createMessage` to, so the answer to the host's `tools/call` (`prompts/get`,
@@ -18,23 +18,14 @@
 //!   the params it was given for, is taken at most once (one answer per request), expires at
 //!   its time limit, and the table holds a bounded number of calls.
 //!
-//! Not yet done (the brief's steps 3 to 5): the answer writer that ends a stateless call's
-//! response with this result and keeps the call in the table, the retry's path in
-//! `Endpoint::answer_stateless`, the expiry task that aborts a held call, and the e2e test.
-//! Until then a server's question during a 2026-07-28 call is declined, as docs/gateway.md says,
-//! and a retry is refused ([`unmatched_retry`]), since the gateway holds no call to continue.
-#![cfg_attr(
-    not(test),
-    allow(
-        dead_code,
-        reason = "the held-call table and the input_required wording wait for the answer writer"
-    )
-)]
+//! The calls held and their answer writer are [`held`].
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+
+pub(super) mod held;
 
 use super::messages::RpcError;
 use super::stream::HostCapabilities;
@@ -76,20 +67,13 @@ pub(super) fn input_required_result(question: &Value, handle: &str) -> Option<Va
 /// The requests a server's question can interrupt, and so a host can retry with answers.
 const ROUND_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
-/// Why a 2026-07-28 request that claims to answer an `input_required` result cannot be
-/// answered: its retry parts are malformed, or (while the gateway holds no calls) its
-/// `requestState` is not one the gateway gave. `None` for any other request. Refusing beats
-/// running the call again as if new: the host meant to continue a call, not to repeat its
-/// side effects.
-pub(super) fn unmatched_retry(method: &str, params: &Value) -> Option<RpcError> {
+/// A 2026-07-28 request's retry of an `input_required` result: `Ok(None)` for a first request
+/// or a method no question interrupts, the retry's parts, or why they are malformed.
+pub(super) fn round_retry(method: &str, params: &Value) -> Result<Option<Retry>, RpcError> {
     if !ROUND_METHODS.contains(&method) {
-        return None;
+        return Ok(None);
     }
-    match retry_of(params) {
-        Ok(None) => None,
-        Ok(Some(_)) => Some(RpcError::invalid_params(RetryRefusal::Unknown.to_string())),
-        Err(error) => Some(error),
-    }
+    retry_of(params)
 }
 
 /// A host's retry: its answers by key and the handle it echoed.
@@ -257,7 +241,8 @@ impl<T> HeldCalls<T> {
     }
 
     /// How many calls are held.
-    pub(super) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.held.len()
     }
 }
