@@ -79,6 +79,12 @@ pub(super) struct Binding {
 }
 
 impl HeldTable {
+    /// A table of at most `limit` calls, each held at most `time_limit`.
+    #[cfg(test)]
+    fn with(limit: usize, time_limit: Duration) -> HeldTable {
+        HeldTable(Arc::new(Mutex::new(HeldCalls::new(limit, time_limit))))
+    }
+
     /// Takes the call held under the retry's handle and gives it the host's answers; the
     /// refusal, as `-32602`, when no call is held for this retry.
     pub(super) fn resume(
@@ -124,11 +130,13 @@ impl HeldTable {
         let table = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep_until(deadline.into()).await;
+            // The deadline itself, not the clock: a timer that wakes a hair early (or tokio's
+            // paused clock in tests) still ends this call.
             let expired = table
                 .0
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .expired(Instant::now());
+                .expired(deadline.max(Instant::now()));
             for call in expired {
                 call.abort();
             }
@@ -320,5 +328,61 @@ impl super::super::Endpoint {
         Ok(event_stream_response(round_stream(
             held, table, binding, id,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::EventRelay as _;
+
+    fn binding() -> Binding {
+        Binding {
+            token_id: "t".to_owned(),
+            method: "tools/call".to_owned(),
+            params: json!({"name": "ask"}),
+        }
+    }
+
+    /// A call that never ends on its own, and a handle that tells whether it was aborted.
+    fn endless_call() -> (HeldCall, tokio::task::AbortHandle, Arc<HostRelay>) {
+        let call = tokio::spawn(std::future::pending::<Option<String>>());
+        let probe = call.abort_handle();
+        let (relay, messages) = HostRelay::new(
+            0,
+            None,
+            super::super::super::stream::HostCapabilities::default(),
+            None,
+        );
+        (
+            HeldCall::new(call, Arc::clone(&relay), messages),
+            probe,
+            relay,
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_no_host_retries_is_aborted_at_its_limit() {
+        let table = HeldTable::with(1, Duration::from_secs(5));
+        let (held, probe, relay) = endless_call();
+        let handle = table.hold(&binding(), held).ok().expect("held");
+        assert_eq!(handle.len(), 32);
+        // The table is bounded: a second call is given back, not held.
+        let (second, second_probe, _) = endless_call();
+        assert!(table.hold(&binding(), second).is_err());
+        second_probe.abort();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(!probe.is_finished());
+        // At the limit the call is aborted and its relay ended (its questions closed).
+        relay.ended().await;
+        while !probe.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        let retry = super::super::Retry {
+            responses: serde_json::Map::new(),
+            handle,
+        };
+        let refused = table.resume(&binding(), &retry).err().expect("refused");
+        assert_eq!(refused.code, -32602);
     }
 }
