@@ -70,6 +70,7 @@ mod server_requests;
 mod servers;
 mod session_caps_config;
 mod snapshots;
+mod stateless_rounds;
 mod stateless_stream;
 mod stateless_upstreams;
 mod subscriptions_restart;

@@ -19,6 +19,7 @@
 //! `tools/list` changed, when a server's resources or prompts changed, and when a resource it
 //! subscribed to was updated.
 
+mod input_rounds;
 mod listen;
 mod messages;
 mod notices;

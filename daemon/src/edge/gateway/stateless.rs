@@ -319,6 +319,8 @@ pub(super) struct Stateless {
     sessions: Mutex<HashMap<(String, bool), String>>,
     /// The tasks the gateway runs itself for stateless hosts (`task_runs.rs`).
     pub(super) runs: super::task_runs::TaskRuns,
+    /// Calls waiting for their hosts' answers (`input_rounds/held.rs`).
+    pub(super) held: super::input_rounds::held::HeldTable,
 }
 
 impl Stateless {
@@ -373,7 +375,20 @@ impl super::Endpoint {
         }
         let context = crate::pipeline::CallContext::new(request.grant.clone());
         // The tasks extension's part (`stateless_tasks.rs`), else as before.
-        let answer = if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {
+        // A retry continues its held call on this response (`input_rounds/held.rs`).
+        let resumed = match super::input_rounds::round_retry(method, params) {
+            Ok(Some(retry)) => {
+                Some(self.resume_round(&request.grant, method, params, &retry, id.clone()))
+            }
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
+        };
+        let answer = if let Some(resumed) = resumed {
+            match resumed {
+                Ok(response) => return response,
+                Err(error) => Err(error),
+            }
+        } else if let Some(answer) = self.answer_tasks(mode, method, params, &context).await {
             answer
         } else if method == "server/discover" {
             Ok(super::Reply::Json(discover_result(mode)))
@@ -384,6 +399,11 @@ impl super::Endpoint {
             match super::stateless_stream::request_log_level(params) {
                 Err(error) => Err(error),
                 Ok(level) if super::stateless_stream::streams(method, &request.headers) => {
+                    let host = super::input_rounds::request_host(params);
+                    if host.elicitation || host.sampling {
+                        return self
+                            .stream_rounds(session, host, method, params, context, level, id);
+                    }
                     let worded = move |answer| super::stateless_answer::answer_body(answer, &id);
                     return self.stream_stateless(session, method, params, context, level, worded);
                 }

@@ -266,7 +266,7 @@ impl HostRelay {
     /// The call's encoded answer settled for the host's URL handling (`url_elicitation.rs`):
     /// the URL-mode elicitations it could not be asked about put in its result, and a server's
     /// `-32042` error given back as that error or as pages in the result.
-    fn with_shown_urls(&self, answer: String) -> String {
+    pub(super) fn with_shown_urls(&self, answer: String) -> String {
         let shown = std::mem::take(&mut *self.shown_urls.lock().unwrap());
         super::url_elicitation::settle(answer, &shown, self.url_elicitation)
     }
