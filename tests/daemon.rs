@@ -308,6 +308,25 @@ impl Daemon {
         );
     }
 
+    /// Long-polls `callEvents` of the call watched as `progress_id`, from event `after` on,
+    /// until one of type `kind` arrives (`after` moves past what was read); panics if the call
+    /// ends first.
+    pub fn next_call_event(&self, progress_id: &str, after: &mut u64, kind: &str) -> Value {
+        loop {
+            let page = self.call(
+                tool_cli_protocol::methods::name::CALL_EVENTS,
+                json!({"progressId": progress_id, "after": *after, "waitMs": 20000}),
+            );
+            for event in page["events"].as_array().expect("callEvents lists events") {
+                *after = event["seq"].as_u64().expect("every event has its seq");
+                if event["type"] == kind {
+                    return event.clone();
+                }
+            }
+            assert_eq!(page["done"], false, "the call ended without a {kind} event");
+        }
+    }
+
     /// [`Daemon::rpc`] that must fail; returns the error object.
     pub fn call_err(&self, method: &str, params: Value) -> ErrorObject {
         let params = if params.is_null() { None } else { Some(params) };

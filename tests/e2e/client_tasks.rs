@@ -64,23 +64,6 @@ fn tool_names(daemon: &Daemon) -> Vec<String> {
         .collect()
 }
 
-/// Long-polls the call's events until one of type `kind` arrives.
-fn next_event(daemon: &Daemon, progress_id: &str, after: &mut u64, kind: &str) -> Value {
-    loop {
-        let page = daemon.call(
-            name::CALL_EVENTS,
-            json!({"progressId": progress_id, "after": *after, "waitMs": 20000}),
-        );
-        for event in page["events"].as_array().unwrap() {
-            *after = event["seq"].as_u64().unwrap();
-            if event["type"] == kind {
-                return event.clone();
-            }
-        }
-        assert_eq!(page["done"], false, "the call ended without a {kind} event");
-    }
-}
-
 /// Calls `tool` watched as `progress_id`, answers its one question with `action` (and
 /// `content`), and returns the call's outcome.
 fn call_and_answer(
@@ -100,7 +83,7 @@ fn call_and_answer(
                 ),
             )
         });
-        let question = next_event(daemon, progress_id, &mut 0, "elicitation");
+        let question = daemon.next_call_event(progress_id, &mut 0, "elicitation");
         assert_eq!(question["server"], "everything", "{question:#}");
         let mut params = json!({"progressId": progress_id,
             "elicitationId": question["elicitationId"], "action": action});
@@ -164,7 +147,7 @@ fn an_async_question_runs_as_a_client_task_and_the_server_reads_the_answer_from_
                             "arguments": {}, "progressId": "async-2"})),
             )
         });
-        let question = next_event(&daemon, "async-2", &mut 0, "elicitation");
+        let question = daemon.next_call_event("async-2", &mut 0, "elicitation");
         assert!(
             eventually(WAIT, || daemon.stderr().contains(polled)),
             "{}",
@@ -195,7 +178,7 @@ fn a_deadline_passing_while_the_question_is_open_cancels_the_client_task_and_tel
             )
         });
         // Asked, and never answered.
-        next_event(&daemon, "late-1", &mut 0, "elicitation");
+        daemon.next_call_event("late-1", &mut 0, "elicitation");
         call.join().unwrap().expect_err("the deadline passes")
     });
     assert_eq!(error.code, code::TIMEOUT, "{error:?}");

@@ -37,23 +37,6 @@ fn call_watched(daemon: &Daemon, progress_id: &str) -> Value {
     )
 }
 
-/// Long-polls the call's events until one of type `kind` arrives.
-fn next_event(daemon: &Daemon, progress_id: &str, after: &mut u64, kind: &str) -> Value {
-    loop {
-        let page = daemon.call(
-            name::CALL_EVENTS,
-            json!({"progressId": progress_id, "after": *after, "waitMs": 20000}),
-        );
-        for event in page["events"].as_array().unwrap() {
-            *after = event["seq"].as_u64().unwrap();
-            if event["type"] == kind {
-                return event.clone();
-            }
-        }
-        assert_eq!(page["done"], false, "the call ended without a {kind} event");
-    }
-}
-
 fn answer(
     daemon: &Daemon,
     progress_id: &str,
@@ -73,7 +56,7 @@ fn a_watching_caller_answers_and_the_tool_sees_the_answer_after_an_invalid_try()
     let daemon = asking_daemon(None);
     std::thread::scope(|scope| {
         let call = scope.spawn(|| call_watched(&daemon, "ask-1"));
-        let question = next_event(&daemon, "ask-1", &mut 0, "elicitation");
+        let question = daemon.next_call_event("ask-1", &mut 0, "elicitation");
         assert_eq!(question["server"], "everything", "{question:#}");
         assert!(
             question["message"]
@@ -185,7 +168,7 @@ fn another_token_is_not_permitted_and_the_owner_declines() {
     let other = minted["token"].as_str().unwrap();
     std::thread::scope(|scope| {
         let call = scope.spawn(|| call_watched(&daemon, "ask-2"));
-        let question = next_event(&daemon, "ask-2", &mut 0, "elicitation");
+        let question = daemon.next_call_event("ask-2", &mut 0, "elicitation");
         let id = question["elicitationId"].as_str().unwrap();
         let params = json!({"progressId": "ask-2", "elicitationId": id, "action": "accept",
                             "content": {"name": "Mallory"}});
@@ -230,9 +213,9 @@ fn without_a_watcher_or_an_answer_in_time_the_question_is_declined_with_a_reason
     std::thread::scope(|scope| {
         let call = scope.spawn(|| call_watched(&daemon, "ask-3"));
         let mut after = 0;
-        let question = next_event(&daemon, "ask-3", &mut after, "elicitation");
+        let question = daemon.next_call_event("ask-3", &mut after, "elicitation");
         let id = question["elicitationId"].as_str().unwrap();
-        let closed = next_event(&daemon, "ask-3", &mut after, "elicitationClosed");
+        let closed = daemon.next_call_event("ask-3", &mut after, "elicitationClosed");
         assert_eq!(closed["elicitationId"], id);
         assert!(
             closed["reason"]

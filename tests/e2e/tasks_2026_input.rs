@@ -63,23 +63,6 @@ fn watched_call(progress_id: &str, timeout_ms: Option<u64>) -> Value {
     params
 }
 
-/// Long-polls the call's events until one of type `kind` arrives.
-fn next_event(daemon: &Daemon, progress_id: &str, after: &mut u64, kind: &str) -> Value {
-    loop {
-        let page = daemon.call(
-            name::CALL_EVENTS,
-            json!({"progressId": progress_id, "after": *after, "waitMs": 20000}),
-        );
-        for event in page["events"].as_array().unwrap() {
-            *after = event["seq"].as_u64().unwrap();
-            if event["type"] == kind {
-                return event.clone();
-            }
-        }
-        assert_eq!(page["done"], false, "the call ended without a {kind} event");
-    }
-}
-
 /// Answers question `id` of the call `progress_id`.
 fn answer(daemon: &Daemon, progress_id: &str, id: &str, action: &str, content: Option<Value>) {
     let mut params = json!({"progressId": progress_id, "elicitationId": id, "action": action});
@@ -117,7 +100,7 @@ fn an_accepted_answer_reaches_the_task_and_shapes_its_result() {
     std::thread::scope(|scope| {
         let params = watched_call("task-ask-1", None);
         let call = scope.spawn(|| daemon.call(name::CALL_TOOL, params));
-        let question = next_event(&daemon, "task-ask-1", &mut 0, "elicitation");
+        let question = daemon.next_call_event("task-ask-1", &mut 0, "elicitation");
         assert_eq!(question["server"], "modern", "{question:#}");
         assert_eq!(
             question["message"], "What is your name, for the task?",
@@ -158,7 +141,7 @@ fn declined_answers_go_back_to_the_task() {
     std::thread::scope(|scope| {
         let params = watched_call("task-ask-2", None);
         let call = scope.spawn(|| daemon.call(name::CALL_TOOL, params));
-        let question = next_event(&daemon, "task-ask-2", &mut 0, "elicitation");
+        let question = daemon.next_call_event("task-ask-2", &mut 0, "elicitation");
         let id = question["elicitationId"].as_str().unwrap();
         answer(&daemon, "task-ask-2", id, "decline", None);
         let result = call.join().unwrap();
@@ -194,10 +177,10 @@ fn a_deadline_passing_while_the_task_asks_cancels_it_at_the_server() {
         let params = watched_call("task-ask-3", Some(1500));
         let call = scope.spawn(|| daemon.call_err(name::CALL_TOOL, params));
         let mut after = 0;
-        let question = next_event(&daemon, "task-ask-3", &mut after, "elicitation");
+        let question = daemon.next_call_event("task-ask-3", &mut after, "elicitation");
         let id = question["elicitationId"].as_str().unwrap().to_owned();
         // Never answered: the deadline passes with the question open.
-        let closed = next_event(&daemon, "task-ask-3", &mut after, "elicitationClosed");
+        let closed = daemon.next_call_event("task-ask-3", &mut after, "elicitationClosed");
         assert_eq!(closed["elicitationId"], id.as_str(), "{closed:#}");
         let error = call.join().unwrap();
         assert_eq!(error.code, code::TIMEOUT, "{error:?}");
