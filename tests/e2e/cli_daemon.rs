@@ -163,3 +163,40 @@ fn a_daemon_that_cannot_start_is_reported_with_its_log() {
     assert!(message.contains("no-such-config.json"), "{message}");
     assert!(runtime_file(&runtime).is_none());
 }
+
+/// A daemon started with `--print-env` (here the harness's) is not the runtime file's, so
+/// `tool-cli daemon stop` does not touch it; with its variables in the environment the "no
+/// daemon is running" error says why, and how to stop it, instead of denying the daemon the
+/// user is talking to.
+#[test]
+fn stop_without_a_runtime_file_names_the_print_env_daemon_it_leaves_alone() {
+    let daemon = tool_cli_tests::Daemon::start_demo();
+    let pid = daemon.pid();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the daemon's stat");
+    let ticks = tool_cli_protocol::runtime::start_ticks_from_stat(&stat).expect("start ticks");
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").expect("boot id");
+    let empty = scratch();
+    let mut command = client_command();
+    command
+        .env("TOOL_CLI_RUNTIME_DIR", empty.path())
+        .env("TOOL_CLI_PORT", daemon.port.to_string())
+        .env("TOOL_CLI_TOKEN", &daemon.token)
+        .env(
+            "TOOL_CLI_DAEMON_ID",
+            format!("1:{pid}:{ticks}:{}", boot_id.trim()),
+        )
+        .args(["daemon", "stop"]);
+    let refused = run_with_timeout(command, DAEMON_COMMAND_TIMEOUT);
+    assert_exit(&refused, 3);
+    let message = stderr(&refused);
+    assert!(
+        message.contains("no daemon is running")
+            && message.contains(&format!("pid {pid}, started with --print-env"))
+            && message.contains(&format!("`kill {pid}`")),
+        "{message}"
+    );
+    // Left alone: it still answers.
+    assert!(alive(pid));
+    let servers = daemon.call("listServers", json!({}));
+    assert!(servers.to_string().contains("demo"), "{servers}");
+}

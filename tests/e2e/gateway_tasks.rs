@@ -11,6 +11,9 @@
 //!   owning session's standalone stream only: `a_host_runs_tasks_through_the_gateway_with_the_typescript_sdk`
 //! - a `task` that is not an object is a JSON-RPC error saying what would be right:
 //!   `a_malformed_task_member_is_refused_with_what_would_be_right`
+//! - a daemon pooling this gateway over HTTP (plain JSON answers) keeps the tool's `execution`
+//!   in its own listing and runs the task-only tool as a task:
+//!   `a_plain_json_listing_keeps_a_tools_execution_through_a_daemon_behind_a_gateway`
 
 use std::process::Command;
 use std::time::Duration;
@@ -161,5 +164,58 @@ fn a_malformed_task_member_is_refused_with_what_would_be_right() {
     assert!(
         message.contains("\"task\" is") && message.contains("{\"ttl\": 60000}"),
         "{message}"
+    );
+}
+
+/// A daemon pooled behind another daemon's gateway: the gateway answers `tools/list` as one plain
+/// JSON body (no SSE), which the pool used to read only through rmcp's types, dropping a tool's
+/// `execution` (rmcp 3.9's `Tool` has none), so a task-only tool read as taking no tasks and was
+/// called plainly (the upstream then refused it). Failed before: `execution` missing.
+#[test]
+fn a_plain_json_listing_keeps_a_tools_execution_through_a_daemon_behind_a_gateway() {
+    let upstream = everything_daemon();
+    let daemon = Daemon::start(json!({"mcpServers": {
+        "gateway": {
+            "url": format!("http://127.0.0.1:{}/mcp", upstream.port),
+            "headers": {"Authorization": format!("Bearer {}", upstream.token)},
+        },
+    }}));
+    // The outer daemon's own gateway lists the tool as its pool read it.
+    let session = daemon.open_mcp_session();
+    let answer = daemon.post_mcp(
+        &[("Mcp-Session-Id", session.as_str())],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+    );
+    let listed = tool_cli_tests::mcp_answer(&answer.body);
+    let research = listed["result"]["tools"]
+        .as_array()
+        .and_then(|tools| {
+            tools
+                .iter()
+                .find(|tool| tool["name"] == "gateway__everything__simulate-research-query")
+        })
+        .unwrap_or_else(|| panic!("the task-only tool is not listed: {listed:#}"));
+    assert_eq!(
+        research["execution"]["taskSupport"], "required",
+        "{research:#}"
+    );
+    // Read as task-only, the tool is run as a task at the upstream gateway (it was called
+    // plainly before, and refused there).
+    let called = daemon.call_tool(
+        "gateway",
+        "everything__simulate-research-query",
+        json!({"topic": "gateways"}),
+    );
+    assert!(
+        called["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("Research Report: gateways")),
+        "{called:#}"
+    );
+    assert!(
+        called["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("gateway:")),
+        "{called:#}"
     );
 }

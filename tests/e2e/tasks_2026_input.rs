@@ -182,6 +182,11 @@ fn a_deadline_passing_while_the_task_asks_cancels_it_at_the_server() {
         // Never answered: the deadline passes with the question open.
         let closed = daemon.next_call_event("task-ask-3", &mut after, "elicitationClosed");
         assert_eq!(closed["elicitationId"], id.as_str(), "{closed:#}");
+        // Said as what happened: the deadline, not the server (it was the daemon that gave up).
+        assert_eq!(
+            closed["reason"], "the call's deadline passed before an answer came",
+            "{closed:#}"
+        );
         let error = call.join().unwrap();
         assert_eq!(error.code, code::TIMEOUT, "{error:?}");
     });

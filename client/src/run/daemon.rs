@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 use tool_cli_protocol::env;
 use tool_cli_protocol::methods::{HealthResult, ServerState, name};
-use tool_cli_protocol::runtime::{RUNTIME_FILE_NAME, RuntimeFile};
+use tool_cli_protocol::runtime::{DaemonId, RUNTIME_FILE_NAME, RuntimeFile, start_ticks_from_stat};
 
 use super::output::{self, Output};
 use crate::args::DaemonCommand;
@@ -109,8 +109,9 @@ fn running_daemon(runtime_dir: &Path) -> Result<Running, Error> {
     let path = runtime_dir.join(RUNTIME_FILE_NAME);
     let (file, started) = read_runtime_file(&path)?.ok_or_else(|| {
         Error::NoDaemon(format!(
-            "no daemon is running: there is no runtime file at {}",
-            path.display()
+            "no daemon is running: there is no runtime file at {}{}",
+            path.display(),
+            print_env_hint(&|name| std::env::var(name).ok())
         ))
     })?;
     if !is_daemon(file.pid) {
@@ -122,6 +123,39 @@ fn running_daemon(runtime_dir: &Path) -> Result<Running, Error> {
         )));
     }
     Ok(Running { file, started })
+}
+
+/// What to add to "no daemon is running" when the environment names a daemon all the same: one
+/// started with `--print-env`, whose variables these are. `tool-cli daemon` manages the daemon
+/// of the runtime file only (that one belongs to whoever started it), so the user is told where
+/// the two part ways instead of being left to wonder why the daemon they use "is not running".
+fn print_env_hint(var: &dyn Fn(&str) -> Option<String>) -> String {
+    const MANAGES: &str = "`tool-cli daemon` manages only the daemon of the runtime file; \
+                           set TOOL_CLI_RUNTIME_DIR to the directory that daemon was started with";
+    // The very process the id names (a pid may have been reused since).
+    let named = var(env::DAEMON_ID)
+        .and_then(|id| DaemonId::parse(&id))
+        .filter(|id| {
+            is_daemon(id.pid)
+                && std::fs::read_to_string(format!("/proc/{}/stat", id.pid))
+                    .ok()
+                    .and_then(|stat| start_ticks_from_stat(&stat))
+                    == Some(id.start_ticks)
+        });
+    if let Some(id) = named {
+        return format!(
+            " (TOOL_CLI_DAEMON_ID names {DAEMON_NAME} pid {pid}, started with --print-env; \
+             {MANAGES}, or stop it with `kill {pid}`)",
+            pid = id.pid
+        );
+    }
+    match var(env::PORT).or_else(|| var(env::SOCKET)) {
+        Some(address) => format!(
+            " (TOOL_CLI_PORT or TOOL_CLI_SOCKET ({address}) names a daemon started with \
+             --print-env; {MANAGES})"
+        ),
+        None => String::new(),
+    }
 }
 
 pub(crate) fn read_runtime_file(
@@ -611,5 +645,29 @@ mod tests {
         assert!(tail.ends_with("\n  error: bad config"), "{tail}");
         assert!(!tail.contains("old run"), "{tail}");
         std::fs::remove_dir_all(&directory).unwrap();
+    }
+
+    #[test]
+    fn no_daemon_says_where_a_print_env_daemon_parts_ways_with_the_runtime_file() {
+        let nothing = |_: &str| None;
+        assert_eq!(print_env_hint(&nothing), "");
+        let port = |name: &str| (name == env::PORT).then(|| "45089".to_owned());
+        let hint = print_env_hint(&port);
+        assert!(
+            hint.contains("(45089) names a daemon started with --print-env")
+                && hint.contains("set TOOL_CLI_RUNTIME_DIR"),
+            "{hint}"
+        );
+        // An id whose pid is no tool-cli-daemon (this test's own process) is not taken at its
+        // word: the port is what is left to name.
+        let own_id = format!("1:{}:0:abc", std::process::id());
+        let id_and_port = |name: &str| match name {
+            env::DAEMON_ID => Some(own_id.clone()),
+            env::PORT => Some("45089".to_owned()),
+            _ => None,
+        };
+        let hint = print_env_hint(&id_and_port);
+        assert!(!hint.contains("kill"), "{hint}");
+        assert!(hint.contains("(45089)"), "{hint}");
     }
 }

@@ -216,7 +216,8 @@ impl ClientHandler for PoolClient {
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         // The host hears what the server said before it asked, before the question.
         super::notification_order::in_turn(&context.extensions).await;
-        Ok(self.requests.elicit(&request, &context.ct).await)
+        let withdrawn = super::server_requests::Withdrawal::by_the_server(&context.ct);
+        Ok(self.requests.elicit(&request, withdrawn).await)
     }
 
     async fn create_message(

@@ -30,7 +30,7 @@ use rmcp::transport::streamable_http_client::{
 
 use super::Published;
 use super::connection::{Connection, ServiceDone, establish};
-use super::http_client::{HttpClient, HttpError};
+use super::http_client::{HttpClient, HttpError, PostMessage};
 use super::http_tap::HttpTap;
 use super::oversized::OversizedAnswers;
 use super::raw_results::{RawResults, id_key};
@@ -57,9 +57,9 @@ struct SizeWatchingClient {
     /// The recording, when the server is recorded (`http_tap.rs`).
     tap: Option<Arc<HttpTap>>,
     /// Raw results of the requests whose answers pass through unnarrowed (listings, MCP
-    /// tasks), read from SSE answers; rmcp's typed results drop members it does not model (a
-    /// tool's `execution`, a 2025 task). A plain JSON answer arrives typed already and is not
-    /// kept raw.
+    /// tasks), read from SSE answers and from plain JSON answers (whose body the client hands
+    /// back beside rmcp's typed message); rmcp's typed results drop members it does not model (a
+    /// tool's `execution`, a 2025 task).
     raw: Arc<RawResults>,
 }
 
@@ -208,18 +208,22 @@ impl StreamableHttpClient for SizeWatchingClient {
         }
         async move {
             let auth_header = self.auth_header(auth_header).await?;
-            let result = self
-                .inner
-                .post_message_with_max_sse_event_size(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    max_sse_event_size,
-                )
-                .await;
+            let post = PostMessage {
+                uri,
+                message,
+                session_id,
+                auth_token: auth_header,
+                custom_headers,
+                max_sse_event_size,
+            };
+            let (result, json_body) = match self.inner.post_keeping_json(post).await {
+                Ok((response, body)) => (Ok(response), body),
+                Err(error) => (Err(error), None),
+            };
             let response = self.tap_response(self.inspect(result).await?);
+            if wants_raw && let Some(body) = json_body {
+                offer_raw_result(&body, &self.raw);
+            }
             Ok(match (response, request_id) {
                 (StreamableHttpPostResponse::Sse(stream, session), Some(id)) => {
                     let oversized = Arc::clone(&self.oversized);
@@ -329,27 +333,31 @@ impl SizeWatchingClient {
 fn keep_raw(stream: BoxedSseResponse, raw: Arc<RawResults>) -> BoxedSseResponse {
     stream
         .inspect(move |item| {
-            let Ok(event) = item else {
-                return;
-            };
-            let Some(data) = &event.data else {
-                return;
-            };
-            let Ok(serde_json::Value::Object(mut message)) = serde_json::from_str(data) else {
-                return;
-            };
-            if message.contains_key("method") {
-                return;
-            }
-            let (Some(id), Some(result)) = (message.remove("id"), message.remove("result")) else {
-                return;
-            };
-            let key = id.to_string();
-            if raw.is_wanted(&key) {
-                raw.offer(key, result);
+            if let Ok(event) = item
+                && let Some(data) = &event.data
+            {
+                offer_raw_result(data.as_bytes(), &raw);
             }
         })
         .boxed()
+}
+
+/// Keeps the `result` of the answer in `message` (one JSON-RPC message, an SSE event's data or
+/// a plain JSON body) if `raw` wants that answer's id; anything else is ignored.
+fn offer_raw_result(message: &[u8], raw: &RawResults) {
+    let Ok(serde_json::Value::Object(mut message)) = serde_json::from_slice(message) else {
+        return;
+    };
+    if message.contains_key("method") {
+        return;
+    }
+    let (Some(id), Some(result)) = (message.remove("id"), message.remove("result")) else {
+        return;
+    };
+    let key = id.to_string();
+    if raw.is_wanted(&key) {
+        raw.offer(key, result);
+    }
 }
 
 /// Passes a response stream through, noting request `id` if the stream fails for size.

@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::super::server_requests::ServerRequests;
+use super::super::server_requests::Withdrawal;
 use crate::provider::EventRelay;
 
 mod wire;
@@ -449,8 +450,12 @@ async fn run(
     };
     let work = async {
         match &job {
-            Job::Elicitation(params) => serde_json::to_value(requests.elicit(params, &stop).await)
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None)),
+            Job::Elicitation(params) => serde_json::to_value(
+                requests
+                    .elicit(params, Withdrawal::with_its_task(&stop))
+                    .await,
+            )
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None)),
             Job::Sampling(params) => requests.sample(params).await.and_then(|result| {
                 serde_json::to_value(result)
                     .map_err(|error| ErrorData::internal_error(error.to_string(), None))

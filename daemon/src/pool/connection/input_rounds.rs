@@ -13,6 +13,7 @@ use rmcp::model::{ClientRequest, InputRequest, InputRequests, InputResponses};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::super::server_requests::Withdrawal;
 use super::Connection;
 use crate::error::Error;
 use crate::provider::CallTicket;
@@ -50,7 +51,7 @@ impl Connection {
             }
             let withdrawn = CancellationToken::new();
             let (answered, echoed) = self
-                .answer_input_requests(&result, &withdrawn)
+                .answer_input_requests(&result, Withdrawal::by_the_server(&withdrawn))
                 .await
                 .map_err(|message| ErrorData::InvalidResult {
                     server: self.server.clone(),
@@ -69,7 +70,7 @@ impl Connection {
     pub(super) async fn answer_input_requests(
         &self,
         result: &Value,
-        withdrawn: &CancellationToken,
+        withdrawn: Withdrawal<'_>,
     ) -> Result<(InputResponses, Option<String>), String> {
         let state = result
             .get("requestState")

@@ -19,6 +19,7 @@ use rmcp::model::{ClientRequest, CustomRequest};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::super::server_requests::Withdrawal;
 use super::Connection;
 use crate::error::Error;
 use crate::provider::CallTicket;
@@ -86,7 +87,7 @@ impl Connection {
         );
         let asked = json!({ "inputRequests": requests });
         let withdrawn = CancellationToken::new();
-        let answering = self.answer_input_requests(&asked, &withdrawn);
+        let answering = self.answer_input_requests(&asked, Withdrawal::at_the_deadline(&withdrawn));
         tokio::pin!(answering);
         let answered = tokio::select! {
             answered = &mut answering => answered,

@@ -31,6 +31,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 pub use proxy::{Proxies, ProxyConfigError};
 pub use sse_limit::bounded_sse_stream;
+pub(in crate::pool) use streamable::PostMessage;
 
 use super::tls::{self, TlsError};
 

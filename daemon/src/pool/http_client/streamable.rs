@@ -320,6 +320,103 @@ async fn failed_answer(
     )))
 }
 
+/// One POST of a message, as rmcp's transport asks for it.
+pub(in crate::pool) struct PostMessage {
+    pub uri: Arc<str>,
+    pub message: ClientJsonRpcMessage,
+    pub session_id: Option<Arc<str>>,
+    pub auth_token: Option<String>,
+    pub custom_headers: HashMap<HeaderName, HeaderValue>,
+    pub max_sse_event_size: usize,
+}
+
+impl HttpClient {
+    /// POSTs a message as [`StreamableHttpClient::post_message_with_max_sse_event_size`] does,
+    /// and also hands back the body of an answer that came as one plain JSON body (not SSE):
+    /// rmcp's typed message drops the members rmcp does not model (a tool's `execution`, for
+    /// one), and the pool passes listings and task answers through unnarrowed
+    /// (`pool/raw_results.rs`).
+    pub(in crate::pool) async fn post_keeping_json(
+        &self,
+        post: PostMessage,
+    ) -> HttpResult<(StreamableHttpPostResponse, Option<Vec<u8>>)> {
+        let PostMessage {
+            uri,
+            message,
+            session_id,
+            auth_token,
+            custom_headers,
+            max_sse_event_size,
+        } = post;
+        let body = serde_json::to_vec(&message)?;
+        let outgoing = Outgoing {
+            method: Method::POST,
+            uri: &uri,
+            session_id: session_id.as_deref(),
+            auth_token,
+            custom_headers,
+        };
+        let extra = [
+            (
+                ACCEPT,
+                format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
+            ),
+            (CONTENT_TYPE, JSON_MIME_TYPE.to_owned()),
+        ];
+        let response = self.send_mcp(outgoing, &extra, Some(body.into())).await?;
+        challenge(&response)?;
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok((StreamableHttpPostResponse::Accepted, None));
+        }
+        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let new_session = response
+            .headers()
+            .get(HEADER_SESSION_ID)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if !status.is_success() {
+            return failed_answer(response, new_session)
+                .await
+                .map(|response| (response, None));
+        }
+        let length = content_length(&response);
+        // Some servers answer a notification with an empty 200 instead of 202.
+        if length == Some(0) && expects_no_answer(&message) {
+            return Ok((StreamableHttpPostResponse::Accepted, None));
+        }
+        let content_type = content_type(&response);
+        if is_event_stream(content_type.as_deref()) {
+            let events = bounded_sse_stream(body_stream(response.into_body()), max_sse_event_size);
+            return Ok((StreamableHttpPostResponse::Sse(events, new_session), None));
+        }
+        if !is_json(content_type.as_deref()) {
+            tracing::error!("unexpected content type: {content_type:?}");
+            return Err(StreamableHttpError::UnexpectedContentType(content_type));
+        }
+        let body = read_body(response.into_body(), length, MAX_JSON_ANSWER_BYTES).await?;
+        match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+            Ok(parsed) => Ok((
+                StreamableHttpPostResponse::Json(parsed, new_session),
+                Some(body),
+            )),
+            // Nobody waits for an answer to this message: an unusable one is as good as none.
+            Err(error) if expects_no_answer(&message) => {
+                tracing::warn!("the JSON answer to a notification is not JSON-RPC: {error}");
+                Ok((StreamableHttpPostResponse::Accepted, None))
+            }
+            Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!(
+                    "could not parse JSON response as ServerJsonRpcMessage: {error}: {}",
+                    preview(&body)
+                ),
+            ))),
+        }
+    }
+}
+
 impl StreamableHttpClient for HttpClient {
     type Error = HttpError;
 
@@ -351,67 +448,17 @@ impl StreamableHttpClient for HttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> HttpResult<StreamableHttpPostResponse> {
-        let body = serde_json::to_vec(&message)?;
-        let outgoing = Outgoing {
-            method: Method::POST,
-            uri: &uri,
-            session_id: session_id.as_deref(),
+        let post = PostMessage {
+            uri,
+            message,
+            session_id,
             auth_token,
             custom_headers,
+            max_sse_event_size,
         };
-        let extra = [
-            (
-                ACCEPT,
-                format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
-            ),
-            (CONTENT_TYPE, JSON_MIME_TYPE.to_owned()),
-        ];
-        let response = self.send_mcp(outgoing, &extra, Some(body.into())).await?;
-        challenge(&response)?;
-        let status = response.status();
-        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
-        if status == StatusCode::NOT_FOUND && session_id.is_some() {
-            return Err(StreamableHttpError::SessionExpired);
-        }
-        let new_session = response
-            .headers()
-            .get(HEADER_SESSION_ID)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        if !status.is_success() {
-            return failed_answer(response, new_session).await;
-        }
-        let length = content_length(&response);
-        // Some servers answer a notification with an empty 200 instead of 202.
-        if length == Some(0) && expects_no_answer(&message) {
-            return Ok(StreamableHttpPostResponse::Accepted);
-        }
-        let content_type = content_type(&response);
-        if is_event_stream(content_type.as_deref()) {
-            let events = bounded_sse_stream(body_stream(response.into_body()), max_sse_event_size);
-            return Ok(StreamableHttpPostResponse::Sse(events, new_session));
-        }
-        if !is_json(content_type.as_deref()) {
-            tracing::error!("unexpected content type: {content_type:?}");
-            return Err(StreamableHttpError::UnexpectedContentType(content_type));
-        }
-        let body = read_body(response.into_body(), length, MAX_JSON_ANSWER_BYTES).await?;
-        match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-            Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
-            // Nobody waits for an answer to this message: an unusable one is as good as none.
-            Err(error) if expects_no_answer(&message) => {
-                tracing::warn!("the JSON answer to a notification is not JSON-RPC: {error}");
-                Ok(StreamableHttpPostResponse::Accepted)
-            }
-            Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!(
-                    "could not parse JSON response as ServerJsonRpcMessage: {error}: {}",
-                    preview(&body)
-                ),
-            ))),
-        }
+        self.post_keeping_json(post)
+            .await
+            .map(|(response, _body)| response)
     }
 
     async fn delete_session(

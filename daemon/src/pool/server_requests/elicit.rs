@@ -5,10 +5,9 @@
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use tool_cli_protocol::elicitation::{ELICITATION_EVENT, ElicitationAnswer};
 
-use super::{ServerRequests, clip};
+use super::{ServerRequests, Withdrawal, clip};
 use crate::provider::{EventRelay, RelayedAnswer, UrlQuestion, UrlRelay};
 
 impl ServerRequests {
@@ -18,7 +17,7 @@ impl ServerRequests {
     pub(super) async fn relay(
         &self,
         request: &ElicitRequestParams,
-        withdrawn: &CancellationToken,
+        withdrawn: Withdrawal<'_>,
     ) -> Result<ElicitResult, String> {
         let watchers = self.watchers();
         let log = crate::elicitation::route(&watchers).map_err(|no_route| {
@@ -100,7 +99,7 @@ impl ServerRequests {
         log: &dyn EventRelay,
         id: String,
         mut answer: tokio::sync::oneshot::Receiver<RelayedAnswer>,
-        withdrawn: &CancellationToken,
+        withdrawn: Withdrawal<'_>,
     ) -> Result<ElicitResult, String> {
         let timeout = self.settings.elicitation_timeout;
         let closing = tokio::select! {
@@ -113,7 +112,7 @@ impl ServerRequests {
                 timeout.as_millis()
             ),
             () = log.ended() => "the call ended before an answer came".to_owned(),
-            () = withdrawn.cancelled() => "the server withdrew its request".to_owned(),
+            why = withdrawn.withdrawn() => why.to_owned(),
         };
         if !log.close_question(&id, &closing)
             && let Ok(answered) = answer.try_recv()
