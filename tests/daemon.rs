@@ -356,6 +356,27 @@ impl Daemon {
         http_post(self.port, "/", headers, body)
     }
 
+    /// Runs `tool-cli ARGS… --elicitation ask` against this daemon with `answers` typed into its
+    /// form (stdin from a file, as a user's terminal would hand the lines over), asserts it
+    /// succeeded within a minute, and returns its stdout and stderr.
+    pub fn answer_cli_form(&self, args: &[&str], answers: &str) -> (String, String) {
+        let dir = crate::scratch();
+        let input = dir.path().join("answers");
+        std::fs::write(&input, answers).expect("write the answers");
+        let mut command = self.client_command();
+        command
+            .args(args)
+            .args(["--elicitation", "ask"])
+            .stdin(Stdio::from(
+                std::fs::File::open(&input).expect("the answers"),
+            ));
+        let output = crate::run_with_timeout(command, Duration::from_secs(60));
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        (stdout, stderr)
+    }
+
     /// A `tool-cli` command pointed at this daemon through `TOOL_CLI_PORT` / `TOOL_CLI_TOKEN`.
     pub fn client_command(&self) -> Command {
         let mut command = client_command();

@@ -8,17 +8,13 @@
 //! question a server-side task asks mid-way (`simulate-research-query` with `ambiguous`)
 //! reaches the caller and its answer gets back, from the JSON-RPC API and from the CLI's form.
 
-use std::io::Write as _;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
 use tool_cli_tests::scripted_llm::{LlmReply, ScriptedLlm, agent_config, final_turn};
-use tool_cli_tests::{
-    Daemon, DaemonOptions, eventually, everything_stdio, run_with_timeout, scratch, text_content,
-};
+use tool_cli_tests::{Daemon, DaemonOptions, eventually, everything_stdio, text_content};
 
 const ASYNC_ELICITATION: &str = "trigger-elicitation-request-async";
 const ASYNC_SAMPLING: &str = "trigger-sampling-request-async";
@@ -246,27 +242,11 @@ fn an_async_sampling_request_is_answered_by_the_backend_through_a_client_task() 
 #[test]
 fn the_cli_answers_an_async_question_from_its_form() {
     let daemon = daemon_with(json!({}), None);
-    let dir = scratch();
-    let input = dir.path().join("answers");
     // Answer it; name; favourite colour (the second choice); agree to terms.
-    std::fs::File::create(&input)
-        .unwrap()
-        .write_all(b"y\nGrace Hopper\n2\nyes\n")
-        .unwrap();
-    let mut command = daemon.client_command();
-    command
-        .args([
-            "everything",
-            ASYNC_ELICITATION,
-            "{}",
-            "--elicitation",
-            "ask",
-        ])
-        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
-    let output = run_with_timeout(command, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = daemon.answer_cli_form(
+        &["everything", ASYNC_ELICITATION, "{}"],
+        "y\nGrace Hopper\n2\nyes\n",
+    );
     assert!(
         stderr.contains("everything asks: Please provide inputs"),
         "{stderr}"
@@ -297,27 +277,15 @@ fn a_question_a_server_task_asks_mid_way_reaches_the_caller_and_the_answer_gets_
 #[test]
 fn the_cli_answers_a_question_a_server_task_asks_mid_way() {
     let daemon = daemon_with(json!({}), None);
-    let dir = scratch();
-    let input = dir.path().join("answers");
     // Answer it; the third interpretation.
-    std::fs::File::create(&input)
-        .unwrap()
-        .write_all(b"y\n3\n")
-        .unwrap();
-    let mut command = daemon.client_command();
-    command
-        .args([
+    let (stdout, stderr) = daemon.answer_cli_form(
+        &[
             "everything",
             "simulate-research-query",
             r#"{"topic":"python","ambiguous":true}"#,
-            "--elicitation",
-            "ask",
-        ])
-        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
-    let output = run_with_timeout(command, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+        ],
+        "y\n3\n",
+    );
     assert!(
         stderr.contains("could have multiple interpretations"),
         "{stderr}"

@@ -7,15 +7,11 @@
 //! are declined with a reason. And the same through `tool-cli --elicitation ask`, its form
 //! driven from a pipe.
 
-use std::io::Write as _;
-use std::process::Stdio;
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
 
-use tool_cli_tests::{Daemon, everything_stdio, run_with_timeout, scratch, text_content};
+use tool_cli_tests::{Daemon, everything_stdio, text_content};
 
 const TOOL: &str = "trigger-elicitation-request";
 
@@ -254,23 +250,10 @@ fn bad_answer_params_are_named() {
 #[test]
 fn the_cli_asks_the_form_on_stderr_and_reads_the_answers_from_stdin() {
     let daemon = asking_daemon(None);
-    let dir = scratch();
     // name, check, firstLine (default), email (a bad one first), homepage, birthdate, integer
     // (out of range first), number (default), then the choices at their defaults.
     let answers = "y\nAda Lovelace\nyes\n\nnot-an-email\nada@example.com\n\n\n500\n7\n\n\n\n\n\n\n";
-    let input = dir.path().join("answers");
-    std::fs::File::create(&input)
-        .unwrap()
-        .write_all(answers.as_bytes())
-        .unwrap();
-    let mut command = daemon.client_command();
-    command
-        .args(["everything", TOOL, "{}", "--elicitation", "ask"])
-        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
-    let output = run_with_timeout(command, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = daemon.answer_cli_form(&["everything", TOOL, "{}"], answers);
     for expected in [
         "everything asks: Please provide inputs",
         "name* (String): text",

@@ -26,7 +26,6 @@
 //! - Ctrl-C of the CLI while its form waits for the answer cancels the task at the server:
 //!   `ctrl_c_of_the_cli_while_the_task_asks_cancels_it_at_the_server`
 
-use std::io::Write as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::Stdio;
 use std::time::Duration;
@@ -34,7 +33,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tool_cli_protocol::code;
 use tool_cli_protocol::methods::name;
-use tool_cli_tests::{Daemon, eventually_some, example_bin, run_with_timeout, scratch};
+use tool_cli_tests::{Daemon, eventually_some, example_bin};
 
 /// Longest wait for any one event.
 const WAIT: Duration = Duration::from_secs(30);
@@ -199,20 +198,7 @@ fn a_deadline_passing_while_the_task_asks_cancels_it_at_the_server() {
 #[test]
 fn the_clis_form_answers_a_tasks_question() {
     let daemon = asking_daemon();
-    let dir = scratch();
-    let input = dir.path().join("answers");
-    std::fs::File::create(&input)
-        .unwrap()
-        .write_all(b"y\nGrace\n")
-        .unwrap();
-    let mut command = daemon.client_command();
-    command
-        .args(["modern", "ask_in_task", "{}", "--elicitation", "ask"])
-        .stdin(Stdio::from(std::fs::File::open(&input).unwrap()));
-    let output = run_with_timeout(command, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = daemon.answer_cli_form(&["modern", "ask_in_task", "{}"], "y\nGrace\n");
     assert!(
         stderr.contains("modern asks: What is your name, for the task?"),
         "{stderr}"

@@ -775,14 +775,14 @@ mod tests {
         assert!(matches!(decoded(false), ServerRequest::ElicitRequest(_)));
     }
 
-    #[tokio::test]
-    async fn the_handshake_declares_client_tasks_when_asked_to() {
-        use rmcp::model::{ClientRequest, InitializeRequest};
-        use tokio::io::AsyncBufReadExt as _;
-        let (stdin, server_reads) = tokio::io::duplex(4096);
-        let (_server_writes, stdout) = tokio::io::duplex(64);
-        let (_exit_tx, exited) = watch::channel(None);
-        let mut transport = StdioTransport::new(
+    /// A transport over in-memory pipes standing for a server's stdin and stdout (1 KiB lines),
+    /// and the sender of its exit status (kept alive so the transport does not see an exit).
+    fn transport_over(
+        stdin: tokio::io::DuplexStream,
+        stdout: tokio::io::DuplexStream,
+    ) -> (watch::Sender<Option<ExitInfo>>, StdioTransport) {
+        let (exit_tx, exited) = watch::channel(None);
+        let transport = StdioTransport::new(
             "t",
             StdioParts {
                 stdout,
@@ -794,6 +794,16 @@ mod tests {
                 exited,
             },
         );
+        (exit_tx, transport)
+    }
+
+    #[tokio::test]
+    async fn the_handshake_declares_client_tasks_when_asked_to() {
+        use rmcp::model::{ClientRequest, InitializeRequest};
+        use tokio::io::AsyncBufReadExt as _;
+        let (stdin, server_reads) = tokio::io::duplex(4096);
+        let (_server_writes, stdout) = tokio::io::duplex(64);
+        let (_exit_tx, mut transport) = transport_over(stdin, stdout);
         let capability = serde_json::json!({"requests": {"elicitation": {"create": {}}}});
         transport.declare_client_tasks(Some(capability.clone()));
         let config = super::super::connection::client_config(false, true);
@@ -822,19 +832,7 @@ mod tests {
         use tokio::io::AsyncReadExt as _;
         let (stdin, mut server_reads) = tokio::io::duplex(64);
         let (_server_writes, stdout) = tokio::io::duplex(64);
-        let (_exit_tx, exited) = watch::channel(None);
-        let mut transport = StdioTransport::new(
-            "t",
-            StdioParts {
-                stdout,
-                stdin,
-                max_message_bytes: 1024,
-                raw: Arc::default(),
-                oversized: Arc::new(OversizedAnswers::new(1024)),
-                closed: Arc::default(),
-                exited,
-            },
-        );
+        let (_exit_tx, mut transport) = transport_over(stdin, stdout);
         // The pipe holds 64 bytes: each line waits for the server to read, and the sends still
         // go out whole and in the order they were made.
         let progress_notice = |step: u32| {
@@ -900,19 +898,7 @@ mod tests {
         use tokio::io::AsyncWriteExt as _;
         let (mut server_writes, stdout) = tokio::io::duplex(1024);
         let (stdin, _server_reads) = tokio::io::duplex(1024);
-        let (_exit_tx, exited) = watch::channel(None);
-        let mut transport = StdioTransport::new(
-            "t",
-            StdioParts {
-                stdout,
-                stdin,
-                max_message_bytes: 1024,
-                raw: Arc::default(),
-                oversized: Arc::new(OversizedAnswers::new(1024)),
-                closed: Arc::default(),
-                exited,
-            },
-        );
+        let (_exit_tx, mut transport) = transport_over(stdin, stdout);
         let direct = transport.direct();
         let pending = direct.register().unwrap();
         let waiting = direct.register().unwrap();
