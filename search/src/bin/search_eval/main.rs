@@ -214,7 +214,7 @@ fn build_model_index(
             after.saturating_sub(before).as_secs_f64()
         });
     println!(
-        "all-MiniLM-L6-v2: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
+        "model: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
         texts.len(),
         wall * 1000.0 / texts.len().max(1) as f64,
         cpu * 1000.0 / texts.len().max(1) as f64,
@@ -243,7 +243,10 @@ fn load_minilm(
         model = model.with_max_tokens(max_tokens);
     }
     println!(
-        "all-MiniLM-L6-v2: at most {} tokens per text, fingerprint {:016x}",
+        "model {}: {} layers, {} dimensions, at most {} tokens per text, fingerprint {:016x}",
+        dir.display(),
+        model.layers(),
+        model.dimensions(),
         model.max_tokens(),
         model.fingerprint()
     );
