@@ -204,36 +204,43 @@ pub(super) fn load(
             "more than {MAX_LAYERS} encoder layers"
         )));
     }
-    let intermediate_name = format!("{root}encoder.layer.0.intermediate.dense.weight");
-    let intermediate =
-        tensors
-            .dimension(&intermediate_name, 0)
-            .ok_or_else(|| ModelError::Tensor {
-                name: intermediate_name,
-                expected: vec![4 * width, width],
-            })?;
-    let shape = Shape {
-        hidden: width,
-        heads,
-        intermediate,
-    };
+    // The feed-forward size is the first layer's; the attention is read before it, so a file
+    // cut short or of another width is named by the first tensor it lacks, as before.
+    let mut intermediate = 0;
     let mut layers = Vec::with_capacity(layer_count);
     for layer in 0..layer_count {
         let prefix = format!("{root}encoder.layer.{layer}");
         let part = |name: &str| format!("{prefix}.{name}");
+        let query_key_value = tensors.dense(
+            &[part(names.query), part(names.key), part(names.value)],
+            width,
+            width,
+        )?;
+        let attention_output = tensors.dense(&[part(names.attention_output)], width, width)?;
+        let attention_norm = tensors.norm(&part(names.attention_norm), width)?;
+        if layer == 0 {
+            let name = part("intermediate.dense.weight");
+            intermediate = tensors
+                .dimension(&name, 0)
+                .ok_or_else(|| ModelError::Tensor {
+                    name,
+                    expected: vec![4 * width, width],
+                })?;
+        }
         layers.push(Layer {
-            query_key_value: tensors.dense(
-                &[part(names.query), part(names.key), part(names.value)],
-                width,
-                width,
-            )?,
-            attention_output: tensors.dense(&[part(names.attention_output)], width, width)?,
-            attention_norm: tensors.norm(&part(names.attention_norm), width)?,
+            query_key_value,
+            attention_output,
+            attention_norm,
             intermediate: tensors.dense(&[part("intermediate.dense")], intermediate, width)?,
             output: tensors.dense(&[part("output.dense")], width, intermediate)?,
             output_norm: tensors.norm(&part("output.LayerNorm"), width)?,
         });
     }
+    let shape = Shape {
+        hidden: width,
+        heads,
+        intermediate,
+    };
     let first_position = family.first_position();
     let (token_type_embedding, relative_attention_bias) = match family {
         Family::Bert => {
