@@ -203,9 +203,19 @@ impl MiniLmEmbedder {
     /// order model2vec found better than `[CLS] token [SEP]`), pooled over the three rows and not
     /// normalised, by id. About 90,000 tokens through the encoder: a minute or two of CPU.
     pub fn vocabulary_outputs(&self) -> Vec<(String, Vec<f32>)> {
+        self.vocabulary_outputs_framed(false)
+    }
+
+    /// `vocabulary_outputs` with the markers in the order the model reads sentences,
+    /// `[CLS] token [SEP]` (`<s> token </s>`), when `sentence_order` is true.
+    pub fn vocabulary_outputs_framed(&self, sentence_order: bool) -> Vec<(String, Vec<f32>)> {
         let tokens = self.tokenizer.tokens_by_id();
+        let (first, last) = match sentence_order {
+            true => (self.tokenizer.classification, self.tokenizer.separator),
+            false => (self.tokenizer.separator, self.tokenizer.classification),
+        };
         let texts: Vec<Vec<u32>> = (0..tokens.len() as u32)
-            .map(|id| vec![self.tokenizer.separator, id, self.tokenizer.classification])
+            .map(|id| vec![first, id, last])
             .collect();
         let outputs = self.encode_batch(&texts, self.batch_threads.unwrap_or_else(cores));
         tokens.into_iter().zip(outputs).collect()
