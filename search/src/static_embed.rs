@@ -23,7 +23,7 @@ static BUILT_IN_TABLE: &[u8] = include_bytes!("../static/all-minilm-l6-v2-static
 /// The semantic share of the built-in table's cosine: 0.3 for a request some tool matches word
 /// for word, moving to 0.6 as the share of the request's words the best tool matches goes to
 /// none (chosen on the five dev halves among 0.1 to 0.5 and 0.1 to 0.8; docs/search.md).
-const BUILT_IN_SHARE: (f32, f32) = (0.3, 0.6);
+pub const BUILT_IN_SHARE: (f32, f32) = (0.3, 0.6);
 
 /// The built-in table, read once (about 20 ms) on first use.
 pub fn built_in() -> &'static StaticEmbedder {

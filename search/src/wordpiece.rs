@@ -32,14 +32,17 @@ impl Tokenizer {
             .map(|(id, token)| (token.to_owned(), id as u32))
             .collect();
         let special = |token: &str| vocabulary.get(token).copied();
+        let mpnet = special("<s>") == Some(0);
         let longest_piece = vocabulary
             .keys()
             .map(|token| token.strip_prefix("##").unwrap_or(token).chars().count())
             .max()
             .unwrap_or(1);
         Some(Tokenizer {
-            classification: special("[CLS]")?,
-            separator: special("[SEP]")?,
+            // BERT's markers, or MPNet's when its vocabulary opens with them (its `<s>` is id 0;
+            // it also lists `[CLS]` and `[SEP]`, which the model was never trained with).
+            classification: special(if mpnet { "<s>" } else { "[CLS]" })?,
+            separator: special(if mpnet { "</s>" } else { "[SEP]" })?,
             unknown: special("[UNK]")?,
             longest_piece,
             vocabulary,

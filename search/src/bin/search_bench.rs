@@ -275,7 +275,9 @@ fn model_rows(
     }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     println!(
-        "\nall-MiniLM-L6-v2, {} tokens at most, {threads} threads available, loaded in {:.0} ms (fingerprint {:016x})\n",
+        "\nmodel: {} layers of {} units, {} tokens at most, {threads} threads available, loaded in {:.0} ms (fingerprint {:016x})\n",
+        model.layers(),
+        model.dimensions(),
         model.max_tokens(),
         load.as_secs_f64() * 1000.0,
         model.fingerprint()

@@ -1,7 +1,8 @@
 //! `search-distil`: makes the static token embedding table the default build ranks with
 //! (`search/static/`, `static_embed.rs`) from all-MiniLM-L6-v2, by model2vec's method: every
 //! entry of the model's vocabulary through the model alone, PCA to `--dimensions` (128), SIF
-//! weights from Zipf's law over the vocabulary's order (`--sif`, 1e-4), `i8` rows.
+//! weights from Zipf's law over the vocabulary's order (`--sif`, 1e-4), `i8` rows. Each token
+//! is framed `[SEP] token [CLS]`, or `[CLS] token [SEP]` with `--sentence-order`.
 //!
 //! Usage (after `bash scripts/install-minilm.sh target/minilm`):
 //! `cargo run --release -p tool-cli-search --features minilm --bin search-distil -- target/minilm search/static/all-minilm-l6-v2-static.bin`
@@ -16,6 +17,7 @@ fn main() -> anyhow::Result<()> {
     let mut positional = Vec::new();
     let mut dimensions = 128;
     let mut sif = 1e-4;
+    let mut sentence_order = false;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -31,8 +33,11 @@ fn main() -> anyhow::Result<()> {
                     .parse()
                     .with_context(|| format!("--sif takes a number, not {value:?}"))?;
             }
+            "--sentence-order" => sentence_order = true,
             other if other.starts_with("--") => {
-                anyhow::bail!("unknown option {other}; expected --dimensions N, --sif X")
+                anyhow::bail!(
+                    "unknown option {other}; expected --dimensions N, --sif X, --sentence-order"
+                )
             }
             other => positional.push(std::path::PathBuf::from(other)),
         }
@@ -50,7 +55,7 @@ fn main() -> anyhow::Result<()> {
         .with_context(|| format!("cannot read vocab.txt in {}", model_dir.display()))?;
     let model = MiniLmEmbedder::from_bytes(&weights, &vocabulary)?;
     let started = std::time::Instant::now();
-    let outputs = model.vocabulary_outputs();
+    let outputs = model.vocabulary_outputs_framed(sentence_order);
     eprintln!(
         "{} vocabulary entries through the model in {:.1} s",
         outputs.len(),

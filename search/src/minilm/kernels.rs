@@ -126,15 +126,14 @@ pub(super) struct Norm {
     pub(super) bias: Vec<f32>,
 }
 
-const LAYER_NORM_EPSILON: f32 = 1e-12;
-
-/// Normalises each row of `width` values to zero mean and unit variance, then scales and shifts.
+/// Normalises each row of `width` values to zero mean and unit variance (`epsilon` added to the
+/// variance: BERT's 1e-12, MPNet's 1e-5), then scales and shifts.
 #[inline(never)]
-pub(super) fn layer_norm(hidden: &mut [f32], width: usize, norm: &Norm) {
+pub(super) fn layer_norm(hidden: &mut [f32], width: usize, norm: &Norm, epsilon: f32) {
     for row in hidden.chunks_exact_mut(width) {
         let mean = row.iter().sum::<f32>() / width as f32;
         let variance = row.iter().map(|x| (x - mean) * (x - mean)).sum::<f32>() / width as f32;
-        let inverse = 1.0 / (variance + LAYER_NORM_EPSILON).sqrt();
+        let inverse = 1.0 / (variance + epsilon).sqrt();
         for ((x, w), b) in row.iter_mut().zip(&norm.weight).zip(&norm.bias) {
             *x = (*x - mean) * inverse * w + b;
         }

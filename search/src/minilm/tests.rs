@@ -116,7 +116,7 @@ fn a_batch_gives_the_vectors_one_by_one_gives() {
     assert_eq!(batch.len(), texts.len());
     for (text, batched) in texts.iter().zip(&batch) {
         let alone = model.embed(text);
-        assert_eq!(alone.dimensions(), HIDDEN);
+        assert_eq!(alone.dimensions(), 384);
         let largest = alone
             .values()
             .iter()
@@ -204,7 +204,8 @@ fn bad_model_files_are_refused_with_what_was_expected() {
         "{error}"
     );
 
-    // A valid file with a tensor of the wrong shape.
+    // A valid file with a tensor of the wrong shape and no word table: the table, which says
+    // how wide the model is, is what is missing first.
     let header = br#"{"encoder.layer.0.attention.self.query.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}"#;
     let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
     bytes.extend_from_slice(header);
@@ -213,9 +214,9 @@ fn bad_model_files_are_refused_with_what_was_expected() {
         .err()
         .expect("refused");
     assert!(
-        error
-            .to_string()
-            .contains("encoder.layer.0.attention.self.query.weight is missing or is not F32 of shape [384, 384]"),
+        error.to_string().contains(
+            "embeddings.word_embeddings.weight is missing or is not F32 of shape [5, 384]"
+        ),
         "{error}"
     );
 
@@ -270,10 +271,16 @@ fn synthetic_weights(layers: usize, root: &str, vocabulary: usize) -> Vec<u8> {
             tensors.push((format!("{prefix}.{norm}.bias"), vec![HIDDEN]));
         }
     }
+    safetensors_of(&tensors)
+}
+
+/// The `model.safetensors` bytes of `tensors` (name, shape), with small random values (layer
+/// norms' scales 1).
+fn safetensors_of(tensors: &[(String, Vec<usize>)]) -> Vec<u8> {
     let mut header = serde_json::Map::new();
     let mut data: Vec<u8> = Vec::new();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    for (name, shape) in &tensors {
+    for (name, shape) in tensors {
         let count: usize = shape.iter().product();
         let start = data.len();
         let layer_norm_weight = name.ends_with("LayerNorm.weight");
@@ -379,5 +386,204 @@ fn a_truncated_or_mismatched_model_is_refused_with_what_was_expected() {
             .to_string()
             .contains("encoder.layer.0.attention.self.query.weight is missing"),
         "{error}"
+    );
+}
+
+/// A small MPNet with random weights, named as all-mpnet-base-v2's are (`attention.attn.q`,
+/// `encoder.relative_attention_bias`, 514 positions, no token types), `width` wide with `heads`
+/// heads and `layers` layers, for the vocabulary `MPNET_VOCABULARY`.
+fn synthetic_mpnet(layers: usize, width: usize, heads: usize) -> Vec<u8> {
+    use super::encoder::{MAX_POSITIONS, RELATIVE_BUCKETS};
+    let vocabulary = MPNET_VOCABULARY.lines().count();
+    let mut tensors: Vec<(String, Vec<usize>)> = vec![
+        (
+            "embeddings.word_embeddings.weight".to_owned(),
+            vec![vocabulary, width],
+        ),
+        (
+            "embeddings.position_embeddings.weight".to_owned(),
+            vec![MAX_POSITIONS + 2, width],
+        ),
+        ("embeddings.LayerNorm.weight".to_owned(), vec![width]),
+        ("embeddings.LayerNorm.bias".to_owned(), vec![width]),
+        (
+            "encoder.relative_attention_bias.weight".to_owned(),
+            vec![RELATIVE_BUCKETS, heads],
+        ),
+    ];
+    for layer in 0..layers {
+        let prefix = format!("encoder.layer.{layer}");
+        for (name, outputs, inputs) in [
+            ("attention.attn.q", width, width),
+            ("attention.attn.k", width, width),
+            ("attention.attn.v", width, width),
+            ("attention.attn.o", width, width),
+            ("intermediate.dense", 4 * width, width),
+            ("output.dense", width, 4 * width),
+        ] {
+            tensors.push((format!("{prefix}.{name}.weight"), vec![outputs, inputs]));
+            tensors.push((format!("{prefix}.{name}.bias"), vec![outputs]));
+        }
+        for norm in ["attention.LayerNorm", "output.LayerNorm"] {
+            tensors.push((format!("{prefix}.{norm}.weight"), vec![width]));
+            tensors.push((format!("{prefix}.{norm}.bias"), vec![width]));
+        }
+    }
+    safetensors_of(&tensors)
+}
+
+/// MPNet's vocabulary opens with its own markers; `[CLS]` and `[SEP]` are there too, untrained.
+const MPNET_VOCABULARY: &str =
+    "<s>\n<pad>\n</s>\n<unk>\n[UNK]\n[CLS]\n[SEP]\nread\na\nfile\nsend\nmail\n##s\n";
+
+#[test]
+fn relative_positions_fall_in_t5_buckets_as_mpnet_computes_them() {
+    use super::encoder::relative_position_bucket;
+    // (key, query) → bucket: keys before the query (and the query itself) in 0..16, keys after
+    // it in 16..32; exact below a distance of 8, then logarithmic up to 128.
+    for (key, query, bucket) in [
+        (0, 0, 0),
+        (0, 1, 1),
+        (1, 0, 17),
+        (0, 7, 7),
+        (7, 0, 23),
+        (0, 8, 8),
+        (0, 11, 8),
+        (0, 12, 9),
+        (0, 16, 10),
+        (0, 32, 12),
+        (64, 0, 30),
+        (0, 90, 14),
+        (0, 91, 15),
+        (0, 500, 15),
+        (500, 0, 31),
+    ] {
+        assert_eq!(
+            relative_position_bucket(key, query),
+            bucket,
+            "key {key}, query {query}"
+        );
+    }
+    // The logarithm in double precision, away from its whole-number steps, agrees everywhere.
+    for distance in 8..600usize {
+        let logarithmic = 8.0 + ((distance as f64 / 8.0).ln() / 16f64.ln() * 8.0).floor();
+        let expected = (logarithmic as usize).min(15);
+        assert_eq!(
+            relative_position_bucket(0, distance),
+            expected,
+            "{distance}"
+        );
+        assert_eq!(
+            relative_position_bucket(distance, 0),
+            16 + expected,
+            "{distance}"
+        );
+    }
+}
+
+#[test]
+fn an_mpnet_of_any_width_loads_with_its_own_markers_and_positions() {
+    let weights = synthetic_mpnet(2, 64, 4);
+    let model = MiniLmEmbedder::from_bytes(&weights, MPNET_VOCABULARY).expect("loads");
+    assert_eq!(model.layers(), 2);
+    assert_eq!(model.dimensions(), 64);
+    // `<s> read a file </s>`: MPNet's markers, not the untrained `[CLS]` and `[SEP]`.
+    assert_eq!(
+        model.tokenizer.tokenize("read a file", 48),
+        vec![0, 7, 8, 9, 2]
+    );
+    let texts = ["read a file", "send mails", "file a read", "read"];
+    let batch = model.embed_batch(&texts);
+    for (text, batched) in texts.iter().zip(&batch) {
+        assert_eq!(batched.dimensions(), 64);
+        let alone = model.embed(text);
+        assert!(cosine(&alone, batched) > 0.99999, "{text}");
+    }
+    // The same words in another order: positions and the relative bias tell them apart.
+    assert!(cosine(&batch[0], &batch[2]) < 0.99999);
+    // The longest text fits the 512 positions after MPNet's first two.
+    let flood = vec!["read"; 1_000].join(" ");
+    let long = model.with_max_tokens(512);
+    assert_eq!(long.token_count(&flood), 512);
+    assert_eq!(long.embed(&flood).dimensions(), 64);
+}
+
+#[test]
+fn an_mpnet_whose_bias_or_width_does_not_fit_is_refused() {
+    // Five heads do not divide 64 units.
+    let weights = synthetic_mpnet(1, 64, 5);
+    let error = MiniLmEmbedder::from_bytes(&weights, MPNET_VOCABULARY)
+        .err()
+        .expect("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("embeddings.word_embeddings.weight is missing or is not F32"),
+        "{error}"
+    );
+    // Truncated inside its data.
+    let weights = synthetic_mpnet(1, 64, 4);
+    let error = MiniLmEmbedder::from_bytes(&weights[..weights.len() - 100], MPNET_VOCABULARY)
+        .err()
+        .expect("refused");
+    assert!(
+        error.to_string().contains("the file is truncated"),
+        "{error}"
+    );
+    // Another vocabulary: another number of rows.
+    let other = format!("{MPNET_VOCABULARY}extra\n");
+    let error = MiniLmEmbedder::from_bytes(&weights, &other)
+        .err()
+        .expect("refused");
+    assert!(
+        error
+            .to_string()
+            .starts_with("vocab.txt has 14 tokens but the weights embed 13"),
+        "{error}"
+    );
+}
+
+/// all-mpnet-base-v2's directory: `TOOL_CLI_MPNET_DIR`, else the checkout's `target/mpnet`
+/// (where `scripts/install-peers.sh` installs it with `scripts/install-mpnet.sh`).
+fn mpnet_dir() -> std::path::PathBuf {
+    std::env::var_os("TOOL_CLI_MPNET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mpnet"))
+}
+
+#[test]
+fn all_mpnet_base_v2_gives_the_vectors_of_a_reference_implementation() {
+    let dir = mpnet_dir();
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap_or_else(|error| {
+        panic!(
+            "cannot read {}/model.safetensors ({error}): run scripts/install-mpnet.sh target/mpnet or set TOOL_CLI_MPNET_DIR",
+            dir.display()
+        )
+    });
+    let vocabulary = std::fs::read_to_string(dir.join("vocab.txt")).expect("vocab.txt");
+    let model = MiniLmEmbedder::from_bytes(&weights, &vocabulary).expect("loads");
+    assert_eq!((model.layers(), model.dimensions()), (12, 768));
+    let texts = [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "A man is riding a horse.",
+    ];
+    // The ids Hugging Face's tokenizer gives (`tokenizer.json` of the model).
+    assert_eq!(
+        model.tokenizer.tokenize(texts[1], 48),
+        vec![0, 1041, 2162, 2007, 5987, 1041, 3542, 2001, 7856, 1016, 2]
+    );
+    let vectors = model.embed_batch(&texts);
+    // A NumPy transcription of Hugging Face's MPNet (positions from 2, T5 buckets, ε 1e-5) with
+    // sentence-transformers' mean pooling gives these for the same weights (docs/search.md).
+    let opening = [0.035_500_81f32, -0.008_431_66, 0.022_024_11, 0.016_262_65];
+    for (got, want) in vectors[0].values().iter().zip(opening) {
+        assert!((got - want).abs() < 1e-4, "{got} against {want}");
+    }
+    let close = cosine(&vectors[0], &vectors[1]);
+    let far = cosine(&vectors[0], &vectors[2]);
+    assert!(
+        (close - 0.6601).abs() < 0.001 && (far - 0.2464).abs() < 0.001,
+        "close {close}, far {far}"
     );
 }

@@ -1,9 +1,13 @@
 //! Reading `model.safetensors` (a little-endian header length, a JSON header naming each
 //! tensor's dtype, shape and byte range, then the data) into the encoder's layers, and the
-//! model's fingerprint.
+//! model's fingerprint. The file says which family it is (MPNet's tensors are named apart:
+//! `encoder.relative_attention_bias`, `attention.attn.q`) and how wide: the width is the word
+//! table's, the feed-forward size the first layer's.
 
 use super::ModelError;
-use super::encoder::{Encoder, HIDDEN, INTERMEDIATE, Layer, MAX_LAYERS, MAX_POSITIONS, Pooling};
+use super::encoder::{
+    Encoder, Family, Layer, MAX_LAYERS, MAX_POSITIONS, Pooling, RELATIVE_BUCKETS, Shape,
+};
 use super::kernels::{Dense, Norm};
 
 struct Tensors<'a> {
@@ -31,16 +35,16 @@ impl Tensors<'_> {
         })
     }
 
-    /// The first dimension of the tensor `name`, if it has one.
-    fn rows(&self, name: &str) -> Option<usize> {
-        let first = self
+    /// Dimension `axis` of the tensor `name`, if it has one.
+    fn dimension(&self, name: &str, axis: usize) -> Option<usize> {
+        let size = self
             .header
             .get(name)?
             .get("shape")?
             .as_array()?
-            .first()?
+            .get(axis)?
             .as_u64()?;
-        usize::try_from(first).ok()
+        usize::try_from(size).ok()
     }
 
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
@@ -100,17 +104,47 @@ impl Tensors<'_> {
         Ok(Dense::from_pytorch(&borrowed, inputs))
     }
 
-    fn norm(&self, prefix: &str) -> Result<Norm, ModelError> {
+    fn norm(&self, prefix: &str, width: usize) -> Result<Norm, ModelError> {
         Ok(Norm {
-            weight: self.get(&format!("{prefix}.weight"), &[HIDDEN])?,
-            bias: self.get(&format!("{prefix}.bias"), &[HIDDEN])?,
+            weight: self.get(&format!("{prefix}.weight"), &[width])?,
+            bias: self.get(&format!("{prefix}.bias"), &[width])?,
         })
     }
 }
 
+/// The names of one family's tensors, below the root (`bert.` or nothing) and a layer's prefix.
+struct Names {
+    query: &'static str,
+    key: &'static str,
+    value: &'static str,
+    attention_output: &'static str,
+    attention_norm: &'static str,
+}
+
+const BERT_NAMES: Names = Names {
+    query: "attention.self.query",
+    key: "attention.self.key",
+    value: "attention.self.value",
+    attention_output: "attention.output.dense",
+    attention_norm: "attention.output.LayerNorm",
+};
+
+const MPNET_NAMES: Names = Names {
+    query: "attention.attn.q",
+    key: "attention.attn.k",
+    value: "attention.attn.v",
+    attention_output: "attention.attn.o",
+    attention_norm: "attention.LayerNorm",
+};
+
+/// BERT's weights do not say how many heads the model has; every checkpoint of the widths
+/// loaded here (MiniLM, bge-small, gte-small at 384; BERT-base, bge-base at 768) has 12.
+const BERT_HEADS: usize = 12;
+
 /// The encoder in `safetensors`, for a vocabulary of `vocabulary_size` tokens, pooled with
-/// `pooling`. As many layers as the file holds (`encoder.layer.0` up, without a gap); tensor
-/// names with or without the `bert.` prefix that checkpoints saved from a BERT model carry.
+/// `pooling`: a BERT (tensor names with or without the `bert.` prefix that checkpoints saved
+/// from a BERT model carry) or an MPNet, as wide as its word table and with as many layers as
+/// the file holds (`encoder.layer.0` up, without a gap).
 pub(super) fn load(
     safetensors: &[u8],
     vocabulary_size: usize,
@@ -125,26 +159,14 @@ pub(super) fn load(
     } else {
         ""
     };
-    let layer_count = (0..=MAX_LAYERS)
-        .take_while(|layer| {
-            tensors.header.contains_key(&format!(
-                "{root}encoder.layer.{layer}.attention.self.query.weight"
-            ))
-        })
-        .count();
-    if layer_count == 0 {
-        return Err(ModelError::Tensor {
-            name: format!("{root}encoder.layer.0.attention.self.query.weight"),
-            expected: vec![HIDDEN, HIDDEN],
-        });
-    }
-    if layer_count > MAX_LAYERS {
-        return Err(ModelError::Format(format!(
-            "more than {MAX_LAYERS} encoder layers"
-        )));
-    }
+    let relative_bias_name = format!("{root}encoder.relative_attention_bias.weight");
+    let (family, names) = match tensors.header.contains_key(&relative_bias_name) {
+        true => (Family::MpNet, &MPNET_NAMES),
+        false => (Family::Bert, &BERT_NAMES),
+    };
+    let word_table = format!("{root}embeddings.word_embeddings.weight");
     // The vocabulary must be the one the weights were trained with: one row per token.
-    if let Some(rows) = tensors.rows(&format!("{root}embeddings.word_embeddings.weight"))
+    if let Some(rows) = tensors.dimension(&word_table, 0)
         && rows != vocabulary_size
     {
         return Err(ModelError::VocabularyMismatch {
@@ -152,46 +174,98 @@ pub(super) fn load(
             rows,
         });
     }
+    let width = tensors.dimension(&word_table, 1).unwrap_or(0);
+    let heads = match family {
+        Family::Bert => BERT_HEADS,
+        Family::MpNet => tensors.dimension(&relative_bias_name, 1).unwrap_or(0),
+    };
+    if width == 0 || heads == 0 || width % heads != 0 {
+        return Err(ModelError::Tensor {
+            name: word_table,
+            expected: vec![vocabulary_size, 384],
+        });
+    }
+    let layer_count = (0..=MAX_LAYERS)
+        .take_while(|layer| {
+            tensors.header.contains_key(&format!(
+                "{root}encoder.layer.{layer}.{}.weight",
+                names.query
+            ))
+        })
+        .count();
+    if layer_count == 0 {
+        return Err(ModelError::Tensor {
+            name: format!("{root}encoder.layer.0.{}.weight", names.query),
+            expected: vec![width, width],
+        });
+    }
+    if layer_count > MAX_LAYERS {
+        return Err(ModelError::Format(format!(
+            "more than {MAX_LAYERS} encoder layers"
+        )));
+    }
+    // The feed-forward size is the first layer's; the attention is read before it, so a file
+    // cut short or of another width is named by the first tensor it lacks, as before.
+    let mut intermediate = 0;
     let mut layers = Vec::with_capacity(layer_count);
     for layer in 0..layer_count {
         let prefix = format!("{root}encoder.layer.{layer}");
-        let attention = |part: &str| format!("{prefix}.attention.self.{part}");
+        let part = |name: &str| format!("{prefix}.{name}");
+        let query_key_value = tensors.dense(
+            &[part(names.query), part(names.key), part(names.value)],
+            width,
+            width,
+        )?;
+        let attention_output = tensors.dense(&[part(names.attention_output)], width, width)?;
+        let attention_norm = tensors.norm(&part(names.attention_norm), width)?;
+        if layer == 0 {
+            let name = part("intermediate.dense.weight");
+            intermediate = tensors
+                .dimension(&name, 0)
+                .ok_or_else(|| ModelError::Tensor {
+                    name,
+                    expected: vec![4 * width, width],
+                })?;
+        }
         layers.push(Layer {
-            query_key_value: tensors.dense(
-                &[attention("query"), attention("key"), attention("value")],
-                HIDDEN,
-                HIDDEN,
-            )?,
-            attention_output: tensors.dense(
-                &[format!("{prefix}.attention.output.dense")],
-                HIDDEN,
-                HIDDEN,
-            )?,
-            attention_norm: tensors.norm(&format!("{prefix}.attention.output.LayerNorm"))?,
-            intermediate: tensors.dense(
-                &[format!("{prefix}.intermediate.dense")],
-                INTERMEDIATE,
-                HIDDEN,
-            )?,
-            output: tensors.dense(&[format!("{prefix}.output.dense")], HIDDEN, INTERMEDIATE)?,
-            output_norm: tensors.norm(&format!("{prefix}.output.LayerNorm"))?,
+            query_key_value,
+            attention_output,
+            attention_norm,
+            intermediate: tensors.dense(&[part("intermediate.dense")], intermediate, width)?,
+            output: tensors.dense(&[part("output.dense")], width, intermediate)?,
+            output_norm: tensors.norm(&part("output.LayerNorm"), width)?,
         });
     }
-    let token_types = tensors.get(
-        &format!("{root}embeddings.token_type_embeddings.weight"),
-        &[2, HIDDEN],
-    )?;
+    let shape = Shape {
+        hidden: width,
+        heads,
+        intermediate,
+    };
+    let first_position = family.first_position();
+    let (token_type_embedding, relative_attention_bias) = match family {
+        Family::Bert => {
+            let token_types = tensors.get(
+                &format!("{root}embeddings.token_type_embeddings.weight"),
+                &[2, width],
+            )?;
+            (token_types[..width].to_vec(), Vec::new())
+        }
+        Family::MpNet => (
+            vec![0.0; width],
+            tensors.get(&relative_bias_name, &[RELATIVE_BUCKETS, heads])?,
+        ),
+    };
     Ok(Encoder {
-        word_embeddings: tensors.get(
-            &format!("{root}embeddings.word_embeddings.weight"),
-            &[vocabulary_size, HIDDEN],
-        )?,
+        shape,
+        family,
+        word_embeddings: tensors.get(&word_table, &[vocabulary_size, width])?,
         position_embeddings: tensors.get(
             &format!("{root}embeddings.position_embeddings.weight"),
-            &[MAX_POSITIONS, HIDDEN],
+            &[first_position + MAX_POSITIONS, width],
         )?,
-        token_type_embedding: token_types[..HIDDEN].to_vec(),
-        embedding_norm: tensors.norm(&format!("{root}embeddings.LayerNorm"))?,
+        token_type_embedding,
+        relative_attention_bias,
+        embedding_norm: tensors.norm(&format!("{root}embeddings.LayerNorm"), width)?,
         layers,
         pooling,
     })

@@ -10,7 +10,8 @@
 //! every signal but one. `--dev-only` leaves the test halves unread (for choosing). `--train`
 //! learns the rerank stage's weights on the dev halves and prints leave-one-set-out figures
 //! and the weights (`train.rs`; `--l2 X`, 0.001 by default). `--vector-cache FILE` keeps the
-//! model's vectors between runs (`FILE.<fingerprint>`). `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
+//! model's vectors between runs (`FILE.<fingerprint>`). `--static-table FILE` ranks the default
+//! rows with another static table (`search-distil`'s output) in place of the built-in one. `--minilm DIR` (with `--features minilm`, after `scripts/install-minilm.sh DIR`)
 //! adds the model alone, ours with the model (its built-in share σ), without the rerank stage,
 //! and reciprocal-rank fusion of our lexical ranking with the model's, and prints what the
 //! model cost (the catalog embedded in one `embed_batch`, ms per tool, wall and CPU);
@@ -214,7 +215,7 @@ fn build_model_index(
             after.saturating_sub(before).as_secs_f64()
         });
     println!(
-        "all-MiniLM-L6-v2: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
+        "model: {} tools embedded in {wall:.1} s ({:.1} ms per tool, {:.1} ms CPU per tool)",
         texts.len(),
         wall * 1000.0 / texts.len().max(1) as f64,
         cpu * 1000.0 / texts.len().max(1) as f64,
@@ -243,7 +244,10 @@ fn load_minilm(
         model = model.with_max_tokens(max_tokens);
     }
     println!(
-        "all-MiniLM-L6-v2: at most {} tokens per text, fingerprint {:016x}",
+        "model {}: {} layers, {} dimensions, at most {} tokens per text, fingerprint {:016x}",
+        dir.display(),
+        model.layers(),
+        model.dimensions(),
         model.max_tokens(),
         model.fingerprint()
     );
@@ -261,6 +265,20 @@ fn load_minilm(
         embedder.load(cache)?;
     }
     Ok(embedder)
+}
+
+/// `--static-table FILE`: a static embedding table (`search-distil`'s output) to rank the
+/// default rows with in place of the built-in one, with the built-in one's shares.
+static STATIC_TABLE: std::sync::OnceLock<
+    std::sync::Arc<tool_cli_search::static_embed::StaticEmbedder>,
+> = std::sync::OnceLock::new();
+
+/// Our index over `docs` with the built-in static table, or `--static-table`'s.
+fn default_index(docs: &[tool_cli_search::doc::ToolDoc]) -> tool_cli_search::index::Index {
+    match STATIC_TABLE.get() {
+        Some(table) => eval::build_index_with(docs, table.clone()),
+        None => eval::build_index(docs),
+    }
 }
 
 /// `--vector-cache FILE`: where the model's vectors are kept between runs (one file per model
@@ -496,7 +514,7 @@ fn measure_set(
     adapters: &Adapters,
 ) -> anyhow::Result<SetFigures> {
     let (docs, dev, test) = load_set(dir)?;
-    let index = eval::build_index(&docs);
+    let index = default_index(&docs);
     let hashing_index = eval::build_hashing_index(&docs);
     let adapted_index = match adapter::adapter_for(adapters.default.as_deref(), &set_name(dir))? {
         Some(query_adapter) => Some(eval::build_index_with(
@@ -640,7 +658,7 @@ fn train_on_dev_halves(
     for dir in data_dirs {
         let (docs, dev, _) = load_set(dir)?;
         names.push(set_name(dir));
-        let index = eval::build_index(&docs);
+        let index = default_index(&docs);
         hashing.push(train::examples(&index, &dev, Signals::ALL));
         if let Some(model_dir) = minilm_dir {
             let embedder = load_minilm(model_dir, max_tokens)?;
@@ -679,7 +697,7 @@ fn measure_abstention(
                 let embedder = load_minilm(model_dir, max_tokens)?;
                 build_model_index(&docs, &embedder)?
             }
-            None => eval::build_index(&docs),
+            None => default_index(&docs),
         };
         let mut set_dump = dump.as_ref().map(|_| String::new());
         let dev_figures = eval::abstention(&index, &dev, &mut set_dump);
@@ -761,6 +779,16 @@ fn main() -> anyhow::Result<()> {
                 let path = arguments.next().map(PathBuf::from).unwrap_or_default();
                 VECTOR_CACHE.get_or_init(|| path);
             }
+            "--static-table" => {
+                let path = arguments.next().map(PathBuf::from).unwrap_or_default();
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("cannot read the static table {}", path.display()))?;
+                let (matched, unmatched) = tool_cli_search::static_embed::BUILT_IN_SHARE;
+                let table = tool_cli_search::static_embed::StaticEmbedder::from_bytes(&bytes)
+                    .with_context(|| format!("{} is no static table", path.display()))?
+                    .with_share(matched, unmatched);
+                STATIC_TABLE.get_or_init(|| std::sync::Arc::new(table));
+            }
             "--explain" => explain = arguments.next(),
             "--adapter" => adapters.default = arguments.next().map(PathBuf::from),
             "--model-adapter" => adapters.model = arguments.next().map(PathBuf::from),
@@ -773,7 +801,7 @@ fn main() -> anyhow::Result<()> {
                 })?);
             }
             other if other.starts_with("--") => anyhow::bail!(
-                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --abstention, --abstention-dump FILE, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE, --adapter FILE|DIR, --model-adapter FILE|DIR, --export-pairs DIR"
+                "unknown option {other}; expected --misses, --dev-misses, --dev-losses, --dev-only, --train, --abstention, --abstention-dump FILE, --l2 X, --explain QUERY, --minilm DIR, --max-tokens N, --vector-cache FILE, --static-table FILE, --adapter FILE|DIR, --model-adapter FILE|DIR, --export-pairs DIR"
             ),
             other => data_dirs.push(PathBuf::from(other)),
         }
@@ -825,7 +853,7 @@ fn main() -> anyhow::Result<()> {
                 let embedder = load_minilm(model_dir, max_tokens)?;
                 build_model_index(&docs, &embedder)?
             }
-            None => eval::build_index(&docs),
+            None => default_index(&docs),
         };
         if let Some(text) = explain {
             let outcome = index.search(&tool_cli_search::search::Query::new(&text))?;
