@@ -147,7 +147,31 @@ shapes! {
 /// checks that member itself: [`MethodParams::CHECKED_BY_THE_METHOD`]). `Err` says what
 /// disagrees.
 pub fn check_shape<P: MethodParams>() -> Result<(), String> {
-    let shape = P::SHAPE;
+    // The generic part is only what needs `P`: its serde members and a deserialize of a
+    // candidate. The rest is one function for every params type, not one copy per type (this
+    // is instantiated for every method the daemon registers, ~30 of them).
+    check_shape_of(
+        P::SHAPE,
+        P::CHECKED_BY_THE_METHOD,
+        serde_fields::<P>,
+        accepts::<P>,
+    )
+}
+
+/// Reads a params type's member names ([`serde_fields`] of that type).
+type ReadFields = fn() -> Result<Vec<&'static str>, String>;
+
+/// Deserializes a candidate object as a params type, `Err` with serde's message.
+type TryCandidate = fn(&Map<String, Value>) -> Result<(), String>;
+
+/// [`check_shape`] without the type: `fields` reads the type's member names, `accepts` tries
+/// a candidate object.
+fn check_shape_of(
+    shape: &str,
+    checked_by_the_method: &[&str],
+    fields: ReadFields,
+    accepts: TryCandidate,
+) -> Result<(), String> {
     if matches!(shape, "no params" | "any params (they are not read)") {
         return Ok(());
     }
@@ -156,7 +180,7 @@ pub fn check_shape<P: MethodParams>() -> Result<(), String> {
         return Err(format!("{shape}: the params shape is not an object"));
     };
     let declared: BTreeSet<&str> = members.iter().map(|member| member.name.as_str()).collect();
-    let fields = serde_fields::<P>()?;
+    let fields = fields()?;
     let known: BTreeSet<&str> = fields.iter().copied().collect();
     if declared != known {
         return Err(format!(
@@ -169,11 +193,11 @@ pub fn check_shape<P: MethodParams>() -> Result<(), String> {
     let Value::Object(full) = full else {
         unreachable!("an object shape makes an object");
     };
-    accepts::<P>(&full).map_err(|error| format!("{shape}: {full:?} is refused: {error}"))?;
+    accepts(&full).map_err(|error| format!("{shape}: {full:?} is refused: {error}"))?;
     for member in members {
         let mut without = full.clone();
         without.remove(&member.name);
-        match (member.optional, accepts::<P>(&without)) {
+        match (member.optional, accepts(&without)) {
             (true, Err(error)) => {
                 return Err(format!(
                     "{shape}: \"{}\" is marked optional, but leaving it out is refused: {error}",
@@ -191,11 +215,11 @@ pub fn check_shape<P: MethodParams>() -> Result<(), String> {
         if let Some(other) = member
             .kind
             .other_kind()
-            .filter(|_| !P::CHECKED_BY_THE_METHOD.contains(&member.name.as_str()))
+            .filter(|_| !checked_by_the_method.contains(&member.name.as_str()))
         {
             let mut mistyped = full.clone();
             mistyped.insert(member.name.clone(), other.clone());
-            if accepts::<P>(&mistyped).is_ok() {
+            if accepts(&mistyped).is_ok() {
                 return Err(format!(
                     "{shape}: \"{}\" is {}, but {other} is accepted for it",
                     member.name,

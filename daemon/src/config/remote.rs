@@ -293,6 +293,16 @@ mod tests {
         }
     }
 
+    /// url's IDNA back end is chosen in Cargo.toml (`idna_adapter` 1.1, the unicode-rs crates):
+    /// a host name outside ASCII must still parse, to its punycode form (the 1.0 adapter, which
+    /// has no Unicode tables, would refuse it).
+    #[test]
+    fn an_international_host_name_is_accepted_as_its_punycode() {
+        check_client_metadata_url("https://bücher.example/tool-cli/client.json").unwrap();
+        let url = url::Url::parse("https://BÜCHER.example/c.json").unwrap();
+        assert_eq!(url.host_str(), Some("xn--bcher-kva.example"));
+    }
+
     #[test]
     fn a_client_secret_comes_from_the_environment_and_is_never_shown() {
         let env = |name: &str| (name == "SECRET").then(|| "s3cret-value".to_owned());
