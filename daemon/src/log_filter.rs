@@ -1,8 +1,9 @@
 //! Which log events of our dependencies the daemon drops whatever `RUST_LOG` says, and why. Pure:
 //! a target and a level in, keep or drop out; `main.rs` installs it as a `tracing` filter.
 //!
-//! - jsonrpsee traces whole HTTP requests at TRACE, `Authorization` header included: a token
-//!   must never reach the log.
+//! - jsonrpsee traces at TRACE what it handles (its server crate, no longer built, traced whole
+//!   HTTP requests, `Authorization` header included; its method table traces params and
+//!   answers): a token or a secret in a call must never reach the log.
 //! - rmcp logs an ERROR (`worker quit with fatal: …`) each time a Streamable HTTP connection
 //!   ends on an error, a 401 or 403 included, with the server's whole `WWW-Authenticate` header.
 //!   The daemon logs the same end once, as a WARN of its own that names the server and what to do

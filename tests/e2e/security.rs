@@ -51,7 +51,7 @@
 //!   `batches_over_100_are_refused_with_one_error`
 //! - notification-only batch, single notification → no body:
 //!   `notifications_get_no_response_body`
-//! - a panic in a handler → -32603: tested in the daemon (`edge/shape_layer.rs` unit test); no handler can be made to panic from outside
+//! - a panic in a handler → -32603: tested in the daemon (`edge/dispatch/tests.rs`, the `panic` bodies); no handler can be made to panic from outside
 //! - `mintToken` → `{token, tokenId, scope, expiresAt}`: `mint_token_returns_a_working_token`
 //! - `servers` scope: `a_server_scoped_token_sees_and_calls_only_its_servers`
 //! - `tools` glob scope: `a_tool_scoped_token_sees_and_calls_only_matching_tools`

@@ -1,5 +1,5 @@
-//! The request gate: every check that needs only the request head, in one tower layer, before
-//! any body is read.
+//! The request gate: every check that needs only the request head, made before any body is
+//! read ([`Gate::admit`], the first step of the dispatch, `dispatch.rs`).
 //!
 //! In order: only `POST` (`GET` for `/metrics`, the Prometheus page; `GET` and `DELETE` at the MCP
 //! gateway too); a `Host` naming this daemon (loopback or `localhost` with our port, or
@@ -15,21 +15,21 @@
 //! The content type is not checked: the reference bridge accepts any, and a browser is stopped
 //! without it (a cross-site request that needs no preflight cannot carry `Authorization`, and a
 //! preflight gets 405; a page always sends `Origin`; a rebound name fails the `Host` check).
-//! What reaches jsonrpsee is labelled `application/json` and stripped of `Upgrade`, so jsonrpsee
-//! never answers 415 or its websocket 403 (both with bodies) itself; the body is checked to be
-//! UTF-8 JSON by the next layer. The unauthenticated `/identity` challenge is answered here too:
-//! it needs no body and proves the daemon holds the token before the client sends it.
+//! `Upgrade` is ignored, as HTTP lets a server do: the daemon never switches protocols. The body
+//! is checked to be UTF-8 JSON by the dispatch. The unauthenticated `/identity` challenge is
+//! answered here too: it needs no body and proves the daemon holds the token before the client
+//! sends it.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use jsonrpsee::server::{HttpBody, HttpRequest, HttpResponse};
 use tool_cli_protocol::identity;
+
+use crate::edge::http_body::{HttpBody, HttpResponse};
 
 use crate::auth::{Grant, TokenStore};
 
@@ -254,18 +254,6 @@ fn only_chunked(headers: &HeaderMap) -> bool {
     }
 }
 
-/// What jsonrpsee must see of a request the gate let through: a JSON content type whatever the
-/// client sent (jsonrpsee would answer any other with its own 415 and a text body), and no
-/// `Upgrade` (a websocket upgrade would get its 403 with a text body). We never switch
-/// protocols, which HTTP lets a server decide by ignoring `Upgrade`.
-fn prepare_for_jsonrpsee(headers: &mut HeaderMap) {
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    headers.remove(header::UPGRADE);
-}
-
 /// The answer to a refused request, with the header its status calls for: empty, except a 401,
 /// which says `{"error":"Unauthorized"}` as the reference bridge does (scripts written for it
 /// read that body).
@@ -333,7 +321,7 @@ where
 {
     let (parts, body) = request.into_parts();
     let read = read_within(body, limit);
-    let body = match tokio::time::timeout(crate::edge::shape_layer::BODY_READ_TIMEOUT, read).await {
+    let body = match tokio::time::timeout(crate::edge::shape::BODY_READ_TIMEOUT, read).await {
         Ok(BodyRead::Whole(body)) => body,
         Ok(BodyRead::TooLarge) => return crate::edge::shape::too_large(limit),
         Ok(BodyRead::Broken) => return status(StatusCode::BAD_REQUEST),
@@ -396,95 +384,54 @@ where
     }
 }
 
-/// Tower layer applying a [`Gate`].
-#[derive(Clone)]
-pub(crate) struct GateLayer {
-    gate: Arc<Gate>,
+/// What the gate made of a request.
+pub(crate) enum Admission<B> {
+    /// A JSON-RPC request for the dispatch, the caller's [`Grant`] (and trace context) in its
+    /// extensions.
+    Rpc(Request<B>),
+    /// Answered from the head alone: a refusal, or the identity challenge.
+    Answered(HttpResponse),
+    /// Answered by work of its own: the metrics page, the MCP gateway.
+    Answering(Pin<Box<dyn Future<Output = HttpResponse> + Send>>),
 }
 
-impl GateLayer {
-    pub(crate) fn new(gate: Arc<Gate>) -> GateLayer {
-        GateLayer { gate }
-    }
-}
-
-impl<S> tower::Layer<S> for GateLayer {
-    type Service = GateService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GateService {
-            inner,
-            gate: Arc::clone(&self.gate),
-        }
-    }
-}
-
-/// The service of [`GateLayer`].
-#[derive(Clone)]
-pub(crate) struct GateService<S> {
-    inner: S,
-    gate: Arc<Gate>,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-impl<S, B> tower::Service<HttpRequest<B>> for GateService<S>
-where
-    S: tower::Service<HttpRequest<B>, Response = HttpResponse> + Send,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-    B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    type Response = HttpResponse;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<HttpResponse, S::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        match self
-            .gate
-            .check(request.method(), request.uri(), request.headers())
-        {
+impl Gate {
+    /// Decides on `request` from its head: passes a JSON-RPC request on with its grant, or
+    /// answers it.
+    pub(crate) fn admit<B>(&self, mut request: Request<B>) -> Admission<B>
+    where
+        B: hyper::body::Body<Data = hyper::body::Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        match self.check(request.method(), request.uri(), request.headers()) {
             Ok(Pass::Rpc(grant)) => {
                 request.extensions_mut().insert(grant);
                 // The caller's trace context, read by the request's span (`otel/edge.rs`).
                 if let Some(trace) = crate::otel::CallerTraceHeaders::of(request.headers()) {
                     request.extensions_mut().insert(trace);
                 }
-                prepare_for_jsonrpsee(request.headers_mut());
-                Box::pin(self.inner.call(request))
+                Admission::Rpc(request)
             }
-            Ok(Pass::Identity) => {
-                let response = self.gate.identity(request.headers());
-                Box::pin(async { Ok(response) })
-            }
+            Ok(Pass::Identity) => Admission::Answered(self.identity(request.headers())),
             Ok(Pass::Metrics(grant)) => {
-                let page = self.gate.metrics.clone();
-                Box::pin(async move {
+                let page = self.metrics.clone();
+                Admission::Answering(Box::pin(async move {
                     // Reading /proc and locking each breaker briefly: off the async workers.
                     let text = tokio::task::spawn_blocking(move || (page.0)(&grant))
                         .await
                         .unwrap_or_default();
-                    Ok(metrics_answer(text))
-                })
+                    metrics_answer(text)
+                }))
             }
             Ok(Pass::Mcp(grant)) => {
-                let endpoint = self.gate.mcp.clone().expect("admitted only when served");
-                let limit = self.gate.max_body_bytes;
-                Box::pin(async move { Ok(mcp_answer(endpoint, grant, request, limit).await) })
+                let endpoint = self.mcp.clone().expect("admitted only when served");
+                let limit = self.max_body_bytes;
+                Admission::Answering(Box::pin(mcp_answer(endpoint, grant, request, limit)))
             }
             Err(StatusCode::PAYLOAD_TOO_LARGE) => {
-                let response = crate::edge::shape::too_large(self.gate.max_body_bytes);
-                Box::pin(async { Ok(response) })
+                Admission::Answered(crate::edge::shape::too_large(self.max_body_bytes))
             }
-            Err(code) => {
-                let response = refusal(code);
-                Box::pin(async { Ok(response) })
-            }
+            Err(code) => Admission::Answered(refusal(code)),
         }
     }
 }

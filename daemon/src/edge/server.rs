@@ -1,7 +1,7 @@
 //! The transport: our own accept loop over a TCP or Unix listener, hyper HTTP/1.1 per
-//! connection, and jsonrpsee as the tower service behind the gate.
+//! connection, and the dispatch (`dispatch.rs`) as each connection's service.
 //!
-//! Owning the loop (instead of jsonrpsee's built-in server) is what gives us a header-read
+//! Owning the loop (instead of a server crate's) is what gives us a header-read
 //! timeout (slow-loris clients are dropped), a connection cap that refuses at accept time, the
 //! same code for TCP and Unix sockets, and graceful shutdown: stop accepting, let requests in
 //! flight finish within the grace period, answer those still running with a shutdown error, then
@@ -13,14 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use jsonrpsee::server::{BatchRequestConfig, Server, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
-use crate::edge::gate::{Gate, GateLayer, MetricsPage};
-use crate::edge::shape::MAX_BATCH_LEN;
-use crate::edge::shape_layer::RequestShapeLayer;
+use crate::edge::dispatch::{Dispatch, MethodTable};
+use crate::edge::gate::{Gate, MetricsPage};
 use crate::edge::spill::SpillStore;
 use crate::pipeline::CallContext;
 use crate::services::Services;
@@ -116,7 +113,8 @@ pub async fn run(
         Listener::Unix(_) => (Vec::new(), Vec::new()),
     };
     let (grace_over, grace_over_receiver) = tokio::sync::watch::channel(false);
-    // Turns `true` as soon as shutdown starts: the gateway's standalone streams end at once
+    // Turns `true` as soon as shutdown starts: every connection shuts down gracefully (it ends
+    // once its request in flight is answered), and the gateway's standalone streams end at once
     // (a connection drains only when its response ends, and those never would by themselves).
     let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
     let gate = Arc::new(Gate {
@@ -138,27 +136,6 @@ pub async fn run(
             options.grace.as_millis() as u64,
         ))),
     });
-    let config = ServerConfig::builder()
-        .http_only()
-        // The shape layer enforces the real limit; jsonrpsee's must not be lower.
-        .max_request_body_size(u32::try_from(options.max_body_bytes).unwrap_or(u32::MAX))
-        // `answer` enforces the response limit before an answer is handed over; jsonrpsee's
-        // would replace an answer with an error after the tool ran (a batch's, every answer).
-        .max_response_body_size(u32::MAX)
-        .set_batch_request_config(BatchRequestConfig::Limit(MAX_BATCH_LEN))
-        .build();
-    let http_middleware = tower::ServiceBuilder::new()
-        .layer(GateLayer::new(gate))
-        .layer(RequestShapeLayer::new(options.max_body_bytes));
-    let builder = Server::builder()
-        .set_config(config)
-        .set_http_middleware(http_middleware)
-        .to_service_builder()
-        // Our accept loop enforces the limit; jsonrpsee's own guard (100 by default) would
-        // answer 429 below it. Its guard counts requests in flight, and each entry of a batch
-        // is a request of its own to it (`batch.rs`), so it must allow a full batch on every
-        // connection.
-        .max_connections(MAX_CONNECTIONS as u32 * MAX_BATCH_LEN);
     if let Some(runtime_dir) = options.spill_dir.parent() {
         let removed = crate::edge::spill::remove_stale(runtime_dir);
         if removed > 0 {
@@ -194,8 +171,10 @@ pub async fn run(
             Listener::Unix(_) => tool_cli_telemetry::spans::Listener::Unix,
         },
     };
-    let methods: jsonrpsee::Methods = crate::edge::rpc::module(services, answers).into();
-    let (stop_handle, server_handle) = jsonrpsee::server::stop_channel();
+    let methods = MethodTable::new(crate::edge::rpc::module(services, answers));
+    let dispatch = Dispatch::new(gate, methods, options.max_body_bytes);
+    // Numbers the connections, for the methods' `ConnectionId`.
+    let mut connections_accepted = 0usize;
 
     enum Accepting {
         Tcp(tokio::net::TcpListener),
@@ -280,8 +259,13 @@ pub async fn run(
             );
             continue;
         };
-        let service = builder.clone().build(methods.clone(), stop_handle.clone());
-        let stopped = stop_handle.clone().shutdown();
+        connections_accepted = connections_accepted.wrapping_add(1);
+        let service = dispatch.for_connection(connections_accepted);
+        let mut shutdown_started = shutting_down.subscribe();
+        let stopped = async move {
+            // An error means the sender is gone, which happens only once `run` returns.
+            let _ = shutdown_started.wait_for(|started| *started).await;
+        };
         let activity = Arc::clone(&last_activity);
         let since_start = move || started.elapsed().as_millis() as u64;
         activity.store(since_start(), std::sync::atomic::Ordering::Release);
@@ -295,7 +279,7 @@ pub async fn run(
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+                .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection, stopped);
             tokio::select! {
                 _ = connection.as_mut() => {}
@@ -326,7 +310,6 @@ pub async fn run(
     } else {
         drop(accepting);
     }
-    let _ = server_handle.stop();
     let drained = tokio::time::timeout(options.grace, async {
         while tasks.join_next().await.is_some() {}
     })

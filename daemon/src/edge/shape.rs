@@ -1,29 +1,37 @@
 //! Request shapes: what a body that is valid JSON but not a JSON-RPC request is (it gets `-32600`),
-//! and the plain HTTP answers the edge gives before jsonrpsee sees a request.
+//! and the plain HTTP answers the edge gives of its own.
 //!
-//! jsonrpsee answers such a body (say `{"hello":"world"}` or `42`) with `-32700 Parse error`,
-//! which tells the caller their JSON is broken when it is not; JSON-RPC 2.0 says `-32600 Invalid
-//! Request`. The request-shape layer (`shape_layer.rs`) classifies each body with [`shape`], one
-//! borrowed parse with no allocation for the members it skips. Requests and notifications pass
-//! through untouched; jsonrpsee itself answers malformed JSON and requests with an `id` but a bad
-//! shape. A batch within [`MAX_BATCH_LEN`] has its entries run at once (`batch.rs`), each marked
-//! with the batch's length ([`BatchLen`]), so each request's answer can be held to its share of
-//! the response size limit.
+//! jsonrpsee's server answered such a body (say `{"hello":"world"}` or `42`) with `-32700 Parse
+//! error`, which tells the caller their JSON is broken when it is not; JSON-RPC 2.0 says `-32600
+//! Invalid Request`. The dispatch (`dispatch/jsonrpc.rs`) classifies with [`shape`], one borrowed
+//! parse with no allocation for the members it skips, each body that is not a well-formed request
+//! (a well-formed one is recognised by parsing it as one, so the hot path parses once). Malformed
+//! JSON and requests with an `id` but a bad shape keep the answers jsonrpsee's server gave. A batch
+//! within [`MAX_BATCH_LEN`] has its entries run at once (`batch.rs`), each marked with the
+//! batch's length ([`BatchLen`]), so each request's answer can be held to its share of the
+//! response size limit.
 //!
-//! Notifications (no `id`) are not run: jsonrpsee ignores them over HTTP, where nothing could
-//! report their outcome. They are answered `204 No Content`.
+//! Notifications (no `id`) are not run: over HTTP nothing could report their outcome. They are
+//! answered `204 No Content`.
 
 use std::sync::LazyLock;
 
 use hyper::body::Bytes;
 use hyper::{Response, StatusCode, header};
-use jsonrpsee::server::{HttpBody, HttpResponse};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tool_cli_protocol::{ErrorData, ErrorObject, RequestId, code};
 
+use crate::edge::http_body::{HttpBody, HttpResponse};
+
 /// Default largest request body accepted.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long a request's body may take to arrive once its head has. hyper's header-read timeout
+/// stops a client trickling its head; without this one, a client trickling its body (one byte
+/// a second under a `Content-Length` within the limit) held its connection, and one of the
+/// daemon's 1024 connection slots, forever. A 4 MiB body crosses loopback in milliseconds.
+pub(crate) const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Most requests in one JSON-RPC batch.
 pub(crate) const MAX_BATCH_LEN: u32 = 100;
@@ -34,12 +42,11 @@ pub(crate) struct BatchLen(pub(crate) usize);
 
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shape {
-    /// Let jsonrpsee answer: a request, or malformed JSON.
+    /// A request, or malformed JSON: answered as jsonrpsee's server answered it.
     PassThrough,
-    /// Let jsonrpsee answer a batch of this many entries, at least one of them not a
-    /// notification.
+    /// A batch of this many entries, at least one of them not a notification.
     Batch(usize),
-    /// Notifications only: jsonrpsee ignores them; the client gets no body.
+    /// Notifications only: none is run; the client gets no body.
     Notifications,
     /// Valid JSON that is not a request (or a request with an id JSON-RPC does not allow).
     NotARequest,
@@ -89,7 +96,7 @@ where
 }
 
 pub(crate) fn shape(body: &[u8]) -> Shape {
-    // JSON is UTF-8: anything else is malformed, which jsonrpsee reports as such.
+    // JSON is UTF-8: anything else is malformed.
     if std::str::from_utf8(body).is_err() {
         return Shape::NotUtf8;
     }
@@ -119,7 +126,7 @@ pub(crate) fn shape(body: &[u8]) -> Shape {
         Ok(probe) if probe.is_notification() => Shape::Notifications,
         Ok(_) => Shape::NotARequest,
         // Not an object: valid JSON of another kind is not a request; anything else is
-        // malformed and jsonrpsee says so.
+        // malformed, and answered so.
         Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
             Shape::NotARequest
         }
@@ -137,8 +144,8 @@ pub(super) fn internal_error(body: &[u8]) -> HttpResponse {
         .expect("static response parts are valid")
 }
 
-/// A JSON-RPC error answer, as the protocol's envelope writes it: the edge answers these
-/// itself, for requests jsonrpsee never sees.
+/// A JSON-RPC error answer, as the protocol's envelope writes it: the edge's own errors, for
+/// requests no method sees.
 fn error_body(
     id: Option<RequestId>,
     code: i32,
@@ -218,9 +225,7 @@ pub(super) fn batch_too_large(len: usize) -> HttpResponse {
 }
 
 pub(super) fn invalid_request() -> HttpResponse {
-    json_response(HttpBody::new(http_body_util::Full::new(
-        invalid_request_body(),
-    )))
+    json_response(invalid_request_body())
 }
 
 /// The 413 answer to a body over `limit` bytes: a JSON-RPC error (id null: the request was never

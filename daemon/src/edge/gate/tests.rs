@@ -130,25 +130,6 @@ fn each_rule_has_its_status() {
 }
 
 #[test]
-fn jsonrpsee_sees_json_and_no_upgrade() {
-    let (_, _, mut headers) = head(
-        "POST",
-        "/",
-        &[
-            ("content-type", "text/plain; charset=utf-16"),
-            ("connection", "upgrade"),
-            ("upgrade", "websocket"),
-        ],
-    );
-    prepare_for_jsonrpsee(&mut headers);
-    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-    assert!(headers.get(header::UPGRADE).is_none());
-    let (_, _, mut headers) = head("POST", "/", &[]);
-    prepare_for_jsonrpsee(&mut headers);
-    assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-}
-
-#[test]
 fn identity_proves_the_token_for_the_host_dialed() {
     let gate = gate();
     let token = gate.tokens.owner().clone();
@@ -211,4 +192,28 @@ fn the_daemons_own_origin_is_accepted_at_the_mcp_gateway_only() {
         gate.check(&method, &uri, &headers).unwrap_err(),
         StatusCode::FORBIDDEN
     );
+}
+
+#[test]
+fn an_admitted_request_carries_its_grant_and_a_refused_one_is_answered() {
+    let request = |headers: &[(&str, &str)]| {
+        let mut request = Request::post("/");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+            .body(http_body_util::Empty::<hyper::body::Bytes>::new())
+            .unwrap()
+    };
+    let host = ("host", "127.0.0.1:4000");
+    match gate().admit(request(&[host, ("authorization", BEARER)])) {
+        Admission::Rpc(request) => {
+            assert!(request.extensions().get::<Grant>().unwrap().is_owner);
+        }
+        _ => panic!("a request with the owner token is passed on"),
+    }
+    match gate().admit(request(&[host])) {
+        Admission::Answered(response) => assert_eq!(response.status(), StatusCode::UNAUTHORIZED),
+        _ => panic!("a request without a token is refused"),
+    }
 }

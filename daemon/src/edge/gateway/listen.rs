@@ -137,12 +137,12 @@ impl super::Endpoint {
         mode: Mode,
         id: Value,
         params: &Value,
-    ) -> jsonrpsee::server::HttpResponse {
+    ) -> crate::edge::http_body::HttpResponse {
         let answer = |body: Value, content_type: &str| {
             hyper::Response::builder()
                 .status(hyper::StatusCode::OK)
                 .header(hyper::header::CONTENT_TYPE, content_type)
-                .body(jsonrpsee::server::HttpBody::from(body.to_string()))
+                .body(crate::edge::http_body::HttpBody::from(body.to_string()))
                 .expect("static response parts are valid")
         };
         let accepted = match accept(params, mode) {
@@ -230,9 +230,9 @@ impl super::Endpoint {
             .status(hyper::StatusCode::OK)
             .header(hyper::header::CONTENT_TYPE, "text/event-stream")
             .header(hyper::header::CACHE_CONTROL, "no-cache")
-            .body(jsonrpsee::server::HttpBody::new(super::sse::SseBody::new(
-                body, writer,
-            )))
+            .body(crate::edge::http_body::HttpBody::new(
+                super::sse::SseBody::new(body, writer),
+            ))
             .expect("static response parts are valid")
     }
 }

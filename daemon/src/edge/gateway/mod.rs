@@ -45,10 +45,10 @@ use std::sync::Arc;
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Response, StatusCode};
-use jsonrpsee::server::{HttpBody, HttpResponse};
 use serde_json::{Value, json};
 
 use crate::auth::Grant;
+use crate::edge::http_body::{HttpBody, HttpResponse};
 use crate::services::Services;
 pub(crate) use messages::Mode;
 use messages::{Incoming, RpcError, requested_mode};

@@ -83,7 +83,7 @@ pub(super) fn open(
 pub(super) fn resumption(
     headers: &hyper::HeaderMap,
     session: &Session,
-) -> Result<Option<String>, Box<jsonrpsee::server::HttpResponse>> {
+) -> Result<Option<String>, Box<crate::edge::http_body::HttpResponse>> {
     let Some(last_event_id) = headers.get("last-event-id") else {
         return Ok(None);
     };

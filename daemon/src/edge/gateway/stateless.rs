@@ -360,7 +360,7 @@ impl super::Endpoint {
         id: Value,
         method: &str,
         params: &Value,
-    ) -> jsonrpsee::server::HttpResponse {
+    ) -> crate::edge::http_body::HttpResponse {
         // The URL or header, else the mode the token was minted with, else pass-through.
         let mode = mode
             .or_else(|| {
@@ -414,7 +414,7 @@ impl super::Endpoint {
         hyper::Response::builder()
             .status(StatusCode::OK)
             .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(jsonrpsee::server::HttpBody::from(body))
+            .body(crate::edge::http_body::HttpBody::from(body))
             .expect("static response parts are valid")
     }
 }

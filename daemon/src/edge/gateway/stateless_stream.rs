@@ -73,7 +73,7 @@ impl super::Endpoint {
         mut context: crate::pipeline::CallContext,
         log_level: usize,
         worded: impl FnOnce(Result<super::Reply, RpcError>) -> String + Send + 'static,
-    ) -> jsonrpsee::server::HttpResponse {
+    ) -> crate::edge::http_body::HttpResponse {
         let (relay, messages) = session.relay_at(stream::progress_token(params), Some(log_level));
         context.relay = Some(Arc::clone(&relay) as Arc<dyn crate::provider::EventRelay>);
         let endpoint = Arc::clone(self);
@@ -86,7 +86,7 @@ impl super::Endpoint {
             .status(hyper::StatusCode::OK)
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
-            .body(jsonrpsee::server::HttpBody::new(stream::event_stream(
+            .body(crate::edge::http_body::HttpBody::new(stream::event_stream(
                 messages, call, relay,
             )))
             .expect("static response parts are valid")

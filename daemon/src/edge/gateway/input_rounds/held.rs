@@ -261,12 +261,12 @@ async fn write_rounds(
     let _ = frames.send(event(None, &answer)).await;
 }
 
-fn event_stream_response(body: SseBody) -> jsonrpsee::server::HttpResponse {
+fn event_stream_response(body: SseBody) -> crate::edge::http_body::HttpResponse {
     hyper::Response::builder()
         .status(hyper::StatusCode::OK)
         .header(hyper::header::CONTENT_TYPE, "text/event-stream")
         .header(hyper::header::CACHE_CONTROL, "no-cache")
-        .body(jsonrpsee::server::HttpBody::new(body))
+        .body(crate::edge::http_body::HttpBody::new(body))
         .expect("static response parts are valid")
 }
 
@@ -283,7 +283,7 @@ impl super::super::Endpoint {
         mut context: crate::pipeline::CallContext,
         log_level: usize,
         id: Value,
-    ) -> jsonrpsee::server::HttpResponse {
+    ) -> crate::edge::http_body::HttpResponse {
         let (relay, messages) = HostRelay::new(
             0,
             super::super::stream::progress_token(params),
@@ -317,7 +317,7 @@ impl super::super::Endpoint {
         params: &Value,
         retry: &super::Retry,
         id: Value,
-    ) -> Result<jsonrpsee::server::HttpResponse, RpcError> {
+    ) -> Result<crate::edge::http_body::HttpResponse, RpcError> {
         let binding = Binding {
             token_id: grant.token_id.clone(),
             method: method.to_owned(),
