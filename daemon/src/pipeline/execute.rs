@@ -464,7 +464,9 @@ async fn attempt(
         },
         Some(max_total) => {
             let beats = ticket.relay.as_ref().map(|relay| relay.progress_beats());
-            match progress_timeout::bounded(call, timeout, deadline, beats).await {
+            // Boxed: this rarer bound's state would double the size of every call's future
+            // (each level above moves it whole as it is awaited).
+            match Box::pin(progress_timeout::bounded(call, timeout, deadline, beats)).await {
                 Bounded::Done(result) => result,
                 Bounded::Idle => Err(timed_out()),
                 Bounded::Deadline => {
