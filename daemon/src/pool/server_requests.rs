@@ -26,7 +26,6 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::server_requests::{
     Admission, ElicitationPolicy, RequestBudget, ServerRequestSettings,
@@ -36,6 +35,9 @@ use crate::sampling::{Sampler, SamplingBill};
 
 mod elicit;
 mod host;
+mod withdrawal;
+
+pub(crate) use withdrawal::Withdrawal;
 
 /// The `_meta` key of a declined elicitation that says why.
 const REASON_META: &str = "tool-cli/reason";
@@ -113,48 +115,6 @@ pub(crate) struct Watch<'a> {
 impl Drop for Watch<'_> {
     fn drop(&mut self) {
         self.requests.watched.lock().unwrap().remove(&self.token);
-    }
-}
-
-/// When a question still open is withdrawn from its caller, and why, in the words the caller
-/// and the server are told ("…asked the caller, but {why}").
-#[derive(Clone, Copy)]
-pub(crate) struct Withdrawal<'a> {
-    token: &'a CancellationToken,
-    why: &'static str,
-}
-
-impl<'a> Withdrawal<'a> {
-    /// The server cancelled its own request (`notifications/cancelled`).
-    pub(crate) fn by_the_server(token: &'a CancellationToken) -> Self {
-        Withdrawal {
-            token,
-            why: "the server withdrew its request",
-        }
-    }
-
-    /// The call the question belongs to ran out of time (its task is then cancelled).
-    pub(crate) fn at_the_deadline(token: &'a CancellationToken) -> Self {
-        Withdrawal {
-            token,
-            why: "the call's deadline passed before an answer came",
-        }
-    }
-
-    /// The client task the question was asked in ended (the server cancelled it, its time to
-    /// live ran out, or the connection closed).
-    pub(crate) fn with_its_task(token: &'a CancellationToken) -> Self {
-        Withdrawal {
-            token,
-            why: "the task it was asked in ended (cancelled by the server, expired, or its \
-                  connection closed)",
-        }
-    }
-
-    /// Completes when the question is withdrawn; its reason.
-    pub(crate) async fn withdrawn(self) -> &'static str {
-        self.token.cancelled().await;
-        self.why
     }
 }
 

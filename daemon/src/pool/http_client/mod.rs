@@ -14,6 +14,7 @@
 //! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) are honoured as reqwest did
 //! (`proxy.rs`).
 
+mod answers;
 mod proxy;
 mod sse_limit;
 mod streamable;
