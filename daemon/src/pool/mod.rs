@@ -696,7 +696,7 @@ impl Upstream for Server {
     ) -> BoxFuture<'a, Result<Value, Error>> {
         Box::pin(self.request(deadline, move |connection| async move {
             connection
-                .call_tool(tool, arguments, remaining(deadline), ticket)
+                .call_tool(tool, arguments, deadline.into_std(), ticket)
                 .await
         }))
     }

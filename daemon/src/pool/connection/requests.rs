@@ -226,9 +226,14 @@ impl Connection {
         &self,
         tool: &str,
         arguments: &Map<String, Value>,
-        timeout: Duration,
+        deadline: std::time::Instant,
         ticket: &CallTicket,
     ) -> Result<Value, Error> {
+        // The call's own deadline, not one recomputed from what was left of it: the 2026 task
+        // paths below time their questions against it, and they must fire with (not after) the
+        // pipeline's bound of the same instant, which would otherwise drop the call before an
+        // open question is closed at the caller.
+        let timeout = deadline.saturating_duration_since(std::time::Instant::now());
         // Who the call is for, so a server keeping state per client can keep callers apart
         // on this shared connection (`provider/ticket.rs`).
         let caller = ticket.caller.as_deref();
@@ -288,7 +293,6 @@ impl Connection {
                 // This path and the task's are boxed: held inline they made this future (and
                 // every caller's above it, each moved whole as it is awaited) 8.7 KB for the
                 // stdio path's 0.8 KB, the largest share of a call's `memcpy`.
-                let deadline = std::time::Instant::now() + timeout;
                 let result = Box::pin(self.request_answering_input(
                     tool,
                     timeout,
